@@ -1,0 +1,81 @@
+# Berth — make help lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+GO        ?= go
+BUILDTAGS := containers_image_openpgp,exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper
+export GOFLAGS := -buildvcs=false -tags=$(BUILDTAGS)
+MODULES   := shared uploads engine contracts e2e
+BIN       := $(CURDIR)/bin
+STATE     := $(CURDIR)/.berth
+
+ENGINE_LISTEN  ?= tcp://127.0.0.1:8080
+UPLOADS_LISTEN ?= tcp://127.0.0.1:8081
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build berth-engine and berth-uploads into bin/
+	@mkdir -p $(BIN)
+	cd engine && CGO_ENABLED=0 $(GO) build -o $(BIN)/berth-engine ./cmd/berth-engine
+	cd uploads && CGO_ENABLED=0 $(GO) build -o $(BIN)/berth-uploads ./cmd/berth-uploads
+
+.PHONY: run
+run: runtime-deps build ## Build both services and run them on loopback, state under ./.berth/ (Ctrl-C stops both)
+	@hack/run.sh "$(BIN)" "$(STATE)" "$(ENGINE_LISTEN)" "$(UPLOADS_LISTEN)"
+
+.PHONY: runtime-deps
+runtime-deps: ## Install the Debian packages the engine needs at run time (runc, conmon, netavark ...)
+	@hack/deps.sh runtime
+
+.PHONY: deps
+deps: ## Install everything the tests need (apt packages, libpact_ffi)
+	@hack/deps.sh test
+
+.PHONY: test
+test: deps ## Install what the tests need, then run every test (unit, PostgreSQL, engine, contracts, e2e)
+	@hack/test.sh all
+
+.PHONY: test-unit
+test-unit: ## Run the Go tests of shared, uploads and engine only (no PostgreSQL, no docker)
+	@hack/test.sh unit
+
+.PHONY: contracts
+contracts: ## Run only the Pact consumer tests and the provider verification
+	@hack/test.sh contracts
+
+.PHONY: e2e
+e2e: ## Run only the testcontainers e2e tests (starts dockerd, builds images)
+	@hack/test.sh e2e
+
+.PHONY: bench
+bench: deps build ## Run the benchmarks against the reference peers (dd, Podman 4.3.1) and print ratios
+	@hack/bench.sh
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (default 20s) each
+	@hack/fuzz.sh $${FUZZTIME:-20s}
+
+.PHONY: images
+images: build ## Build the service container images (local Debian base via debootstrap, no registry needed)
+	@hack/images.sh
+
+.PHONY: install
+install: build ## Install binaries to /usr/local/bin and the engine swagger to /usr/share/containers/berth
+	install -D -m 0755 $(BIN)/berth-engine /usr/local/bin/berth-engine
+	install -D -m 0755 $(BIN)/berth-uploads /usr/local/bin/berth-uploads
+	install -D -m 0644 engine/api/swagger.yaml /usr/share/containers/berth/swagger.yaml
+
+.PHONY: lint
+lint: ## gofmt, go vet and go mod tidy checks on every module
+	@hack/lint.sh
+
+.PHONY: tidy
+tidy: ## go mod tidy every module
+	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy) || exit 1; done
+
+.PHONY: clean
+clean: ## Remove build output and local state
+	rm -rf $(BIN) $(STATE)

@@ -1,0 +1,3 @@
+module github.com/berth-project/berth/shared
+
+go 1.25.0
