@@ -1,0 +1,428 @@
+package files
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+)
+
+// Errors of tree operations; the API maps them to status codes.
+var (
+	// ErrNotExist: the path (or the upload's tree) does not exist.
+	ErrNotExist = fmt.Errorf("no such file or directory: %w", fs.ErrNotExist)
+	// ErrConflict: the path clashes with what is on disk (a file where a directory is
+	// needed, or a directory where a file would go).
+	ErrConflict = errors.New("path conflicts with an existing file or directory")
+	// ErrIsDir: raw bytes were asked of a directory.
+	ErrIsDir = errors.New("is a directory")
+	// ErrRootRefused: the upload's root cannot be written or deleted as a file.
+	ErrRootRefused = errors.New("the root of an upload cannot be written or deleted")
+)
+
+// LimitError reports an exceeded limit (file size, upload size, file count, path length
+// or depth). Nothing of the refused write is left on disk.
+type LimitError struct {
+	Limit string // which limit, e.g. "maxFileSize"
+	Max   int64
+}
+
+func (e *LimitError) Error() string { return fmt.Sprintf("limit %s (%d) exceeded", e.Limit, e.Max) }
+
+// Change is how a write or delete changes an upload's usage.
+type Change struct {
+	Bytes int64 // bytes added (negative: freed)
+	Files int   // regular files added (negative: removed)
+}
+
+// Reserver records a Change in the upload's usage or refuses it (for example with a
+// *LimitError or because the upload left the open state). Tree calls it while it holds
+// the upload's lock, right before a write becomes visible or right after a delete.
+type Reserver func(Change) error
+
+const (
+	filesDir = "files"
+	tmpDir   = "tmp"
+	copyBuf  = 256 << 10
+)
+
+// Tree stores each upload's files under base/<id>/files, with temporaries in
+// base/<id>/tmp so a rename into place is atomic and unfinished files are never listed.
+type Tree struct {
+	base  string
+	bufs  sync.Pool
+	mu    sync.Mutex
+	locks map[string]*uploadLock
+}
+
+type uploadLock struct {
+	sync.Mutex
+	refs int
+}
+
+// New returns a Tree rooted at dataDir/uploads, creating it if needed.
+func New(dataDir string) (*Tree, error) {
+	base := filepath.Join(dataDir, "uploads")
+	if err := os.MkdirAll(base, 0o750); err != nil {
+		return nil, fmt.Errorf("create upload tree: %w", err)
+	}
+	t := &Tree{base: base, locks: map[string]*uploadLock{}}
+	t.bufs.New = func() any { b := make([]byte, copyBuf); return &b }
+	return t, nil
+}
+
+// Dir is the absolute directory holding the files of upload id.
+func (t *Tree) Dir(id string) string { return filepath.Join(t.base, id, filesDir) }
+
+// Create makes the empty tree of a new upload.
+func (t *Tree) Create(id string) error {
+	for _, d := range []string{filesDir, tmpDir} {
+		if err := os.MkdirAll(filepath.Join(t.base, id, d), 0o750); err != nil {
+			return fmt.Errorf("create tree of %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// Remove deletes every file of upload id; a missing tree is not an error.
+func (t *Tree) Remove(id string) error {
+	if err := os.RemoveAll(filepath.Join(t.base, id)); err != nil {
+		return fmt.Errorf("remove tree of %s: %w", id, err)
+	}
+	return nil
+}
+
+func (t *Tree) lock(id string) func() {
+	t.mu.Lock()
+	l := t.locks[id]
+	if l == nil {
+		l = &uploadLock{}
+		t.locks[id] = l
+	}
+	l.refs++
+	t.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		t.mu.Lock()
+		l.refs--
+		if l.refs == 0 {
+			delete(t.locks, id)
+		}
+		t.mu.Unlock()
+	}
+}
+
+func (t *Tree) openUpload(id string) (*os.Root, error) {
+	r, err := os.OpenRoot(filepath.Join(t.base, id))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, ErrNotExist
+		}
+		return nil, fmt.Errorf("open tree of %s: %w", id, err)
+	}
+	return r, nil
+}
+
+func (t *Tree) openFiles(id string) (*os.Root, error) {
+	r, err := t.openUpload(id)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	fr, err := r.OpenRoot(filesDir)
+	if err != nil {
+		return nil, readErr(err)
+	}
+	return fr, nil
+}
+
+// readErr maps errors of lookups to ErrNotExist where the path simply is not there
+// (including a path running through a regular file, a name too long, or a link that
+// would leave the tree).
+func readErr(err error) error {
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.As(err, &errno) && (errno == syscall.ENOTDIR || errno == syscall.ENAMETOOLONG || errno == syscall.ELOOP):
+		return ErrNotExist
+	case isEscape(err):
+		return ErrNotExist
+	}
+	return err
+}
+
+// isEscape recognizes os.Root's refusal of a path that leads outside the root: a
+// *fs.PathError that carries no system error number.
+func isEscape(err error) bool {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	return errors.As(err, &pe) && pe.Err != nil && !errors.As(pe.Err, &errno)
+}
+
+// Put streams body into rel of upload id. At most maxSize bytes are accepted; more is a
+// *LimitError and nothing is kept. The data goes to a temporary file that is fsynced and
+// renamed into place (and the directory fsynced), so readers and concurrent writers of the
+// same path see either the old or a complete new file, never a mix. reserve is called
+// under the upload's lock before the rename; if it fails the write is dropped.
+func (t *Tree) Put(id, rel string, body io.Reader, maxSize int64, reserve Reserver) (int64, error) {
+	if rel == Root {
+		return 0, ErrRootRefused
+	}
+	root, err := t.openUpload(id)
+	if err != nil {
+		return 0, err
+	}
+	defer root.Close()
+	tmpName, n, err := t.writeTemp(root, body, maxSize)
+	if err != nil {
+		return 0, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = root.Remove(tmpName)
+		}
+	}()
+
+	unlock := t.lock(id)
+	defer unlock()
+	target := path.Join(filesDir, rel)
+	if err := root.MkdirAll(path.Dir(target), 0o750); err != nil {
+		var errno syscall.Errno
+		if errors.Is(err, fs.ErrExist) || errors.As(err, &errno) && errno == syscall.ENOTDIR {
+			return 0, fmt.Errorf("%w: a parent of %q is a file", ErrConflict, rel)
+		}
+		return 0, fmt.Errorf("create parents of %q: %w", rel, readErrWrite(err))
+	}
+	change := Change{Bytes: n, Files: 1}
+	if fi, err := root.Lstat(target); err == nil {
+		if !fi.Mode().IsRegular() {
+			return 0, fmt.Errorf("%w: %q is a directory", ErrConflict, rel)
+		}
+		change = Change{Bytes: n - fi.Size()}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("stat %q: %w", rel, readErrWrite(err))
+	}
+	if err := reserve(change); err != nil {
+		return 0, err
+	}
+	if err := root.Rename(tmpName, target); err != nil {
+		_ = reserve(Change{Bytes: -change.Bytes, Files: -change.Files})
+		return 0, fmt.Errorf("rename into %q: %w", rel, readErrWrite(err))
+	}
+	committed = true
+	if d, err := root.Open(path.Dir(target)); err == nil {
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return n, fmt.Errorf("sync directory of %q: %w", rel, err)
+		}
+	}
+	return n, nil
+}
+
+func readErrWrite(err error) error {
+	if isEscape(err) {
+		return fmt.Errorf("%w: %v", ErrConflict, err)
+	}
+	return err
+}
+
+func (t *Tree) writeTemp(root *os.Root, body io.Reader, maxSize int64) (string, int64, error) {
+	var rnd [12]byte
+	_, _ = rand.Read(rnd[:])
+	name := path.Join(tmpDir, "put-"+hex.EncodeToString(rnd[:]))
+	if err := root.MkdirAll(tmpDir, 0o750); err != nil {
+		return "", 0, fmt.Errorf("create temporary directory: %w", err)
+	}
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		return "", 0, fmt.Errorf("create temporary file: %w", err)
+	}
+	buf := t.bufs.Get().(*[]byte)
+	defer t.bufs.Put(buf)
+	n, err := io.CopyBuffer(writerOnly{f}, io.LimitReader(body, maxSize+1), *buf)
+	if err == nil && n > maxSize {
+		err = &LimitError{Limit: "maxFileSize", Max: maxSize}
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = root.Remove(name)
+		return "", 0, err
+	}
+	return name, n, nil
+}
+
+// writerOnly hides *os.File's ReadFrom so io.CopyBuffer uses the pooled buffer.
+type writerOnly struct{ io.Writer }
+
+// Delete removes rel of upload id, a directory with everything below it, and then tells
+// reserve how much was freed.
+func (t *Tree) Delete(id, rel string, reserve Reserver) error {
+	if rel == Root {
+		return ErrRootRefused
+	}
+	root, err := t.openFiles(id)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	unlock := t.lock(id)
+	defer unlock()
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		return readErr(err)
+	}
+	freed := Change{}
+	if fi.IsDir() {
+		err := fs.WalkDir(root.FS(), rel, func(_ string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.Type().IsRegular() {
+				info, err := d.Info()
+				if err != nil {
+					return err
+				}
+				freed.Bytes -= info.Size()
+				freed.Files--
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("measure %q: %w", rel, err)
+		}
+	} else if fi.Mode().IsRegular() {
+		freed = Change{Bytes: -fi.Size(), Files: -1}
+	}
+	if err := root.RemoveAll(rel); err != nil {
+		return fmt.Errorf("remove %q: %w", rel, err)
+	}
+	return reserve(freed)
+}
+
+// Entry describes one file or directory.
+type Entry struct {
+	Name string `json:"name"`
+	Size int64  `json:"size"`
+	Dir  bool   `json:"dir"`
+}
+
+// Info describes a path and, for a directory, one page of its children in name order.
+type Info struct {
+	Entry
+	Children   []Entry `json:"children"`
+	NextMarker string  `json:"nextMarker,omitempty"`
+}
+
+// Stat describes rel of upload id. For a directory it lists up to limit children whose
+// names sort after marker; NextMarker is set when more follow.
+func (t *Tree) Stat(id, rel, marker string, limit int) (Info, error) {
+	root, err := t.openFiles(id)
+	if err != nil {
+		return Info{}, err
+	}
+	defer root.Close()
+	fi, err := root.Stat(rel)
+	if err != nil {
+		return Info{}, readErr(err)
+	}
+	info := Info{Entry: Entry{Name: rel, Dir: fi.IsDir()}, Children: []Entry{}}
+	if !fi.IsDir() {
+		info.Size = fi.Size()
+		return info, nil
+	}
+	d, err := root.Open(rel)
+	if err != nil {
+		return Info{}, readErr(err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return Info{}, fmt.Errorf("list %q: %w", rel, err)
+	}
+	sort.Strings(names)
+	start := sort.SearchStrings(names, marker)
+	if start < len(names) && names[start] == marker {
+		start++
+	}
+	for _, name := range names[start:] {
+		if len(info.Children) == limit {
+			info.NextMarker = info.Children[len(info.Children)-1].Name
+			break
+		}
+		ci, err := root.Lstat(path.Join(rel, name))
+		if err != nil {
+			continue // removed meanwhile
+		}
+		e := Entry{Name: name, Dir: ci.IsDir()}
+		if ci.Mode().IsRegular() {
+			e.Size = ci.Size()
+		}
+		info.Children = append(info.Children, e)
+	}
+	return info, nil
+}
+
+// Open opens the regular file rel of upload id for reading.
+func (t *Tree) Open(id, rel string) (*os.File, fs.FileInfo, error) {
+	root, err := t.openFiles(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer root.Close()
+	f, err := root.Open(rel)
+	if err != nil {
+		return nil, nil, readErr(err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if fi.IsDir() {
+		f.Close()
+		return nil, nil, ErrIsDir
+	}
+	return f, fi, nil
+}
+
+// Walk returns the regular files of upload id in lexical order of their paths, the order
+// in which processing visits them. Symbolic links are not followed.
+func (t *Tree) Walk(id string) ([]string, error) {
+	root, err := t.openFiles(id)
+	if err != nil {
+		if errors.Is(err, ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer root.Close()
+	var out []string
+	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("walk tree of %s: %w", id, err)
+	}
+	return out, nil
+}

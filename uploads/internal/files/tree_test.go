@@ -1,0 +1,303 @@
+package files
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+const testID = "0b6a3f8e-5f2c-4c7e-9a51-1d2f3e4a5b6c"
+
+func newTree(t *testing.T) *Tree {
+	t.Helper()
+	tr, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Create(testID); err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// usage is a Reserver that keeps totals and enforces limits like the store does.
+type usage struct {
+	mu       sync.Mutex
+	bytes    int64
+	files    int
+	maxBytes int64
+	maxFiles int
+}
+
+func (u *usage) reserve(c Change) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.maxBytes > 0 && u.bytes+c.Bytes > u.maxBytes && c.Bytes > 0 {
+		return &LimitError{Limit: "maxUploadSize", Max: u.maxBytes}
+	}
+	if u.maxFiles > 0 && u.files+c.Files > u.maxFiles && c.Files > 0 {
+		return &LimitError{Limit: "maxFiles", Max: int64(u.maxFiles)}
+	}
+	u.bytes += c.Bytes
+	u.files += c.Files
+	return nil
+}
+
+func tmpEntries(t *testing.T, tr *Tree) []os.DirEntry {
+	t.Helper()
+	es, err := os.ReadDir(filepath.Join(tr.base, testID, tmpDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+func TestPutStatOpenDelete(t *testing.T) {
+	tr := newTree(t)
+	u := &usage{}
+	if _, err := tr.Put(testID, "a/b/c.txt", strings.NewReader("hello"), 100, u.reserve); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Put(testID, "a/b/c.txt", strings.NewReader("hi"), 100, u.reserve); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Put(testID, "a/d", strings.NewReader("xyz"), 100, u.reserve); err != nil {
+		t.Fatal(err)
+	}
+	if u.bytes != 5 || u.files != 2 {
+		t.Fatalf("usage = %d bytes %d files, want 5, 2", u.bytes, u.files)
+	}
+	info, err := tr.Stat(testID, "a", "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Entry{{Name: "b", Dir: true}, {Name: "d", Size: 3}}
+	if !info.Dir || fmt.Sprint(info.Children) != fmt.Sprint(want) || info.NextMarker != "" {
+		t.Fatalf("Stat(a) = %+v", info)
+	}
+	f, fi, err := tr.Open(testID, "a/b/c.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(f)
+	f.Close()
+	if string(data) != "hi" || fi.Size() != 2 {
+		t.Fatalf("content %q", data)
+	}
+	if _, _, err := tr.Open(testID, "a"); !errors.Is(err, ErrIsDir) {
+		t.Fatalf("Open(dir) = %v", err)
+	}
+	for _, p := range []string{"nope", "a/d/x", "a/b/c.txt/y"} {
+		if _, err := tr.Stat(testID, p, "", 10); !errors.Is(err, ErrNotExist) {
+			t.Errorf("Stat(%q) = %v, want ErrNotExist", p, err)
+		}
+	}
+	if _, err := tr.Put(testID, "a/d/x", strings.NewReader("x"), 100, u.reserve); !errors.Is(err, ErrConflict) {
+		t.Fatalf("Put under a file = %v, want ErrConflict", err)
+	}
+	if _, err := tr.Put(testID, "a/b", strings.NewReader("x"), 100, u.reserve); !errors.Is(err, ErrConflict) {
+		t.Fatalf("Put over a directory = %v, want ErrConflict", err)
+	}
+	if _, err := tr.Put(testID, Root, strings.NewReader("x"), 100, u.reserve); !errors.Is(err, ErrRootRefused) {
+		t.Fatalf("Put root = %v", err)
+	}
+	if err := tr.Delete(testID, Root, u.reserve); !errors.Is(err, ErrRootRefused) {
+		t.Fatalf("Delete root = %v", err)
+	}
+	if err := tr.Delete(testID, "a/b", u.reserve); err != nil {
+		t.Fatal(err)
+	}
+	if u.bytes != 3 || u.files != 1 {
+		t.Fatalf("usage after delete = %d, %d", u.bytes, u.files)
+	}
+	if err := tr.Delete(testID, "a/b", u.reserve); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("second delete = %v", err)
+	}
+	if len(tmpEntries(t, tr)) != 0 {
+		t.Fatal("temporaries left behind")
+	}
+	if err := tr.Remove(testID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Stat(testID, Root, "", 1); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("Stat after Remove = %v", err)
+	}
+}
+
+func TestPutLimitsLeaveNothing(t *testing.T) {
+	tr := newTree(t)
+	u := &usage{maxBytes: 10, maxFiles: 2}
+	if _, err := tr.Put(testID, "big", bytes.NewReader(make([]byte, 101)), 100, u.reserve); !isLimit(err, "maxFileSize") {
+		t.Fatalf("oversized file: %v", err)
+	}
+	if _, err := tr.Put(testID, "a", strings.NewReader("123456"), 100, u.reserve); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Put(testID, "dir/b", strings.NewReader("123456"), 100, u.reserve); !isLimit(err, "maxUploadSize") {
+		t.Fatalf("over total: %v", err)
+	}
+	if _, err := tr.Put(testID, "b", strings.NewReader("1"), 100, u.reserve); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Put(testID, "c", strings.NewReader("1"), 100, u.reserve); !isLimit(err, "maxFiles") {
+		t.Fatalf("over count: %v", err)
+	}
+	// Replacing a file frees its old size first.
+	if _, err := tr.Put(testID, "a", strings.NewReader("123456789"), 100, u.reserve); err != nil {
+		t.Fatalf("replace within limit: %v", err)
+	}
+	files, _ := tr.Walk(testID)
+	if strings.Join(files, ",") != "a,b" || len(tmpEntries(t, tr)) != 0 {
+		t.Fatalf("left behind: files %v, tmp %d", files, len(tmpEntries(t, tr)))
+	}
+	if _, err := tr.Stat(testID, "dir", "", 10); err != nil {
+		// The parent directory of a refused file may remain; it holds nothing.
+		if !errors.Is(err, ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+}
+
+func isLimit(err error, limit string) bool {
+	var le *LimitError
+	return errors.As(err, &le) && le.Limit == limit
+}
+
+// A reader that fails midway leaves neither a file nor a temporary.
+func TestPutBrokenBody(t *testing.T) {
+	tr := newTree(t)
+	u := &usage{}
+	body := io.MultiReader(strings.NewReader("partial"), errReader{})
+	if _, err := tr.Put(testID, "x", body, 100, u.reserve); err == nil {
+		t.Fatal("want error")
+	}
+	if files, _ := tr.Walk(testID); len(files) != 0 || len(tmpEntries(t, tr)) != 0 || u.files != 0 {
+		t.Fatalf("left behind %v", files)
+	}
+}
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
+
+func TestConcurrentWritersNeverMix(t *testing.T) {
+	tr := newTree(t)
+	u := &usage{}
+	const writers = 8
+	const size = 1 << 20
+	var wg sync.WaitGroup
+	var failures atomic.Int32
+	for round := 0; round < 3; round++ {
+		for w := 0; w < writers; w++ {
+			wg.Add(1)
+			go func(b byte) {
+				defer wg.Done()
+				if _, err := tr.Put(testID, "same/file", slowReader{bytes.NewReader(bytes.Repeat([]byte{b}, size))}, size, u.reserve); err != nil {
+					failures.Add(1)
+				}
+			}(byte('a' + w))
+		}
+		wg.Wait()
+		data, err := os.ReadFile(filepath.Join(tr.Dir(testID), "same/file"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) != size || bytes.Count(data, data[:1]) != size {
+			t.Fatalf("mixed or short file: %d bytes, first %q", len(data), data[0])
+		}
+	}
+	if failures.Load() != 0 || u.files != 1 || u.bytes != size {
+		t.Fatalf("failures %d, usage %d files %d bytes", failures.Load(), u.files, u.bytes)
+	}
+}
+
+// slowReader hands out small chunks so concurrent writers interleave.
+type slowReader struct{ r io.Reader }
+
+func (s slowReader) Read(p []byte) (int, error) {
+	if len(p) > 4096 {
+		p = p[:4096]
+	}
+	return s.r.Read(p)
+}
+
+func TestSymlinksStayInside(t *testing.T) {
+	tr := newTree(t)
+	u := &usage{}
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := tr.Dir(testID)
+	if err := os.Symlink(outside, filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../../..", filepath.Join(dir, "up")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"out/secret", "up/etc/passwd"} {
+		if _, _, err := tr.Open(testID, p); !errors.Is(err, ErrNotExist) {
+			t.Errorf("Open(%q) through a symlink = %v", p, err)
+		}
+		if _, err := tr.Stat(testID, p, "", 1); !errors.Is(err, ErrNotExist) {
+			t.Errorf("Stat(%q) through a symlink = %v", p, err)
+		}
+		if _, err := tr.Put(testID, p, strings.NewReader("x"), 10, u.reserve); err == nil {
+			t.Errorf("Put(%q) through a symlink succeeded", p)
+		}
+		if err := tr.Delete(testID, p, u.reserve); err == nil {
+			t.Errorf("Delete(%q) through a symlink succeeded", p)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "secret")); err != nil {
+		t.Fatal("file outside the tree was touched")
+	}
+	if es, _ := os.ReadDir(outside); len(es) != 1 {
+		t.Fatalf("outside dir changed: %v", es)
+	}
+	if files, _ := tr.Walk(testID); len(files) != 0 {
+		t.Fatalf("Walk followed a link: %v", files)
+	}
+}
+
+func TestStatPaging(t *testing.T) {
+	tr := newTree(t)
+	u := &usage{}
+	for i := 0; i < 25; i++ {
+		if _, err := tr.Put(testID, fmt.Sprintf("d/f%02d", i), strings.NewReader("x"), 10, u.reserve); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	marker := ""
+	for pages := 0; ; pages++ {
+		info, err := tr.Stat(testID, "d", marker, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range info.Children {
+			got = append(got, c.Name)
+		}
+		if info.NextMarker == "" {
+			if pages != 2 {
+				t.Fatalf("pages = %d", pages+1)
+			}
+			break
+		}
+		marker = info.NextMarker
+	}
+	if len(got) != 25 || got[0] != "f00" || got[24] != "f24" {
+		t.Fatalf("paged children = %v", got)
+	}
+	root, err := tr.Stat(testID, Root, "", 10)
+	if err != nil || root.Name != "." || len(root.Children) != 1 {
+		t.Fatalf("root = %+v, %v", root, err)
+	}
+}
