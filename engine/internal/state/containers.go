@@ -1,0 +1,105 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ContainerRecord is one row of the containers table. Data is the container's
+// full record as the caller serialises it; ID, Name and State are kept in
+// columns for uniqueness and filtering.
+type ContainerRecord struct {
+	ID      string
+	Name    string
+	State   string
+	Created time.Time
+	Data    []byte
+}
+
+// AddContainer inserts a container; ErrDuplicate when its ID or name is taken.
+func (s *DB) AddContainer(ctx context.Context, r ContainerRecord) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO containers (id, name, state, created, data) VALUES (?, ?, ?, ?, ?)`,
+			r.ID, r.Name, r.State, r.Created.UnixNano(), r.Data)
+		if err != nil {
+			if isConstraint(err) {
+				return fmt.Errorf("container %s (%s): %w", r.Name, r.ID, ErrDuplicate)
+			}
+			return fmt.Errorf("insert container %s: %w", r.ID, err)
+		}
+		return nil
+	})
+}
+
+// UpdateContainer replaces the state and data of an existing container.
+func (s *DB) UpdateContainer(ctx context.Context, r ContainerRecord) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE containers SET name = ?, state = ?, data = ? WHERE id = ?`,
+			r.Name, r.State, r.Data, r.ID)
+		if err != nil {
+			if isConstraint(err) {
+				return fmt.Errorf("container name %s: %w", r.Name, ErrDuplicate)
+			}
+			return fmt.Errorf("update container %s: %w", r.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("container %s: %w", r.ID, ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// RemoveContainer deletes a container and its exec sessions.
+func (s *DB) RemoveContainer(ctx context.Context, id string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM containers WHERE id = ?`, id)
+		if err != nil {
+			return fmt.Errorf("delete container %s: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("container %s: %w", id, ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// GetContainer reads one container by full ID.
+func (s *DB) GetContainer(ctx context.Context, id string) (ContainerRecord, error) {
+	var r ContainerRecord
+	var created int64
+	err := s.db.QueryRowContext(ctx, `SELECT id, name, state, created, data FROM containers WHERE id = ?`, id).
+		Scan(&r.ID, &r.Name, &r.State, &created, &r.Data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("container %s: %w", id, ErrNotFound)
+	}
+	r.Created = time.Unix(0, created)
+	return r, err
+}
+
+// ListContainers returns every container, oldest first.
+func (s *DB) ListContainers(ctx context.Context) ([]ContainerRecord, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, name, state, created, data FROM containers ORDER BY created, id`)
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	defer rows.Close()
+	var out []ContainerRecord
+	for rows.Next() {
+		var r ContainerRecord
+		var created int64
+		if err := rows.Scan(&r.ID, &r.Name, &r.State, &created, &r.Data); err != nil {
+			return nil, err
+		}
+		r.Created = time.Unix(0, created)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func isConstraint(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "constraint failed")
+}

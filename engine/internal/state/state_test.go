@@ -1,0 +1,73 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestContainersExecSessionsEventsSurviveReopen(t *testing.T) {
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "state.db")
+	db, err := Open(ctx, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := db.AddContainer(ctx, ContainerRecord{ID: "a1", Name: "web", State: "configured", Created: now, Data: []byte(`{"x":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AddContainer(ctx, ContainerRecord{ID: "b2", Name: "web", State: "configured", Created: now, Data: []byte(`{}`)}); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("duplicate name: got %v, want ErrDuplicate", err)
+	}
+	if err := db.AddContainer(ctx, ContainerRecord{ID: "a1", Name: "other", State: "configured", Created: now, Data: []byte(`{}`)}); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("duplicate id: got %v, want ErrDuplicate", err)
+	}
+	if err := db.UpdateContainer(ctx, ContainerRecord{ID: "a1", Name: "web", State: "running", Data: []byte(`{"x":2}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.UpdateContainer(ctx, ContainerRecord{ID: "zz", Name: "n", State: "running", Data: []byte(`{}`)}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("update missing: got %v", err)
+	}
+	if err := db.PutExecSession(ctx, ExecSessionRecord{ID: "e1", ContainerID: "a1", Created: now, Data: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutExecSession(ctx, ExecSessionRecord{ID: "e2", ContainerID: "missing", Created: now, Data: []byte(`{}`)}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("exec for missing container: got %v", err)
+	}
+	if _, err := db.AppendEvent(ctx, EventRecord{Time: now, Type: "container", Action: "create", ActorID: "a1", Name: "web", Data: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	db, err = Open(ctx, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, err := db.SchemaVersion(ctx); err != nil || v != 1 {
+		t.Fatalf("schema version %d, %v", v, err)
+	}
+	r, err := db.GetContainer(ctx, "a1")
+	if err != nil || r.State != "running" || string(r.Data) != `{"x":2}` || r.Created.UnixNano() != now.UnixNano() {
+		t.Fatalf("reopened container: %+v %v", r, err)
+	}
+	evs, err := db.ListEvents(ctx, now.Add(-time.Second), time.Time{})
+	if err != nil || len(evs) != 1 || evs[0].Action != "create" {
+		t.Fatalf("events: %+v %v", evs, err)
+	}
+	if err := db.RemoveContainer(ctx, "a1"); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := db.ListExecSessions(ctx, ""); err != nil || len(s) != 0 {
+		t.Fatalf("exec sessions outlived their container: %+v %v", s, err)
+	}
+	if _, err := db.GetContainer(ctx, "a1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("removed container: %v", err)
+	}
+	if n, err := db.PruneEvents(ctx, now.Add(time.Second)); err != nil || n != 1 {
+		t.Fatalf("prune events: %d %v", n, err)
+	}
+}
