@@ -1,0 +1,374 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// dialect holds what differs between SQLite and PostgreSQL.
+type dialect struct {
+	name string
+	// numbered placeholders ($1, $2, ...) instead of "?"
+	numbered bool
+	// lockClause is appended to the claim's inner SELECT.
+	lockClause string
+}
+
+// sqlStore implements Store on database/sql. Reads go to db; writes go to wdb, which for
+// SQLite is a single connection so that writers queue in Go instead of failing with
+// SQLITE_BUSY, and for PostgreSQL is the same pool as db.
+type sqlStore struct {
+	db, wdb *sql.DB
+	d       dialect
+	now     func() time.Time
+}
+
+const uploadCols = "id, status, created_at, updated_at, files_total, files_processed, error_count, bytes_used, file_count, attempts"
+
+// q rewrites "?" placeholders for the dialect.
+func (s *sqlStore) q(query string) string {
+	if !s.d.numbered {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, c := range query {
+		if c == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func (s *sqlStore) stamp() int64 { return s.now().UnixMicro() }
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanUpload(row scanner) (Upload, error) {
+	var (
+		u         Upload
+		id        string
+		status    string
+		created   int64
+		updated   int64
+		total     sql.NullInt64
+		processed int64
+		errCount  int64
+		files     int64
+		attempts  int64
+	)
+	if err := row.Scan(&id, &status, &created, &updated, &total, &processed, &errCount, &u.Bytes, &files, &attempts); err != nil {
+		return Upload{}, err
+	}
+	parsed, err := uuid.Parse(id)
+	if err != nil {
+		return Upload{}, fmt.Errorf("stored upload id %q: %w", id, err)
+	}
+	u.ID = parsed
+	u.Status = Status(status)
+	u.CreatedAt = time.UnixMicro(created).UTC()
+	u.UpdatedAt = time.UnixMicro(updated).UTC()
+	if total.Valid {
+		t := int(total.Int64)
+		u.FilesTotal = &t
+	}
+	u.FilesProcessed = int(processed)
+	u.Errors = int(errCount)
+	u.Files = int(files)
+	u.Attempts = int(attempts)
+	return u, nil
+}
+
+func (s *sqlStore) Create(ctx context.Context) (Upload, error) {
+	id, err := uuid.NewRandom()
+	if err != nil {
+		return Upload{}, err
+	}
+	now := s.stamp()
+	row := s.wdb.QueryRowContext(ctx, s.q(`INSERT INTO uploads (id, status, created_at, updated_at) VALUES (?, ?, ?, ?) RETURNING `+uploadCols),
+		id.String(), StatusOpen, now, now)
+	u, err := scanUpload(row)
+	if err != nil {
+		return Upload{}, fmt.Errorf("create upload: %w", err)
+	}
+	return u, nil
+}
+
+func (s *sqlStore) Get(ctx context.Context, id uuid.UUID) (Upload, error) {
+	return s.get(ctx, s.db, id)
+}
+
+func (s *sqlStore) get(ctx context.Context, db *sql.DB, id uuid.UUID) (Upload, error) {
+	u, err := scanUpload(db.QueryRowContext(ctx, s.q(`SELECT `+uploadCols+` FROM uploads WHERE id = ?`), id.String()))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Upload{}, ErrNotFound
+	}
+	if err != nil {
+		return Upload{}, fmt.Errorf("get upload %s: %w", id, err)
+	}
+	return u, nil
+}
+
+func (s *sqlStore) List(ctx context.Context, limit, offset int) ([]Upload, int, error) {
+	var total int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM uploads`).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count uploads: %w", err)
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+uploadCols+` FROM uploads ORDER BY created_at, id LIMIT ? OFFSET ?`), limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list uploads: %w", err)
+	}
+	defer rows.Close()
+	out := make([]Upload, 0, limit)
+	for rows.Next() {
+		u, err := scanUpload(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("list uploads: %w", err)
+		}
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("list uploads: %w", err)
+	}
+	return out, total, nil
+}
+
+func (s *sqlStore) Delete(ctx context.Context, id uuid.UUID) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM upload_errors WHERE upload_id = ?`), id.String()); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, s.q(`DELETE FROM uploads WHERE id = ?`), id.String())
+		return err
+	})
+}
+
+func (s *sqlStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// explain finds out why a conditional update of upload id matched no row.
+func (s *sqlStore) explain(ctx context.Context, id uuid.UUID, allowed ...Status) error {
+	u, err := s.get(ctx, s.wdb, id)
+	if err != nil {
+		return err
+	}
+	if err := CheckState(u, allowed...); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (s *sqlStore) MarkForProcessing(ctx context.Context, id uuid.UUID) (Upload, error) {
+	u, err := scanUpload(s.wdb.QueryRowContext(ctx, s.q(`UPDATE uploads SET status = ?, updated_at = ?, lease_until = 0, owner = '' WHERE id = ? AND status = ? RETURNING `+uploadCols),
+		StatusPending, s.stamp(), id.String(), StatusOpen))
+	if errors.Is(err, sql.ErrNoRows) {
+		if err := s.explain(ctx, id, StatusOpen); err != nil {
+			return Upload{}, err
+		}
+		return Upload{}, fmt.Errorf("mark %s for processing: state changed concurrently", id)
+	}
+	if err != nil {
+		return Upload{}, fmt.Errorf("mark %s for processing: %w", id, err)
+	}
+	return u, nil
+}
+
+func (s *sqlStore) Reserve(ctx context.Context, id uuid.UUID, bytes int64, files int, limits Limits) error {
+	if bytes <= 0 && files <= 0 {
+		_, err := s.wdb.ExecContext(ctx, s.q(`UPDATE uploads SET bytes_used = bytes_used + ?, file_count = file_count + ? WHERE id = ?`), bytes, files, id.String())
+		if err != nil {
+			return fmt.Errorf("release usage of %s: %w", id, err)
+		}
+		return nil
+	}
+	res, err := s.wdb.ExecContext(ctx, s.q(`UPDATE uploads SET bytes_used = bytes_used + ?, file_count = file_count + ?, updated_at = ?
+		WHERE id = ? AND status = ? AND (? = 0 OR bytes_used + ? <= ?) AND (? = 0 OR file_count + ? <= ?)`),
+		bytes, files, s.stamp(), id.String(), StatusOpen,
+		limits.MaxBytes, bytes, limits.MaxBytes, limits.MaxFiles, files, limits.MaxFiles)
+	if err != nil {
+		return fmt.Errorf("reserve usage of %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	u, err := s.get(ctx, s.wdb, id)
+	if err != nil {
+		return err
+	}
+	if err := CheckState(u, StatusOpen); err != nil {
+		return err
+	}
+	if limits.MaxBytes > 0 && u.Bytes+bytes > limits.MaxBytes {
+		return &LimitError{Limit: "maxUploadSize", Max: limits.MaxBytes}
+	}
+	return &LimitError{Limit: "maxFiles", Max: int64(limits.MaxFiles)}
+}
+
+func (s *sqlStore) Errors(ctx context.Context, id uuid.UUID, limit, offset int) ([]FileError, int, error) {
+	u, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := CheckState(u, StatusProcessing, StatusDone); err != nil {
+		return nil, 0, err
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT file, message FROM upload_errors WHERE upload_id = ? ORDER BY seq LIMIT ? OFFSET ?`), id.String(), limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list errors of %s: %w", id, err)
+	}
+	defer rows.Close()
+	out := []FileError{}
+	for rows.Next() {
+		var fe FileError
+		if err := rows.Scan(&fe.File, &fe.Message); err != nil {
+			return nil, 0, err
+		}
+		out = append(out, fe)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	// The counter and the entries are written in one transaction, so the counter of the
+	// row read above is the total.
+	return out, u.Errors, nil
+}
+
+func (s *sqlStore) CountByStatus(ctx context.Context) (map[Status]int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT status, count(*) FROM uploads GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("count uploads by status: %w", err)
+	}
+	defer rows.Close()
+	out := map[Status]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, err
+		}
+		out[Status(st)] = n
+	}
+	return out, rows.Err()
+}
+
+func (s *sqlStore) TotalBytes(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(SUM(bytes_used), 0) FROM uploads`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sum upload sizes: %w", err)
+	}
+	return n, nil
+}
+
+func (s *sqlStore) Claim(ctx context.Context, owner string, lease time.Duration) (Upload, bool, error) {
+	now := s.now()
+	query := `UPDATE uploads SET status = ?, owner = ?, lease_until = ?, updated_at = ?
+		WHERE id = (SELECT id FROM uploads WHERE status IN (?, ?) AND lease_until <= ? ORDER BY lease_until, created_at LIMIT 1` + s.d.lockClause + `)
+		AND status IN (?, ?) AND lease_until <= ?
+		RETURNING ` + uploadCols
+	u, err := scanUpload(s.wdb.QueryRowContext(ctx, s.q(query),
+		StatusProcessing, owner, now.Add(lease).UnixMicro(), now.UnixMicro(),
+		StatusPending, StatusProcessing, now.UnixMicro(),
+		StatusPending, StatusProcessing, now.UnixMicro()))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Upload{}, false, nil
+	}
+	if err != nil {
+		return Upload{}, false, fmt.Errorf("claim an upload: %w", err)
+	}
+	return u, true, nil
+}
+
+func (s *sqlStore) claimed(res sql.Result, err error, what string, id uuid.UUID) error {
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("%s %s: %w", what, id, ErrLostClaim)
+	}
+	return nil
+}
+
+func (s *sqlStore) SetTotal(ctx context.Context, id uuid.UUID, owner string, total int) error {
+	res, err := s.wdb.ExecContext(ctx, s.q(`UPDATE uploads SET files_total = ?, updated_at = ? WHERE id = ? AND owner = ? AND status = ? AND files_total IS NULL`),
+		total, s.stamp(), id.String(), owner, StatusProcessing)
+	return s.claimed(res, err, "set file total of", id)
+}
+
+func (s *sqlStore) RecordFile(ctx context.Context, id uuid.UUID, owner string, index int, entry *FileError, lease time.Duration) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		added := 0
+		if entry != nil {
+			added = 1
+		}
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE uploads SET files_processed = ?, error_count = error_count + ?, attempts = 0, lease_until = ?, updated_at = ?
+			WHERE id = ? AND owner = ? AND status = ? AND files_processed = ?`),
+			index+1, added, now.Add(lease).UnixMicro(), now.UnixMicro(), id.String(), owner, StatusProcessing, index)
+		if err := s.claimed(res, err, "record file of", id); err != nil {
+			return err
+		}
+		if entry == nil {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO upload_errors (upload_id, seq, file, message) VALUES (?, ?, ?, ?)`),
+			id.String(), index, entry.File, entry.Message)
+		if err != nil {
+			return fmt.Errorf("record error entry of %s: %w", id, err)
+		}
+		return nil
+	})
+}
+
+func (s *sqlStore) Renew(ctx context.Context, id uuid.UUID, owner string, lease time.Duration) error {
+	res, err := s.wdb.ExecContext(ctx, s.q(`UPDATE uploads SET lease_until = ? WHERE id = ? AND owner = ? AND status = ?`),
+		s.now().Add(lease).UnixMicro(), id.String(), owner, StatusProcessing)
+	return s.claimed(res, err, "renew claim of", id)
+}
+
+func (s *sqlStore) Release(ctx context.Context, id uuid.UUID, owner string, retryAt time.Time) error {
+	res, err := s.wdb.ExecContext(ctx, s.q(`UPDATE uploads SET owner = '', lease_until = ?, attempts = attempts + 1, updated_at = ? WHERE id = ? AND owner = ? AND status = ?`),
+		retryAt.UnixMicro(), s.stamp(), id.String(), owner, StatusProcessing)
+	return s.claimed(res, err, "release", id)
+}
+
+func (s *sqlStore) Finish(ctx context.Context, id uuid.UUID, owner string) error {
+	res, err := s.wdb.ExecContext(ctx, s.q(`UPDATE uploads SET status = ?, owner = '', lease_until = 0, updated_at = ? WHERE id = ? AND owner = ? AND status = ?`),
+		StatusDone, s.stamp(), id.String(), owner, StatusProcessing)
+	return s.claimed(res, err, "finish", id)
+}
+
+func (s *sqlStore) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return err
+	}
+	var one int
+	return s.db.QueryRowContext(ctx, `SELECT 1`).Scan(&one)
+}
+
+func (s *sqlStore) Close() error {
+	err := s.db.Close()
+	if s.wdb != s.db {
+		err = errors.Join(err, s.wdb.Close())
+	}
+	return err
+}

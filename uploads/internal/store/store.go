@@ -1,0 +1,141 @@
+// Package store keeps the metadata of uploads (state, processing progress, error entries
+// and usage counters) in SQLite or PostgreSQL. Both speak the same SQL through
+// database/sql; the few differences live in a dialect.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Status is the state of an upload: open -> pending -> processing -> done.
+type Status string
+
+// The states of an upload.
+const (
+	StatusOpen       Status = "open"
+	StatusPending    Status = "pending"
+	StatusProcessing Status = "processing"
+	StatusDone       Status = "done"
+)
+
+// Statuses lists every state in lifecycle order.
+var Statuses = []Status{StatusOpen, StatusPending, StatusProcessing, StatusDone}
+
+// Upload is the metadata of one upload.
+type Upload struct {
+	ID        uuid.UUID
+	Status    Status
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// FilesTotal is nil until processing has counted the files.
+	FilesTotal     *int
+	FilesProcessed int
+	Errors         int
+	// Bytes and Files are the current usage, checked against the upload limits.
+	Bytes int64
+	Files int
+	// Attempts counts consecutive processing attempts that stopped on an unavailable
+	// deploy target; it drives the retry backoff.
+	Attempts int
+}
+
+// FileError is the error entry of one file that could not be processed.
+type FileError struct {
+	File    string `json:"file"`
+	Message string `json:"message"`
+}
+
+// Errors of the store; the API maps them to status codes.
+var (
+	ErrNotFound = errors.New("upload not found")
+	// ErrState is wrapped by *StateError.
+	ErrState = errors.New("operation not allowed in the upload's state")
+	// ErrLostClaim: another worker owns the upload now (or it was deleted).
+	ErrLostClaim = errors.New("processing claim lost")
+)
+
+// StateError reports an operation refused in the upload's current state.
+type StateError struct {
+	Status  Status
+	Allowed []Status
+}
+
+func (e *StateError) Error() string {
+	allowed := make([]string, len(e.Allowed))
+	for i, s := range e.Allowed {
+		allowed[i] = string(s)
+	}
+	return fmt.Sprintf("upload is %s; allowed only when %s", e.Status, strings.Join(allowed, " or "))
+}
+
+// Unwrap makes errors.Is(err, ErrState) true.
+func (e *StateError) Unwrap() error { return ErrState }
+
+// CheckState returns a *StateError unless u is in one of the allowed states.
+func CheckState(u Upload, allowed ...Status) error {
+	if slices.Contains(allowed, u.Status) {
+		return nil
+	}
+	return &StateError{Status: u.Status, Allowed: allowed}
+}
+
+// LimitError reports a usage limit that a reservation would exceed.
+type LimitError struct {
+	Limit string // "maxUploadSize" or "maxFiles"
+	Max   int64
+}
+
+func (e *LimitError) Error() string { return fmt.Sprintf("limit %s (%d) exceeded", e.Limit, e.Max) }
+
+// Limits bound an upload's usage; zero means unlimited.
+type Limits struct {
+	MaxBytes int64
+	MaxFiles int
+}
+
+// Store is the metadata of uploads.
+type Store interface {
+	Create(ctx context.Context) (Upload, error)
+	Get(ctx context.Context, id uuid.UUID) (Upload, error)
+	// List returns one page of uploads, oldest first, and the total count.
+	List(ctx context.Context, limit, offset int) ([]Upload, int, error)
+	// Delete removes the upload and its error entries; an unknown id is not an error.
+	Delete(ctx context.Context, id uuid.UUID) error
+	// MarkForProcessing moves an open upload to pending.
+	MarkForProcessing(ctx context.Context, id uuid.UUID) (Upload, error)
+	// Reserve adds a usage change to an open upload, refusing growth beyond limits with a
+	// *LimitError. Shrinking always succeeds.
+	Reserve(ctx context.Context, id uuid.UUID, bytes int64, files int, limits Limits) error
+	// Errors returns one page of the error entries of a processing or done upload.
+	Errors(ctx context.Context, id uuid.UUID, limit, offset int) ([]FileError, int, error)
+	// CountByStatus and TotalBytes feed the metrics.
+	CountByStatus(ctx context.Context) (map[Status]int, error)
+	TotalBytes(ctx context.Context) (int64, error)
+
+	// Claim atomically takes one pending upload, or a processing one whose lease ran out
+	// (its worker died or backed off), for owner until now+lease. ok is false when there
+	// is nothing to do.
+	Claim(ctx context.Context, owner string, lease time.Duration) (u Upload, ok bool, err error)
+	// SetTotal records the number of files once, right after the first claim.
+	SetTotal(ctx context.Context, id uuid.UUID, owner string, total int) error
+	// RecordFile marks file number index as finished, with its error entry if any, in
+	// one transaction, and extends the lease. It fails with ErrLostClaim unless owner
+	// holds the claim and index files were done before.
+	RecordFile(ctx context.Context, id uuid.UUID, owner string, index int, entry *FileError, lease time.Duration) error
+	// Renew extends the lease of a claim.
+	Renew(ctx context.Context, id uuid.UUID, owner string, lease time.Duration) error
+	// Release gives a claim up until retryAt, counting one more failed attempt.
+	Release(ctx context.Context, id uuid.UUID, owner string, retryAt time.Time) error
+	// Finish moves a claimed upload to done.
+	Finish(ctx context.Context, id uuid.UUID, owner string) error
+
+	Ping(ctx context.Context) error
+	Close() error
+}
