@@ -1,0 +1,85 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func probe(t *testing.T, h http.Handler) (int, map[string]any) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatalf("body %q: %v", rec.Body, err)
+	}
+	return rec.Code, body
+}
+
+func TestHealthz(t *testing.T) {
+	code, body := probe(t, Healthz())
+	if code != 200 || !reflect.DeepEqual(body, map[string]any{"status": "ok"}) {
+		t.Fatalf("got %d %v", code, body)
+	}
+}
+
+func TestReadyz(t *testing.T) {
+	ok := func(context.Context) error { return nil }
+	down := func(context.Context) error { return errors.New("dial tcp 127.0.0.1:5432: connection refused") }
+	tests := []struct {
+		name   string
+		checks map[string]Check
+		code   int
+		want   map[string]any
+	}{
+		{"no checks", nil, 200, map[string]any{"status": "ok"}},
+		{"all pass", map[string]Check{"database": ok, "engine": ok}, 200,
+			map[string]any{"status": "ok", "checks": map[string]any{"database": "ok", "engine": "ok"}}},
+		{"one fails", map[string]Check{"database": down, "engine": ok}, 503,
+			map[string]any{"status": "unavailable", "checks": map[string]any{"database": "dial tcp 127.0.0.1:5432: connection refused", "engine": "ok"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := probe(t, Readyz(tt.checks))
+			if code != tt.code || !reflect.DeepEqual(body, tt.want) {
+				t.Fatalf("got %d %v, want %d %v", code, body, tt.code, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadyzRunsChecksConcurrentlyAndHonoursCancel(t *testing.T) {
+	slow := func(ctx context.Context) error {
+		select {
+		case <-time.After(300 * time.Millisecond):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	h := Readyz(map[string]Check{"a": slow, "b": slow, "c": slow})
+	start := time.Now()
+	if code, _ := probe(t, h); code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	if elapsed := time.Since(start); elapsed > 800*time.Millisecond {
+		t.Fatalf("three 300ms checks took %v: not concurrent", elapsed)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil).WithContext(ctx))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("cancelled probe answered %d", rec.Code)
+	}
+}
