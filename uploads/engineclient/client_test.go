@@ -192,6 +192,10 @@ func TestErrorDecoding(t *testing.T) {
 			name: "server error without body", status: 500, body: "",
 			sentinel: ErrServer,
 		},
+		{
+			name: "long text body is cut", status: 503, body: strings.Repeat("x", 2000),
+			sentinel: ErrServer, wantMsg: strings.Repeat("x", 512) + "...",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,8 +25,13 @@ var (
 	ErrServer = errors.New("engine server error")
 )
 
-// maxErrorBody bounds how much of an error response is read.
-const maxErrorBody = 64 << 10
+const (
+	// maxErrorBody bounds how much of an error response is read.
+	maxErrorBody = 64 << 10
+	// maxErrorMessage bounds the message kept from an error body that is not
+	// the engine's JSON shape (a proxy's HTML page, say).
+	maxErrorMessage = 512
+)
 
 // Error is an HTTP error response of the engine, decoded from its
 // {"cause","message","response"} body.
@@ -86,5 +91,8 @@ func decodeError(method, path string, resp *http.Response) error {
 		return apiErr
 	}
 	apiErr.Message = strings.TrimSpace(string(raw))
+	if len(apiErr.Message) > maxErrorMessage {
+		apiErr.Message = apiErr.Message[:maxErrorMessage] + "..."
+	}
 	return apiErr
 }

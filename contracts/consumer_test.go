@@ -1,0 +1,260 @@
+package contracts
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/uploads/engineclient"
+	"github.com/pact-foundation/pact-go/v2/consumer"
+	"github.com/pact-foundation/pact-go/v2/matchers"
+)
+
+const (
+	consumerName = "berth-uploads"
+	providerName = "berth-engine"
+	// apiPrefix is the prefix engineclient calls under by default.
+	apiPrefix = engineclient.DefaultAPIPrefix
+
+	// Provider states, set up by the provider test through the engine's API.
+	stateBusyboxExists = "image localhost/busybox:latest exists"
+	stateNoSuchImage   = "image localhost/nosuch:latest does not exist"
+	stateEngineRunning = "the engine is running"
+
+	busyboxImage = "localhost/busybox:latest"
+	missingImage = "localhost/nosuch:latest"
+)
+
+// pactFile is the committed contract, written by TestConsumer.
+var pactFile = filepath.Join("pacts", consumerName+"-"+providerName+".json")
+
+// corruptArchive is what the corrupt-archive interaction sends: bytes that
+// are no tar archive at all.
+var corruptArchive = []byte("this is not an image archive\n")
+
+// engineErrorBody matches the engine's {cause,message,response} error body.
+func engineErrorBody(status int) matchers.Map {
+	return matchers.Map{
+		"cause":    matchers.Like("image not known"),
+		"message":  matchers.Like("localhost/nosuch:latest: image not known"),
+		"response": matchers.Integer(status),
+	}
+}
+
+// clientFor returns an engineclient pointed at the mock server, without
+// retries so a contract mismatch shows as the first failure.
+func clientFor(t *testing.T, cfg consumer.MockServerConfig) *engineclient.Client {
+	t.Helper()
+	client, err := engineclient.New(engineclient.Config{
+		URL:      fmt.Sprintf("http://%s:%d", cfg.Host, cfg.Port),
+		Attempts: 1,
+		Timeout:  10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	return client
+}
+
+// TestConsumer records every engine interaction uploads uses and rewrites
+// the pact file from scratch. It runs before TestProvider (file order), which
+// then verifies the fresh file against a real engine.
+func TestConsumer(t *testing.T) {
+	pactDir, err := filepath.Abs("pacts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The FFI merges into an existing file; start from an empty contract so
+	// removed or changed interactions do not linger.
+	if err := os.Remove(pactFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	mock, err := consumer.NewV3Pact(consumer.MockHTTPProviderConfig{
+		Consumer: consumerName,
+		Provider: providerName,
+		Host:     "127.0.0.1",
+		PactDir:  pactDir,
+		LogDir:   t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	t.Run("ping", func(t *testing.T) {
+		err := mock.AddInteraction().
+			Given(stateEngineRunning).
+			UponReceiving("a ping").
+			WithRequest("GET", apiPrefix+"/_ping").
+			WillRespondWith(200, func(b *consumer.V3ResponseBuilder) {
+				b.Header("Libpod-Api-Version", matchers.Regex("4.3.1", `^\d+\.\d+\.\d+$`))
+			}).
+			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
+				info, err := clientFor(t, cfg).Ping(ctx)
+				if err != nil {
+					return err
+				}
+				if info.LibpodAPIVersion == "" {
+					return errors.New("ping: no Libpod-Api-Version header")
+				}
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("image load", func(t *testing.T) {
+		archive := tinyImageArchive(t, contractImage)
+		err := mock.AddInteraction().
+			Given(stateEngineRunning).
+			UponReceiving("an image load of a docker-archive").
+			WithRequest("POST", apiPrefix+"/images/load", func(b *consumer.V3RequestBuilder) {
+				b.BinaryBody(archive)
+				b.Header("Content-Type", matchers.S("application/x-tar"))
+			}).
+			WillRespondWith(200, func(b *consumer.V3ResponseBuilder) {
+				b.Header("Content-Type", matchers.Regex("application/json", `^application/json`))
+				b.JSONBody(matchers.Map{
+					"Names": matchers.EachLike(matchers.Regex(contractImage, `^localhost/berth-contract:latest$`), 1),
+				})
+			}).
+			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
+				names, err := clientFor(t, cfg).LoadImageReader(ctx, bytes.NewReader(archive))
+				if err != nil {
+					return err
+				}
+				if len(names) != 1 || names[0] != contractImage {
+					return fmt.Errorf("loaded names = %v, want [%s]", names, contractImage)
+				}
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("image load of a corrupt archive", func(t *testing.T) {
+		err := mock.AddInteraction().
+			Given(stateEngineRunning).
+			UponReceiving("an image load of a corrupt archive").
+			WithRequest("POST", apiPrefix+"/images/load", func(b *consumer.V3RequestBuilder) {
+				b.Body("application/x-tar", corruptArchive)
+			}).
+			WillRespondWith(400, func(b *consumer.V3ResponseBuilder) {
+				b.Header("Content-Type", matchers.Regex("application/json", `^application/json`))
+				b.JSONBody(engineErrorBody(400))
+			}).
+			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
+				_, err := clientFor(t, cfg).LoadImageReader(ctx, bytes.NewReader(corruptArchive))
+				var apiErr *engineclient.Error
+				if !errors.As(err, &apiErr) || !errors.Is(err, engineclient.ErrBadRequest) {
+					return fmt.Errorf("load of a corrupt archive: err = %v, want a 400 *engineclient.Error", err)
+				}
+				if apiErr.Message == "" || apiErr.Cause == "" {
+					return fmt.Errorf("error body not decoded: %+v", apiErr)
+				}
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("image exists", func(t *testing.T) {
+		err := mock.AddInteraction().
+			Given(stateBusyboxExists).
+			UponReceiving("an image exists check of a present image").
+			WithRequest("GET", apiPrefix+"/images/"+busyboxImage+"/exists").
+			WillRespondWith(204).
+			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
+				exists, err := clientFor(t, cfg).ImageExists(ctx, busyboxImage)
+				if err != nil || !exists {
+					return fmt.Errorf("ImageExists = %v, %v; want true", exists, err)
+				}
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("image does not exist", func(t *testing.T) {
+		err := mock.AddInteraction().
+			Given(stateNoSuchImage).
+			UponReceiving("an image exists check of a missing image").
+			WithRequest("GET", apiPrefix+"/images/"+missingImage+"/exists").
+			WillRespondWith(404).
+			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
+				exists, err := clientFor(t, cfg).ImageExists(ctx, missingImage)
+				if err != nil || exists {
+					return fmt.Errorf("ImageExists = %v, %v; want false, nil", exists, err)
+				}
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("image inspect", func(t *testing.T) {
+		err := mock.AddInteraction().
+			Given(stateBusyboxExists).
+			UponReceiving("an inspect of a present image").
+			WithRequest("GET", apiPrefix+"/images/"+busyboxImage+"/json").
+			WillRespondWith(200, func(b *consumer.V3ResponseBuilder) {
+				b.Header("Content-Type", matchers.Regex("application/json", `^application/json`))
+				b.JSONBody(matchers.Map{
+					"Id":       matchers.Regex("2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e", `^[0-9a-f]{64}$`),
+					"Digest":   matchers.Regex("sha256:0d1e2f3a4b5c6d7e8f9a0b1c2d3e2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c", `^sha256:[0-9a-f]{64}$`),
+					"RepoTags": matchers.ArrayContaining([]any{busyboxImage}),
+					"Created":  matchers.Regex("2024-01-01T00:00:00Z", `^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$`),
+					"Size":     matchers.Integer(1024),
+				})
+			}).
+			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
+				image, err := clientFor(t, cfg).InspectImage(ctx, busyboxImage)
+				if err != nil {
+					return err
+				}
+				if len(image.ID) != 64 || image.Size <= 0 || image.Created.IsZero() || len(image.RepoTags) == 0 {
+					return fmt.Errorf("inspect decoded %+v", image)
+				}
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("image inspect of a missing image", func(t *testing.T) {
+		err := mock.AddInteraction().
+			Given(stateNoSuchImage).
+			UponReceiving("an inspect of a missing image").
+			WithRequest("GET", apiPrefix+"/images/"+missingImage+"/json").
+			WillRespondWith(404, func(b *consumer.V3ResponseBuilder) {
+				b.Header("Content-Type", matchers.Regex("application/json", `^application/json`))
+				b.JSONBody(engineErrorBody(404))
+			}).
+			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
+				_, err := clientFor(t, cfg).InspectImage(ctx, missingImage)
+				if !errors.Is(err, engineclient.ErrNotFound) {
+					return fmt.Errorf("InspectImage of a missing image: err = %v, want ErrNotFound", err)
+				}
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	if _, err := os.Stat(pactFile); err != nil {
+		t.Fatalf("pact file not written: %v", err)
+	}
+}
