@@ -1,0 +1,66 @@
+package stream
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// RawStreamType is the content type of a hijacked attach or exec stream.
+const RawStreamType = "application/vnd.docker.raw-stream"
+
+// Hijack takes over the connection of an HTTP request and writes the
+// response head that Podman and Docker clients expect: "101 UPGRADED" with
+// the requested protocol when the client asked for an upgrade
+// (Connection: Upgrade, Upgrade: tcp), a plain "200 OK" otherwise. The
+// caller owns and must close the returned connection; reads go through the
+// returned reader, which may hold bytes the client already sent.
+func Hijack(w http.ResponseWriter, r *http.Request) (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return nil, nil, fmt.Errorf("hijack connection: %w", err)
+	}
+	proto := r.Header.Get("Upgrade")
+	if proto != "" && headerHasToken(r.Header, "Connection", "upgrade") {
+		fmt.Fprintf(rw, "HTTP/1.1 101 UPGRADED\r\nContent-Type: %s\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", RawStreamType, sanitizeToken(proto))
+	} else {
+		fmt.Fprintf(rw, "HTTP/1.1 200 OK\r\nContent-Type: %s\r\n\r\n", RawStreamType)
+	}
+	if err := rw.Flush(); err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("write hijack header: %w", err)
+	}
+	return conn, rw, nil
+}
+
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, part := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(part), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sanitizeToken keeps a header value from breaking the response head.
+func sanitizeToken(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x21 || r > 0x7e {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// CloseWrite half-closes a connection when it supports it, telling the peer
+// no more data follows while still reading its answer.
+func CloseWrite(c net.Conn) error {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
