@@ -1,0 +1,284 @@
+package processor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/uploads/internal/files"
+	"github.com/berth-project/berth/uploads/internal/processor"
+	"github.com/berth-project/berth/uploads/internal/store"
+	"github.com/berth-project/berth/uploads/internal/store/storetest"
+	"github.com/google/uuid"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// recorder is a Deployer that logs its calls and lets a test decide each outcome.
+type recorder struct {
+	mu     sync.Mutex
+	calls  []string
+	decide func(ctx context.Context, rel string, n int) error
+}
+
+func (r *recorder) Deploy(ctx context.Context, rel, abs string) error {
+	r.mu.Lock()
+	r.calls = append(r.calls, rel)
+	n := 0
+	for _, c := range r.calls {
+		if c == rel {
+			n++
+		}
+	}
+	r.mu.Unlock()
+	if !strings.HasSuffix(abs, rel) {
+		return fmt.Errorf("absPath %q does not end in %q", abs, rel)
+	}
+	if r.decide == nil {
+		return processor.ErrUnsupported
+	}
+	return r.decide(ctx, rel, n)
+}
+
+func (r *recorder) Calls() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.calls...)
+}
+
+type fixture struct {
+	st   store.Store
+	tree *files.Tree
+}
+
+func newUpload(t *testing.T, f fixture, names ...string) uuid.UUID {
+	t.Helper()
+	ctx := context.Background()
+	u, err := f.st.Create(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.tree.Create(u.ID.String()); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		_, err := f.tree.Put(u.ID.String(), n, strings.NewReader(n), 1<<20, func(files.Change) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.st.MarkForProcessing(ctx, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	return u.ID
+}
+
+func waitDone(t *testing.T, st store.Store, id uuid.UUID) store.Upload {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		u, err := st.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Status == store.StatusDone {
+			return u
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("upload %s not done in time", id)
+	return store.Upload{}
+}
+
+func errorsOf(t *testing.T, st store.Store, id uuid.UUID) []store.FileError {
+	t.Helper()
+	errs, _, err := st.Errors(context.Background(), id, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return errs
+}
+
+func TestProcessor(t *testing.T) {
+	for name, open := range storetest.Backends(t) {
+		t.Run(name, func(t *testing.T) {
+			mk := func(t *testing.T) fixture {
+				tree, err := files.New(t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return fixture{st: open(t), tree: tree}
+			}
+			t.Run("UnsupportedEverything", func(t *testing.T) { testUnsupported(t, mk(t)) })
+			t.Run("RestartMidway", func(t *testing.T) { testRestart(t, mk(t)) })
+			t.Run("CrashResume", func(t *testing.T) { testCrashResume(t, mk(t)) })
+			t.Run("Unavailable", func(t *testing.T) { testUnavailable(t, mk(t)) })
+			t.Run("ReplicasNeverShare", func(t *testing.T) { testReplicas(t, mk(t)) })
+		})
+	}
+}
+
+func run(t *testing.T, w *processor.Worker) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	return func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("worker did not stop")
+		}
+	}
+}
+
+func testUnsupported(t *testing.T, f fixture) {
+	id := newUpload(t, f, "b/z.bin", "a.txt", "b/a.tar")
+	empty := newUpload(t, f)
+	var observed int
+	var mu sync.Mutex
+	w := processor.New(quiet, f.st, f.tree, processor.Unsupported{}, processor.Config{PollInterval: 10 * time.Millisecond,
+		Observe: func(time.Duration) { mu.Lock(); observed++; mu.Unlock() }})
+	defer run(t, w)()
+	u := waitDone(t, f.st, id)
+	if *u.FilesTotal != 3 || u.FilesProcessed != 3 || u.Errors != 3 {
+		t.Fatalf("done upload = %+v", u)
+	}
+	want := []store.FileError{{File: "a.txt", Message: "unsupported file type"}, {File: "b/a.tar", Message: "unsupported file type"}, {File: "b/z.bin", Message: "unsupported file type"}}
+	if got := errorsOf(t, f.st, id); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("errors = %v", got)
+	}
+	e := waitDone(t, f.st, empty)
+	if *e.FilesTotal != 0 || e.Errors != 0 {
+		t.Fatalf("empty upload = %+v", e)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if observed != 2 {
+		t.Fatalf("observed %d runs", observed)
+	}
+}
+
+// A worker stopped while deploying the second file hands the upload back; the next
+// worker redoes that file only and finishes with exact counts.
+func testRestart(t *testing.T, f fixture) {
+	id := newUpload(t, f, "1", "2", "3", "4")
+	blocked := make(chan struct{})
+	first := &recorder{decide: func(ctx context.Context, rel string, _ int) error {
+		if rel == "2" {
+			close(blocked)
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return errors.New("engine said no")
+	}}
+	w1 := processor.New(quiet, f.st, f.tree, first, processor.Config{PollInterval: 10 * time.Millisecond, Lease: time.Hour})
+	stop := run(t, w1)
+	<-blocked
+	stop()
+	mid, _ := f.st.Get(context.Background(), id)
+	if mid.Status != store.StatusProcessing || mid.FilesProcessed != 1 || *mid.FilesTotal != 4 {
+		t.Fatalf("after stop: %+v", mid)
+	}
+	second := &recorder{decide: func(context.Context, string, int) error { return nil }}
+	w2 := processor.New(quiet, f.st, f.tree, second, processor.Config{PollInterval: 10 * time.Millisecond, Lease: time.Hour})
+	defer run(t, w2)()
+	u := waitDone(t, f.st, id)
+	if got := strings.Join(first.Calls(), ","); got != "1,2" {
+		t.Fatalf("first worker deployed %s", got)
+	}
+	if got := strings.Join(second.Calls(), ","); got != "2,3,4" {
+		t.Fatalf("second worker deployed %s", got)
+	}
+	if u.FilesProcessed != 4 || u.Errors != 1 {
+		t.Fatalf("final %+v", u)
+	}
+	if errs := errorsOf(t, f.st, id); len(errs) != 1 || errs[0] != (store.FileError{File: "1", Message: "engine said no"}) {
+		t.Fatalf("errors = %v", errs)
+	}
+}
+
+// A worker that died (no release) leaves its claim until the lease runs out; then a new
+// worker resumes after the last recorded file.
+func testCrashResume(t *testing.T, f fixture) {
+	ctx := context.Background()
+	id := newUpload(t, f, "a", "b", "c")
+	if _, ok, err := f.st.Claim(ctx, "dead-worker", 150*time.Millisecond); !ok || err != nil {
+		t.Fatal("claim", ok, err)
+	}
+	if err := f.st.SetTotal(ctx, id, "dead-worker", 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.RecordFile(ctx, id, "dead-worker", 0, &store.FileError{File: "a", Message: "unsupported file type"}, 150*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	w := processor.New(quiet, f.st, f.tree, rec, processor.Config{PollInterval: 20 * time.Millisecond})
+	defer run(t, w)()
+	u := waitDone(t, f.st, id)
+	if got := strings.Join(rec.Calls(), ","); got != "b,c" {
+		t.Fatalf("resumed worker deployed %s", got)
+	}
+	if u.FilesProcessed != 3 || u.Errors != 3 || len(errorsOf(t, f.st, id)) != 3 {
+		t.Fatalf("final %+v", u)
+	}
+}
+
+func testUnavailable(t *testing.T, f fixture) {
+	id := newUpload(t, f, "a", "b", "c")
+	rec := &recorder{decide: func(_ context.Context, rel string, n int) error {
+		if rel == "b" && n <= 3 {
+			return fmt.Errorf("dial engine: %w", processor.ErrUnavailable)
+		}
+		return nil
+	}}
+	w := processor.New(quiet, f.st, f.tree, rec, processor.Config{PollInterval: 5 * time.Millisecond, RetryMin: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond})
+	start := time.Now()
+	defer run(t, w)()
+	u := waitDone(t, f.st, id)
+	// Backoff 20ms, 40ms, 80ms between the four attempts at "b".
+	if elapsed := time.Since(start); elapsed < 140*time.Millisecond {
+		t.Fatalf("retries came too fast: %v", elapsed)
+	}
+	if got := strings.Join(rec.Calls(), ","); got != "a,b,b,b,b,c" {
+		t.Fatalf("deployed %s", got)
+	}
+	if u.FilesProcessed != 3 || u.Errors != 0 || len(errorsOf(t, f.st, id)) != 0 {
+		t.Fatalf("final %+v", u)
+	}
+}
+
+func testReplicas(t *testing.T, f fixture) {
+	var ids []uuid.UUID
+	for i := 0; i < 6; i++ {
+		ids = append(ids, newUpload(t, f, "x", "y"))
+	}
+	recs := []*recorder{{}, {}, {}}
+	for _, r := range recs {
+		slow := r
+		slow.decide = func(context.Context, string, int) error {
+			time.Sleep(2 * time.Millisecond)
+			return processor.ErrUnsupported
+		}
+		w := processor.New(quiet, f.st, f.tree, slow, processor.Config{PollInterval: 5 * time.Millisecond})
+		defer run(t, w)()
+	}
+	for _, id := range ids {
+		if u := waitDone(t, f.st, id); u.FilesProcessed != 2 || u.Errors != 2 {
+			t.Fatalf("final %+v", u)
+		}
+	}
+	total := 0
+	for _, r := range recs {
+		total += len(r.Calls())
+	}
+	if total != 12 {
+		t.Fatalf("%d deploy calls for 12 files", total)
+	}
+}
