@@ -62,7 +62,7 @@ func RootCause(err error) error {
 
 // WriteEngine answers with status and an EngineError body describing err,
 // with Content-Type application/json.
-// A status outside 100-599 is sent as 500.
+// A status outside 200-599 is sent as 500.
 func WriteEngine(w http.ResponseWriter, status int, err error) {
 	status = validStatus(status)
 	writeJSON(w, "application/json", status, NewEngineError(status, err))
@@ -82,9 +82,10 @@ func writeJSON(w http.ResponseWriter, contentType string, status int, body any) 
 	_, _ = w.Write(append(encoded, '\n'))
 }
 
-// validStatus returns status, or 500 when status is not a valid HTTP status code.
+// validStatus returns status, or 500 when status cannot carry an error body:
+// not a valid HTTP status code, or an informational 1xx one.
 func validStatus(status int) int {
-	if status < 100 || status > 599 {
+	if status < 200 || status > 599 {
 		return http.StatusInternalServerError
 	}
 	return status

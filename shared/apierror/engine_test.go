@@ -41,6 +41,13 @@ func TestWriteEngine(t *testing.T) {
 			want:       EngineError{Cause: "no such container", Message: "remove: stop: no such container\nother", Response: 500},
 		},
 		{
+			name:       "informational status becomes 500",
+			status:     http.StatusContinue,
+			err:        errors.New("boom"),
+			wantStatus: http.StatusInternalServerError,
+			want:       EngineError{Cause: "boom", Message: "boom", Response: 500},
+		},
+		{
 			name:       "nil error",
 			status:     http.StatusBadRequest,
 			wantStatus: http.StatusBadRequest,

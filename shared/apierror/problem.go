@@ -39,7 +39,8 @@ func (p Problem) Error() string {
 
 // withDefaults fills what RFC 7807 lets a producer leave out: type defaults to
 // "about:blank", status to 500, title to the status text. A status outside
-// 100-599 is replaced by 500, since net/http would panic on it.
+// 200-599 is replaced by 500: net/http panics on invalid codes, and a 1xx
+// response cannot carry the document.
 func (p Problem) withDefaults() Problem {
 	p.Status = validStatus(p.Status)
 	if p.Type == "" {

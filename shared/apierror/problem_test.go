@@ -65,6 +65,7 @@ func TestProblemDefaults(t *testing.T) {
 		{Problem{Status: 404}, `{"type":"about:blank","title":"Not Found","status":404,"detail":""}`},
 		{Problem{}, `{"type":"about:blank","title":"Internal Server Error","status":500,"detail":""}`},
 		{Problem{Status: 1000, Detail: "x"}, `{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"x"}`},
+		{Problem{Status: 103, Detail: "x"}, `{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"x"}`},
 		{Problem{Status: 413, Title: "Upload too large", Extra: map[string]any{"limit": 10}}, `{"type":"about:blank","title":"Upload too large","status":413,"detail":"","limit":10}`},
 	}
 	for _, tt := range tests {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"reflect"
 	"regexp"
 	"strings"
@@ -24,6 +25,7 @@ import (
 var (
 	_ http.Flusher  = (*responseRecorder)(nil)
 	_ http.Hijacker = (*responseRecorder)(nil)
+	_ io.ReaderFrom = (*responseRecorder)(nil)
 )
 
 // syncBuffer is a log sink safe for the server's goroutines.
@@ -434,5 +436,49 @@ func TestRecorderInformationalStatus(t *testing.T) {
 	upgraded.WriteHeader(http.StatusSwitchingProtocols)
 	if upgraded.Status() != http.StatusSwitchingProtocols {
 		t.Fatalf("101 not recorded as final: %d", upgraded.Status())
+	}
+}
+
+func TestFileDownloadThroughFullChain(t *testing.T) {
+	var logs syncBuffer
+	content := bytes.Repeat([]byte("0123456789abcdef"), 64*1024)
+	path := t.TempDir() + "/layer.tar"
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := fullChain(NewLogger(&logs, "json", slog.LevelInfo), NewMetrics("berth_test"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		file, err := os.Open(path)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		defer file.Close()
+		w.Header().Set("Content-Type", "application/octet-stream")
+		io.Copy(w, file)
+	}))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || !bytes.Equal(got, content) {
+		t.Fatalf("downloaded %d bytes (%v), want %d identical bytes", len(got), err, len(content))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		records := logs.records(t)
+		if len(records) == 1 {
+			if records[0]["bytes"] != float64(len(content)) || records[0]["status"] != float64(200) {
+				t.Fatalf("access record %v, want %d bytes, status 200", records[0], len(content))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("access records %v", records)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

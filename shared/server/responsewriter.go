@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"net/http"
 )
@@ -49,6 +50,19 @@ func (rw *responseRecorder) Write(p []byte) (int, error) {
 	}
 	n, err := rw.ResponseWriter.Write(p)
 	rw.bytes += int64(n)
+	return n, err
+}
+
+// ReadFrom copies src to the response through the wrapped writer's own
+// io.ReaderFrom where it has one, so net/http can still use sendfile for
+// file downloads behind the middleware.
+func (rw *responseRecorder) ReadFrom(src io.Reader) (int64, error) {
+	if !rw.wroteHeader {
+		rw.status = http.StatusOK
+		rw.wroteHeader = true
+	}
+	n, err := io.Copy(rw.ResponseWriter, src)
+	rw.bytes += n
 	return n, err
 }
 
