@@ -1,0 +1,120 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/berth-project/berth/shared/apierror"
+	"github.com/berth-project/berth/uploads/internal/files"
+	"github.com/berth-project/berth/uploads/internal/store"
+)
+
+// problemBase prefixes the slug of each problem type.
+const problemBase = "urn:berth:problem:"
+
+// requestError is a problem found in the request itself (bad query, UUID, media type,
+// credentials); it carries its own status.
+type requestError struct {
+	status      int
+	slug, title string
+	detail      string
+	extra       map[string]any
+}
+
+func (e *requestError) Error() string { return e.detail }
+
+// bodyError marks a failure to read the request body (the client went away or sent a
+// broken stream), as opposed to a failure of the server's disk.
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string { return "reading request body: " + e.err.Error() }
+func (e *bodyError) Unwrap() error { return e.err }
+
+// problemFor is the one place where errors become status codes and problem documents.
+func problemFor(err error) (*requestError, bool) {
+	var (
+		re  *requestError
+		se  *store.StateError
+		pe  *files.PathError
+		fle *files.LimitError
+		sle *store.LimitError
+		be  *bodyError
+	)
+	switch {
+	case errors.As(err, &re):
+		return re, true
+	case errors.Is(err, store.ErrNotFound):
+		return &requestError{status: http.StatusNotFound, slug: "upload-not-found", title: "Upload not found", detail: "no upload with this UUID"}, true
+	case errors.As(err, &se):
+		allowed := make([]string, len(se.Allowed))
+		for i, a := range se.Allowed {
+			allowed[i] = string(a)
+		}
+		return &requestError{status: http.StatusConflict, slug: "invalid-state", title: "Operation not allowed in this state", detail: se.Error(),
+			extra: map[string]any{"state": string(se.Status), "allowedStates": allowed}}, true
+	case errors.As(err, &pe):
+		return &requestError{status: http.StatusBadRequest, slug: "invalid-path", title: "Invalid file path", detail: pe.Error(),
+			extra: map[string]any{"reason": pe.Reason, "path": pe.Path}}, true
+	case errors.Is(err, files.ErrRootRefused):
+		return &requestError{status: http.StatusBadRequest, slug: "root-refused", title: "The upload root cannot be written or deleted", detail: err.Error()}, true
+	case errors.Is(err, files.ErrNotExist):
+		return &requestError{status: http.StatusNotFound, slug: "file-not-found", title: "File not found", detail: "no such file or directory in the upload"}, true
+	case errors.Is(err, files.ErrConflict):
+		return &requestError{status: http.StatusConflict, slug: "path-conflict", title: "Path conflicts with the upload's tree", detail: err.Error()}, true
+	case errors.Is(err, files.ErrIsDir):
+		return &requestError{status: http.StatusBadRequest, slug: "is-a-directory", title: "Path is a directory", detail: "raw bytes can only be read from a file; ask for JSON to list a directory"}, true
+	case errors.As(err, &fle):
+		return limitProblem(fle.Limit, fle.Max), true
+	case errors.As(err, &sle):
+		return limitProblem(sle.Limit, sle.Max), true
+	case errors.As(err, &be):
+		return &requestError{status: http.StatusBadRequest, slug: "incomplete-body", title: "Request body could not be read", detail: be.Error()}, true
+	}
+	return nil, false
+}
+
+func limitProblem(limit string, max int64) *requestError {
+	return &requestError{status: http.StatusRequestEntityTooLarge, slug: "limit-exceeded", title: "Limit exceeded",
+		detail: fmt.Sprintf("the request exceeds %s (%d); nothing was stored", limit, max),
+		extra:  map[string]any{"limit": limit, "max": max}}
+}
+
+// writeError answers err as a problem document; unexpected errors are logged and become
+// 500 without internals in the body.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	re, ok := problemFor(err)
+	if !ok {
+		s.logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		re = &requestError{status: http.StatusInternalServerError, slug: "internal", title: "Internal server error", detail: "the server failed to handle the request; see its log"}
+	}
+	writeProblem(w, r, re)
+}
+
+// writeProblem writes re, adding the upload's uuid and the file path of the request
+// when they are known.
+func writeProblem(w http.ResponseWriter, r *http.Request, re *requestError) {
+	extra := map[string]any{}
+	for k, v := range re.extra {
+		extra[k] = v
+	}
+	if id := uploadID(r); id != [16]byte{} {
+		extra["uuid"] = id.String()
+	}
+	if p := filePathFrom(r); p != "" {
+		extra["path"] = p
+	}
+	apierror.WriteProblem(w, apierror.Problem{Type: problemBase + re.slug, Title: re.title, Status: re.status, Detail: re.detail, Extra: extra})
+}
+
+func (s *Server) routeNotFound(w http.ResponseWriter, r *http.Request) {
+	writeProblem(w, r, &requestError{status: http.StatusNotFound, slug: "route-not-found", title: "Not found", detail: fmt.Sprintf("no endpoint at %s", r.URL.Path)})
+}
+
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	writeProblem(w, r, &requestError{status: http.StatusMethodNotAllowed, slug: "method-not-allowed", title: "Method not allowed", detail: fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)})
+}
+
+func (s *Server) panicked(w http.ResponseWriter, r *http.Request) {
+	writeProblem(w, r, &requestError{status: http.StatusInternalServerError, slug: "internal", title: "Internal server error", detail: "the server failed to handle the request; see its log"})
+}

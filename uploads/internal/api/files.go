@@ -1,0 +1,166 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/berth-project/berth/uploads/internal/files"
+	"github.com/berth-project/berth/uploads/internal/store"
+	"github.com/google/uuid"
+)
+
+// Page sizes of directory listings.
+const (
+	childrenDefaultLimit = 100
+	childrenMaxLimit     = 1000
+)
+
+// getFile answers JSON info about a file or directory (children paged by ?marker= and
+// ?limit=), or with "Accept: application/octet-stream" the bytes of a file, with Range
+// and conditional requests handled by http.ServeContent.
+func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
+	id, rel := uploadID(r).String(), filePathFrom(r)
+	if wantsOctetStream(r) {
+		f, fi, err := s.tree.Open(id, rel)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		defer f.Close()
+		w.Header().Set("Content-Type", octetStream)
+		http.ServeContent(&problemOnError{ResponseWriter: w, r: r}, r, path.Base(rel), fi.ModTime(), f)
+		return
+	}
+	limit := childrenDefaultLimit
+	if v := r.URL.Query().Get("limit"); v != "" || r.URL.Query().Has("limit") {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > childrenMaxLimit {
+			s.writeError(w, r, badQuery("limit", v, fmt.Sprintf("an integer from 1 to %d", childrenMaxLimit)))
+			return
+		}
+		limit = n
+	}
+	info, err := s.tree.Stat(id, rel, r.URL.Query().Get("marker"), limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+// wantsOctetStream reports whether Accept names application/octet-stream with a
+// non-zero quality.
+func wantsOctetStream(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil || mt != octetStream {
+			continue
+		}
+		if q, err := strconv.ParseFloat(params["q"], 64); params["q"] != "" && (err != nil || q <= 0) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// problemOnError lets http.ServeContent decide statuses (206, 304, 412, 416) but turns
+// its plain-text error bodies into problem documents.
+type problemOnError struct {
+	http.ResponseWriter
+	r      *http.Request
+	failed bool
+}
+
+func (p *problemOnError) WriteHeader(code int) {
+	if code < 400 {
+		p.ResponseWriter.WriteHeader(code)
+		return
+	}
+	p.failed = true
+	detail := http.StatusText(code)
+	if code == http.StatusRequestedRangeNotSatisfiable {
+		detail = "the Range header does not overlap the file (" + p.Header().Get("Content-Range") + ")"
+	}
+	writeProblem(p.ResponseWriter, p.r, &requestError{status: code, slug: "range-not-satisfiable", title: http.StatusText(code), detail: detail})
+}
+
+func (p *problemOnError) Write(b []byte) (int, error) {
+	if p.failed {
+		return len(b), nil
+	}
+	return p.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (p *problemOnError) Unwrap() http.ResponseWriter { return p.ResponseWriter }
+
+// putFile streams the body into the file; the write is reserved against the upload's
+// limits before it becomes visible, and nothing remains of a refused or failed write.
+func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
+	id, rel := uploadID(r), filePathFrom(r)
+	lim := s.cfg.Limits
+	switch {
+	case rel == files.Root:
+		s.writeError(w, r, files.ErrRootRefused)
+		return
+	case lim.MaxPathLength > 0 && len(rel) > lim.MaxPathLength:
+		s.writeError(w, r, &files.LimitError{Limit: "maxPathLength", Max: int64(lim.MaxPathLength)})
+		return
+	case lim.MaxPathDepth > 0 && files.Depth(rel) > lim.MaxPathDepth:
+		s.writeError(w, r, &files.LimitError{Limit: "maxPathDepth", Max: int64(lim.MaxPathDepth)})
+		return
+	case lim.MaxFileSize > 0 && r.ContentLength > lim.MaxFileSize:
+		s.writeError(w, r, &files.LimitError{Limit: "maxFileSize", Max: lim.MaxFileSize})
+		return
+	}
+	maxSize := lim.MaxFileSize
+	if maxSize <= 0 {
+		maxSize = math.MaxInt64 - 1
+	}
+	_, err := s.tree.Put(id.String(), rel, bodyReader{r.Body}, maxSize, s.reserver(r.Context(), id))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// reserver books usage changes of upload id in the store, against the upload limits.
+// It runs without the request's cancellation so that a client hanging up cannot leave
+// the books half-updated.
+func (s *Server) reserver(ctx context.Context, id uuid.UUID) files.Reserver {
+	ctx = context.WithoutCancel(ctx)
+	limits := store.Limits{MaxBytes: s.cfg.Limits.MaxUploadSize, MaxFiles: s.cfg.Limits.MaxFiles}
+	return func(c files.Change) error {
+		return s.store.Reserve(ctx, id, c.Bytes, c.Files, limits)
+	}
+}
+
+// bodyReader tags errors of the request body as the client's.
+type bodyReader struct{ r io.Reader }
+
+func (b bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = &bodyError{err: err}
+	}
+	return n, err
+}
+
+func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
+	id, rel := uploadID(r), filePathFrom(r)
+	if err := s.tree.Delete(id.String(), rel, s.reserver(r.Context(), id)); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
