@@ -9,10 +9,16 @@ what=${1:-test}
 runtime_pkgs=(runc conmon netavark aardvark-dns catatonit criu iptables containernetworking-plugins
   busybox-static uidmap)
 test_pkgs=(podman skopeo docker.io docker-registry prometheus postgresql wrk hyperfine jq sqlite3
-  debootstrap curl ca-certificates)
+  debootstrap curl ca-certificates gcc libc6-dev python3-yaml docker-compose)
 
 pkgs=("${runtime_pkgs[@]}")
-[ "$what" = test ] && pkgs+=("${test_pkgs[@]}")
+if [ "$what" = test ]; then
+  pkgs+=("${test_pkgs[@]}")
+  # `kubectl kustomize` checks deploy/kubernetes; any kubectl does, Debian's only where none is.
+  command -v kubectl >/dev/null 2>&1 || pkgs+=(kubernetes-client)
+  # npm comes with the machine's Node.js where there is one; Debian's npm only where none is.
+  command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -28,7 +34,7 @@ fi
 
 if [ "$what" = test ]; then
   # pact-go v2.4.2 links libpact_ffi 0.4.x; the npm package below ships a compatible build.
-  if ! ldconfig -p | grep -q libpact_ffi.so; then
+  if [ ! -e /usr/local/lib/libpact_ffi.so ]; then
     echo "deps: installing libpact_ffi from @pact-foundation/pact-core-linux-x64-glibc@18.1.0"
     tmp=$(mktemp -d)
     (cd "$tmp" && npm pack --silent @pact-foundation/pact-core-linux-x64-glibc@18.1.0 >/dev/null && tar xzf ./*.tgz)

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# Runs Berth's tests with the real components they need, as root on Debian 12.
+#   hack/test.sh unit       shared, uploads, engine (with a throwaway PostgreSQL)
+#   hack/test.sh contracts  Pact consumer tests and the provider verification (cgo + libpact_ffi)
+#   hack/test.sh e2e        starts dockerd if needed, builds the images, runs the e2e module
+#   hack/test.sh all        gofmt, go vet, promtool and manifest checks, then all of the above
+# Exports BERTH_TEST_STRICT=1: a test whose component is missing fails instead of skipping.
+# Environment: BERTH_TEST_VERBOSE=1 adds -v; BERTH_TEST_RUN=REGEX adds -run REGEX.
+# Exits non-zero when anything failed; the output ends with go test's ok/FAIL lines.
+set -uo pipefail
+LOG_TAG=test
+# shellcheck source=hack/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT" || exit 1
+
+what=${1:-all}
+case "$what" in unit | contracts | e2e | all) ;; *)
+  echo "usage: $0 {unit|contracts|e2e|all}" >&2
+  exit 2
+  ;;
+esac
+
+export BERTH_TEST_STRICT=1
+export CGO_ENABLED=1 # contracts link libpact_ffi; the other modules build the same either way
+export TESTCONTAINERS_RYUK_DISABLED=true
+export TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1
+export BERTH_E2E_ENGINE_IMAGE=${BERTH_E2E_ENGINE_IMAGE:-localhost/berth-engine:latest}
+export BERTH_E2E_UPLOADS_IMAGE=${BERTH_E2E_UPLOADS_IMAGE:-localhost/berth-uploads:latest}
+# libpact_ffi lives in /usr/local/lib (hack/deps.sh); make sure the linker and loader look there.
+export LIBRARY_PATH=/usr/local/lib${LIBRARY_PATH:+:$LIBRARY_PATH}
+export LD_LIBRARY_PATH=/usr/local/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+# Per-module go test timeouts: the whole suite must stay well under 30 minutes on 2 cores.
+declare -A TIMEOUT=([shared]=5m [uploads]=10m [engine]=15m [contracts]=10m [e2e]=15m)
+
+LOGDIR=$(mktemp -d /tmp/berth-test.XXXXXX)
+RESULTS=$LOGDIR/results
+: >"$RESULTS"
+SUMMARY=()
+FAILED=0
+START=$(date +%s)
+
+cleanup() {
+  stop_postgres
+  stop_dockerd
+  if [ "$FAILED" -eq 0 ]; then rm -rf "$LOGDIR"; else log "logs kept in $LOGDIR"; fi
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 130' INT TERM
+
+# step NAME CMD...: runs a check, records PASS/FAIL and its duration.
+step() {
+  local name=$1 t0 rc
+  shift
+  t0=$(date +%s)
+  log "== $name"
+  "$@"
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    SUMMARY+=("[pass] $(printf '%-28s' "$name") $(($(date +%s) - t0))s")
+  else
+    SUMMARY+=("[FAIL] $(printf '%-28s' "$name") $(($(date +%s) - t0))s (exit $rc)")
+    FAILED=1
+  fi
+  return $rc
+}
+
+existing_modules() {
+  local m
+  for m in "${MODULES[@]}"; do module_has_go "$m" && echo "$m"; done
+}
+
+# go_mod_download: fetches the modules the packages and tests of each module need (not the whole
+# module graph: `go mod download` would also ask for versions the proxy no longer serves).
+go_mod_download() {
+  local m
+  for m in $(existing_modules); do
+    (cd "$m" && "$GO" list -e -deps -test ./... >/dev/null) || return 1
+  done
+}
+
+gofmt_check() {
+  local out
+  out=$(gofmt -l $(existing_modules) 2>&1)
+  if [ -n "$out" ]; then
+    echo "gofmt: these files need formatting (run gofmt -w):" >&2
+    echo "$out" >&2
+    return 1
+  fi
+}
+
+go_vet() {
+  local m rc=0
+  for m in $(existing_modules); do
+    (cd "$m" && "$GO" vet ./...) || rc=1
+  done
+  return $rc
+}
+
+promtool_check() {
+  command -v promtool >/dev/null 2>&1 || { echo "promtool not found (package prometheus)" >&2; return 1; }
+  local rules=(deploy/prometheus/*.rules.yml)
+  [ -e "${rules[0]}" ] || { echo "no deploy/prometheus/*.rules.yml" >&2; return 1; }
+  promtool check rules "${rules[@]}" || return 1
+  # check config resolves rule_files relative to the config file.
+  promtool check config deploy/prometheus/prometheus.yml || return 1
+  if [ -f deploy/prometheus/rules_test.yml ]; then
+    (cd deploy/prometheus && promtool test rules rules_test.yml) || return 1
+  fi
+}
+
+# manifest_check: every YAML file under deploy/ parses, the compose file passes docker-compose's
+# schema check, the kustomization renders, and the dashboard is JSON with panels.
+manifest_check() {
+  local f rc=0
+  mapfile -t yamls < <(find deploy -name '*.yml' -o -name '*.yaml' | sort)
+  /usr/bin/python3 -c '
+import sys, yaml
+bad = 0
+for f in sys.argv[1:]:
+    try:
+        with open(f) as fh:
+            list(yaml.safe_load_all(fh))
+    except Exception as e:
+        print(f"{f}: {e}", file=sys.stderr)
+        bad = 1
+sys.exit(bad)' "${yamls[@]}" || rc=1
+  if [ -f deploy/compose.yaml ]; then
+    docker-compose -f deploy/compose.yaml config -q || rc=1
+  fi
+  if [ -f deploy/kubernetes/kustomization.yaml ]; then
+    kubectl kustomize deploy/kubernetes >"$LOGDIR/kustomize.yaml" || rc=1
+  fi
+  for f in deploy/grafana/*.json; do
+    [ -e "$f" ] || continue
+    jq -e '.panels | length > 0' "$f" >/dev/null || { echo "$f: invalid JSON or no panels" >&2; rc=1; }
+  done
+  return $rc
+}
+
+# gotest MOD: go test of one module; its output goes to the terminal and to a log whose result
+# lines are repeated in the final block.
+gotest() {
+  local m=$1 args
+  if ! module_has_tests "$m"; then
+    log "$m: no test files yet"
+    SUMMARY+=("[----] $(printf '%-28s' "go test $m") no test files")
+    return 0
+  fi
+  args=(test -count=1 -timeout "${TIMEOUT[$m]}")
+  [ "${BERTH_TEST_VERBOSE:-}" = 1 ] && args+=(-v)
+  [ -n "${BERTH_TEST_RUN:-}" ] && args+=(-run "$BERTH_TEST_RUN")
+  args+=(./...)
+  step "go test $m" run_logged "$LOGDIR/go-test-$m.log" bash -c 'cd "$1" && shift && exec "$@"' _ "$m" "$GO" "${args[@]}"
+  local rc=$?
+  grep -E '^(ok|FAIL|--- FAIL)' "$LOGDIR/go-test-$m.log" >>"$RESULTS"
+  return $rc
+}
+
+# run_logged LOG CMD...: runs CMD with its output on the terminal and in LOG; CMD's exit code.
+run_logged() {
+  local logf=$1
+  shift
+  "$@" 2>&1 | tee "$logf"
+  return "${PIPESTATUS[0]}"
+}
+
+run_unit() {
+  [ -n "$PG_DIR" ] || step "start PostgreSQL" start_postgres || return 1
+  gotest shared
+  gotest uploads
+  gotest engine
+}
+
+run_contracts() {
+  if [ ! -e /usr/local/lib/libpact_ffi.so ] && ! ldconfig -p | grep -q libpact_ffi; then
+    echo "libpact_ffi.so not installed: run hack/deps.sh test" >&2
+    SUMMARY+=("[FAIL] $(printf '%-28s' "go test contracts") libpact_ffi missing")
+    FAILED=1
+    return 1
+  fi
+  gotest contracts
+}
+
+build_binaries() {
+  mkdir -p "$ROOT/bin"
+  (cd engine && CGO_ENABLED=0 "$GO" build -o "$ROOT/bin/berth-engine" ./cmd/berth-engine) &&
+    (cd uploads && CGO_ENABLED=0 "$GO" build -o "$ROOT/bin/berth-uploads" ./cmd/berth-uploads)
+}
+
+run_e2e() {
+  module_has_tests e2e || { gotest e2e; return 0; }
+  step "start dockerd" start_dockerd || return 1
+  step "build binaries" build_binaries || return 1
+  step "build images" "$ROOT/hack/images.sh" || return 1
+  gotest e2e
+}
+
+log "berth tests: $what (go: $("$GO" version | cut -d' ' -f3), GOFLAGS=$GOFLAGS)"
+step "go mod download" go_mod_download
+case "$what" in
+unit) run_unit ;;
+contracts) run_contracts ;;
+e2e) run_e2e ;;
+all)
+  step "gofmt" gofmt_check
+  step "go vet" go_vet
+  step "promtool" promtool_check
+  step "manifests" manifest_check
+  run_unit
+  run_contracts
+  run_e2e
+  ;;
+esac
+
+echo
+echo "==================== berth test summary ($what, $(($(date +%s) - START))s) ===================="
+printf '%s\n' "${SUMMARY[@]}"
+echo "==================== go test results ===================="
+cat "$RESULTS"
+if [ "$FAILED" -ne 0 ]; then
+  echo "FAIL"
+  exit 1
+fi
