@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/berth-project/berth/uploads/engineclient"
 	"github.com/berth-project/berth/uploads/internal/processor"
@@ -79,9 +80,15 @@ func (d *Deployer) Deploy(ctx context.Context, rel, absPath string) error {
 	return nil
 }
 
+// readyTimeout bounds the readiness check, so a probe gets its answer in
+// time even when connections to the engine hang.
+const readyTimeout = 2 * time.Second
+
 // Ready is the readiness check of the engine: it fails while the engine does
 // not answer its ping.
 func (d *Deployer) Ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
 	_, err := d.engine.Ping(ctx)
 	return err
 }
