@@ -1,0 +1,266 @@
+// Package stats reads container resource usage from cgroups v1 (the
+// hierarchy these machines run) and turns it into Podman's ContainerStats.
+package stats
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// DefaultRoot is where the cgroup v1 controllers are mounted.
+const DefaultRoot = "/sys/fs/cgroup"
+
+// clockTicks is USER_HZ, the unit of cpuacct.stat (100 on Linux).
+const clockTicks = 100
+
+// ErrNoCgroup is returned when the container's cgroup does not exist (it is
+// not running).
+var ErrNoCgroup = errors.New("container cgroup not found")
+
+// Sample is one reading of a cgroup's counters.
+type Sample struct {
+	// CPUNano is the total CPU time used, in nanoseconds.
+	CPUNano uint64
+	// CPUSystemNano is the part of CPUNano spent in the kernel.
+	CPUSystemNano uint64
+	PerCPU        []uint64
+	MemUsage      uint64
+	MemLimit      uint64
+	PIDs          uint64
+	BlockRead     uint64
+	BlockWrite    uint64
+	NetRx         uint64
+	NetTx         uint64
+	// Time is when the sample was taken.
+	Time time.Time
+}
+
+// Reader reads cgroup v1 counters below Root.
+type Reader struct {
+	Root string
+}
+
+// Read samples the cgroup at path (relative to each controller's root) and,
+// when pid is positive, the network counters of that process's namespace.
+func (r Reader) Read(cgroupPath string, pid int) (Sample, error) {
+	root := r.Root
+	if root == "" {
+		root = DefaultRoot
+	}
+	ctl := func(controller, file string) string {
+		return filepath.Join(root, controller, cgroupPath, file)
+	}
+	s := Sample{Time: time.Now()}
+	var err error
+	if s.CPUNano, err = readUint(ctl("cpuacct", "cpuacct.usage")); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Sample{}, fmt.Errorf("%w: %s", ErrNoCgroup, cgroupPath)
+		}
+		return Sample{}, err
+	}
+	if percpu, err := os.ReadFile(ctl("cpuacct", "cpuacct.usage_percpu")); err == nil {
+		for _, f := range strings.Fields(string(percpu)) {
+			if v, err := strconv.ParseUint(f, 10, 64); err == nil {
+				s.PerCPU = append(s.PerCPU, v)
+			}
+		}
+	}
+	if kv, err := readKeyValues(ctl("cpuacct", "cpuacct.stat")); err == nil {
+		s.CPUSystemNano = kv["system"] * (1e9 / clockTicks)
+	}
+	usage, err := readUint(ctl("memory", "memory.usage_in_bytes"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Sample{}, err
+	}
+	if kv, err := readKeyValues(ctl("memory", "memory.stat")); err == nil {
+		// Page cache that can be dropped at once is not the container's
+		// working set (what docker and podman report).
+		if inactive := kv["total_inactive_file"]; inactive < usage {
+			usage -= inactive
+		}
+	}
+	s.MemUsage = usage
+	s.MemLimit = physicalMemory()
+	if limit, err := readUint(ctl("memory", "memory.limit_in_bytes")); err == nil && limit > 0 && limit < s.MemLimit {
+		s.MemLimit = limit
+	}
+	if pids, err := readUint(ctl("pids", "pids.current")); err == nil {
+		s.PIDs = pids
+	}
+	s.BlockRead, s.BlockWrite = readBlkio(ctl("blkio", "blkio.throttle.io_service_bytes_recursive"))
+	if pid > 0 {
+		s.NetRx, s.NetTx = readNetDev(fmt.Sprintf("/proc/%d/net/dev", pid))
+	}
+	return s, nil
+}
+
+func readUint(path string) (uint64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parse %s: %w", path, err)
+	}
+	return v, nil
+}
+
+// readKeyValues reads "key value" lines (memory.stat, cpuacct.stat).
+func readKeyValues(path string) (map[string]uint64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]uint64{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) != 2 {
+			continue
+		}
+		if v, err := strconv.ParseUint(fields[1], 10, 64); err == nil {
+			out[fields[0]] = v
+		}
+	}
+	return out, nil
+}
+
+// readBlkio sums the Read and Write lines ("MAJ:MIN Op bytes").
+func readBlkio(path string) (read, write uint64) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) != 3 {
+			continue
+		}
+		v, err := strconv.ParseUint(fields[2], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch strings.ToLower(fields[1]) {
+		case "read":
+			read += v
+		case "write":
+			write += v
+		}
+	}
+	return read, write
+}
+
+// readNetDev sums received and transmitted bytes of every interface but
+// loopback in a /proc/PID/net/dev file.
+func readNetDev(path string) (rx, tx uint64) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || strings.TrimSpace(name) == "lo" {
+			continue
+		}
+		fields := strings.Fields(rest)
+		if len(fields) < 9 {
+			continue
+		}
+		r, err1 := strconv.ParseUint(fields[0], 10, 64)
+		t, err2 := strconv.ParseUint(fields[8], 10, 64)
+		if err1 == nil && err2 == nil {
+			rx += r
+			tx += t
+		}
+	}
+	return rx, tx
+}
+
+func physicalMemory() uint64 {
+	var si syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&si); err != nil {
+		return math.MaxUint64
+	}
+	return uint64(si.Totalram) * uint64(si.Unit)
+}
+
+// ContainerStats is one container's usage in Podman's shape (what
+// `podman stats` decodes).
+type ContainerStats struct {
+	AvgCPU        float64
+	ContainerID   string
+	Name          string
+	PerCPU        []uint64
+	CPU           float64
+	CPUNano       uint64
+	CPUSystemNano uint64
+	SystemNano    uint64
+	MemUsage      uint64
+	MemLimit      uint64
+	MemPerc       float64
+	NetInput      uint64
+	NetOutput     uint64
+	BlockInput    uint64
+	BlockOutput   uint64
+	PIDs          uint64
+	UpTime        time.Duration
+	Duration      uint64
+}
+
+// Compute turns a sample into ContainerStats. prev is the previous result
+// for the same container (nil for the first): CPU is the usage since then,
+// AvgCPU the usage since started.
+func Compute(id, name string, started time.Time, s Sample, prev *ContainerStats) ContainerStats {
+	now := uint64(s.Time.UnixNano())
+	out := ContainerStats{
+		ContainerID:   id,
+		Name:          name,
+		PerCPU:        s.PerCPU,
+		CPUNano:       s.CPUNano,
+		CPUSystemNano: s.CPUSystemNano,
+		SystemNano:    now,
+		MemUsage:      s.MemUsage,
+		MemLimit:      s.MemLimit,
+		NetInput:      s.NetRx,
+		NetOutput:     s.NetTx,
+		BlockInput:    s.BlockRead,
+		BlockOutput:   s.BlockWrite,
+		PIDs:          s.PIDs,
+		Duration:      s.CPUNano,
+		UpTime:        time.Duration(s.CPUNano),
+	}
+	if s.MemLimit > 0 {
+		out.MemPerc = float64(s.MemUsage) / float64(s.MemLimit) * 100
+	}
+	startNano := uint64(started.UnixNano())
+	if !started.IsZero() && now > startNano {
+		out.AvgCPU = percent(s.CPUNano, now-startNano)
+	}
+	switch {
+	case prev != nil && prev.CPUNano <= s.CPUNano && prev.SystemNano < now:
+		out.CPU = percent(s.CPUNano-prev.CPUNano, now-prev.SystemNano)
+	default:
+		// No earlier sample (or the cgroup was recreated): the average
+		// since start is the best estimate.
+		out.CPU = out.AvgCPU
+	}
+	return out
+}
+
+func percent(cpuDelta, wallDelta uint64) float64 {
+	if wallDelta == 0 {
+		return 0
+	}
+	return float64(cpuDelta) / float64(wallDelta) * 100
+}

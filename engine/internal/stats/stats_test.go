@@ -1,0 +1,102 @@
+package stats
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestReadFakeHierarchy(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"cpuacct/ctr/cpuacct.usage":                           "2000000000\n",
+		"cpuacct/ctr/cpuacct.usage_percpu":                    "1500000000 500000000 \n",
+		"cpuacct/ctr/cpuacct.stat":                            "user 150\nsystem 50\n",
+		"memory/ctr/memory.usage_in_bytes":                    "10485760\n",
+		"memory/ctr/memory.stat":                              "cache 100\ntotal_inactive_file 1048576\n",
+		"memory/ctr/memory.limit_in_bytes":                    "20971520\n",
+		"pids/ctr/pids.current":                               "3\n",
+		"blkio/ctr/blkio.throttle.io_service_bytes_recursive": "8:0 Read 4096\n8:0 Write 8192\n8:16 Read 4096\nTotal 16384\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Reader{Root: root}.Read("ctr", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.CPUNano != 2e9 || s.CPUSystemNano != 5e8 || len(s.PerCPU) != 2 {
+		t.Fatalf("cpu: %+v", s)
+	}
+	if s.MemUsage != 9437184 || s.MemLimit != 20971520 || s.PIDs != 3 || s.BlockRead != 8192 || s.BlockWrite != 8192 {
+		t.Fatalf("sample: %+v", s)
+	}
+	started := s.Time.Add(-4 * time.Second)
+	first := Compute("id", "name", started, s, nil)
+	if first.AvgCPU < 49 || first.AvgCPU > 51 || first.CPU != first.AvgCPU || first.MemPerc != 45 {
+		t.Fatalf("first stats: %+v", first)
+	}
+	next := s
+	next.CPUNano += 1e9
+	next.Time = s.Time.Add(time.Second)
+	second := Compute("id", "name", started, next, &first)
+	if second.CPU < 99 || second.CPU > 101 {
+		t.Fatalf("cpu over the interval: %v", second.CPU)
+	}
+	if _, err := (Reader{Root: root}).Read("gone", 0); !errors.Is(err, ErrNoCgroup) {
+		t.Fatalf("missing cgroup: %v", err)
+	}
+}
+
+// TestReadRealCgroup puts a process into fresh cgroup v1 groups and reads
+// them back through the kernel's files.
+func TestReadRealCgroup(t *testing.T) {
+	name := "berth-stats-test-" + strconv.Itoa(os.Getpid())
+	var dirs []string
+	for _, c := range []string{"cpuacct", "memory", "pids"} {
+		d := filepath.Join(DefaultRoot, c, name)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			if os.Getenv("BERTH_TEST_STRICT") == "1" {
+				t.Fatalf("cannot create cgroup %s: %v", d, err)
+			}
+			t.Skipf("cgroup v1 not writable here: %v", err)
+		}
+		dirs = append(dirs, d)
+	}
+	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sleep 30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		for _, d := range dirs {
+			for i := 0; i < 50 && os.Remove(d) != nil; i++ {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	})
+	for _, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	s, err := Reader{}.Read(name, cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.PIDs != 1 || s.CPUNano == 0 || s.MemLimit == 0 {
+		t.Fatalf("real cgroup sample: %+v", s)
+	}
+}
