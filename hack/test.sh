@@ -3,7 +3,8 @@
 #   hack/test.sh unit       shared, uploads, engine (with a throwaway PostgreSQL)
 #   hack/test.sh contracts  Pact consumer tests and the provider verification (cgo + libpact_ffi)
 #   hack/test.sh e2e        starts dockerd if needed, builds the images, runs the e2e module
-#   hack/test.sh all        gofmt, go vet, promtool and manifest checks, then all of the above
+#   hack/test.sh checks     gofmt, go vet, promtool rules and unit tests, deploy/ manifest checks
+#   hack/test.sh all        checks, then all of the above
 # Exports BERTH_TEST_STRICT=1: a test whose component is missing fails instead of skipping.
 # Environment: BERTH_TEST_VERBOSE=1 adds -v; BERTH_TEST_RUN=REGEX adds -run REGEX.
 # Exits non-zero when anything failed; the output ends with go test's ok/FAIL lines.
@@ -14,8 +15,8 @@ LOG_TAG=test
 cd "$ROOT" || exit 1
 
 what=${1:-all}
-case "$what" in unit | contracts | e2e | all) ;; *)
-  echo "usage: $0 {unit|contracts|e2e|all}" >&2
+case "$what" in unit | contracts | e2e | checks | all) ;; *)
+  echo "usage: $0 {unit|contracts|e2e|checks|all}" >&2
   exit 2
   ;;
 esac
@@ -134,6 +135,17 @@ sys.exit(bad)' "${yamls[@]}" || rc=1
   for f in deploy/grafana/*.json; do
     [ -e "$f" ] || continue
     jq -e '.panels | length > 0' "$f" >/dev/null || { echo "$f: invalid JSON or no panels" >&2; rc=1; }
+    # Every panel query must be valid PromQL: check them as recording rules, with the
+    # dashboard variables replaced by sample values.
+    {
+      echo 'groups: [{name: dashboard, rules: ['
+      jq -r '[.. | objects | select(has("expr")) | .expr] | map(
+          gsub("\\$__rate_interval"; "5m") | gsub("\\$service"; "berth_uploads") | gsub("\\$instance"; ".*"))
+        | to_entries[] | "{record: dashboard_query_\(.key), expr: \(.value | tojson)},"' "$f"
+      echo ']}]'
+    } >"$LOGDIR/dashboard.rules.yml"
+    promtool check rules "$LOGDIR/dashboard.rules.yml" >/dev/null ||
+      { promtool check rules "$LOGDIR/dashboard.rules.yml" >&2; echo "$f: invalid PromQL" >&2; rc=1; }
   done
   return $rc
 }
@@ -196,17 +208,22 @@ run_e2e() {
   gotest e2e
 }
 
+run_checks() {
+  step "gofmt" gofmt_check
+  step "go vet" go_vet
+  step "promtool" promtool_check
+  step "manifests" manifest_check
+}
+
 log "berth tests: $what (go: $("$GO" version | cut -d' ' -f3), GOFLAGS=$GOFLAGS)"
 step "go mod download" go_mod_download
 case "$what" in
 unit) run_unit ;;
 contracts) run_contracts ;;
 e2e) run_e2e ;;
+checks) run_checks ;;
 all)
-  step "gofmt" gofmt_check
-  step "go vet" go_vet
-  step "promtool" promtool_check
-  step "manifests" manifest_check
+  run_checks
   run_unit
   run_contracts
   run_e2e

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The `make bench` harness: starts a reference Podman 4.3.1 API service on loopback, with its own
+# store under a temporary directory, then runs the Go benchmarks of shared, uploads and engine,
+# which compare Berth with it (and with dd for the uploads PUT throughput).
+# Usage: hack/bench.sh [BENCH_REGEX]   (default: all benchmarks)
+# Environment: BENCHTIME (go test -benchtime, default 1s), BENCHCOUNT (-count, default 1),
+#   BERTH_BENCH_MODULES (default "shared uploads engine").
+# Exports to the benchmarks:
+#   BERTH_BENCH=1
+#   BERTH_BENCH_PODMAN_URL=tcp://127.0.0.1:PORT   the Podman service
+#   BERTH_BENCH_RLIMIT_NOFILE, BERTH_BENCH_RLIMIT_NPROC   the highest rlimits a container created
+#     on that service may ask for (see below)
+#
+# Settings the Podman service needs on these machines (found by trying them):
+# - runtime runc and cgroup manager cgroupfs: crun fails on the hybrid cgroup v1 hierarchy;
+#   events to a file: there is no systemd journal.
+# - --root/--runroot and every other path in the containers.conf below point into the temporary
+#   directory, so the machine's default store (/var/lib/containers/storage) is never touched.
+#   (containers/image still keeps its blob-info cache in /var/lib/containers/cache.)
+# - rlimits: rootful Podman 4.3.1 gives every container nofile=1048576 unless the create request
+#   carries r_limits, and the containers.conf default_ulimits are applied by the *client*, not by
+#   the service. This machine's hard nofile is 20000 and the service's own hard nproc is lower
+#   than the shell's, so runc fails ("error setting rlimit type 7/6: operation not permitted").
+#   Benchmarks must send r_limits within BERTH_BENCH_RLIMIT_NOFILE / _NPROC (read from the running
+#   service's /proc/PID/limits); `podman --remote run --ulimit nofile=N:N --ulimit nproc=M:M`
+#   does the same by hand.
+set -uo pipefail
+LOG_TAG=bench
+# shellcheck source=hack/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT" || exit 1
+
+bench=${1:-.}
+benchtime=${BENCHTIME:-1s}
+benchcount=${BENCHCOUNT:-1}
+read -r -a bench_modules <<<"${BERTH_BENCH_MODULES:-shared uploads engine}"
+
+command -v podman >/dev/null 2>&1 || die "podman not found (hack/deps.sh test installs it)"
+command -v runc >/dev/null 2>&1 || die "runc not found (hack/deps.sh runtime installs it)"
+
+PODMAN_DIR=$(mktemp -d /tmp/berth-bench-podman.XXXXXX)
+PODMAN_PID=""
+stop_podman() {
+  if [ -n "$PODMAN_PID" ]; then
+    # Containers a benchmark left behind go first, while the service still answers.
+    timeout 60 podman --remote --url "$BERTH_BENCH_PODMAN_URL" rm -af -t 0 >/dev/null 2>&1 || true
+    kill -TERM "$PODMAN_PID" 2>/dev/null || true
+    for _ in $(seq 1 100); do
+      kill -0 "$PODMAN_PID" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$PODMAN_PID" 2>/dev/null || true
+    wait "$PODMAN_PID" 2>/dev/null || true
+    log "podman service stopped"
+  fi
+  # Overlay mounts of containers still mounted under the temporary store must go before rm.
+  grep -o " $PODMAN_DIR/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
+  rm -rf "$PODMAN_DIR"
+}
+trap stop_podman EXIT
+trap 'log "interrupted"; exit 130' INT TERM
+
+cat >"$PODMAN_DIR/containers.conf" <<EOF
+[engine]
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+events_logfile_path = "$PODMAN_DIR/events.log"
+runtime = "runc"
+tmp_dir = "$PODMAN_DIR/tmp"
+volume_path = "$PODMAN_DIR/volumes"
+static_dir = "$PODMAN_DIR/root/libpod"
+
+[network]
+network_backend = "netavark"
+network_config_dir = "$PODMAN_DIR/networks"
+EOF
+
+port=$(free_port)
+export BERTH_BENCH=1
+export BERTH_BENCH_PODMAN_URL=tcp://127.0.0.1:$port
+CONTAINERS_CONF=$PODMAN_DIR/containers.conf podman --root "$PODMAN_DIR/root" --runroot "$PODMAN_DIR/run" \
+  --storage-driver overlay system service --time=0 "tcp:127.0.0.1:$port" >"$PODMAN_DIR/service.log" 2>&1 &
+PODMAN_PID=$!
+for _ in $(seq 1 100); do
+  podman --remote --url "$BERTH_BENCH_PODMAN_URL" version >/dev/null 2>&1 && break
+  kill -0 "$PODMAN_PID" 2>/dev/null || break
+  sleep 0.1
+done
+if ! podman --remote --url "$BERTH_BENCH_PODMAN_URL" version >/dev/null 2>&1; then
+  cat "$PODMAN_DIR/service.log" >&2
+  die "podman system service did not answer on 127.0.0.1:$port"
+fi
+BERTH_BENCH_RLIMIT_NOFILE=$(awk '/^Max open files/ {print $5}' "/proc/$PODMAN_PID/limits")
+BERTH_BENCH_RLIMIT_NPROC=$(awk '/^Max processes/ {print $4}' "/proc/$PODMAN_PID/limits")
+export BERTH_BENCH_RLIMIT_NOFILE BERTH_BENCH_RLIMIT_NPROC
+log "podman $(podman --remote --url "$BERTH_BENCH_PODMAN_URL" version --format '{{.Server.Version}}') serving on $BERTH_BENCH_PODMAN_URL (store $PODMAN_DIR; rlimits nofile<=$BERTH_BENCH_RLIMIT_NOFILE nproc<=$BERTH_BENCH_RLIMIT_NPROC)"
+
+export CGO_ENABLED=${CGO_ENABLED:-1}
+out=$(mktemp /tmp/berth-bench.XXXXXX.txt)
+rc=0
+for m in "${bench_modules[@]}"; do
+  module_has_tests "$m" || { log "$m: no tests"; continue; }
+  log "== go test -bench '$bench' in $m (benchtime $benchtime, count $benchcount)"
+  (cd "$m" && "$GO" test -run '^$' -bench "$bench" -benchtime "$benchtime" -count "$benchcount" \
+    -benchmem -timeout 60m ./...) 2>&1 | tee -a "$out"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+done
+
+echo
+echo "==================== benchmark results ===================="
+grep -E '^(Benchmark|ok|FAIL|---)' "$out" || true
+log "full output: $out"
+exit $rc
