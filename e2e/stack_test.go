@@ -1,0 +1,344 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/go-connections/nat"
+	"github.com/testcontainers/testcontainers-go"
+	"github.com/testcontainers/testcontainers-go/network"
+	"github.com/testcontainers/testcontainers-go/wait"
+)
+
+const (
+	enginePort  = "8080/tcp"
+	uploadsPort = "8081/tcp"
+	enginePing  = "/v4.0.0/libpod/_ping"
+	// engineAlias is the engine's name on the stack's private network.
+	engineAlias = "engine"
+)
+
+// images returns the service images: BERTH_E2E_*_IMAGE or the tags
+// hack/images.sh (`make images`) builds.
+func images() (engine, uploads string) {
+	engine, uploads = os.Getenv("BERTH_E2E_ENGINE_IMAGE"), os.Getenv("BERTH_E2E_UPLOADS_IMAGE")
+	if engine == "" {
+		engine = "localhost/berth-engine:latest"
+	}
+	if uploads == "" {
+		uploads = "localhost/berth-uploads:latest"
+	}
+	return engine, uploads
+}
+
+func TestMain(m *testing.M) {
+	// The reaper image cannot be pulled here, and wait strategies must dial
+	// loopback (../shared/ENVIRONMENT.md); hack/test.sh exports both too.
+	for key, value := range map[string]string{
+		"TESTCONTAINERS_RYUK_DISABLED": "true",
+		"TESTCONTAINERS_HOST_OVERRIDE": "127.0.0.1",
+	} {
+		if os.Getenv(key) == "" {
+			os.Setenv(key, value)
+		}
+	}
+	if reason := missingPrerequisite(); reason != "" {
+		if os.Getenv("BERTH_TEST_STRICT") == "1" {
+			fmt.Fprintf(os.Stderr, "e2e: %s (BERTH_TEST_STRICT=1)\n", reason)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "e2e: skipped: %s (make e2e starts dockerd and builds the images)\n", reason)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// missingPrerequisite names what the e2e tests cannot run without, or "".
+func missingPrerequisite() string {
+	if _, err := exec.LookPath("docker"); err != nil {
+		return "docker CLI not found"
+	}
+	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
+		return "dockerd does not answer: " + strings.TrimSpace(string(out))
+	}
+	engine, uploads := images()
+	for _, image := range []string{engine, uploads} {
+		if err := exec.Command("docker", "image", "inspect", image).Run(); err != nil {
+			return "image " + image + " not found"
+		}
+	}
+	return ""
+}
+
+// stack is one engine and one uploads container on a private network.
+type stack struct {
+	t       *testing.T
+	engine  testcontainers.Container
+	uploads testcontainers.Container
+}
+
+func randomSuffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// startStack starts the engine, then uploads pointed at it by its network
+// alias. Containers, network and the engine's volume go when the test ends.
+func startStack(t *testing.T, ctx context.Context) *stack {
+	t.Helper()
+	engineImage, uploadsImage := images()
+	suffix := randomSuffix()
+
+	net, err := network.New(ctx)
+	testcontainers.CleanupNetwork(t, net)
+	if err != nil {
+		t.Fatalf("creating network: %v", err)
+	}
+
+	// The engine needs every capability the host grants (but SYS_RESOURCE,
+	// which this host's bounding set lacks), no seccomp/AppArmor confinement,
+	// the host's cgroups, and its root on a volume (overlay cannot stack on
+	// the container's own overlay root).
+	volume := "berth-e2e-engine-" + suffix
+	engine, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
+		ContainerRequest: testcontainers.ContainerRequest{
+			Name:           "berth-e2e-engine-" + suffix,
+			Image:          engineImage,
+			ExposedPorts:   []string{enginePort},
+			Networks:       []string{net.Name},
+			NetworkAliases: map[string][]string{net.Name: {engineAlias}},
+			Mounts:         testcontainers.ContainerMounts{testcontainers.VolumeMount(volume, "/var/lib/berth")},
+			HostConfigModifier: func(hc *container.HostConfig) {
+				hc.CapAdd = []string{"ALL"}
+				hc.CapDrop = []string{"SYS_RESOURCE"}
+				hc.SecurityOpt = []string{"seccomp=unconfined", "apparmor=unconfined"}
+				hc.CgroupnsMode = container.CgroupnsModeHost
+				hc.Binds = append(hc.Binds, "/sys/fs/cgroup:/sys/fs/cgroup:rw")
+			},
+			WaitingFor: wait.ForHTTP(enginePing).WithPort(enginePort).WithStartupTimeout(60 * time.Second),
+		},
+		Started: true,
+	})
+	testcontainers.CleanupContainer(t, engine, testcontainers.RemoveVolumes(volume))
+	if err != nil {
+		t.Fatalf("starting engine container: %v", err)
+	}
+
+	uploads, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
+		ContainerRequest: testcontainers.ContainerRequest{
+			Name:         "berth-e2e-uploads-" + suffix,
+			Image:        uploadsImage,
+			ExposedPorts: []string{uploadsPort},
+			Networks:     []string{net.Name},
+			Env: map[string]string{
+				"BERTH_UPLOADS_ENGINE_URL":    "tcp://" + engineAlias + ":8080",
+				"BERTH_UPLOADS_POLL_INTERVAL": "250ms",
+			},
+			WaitingFor: wait.ForHTTP("/readyz").WithPort(uploadsPort).WithStartupTimeout(60 * time.Second),
+		},
+		Started: true,
+	})
+	testcontainers.CleanupContainer(t, uploads)
+	if err != nil {
+		t.Fatalf("starting uploads container: %v", err)
+	}
+	s := &stack{t: t, engine: engine, uploads: uploads}
+	t.Cleanup(func() {
+		if t.Failed() {
+			s.dumpLogs()
+		}
+	})
+	return s
+}
+
+// dumpLogs prints both containers' logs, for a failed test.
+func (s *stack) dumpLogs() {
+	for name, c := range map[string]testcontainers.Container{"engine": s.engine, "uploads": s.uploads} {
+		logs, err := c.Logs(context.Background())
+		if err != nil {
+			s.t.Logf("%s logs: %v", name, err)
+			continue
+		}
+		data, _ := io.ReadAll(logs)
+		logs.Close()
+		if len(data) > 20000 {
+			data = data[len(data)-20000:]
+		}
+		s.t.Logf("---- %s container log (tail) ----\n%s", name, data)
+	}
+}
+
+// hostPort is the container port's address on the host's loopback.
+func hostPort(t *testing.T, c testcontainers.Container, port string) string {
+	t.Helper()
+	mapped, err := c.MappedPort(context.Background(), nat.Port(port))
+	if err != nil {
+		t.Fatalf("mapped port %s: %v", port, err)
+	}
+	return net.JoinHostPort("127.0.0.1", mapped.Port())
+}
+
+func (s *stack) engineURL() string  { return "http://" + hostPort(s.t, s.engine, enginePort) }
+func (s *stack) uploadsURL() string { return "http://" + hostPort(s.t, s.uploads, uploadsPort) }
+
+// call sends one request and returns status and body.
+func call(t *testing.T, method, url, contentType string, body []byte) (int, []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var reader io.Reader
+	if body != nil {
+		reader = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading body: %v", method, url, err)
+	}
+	return resp.StatusCode, data
+}
+
+// upload is the uploads API's view of an upload.
+type upload struct {
+	UUID           string `json:"uuid"`
+	Status         string `json:"status"`
+	FilesTotal     *int   `json:"filesTotal"`
+	FilesProcessed *int   `json:"filesProcessed"`
+	Errors         *int   `json:"errors"`
+}
+
+type fileError struct {
+	File    string `json:"file"`
+	Message string `json:"message"`
+}
+
+func decode[T any](t *testing.T, data []byte) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatalf("decoding %q: %v", data, err)
+	}
+	return v
+}
+
+// createUpload creates an upload and puts files into it.
+func (s *stack) createUpload(files map[string][]byte) string {
+	t := s.t
+	t.Helper()
+	status, body := call(t, http.MethodPost, s.uploadsURL()+"/v1/uploads", "", nil)
+	if status != http.StatusCreated {
+		t.Fatalf("create upload: %d %s", status, body)
+	}
+	u := decode[upload](t, body)
+	if u.UUID == "" || u.Status != "open" {
+		t.Fatalf("created upload = %s", body)
+	}
+	for path, content := range files {
+		status, body := call(t, http.MethodPut, s.uploadsURL()+"/v1/uploads/"+u.UUID+"/files/"+path, "application/octet-stream", content)
+		if status != http.StatusNoContent {
+			t.Fatalf("put %s: %d %s", path, status, body)
+		}
+	}
+	return u.UUID
+}
+
+func (s *stack) markForProcessing(id string) {
+	s.t.Helper()
+	status, body := call(s.t, http.MethodPost, s.uploadsURL()+"/v1/uploads/"+id+"/markForProcessing", "", nil)
+	if status != http.StatusAccepted {
+		s.t.Fatalf("markForProcessing: %d %s", status, body)
+	}
+}
+
+func (s *stack) getUpload(id string) upload {
+	s.t.Helper()
+	status, body := call(s.t, http.MethodGet, s.uploadsURL()+"/v1/uploads/"+id, "", nil)
+	if status != http.StatusOK {
+		s.t.Fatalf("get upload: %d %s", status, body)
+	}
+	return decode[upload](s.t, body)
+}
+
+// waitFor polls the upload until cond holds or timeout passes.
+func (s *stack) waitFor(id string, timeout time.Duration, what string, cond func(upload) bool) upload {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		u := s.getUpload(id)
+		if cond(u) {
+			return u
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("upload %s: %s not reached within %v; last state %+v", id, what, timeout, u)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (s *stack) uploadErrors(id string) []fileError {
+	s.t.Helper()
+	status, body := call(s.t, http.MethodGet, s.uploadsURL()+"/v1/uploads/"+id+"/errors", "", nil)
+	if status != http.StatusOK {
+		s.t.Fatalf("upload errors: %d %s", status, body)
+	}
+	return decode[[]fileError](s.t, body)
+}
+
+// engineImageNames lists every name of every image in the engine.
+func (s *stack) engineImageNames() []string {
+	s.t.Helper()
+	status, body := call(s.t, http.MethodGet, s.engineURL()+"/v4.0.0/libpod/images/json", "", nil)
+	if status != http.StatusOK {
+		s.t.Fatalf("engine images/json: %d %s", status, body)
+	}
+	var names []string
+	for _, image := range decode[[]struct {
+		Names    []string `json:"Names"`
+		RepoTags []string `json:"RepoTags"`
+	}](s.t, body) {
+		names = append(names, image.Names...)
+		names = append(names, image.RepoTags...)
+	}
+	return names
+}
+
+func contains(list []string, want string) bool {
+	for _, v := range list {
+		if v == want {
+			return true
+		}
+	}
+	return false
+}
+
+func intOf(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
+}

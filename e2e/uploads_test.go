@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	junkFile    = "notes/junk.txt"
+	archiveFile = "images/busybox.tar"
+)
+
+// TestUploadDeploysImageArchive: an upload with an image archive and a junk
+// file ends done, the image is in the engine, and the junk file is the one
+// error.
+func TestUploadDeploysImageArchive(t *testing.T) {
+	ctx := context.Background()
+	s := startStack(t, ctx)
+	const tag = "localhost/berth-e2e-busybox:latest"
+
+	id := s.createUpload(map[string][]byte{
+		archiveFile: busyboxArchive(t, tag),
+		junkFile:    []byte("not something the engine can deploy\n"),
+	})
+	s.markForProcessing(id)
+	u := s.waitFor(id, 2*time.Minute, "status done", func(u upload) bool { return u.Status == "done" })
+
+	if intOf(u.FilesTotal) != 2 || intOf(u.FilesProcessed) != 2 || intOf(u.Errors) != 1 {
+		t.Errorf("done upload counts: total %d processed %d errors %d; want 2, 2, 1",
+			intOf(u.FilesTotal), intOf(u.FilesProcessed), intOf(u.Errors))
+	}
+	errs := s.uploadErrors(id)
+	if len(errs) != 1 || errs[0].File != junkFile || !strings.Contains(errs[0].Message, "unsupported file type") {
+		t.Errorf("upload errors = %+v, want exactly one for %s (unsupported file type)", errs, junkFile)
+	}
+	if names := s.engineImageNames(); !contains(names, tag) {
+		t.Errorf("engine images = %v, want %s among them", names, tag)
+	}
+}
+
+// TestEngineRestartMidProcessing: the engine goes away while an upload is
+// processing; the upload waits (uploads is not ready meanwhile), resumes when
+// the engine is back, and ends done with every file deployed exactly once.
+func TestEngineRestartMidProcessing(t *testing.T) {
+	ctx := context.Background()
+	s := startStack(t, ctx)
+	tags := []string{"localhost/berth-e2e-one:latest", "localhost/berth-e2e-two:latest"}
+
+	id := s.createUpload(map[string][]byte{
+		"a-junk.txt":        []byte("junk\n"),
+		"b/first.tar":       busyboxArchive(t, tags[0]),
+		"c/second.tar":      busyboxArchive(t, tags[1]),
+		"d-corrupt.tar":     []byte("this is not a tar archive at all"),
+		"e-more-junk.conf":  []byte("x=1\n"),
+		"f/third-copy.tar":  busyboxArchive(t, tags[0]),
+		"g/readme.markdown": []byte("# readme\n"),
+	})
+
+	timeout := 10 * time.Second
+	if err := s.engine.Stop(ctx, &timeout); err != nil {
+		t.Fatalf("stopping the engine: %v", err)
+	}
+	s.markForProcessing(id)
+	// The worker claims the upload and records files up to the first image
+	// archive, then waits for the engine.
+	stalled := s.waitFor(id, time.Minute, "processing with the engine down", func(u upload) bool {
+		return u.Status == "processing" && intOf(u.FilesTotal) == 7 && intOf(u.FilesProcessed) >= 1
+	})
+	time.Sleep(2 * time.Second)
+	if again := s.getUpload(id); again.Status != "processing" || intOf(again.FilesProcessed) != intOf(stalled.FilesProcessed) ||
+		intOf(again.FilesProcessed) >= 7 {
+		t.Fatalf("with the engine down the upload moved on: %+v then %+v", stalled, again)
+	}
+	if status, body := call(t, http.MethodGet, s.uploadsURL()+"/readyz", "", nil); status != http.StatusServiceUnavailable {
+		t.Errorf("uploads /readyz with the engine down = %d %s, want 503", status, body)
+	}
+
+	if err := s.engine.Start(ctx); err != nil {
+		t.Fatalf("starting the engine again: %v", err)
+	}
+	u := s.waitFor(id, 3*time.Minute, "status done", func(u upload) bool { return u.Status == "done" })
+	if intOf(u.FilesTotal) != 7 || intOf(u.FilesProcessed) != 7 || intOf(u.Errors) != 4 {
+		t.Errorf("done upload counts: total %d processed %d errors %d; want 7, 7, 4",
+			intOf(u.FilesTotal), intOf(u.FilesProcessed), intOf(u.Errors))
+	}
+	got := map[string]string{}
+	for _, e := range s.uploadErrors(id) {
+		if _, dup := got[e.File]; dup {
+			t.Errorf("file %s has two error entries", e.File)
+		}
+		got[e.File] = e.Message
+	}
+	for _, file := range []string{"a-junk.txt", "e-more-junk.conf", "g/readme.markdown"} {
+		if !strings.Contains(got[file], "unsupported file type") {
+			t.Errorf("error of %s = %q, want unsupported file type", file, got[file])
+		}
+	}
+	if msg := got["d-corrupt.tar"]; msg == "" || strings.Contains(msg, "unsupported") {
+		t.Errorf("error of the corrupt archive = %q, want the engine's refusal", msg)
+	}
+	if len(got) != 4 {
+		t.Errorf("errors = %v, want exactly the three junk files and the corrupt archive", got)
+	}
+	names := s.engineImageNames()
+	for _, tag := range tags {
+		if !contains(names, tag) {
+			t.Errorf("engine images = %v, want %s among them", names, tag)
+		}
+	}
+	if status, body := call(t, http.MethodGet, s.uploadsURL()+"/readyz", "", nil); status != http.StatusOK {
+		t.Errorf("uploads /readyz with the engine back = %d %s, want 200", status, body)
+	}
+}
