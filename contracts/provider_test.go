@@ -1,0 +1,258 @@
+package contracts
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pact-foundation/pact-go/v2/models"
+	"github.com/pact-foundation/pact-go/v2/provider"
+)
+
+// buildTags are the tags containers/image and containers/storage need; the
+// Makefile exports the same in GOFLAGS.
+const buildTags = "containers_image_openpgp,exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper"
+
+// TestProvider verifies the pact file against a real berth-engine: the
+// binary is built from ../engine, started on loopback with a temporary root
+// and runroot, and every provider state is set up through its own API.
+func TestProvider(t *testing.T) {
+	pactPath, err := filepath.Abs(pactFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pactPath); err != nil {
+		t.Fatalf("pact file missing (TestConsumer writes it): %v", err)
+	}
+	engine := startEngine(t)
+	states := &stateSetup{t: t, base: engine.url + apiPrefix}
+
+	request := provider.VerifyRequest{
+		ProviderBaseURL: engine.url,
+		Provider:        providerName,
+		PactFiles:       []string{pactPath},
+		StateHandlers: models.StateHandlers{
+			stateEngineRunning: states.engineRunning,
+			stateBusyboxExists: states.busyboxExists,
+			stateNoSuchImage:   states.noSuchImage,
+		},
+		FailIfNoPactsFound:   true,
+		DisableColoredOutput: true,
+	}
+	if err := provider.NewVerifier().VerifyProvider(t, request); err != nil {
+		t.Errorf("provider verification failed; engine log:\n%s", engine.log())
+	}
+
+	// With a broker, also verify what consumers published there and, when
+	// asked to, publish the results (docs/contracts.md).
+	if broker := os.Getenv("PACT_BROKER_BASE_URL"); broker != "" {
+		request.PactFiles = nil
+		request.BrokerURL = broker
+		request.BrokerToken = os.Getenv("PACT_BROKER_TOKEN")
+		request.BrokerUsername = os.Getenv("PACT_BROKER_USERNAME")
+		request.BrokerPassword = os.Getenv("PACT_BROKER_PASSWORD")
+		request.ProviderVersion = os.Getenv("PACT_PROVIDER_VERSION")
+		request.ProviderBranch = os.Getenv("PACT_PROVIDER_BRANCH")
+		request.PublishVerificationResults = os.Getenv("PACT_PUBLISH_VERIFICATION_RESULTS") == "true"
+		request.ConsumerVersionSelectors = []provider.Selector{&provider.ConsumerVersionSelector{MainBranch: true}}
+		if err := provider.NewVerifier().VerifyProvider(t, request); err != nil {
+			t.Errorf("verification of the broker's pacts failed: %v", err)
+		}
+	}
+}
+
+// stateSetup puts the engine into each provider state through its API.
+type stateSetup struct {
+	t    *testing.T
+	base string // engine URL with the API prefix
+	mu   sync.Mutex
+}
+
+func (s *stateSetup) engineRunning(setup bool, _ models.ProviderState) (models.ProviderStateResponse, error) {
+	if !setup {
+		return nil, nil
+	}
+	status, body, err := s.call(http.MethodGet, "/_ping", nil)
+	if err != nil || status != http.StatusOK {
+		return nil, fmt.Errorf("engine ping: %d %s %v", status, body, err)
+	}
+	return nil, nil
+}
+
+// busyboxExists loads an image tagged localhost/busybox:latest with ImagesLoad.
+func (s *stateSetup) busyboxExists(setup bool, _ models.ProviderState) (models.ProviderStateResponse, error) {
+	if !setup {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	status, body, err := s.call(http.MethodPost, "/images/load", tinyImageArchive(s.t, busyboxImage))
+	if err != nil || status != http.StatusOK {
+		return nil, fmt.Errorf("state %q: load: %d %s %v", stateBusyboxExists, status, body, err)
+	}
+	status, body, err = s.call(http.MethodGet, "/images/"+busyboxImage+"/exists", nil)
+	if err != nil || status != http.StatusNoContent {
+		return nil, fmt.Errorf("state %q: image missing after load: %d %s %v", stateBusyboxExists, status, body, err)
+	}
+	return nil, nil
+}
+
+// noSuchImage removes localhost/nosuch:latest if anything created it.
+func (s *stateSetup) noSuchImage(setup bool, _ models.ProviderState) (models.ProviderStateResponse, error) {
+	if !setup {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	status, body, err := s.call(http.MethodGet, "/images/"+missingImage+"/exists", nil)
+	if err != nil {
+		return nil, err
+	}
+	if status == http.StatusNoContent {
+		status, body, err = s.call(http.MethodDelete, "/images/"+missingImage+"?force=true", nil)
+		if err != nil || status != http.StatusOK {
+			return nil, fmt.Errorf("state %q: remove: %d %s %v", stateNoSuchImage, status, body, err)
+		}
+	} else if status != http.StatusNotFound {
+		return nil, fmt.Errorf("state %q: exists answered %d %s", stateNoSuchImage, status, body)
+	}
+	return nil, nil
+}
+
+func (s *stateSetup) call(method, path string, body []byte) (int, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var reader io.Reader
+	if body != nil {
+		reader = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.base+path, reader)
+	if err != nil {
+		return 0, "", err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/x-tar")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	return resp.StatusCode, strings.TrimSpace(string(data)), nil
+}
+
+// runningEngine is a berth-engine process started by a test.
+type runningEngine struct {
+	url    string
+	output *lockedBuffer
+}
+
+func (e *runningEngine) log() string { return e.output.String() }
+
+// startEngine builds berth-engine from ../engine and starts it on a free
+// loopback port with state in a temporary directory; it is stopped with
+// SIGTERM when the test ends.
+func startEngine(t *testing.T) *runningEngine {
+	t.Helper()
+	binDir := t.TempDir()
+	binary := filepath.Join(binDir, "berth-engine")
+	build := exec.Command("go", "build", "-tags", buildTags, "-o", binary, "./cmd/berth-engine")
+	build.Dir = filepath.Join("..", "engine")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building berth-engine: %v\n%s", err, out)
+	}
+
+	state, err := os.MkdirTemp("", "berth-contracts-engine-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	output := &lockedBuffer{}
+	cmd := exec.Command(binary,
+		"--listen", fmt.Sprintf("tcp://127.0.0.1:%d", port),
+		"--root", filepath.Join(state, "root"),
+		"--runroot", filepath.Join(state, "runroot"),
+	)
+	cmd.Stdout, cmd.Stderr = output, output
+	cmd.Env = os.Environ()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting berth-engine: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Errorf("berth-engine did not stop on SIGTERM within 30s")
+		}
+		if err := os.RemoveAll(state); err != nil {
+			t.Logf("removing engine state %s: %v", state, err)
+		}
+	})
+
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			t.Fatalf("berth-engine exited during start-up: %v\n%s", err, output.String())
+		default:
+		}
+		resp, err := http.Get(url + apiPrefix + "/_ping")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return &runningEngine{url: url, output: output}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("berth-engine did not answer _ping within 60s\n%s", output.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// lockedBuffer collects a process's output safely across goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
