@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/shared/server"
+	"github.com/berth-project/berth/shared/swagger"
+)
+
+// run parses flags (environment variables give the defaults), starts the
+// engine and serves until ctx is done.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, getenv, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	level, err := server.ParseLevel(cfg.logLevel)
+	if err != nil {
+		return usageError{err}
+	}
+	format, err := server.ParseLogFormat(cfg.logFormat)
+	if err != nil {
+		return usageError{err}
+	}
+	logger := server.NewLogger(stderr, format, level)
+
+	ln, err := server.Listen(cfg.engine.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.engine.Listen, err)
+	}
+	eng, err := engine.New(ctx, logger, cfg.engine)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer eng.Close()
+	fmt.Fprintf(stdout, "berth-engine listening on %s (root %s, storage driver %s)\n", cfg.engine.Listen, cfg.engine.Root, eng.StorageDriver())
+	return server.Run(ctx, ln, eng.Handler(), logger, cfg.shutdownTimeout)
+}
+
+// config is the parsed command line.
+type config struct {
+	engine          engine.Config
+	logFormat       string
+	logLevel        string
+	shutdownTimeout time.Duration
+}
+
+// parseFlags reads the flags of DESIGN.md; each defaults to its environment variable.
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	var cfg config
+	name := "berth-engine"
+	if len(args) > 0 {
+		args = args[1:]
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	env := func(key, fallback string) string { return server.EnvOr(getenv, key, fallback) }
+	fs.StringVar(&cfg.engine.Listen, "listen", env("BERTH_ENGINE_LISTEN", "unix:///run/berth/berth.sock"), "address to serve on: unix:///path or tcp://host:port (BERTH_ENGINE_LISTEN)")
+	fs.StringVar(&cfg.engine.Root, "root", env("BERTH_ENGINE_ROOT", "/var/lib/berth"), "directory for persistent state (BERTH_ENGINE_ROOT)")
+	fs.StringVar(&cfg.engine.RunRoot, "runroot", env("BERTH_ENGINE_RUNROOT", "/run/berth"), "directory for runtime state (BERTH_ENGINE_RUNROOT)")
+	fs.StringVar(&cfg.engine.Runtime, "runtime", env("BERTH_ENGINE_RUNTIME", "runc"), "OCI runtime: runc or crun (BERTH_ENGINE_RUNTIME)")
+	fs.StringVar(&cfg.engine.StorageDriver, "storage-driver", env("BERTH_ENGINE_STORAGE_DRIVER", ""), "storage driver: overlay or vfs; empty tries overlay and falls back to vfs (BERTH_ENGINE_STORAGE_DRIVER)")
+	fs.StringVar(&cfg.engine.RegistriesConf, "registries-conf", env("BERTH_ENGINE_REGISTRIES_CONF", ""), "registries.conf for short-name resolution; empty uses ROOT/registries.conf, written on first start (BERTH_ENGINE_REGISTRIES_CONF)")
+	fs.StringVar(&cfg.engine.SwaggerSpec, "swagger-spec", env("BERTH_ENGINE_SWAGGER_SPEC", swagger.DefaultEngineSwaggerSpec), "OpenAPI document to serve; the embedded copy is served where it is missing (BERTH_ENGINE_SWAGGER_SPEC)")
+	fs.StringVar(&cfg.logFormat, "log-format", env("BERTH_ENGINE_LOG_FORMAT", "text"), "log format: text or json (BERTH_ENGINE_LOG_FORMAT)")
+	fs.StringVar(&cfg.logLevel, "log-level", env("BERTH_ENGINE_LOG_LEVEL", "info"), "log level: debug, info, warn, error (BERTH_ENGINE_LOG_LEVEL)")
+	timeout := env("BERTH_ENGINE_SHUTDOWN_TIMEOUT", "30s")
+	fs.Func("shutdown-timeout", "how long to wait for in-flight requests on shutdown (BERTH_ENGINE_SHUTDOWN_TIMEOUT, default 30s)", func(v string) error {
+		timeout = v
+		return nil
+	})
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	d, err := time.ParseDuration(timeout)
+	if err != nil || d < 0 {
+		return cfg, fmt.Errorf("shutdown-timeout %q is not a duration", timeout)
+	}
+	cfg.shutdownTimeout = d
+	switch cfg.engine.Runtime {
+	case "runc", "crun":
+	default:
+		return cfg, fmt.Errorf("runtime %q: want runc or crun", cfg.engine.Runtime)
+	}
+	switch cfg.engine.StorageDriver {
+	case "", "overlay", "vfs":
+	default:
+		return cfg, fmt.Errorf("storage-driver %q: want overlay or vfs", cfg.engine.StorageDriver)
+	}
+	if cfg.engine.Root == "" || cfg.engine.RunRoot == "" {
+		return cfg, errors.New("root and runroot must not be empty")
+	}
+	return cfg, nil
+}

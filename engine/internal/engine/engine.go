@@ -1,0 +1,129 @@
+// Package engine assembles berth-engine: it opens the backends, connects them
+// and builds the HTTP handler. It is the one place that knows every backend.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/berth-project/berth/engine/internal/handlers"
+	"github.com/berth-project/berth/engine/internal/imagestore"
+	"github.com/berth-project/berth/engine/internal/system"
+	"github.com/berth-project/berth/shared/server"
+)
+
+// Config is the engine's configuration (the command line's flags).
+type Config struct {
+	// Listen is the address served on (reported by info).
+	Listen string
+	// Root holds persistent state, RunRoot runtime state.
+	Root, RunRoot string
+	// Runtime is the OCI runtime (runc or crun).
+	Runtime string
+	// StorageDriver is overlay or vfs; "" tries overlay, then vfs.
+	StorageDriver string
+	// RegistriesConf is the registries.conf to use ("" = ROOT/registries.conf).
+	RegistriesConf string
+	// SwaggerSpec is the OpenAPI document to serve.
+	SwaggerSpec string
+	// Metrics records request and engine metrics; nil creates one.
+	Metrics *server.Metrics
+}
+
+// Engine is a running engine: its backends and its HTTP handler.
+type Engine struct {
+	logger  *slog.Logger
+	images  *imagestore.Store
+	handler http.Handler
+}
+
+// New opens the engine's state under cfg.Root and cfg.RunRoot, repairs what a
+// crash left inconsistent, and builds the HTTP handler.
+func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	for _, dir := range []string{cfg.Root, cfg.RunRoot} {
+		if dir == "" {
+			return nil, errors.New("engine: root and runroot are required")
+		}
+		if err := os.MkdirAll(dir, 0o711); err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+	}
+	images, err := imagestore.Open(imagestore.Options{
+		Root:           cfg.Root,
+		RunRoot:        cfg.RunRoot,
+		Driver:         cfg.StorageDriver,
+		RegistriesConf: cfg.RegistriesConf,
+		Logger:         logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{logger: logger, images: images}
+	if err := e.repairStore(ctx); err != nil {
+		e.Close()
+		return nil, err
+	}
+
+	sys := system.New(images, system.Config{
+		Listen:     cfg.Listen,
+		Runtime:    cfg.Runtime,
+		VolumePath: filepath.Join(cfg.Root, "volumes"),
+	})
+	metrics := cfg.Metrics
+	if metrics == nil {
+		metrics = server.NewMetrics("berth_engine")
+	}
+	e.handler = handlers.NewServer(logger, handlers.Deps{
+		System: sys,
+		Images: images,
+		Ready: map[string]server.Check{
+			"storage": func(context.Context) error {
+				_, err := images.Storage().GraphDriver()
+				return err
+			},
+		},
+	}, handlers.Config{
+		SwaggerSpec: cfg.SwaggerSpec,
+		Metrics:     metrics,
+		Started:     time.Now(),
+	})
+	return e, nil
+}
+
+// repairStore runs the store's metadata checks and removes what an earlier
+// crash (kill -9 mid-pull or mid-load) left damaged, so the image list is
+// consistent before the first request.
+func (e *Engine) repairStore(ctx context.Context) error {
+	report, err := e.images.RepairOnStart(ctx)
+	if err != nil {
+		return fmt.Errorf("engine: store check: %w", err)
+	}
+	if report.Errors {
+		e.logger.Warn("store check found damage and repaired it",
+			"removed_images", len(report.RemovedImages), "removed_layers", len(report.RemovedLayers))
+	}
+	return nil
+}
+
+// Handler is the engine's HTTP handler.
+func (e *Engine) Handler() http.Handler { return e.handler }
+
+// Images is the image store.
+func (e *Engine) Images() *imagestore.Store { return e.images }
+
+// StorageDriver names the storage driver in use.
+func (e *Engine) StorageDriver() string { return e.images.Storage().GraphDriverName() }
+
+// Close releases the backends.
+func (e *Engine) Close() error {
+	return e.images.Shutdown()
+}

@@ -1,0 +1,90 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/shared/apierror"
+)
+
+// errInternalPanic answers a request whose handler panicked.
+var errInternalPanic = errors.New("internal server error")
+
+// errNoRoute answers paths and methods the engine does not serve.
+var errNoRoute = errors.New("no such route")
+
+// statusOf maps a core error to its HTTP status: the one place where domain
+// errors get their wire meaning.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, core.ErrNotModified):
+		return http.StatusNotModified
+	case errors.Is(err, core.ErrNoSuchImage),
+		errors.Is(err, core.ErrNoSuchContainer),
+		errors.Is(err, core.ErrNoSuchExecSession):
+		return http.StatusNotFound
+	case errors.Is(err, core.ErrNameInUse),
+		errors.Is(err, core.ErrStateConflict),
+		errors.Is(err, core.ErrImageInUse),
+		errors.Is(err, core.ErrAmbiguous):
+		return http.StatusConflict
+	case errors.Is(err, core.ErrInvalidArgument):
+		return http.StatusBadRequest
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// writeError answers with err's status and the engine error body
+// ({cause, message, response}); 304 carries no body.
+func writeError(w http.ResponseWriter, err error) {
+	status := statusOf(err)
+	if status == http.StatusNotModified {
+		w.WriteHeader(status)
+		return
+	}
+	apierror.WriteEngine(w, status, err)
+}
+
+// writeJSON answers with status and body encoded as JSON.
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	encoded, err := json.Marshal(body)
+	if err != nil {
+		apierror.WriteEngine(w, http.StatusInternalServerError, fmt.Errorf("encoding response: %w", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(encoded, '\n'))
+}
+
+// writeNoContent answers 204 (exists endpoints and the like).
+func writeNoContent(w http.ResponseWriter) {
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// notFound answers unknown paths with the engine error body.
+func notFound(w http.ResponseWriter, r *http.Request) {
+	apierror.WriteEngine(w, http.StatusNotFound, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, errNoRoute))
+}
+
+// methodNotAllowed answers a known path called with the wrong method.
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	apierror.WriteEngine(w, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed for %s", r.Method, r.URL.Path))
+}
+
+// pathParam returns a path parameter, unescaped (clients escape slashes in
+// image references as %2F).
+func pathParam(r *http.Request, key string) string {
+	raw := chi.URLParam(r, key)
+	if unescaped, err := url.PathUnescape(raw); err == nil {
+		return unescaped
+	}
+	return raw
+}

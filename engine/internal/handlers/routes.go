@@ -1,0 +1,52 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/berth-project/berth/engine/api"
+	"github.com/berth-project/berth/shared/server"
+	"github.com/berth-project/berth/shared/swagger"
+)
+
+// routes is the map of the engine API. Every libpod route is served under
+// /v{version}/libpod (any version string) and unversioned /libpod. A path
+// parameter written {name:.*} may contain slashes (image references); the
+// slashPaths middleware makes that work for clients that do not escape them.
+//
+// Each resource group registers its routes in its own file; add one line to
+// libpodRoutes for a new group.
+func (s *Server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(server.RequestID)
+	r.Use(server.Recover(s.logger, func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, errInternalPanic)
+	}))
+	r.Use(server.AccessLog(s.logger))
+	r.Use(s.metrics.Middleware)
+	r.Use(apiHeaders)
+
+	r.Method(http.MethodGet, "/metrics", s.metrics.Handler())
+	r.Method(http.MethodGet, "/healthz", server.Healthz())
+	r.Method(http.MethodGet, "/readyz", server.Readyz(s.deps.Ready))
+	// Docker-style clients ping at the root before choosing a prefix.
+	r.Get("/_ping", s.ping)
+	r.Head("/_ping", s.ping)
+
+	r.Route("/v{version}/libpod", s.libpodRoutes)
+	r.Route("/libpod", s.libpodRoutes)
+
+	r.NotFound(notFound)
+	r.MethodNotAllowed(methodNotAllowed)
+	return slashPaths(r)
+}
+
+// libpodRoutes registers every resource group under one prefix.
+func (s *Server) libpodRoutes(r chi.Router) {
+	r.NotFound(notFound)
+	r.MethodNotAllowed(methodNotAllowed)
+	r.Get("/swagger", swagger.ServeSwagger(s.cfg.SwaggerSpec, api.Swagger))
+	registerSystemRoutes(r, s)
+	registerImageRoutes(r, s)
+}

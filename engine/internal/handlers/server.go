@@ -1,0 +1,58 @@
+// Package handlers is the engine's HTTP layer: it decodes libpod API requests,
+// calls the engine core and encodes the answers. routes.go is the map of the API.
+package handlers
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/berth-project/berth/shared/server"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// Deps are the core services the handlers call. A nil service leaves its
+// routes unregistered.
+type Deps struct {
+	// System answers info, version and system check.
+	System core.System
+	// Images are the image metadata operations.
+	Images core.Images
+	// Ready checks are reported by /readyz.
+	Ready map[string]server.Check
+}
+
+// Config is what the HTTP layer needs beyond its dependencies.
+type Config struct {
+	// SwaggerSpec is the path of the OpenAPI document to serve; the embedded copy is used where it is missing.
+	SwaggerSpec string
+	// Metrics records request metrics; nil creates one (namespace berth_engine).
+	Metrics *server.Metrics
+	// Started is when the engine started (reported by info).
+	Started time.Time
+}
+
+// Server holds the handlers' dependencies.
+type Server struct {
+	logger  *slog.Logger
+	deps    Deps
+	cfg     Config
+	metrics *server.Metrics
+}
+
+// NewServer builds the engine's HTTP handler.
+func NewServer(logger *slog.Logger, deps Deps, cfg Config) http.Handler {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	metrics := cfg.Metrics
+	if metrics == nil {
+		metrics = server.NewMetrics("berth_engine")
+	}
+	if cfg.Started.IsZero() {
+		cfg.Started = time.Now()
+	}
+	s := &Server{logger: logger, deps: deps, cfg: cfg, metrics: metrics}
+	return s.routes()
+}

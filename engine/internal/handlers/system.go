@@ -1,0 +1,104 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"runtime"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// buildahVersion is reported in Libpod-Buildah-Version; clients only show it.
+const buildahVersion = "1.42.0"
+
+// registerSystemRoutes: ping, version, info, system check.
+func registerSystemRoutes(r chi.Router, s *Server) {
+	r.Get("/_ping", s.ping)
+	r.Head("/_ping", s.ping)
+	if s.deps.System == nil {
+		return
+	}
+	r.Get("/version", s.version)
+	r.Get("/info", s.info)
+	r.Post("/system/check", s.systemCheck)
+}
+
+// apiHeaders sets the version headers every libpod answer carries; clients
+// read them from _ping to decide what the server supports.
+func apiHeaders(next http.Handler) http.Handler {
+	server := fmt.Sprintf("Libpod/%s (%s)", core.APIVersion, runtime.GOOS)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Api-Version", core.CompatAPIVersion)
+		h.Set("Libpod-Api-Version", core.APIVersion)
+		h.Set("Server", server)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ping answers GET and HEAD _ping with "OK" and the version headers.
+func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Libpod-Buildah-Version", buildahVersion)
+	h.Set("BuildKit-Version", "")
+	h.Set("Docker-Experimental", "true")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Pragma", "no-cache")
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write([]byte("OK"))
+	}
+}
+
+// version answers the Docker-shaped version report Podman clients read.
+func (s *Server) version(w http.ResponseWriter, r *http.Request) {
+	report, err := s.deps.System.Version(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, report)
+}
+
+// info answers Podman's info document.
+func (s *Server) info(w http.ResponseWriter, r *http.Request) {
+	info, err := s.deps.System.Info(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+// systemCheck checks (and with repair, repairs) the store.
+func (s *Server) systemCheck(w http.ResponseWriter, r *http.Request) {
+	query := struct {
+		Quick       bool   `query:"quick"`
+		Repair      bool   `query:"repair"`
+		RepairLossy bool   `query:"repair_lossy"`
+		MaxAge      string `query:"unreferenced_layer_max_age"`
+	}{}
+	if err := decodeQuery(r, &query); err != nil {
+		writeError(w, err)
+		return
+	}
+	opts := core.SystemCheckOptions{Quick: query.Quick, Repair: query.Repair, RepairLossy: query.RepairLossy}
+	if query.MaxAge != "" {
+		age, err := time.ParseDuration(query.MaxAge)
+		if err != nil || age < 0 {
+			writeError(w, core.InvalidArgument("unreferenced_layer_max_age", fmt.Errorf("%q is not a duration", query.MaxAge)))
+			return
+		}
+		opts.UnreferencedLayerMaximumAge = &age
+	}
+	report, err := s.deps.System.Check(r.Context(), opts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, report)
+}

@@ -1,0 +1,167 @@
+package imagestore
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/containers/storage"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// imageView is one image with what listings and filters look at, computed
+// from a single snapshot of the store.
+type imageView struct {
+	img          *storage.Image
+	entry        *summaryEntry
+	parentID     string
+	children     int
+	containers   int
+	dangling     bool
+	intermediate bool
+}
+
+// snapshot is the store read once: images, layers and containers.
+type snapshot struct {
+	views     []*imageView
+	byID      map[string]*imageView
+	layerByID map[string]*storage.Layer
+}
+
+// List implements core.Images. The store is read once per call (images,
+// layers and containers together); per-image configuration and sizes come
+// from a cache keyed by image ID, so a listing costs no file reads for images
+// seen before.
+func (s *Store) List(ctx context.Context, opts core.ImageListOptions) ([]core.ImageSummary, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	snap, err := s.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	match, err := s.compileFilters(opts.Filters, snap)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]core.ImageSummary, 0, len(snap.views))
+	for _, v := range snap.views {
+		if !opts.All && v.intermediate {
+			continue
+		}
+		if !match(v) {
+			continue
+		}
+		out = append(out, summaryOf(v))
+	}
+	return out, nil
+}
+
+// snapshot reads the store and computes parents, children and container use.
+func (s *Store) snapshot() (*snapshot, error) {
+	res, err := s.store.MultiList(storage.MultiListOptions{Images: true, Layers: true, Containers: true})
+	if err != nil {
+		return nil, fmt.Errorf("listing images: %w", err)
+	}
+	snap := &snapshot{
+		views:     make([]*imageView, 0, len(res.Images)),
+		byID:      make(map[string]*imageView, len(res.Images)),
+		layerByID: make(map[string]*storage.Layer, len(res.Layers)),
+	}
+	for i := range res.Layers {
+		snap.layerByID[res.Layers[i].ID] = &res.Layers[i]
+	}
+	byTopLayer := make(map[string][]*imageView, len(res.Images))
+	present := make(map[string]bool, len(res.Images))
+	for i := range res.Images {
+		img := &res.Images[i]
+		v := &imageView{img: img}
+		v.entry = s.entryFor(img, snap.layerByID)
+		snap.views = append(snap.views, v)
+		snap.byID[img.ID] = v
+		present[img.ID] = true
+		if img.TopLayer != "" {
+			byTopLayer[img.TopLayer] = append(byTopLayer[img.TopLayer], v)
+		}
+	}
+	s.cache.retain(present)
+	for _, v := range snap.views {
+		top := snap.layerByID[v.img.TopLayer]
+		if top == nil || top.Parent == "" {
+			continue
+		}
+		if parents := byTopLayer[top.Parent]; len(parents) > 0 {
+			v.parentID = parents[0].img.ID
+			for _, p := range parents {
+				p.children++
+			}
+		}
+	}
+	for i := range res.Containers {
+		if v := snap.byID[res.Containers[i].ImageID]; v != nil {
+			v.containers++
+		}
+	}
+	for _, v := range snap.views {
+		untagged := len(v.img.Names) == 0
+		v.dangling = untagged && v.children == 0
+		v.intermediate = untagged && v.children > 0
+	}
+	sort.SliceStable(snap.views, func(i, j int) bool {
+		return snap.views[i].entry.created.After(snap.views[j].entry.created)
+	})
+	return snap, nil
+}
+
+// entryFor returns the cached listing data of img, computing it on first use.
+func (s *Store) entryFor(img *storage.Image, layerByID map[string]*storage.Layer) *summaryEntry {
+	var bigData int64
+	for _, n := range img.BigDataSizes {
+		bigData += n
+	}
+	if e := s.cache.get(img.ID, img.TopLayer, bigData); e != nil {
+		return e
+	}
+	e := &summaryEntry{topLayer: img.TopLayer, bigData: bigData, labels: map[string]string{}}
+	rawManifest, mimeType := s.readManifest(img)
+	cfg, err := s.readConfig(img, rawManifest, mimeType)
+	if err != nil {
+		e.err = err
+		e.created = img.Created.UTC()
+	} else {
+		e.created = createdOf(img, cfg)
+		if cfg.Config.Labels != nil {
+			e.labels = cfg.Config.Labels
+		}
+	}
+	e.size = imageSize(img, layerChain(img.TopLayer, layerByID), layerByID)
+	s.cache.put(img.ID, e)
+	return e
+}
+
+// summaryOf renders a view as a listing row, Podman's way: RepoTags carries
+// every name of the image.
+func summaryOf(v *imageView) core.ImageSummary {
+	names := append([]string{}, v.img.Names...)
+	labels := v.entry.labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	return core.ImageSummary{
+		ID:          v.img.ID,
+		ParentID:    v.parentID,
+		RepoTags:    names,
+		RepoDigests: repoDigests(v.img),
+		Created:     v.entry.created.Unix(),
+		Size:        v.entry.size,
+		SharedSize:  0,
+		VirtualSize: v.entry.size,
+		Labels:      labels,
+		Containers:  v.containers,
+		ReadOnly:    v.img.ReadOnly,
+		Dangling:    v.dangling,
+		Names:       names,
+		Digest:      v.img.Digest.String(),
+		History:     append([]string{}, v.img.NamesHistory...),
+	}
+}

@@ -1,0 +1,175 @@
+// Package imagestore is the engine's image backend: containers/storage holds
+// layers and images, containers/image moves them. It implements core.Images
+// (the metadata operations) and gives the transfer and container backends the
+// underlying store and system context.
+package imagestore
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/containers/image/v5/types"
+	"github.com/containers/storage"
+	"github.com/containers/storage/pkg/unshare"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// Options configure Open.
+type Options struct {
+	// Root holds persistent state (layers, images); RunRoot holds runtime state.
+	Root, RunRoot string
+	// Driver is the storage driver: "overlay", "vfs", or "" for overlay with a
+	// vfs fallback when overlay cannot be used here.
+	Driver string
+	// RegistriesConf is the registries.conf the engine resolves short names
+	// with; "" means Root/registries.conf, written on first start.
+	RegistriesConf string
+	// Logger receives store events (driver fallback, repairs).
+	Logger *slog.Logger
+}
+
+// Store is the engine's local image store.
+type Store struct {
+	store          storage.Store
+	systemContext  *types.SystemContext
+	registriesConf string
+	searchRegs     []string
+	logger         *slog.Logger
+	users          core.ImageUsers
+
+	// mu serialises name changes and removals so that a listing never sees
+	// half of a multi-step operation.
+	mu    sync.RWMutex
+	cache *summaryCache
+}
+
+// Open opens (creating if needed) the store under opts.Root and opts.RunRoot.
+func Open(opts Options) (*Store, error) {
+	if opts.Root == "" || opts.RunRoot == "" {
+		return nil, errors.New("image store: root and runroot are required")
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	storageRoot := filepath.Join(opts.Root, "storage")
+	storageRunRoot := filepath.Join(opts.RunRoot, "storage")
+	for _, dir := range []string{storageRoot, storageRunRoot, filepath.Join(opts.Root, "tmp")} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("image store: %w", err)
+		}
+	}
+	regConf := opts.RegistriesConf
+	if regConf == "" {
+		regConf = filepath.Join(opts.Root, "registries.conf")
+		if err := writeDefaultRegistriesConf(regConf); err != nil {
+			return nil, fmt.Errorf("image store: %w", err)
+		}
+	}
+	policy := filepath.Join(opts.Root, "policy.json")
+	if err := writeDefaultPolicy(policy); err != nil {
+		return nil, fmt.Errorf("image store: %w", err)
+	}
+
+	driver := opts.Driver
+	var store storage.Store
+	var err error
+	switch driver {
+	case "":
+		store, err = openStorage(storageRoot, storageRunRoot, "overlay")
+		if err != nil {
+			logger.Warn("overlay storage driver unusable, falling back to vfs", "error", err)
+			store, err = openStorage(storageRoot, storageRunRoot, "vfs")
+		}
+	case "overlay", "vfs":
+		store, err = openStorage(storageRoot, storageRunRoot, driver)
+	default:
+		return nil, core.InvalidArgument("storage-driver", fmt.Errorf("%q is not overlay or vfs", driver))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("image store: %w", err)
+	}
+
+	s := &Store{
+		store:          store,
+		registriesConf: regConf,
+		logger:         logger,
+		cache:          newSummaryCache(),
+	}
+	s.systemContext = &types.SystemContext{
+		SystemRegistriesConfPath:    regConf,
+		SystemRegistriesConfDirPath: filepath.Join(opts.Root, "registries.conf.d"),
+		SignaturePolicyPath:         policy,
+		BigFilesTemporaryDir:        filepath.Join(opts.Root, "tmp"),
+		RegistriesDirPath:           filepath.Join(opts.Root, "registries.d"),
+		AuthFilePath:                filepath.Join(opts.RunRoot, "auth.json"),
+	}
+	regs, err := searchRegistries(s.systemContext)
+	if err != nil {
+		_, _ = store.Shutdown(true)
+		return nil, fmt.Errorf("image store: registries configuration %s: %w", regConf, err)
+	}
+	s.searchRegs = regs
+	return s, nil
+}
+
+// openStorage opens containers/storage with driver, verifying that the driver
+// really works here (overlay needs a filesystem and kernel that allow it).
+func openStorage(root, runRoot, driver string) (storage.Store, error) {
+	options := storage.StoreOptions{
+		RunRoot:         runRoot,
+		GraphRoot:       root,
+		GraphDriverName: driver,
+	}
+	if driver == "overlay" && !unshare.IsRootless() {
+		options.GraphDriverOptions = []string{"overlay.mountopt=nodev"}
+	}
+	store, err := storage.GetStore(options)
+	if err != nil {
+		return nil, fmt.Errorf("storage driver %s: %w", driver, err)
+	}
+	if _, err := store.GraphDriver(); err != nil {
+		_, _ = store.Shutdown(true)
+		return nil, fmt.Errorf("storage driver %s: %w", driver, err)
+	}
+	return store, nil
+}
+
+// Storage gives other backends (transfer, containers) the underlying store.
+func (s *Store) Storage() storage.Store { return s.store }
+
+// SystemContext is the containers/image context every copy must use, so that
+// registries.conf, the signature policy and temporary files are the engine's own.
+func (s *Store) SystemContext() *types.SystemContext { return s.systemContext }
+
+// RegistriesConf is the path of the registries configuration in use.
+func (s *Store) RegistriesConf() string { return s.registriesConf }
+
+// SearchRegistries are the unqualified-search registries short names resolve through.
+func (s *Store) SearchRegistries() []string { return append([]string(nil), s.searchRegs...) }
+
+// SetImageUsers connects the container backend, which tells which containers
+// use an image and removes them on forced removal.
+func (s *Store) SetImageUsers(users core.ImageUsers) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users = users
+}
+
+// Changed tells the store that images were added or removed behind its back
+// (by a pull or load), so cached listing data is refreshed.
+func (s *Store) Changed() { s.cache.invalidate() }
+
+// Shutdown unmounts what the store mounted and releases it.
+func (s *Store) Shutdown() error {
+	_, err := s.store.Shutdown(false)
+	if err != nil {
+		_, err = s.store.Shutdown(true)
+	}
+	return err
+}
