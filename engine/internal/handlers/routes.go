@@ -49,4 +49,5 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	r.Get("/swagger", swagger.ServeSwagger(s.cfg.SwaggerSpec, api.Swagger))
 	registerSystemRoutes(r, s)
 	registerImageRoutes(r, s)
+	registerImageTransferRoutes(r, s)
 }

@@ -19,6 +19,8 @@ type Deps struct {
 	System core.System
 	// Images are the image metadata operations.
 	Images core.Images
+	// Transfer moves images in and out of the store (pull, push, load, import, export, scp).
+	Transfer core.ImageTransfer
 	// Ready checks are reported by /readyz.
 	Ready map[string]server.Check
 }

@@ -1,0 +1,491 @@
+package handlers
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// registerImageTransferRoutes: moving images in and out of the store —
+// registries (pull, push), archives (load, export), rootfs tarballs (import)
+// and other engines (scp).
+func registerImageTransferRoutes(r chi.Router, s *Server) {
+	if s.deps.Transfer == nil {
+		return
+	}
+	r.Post("/images/pull", s.pullImage)
+	r.Post("/images/{name:.*}/push", s.pushImage)
+	r.Post("/images/load", s.loadImages)
+	r.Post("/local/images/load", s.loadLocalImages)
+	r.Post("/images/import", s.importImage)
+	r.Get("/images/{name:.*}/get", s.exportImage)
+	r.Get("/images/export", s.exportImages)
+	r.Post("/images/scp/{name:.*}", s.scpImage)
+}
+
+// pullReport is one line of ImagesPull's stream, in Podman's shape.
+type pullReport struct {
+	Stream string   `json:"stream,omitempty"`
+	Error  string   `json:"error,omitempty"`
+	Images []string `json:"images,omitempty"`
+	ID     string   `json:"id,omitempty"`
+}
+
+// pullImage is ImagesPull (v2): progress lines, then the pulled image IDs.
+func (s *Server) pullImage(w http.ResponseWriter, r *http.Request) {
+	values := foldQuery(r)
+	q := struct {
+		Reference string `query:"reference"`
+		Policy    string `query:"policy"`
+		TLSVerify bool   `query:"tlsverify"`
+		AllTags   bool   `query:"alltags"`
+		Arch      string `query:"arch"`
+		OS        string `query:"os"`
+		Variant   string `query:"variant"`
+		Quiet     bool   `query:"quiet"`
+	}{TLSVerify: true}
+	if err := decodeValues(values, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	if q.Reference == "" {
+		writeError(w, core.InvalidArgument("reference", errors.New("is required")))
+		return
+	}
+	policy, err := core.ParsePullPolicy(q.Policy)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	auth, err := registryAuth(r.Header)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	opts := core.PullOptions{
+		Reference: q.Reference,
+		Policy:    policy,
+		Auth:      auth,
+		AllTags:   q.AllTags,
+		OS:        q.OS,
+		Arch:      q.Arch,
+		Variant:   q.Variant,
+	}
+	if _, set := values["tlsverify"]; set {
+		opts.TLSVerify = &q.TLSVerify
+	}
+	stream := newJSONStream(w)
+	if !q.Quiet {
+		opts.Progress = stream.progress(func(text string) any { return pullReport{Stream: text} })
+	}
+	ids, err := s.deps.Transfer.Pull(r.Context(), opts)
+	if !stream.started() {
+		// Nothing was sent yet: the failure gets its own status.
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, pullResult(ids))
+		return
+	}
+	if err != nil {
+		stream.send(pullReport{Error: err.Error()})
+		return
+	}
+	stream.send(pullResult(ids))
+}
+
+func pullResult(ids []string) pullReport {
+	report := pullReport{Images: ids}
+	if len(ids) > 0 {
+		report.ID = ids[len(ids)-1]
+	}
+	return report
+}
+
+// pushReport is one line of PushImage's stream, in Podman's shape.
+type pushReport struct {
+	Stream string `json:"stream,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// pushImage is PushImage: quiet (Podman's default) answers once the push is
+// done; otherwise progress lines stream and a failure ends the stream with
+// an error line.
+func (s *Server) pushImage(w http.ResponseWriter, r *http.Request) {
+	values := foldQuery(r)
+	q := struct {
+		Destination       string `query:"destination"`
+		TLSVerify         bool   `query:"tlsverify"`
+		Format            string `query:"format"`
+		CompressionFormat string `query:"compressionformat"`
+		RemoveSignatures  bool   `query:"removesignatures"`
+		Quiet             bool   `query:"quiet"`
+	}{TLSVerify: true, Quiet: true}
+	if err := decodeValues(values, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	auth, err := registryAuth(r.Header)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	opts := core.PushOptions{
+		Destination:       q.Destination,
+		Auth:              auth,
+		Format:            q.Format,
+		CompressionFormat: q.CompressionFormat,
+		RemoveSignatures:  q.RemoveSignatures,
+	}
+	if _, set := values["tlsverify"]; set {
+		opts.TLSVerify = &q.TLSVerify
+	}
+	source := pathParam(r, "name")
+	stream := newJSONStream(w)
+	if !q.Quiet {
+		opts.Progress = stream.progress(func(text string) any { return pushReport{Stream: text} })
+	}
+	err = s.deps.Transfer.Push(r.Context(), source, opts)
+	if !stream.started() {
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if err != nil {
+		stream.send(pushReport{Error: err.Error()})
+	}
+}
+
+// loadReport is ImagesLoad's answer.
+type loadReport struct {
+	Names []string `json:"Names"`
+}
+
+// loadImages is ImagesLoad: the body is the archive.
+func (s *Server) loadImages(w http.ResponseWriter, r *http.Request) {
+	names, err := s.deps.Transfer.Load(r.Context(), r.Body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, loadReport{Names: names})
+}
+
+// loadLocalImages is ImagesLocalLoad: the archive is a file on the engine host.
+func (s *Server) loadLocalImages(w http.ResponseWriter, r *http.Request) {
+	q := struct {
+		Path string `query:"path"`
+	}{}
+	if err := decodeValues(foldQuery(r), &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	names, err := s.deps.Transfer.LoadFile(r.Context(), q.Path)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, loadReport{Names: names})
+}
+
+// importReport is ImagesImport's answer.
+type importReport struct {
+	ID string `json:"Id"`
+}
+
+// importImage is ImagesImport: a rootfs tarball in the body, or fetched from url.
+func (s *Server) importImage(w http.ResponseWriter, r *http.Request) {
+	q := struct {
+		Changes   []string `query:"changes"`
+		Message   string   `query:"message"`
+		Reference string   `query:"reference"`
+		URL       string   `query:"url"`
+		OS        string   `query:"os"`
+		Arch      string   `query:"architecture"`
+		Variant   string   `query:"variant"`
+	}{}
+	if err := decodeValues(foldQuery(r), &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	opts := core.ImportOptions{
+		Changes:   splitChanges(q.Changes),
+		Message:   q.Message,
+		Reference: q.Reference,
+		OS:        q.OS,
+		Arch:      q.Arch,
+		Variant:   q.Variant,
+	}
+	var id string
+	var err error
+	if q.URL != "" {
+		id, err = s.deps.Transfer.ImportURL(r.Context(), q.URL, opts)
+	} else {
+		id, err = s.deps.Transfer.Import(r.Context(), r.Body, opts)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, importReport{ID: id})
+}
+
+// splitChanges accepts changes as repeated parameters and, as Docker's
+// clients send them, several changes in one parameter separated by newlines.
+func splitChanges(given []string) []string {
+	var out []string
+	for _, g := range given {
+		for _, line := range strings.Split(g, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				out = append(out, line)
+			}
+		}
+	}
+	return out
+}
+
+// exportImage is ExportImage: one image, oci-archive unless format says otherwise.
+func (s *Server) exportImage(w http.ResponseWriter, r *http.Request) {
+	q := struct {
+		Format   string `query:"format"`
+		Compress bool   `query:"compress"`
+	}{Format: core.FormatOCIArchive}
+	if err := decodeValues(foldQuery(r), &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	s.sendExport(w, r, []string{pathParam(r, "name")}, core.ExportOptions{Format: q.Format, Compress: q.Compress})
+}
+
+// exportImages is ExportImages: several images (docker-archive only when more than one).
+func (s *Server) exportImages(w http.ResponseWriter, r *http.Request) {
+	q := struct {
+		References                  []string `query:"references"`
+		Format                      string   `query:"format"`
+		Compress                    bool     `query:"compress"`
+		OCIAcceptUncompressedLayers bool     `query:"ociacceptuncompressedlayers"`
+	}{Format: core.FormatOCIArchive}
+	if err := decodeValues(foldQuery(r), &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	var refs []string
+	for _, ref := range q.References {
+		for _, part := range strings.Split(ref, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				refs = append(refs, part)
+			}
+		}
+	}
+	if len(refs) == 0 {
+		writeError(w, core.InvalidArgument("references", errors.New("at least one image is required")))
+		return
+	}
+	s.sendExport(w, r, refs, core.ExportOptions{Format: q.Format, Compress: q.Compress, OCIAcceptUncompressedLayers: q.OCIAcceptUncompressedLayers})
+}
+
+// sendExport streams a finished export as application/x-tar.
+func (s *Server) sendExport(w http.ResponseWriter, r *http.Request, names []string, opts core.ExportOptions) {
+	archive, err := s.deps.Transfer.Export(r.Context(), names, opts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer archive.Close()
+	w.Header().Set("Content-Type", "application/x-tar")
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.Copy(w, archive); err != nil {
+		s.logger.Warn("export interrupted", "error", err)
+	}
+}
+
+// scpReport is ImageScp's answer.
+type scpReport struct {
+	ID string `json:"Id"`
+}
+
+// scpImage is ImageScp: copy to another local name or into another engine.
+func (s *Server) scpImage(w http.ResponseWriter, r *http.Request) {
+	q := struct {
+		Destination string `query:"destination"`
+		Quiet       bool   `query:"quiet"`
+	}{}
+	if err := decodeValues(foldQuery(r), &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	loaded, err := s.deps.Transfer.Scp(r.Context(), pathParam(r, "name"), q.Destination)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, scpReport{ID: loaded})
+}
+
+// foldQuery returns the query parameters with lower-case names: Podman's
+// server matches them case-insensitively and its client lower-cases most
+// ("alltags", "url") but not all ("tlsVerify").
+func foldQuery(r *http.Request) map[string][]string {
+	out := map[string][]string{}
+	for k, v := range r.URL.Query() {
+		key := strings.ToLower(k)
+		out[key] = append(out[key], v...)
+	}
+	return out
+}
+
+// dockerAuthConfig is the JSON Docker and Podman clients put, base64
+// encoded, in X-Registry-Auth: one credential, or a map of them by registry.
+type dockerAuthConfig struct {
+	Username      string `json:"username,omitempty"`
+	Password      string `json:"password,omitempty"`
+	Auth          string `json:"auth,omitempty"`
+	IdentityToken string `json:"identitytoken,omitempty"`
+}
+
+func (c dockerAuthConfig) credential() (core.RegistryCredential, error) {
+	cred := core.RegistryCredential{Username: c.Username, Password: c.Password, IdentityToken: c.IdentityToken}
+	if c.Auth != "" && cred.Username == "" && cred.Password == "" {
+		decoded, err := base64.StdEncoding.DecodeString(c.Auth)
+		if err != nil {
+			return cred, errors.New("auth is not base64")
+		}
+		user, pass, ok := strings.Cut(string(decoded), ":")
+		if !ok {
+			return cred, errors.New("auth is not user:password")
+		}
+		cred.Username, cred.Password = user, pass
+	}
+	return cred, nil
+}
+
+// registryAuth reads X-Registry-Auth (or X-Registry-Config, the per-registry
+// form). An absent, empty or "null" header means no credentials; one that is
+// not base64 JSON of either form is an ErrInvalidArgument.
+func registryAuth(h http.Header) (*core.RegistryAuth, error) {
+	header := "X-Registry-Auth"
+	value := h.Get(header)
+	if value == "" {
+		header = "X-Registry-Config"
+		value = h.Get(header)
+	}
+	auth, err := ParseRegistryAuth(value)
+	if err != nil {
+		return nil, core.InvalidArgument(header, err)
+	}
+	return auth, nil
+}
+
+// ParseRegistryAuth decodes the value of an X-Registry-Auth header.
+func ParseRegistryAuth(value string) (*core.RegistryAuth, error) {
+	value = strings.TrimSpace(value)
+	if value == "" || value == "null" {
+		return nil, nil
+	}
+	var raw []byte
+	var err error
+	for _, enc := range []*base64.Encoding{base64.URLEncoding, base64.StdEncoding, base64.RawURLEncoding, base64.RawStdEncoding} {
+		if raw, err = enc.DecodeString(value); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return nil, errors.New("not base64")
+	}
+	var multi map[string]dockerAuthConfig
+	if err := json.Unmarshal(raw, &multi); err == nil {
+		auth := &core.RegistryAuth{PerRegistry: map[string]core.RegistryCredential{}}
+		for registry, c := range multi {
+			cred, err := c.credential()
+			if err != nil {
+				return nil, fmt.Errorf("registry %q: %w", registry, err)
+			}
+			if registry == "" {
+				auth.Default = &cred
+				continue
+			}
+			auth.PerRegistry[registry] = cred
+		}
+		if auth.Default == nil && len(auth.PerRegistry) == 0 {
+			return nil, nil
+		}
+		return auth, nil
+	}
+	var single dockerAuthConfig
+	if err := json.Unmarshal(raw, &single); err != nil {
+		return nil, errors.New("not a JSON auth configuration")
+	}
+	cred, err := single.credential()
+	if err != nil {
+		return nil, err
+	}
+	if cred == (core.RegistryCredential{}) {
+		return nil, nil
+	}
+	return &core.RegistryAuth{Default: &cred}, nil
+}
+
+// jsonStream writes JSON lines, sending the 200 header only with the first
+// line, so that a request that fails before any progress still gets its
+// error status.
+type jsonStream struct {
+	mu    sync.Mutex
+	w     http.ResponseWriter
+	enc   *json.Encoder
+	begun bool
+}
+
+func newJSONStream(w http.ResponseWriter) *jsonStream {
+	return &jsonStream{w: w, enc: json.NewEncoder(w)}
+}
+
+func (s *jsonStream) started() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.begun
+}
+
+// send writes one line and flushes it.
+func (s *jsonStream) send(v any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.begun {
+		s.begun = true
+		s.w.Header().Set("Content-Type", "application/json")
+		s.w.WriteHeader(http.StatusOK)
+	}
+	if err := s.enc.Encode(v); err != nil {
+		return
+	}
+	_ = http.NewResponseController(s.w).Flush()
+}
+
+// progress returns a writer whose every write becomes one stream line.
+func (s *jsonStream) progress(line func(text string) any) io.Writer {
+	return progressWriter{stream: s, line: line}
+}
+
+type progressWriter struct {
+	stream *jsonStream
+	line   func(string) any
+}
+
+func (p progressWriter) Write(b []byte) (int, error) {
+	if len(b) > 0 {
+		p.stream.send(p.line(string(b)))
+	}
+	return len(b), nil
+}

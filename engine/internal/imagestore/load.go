@@ -1,0 +1,539 @@
+package imagestore
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/containers/image/v5/copy"
+	dockerarchive "github.com/containers/image/v5/docker/archive"
+	"github.com/containers/image/v5/docker/reference"
+	"github.com/containers/image/v5/image"
+	"github.com/containers/image/v5/oci/layout"
+	"github.com/containers/image/v5/pkg/compression"
+	istorage "github.com/containers/image/v5/storage"
+	"github.com/containers/image/v5/types"
+	"github.com/containers/storage"
+	imgspecv1 "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// archiveFormat is what an image archive turned out to be.
+type archiveFormat int
+
+const (
+	formatUnknown archiveFormat = iota
+	formatDocker
+	formatOCI
+)
+
+// Load stores every image of a docker-archive or oci-archive read from r.
+func (t *Transfer) Load(ctx context.Context, r io.Reader) ([]string, error) {
+	f, err := t.tempFile("load-*.tar")
+	if err != nil {
+		return nil, fmt.Errorf("receiving archive: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, err = io.Copy(f, contextReader{ctx: ctx, r: r})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if isStorageFault(err) {
+			return nil, fmt.Errorf("receiving archive: %w", err)
+		}
+		return nil, core.InvalidArgument("archive", fmt.Errorf("reading the request body: %w", err))
+	}
+	return t.loadFile(ctx, f.Name())
+}
+
+// LoadFile stores every image of an archive on the engine host.
+func (t *Transfer) LoadFile(ctx context.Context, path string) ([]string, error) {
+	if path == "" {
+		return nil, core.InvalidArgument("path", errors.New("must not be empty"))
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, core.InvalidArgument("path", fmt.Errorf("%s does not exist", path))
+		}
+		return nil, core.InvalidArgument("path", err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, core.InvalidArgument("path", fmt.Errorf("%s is not a regular file (only image archives can be loaded)", path))
+	}
+	return t.loadFile(ctx, path)
+}
+
+// loadFile loads the archive at path: the format is read from its entries,
+// never guessed by trying transports one after another. All images are
+// stored or, on any failure, none: images this load created are removed and
+// names it moved are given back.
+func (t *Transfer) loadFile(ctx context.Context, path string) (names []string, err error) {
+	path, cleanup, err := t.decompressed(path)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	format, err := sniffArchive(path)
+	if err != nil {
+		return nil, err
+	}
+
+	end := t.begin()
+	session, err := t.newLoadSession()
+	if err != nil {
+		end(false)
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			if rerr := t.rollback(session); rerr != nil {
+				t.logger.Warn("rolling back a failed load", "error", rerr)
+			}
+		}
+		end(err != nil)
+	}()
+
+	switch format {
+	case formatDocker:
+		names, err = t.loadDockerArchive(ctx, session, path)
+	default:
+		names, err = t.loadOCIArchive(ctx, session, path)
+	}
+	if err != nil {
+		return nil, classifyLoadError(ctx, err)
+	}
+	return names, nil
+}
+
+// classifyLoadError makes a failure caused by the archive's content a 400;
+// cancellations and faults of the engine's own disk stay what they are.
+func classifyLoadError(ctx context.Context, err error) error {
+	if ctx.Err() != nil || isStorageFault(err) || errors.Is(err, core.ErrInvalidArgument) {
+		return err
+	}
+	return core.InvalidArgument("archive", err)
+}
+
+// decompressed returns a path to the uncompressed archive: path itself, or
+// a temporary file when the archive is gzip, bzip2, xz or zstd compressed.
+func (t *Transfer) decompressed(path string) (string, func(), error) {
+	noop := func() {}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", noop, fmt.Errorf("opening archive: %w", err)
+	}
+	defer f.Close()
+	algo, decompressor, stream, err := compression.DetectCompressionFormat(f)
+	if err != nil {
+		return "", noop, core.InvalidArgument("archive", fmt.Errorf("detecting compression: %w", err))
+	}
+	if decompressor == nil {
+		return path, noop, nil
+	}
+	rc, err := decompressor(stream)
+	if err != nil {
+		return "", noop, core.InvalidArgument("archive", fmt.Errorf("%s stream: %w", algo.Name(), err))
+	}
+	defer rc.Close()
+	out, err := t.tempFile("load-decompressed-*.tar")
+	if err != nil {
+		return "", noop, fmt.Errorf("decompressing archive: %w", err)
+	}
+	remove := func() { _ = os.Remove(out.Name()) }
+	_, err = io.Copy(out, rc)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		remove()
+		if isStorageFault(err) {
+			return "", noop, fmt.Errorf("decompressing archive: %w", err)
+		}
+		return "", noop, core.InvalidArgument("archive", fmt.Errorf("decompressing %s archive: %w", algo.Name(), err))
+	}
+	return out.Name(), remove, nil
+}
+
+// sniffArchive reads the tar headers (skipping file contents) and tells a
+// docker-archive (manifest.json) from an oci-archive (index.json). A file
+// that is not a complete tar is an invalid archive.
+func sniffArchive(path string) (archiveFormat, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return formatUnknown, fmt.Errorf("opening archive: %w", err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	var hasManifest, hasIndex bool
+	entries := 0
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return formatUnknown, core.InvalidArgument("archive", fmt.Errorf("not a valid tar archive: %w", err))
+		}
+		entries++
+		switch filepath.Clean(hdr.Name) {
+		case "manifest.json":
+			hasManifest = true
+		case "index.json":
+			hasIndex = true
+		}
+	}
+	switch {
+	case entries == 0:
+		return formatUnknown, core.InvalidArgument("archive", errors.New("the archive is empty or not a tar archive"))
+	case hasManifest:
+		return formatDocker, nil
+	case hasIndex:
+		return formatOCI, nil
+	}
+	return formatUnknown, core.InvalidArgument("archive", errors.New("neither a docker-archive (no manifest.json) nor an oci-archive (no index.json)"))
+}
+
+// loadDockerArchive copies each image of a docker-archive once, then adds
+// its further tags.
+func (t *Transfer) loadDockerArchive(ctx context.Context, session *loadSession, path string) ([]string, error) {
+	sys := t.systemContext()
+	reader, err := dockerarchive.NewReader(sys, path)
+	if err != nil {
+		return nil, core.InvalidArgument("archive", err)
+	}
+	defer reader.Close()
+	lists, err := reader.List()
+	if err != nil {
+		return nil, core.InvalidArgument("archive", err)
+	}
+	if len(lists) == 0 {
+		return nil, core.InvalidArgument("archive", errors.New("manifest.json lists no image"))
+	}
+	var names []string
+	for _, refs := range lists {
+		if len(refs) == 0 {
+			continue
+		}
+		var tags []reference.Named
+		for _, ref := range refs {
+			if named := ref.DockerReference(); named != nil {
+				n, err := localName(named.String())
+				if err != nil {
+					return nil, core.InvalidArgument("archive", err)
+				}
+				tags = append(tags, n)
+			}
+		}
+		loaded, err := t.storeImage(ctx, session, refs[0], tags)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, loaded...)
+	}
+	return names, nil
+}
+
+// loadOCIArchive unpacks an oci-archive once and copies every manifest of
+// its index; the org.opencontainers.image.ref.name annotation names it.
+func (t *Transfer) loadOCIArchive(ctx context.Context, session *loadSession, path string) ([]string, error) {
+	dir, err := t.tempDir("load-oci-*")
+	if err != nil {
+		return nil, fmt.Errorf("unpacking archive: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := untarPlain(ctx, path, dir); err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		return nil, core.InvalidArgument("archive", fmt.Errorf("reading index.json: %w", err))
+	}
+	var index imgspecv1.Index
+	if err := json.Unmarshal(raw, &index); err != nil {
+		return nil, core.InvalidArgument("archive", fmt.Errorf("index.json: %w", err))
+	}
+	if len(index.Manifests) == 0 {
+		return nil, core.InvalidArgument("archive", errors.New("index.json lists no image"))
+	}
+	var names []string
+	for i, desc := range index.Manifests {
+		src, err := layout.NewIndexReference(dir, i)
+		if err != nil {
+			return nil, core.InvalidArgument("archive", err)
+		}
+		var tags []reference.Named
+		if name := ociRefName(desc.Annotations); name != "" {
+			n, err := localName(name)
+			if err != nil {
+				return nil, core.InvalidArgument("archive", fmt.Errorf("image name %q in index.json: %w", name, err))
+			}
+			tags = append(tags, n)
+		}
+		loaded, err := t.storeImage(ctx, session, src, tags)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, loaded...)
+	}
+	return names, nil
+}
+
+// ociRefName is the image name an OCI index entry carries, as Podman and
+// containerd write it.
+func ociRefName(annotations map[string]string) string {
+	if name := annotations["io.containerd.image.name"]; name != "" {
+		return name
+	}
+	return annotations[imgspecv1.AnnotationRefName]
+}
+
+// storeImage copies src into the store under the first of names (or its ID
+// when it has none), then adds the other names. It returns the names, or
+// "sha256:<id>" for an untagged image, as Podman reports loads.
+func (t *Transfer) storeImage(ctx context.Context, session *loadSession, src types.ImageReference, names []reference.Named) ([]string, error) {
+	st := t.store.Storage()
+	var dest types.ImageReference
+	var err error
+	if len(names) > 0 {
+		dest, err = istorage.Transport.NewStoreReference(st, names[0], "")
+	} else {
+		var id string
+		id, err = configID(ctx, t.systemContext(), src)
+		if err != nil {
+			return nil, core.InvalidArgument("archive", err)
+		}
+		dest, err = istorage.Transport.NewStoreReference(st, nil, id)
+	}
+	if err != nil {
+		return nil, core.InvalidArgument("archive", err)
+	}
+	var resolved types.ImageReference
+	if _, err := t.copyImage(ctx, dest, src, &copy.Options{ReportResolvedReference: &resolved}); err != nil {
+		return nil, err
+	}
+	id, err := storedImageID(resolved, dest)
+	if err != nil {
+		return nil, err
+	}
+	session.stored = append(session.stored, id)
+	if len(names) == 0 {
+		return []string{"sha256:" + id}, nil
+	}
+	out := make([]string, 0, len(names))
+	extra := make([]string, 0, len(names)-1)
+	for i, n := range names {
+		out = append(out, n.String())
+		if i > 0 {
+			extra = append(extra, n.String())
+		}
+	}
+	if len(extra) > 0 {
+		if err := st.AddNames(id, extra); err != nil {
+			return nil, fmt.Errorf("naming image %s: %w", id, err)
+		}
+	}
+	return out, nil
+}
+
+// configID is the image ID a copy of src gets: its config digest.
+func configID(ctx context.Context, sys *types.SystemContext, src types.ImageReference) (string, error) {
+	source, err := src.NewImageSource(ctx, sys)
+	if err != nil {
+		return "", err
+	}
+	defer source.Close()
+	img, err := image.FromUnparsedImage(ctx, sys, image.UnparsedInstance(source, nil))
+	if err != nil {
+		return "", err
+	}
+	info := img.ConfigInfo()
+	if info.Digest == "" {
+		return "", errors.New("image has no config")
+	}
+	if err := info.Digest.Validate(); err != nil {
+		return "", err
+	}
+	return info.Digest.Encoded(), nil
+}
+
+// localName normalizes an image name the way Podman names loaded images: a
+// name without a registry goes under localhost/, a missing tag is latest,
+// and a tagged-and-digested name keeps its tag.
+func localName(name string) (reference.Named, error) {
+	parsed, err := reference.Parse(name)
+	if err != nil {
+		return nil, err
+	}
+	named, ok := parsed.(reference.Named)
+	if !ok {
+		return nil, fmt.Errorf("%q is not a named reference", name)
+	}
+	if domain := reference.Domain(named); !strings.ContainsAny(domain, ".:") && domain != "localhost" {
+		name = "localhost/" + parsed.String()
+	}
+	normalized, err := reference.ParseNormalizedNamed(name)
+	if err != nil {
+		return nil, err
+	}
+	if tagged, ok := normalized.(reference.NamedTagged); ok {
+		if _, digested := normalized.(reference.Digested); digested {
+			return reference.WithTag(reference.TrimNamed(normalized), tagged.Tag())
+		}
+		return normalized, nil
+	}
+	if _, digested := normalized.(reference.Digested); digested {
+		return normalized, nil
+	}
+	return reference.TagNameOnly(normalized), nil
+}
+
+// loadSession records the store's names and images before a load and the
+// images the load stored, so that a failed load can be undone without
+// touching what concurrent operations do.
+type loadSession struct {
+	existed map[string]bool
+	owner   map[string]string
+	stored  []string
+}
+
+func (t *Transfer) newLoadSession() (*loadSession, error) {
+	images, err := t.store.Storage().Images()
+	if err != nil {
+		return nil, fmt.Errorf("listing images: %w", err)
+	}
+	session := &loadSession{existed: make(map[string]bool, len(images)), owner: map[string]string{}}
+	for _, img := range images {
+		session.existed[img.ID] = true
+		for _, n := range img.Names {
+			session.owner[n] = img.ID
+		}
+	}
+	return session, nil
+}
+
+// rollback removes the images the load created and gives the names it took
+// from other images back to them.
+func (t *Transfer) rollback(session *loadSession) error {
+	st := t.store.Storage()
+	var errs []error
+	touched := map[string]bool{}
+	for _, id := range session.stored {
+		touched[id] = true
+		if session.existed[id] {
+			continue
+		}
+		if _, err := st.DeleteImage(id, true); err != nil && !errors.Is(err, storage.ErrImageUnknown) {
+			errs = append(errs, fmt.Errorf("removing image %s: %w", id, err))
+		}
+	}
+	restore := map[string][]string{}
+	for _, id := range session.stored {
+		img, err := st.Image(id)
+		if err != nil {
+			continue
+		}
+		for _, n := range img.Names {
+			if prev, ok := session.owner[n]; ok && prev != id {
+				restore[prev] = append(restore[prev], n)
+			}
+		}
+	}
+	for name, prev := range session.owner {
+		if touched[prev] {
+			continue
+		}
+		if _, err := st.Image(name); errors.Is(err, storage.ErrImageUnknown) {
+			restore[prev] = append(restore[prev], name)
+		}
+	}
+	for id, names := range restore {
+		if err := st.AddNames(id, names); err != nil && !errors.Is(err, storage.ErrImageUnknown) {
+			errs = append(errs, fmt.Errorf("restoring names of image %s: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// untarPlain unpacks an OCI layout archive: only directories and regular
+// files with local, relative names are written; links, devices and names
+// escaping dir make the archive invalid.
+func untarPlain(ctx context.Context, path, dir string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("opening archive: %w", err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return core.InvalidArgument("archive", fmt.Errorf("not a valid tar archive: %w", err))
+		}
+		name := filepath.Clean(strings.TrimPrefix(hdr.Name, "./"))
+		if name == "." {
+			continue
+		}
+		if !filepath.IsLocal(name) {
+			return core.InvalidArgument("archive", fmt.Errorf("entry %q escapes the archive", hdr.Name))
+		}
+		target := filepath.Join(dir, name)
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(target, 0o700); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+				return err
+			}
+			out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return core.InvalidArgument("archive", fmt.Errorf("entry %q: %w", hdr.Name, err))
+			}
+			_, err = io.Copy(out, tr)
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				if isStorageFault(err) {
+					return err
+				}
+				return core.InvalidArgument("archive", fmt.Errorf("entry %q: %w", hdr.Name, err))
+			}
+		default:
+			return core.InvalidArgument("archive", fmt.Errorf("entry %q: an OCI layout holds only files and directories", hdr.Name))
+		}
+	}
+}
+
+// contextReader stops reading once ctx is done, so an abandoned upload ends.
+type contextReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c contextReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

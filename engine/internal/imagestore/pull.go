@@ -1,0 +1,291 @@
+package imagestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/containers/image/v5/copy"
+	"github.com/containers/image/v5/docker"
+	"github.com/containers/image/v5/docker/reference"
+	"github.com/containers/image/v5/pkg/shortnames"
+	istorage "github.com/containers/image/v5/storage"
+	"github.com/containers/image/v5/types"
+	"github.com/docker/distribution/registry/api/errcode"
+	v2 "github.com/docker/distribution/registry/api/v2"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// RegistryReference checks that ref names a registry image — no transport, or
+// the docker:// one — and returns it without the transport. Any other
+// transport (docker-archive:, oci:, dir:, containers-storage: ...) and any
+// malformed name is an ErrInvalidArgument about field.
+func RegistryReference(field, ref string) (string, error) {
+	if ref == "" {
+		return "", core.InvalidArgument(field, errors.New("must not be empty"))
+	}
+	if rest, ok := strings.CutPrefix(ref, "docker://"); ok {
+		ref = rest
+	} else if transport, _, found := strings.Cut(ref, ":"); found && isTransportName(transport) {
+		return "", core.InvalidArgument(field, fmt.Errorf("%q: only registry references are supported, not the %s transport", ref, transport))
+	}
+	if _, err := reference.ParseNormalizedNamed(ref); err != nil {
+		return "", core.InvalidArgument(field, fmt.Errorf("%q: %w", ref, err))
+	}
+	return ref, nil
+}
+
+// isTransportName reports whether name is a containers/image transport other
+// than docker (also those this build leaves out). A registry host never
+// collides: "host:port/..." has a port after the colon, and transport names
+// are not valid ports.
+func isTransportName(name string) bool {
+	switch name {
+	case "docker-archive", "docker-daemon", "oci", "oci-archive", "dir", "containers-storage",
+		"tarball", "sif", "ostree", "docker":
+		return true
+	}
+	return false
+}
+
+// Pull copies an image from a registry into the store.
+func (t *Transfer) Pull(ctx context.Context, opts core.PullOptions) ([]string, error) {
+	name, err := RegistryReference("reference", opts.Reference)
+	if err != nil {
+		return nil, err
+	}
+	policy := opts.Policy
+	if policy == "" {
+		policy = core.PullAlways
+	}
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+
+	if policy != core.PullAlways && !opts.AllTags {
+		local, err := t.store.Lookup(ctx, name)
+		switch {
+		case err == nil && policy != core.PullNewer:
+			return []string{local.ID}, nil
+		case err != nil && !errors.Is(err, core.ErrNoSuchImage):
+			return nil, err
+		case err != nil && policy == core.PullNever:
+			return nil, fmt.Errorf("%s: %w (pull policy is never)", name, core.ErrNoSuchImage)
+		}
+		if err == nil {
+			// policy newer: skip the pull when the registry still has the local manifest.
+			if same, err := t.remoteMatches(ctx, name, local, opts); err == nil && same {
+				return []string{local.ID}, nil
+			}
+		}
+	}
+
+	sys, cleanup, err := t.registryContext(opts.Auth, opts.TLSVerify)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	sys.OSChoice, sys.ArchitectureChoice, sys.VariantChoice = opts.OS, opts.Arch, opts.Variant
+
+	candidates, err := t.pullCandidates(sys, name)
+	if err != nil {
+		return nil, err
+	}
+	if opts.AllTags {
+		return t.pullAllTags(ctx, sys, candidates, progress)
+	}
+	var pullErrs []error
+	for _, candidate := range candidates {
+		id, err := t.pullOne(ctx, sys, candidate, announce(progress, "Trying to pull "+candidate.String()+"...\n"))
+		if err == nil {
+			return []string{id}, nil
+		}
+		pullErrs = append(pullErrs, err)
+		if ctx.Err() != nil || !errors.Is(err, core.ErrNoSuchImage) {
+			break
+		}
+	}
+	return nil, errors.Join(pullErrs...)
+}
+
+// pullCandidates returns the fully qualified references name stands for:
+// itself when it names a registry, else the short-name resolution of the
+// engine's registries configuration.
+func (t *Transfer) pullCandidates(sys *types.SystemContext, name string) ([]reference.Named, error) {
+	if !shortnames.IsShortName(name) {
+		named, err := reference.ParseNormalizedNamed(name)
+		if err != nil {
+			return nil, core.InvalidArgument("reference", err)
+		}
+		return []reference.Named{reference.TagNameOnly(named)}, nil
+	}
+	resolved, err := shortnames.Resolve(sys, name)
+	if err != nil {
+		return nil, core.InvalidArgument("reference", err)
+	}
+	out := make([]reference.Named, 0, len(resolved.PullCandidates))
+	for _, c := range resolved.PullCandidates {
+		out = append(out, c.Value)
+	}
+	if len(out) == 0 {
+		return nil, core.InvalidArgument("reference", fmt.Errorf("%q resolves to no registry", name))
+	}
+	return out, nil
+}
+
+// pullAllTags pulls every tag of the candidates' repository.
+func (t *Transfer) pullAllTags(ctx context.Context, sys *types.SystemContext, candidates []reference.Named, progress io.Writer) ([]string, error) {
+	var pullErrs []error
+	for _, candidate := range candidates {
+		if _, tagged := candidate.(reference.Tagged); tagged && candidate.String() != reference.TagNameOnly(reference.TrimNamed(candidate)).String() {
+			return nil, core.InvalidArgument("reference", fmt.Errorf("%q: a tag cannot be combined with allTags", candidate.String()))
+		}
+		repo := reference.TrimNamed(candidate)
+		repoRef, err := docker.NewReference(reference.TagNameOnly(repo))
+		if err != nil {
+			return nil, core.InvalidArgument("reference", err)
+		}
+		tags, err := docker.GetRepositoryTags(ctx, sys, repoRef)
+		if err != nil {
+			pullErrs = append(pullErrs, classifyRegistryError(fmt.Errorf("listing tags of %s: %w", repo.String(), err)))
+			continue
+		}
+		var ids []string
+		for _, tag := range tags {
+			named, err := reference.WithTag(repo, tag)
+			if err != nil {
+				continue
+			}
+			id, err := t.pullOne(ctx, sys, named, announce(progress, "Trying to pull "+named.String()+"...\n"))
+			if err != nil {
+				return ids, err
+			}
+			ids = append(ids, id)
+		}
+		return ids, nil
+	}
+	return nil, errors.Join(pullErrs...)
+}
+
+// pullOne copies one fully qualified reference into the store and returns
+// the stored image's ID.
+func (t *Transfer) pullOne(ctx context.Context, sys *types.SystemContext, named reference.Named, progress io.Writer) (id string, err error) {
+	src, err := docker.NewReference(named)
+	if err != nil {
+		return "", core.InvalidArgument("reference", err)
+	}
+	dest, err := istorage.Transport.NewStoreReference(t.store.Storage(), named, "")
+	if err != nil {
+		return "", core.InvalidArgument("reference", err)
+	}
+	end := t.begin()
+	defer func() { end(err != nil) }()
+	var resolved types.ImageReference
+	_, err = t.copyImage(ctx, dest, src, &copy.Options{
+		ReportWriter:            progress,
+		SourceCtx:               sys,
+		ReportResolvedReference: &resolved,
+	})
+	if err != nil {
+		return "", classifyRegistryError(fmt.Errorf("pulling %s: %w", named.String(), err))
+	}
+	return storedImageID(resolved, dest)
+}
+
+// storedImageID returns the ID of the image a copy into storage created.
+func storedImageID(resolved, dest types.ImageReference) (string, error) {
+	ref := resolved
+	if ref == nil {
+		ref = dest
+	}
+	_, img, err := istorage.ResolveReference(ref)
+	if err != nil {
+		return "", fmt.Errorf("finding the stored image: %w", err)
+	}
+	return img.ID, nil
+}
+
+// remoteMatches reports whether the registry's manifest for name is the one
+// the local image was pulled with.
+func (t *Transfer) remoteMatches(ctx context.Context, name string, local *core.Image, opts core.PullOptions) (bool, error) {
+	sys, cleanup, err := t.registryContext(opts.Auth, opts.TLSVerify)
+	if err != nil {
+		return false, err
+	}
+	defer cleanup()
+	candidates, err := t.pullCandidates(sys, name)
+	if err != nil {
+		return false, err
+	}
+	ref, err := docker.NewReference(candidates[0])
+	if err != nil {
+		return false, err
+	}
+	remote, err := docker.GetDigest(ctx, sys, ref)
+	if err != nil {
+		return false, err
+	}
+	if local.Digest == remote.String() {
+		return true, nil
+	}
+	for _, d := range local.RepoDigests {
+		if strings.HasSuffix(d, "@"+remote.String()) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// classifyRegistryError maps registry answers to domain errors: an unknown
+// repository or manifest is ErrNoSuchImage; the rest keeps its text, which
+// already names the registry and what failed (connection refused, TLS,
+// credentials).
+func classifyRegistryError(err error) error {
+	var coder errcode.ErrorCoder
+	if errors.As(err, &coder) {
+		switch coder.ErrorCode() {
+		case v2.ErrorCodeManifestUnknown, v2.ErrorCodeNameUnknown:
+			return fmt.Errorf("%w: %w", core.ErrNoSuchImage, err)
+		}
+	}
+	var unauthorized docker.ErrUnauthorizedForCredentials
+	if errors.As(err, &unauthorized) {
+		return err
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return fmt.Errorf("registry did not answer in time: %w", err)
+	}
+	return err
+}
+
+// announce returns a writer that writes line before the first progress
+// text: a pull that fails before copying anything reports only its error,
+// which the API can then send with a proper status.
+func announce(w io.Writer, line string) io.Writer {
+	return &announcingWriter{w: w, line: line}
+}
+
+type announcingWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	line string
+}
+
+func (a *announcingWriter) Write(p []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.line != "" {
+		if _, err := io.WriteString(a.w, a.line); err != nil {
+			return 0, err
+		}
+		a.line = ""
+	}
+	return a.w.Write(p)
+}
