@@ -72,11 +72,6 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		e.Close()
 		return nil, err
 	}
-	transfer, err := imagestore.NewTransfer(images, imagestore.TransferOptions{Logger: logger})
-	if err != nil {
-		e.Close()
-		return nil, err
-	}
 
 	sys := system.New(images, system.Config{
 		Listen:     cfg.Listen,
@@ -88,9 +83,8 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		metrics = server.NewMetrics("berth_engine")
 	}
 	e.handler = handlers.NewServer(logger, handlers.Deps{
-		System:   sys,
-		Images:   images,
-		Transfer: transfer,
+		System: sys,
+		Images: images,
 		Ready: map[string]server.Check{
 			"storage": func(context.Context) error {
 				_, err := images.Storage().GraphDriver()

@@ -49,5 +49,11 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	r.Get("/swagger", swagger.ServeSwagger(s.cfg.SwaggerSpec, api.Swagger))
 	registerSystemRoutes(r, s)
 	registerImageRoutes(r, s)
-	registerImageTransferRoutes(r, s)
+	registerLogRoutes(r, s)
+	registerAttachRoutes(r, s)
+	registerExecRoutes(r, s)
+	registerStatsRoutes(r, s)
+	registerTopRoutes(r, s)
+	registerEventRoutes(r, s)
+	registerHealthcheckRoutes(r, s)
 }
