@@ -72,6 +72,11 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		e.Close()
 		return nil, err
 	}
+	transfer, err := imagestore.NewTransfer(images, imagestore.TransferOptions{Logger: logger})
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
 
 	sys := system.New(images, system.Config{
 		Listen:     cfg.Listen,
@@ -83,8 +88,9 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		metrics = server.NewMetrics("berth_engine")
 	}
 	e.handler = handlers.NewServer(logger, handlers.Deps{
-		System: sys,
-		Images: images,
+		System:   sys,
+		Images:   images,
+		Transfer: transfer,
 		Ready: map[string]server.Check{
 			"storage": func(context.Context) error {
 				_, err := images.Storage().GraphDriver()

@@ -49,11 +49,5 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	r.Get("/swagger", swagger.ServeSwagger(s.cfg.SwaggerSpec, api.Swagger))
 	registerSystemRoutes(r, s)
 	registerImageRoutes(r, s)
-	registerLogRoutes(r, s)
-	registerAttachRoutes(r, s)
-	registerExecRoutes(r, s)
-	registerStatsRoutes(r, s)
-	registerTopRoutes(r, s)
-	registerEventRoutes(r, s)
-	registerHealthcheckRoutes(r, s)
+	registerImageTransferRoutes(r, s)
 }

@@ -19,14 +19,8 @@ type Deps struct {
 	System core.System
 	// Images are the image metadata operations.
 	Images core.Images
-	// ContainerIO serves logs, attach, terminal resize, stats and top.
-	ContainerIO ContainerIO
-	// Exec are the exec sessions.
-	Exec ExecSessions
-	// Events is the engine's event stream.
-	Events EventSource
-	// Health runs healthchecks on request.
-	Health HealthChecker
+	// Transfer moves images in and out of the store (pull, push, load, import, export, scp).
+	Transfer core.ImageTransfer
 	// Ready checks are reported by /readyz.
 	Ready map[string]server.Check
 }
