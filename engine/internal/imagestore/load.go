@@ -227,14 +227,27 @@ func (t *Transfer) loadDockerArchive(ctx context.Context, session *loadSession, 
 		if len(refs) == 0 {
 			continue
 		}
+		// The tags as written in manifest.json: a short name goes under
+		// localhost/, as Podman loads it, not under docker.io.
 		var tags []reference.Named
+		seen := map[string]bool{}
 		for _, ref := range refs {
-			if named := ref.DockerReference(); named != nil {
-				n, err := localName(named.String())
+			if ref.DockerReference() == nil {
+				continue
+			}
+			raw, err := reader.ManifestTagsForReference(ref)
+			if err != nil {
+				return nil, core.InvalidArgument("archive", err)
+			}
+			for _, tag := range raw {
+				n, err := localName(tag)
 				if err != nil {
-					return nil, core.InvalidArgument("archive", err)
+					return nil, core.InvalidArgument("archive", fmt.Errorf("image name %q: %w", tag, err))
 				}
-				tags = append(tags, n)
+				if !seen[n.String()] {
+					seen[n.String()] = true
+					tags = append(tags, n)
+				}
 			}
 		}
 		loaded, err := t.storeImage(ctx, session, refs[0], tags)
@@ -437,6 +450,27 @@ func (t *Transfer) rollback(session *loadSession) error {
 		}
 		if _, err := st.DeleteImage(id, true); err != nil && !errors.Is(err, storage.ErrImageUnknown) {
 			errs = append(errs, fmt.Errorf("removing image %s: %w", id, err))
+		}
+	}
+	// Names this load added to images that existed before come off again.
+	for _, id := range session.stored {
+		if !session.existed[id] {
+			continue
+		}
+		img, err := st.Image(id)
+		if err != nil {
+			continue
+		}
+		var added []string
+		for _, n := range img.Names {
+			if session.owner[n] != id {
+				added = append(added, n)
+			}
+		}
+		if len(added) > 0 {
+			if err := st.RemoveNames(id, added); err != nil {
+				errs = append(errs, fmt.Errorf("removing names of image %s: %w", id, err))
+			}
 		}
 	}
 	restore := map[string][]string{}
