@@ -38,9 +38,10 @@ type Config struct {
 
 // Engine is a running engine: its backends and its HTTP handler.
 type Engine struct {
-	logger  *slog.Logger
-	images  *imagestore.Store
-	handler http.Handler
+	logger     *slog.Logger
+	images     *imagestore.Store
+	containers *containerBackend
+	handler    http.Handler
 }
 
 // New opens the engine's state under cfg.Root and cfg.RunRoot, repairs what a
@@ -78,6 +79,13 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		return nil, err
 	}
 
+	ctrs, err := openContainers(ctx, logger, cfg, images)
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	e.containers = ctrs
+
 	sys := system.New(images, system.Config{
 		Listen:     cfg.Listen,
 		Runtime:    cfg.Runtime,
@@ -88,9 +96,10 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		metrics = server.NewMetrics("berth_engine")
 	}
 	e.handler = handlers.NewServer(logger, handlers.Deps{
-		System:   sys,
-		Images:   images,
-		Transfer: transfer,
+		System:     sys,
+		Images:     images,
+		Transfer:   transfer,
+		Containers: ctrs.manager,
 		Ready: map[string]server.Check{
 			"storage": func(context.Context) error {
 				_, err := images.Storage().GraphDriver()
@@ -131,5 +140,8 @@ func (e *Engine) StorageDriver() string { return e.images.Storage().GraphDriverN
 
 // Close releases the backends.
 func (e *Engine) Close() error {
+	if e.containers != nil {
+		e.containers.Close()
+	}
 	return e.images.Shutdown()
 }

@@ -50,4 +50,5 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	registerSystemRoutes(r, s)
 	registerImageRoutes(r, s)
 	registerImageTransferRoutes(r, s)
+	registerContainerRoutes(r, s)
 }

@@ -21,6 +21,8 @@ type Deps struct {
 	Images core.Images
 	// Transfer moves images in and out of the store (pull, push, load, import, export, scp).
 	Transfer core.ImageTransfer
+	// Containers are the container lifecycle operations.
+	Containers core.Containers
 	// Ready checks are reported by /readyz.
 	Ready map[string]server.Check
 }

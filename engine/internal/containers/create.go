@@ -1,0 +1,289 @@
+package containers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/containers/storage"
+	imgspec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/oci"
+	"github.com/berth-project/berth/engine/internal/runtime"
+	"github.com/berth-project/berth/engine/internal/state"
+)
+
+// defaultStopTimeout is the stop timeout of a container whose request sets none.
+const defaultStopTimeout = 10
+
+// Create creates a container from the request: a storage container on the
+// image's top layer, its mounted rootfs, and a validated OCI spec. Nothing is
+// left behind when any step fails.
+func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, []string, error) {
+	if err := spec.Validate(); err != nil {
+		return "", nil, err
+	}
+	if spec.Remove && spec.RestartPolicy != "" && spec.RestartPolicy != core.RestartPolicyNo {
+		return "", nil, core.InvalidArgument("restart_policy", errors.New("the --rm option conflicts with a restart policy"))
+	}
+	if spec.OCIRuntime != "" && spec.OCIRuntime != m.rt.Name() {
+		return "", nil, core.InvalidArgument("oci_runtime", fmt.Errorf("the engine runs %s, not %s", m.rt.Name(), spec.OCIRuntime))
+	}
+	img, err := m.images.Lookup(ctx, spec.Image)
+	if err != nil {
+		return "", nil, err
+	}
+	if spec.StopTimeout == nil {
+		t := uint(defaultStopTimeout)
+		spec.StopTimeout = &t
+	}
+	if spec.HealthConfig == nil && img.HealthCheck != nil && len(img.HealthCheck.Test) > 0 && img.HealthCheck.Test[0] != "NONE" {
+		hc := *img.HealthCheck
+		spec.HealthConfig = &hc
+	}
+	if _, err := oci.ProcessArgs(&spec, img.Config.Config); err != nil {
+		return "", nil, err
+	}
+
+	id := newID()
+	if spec.Name == "" {
+		spec.Name = m.generateName()
+	}
+	m.mu.RLock()
+	_, taken := m.byName[spec.Name]
+	m.mu.RUnlock()
+	if taken {
+		return "", nil, fmt.Errorf("container name %q: %w", spec.Name, core.ErrNameInUse)
+	}
+
+	sc, err := m.store.CreateContainer(id, []string{spec.Name}, img.ID, "", "", nil)
+	if err != nil {
+		if errors.Is(err, storage.ErrDuplicateName) {
+			return "", nil, fmt.Errorf("container name %q: %w", spec.Name, core.ErrNameInUse)
+		}
+		return "", nil, fmt.Errorf("create container storage: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			m.store.Unmount(id, true)
+			m.store.DeleteContainer(sc.ID)
+		}
+	}()
+	bundle, static, err := m.containerDirs(id)
+	if err != nil {
+		return "", nil, err
+	}
+	imageName := spec.Image
+	if spec.RawImageName != "" {
+		imageName = spec.RawImageName
+	}
+	if len(img.RepoTags) > 0 {
+		imageName = img.RepoTags[0]
+	}
+	rec := record{Container: core.Container{
+		ID: id, Name: spec.Name, Created: time.Now(),
+		Image: imageName, ImageID: img.ID,
+		Spec:            spec,
+		ImageEntrypoint: img.Config.Config.Entrypoint,
+		ImageCmd:        img.Config.Config.Cmd,
+		Runtime:         m.rt.Name(),
+		Bundle:          bundle,
+		StaticDir:       static,
+		LogPath:         filepath.Join(static, "ctr.log"),
+		AttachSocket:    m.rt.AttachSocket(id),
+		ExitFile:        m.rt.ExitFile(id),
+		CgroupPath:      m.cgroupsPath(id),
+		State:           core.StateConfigured,
+	},
+		ImageEnv:        img.Config.Config.Env,
+		ImageWorkDir:    img.Config.Config.WorkingDir,
+		ImageUser:       img.Config.Config.User,
+		ImageStopSignal: img.Config.Config.StopSignal,
+	}
+	warnings, err := m.prepare(ctx, &rec, img)
+	if err != nil {
+		return "", nil, err
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return "", nil, err
+	}
+	m.mu.Lock()
+	if _, taken := m.byName[spec.Name]; taken {
+		m.mu.Unlock()
+		return "", nil, fmt.Errorf("container name %q: %w", spec.Name, core.ErrNameInUse)
+	}
+	err = m.db.AddContainer(ctx, state.ContainerRecord{ID: id, Name: rec.Name, State: string(rec.State), Created: rec.Created, Data: data})
+	if err != nil {
+		m.mu.Unlock()
+		if errors.Is(err, state.ErrDuplicate) {
+			return "", nil, fmt.Errorf("container name %q: %w", spec.Name, core.ErrNameInUse)
+		}
+		return "", nil, err
+	}
+	e := &entry{rec: rec, changed: make(chan struct{})}
+	m.byID[id] = e
+	m.byName[rec.Name] = e
+	m.mu.Unlock()
+	ok = true
+	m.emit(ctx, core.EventCreate, rec, nil)
+	return id, warnings, nil
+}
+
+// prepare mounts the rootfs (if it is not mounted), writes the generated
+// /etc files and config.json. It fills rec's Rootfs, Path, Args and Mounted.
+func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]string, error) {
+	if !rec.Mounted {
+		rootfs, err := m.store.Mount(rec.ID, "")
+		if err != nil {
+			return nil, fmt.Errorf("mount container rootfs: %w", err)
+		}
+		rec.Rootfs = rootfs
+		rec.Mounted = true
+	}
+	imgCfg := imageConfigOf(rec, img)
+	hostname := rec.Spec.Hostname
+	if hostname == "" {
+		hostname = rec.ID[:12]
+	}
+	hosts, err := oci.HostsFile(&rec.Spec, hostname, rec.Name)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string]string{
+		"hosts":       hosts,
+		"resolv.conf": oci.ResolvConf(&rec.Spec, m.hostResolv),
+		"hostname":    hostname + "\n",
+	}
+	if err := os.MkdirAll(rec.StaticDir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(rec.Bundle, 0o700); err != nil {
+		return nil, err
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(rec.StaticDir, name), []byte(content), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	res, err := oci.Generate(oci.Input{
+		ID: rec.ID, Spec: &rec.Spec, Image: imgCfg, Rootfs: rec.Rootfs,
+		HostsFile:      filepath.Join(rec.StaticDir, "hosts"),
+		ResolvConfFile: filepath.Join(rec.StaticDir, "resolv.conf"),
+		HostnameFile:   filepath.Join(rec.StaticDir, "hostname"),
+		CgroupsPath:    rec.CgroupPath,
+		Host:           m.host,
+	})
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(res.Spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(rec.Bundle, "config.json"), data, 0o600); err != nil {
+		return nil, err
+	}
+	rec.Path = res.Spec.Process.Args[0]
+	rec.Args = res.Spec.Process.Args[1:]
+	return res.Warnings, nil
+}
+
+// imageConfigOf rebuilds the image configuration a container needs. At
+// create the image is at hand; later (init after a restart) the image may be
+// gone, so the parts used are also kept in the record.
+func imageConfigOf(rec *record, img *core.Image) (cfg imgspec.ImageConfig) {
+	if img != nil {
+		return img.Config.Config
+	}
+	cfg.Entrypoint = rec.ImageEntrypoint
+	cfg.Cmd = rec.ImageCmd
+	cfg.Env = rec.ImageEnv
+	cfg.WorkingDir = rec.ImageWorkDir
+	cfg.User = rec.ImageUser
+	return cfg
+}
+
+// Init creates the container in the OCI runtime (conmon + runtime create).
+func (m *Manager) Init(ctx context.Context, nameOrID string) error {
+	e, err := m.lookup(nameOrID)
+	if err != nil {
+		return err
+	}
+	e.op.Lock()
+	defer e.op.Unlock()
+	rec := m.snapshot(e)
+	switch rec.State {
+	case core.StateConfigured:
+	case core.StateExited, core.StateStopped:
+		m.cleanupLocked(ctx, e)
+	default:
+		return fmt.Errorf("container %s is %s: %w", rec.Name, rec.State, core.ErrStateConflict)
+	}
+	return m.initLocked(ctx, e)
+}
+
+func (m *Manager) initLocked(ctx context.Context, e *entry) error {
+	rec := m.snapshot(e)
+	if !rec.Mounted || rec.Rootfs == "" {
+		if _, err := m.prepare(ctx, &rec, nil); err != nil {
+			return err
+		}
+	} else if _, err := os.Stat(filepath.Join(rec.Bundle, "config.json")); err != nil {
+		// The run directory is on tmpfs and may be gone after a reboot.
+		if _, err := m.prepare(ctx, &rec, nil); err != nil {
+			return err
+		}
+	}
+	created, err := m.rt.Create(ctx, runtime.CreateOptions{
+		ID: rec.ID, Name: rec.Name, Bundle: rec.Bundle, LogPath: rec.LogPath,
+		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin,
+	})
+	if err != nil {
+		// Whatever runc left (state dir, cgroup) goes; conmon exits by itself.
+		m.rt.Delete(context.WithoutCancel(ctx), rec.ID, true)
+		m.rt.Cleanup(rec.ID)
+		msg := err.Error()
+		m.update(ctx, e, func(r *record) {
+			r.Rootfs, r.Mounted, r.Path, r.Args = rec.Rootfs, rec.Mounted, rec.Path, rec.Args
+			r.State = core.StateConfigured
+			r.Error = msg
+		})
+		var ce *runtime.CreateError
+		if errors.As(err, &ce) {
+			return &StartError{Name: rec.Name, Message: ce.Message}
+		}
+		return err
+	}
+	if err := m.update(ctx, e, func(r *record) {
+		r.Rootfs, r.Mounted, r.Path, r.Args = rec.Rootfs, rec.Mounted, rec.Path, rec.Args
+		r.State = core.StateCreated
+		r.PID = created.PID
+		r.ConmonPID = created.ConmonPID
+		r.NeedsCleanup = true
+		r.Error = ""
+		r.ExitCode = 0
+	}); err != nil {
+		return err
+	}
+	m.emit(ctx, core.EventInit, m.snapshot(e), nil)
+	return nil
+}
+
+// StartError is a container that could not be started because the OCI
+// runtime refused it (the command does not exist, a mount failed ...). The
+// container stays in state created and can be removed.
+type StartError struct {
+	Name    string
+	Message string
+}
+
+func (e *StartError) Error() string {
+	return fmt.Sprintf("container %s failed to start: %s", e.Name, e.Message)
+}

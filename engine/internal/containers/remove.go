@@ -1,0 +1,171 @@
+package containers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/containers/storage"
+
+	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/state"
+)
+
+// removedRetention is how long the exit code of a removed container stays
+// available to Wait.
+const removedRetention = 5 * time.Minute
+
+// Remove removes a container: a running one only with Force (it is stopped
+// first), then its runtime state, cgroup, rootfs, storage and record.
+func (m *Manager) Remove(ctx context.Context, nameOrID string, opts core.RemoveContainerOptions) error {
+	e, err := m.lookup(nameOrID)
+	if err != nil {
+		if opts.Ignore && errors.Is(err, core.ErrNoSuchContainer) {
+			return nil
+		}
+		return err
+	}
+	e.op.Lock()
+	defer e.op.Unlock()
+	if m.isRemoved(e) {
+		if opts.Ignore {
+			return nil
+		}
+		return fmt.Errorf("%q: %w", nameOrID, core.ErrNoSuchContainer)
+	}
+	return m.removeLocked(ctx, e, opts)
+}
+
+func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveContainerOptions) error {
+	ctx = context.WithoutCancel(ctx)
+	rec := m.snapshot(e)
+	if m.isRemoved(e) {
+		return nil
+	}
+	switch rec.State {
+	case core.StateRunning, core.StatePaused:
+		if !opts.Force {
+			return fmt.Errorf("container %s is %s; stop it first or remove it with force: %w", rec.Name, rec.State, core.ErrStateConflict)
+		}
+		if err := m.stopLocked(ctx, e, opts.Timeout); err != nil && !errors.Is(err, core.ErrNotModified) {
+			return err
+		}
+		if m.isRemoved(e) {
+			return nil
+		}
+	case core.StateCreated:
+		// Created but never started: conmon waits on runc; delete --force ends both.
+	}
+	rec = m.snapshot(e)
+	if rec.NeedsCleanup {
+		if err := m.rt.Delete(ctx, rec.ID, true); err != nil {
+			return fmt.Errorf("remove container %s from the runtime: %w", rec.Name, err)
+		}
+		m.rt.Cleanup(rec.ID)
+	}
+	if rec.Mounted {
+		if _, err := m.store.Unmount(rec.ID, true); err != nil && !errors.Is(err, storage.ErrContainerUnknown) {
+			return fmt.Errorf("unmount container %s: %w", rec.Name, err)
+		}
+	}
+	if err := m.store.DeleteContainer(rec.ID); err != nil && !errors.Is(err, storage.ErrContainerUnknown) && !errors.Is(err, storage.ErrNotAContainer) {
+		return fmt.Errorf("delete container storage %s: %w", rec.Name, err)
+	}
+	os.RemoveAll(rec.Bundle)
+	os.RemoveAll(rec.StaticDir)
+	if err := m.db.RemoveContainer(ctx, rec.ID); err != nil && !errors.Is(err, state.ErrNotFound) {
+		return err
+	}
+	m.mu.Lock()
+	e.removed = true
+	delete(m.byID, rec.ID)
+	if m.byName[rec.Name] == e {
+		delete(m.byName, rec.Name)
+	}
+	now := time.Now()
+	for id, r := range m.removed {
+		if now.Sub(r.at) > removedRetention {
+			delete(m.removed, id)
+		}
+	}
+	if rec.State == core.StateExited || rec.State == core.StateStopped {
+		m.removed[rec.ID] = removedExit{name: rec.Name, code: rec.ExitCode, at: now}
+	}
+	close(e.changed)
+	e.changed = make(chan struct{})
+	m.mu.Unlock()
+	m.emit(ctx, core.EventRemove, rec, nil)
+	return nil
+}
+
+// Prune removes every container that is not running, paused or created and
+// matches the filters (label, until).
+func (m *Manager) Prune(ctx context.Context, filters map[string][]string) ([]core.PruneReport, error) {
+	for k := range filters {
+		if k != "label" && k != "label!" && k != "until" {
+			return nil, core.InvalidArgument("filters", fmt.Errorf("%q is not a valid prune filter (label, label!, until)", k))
+		}
+	}
+	match, err := compileFilters(filters, m)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	var victims []*entry
+	for _, e := range m.byID {
+		st := e.rec.State
+		if st == core.StateExited || st == core.StateStopped || st == core.StateConfigured || st == core.StateCreated {
+			if match(&e.rec) {
+				victims = append(victims, e)
+			}
+		}
+	}
+	m.mu.RUnlock()
+	reports := []core.PruneReport{}
+	for _, e := range victims {
+		e.op.Lock()
+		rec := m.snapshot(e)
+		var size int64
+		if sz, err := m.store.ContainerSize(rec.ID); err == nil {
+			size = sz
+		}
+		st := rec.State
+		var rerr error
+		if st == core.StateExited || st == core.StateStopped || st == core.StateConfigured || st == core.StateCreated {
+			rerr = m.removeLocked(ctx, e, core.RemoveContainerOptions{})
+		} else {
+			e.op.Unlock()
+			continue
+		}
+		e.op.Unlock()
+		r := core.PruneReport{ID: rec.ID, Size: uint64(max(size, 0))}
+		if rerr != nil {
+			r.Err = rerr.Error()
+			r.Size = 0
+		}
+		reports = append(reports, r)
+	}
+	return reports, nil
+}
+
+// ContainersUsingImage returns the IDs of the containers created from imageID
+// (core.ImageUsers, for image removal).
+func (m *Manager) ContainersUsingImage(ctx context.Context, imageID string) ([]string, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var ids []string
+	for id, e := range m.byID {
+		if e.rec.ImageID == imageID {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// RemoveContainer stops and removes a container (core.ImageUsers, for a
+// forced image removal).
+func (m *Manager) RemoveContainer(ctx context.Context, containerID string) error {
+	return m.Remove(ctx, containerID, core.RemoveContainerOptions{Force: true, Ignore: true})
+}

@@ -1,0 +1,367 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/berth-project/berth/shared/rlimit"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// ContainerState is the lifecycle state of a container as the engine tracks it.
+type ContainerState string
+
+// Container states. StateConfigured is a container that exists only in the
+// engine's database and storage (no OCI runtime instance yet); StateCreated
+// one that the OCI runtime created and that waits to be started.
+const (
+	StateConfigured ContainerState = "configured"
+	StateCreated    ContainerState = "created"
+	StateRunning    ContainerState = "running"
+	StatePaused     ContainerState = "paused"
+	StateStopped    ContainerState = "stopped"
+	StateExited     ContainerState = "exited"
+	StateRemoving   ContainerState = "removing"
+)
+
+// String returns the state name clients expect: Podman calls a configured
+// container "created" (Docker's word) and a runtime-created one "initialized".
+func (s ContainerState) String() string {
+	switch s {
+	case StateConfigured:
+		return "created"
+	case StateCreated:
+		return "initialized"
+	}
+	return string(s)
+}
+
+// Namespace is one namespace setting of the creation spec ({"nsmode": ..., "value": ...}).
+type Namespace struct {
+	NSMode string `json:"nsmode,omitempty"`
+	Value  string `json:"value,omitempty"`
+}
+
+// Network namespace modes the engine supports.
+const (
+	NetNSNone    = "none"
+	NetNSHost    = "host"
+	NetNSPrivate = "private"
+)
+
+// ContainerSpec is the creation request: the subset of Podman's SpecGenerator
+// JSON (what `podman --remote create` sends) that the engine understands.
+// Unknown members are ignored; known ones are validated by Validate.
+type ContainerSpec struct {
+	Name          string                `json:"name,omitempty"`
+	Image         string                `json:"image"`
+	RawImageName  string                `json:"raw_image_name,omitempty"`
+	Entrypoint    []string              `json:"entrypoint,omitempty"`
+	Command       []string              `json:"command,omitempty"`
+	Env           map[string]string     `json:"env,omitempty"`
+	Terminal      bool                  `json:"terminal,omitempty"`
+	Stdin         bool                  `json:"stdin,omitempty"`
+	Labels        map[string]string     `json:"labels,omitempty"`
+	Annotations   map[string]string     `json:"annotations,omitempty"`
+	StopSignal    *int                  `json:"stop_signal,omitempty"`
+	StopTimeout   *uint                 `json:"stop_timeout,omitempty"`
+	Timeout       uint                  `json:"timeout,omitempty"`
+	RestartPolicy string                `json:"restart_policy,omitempty"`
+	RestartTries  *uint                 `json:"restart_tries,omitempty"`
+	OCIRuntime    string                `json:"oci_runtime,omitempty"`
+	Remove        bool                  `json:"remove,omitempty"`
+	Hostname      string                `json:"hostname,omitempty"`
+	Sysctl        map[string]string     `json:"sysctl,omitempty"`
+	CreateCommand []string              `json:"containerCreateCommand,omitempty"`
+	WorkDir       string                `json:"work_dir,omitempty"`
+	User          string                `json:"user,omitempty"`
+	Groups        []string              `json:"groups,omitempty"`
+	Mounts        []specs.Mount         `json:"mounts,omitempty"`
+	Privileged    bool                  `json:"privileged,omitempty"`
+	CapAdd        []string              `json:"cap_add,omitempty"`
+	CapDrop       []string              `json:"cap_drop,omitempty"`
+	ReadOnly      bool                  `json:"read_only_filesystem,omitempty"`
+	NoNewPrivs    bool                  `json:"no_new_privileges,omitempty"`
+	Umask         string                `json:"umask,omitempty"`
+	ShmSize       *int64                `json:"shm_size,omitempty"`
+	NetNS         Namespace             `json:"netns,omitempty"`
+	PidNS         Namespace             `json:"pidns,omitempty"`
+	DNSServers    []string              `json:"dns_server,omitempty"`
+	DNSSearch     []string              `json:"dns_search,omitempty"`
+	DNSOptions    []string              `json:"dns_option,omitempty"`
+	HostAdd       []string              `json:"hostadd,omitempty"`
+	Resources     *specs.LinuxResources `json:"resource_limits,omitempty"`
+	Rlimits       []rlimit.Rlimit       `json:"r_limits,omitempty"`
+	OOMScoreAdj   *int                  `json:"oom_score_adj,omitempty"`
+	HealthConfig  *HealthConfig         `json:"healthconfig,omitempty"`
+	CPUPeriod     uint64                `json:"cpu_period,omitempty"`
+	CPUQuota      int64                 `json:"cpu_quota,omitempty"`
+}
+
+// Container is the engine's record of one container. It is a snapshot: the
+// fields are copied out of the engine and may be stale a moment later.
+type Container struct {
+	ID      string
+	Name    string
+	Created time.Time
+	// Image is the image name as requested; ImageID the resolved image.
+	Image   string
+	ImageID string
+	// Spec is the creation request after defaults were applied.
+	Spec ContainerSpec
+	// ImageConfig holds the parts of the image configuration the container was
+	// built from (entrypoint, cmd, env, workdir, user, stop signal).
+	ImageEntrypoint []string
+	ImageCmd        []string
+	// Path and Args are the process the container runs.
+	Path string
+	Args []string
+	// Runtime is the OCI runtime binary name ("runc" or "crun").
+	Runtime string
+	// Bundle is the OCI bundle directory (config.json, conmon's ctl/winsz fifos).
+	Bundle string
+	// Rootfs is the mount point of the container's root filesystem while mounted.
+	Rootfs string
+	// LogPath is the k8s-file log conmon writes ("TIMESTAMP stream F|P line").
+	LogPath string
+	// AttachSocket is conmon's attach socket (a SOCK_SEQPACKET unix socket).
+	AttachSocket string
+	// ExitFile is where conmon writes the exit code of the container's process.
+	ExitFile string
+	// CgroupPath is the container's cgroup path relative to each hierarchy's root.
+	CgroupPath string
+	// StaticDir holds generated files that survive restarts (hosts, hostname, resolv.conf).
+	StaticDir string
+
+	State        ContainerState
+	ConmonPID    int
+	PID          int
+	ExitCode     int32
+	StartedAt    time.Time
+	FinishedAt   time.Time
+	Error        string
+	RestartCount int
+	// StoppedByUser is set when the last stop came from a client (stop, kill,
+	// pause has no effect on it); restart policies other than always honour it.
+	StoppedByUser bool
+	Health        HealthCheckResults
+}
+
+// ContainerEventType names what happened to a container.
+type ContainerEventType string
+
+// Container event types, as Podman names them in its event stream.
+const (
+	EventCreate  ContainerEventType = "create"
+	EventInit    ContainerEventType = "init"
+	EventStart   ContainerEventType = "start"
+	EventStop    ContainerEventType = "stop"
+	EventKill    ContainerEventType = "kill"
+	EventDied    ContainerEventType = "died"
+	EventPause   ContainerEventType = "pause"
+	EventUnpause ContainerEventType = "unpause"
+	EventRestart ContainerEventType = "restart"
+	EventRemove  ContainerEventType = "remove"
+	EventCleanup ContainerEventType = "cleanup"
+	EventUpdate  ContainerEventType = "update"
+	EventMount   ContainerEventType = "mount"
+	EventUnmount ContainerEventType = "unmount"
+)
+
+// ContainerEvent is one state change of a container. ExitCode is set for
+// EventDied (the container's process exited); Attributes holds extra
+// data such as the signal of a kill.
+type ContainerEvent struct {
+	Type       ContainerEventType
+	Time       time.Time
+	ID         string
+	Name       string
+	Image      string
+	Labels     map[string]string
+	ExitCode   *int32
+	Attributes map[string]string
+}
+
+// ContainerHook receives container events. Hooks run synchronously after the
+// change is committed, in registration order; a slow hook delays the caller,
+// so hooks that do real work start their own goroutine.
+type ContainerHook func(ctx context.Context, ev ContainerEvent)
+
+// ExecRequest is one process to run inside a running container.
+type ExecRequest struct {
+	// Process is the process to run. Args are required; empty Env, Cwd and
+	// User are taken from the container. Terminal selects a pseudo-terminal.
+	Process specs.Process
+	// Stdin, Stdout and Stderr are connected to the process; nil means
+	// /dev/null. With a terminal, Stderr is unused (the terminal merges both).
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// ExecProcess is a running exec process started by ContainerRuntime.Exec.
+type ExecProcess interface {
+	// Pid is the host PID of the process.
+	Pid() int
+	// Wait blocks until the process exits and its output is copied, and
+	// returns its exit code (128+signal when killed by a signal).
+	Wait() (int, error)
+	// Signal sends sig to the process.
+	Signal(sig syscall.Signal) error
+	// Resize sets the terminal size; an error for a process without terminal.
+	Resize(width, height uint16) error
+}
+
+// ContainerRuntime runs processes inside containers (runc exec).
+type ContainerRuntime interface {
+	Exec(ctx context.Context, c *Container, req ExecRequest) (ExecProcess, error)
+}
+
+// ListContainersOptions selects the containers ListContainers returns.
+type ListContainersOptions struct {
+	All  bool
+	Last int
+	Size bool
+	// Filters maps a filter name (id, name, label, status, exited, ancestor,
+	// before, since) to its values; values of one name are ORed, names ANDed
+	// (label and status are ANDed as Podman does for labels).
+	Filters map[string][]string
+}
+
+// RemoveContainerOptions tunes RemoveContainer.
+type RemoveContainerOptions struct {
+	Force   bool
+	Volumes bool
+	Ignore  bool
+	// Timeout is the stop timeout for a running container removed with Force;
+	// nil means the container's own stop timeout.
+	Timeout *uint
+}
+
+// RemoveReport is the result for one removed container.
+type RemoveReport struct {
+	ID  string
+	Err error
+}
+
+// UpdateContainerOptions changes a container's resources and restart policy.
+type UpdateContainerOptions struct {
+	Resources     *specs.LinuxResources
+	RestartPolicy *string
+	RestartTries  *uint
+}
+
+// Containers is the container domain of the engine. Every nameOrID accepts
+// a full name, a full ID or a unique ID prefix; an unknown one yields
+// ErrNoSuchContainer.
+type Containers interface {
+	Create(ctx context.Context, spec ContainerSpec) (id string, warnings []string, err error)
+	Init(ctx context.Context, nameOrID string) error
+	// Start starts a container; ErrNotModified when it is already running.
+	Start(ctx context.Context, nameOrID string) error
+	// Stop sends the stop signal, waits timeout seconds (nil: the container's
+	// StopTimeout), then SIGKILL; ErrNotModified when it is not running.
+	Stop(ctx context.Context, nameOrID string, timeout *uint) error
+	// Kill sends a signal given by name ("TERM", "SIGKILL") or number.
+	Kill(ctx context.Context, nameOrID string, signal string) error
+	Restart(ctx context.Context, nameOrID string, timeout *uint) error
+	Pause(ctx context.Context, nameOrID string) error
+	Unpause(ctx context.Context, nameOrID string) error
+	// Wait blocks until the container reaches one of the conditions (state
+	// names, "healthy", "unhealthy"; empty: stopped or exited) and returns its
+	// exit code.
+	Wait(ctx context.Context, nameOrID string, conditions []string) (int32, error)
+	Remove(ctx context.Context, nameOrID string, opts RemoveContainerOptions) error
+	Prune(ctx context.Context, filters map[string][]string) ([]PruneReport, error)
+	List(ctx context.Context, opts ListContainersOptions) ([]ListContainer, error)
+	Inspect(ctx context.Context, nameOrID string, size bool) (*InspectContainerData, error)
+	Exists(ctx context.Context, nameOrID string) (bool, error)
+	Update(ctx context.Context, nameOrID string, opts UpdateContainerOptions) error
+
+	// Lookup returns a snapshot of the container's record.
+	Lookup(ctx context.Context, nameOrID string) (*Container, error)
+	// Exec runs a process in a running container (ErrStateConflict otherwise).
+	Exec(ctx context.Context, nameOrID string, req ExecRequest) (ExecProcess, error)
+	// Subscribe registers a hook for every container event; the returned
+	// function unregisters it.
+	Subscribe(hook ContainerHook) (unsubscribe func())
+	// SetHealth records the health state of a container (healthchecks).
+	SetHealth(ctx context.Context, nameOrID string, health HealthCheckResults) error
+	// RecordRestart increments RestartCount (restart policies call it before
+	// starting a container again) and returns the new count.
+	RecordRestart(ctx context.Context, nameOrID string) (int, error)
+}
+
+// Restart policies.
+const (
+	RestartPolicyNo            = "no"
+	RestartPolicyOnFailure     = "on-failure"
+	RestartPolicyAlways        = "always"
+	RestartPolicyUnlessStopped = "unless-stopped"
+)
+
+// Validate checks the request fields that do not need the image or the
+// host; each error names its field (core.FieldError).
+func (s *ContainerSpec) Validate() error {
+	if s.Image == "" {
+		return InvalidArgument("image", errors.New("an image is required"))
+	}
+	if s.Name != "" && !validName(s.Name) {
+		return InvalidArgument("name", fmt.Errorf("%q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", s.Name))
+	}
+	if s.Hostname != "" && (len(s.Hostname) > 64 || strings.ContainsAny(s.Hostname, " /\t\n\x00")) {
+		return InvalidArgument("hostname", fmt.Errorf("%q is not a valid hostname", s.Hostname))
+	}
+	for k := range s.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return InvalidArgument("env", fmt.Errorf("invalid variable name %q", k))
+		}
+	}
+	if err := ValidateRestartPolicy(s.RestartPolicy, s.RestartTries); err != nil {
+		return err
+	}
+	if s.StopSignal != nil && (*s.StopSignal < 1 || *s.StopSignal > 64) {
+		return InvalidArgument("stop_signal", fmt.Errorf("%d is not a signal number", *s.StopSignal))
+	}
+	if s.OCIRuntime != "" && s.OCIRuntime != "runc" && s.OCIRuntime != "crun" {
+		return InvalidArgument("oci_runtime", fmt.Errorf("%q is not runc or crun", s.OCIRuntime))
+	}
+	if s.Entrypoint != nil && len(s.Entrypoint) > 0 && s.Entrypoint[0] == "" && len(s.Entrypoint) > 1 {
+		return InvalidArgument("entrypoint", errors.New("the first element must not be empty"))
+	}
+	if hc := s.HealthConfig; hc != nil {
+		if hc.Interval < 0 || hc.Timeout < 0 || hc.StartPeriod < 0 || hc.Retries < 0 {
+			return InvalidArgument("healthconfig", errors.New("durations and retries must not be negative"))
+		}
+	}
+	return nil
+}
+
+// ValidateRestartPolicy checks a restart policy name and its retry count.
+func ValidateRestartPolicy(policy string, tries *uint) error {
+	switch policy {
+	case "", RestartPolicyNo, RestartPolicyAlways, RestartPolicyUnlessStopped:
+		if tries != nil && *tries > 0 {
+			return InvalidArgument("restart_tries", errors.New("retries are only allowed with the on-failure policy"))
+		}
+	case RestartPolicyOnFailure:
+	default:
+		return InvalidArgument("restart_policy", fmt.Errorf("%q is not no, on-failure, always or unless-stopped", policy))
+	}
+	return nil
+}
+
+func validName(n string) bool {
+	for i, r := range n {
+		alnum := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !alnum && (i == 0 || (r != '_' && r != '.' && r != '-')) {
+			return false
+		}
+	}
+	return n != ""
+}

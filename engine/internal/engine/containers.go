@@ -1,0 +1,48 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/berth-project/berth/engine/internal/containers"
+	"github.com/berth-project/berth/engine/internal/imagestore"
+	"github.com/berth-project/berth/engine/internal/runtime"
+	"github.com/berth-project/berth/engine/internal/state"
+)
+
+// containerBackend is the state database, the OCI runtime and the container
+// manager built on them.
+type containerBackend struct {
+	db      *state.DB
+	runtime *runtime.Runtime
+	manager *containers.Manager
+}
+
+// openContainers opens the state database under cfg.Root, finds conmon and
+// the OCI runtime, and loads (and reconciles) every container.
+func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images *imagestore.Store) (*containerBackend, error) {
+	db, err := state.Open(ctx, filepath.Join(cfg.Root, "state.db"))
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	rt, err := runtime.New(runtime.Options{Name: cfg.Runtime, RunRoot: cfg.RunRoot, Logger: logger})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	mgr, err := containers.Open(ctx, containers.Options{Images: images, Runtime: rt, DB: db, Logger: logger})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	images.SetImageUsers(mgr)
+	return &containerBackend{db: db, runtime: rt, manager: mgr}, nil
+}
+
+// Close stops watching containers (they keep running) and closes the database.
+func (b *containerBackend) Close() error {
+	b.manager.Close()
+	return b.db.Close()
+}

@@ -1,0 +1,431 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/shared/rlimit"
+)
+
+// maxSpecBytes bounds a container creation request.
+const maxSpecBytes = 4 << 20
+
+// registerContainerRoutes serves the container lifecycle operations.
+func registerContainerRoutes(r chi.Router, s *Server) {
+	c := s.deps.Containers
+	if c == nil {
+		return
+	}
+	h := containerHandlers{c: c}
+	r.Post("/containers/create", h.create)
+	r.Get("/containers/json", h.list)
+	r.Post("/containers/prune", h.prune)
+	r.Delete("/containers/{name}", h.remove)
+	r.Get("/containers/{name}/json", h.inspect)
+	r.Get("/containers/{name}/exists", h.exists)
+	r.Post("/containers/{name}/init", h.init)
+	r.Post("/containers/{name}/start", h.start)
+	r.Post("/containers/{name}/stop", h.stop)
+	r.Post("/containers/{name}/kill", h.kill)
+	r.Post("/containers/{name}/restart", h.restart)
+	r.Post("/containers/{name}/pause", h.pause)
+	r.Post("/containers/{name}/unpause", h.unpause)
+	r.Post("/containers/{name}/wait", h.wait)
+	r.Post("/containers/{name}/update", h.update)
+}
+
+type containerHandlers struct {
+	c core.Containers
+}
+
+// createResponse is CreateContainer's answer.
+type createResponse struct {
+	ID       string   `json:"Id"`
+	Warnings []string `json:"Warnings"`
+}
+
+func (h containerHandlers) create(w http.ResponseWriter, r *http.Request) {
+	spec, err := decodeSpec(io.LimitReader(r.Body, maxSpecBytes))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id, warnings, err := h.c.Create(r.Context(), spec)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if warnings == nil {
+		warnings = []string{}
+	}
+	writeJSON(w, http.StatusCreated, createResponse{ID: id, Warnings: warnings})
+}
+
+// decodeSpec reads a creation request; malformed members are a 400 that
+// names the member.
+func decodeSpec(body io.Reader) (core.ContainerSpec, error) {
+	var spec core.ContainerSpec
+	dec := json.NewDecoder(body)
+	if err := dec.Decode(&spec); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		var syntaxErr *json.SyntaxError
+		switch {
+		case errors.As(err, &typeErr):
+			field := typeErr.Field
+			if field == "" {
+				field = "body"
+			}
+			return spec, core.InvalidArgument(field, fmt.Errorf("expected %s, got JSON %s", typeErr.Type, typeErr.Value))
+		case errors.Is(err, rlimit.ErrInvalid):
+			return spec, core.InvalidArgument("r_limits", err)
+		case errors.As(err, &syntaxErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return spec, core.InvalidArgument("body", fmt.Errorf("not a JSON container spec: %w", err))
+		default:
+			return spec, core.InvalidArgument("body", err)
+		}
+	}
+	return spec, nil
+}
+
+type listQuery struct {
+	All     bool                `query:"all"`
+	Limit   int                 `query:"limit"`
+	Last    int                 `query:"last"`
+	Size    bool                `query:"size"`
+	Filters map[string][]string `query:"filters"`
+}
+
+func (h containerHandlers) list(w http.ResponseWriter, r *http.Request) {
+	var q listQuery
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	last := q.Limit
+	if q.Last > 0 {
+		last = q.Last
+	}
+	if last < 0 {
+		last = 0
+	}
+	list, err := h.c.List(r.Context(), core.ListContainersOptions{All: q.All || last > 0, Last: last, Size: q.Size, Filters: q.Filters})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+type pruneQuery struct {
+	Filters map[string][]string `query:"filters"`
+}
+
+// pruneEntry is one line of PruneContainers' answer.
+type pruneEntry struct {
+	ID   string `json:"Id"`
+	Err  string `json:"Err,omitempty"`
+	Size uint64 `json:"Size"`
+}
+
+func (h containerHandlers) prune(w http.ResponseWriter, r *http.Request) {
+	var q pruneQuery
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	reports, err := h.c.Prune(r.Context(), q.Filters)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := make([]pruneEntry, 0, len(reports))
+	for _, rep := range reports {
+		out = append(out, pruneEntry{ID: rep.ID, Err: rep.Err, Size: rep.Size})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+type removeQuery struct {
+	Force         bool   `query:"force"`
+	Ignore        bool   `query:"ignore"`
+	Depend        bool   `query:"depend"`
+	Volumes       bool   `query:"volumes"`
+	DockerVolumes bool   `query:"v"`
+	Timeout       string `query:"timeout"`
+}
+
+// removeEntry is one line of RemoveContainer's answer.
+type removeEntry struct {
+	ID       string `json:"Id"`
+	Err      any    `json:"Err,omitempty"`
+	RawInput string `json:"RawInput"`
+}
+
+func (h containerHandlers) remove(w http.ResponseWriter, r *http.Request) {
+	var q removeQuery
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	timeout, err := optionalUint("timeout", q.Timeout)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	name := pathParam(r, "name")
+	id := name
+	if c, err := h.c.Lookup(r.Context(), name); err == nil {
+		id = c.ID
+	} else if !(q.Ignore && errors.Is(err, core.ErrNoSuchContainer)) {
+		writeError(w, err)
+		return
+	}
+	err = h.c.Remove(r.Context(), name, core.RemoveContainerOptions{
+		Force: q.Force, Ignore: q.Ignore, Volumes: q.Volumes || q.DockerVolumes, Timeout: timeout,
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, []removeEntry{{ID: id, RawInput: name}})
+}
+
+type inspectQuery struct {
+	Size bool `query:"size"`
+}
+
+func (h containerHandlers) inspect(w http.ResponseWriter, r *http.Request) {
+	var q inspectQuery
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	data, err := h.c.Inspect(r.Context(), pathParam(r, "name"), q.Size)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, data)
+}
+
+func (h containerHandlers) exists(w http.ResponseWriter, r *http.Request) {
+	ok, err := h.c.Exists(r.Context(), pathParam(r, "name"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if !ok {
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	writeNoContent(w)
+}
+
+func (h containerHandlers) init(w http.ResponseWriter, r *http.Request) {
+	name := pathParam(r, "name")
+	err := h.c.Init(r.Context(), name)
+	if errors.Is(err, core.ErrStateConflict) {
+		// Already initialised (created, running ...): nothing to do.
+		err = fmt.Errorf("%s: %w", err.Error(), core.ErrNotModified)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeNoContent(w)
+}
+
+func (h containerHandlers) start(w http.ResponseWriter, r *http.Request) {
+	if err := h.c.Start(r.Context(), pathParam(r, "name")); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeNoContent(w)
+}
+
+type stopQuery struct {
+	Ignore        bool   `query:"ignore"`
+	Timeout       string `query:"timeout"`
+	DockerTimeout string `query:"t"`
+}
+
+func (q stopQuery) timeout() (*uint, error) {
+	if q.Timeout != "" {
+		return optionalUint("timeout", q.Timeout)
+	}
+	return optionalUint("t", q.DockerTimeout)
+}
+
+func (h containerHandlers) stop(w http.ResponseWriter, r *http.Request) {
+	var q stopQuery
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	timeout, err := q.timeout()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	err = h.c.Stop(r.Context(), pathParam(r, "name"), timeout)
+	if err != nil && !(q.Ignore && errors.Is(err, core.ErrNoSuchContainer)) {
+		writeError(w, err)
+		return
+	}
+	writeNoContent(w)
+}
+
+type killQuery struct {
+	Signal string `query:"signal"`
+}
+
+func (h containerHandlers) kill(w http.ResponseWriter, r *http.Request) {
+	q := killQuery{Signal: "SIGKILL"}
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := h.c.Kill(r.Context(), pathParam(r, "name"), q.Signal); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeNoContent(w)
+}
+
+func (h containerHandlers) restart(w http.ResponseWriter, r *http.Request) {
+	var q stopQuery
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	timeout, err := q.timeout()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := h.c.Restart(r.Context(), pathParam(r, "name"), timeout); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeNoContent(w)
+}
+
+func (h containerHandlers) pause(w http.ResponseWriter, r *http.Request) {
+	if err := h.c.Pause(r.Context(), pathParam(r, "name")); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeNoContent(w)
+}
+
+func (h containerHandlers) unpause(w http.ResponseWriter, r *http.Request) {
+	if err := h.c.Unpause(r.Context(), pathParam(r, "name")); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeNoContent(w)
+}
+
+type waitQuery struct {
+	Condition []string `query:"condition"`
+	Interval  string   `query:"interval"`
+}
+
+func (h containerHandlers) wait(w http.ResponseWriter, r *http.Request) {
+	var q waitQuery
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	var conds []string
+	for _, c := range q.Condition {
+		for _, part := range strings.Split(c, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				conds = append(conds, part)
+			}
+		}
+	}
+	code, err := h.c.Wait(r.Context(), pathParam(r, "name"), conds)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, code)
+}
+
+type updateQuery struct {
+	RestartPolicy  string `query:"restartPolicy"`
+	RestartRetries string `query:"restartRetries"`
+}
+
+func (h containerHandlers) update(w http.ResponseWriter, r *http.Request) {
+	var q updateQuery
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	opts := core.UpdateContainerOptions{}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxSpecBytes))
+	if err != nil {
+		writeError(w, core.InvalidArgument("body", err))
+		return
+	}
+	if len(strings.TrimSpace(string(body))) > 0 {
+		var res specs.LinuxResources
+		if err := json.Unmarshal(body, &res); err != nil {
+			var typeErr *json.UnmarshalTypeError
+			if errors.As(err, &typeErr) && typeErr.Field != "" {
+				writeError(w, core.InvalidArgument(typeErr.Field, err))
+				return
+			}
+			writeError(w, core.InvalidArgument("body", err))
+			return
+		}
+		opts.Resources = &res
+	}
+	if _, ok := r.URL.Query()["restartPolicy"]; ok {
+		p := q.RestartPolicy
+		opts.RestartPolicy = &p
+		tries, err := optionalUint("restartRetries", q.RestartRetries)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		opts.RestartTries = tries
+	}
+	name := pathParam(r, "name")
+	if err := h.c.Update(r.Context(), name, opts); err != nil {
+		writeError(w, err)
+		return
+	}
+	c, err := h.c.Lookup(r.Context(), name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, c.ID)
+}
+
+// optionalUint parses an optional non-negative integer parameter.
+func optionalUint(field, v string) (*uint, error) {
+	if v == "" {
+		return nil, nil
+	}
+	var n uint
+	if _, err := fmt.Sscanf(v, "%d", &n); err != nil || fmt.Sprint(n) != strings.TrimLeft(v, "+") {
+		// Podman clients send -1 for "no timeout"; read it as the default.
+		if v == "-1" {
+			return nil, nil
+		}
+		return nil, core.InvalidArgument(field, fmt.Errorf("%q is not a non-negative integer", v))
+	}
+	return &n, nil
+}

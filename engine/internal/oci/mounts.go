@@ -1,0 +1,200 @@
+package oci
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/berth-project/berth/engine/internal/core"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// DefaultShmSize is the size of /dev/shm when the request does not set one (64 MiB).
+const DefaultShmSize = 64 << 20
+
+// Mounts returns the container's mounts: the kernel filesystems every
+// container gets, the generated /etc files, then the request's bind and
+// tmpfs mounts, which override defaults at the same destination.
+func Mounts(s *core.ContainerSpec, hostsFile, resolvFile, hostnameFile string) ([]specs.Mount, error) {
+	shm := int64(DefaultShmSize)
+	if s.ShmSize != nil {
+		if *s.ShmSize <= 0 {
+			return nil, core.InvalidArgument("shm_size", fmt.Errorf("%d must be positive", *s.ShmSize))
+		}
+		shm = *s.ShmSize
+	}
+	sysOpts := []string{"nosuid", "noexec", "nodev", "ro"}
+	if s.Privileged {
+		sysOpts = []string{"nosuid", "noexec", "nodev", "rw"}
+	}
+	base := []specs.Mount{
+		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
+		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}},
+		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", fmt.Sprintf("size=%d", shm)}},
+		{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: sysOpts},
+		{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}},
+	}
+	if s.NetNS.NSMode == core.NetNSHost {
+		// sysfs cannot be mounted fresh without a network namespace of our own.
+		base[5] = specs.Mount{Destination: "/sys", Type: "bind", Source: "/sys", Options: []string{"rbind", "nosuid", "noexec", "nodev", "ro"}}
+	}
+	files := []specs.Mount{
+		{Destination: "/etc/hosts", Type: "bind", Source: hostsFile, Options: []string{"bind", "rprivate"}},
+		{Destination: "/etc/resolv.conf", Type: "bind", Source: resolvFile, Options: []string{"bind", "rprivate"}},
+		{Destination: "/etc/hostname", Type: "bind", Source: hostnameFile, Options: []string{"bind", "rprivate"}},
+	}
+	user := make([]specs.Mount, 0, len(s.Mounts))
+	seen := map[string]bool{}
+	for i, m := range s.Mounts {
+		field := fmt.Sprintf("mounts[%d]", i)
+		um, err := userMount(field, m)
+		if err != nil {
+			return nil, err
+		}
+		if seen[um.Destination] {
+			return nil, core.InvalidArgument(field+".destination", fmt.Errorf("duplicate mount destination %s", um.Destination))
+		}
+		seen[um.Destination] = true
+		user = append(user, um)
+	}
+	var out []specs.Mount
+	for _, m := range append(base, files...) {
+		if !seen[m.Destination] {
+			out = append(out, m)
+		}
+	}
+	// Parents before children, so /data is mounted before /data/sub.
+	sort.SliceStable(user, func(i, j int) bool {
+		return strings.Count(user[i].Destination, "/") < strings.Count(user[j].Destination, "/")
+	})
+	return append(out, user...), nil
+}
+
+func userMount(field string, m specs.Mount) (specs.Mount, error) {
+	if m.Destination == "" || !filepath.IsAbs(m.Destination) {
+		return m, core.InvalidArgument(field+".destination", fmt.Errorf("%q must be an absolute path", m.Destination))
+	}
+	m.Destination = filepath.Clean(m.Destination)
+	if m.Destination == "/" {
+		return m, core.InvalidArgument(field+".destination", errors.New("cannot mount over /"))
+	}
+	opts := make([]string, 0, len(m.Options)+3)
+	switch m.Type {
+	case "bind", "":
+		if !filepath.IsAbs(m.Source) {
+			return m, core.InvalidArgument(field+".source", fmt.Errorf("%q must be an absolute host path", m.Source))
+		}
+		if _, err := os.Stat(m.Source); err != nil {
+			return m, core.InvalidArgument(field+".source", fmt.Errorf("%s: %w", m.Source, errors.Unwrap(err)))
+		}
+		m.Type = "bind"
+		recursive := true
+		for _, o := range m.Options {
+			switch o {
+			case "ro", "rw", "nosuid", "suid", "nodev", "dev", "noexec", "exec",
+				"private", "rprivate", "shared", "rshared", "slave", "rslave", "z", "Z", "U", "O":
+			case "bind":
+				recursive = false
+			case "rbind":
+				recursive = true
+			default:
+				return m, core.InvalidArgument(field+".options", fmt.Errorf("unknown bind mount option %q", o))
+			}
+			if o != "z" && o != "Z" && o != "U" && o != "O" && o != "bind" && o != "rbind" {
+				opts = append(opts, o)
+			}
+		}
+		if recursive {
+			opts = append(opts, "rbind")
+		} else {
+			opts = append(opts, "bind")
+		}
+	case "tmpfs":
+		m.Source = "tmpfs"
+		opts = append(opts, "nosuid", "nodev")
+		for _, o := range m.Options {
+			k, _, _ := strings.Cut(o, "=")
+			switch k {
+			case "ro", "rw", "size", "mode", "uid", "gid", "nr_inodes", "noexec", "exec", "nosuid", "suid", "nodev", "dev", "tmpcopyup", "notmpcopyup", "noatime", "relatime", "strictatime":
+			default:
+				return m, core.InvalidArgument(field+".options", fmt.Errorf("unknown tmpfs option %q", o))
+			}
+			if k != "tmpcopyup" && k != "notmpcopyup" {
+				opts = append(opts, o)
+			}
+		}
+	default:
+		return m, core.InvalidArgument(field+".type", fmt.Errorf("mount type %q is not supported (bind, tmpfs)", m.Type))
+	}
+	m.Options = opts
+	return m, nil
+}
+
+// HostsFile returns the content of a container's /etc/hosts.
+func HostsFile(s *core.ContainerSpec, hostname, name string) (string, error) {
+	var b strings.Builder
+	b.WriteString("127.0.0.1\tlocalhost localhost.localdomain localhost4 localhost4.localdomain4\n")
+	b.WriteString("::1\tlocalhost localhost.localdomain localhost6 localhost6.localdomain6\n")
+	for i, h := range s.HostAdd {
+		host, ip, ok := strings.Cut(h, ":")
+		if !ok || host == "" || ip == "" {
+			return "", core.InvalidArgument(fmt.Sprintf("hostadd[%d]", i), fmt.Errorf("%q is not host:ip", h))
+		}
+		fmt.Fprintf(&b, "%s\t%s\n", ip, host)
+	}
+	names := hostname
+	if name != "" && name != hostname {
+		names += " " + name
+	}
+	fmt.Fprintf(&b, "127.0.1.1\t%s\n", names)
+	return b.String(), nil
+}
+
+// ResolvConf returns the content of a container's /etc/resolv.conf: the
+// request's servers, searches and options, else the host's file, without
+// loopback name servers unless the container shares the host's network.
+func ResolvConf(s *core.ContainerSpec, hostResolv []byte) string {
+	var servers, search, options []string
+	for _, line := range strings.Split(string(hostResolv), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "nameserver":
+			if s.NetNS.NSMode != core.NetNSHost && (strings.HasPrefix(f[1], "127.") || f[1] == "::1") {
+				continue
+			}
+			servers = append(servers, f[1])
+		case "search":
+			search = f[1:]
+		case "options":
+			options = append(options, f[1:]...)
+		}
+	}
+	if len(s.DNSServers) > 0 {
+		servers = s.DNSServers
+	}
+	if len(s.DNSSearch) > 0 {
+		search = s.DNSSearch
+	}
+	if len(s.DNSOptions) > 0 {
+		options = s.DNSOptions
+	}
+	var b strings.Builder
+	if len(search) > 0 && !(len(search) == 1 && search[0] == ".") {
+		b.WriteString("search " + strings.Join(search, " ") + "\n")
+	}
+	for _, ns := range servers {
+		b.WriteString("nameserver " + ns + "\n")
+	}
+	if len(options) > 0 {
+		b.WriteString("options " + strings.Join(options, " ") + "\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,375 @@
+// Package oci turns a container creation request and its image configuration
+// into an OCI runtime spec (config.json) for runc, and generates the files a
+// container gets bind-mounted (/etc/hosts, /etc/resolv.conf, /etc/hostname).
+package oci
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/berth-project/berth/engine/internal/core"
+	securejoin "github.com/cyphar/filepath-securejoin"
+	"github.com/moby/sys/user"
+	imgspec "github.com/opencontainers/image-spec/specs-go/v1"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// DefaultPath is the PATH a container gets when neither image nor request sets one.
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// DefaultCapabilities are the capabilities of an unprivileged container, the
+// same set Podman grants by default.
+var defaultCapabilities = []string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL",
+	"CAP_NET_BIND_SERVICE", "CAP_SETFCAP", "CAP_SETGID", "CAP_SETPCAP", "CAP_SETUID", "CAP_SYS_CHROOT",
+}
+
+// DefaultCapabilities returns a copy of the default capability set.
+func DefaultCapabilities() []string { return append([]string(nil), defaultCapabilities...) }
+
+var maskedPaths = []string{
+	"/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
+	"/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/sys/fs/selinux", "/sys/dev/block",
+}
+
+var readonlyPaths = []string{
+	"/proc/asound", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+}
+
+// Input is everything Generate needs for one container.
+type Input struct {
+	ID   string
+	Spec *core.ContainerSpec
+	// Image is the image's configuration (entrypoint, cmd, env, user, workdir).
+	Image imgspec.ImageConfig
+	// Rootfs is the mounted root filesystem.
+	Rootfs string
+	// HostsFile, ResolvConfFile and HostnameFile are bind-mounted into the container.
+	HostsFile, ResolvConfFile, HostnameFile string
+	// CgroupsPath is the cgroupfs path of the container ("/berth/berth-ID").
+	CgroupsPath string
+	// Host carries the engine's own limits and capabilities.
+	Host Host
+}
+
+// Result is a generated spec plus what the caller reports back to the client.
+type Result struct {
+	Spec     *specs.Spec
+	Warnings []string
+}
+
+// Generate builds the OCI spec. Errors about the request wrap core.ErrInvalidArgument
+// with the field named.
+func Generate(in Input) (*Result, error) {
+	s := in.Spec
+	res := &Result{}
+	args, err := ProcessArgs(s, in.Image)
+	if err != nil {
+		return nil, err
+	}
+	hostname := s.Hostname
+	if hostname == "" {
+		hostname = in.ID[:12]
+	}
+	proc := &specs.Process{
+		Terminal:        s.Terminal,
+		Args:            args,
+		Cwd:             s.WorkDir,
+		NoNewPrivileges: s.NoNewPrivs,
+		OOMScoreAdj:     s.OOMScoreAdj,
+	}
+	if proc.Cwd == "" {
+		proc.Cwd = in.Image.WorkingDir
+	}
+	if proc.Cwd == "" {
+		proc.Cwd = "/"
+	}
+	if !filepath.IsAbs(proc.Cwd) {
+		return nil, core.InvalidArgument("work_dir", fmt.Errorf("%q is not an absolute path", proc.Cwd))
+	}
+	if err := ensureDir(in.Rootfs, proc.Cwd); err != nil {
+		return nil, fmt.Errorf("create working directory %s: %w", proc.Cwd, err)
+	}
+
+	userSpec := s.User
+	if userSpec == "" {
+		userSpec = in.Image.User
+	}
+	execUser, err := ResolveUser(in.Rootfs, userSpec, s.Groups)
+	if err != nil {
+		return nil, err
+	}
+	proc.User = specs.User{UID: uint32(execUser.Uid), GID: uint32(execUser.Gid)}
+	for _, g := range execUser.Sgids {
+		proc.User.AdditionalGids = append(proc.User.AdditionalGids, uint32(g))
+	}
+	if s.Umask != "" {
+		v, err := strconv.ParseUint(s.Umask, 8, 32)
+		if err != nil {
+			return nil, core.InvalidArgument("umask", fmt.Errorf("%q is not an octal number", s.Umask))
+		}
+		u := uint32(v)
+		proc.User.Umask = &u
+	}
+	proc.Env = MergeEnv(in.Image.Env, s.Env, s.Terminal, hostname, execUser.Home)
+
+	caps := DefaultCapabilities()
+	if s.Privileged {
+		caps = in.Host.BoundingCaps
+	} else {
+		caps, err = adjustCaps(caps, s.CapAdd, s.CapDrop, in.Host.BoundingCaps)
+		if err != nil {
+			return nil, err
+		}
+	}
+	proc.Capabilities = &specs.LinuxCapabilities{Bounding: caps, Effective: caps, Permitted: caps}
+	if execUser.Uid == 0 {
+		proc.Capabilities.Inheritable = nil
+	} else {
+		// A non-root process keeps no effective capabilities, as with Podman.
+		proc.Capabilities.Effective = nil
+		proc.Capabilities.Permitted = nil
+	}
+
+	rl, warns, err := Rlimits(s.Rlimits, in.Host)
+	if err != nil {
+		return nil, err
+	}
+	res.Warnings = append(res.Warnings, warns...)
+	proc.Rlimits = rl
+
+	spec := &specs.Spec{
+		Version:     specs.Version,
+		Process:     proc,
+		Root:        &specs.Root{Path: in.Rootfs, Readonly: s.ReadOnly},
+		Hostname:    hostname,
+		Annotations: map[string]string{},
+		Linux: &specs.Linux{
+			CgroupsPath: in.CgroupsPath,
+			Sysctl:      s.Sysctl,
+			Resources:   &specs.LinuxResources{Devices: []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}}},
+		},
+	}
+	for k, v := range s.Annotations {
+		spec.Annotations[k] = v
+	}
+	if !s.Privileged {
+		spec.Linux.MaskedPaths = append([]string(nil), maskedPaths...)
+		spec.Linux.ReadonlyPaths = append([]string(nil), readonlyPaths...)
+	} else {
+		spec.Linux.Resources.Devices = []specs.LinuxDeviceCgroup{{Allow: true, Access: "rwm"}}
+	}
+
+	ns, err := namespaces(s)
+	if err != nil {
+		return nil, err
+	}
+	spec.Linux.Namespaces = ns
+
+	if err := resources(spec.Linux.Resources, s, in.Host, &res.Warnings); err != nil {
+		return nil, err
+	}
+
+	mounts, err := Mounts(s, in.HostsFile, in.ResolvConfFile, in.HostnameFile)
+	if err != nil {
+		return nil, err
+	}
+	spec.Mounts = mounts
+	res.Spec = spec
+	return res, nil
+}
+
+// ProcessArgs resolves the command line from the request and the image, the
+// way Docker and Podman do: an explicit entrypoint replaces the image's
+// entrypoint and drops the image's cmd; an explicit command replaces the cmd.
+func ProcessArgs(s *core.ContainerSpec, img imgspec.ImageConfig) ([]string, error) {
+	entrypoint := img.Entrypoint
+	cmd := img.Cmd
+	if s.Entrypoint != nil {
+		entrypoint = s.Entrypoint
+		cmd = nil
+	}
+	if len(s.Command) > 0 {
+		cmd = s.Command
+	}
+	args := append(append([]string(nil), entrypoint...), cmd...)
+	if len(args) == 0 || args[0] == "" {
+		return nil, core.InvalidArgument("command", errors.New("no command or entrypoint provided, and no CMD or ENTRYPOINT from image"))
+	}
+	return args, nil
+}
+
+// MergeEnv combines the image's environment with the request's (the request
+// wins), adding PATH, HOSTNAME, HOME and TERM where missing.
+func MergeEnv(imageEnv []string, env map[string]string, terminal bool, hostname, home string) []string {
+	vals := map[string]string{}
+	var order []string
+	set := func(k, v string) {
+		if _, ok := vals[k]; !ok {
+			order = append(order, k)
+		}
+		vals[k] = v
+	}
+	for _, kv := range imageEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		set(k, v)
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		set(k, env[k])
+	}
+	def := func(k, v string) {
+		if _, ok := vals[k]; !ok {
+			set(k, v)
+		}
+	}
+	def("PATH", DefaultPath)
+	if terminal {
+		def("TERM", "xterm")
+	}
+	def("HOSTNAME", hostname)
+	if home == "" {
+		home = "/"
+	}
+	def("HOME", home)
+	out := make([]string, 0, len(order))
+	for _, k := range order {
+		out = append(out, k+"="+vals[k])
+	}
+	return out
+}
+
+// ResolveUser resolves "user[:group]" (names or numbers) against the
+// container's /etc/passwd and /etc/group, read without following links out
+// of the rootfs. Extra groups are names or numbers.
+func ResolveUser(rootfs, userSpec string, groups []string) (*user.ExecUser, error) {
+	passwd, err := securejoin.SecureJoin(rootfs, "/etc/passwd")
+	if err != nil {
+		return nil, err
+	}
+	group, err := securejoin.SecureJoin(rootfs, "/etc/group")
+	if err != nil {
+		return nil, err
+	}
+	def := &user.ExecUser{Uid: 0, Gid: 0, Home: "/"}
+	eu, err := user.GetExecUserPath(userSpec, def, passwd, group)
+	if err != nil {
+		return nil, core.InvalidArgument("user", fmt.Errorf("%q: %w", userSpec, err))
+	}
+	if len(groups) > 0 {
+		gids, err := user.GetAdditionalGroupsPath(groups, group)
+		if err != nil {
+			return nil, core.InvalidArgument("groups", err)
+		}
+		eu.Sgids = append(eu.Sgids, gids...)
+	}
+	return eu, nil
+}
+
+func ensureDir(rootfs, dir string) error {
+	p, err := securejoin.SecureJoin(rootfs, dir)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(p); err == nil {
+		if !fi.IsDir() {
+			return core.InvalidArgument("work_dir", fmt.Errorf("%s is not a directory in the image", dir))
+		}
+		return nil
+	}
+	return os.MkdirAll(p, 0o755)
+}
+
+func adjustCaps(caps, add, drop, bounding []string) ([]string, error) {
+	norm := func(field, c string) (string, error) {
+		c = strings.ToUpper(strings.TrimSpace(c))
+		if c == "ALL" {
+			return c, nil
+		}
+		if !strings.HasPrefix(c, "CAP_") {
+			c = "CAP_" + c
+		}
+		if !knownCapability(c) {
+			return "", core.InvalidArgument(field, fmt.Errorf("unknown capability %q", c))
+		}
+		return c, nil
+	}
+	set := map[string]bool{}
+	for _, c := range caps {
+		set[c] = true
+	}
+	for _, c := range drop {
+		n, err := norm("cap_drop", c)
+		if err != nil {
+			return nil, err
+		}
+		if n == "ALL" {
+			set = map[string]bool{}
+			continue
+		}
+		delete(set, n)
+	}
+	bound := map[string]bool{}
+	for _, c := range bounding {
+		bound[c] = true
+	}
+	for _, c := range add {
+		n, err := norm("cap_add", c)
+		if err != nil {
+			return nil, err
+		}
+		if n == "ALL" {
+			for _, b := range bounding {
+				set[b] = true
+			}
+			continue
+		}
+		if !bound[n] {
+			return nil, core.InvalidArgument("cap_add", fmt.Errorf("%s is not in the engine's capability bounding set", n))
+		}
+		set[n] = true
+	}
+	out := make([]string, 0, len(set))
+	for c := range set {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func namespaces(s *core.ContainerSpec) ([]specs.LinuxNamespace, error) {
+	ns := []specs.LinuxNamespace{
+		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.MountNamespace},
+	}
+	switch s.PidNS.NSMode {
+	case "", "private":
+	case "host":
+		ns = ns[1:]
+	default:
+		return nil, core.InvalidArgument("pidns", fmt.Errorf("mode %q is not supported (private or host)", s.PidNS.NSMode))
+	}
+	switch s.NetNS.NSMode {
+	case "", core.NetNSPrivate, core.NetNSNone, "bridge":
+		// A new network namespace; runc brings its loopback up. "none" has
+		// only that loopback, exactly like "private" until bridge networks exist.
+		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace})
+	case core.NetNSHost:
+	case "path":
+		if !filepath.IsAbs(s.NetNS.Value) {
+			return nil, core.InvalidArgument("netns", fmt.Errorf("path %q is not absolute", s.NetNS.Value))
+		}
+		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: s.NetNS.Value})
+	default:
+		return nil, core.InvalidArgument("netns", fmt.Errorf("mode %q is not supported (none, host, private, path)", s.NetNS.NSMode))
+	}
+	return ns, nil
+}

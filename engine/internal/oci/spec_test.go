@@ -1,0 +1,237 @@
+package oci
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/shared/rlimit"
+	imgspec "github.com/opencontainers/image-spec/specs-go/v1"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+func fieldOf(t *testing.T, err error) string {
+	t.Helper()
+	var fe *core.FieldError
+	if !errors.As(err, &fe) {
+		t.Fatalf("error %v is not a field error", err)
+	}
+	if !errors.Is(err, core.ErrInvalidArgument) {
+		t.Fatalf("error %v is not ErrInvalidArgument", err)
+	}
+	return fe.Field
+}
+
+func TestRlimitsClampToEngineHardLimits(t *testing.T) {
+	host := Host{HardLimits: map[string]uint64{"RLIMIT_NOFILE": 20000, "RLIMIT_NPROC": 96551, "RLIMIT_CORE": rlimit.Unlimited}}
+	tests := []struct {
+		name     string
+		req      []rlimit.Rlimit
+		want     map[string][2]uint64
+		warnings int
+		field    string
+	}{
+		{name: "defaults clamped", want: map[string][2]uint64{"RLIMIT_NOFILE": {20000, 20000}, "RLIMIT_NPROC": {96551, 96551}}},
+		{name: "unlimited lowered silently", req: []rlimit.Rlimit{{Type: "nofile", Hard: rlimit.Unlimited, Soft: rlimit.Unlimited}},
+			want: map[string][2]uint64{"RLIMIT_NOFILE": {20000, 20000}}},
+		{name: "explicit above hard warns", req: []rlimit.Rlimit{{Type: "RLIMIT_NOFILE", Hard: 50000, Soft: 100}},
+			want: map[string][2]uint64{"RLIMIT_NOFILE": {100, 20000}}, warnings: 1},
+		{name: "within limits kept", req: []rlimit.Rlimit{{Type: "nofile", Hard: 20, Soft: 10}, {Type: "core", Hard: rlimit.Unlimited, Soft: 0}},
+			want: map[string][2]uint64{"RLIMIT_NOFILE": {10, 20}, "RLIMIT_CORE": {0, rlimit.Unlimited}}},
+		{name: "unknown type", req: []rlimit.Rlimit{{Type: "bogus", Hard: 1, Soft: 1}}, field: "r_limits[0].type"},
+		{name: "soft above hard", req: []rlimit.Rlimit{{Type: "nofile", Hard: 1, Soft: 2}}, field: "r_limits[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, warns, err := Rlimits(tt.req, host)
+			if tt.field != "" {
+				if f := fieldOf(t, err); f != tt.field {
+					t.Fatalf("field %q, want %q", f, tt.field)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(warns) != tt.warnings {
+				t.Fatalf("warnings %v, want %d", warns, tt.warnings)
+			}
+			for name, sh := range tt.want {
+				i := slices.IndexFunc(got, func(r specs.POSIXRlimit) bool { return r.Type == name })
+				if i < 0 || got[i].Soft != sh[0] || got[i].Hard != sh[1] {
+					t.Fatalf("%s: got %+v, want soft %d hard %d", name, got, sh[0], sh[1])
+				}
+			}
+		})
+	}
+}
+
+func TestProcessArgs(t *testing.T) {
+	img := imgspec.ImageConfig{Entrypoint: []string{"/entry"}, Cmd: []string{"default"}}
+	tests := []struct {
+		name string
+		spec core.ContainerSpec
+		img  imgspec.ImageConfig
+		want []string
+	}{
+		{"image only", core.ContainerSpec{}, img, []string{"/entry", "default"}},
+		{"command replaces cmd", core.ContainerSpec{Command: []string{"x"}}, img, []string{"/entry", "x"}},
+		{"entrypoint drops image cmd", core.ContainerSpec{Entrypoint: []string{"/bin/sh"}}, img, []string{"/bin/sh"}},
+		{"both", core.ContainerSpec{Entrypoint: []string{"/bin/sh"}, Command: []string{"-c", "true"}}, img, []string{"/bin/sh", "-c", "true"}},
+		{"empty entrypoint clears", core.ContainerSpec{Entrypoint: []string{}, Command: []string{"ls"}}, img, []string{"ls"}},
+	}
+	for _, tt := range tests {
+		got, err := ProcessArgs(&tt.spec, tt.img)
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("%s: got %v %v, want %v", tt.name, got, err, tt.want)
+		}
+	}
+	if _, err := ProcessArgs(&core.ContainerSpec{}, imgspec.ImageConfig{}); fieldOf(t, err) != "command" {
+		t.Fatal("no command must name the command field")
+	}
+}
+
+func TestMergeEnv(t *testing.T) {
+	got := MergeEnv([]string{"PATH=/img", "A=1"}, map[string]string{"A": "2", "B": "3"}, true, "h", "/root")
+	want := []string{"PATH=/img", "A=2", "B=3", "TERM=xterm", "HOSTNAME=h", "HOME=/root"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestMountsValidation(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		mounts []specs.Mount
+		field  string
+	}{
+		{[]specs.Mount{{Destination: "rel", Type: "bind", Source: dir}}, "mounts[0].destination"},
+		{[]specs.Mount{{Destination: "/x", Type: "bind", Source: "relative"}}, "mounts[0].source"},
+		{[]specs.Mount{{Destination: "/x", Type: "bind", Source: filepath.Join(dir, "missing")}}, "mounts[0].source"},
+		{[]specs.Mount{{Destination: "/x", Type: "nfs", Source: "a"}}, "mounts[0].type"},
+		{[]specs.Mount{{Destination: "/x", Type: "bind", Source: dir, Options: []string{"bogus"}}}, "mounts[0].options"},
+		{[]specs.Mount{{Destination: "/x", Type: "tmpfs"}, {Destination: "/x/", Type: "tmpfs"}}, "mounts[1].destination"},
+	}
+	for _, tt := range tests {
+		_, err := Mounts(&core.ContainerSpec{Mounts: tt.mounts}, "/h", "/r", "/n")
+		if f := fieldOf(t, err); f != tt.field {
+			t.Errorf("%+v: field %q, want %q", tt.mounts, f, tt.field)
+		}
+	}
+	got, err := Mounts(&core.ContainerSpec{Mounts: []specs.Mount{
+		{Destination: "/mnt", Type: "bind", Source: dir, Options: []string{"ro"}},
+		{Destination: "/run", Type: "tmpfs", Source: "tmpfs"},
+		{Destination: "/dev/shm", Type: "tmpfs", Options: []string{"size=1m"}},
+	}}, "/h", "/r", "/n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shm int
+	for _, m := range got {
+		if m.Destination == "/dev/shm" {
+			shm++
+			if !slices.Contains(m.Options, "size=1m") {
+				t.Fatalf("request's /dev/shm must replace the default: %+v", m)
+			}
+		}
+		if m.Destination == "/mnt" && !slices.Equal(m.Options, []string{"ro", "rbind"}) {
+			t.Fatalf("bind options %v", m.Options)
+		}
+	}
+	if shm != 1 {
+		t.Fatalf("%d /dev/shm mounts", shm)
+	}
+}
+
+func TestResolveUserFromImagePasswd(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0:root:/root:/bin/sh\napp:x:1000:1001:app:/home/app:/bin/sh\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "etc/group"), []byte("root:x:0:\napp:x:1001:\nextra:x:2000:app\n"), 0o644)
+	tests := []struct {
+		spec      string
+		uid, gid  int
+		home      string
+		wantField string
+	}{
+		{"", 0, 0, "/root", ""},
+		{"app", 1000, 1001, "/home/app", ""},
+		{"1000", 1000, 1001, "/home/app", ""},
+		{"app:extra", 1000, 2000, "/home/app", ""},
+		{"4242:4343", 4242, 4343, "/", ""},
+		{"nobody-here", 0, 0, "", "user"},
+	}
+	for _, tt := range tests {
+		u, err := ResolveUser(root, tt.spec, nil)
+		if tt.wantField != "" {
+			if f := fieldOf(t, err); f != tt.wantField {
+				t.Errorf("%q: field %q", tt.spec, f)
+			}
+			continue
+		}
+		if err != nil || u.Uid != tt.uid || u.Gid != tt.gid || u.Home != tt.home {
+			t.Errorf("%q: got %+v %v", tt.spec, u, err)
+		}
+	}
+	// A symlinked passwd must not be followed out of the rootfs.
+	outside := filepath.Join(t.TempDir(), "passwd")
+	os.WriteFile(outside, []byte("evil:x:7:7::/evil:/bin/sh\n"), 0o644)
+	os.Remove(filepath.Join(root, "etc/passwd"))
+	os.Symlink(outside, filepath.Join(root, "etc/passwd"))
+	if u, err := ResolveUser(root, "evil", nil); err == nil {
+		t.Fatalf("resolved %+v through a symlink out of the rootfs", u)
+	}
+}
+
+func TestGenerateCapabilitiesAndNamespaces(t *testing.T) {
+	root := t.TempDir()
+	host := Host{BoundingCaps: []string{"CAP_CHOWN", "CAP_KILL", "CAP_NET_ADMIN", "CAP_SETUID", "CAP_SETGID"}, HardLimits: map[string]uint64{}}
+	in := func(s core.ContainerSpec) Input {
+		return Input{ID: strings.Repeat("a", 64), Spec: &s, Rootfs: root, Image: imgspec.ImageConfig{Cmd: []string{"sh"}}, Host: host,
+			HostsFile: "/h", ResolvConfFile: "/r", HostnameFile: "/n", CgroupsPath: "/berth/x"}
+	}
+	res, err := Generate(in(core.ContainerSpec{CapAdd: []string{"net_admin"}, CapDrop: []string{"CAP_KILL"}, NetNS: core.Namespace{NSMode: "none"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps := res.Spec.Process.Capabilities.Bounding
+	if !slices.Contains(caps, "CAP_NET_ADMIN") || slices.Contains(caps, "CAP_KILL") || !slices.Contains(caps, "CAP_CHOWN") {
+		t.Fatalf("caps %v", caps)
+	}
+	if !slices.ContainsFunc(res.Spec.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.NetworkNamespace }) {
+		t.Fatal("netns none must have its own network namespace")
+	}
+	if res.Spec.Hostname != "aaaaaaaaaaaa" {
+		t.Fatalf("hostname %q", res.Spec.Hostname)
+	}
+	res, err = Generate(in(core.ContainerSpec{NetNS: core.Namespace{NSMode: "host"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(res.Spec.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.NetworkNamespace }) {
+		t.Fatal("netns host must share the host's network namespace")
+	}
+	for _, tt := range []struct {
+		spec  core.ContainerSpec
+		field string
+	}{
+		{core.ContainerSpec{CapAdd: []string{"SYS_RESOURCE"}}, "cap_add"},
+		{core.ContainerSpec{CapAdd: []string{"NOT_A_CAP"}}, "cap_add"},
+		{core.ContainerSpec{NetNS: core.Namespace{NSMode: "slirp4netns"}}, "netns"},
+		{core.ContainerSpec{WorkDir: "relative"}, "work_dir"},
+		{core.ContainerSpec{Umask: "99"}, "umask"},
+		{core.ContainerSpec{Resources: &specs.LinuxResources{Memory: &specs.LinuxMemory{Limit: ptr(int64(1024))}}}, "resource_limits.memory.limit"},
+		{core.ContainerSpec{Resources: &specs.LinuxResources{CPU: &specs.LinuxCPU{Shares: ptr(uint64(1))}}}, "resource_limits.cpu.shares"},
+	} {
+		_, err := Generate(in(tt.spec))
+		if f := fieldOf(t, err); f != tt.field {
+			t.Errorf("%+v: field %q, want %q", tt.spec, f, tt.field)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

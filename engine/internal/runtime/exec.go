@@ -1,0 +1,264 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/berth-project/berth/engine/internal/core"
+	"golang.org/x/sys/unix"
+)
+
+// Exec runs req.Process inside the running container c with "runtime exec".
+// The runtime process stays the parent of the new process, so Wait returns
+// its exit code. With a terminal, the pty master arrives over a console socket.
+func (r *Runtime) Exec(ctx context.Context, c *core.Container, req core.ExecRequest) (core.ExecProcess, error) {
+	if len(req.Process.Args) == 0 {
+		return nil, core.InvalidArgument("Cmd", errors.New("a command is required"))
+	}
+	dir, err := os.MkdirTemp(c.Bundle, "exec-")
+	if err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
+	p := &execProcess{dir: dir, done: make(chan struct{})}
+	fail := func(err error) (core.ExecProcess, error) {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	procFile := filepath.Join(dir, "process.json")
+	data, err := json.Marshal(req.Process)
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.WriteFile(procFile, data, 0o600); err != nil {
+		return fail(err)
+	}
+	pidFile := filepath.Join(dir, "pid")
+	args := []string{"--root", r.stateRoot, "exec", "--process", procFile, "--pid-file", pidFile}
+	var consoleLn *net.UnixListener
+	if req.Process.Terminal {
+		sock := filepath.Join(dir, "console.sock")
+		consoleLn, err = net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+		if err != nil {
+			return fail(fmt.Errorf("exec console socket: %w", err))
+		}
+		defer consoleLn.Close()
+		args = append(args, "--tty", "--console-socket", sock)
+	}
+	args = append(args, c.ID)
+	cmd := exec.Command(r.path, args...)
+	cmd.Env = minimalEnv()
+	var stderrBuf limitedBuffer
+	var stdinPipe io.WriteCloser
+	if !req.Process.Terminal {
+		if req.Stdin != nil {
+			// Our own copy: exec.Cmd.Wait would block on a reader that never ends.
+			if stdinPipe, err = cmd.StdinPipe(); err != nil {
+				return fail(err)
+			}
+		}
+		cmd.Stdout = req.Stdout
+		if req.Stderr != nil {
+			cmd.Stderr = io.MultiWriter(req.Stderr, &stderrBuf)
+		} else {
+			cmd.Stderr = &stderrBuf
+		}
+	} else {
+		cmd.Stderr = &stderrBuf
+	}
+	if err := cmd.Start(); err != nil {
+		return fail(fmt.Errorf("start %s exec: %w", r.name, err))
+	}
+	p.cmd = cmd
+	if stdinPipe != nil {
+		go func() {
+			io.Copy(stdinPipe, req.Stdin)
+			stdinPipe.Close()
+		}()
+	}
+	if consoleLn != nil {
+		master, err := receiveConsole(ctx, consoleLn, cmd)
+		if err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			return fail(fmt.Errorf("exec terminal: %w: %s", err, stderrBuf.String()))
+		}
+		p.master = master
+		var copies sync.WaitGroup
+		if req.Stdin != nil {
+			go io.Copy(master, req.Stdin)
+		}
+		if req.Stdout != nil {
+			copies.Add(1)
+			go func() {
+				defer copies.Done()
+				io.Copy(req.Stdout, master)
+			}()
+		}
+		p.copies = &copies
+	}
+	go p.wait(&stderrBuf)
+	// runc writes the pid file before it starts the process; wait for it or
+	// for an early exit (a command that does not exist, for example).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if pid, err := readPidFile(pidFile); err == nil && pid > 0 {
+			p.pid = pid
+			break
+		}
+		select {
+		case <-p.done:
+			if p.err != nil {
+				return nil, p.err
+			}
+			return p, nil
+		case <-time.After(time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return p, nil
+		}
+	}
+	return p, nil
+}
+
+func receiveConsole(ctx context.Context, ln *net.UnixListener, cmd *exec.Cmd) (*os.File, error) {
+	ln.SetDeadline(time.Now().Add(30 * time.Second))
+	conn, err := ln.AcceptUnix()
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	buf := make([]byte, 4096)
+	oob := make([]byte, unix.CmsgSpace(4))
+	_, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) == 0 {
+		return nil, fmt.Errorf("no terminal received: %v", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) == 0 {
+		return nil, fmt.Errorf("no terminal received: %v", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "exec-pty"), nil
+}
+
+type execProcess struct {
+	cmd    *exec.Cmd
+	dir    string
+	pid    int
+	master *os.File
+	copies *sync.WaitGroup
+	done   chan struct{}
+	code   int
+	err    error
+}
+
+func (p *execProcess) wait(stderr *limitedBuffer) {
+	err := p.cmd.Wait()
+	if p.copies != nil {
+		p.copies.Wait()
+	}
+	if p.master != nil {
+		p.master.Close()
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		p.code = 0
+	case errors.As(err, &exitErr):
+		p.code = exitErr.ExitCode()
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			p.code = 128 + int(ws.Signal())
+		}
+		if p.pid == 0 && p.code != 0 {
+			// The process never started: report the runtime's reason.
+			p.err = fmt.Errorf("exec failed: %s", cleanRuntimeMessage(lastLine(stderr.String())))
+		}
+	default:
+		p.err = err
+	}
+	os.RemoveAll(p.dir)
+	close(p.done)
+}
+
+func (p *execProcess) Pid() int { return p.pid }
+
+func (p *execProcess) Wait() (int, error) {
+	<-p.done
+	return p.code, p.err
+}
+
+func (p *execProcess) Signal(sig syscall.Signal) error {
+	if p.pid <= 0 {
+		return errors.New("exec process has no pid")
+	}
+	select {
+	case <-p.done:
+		return errors.New("exec process has exited")
+	default:
+	}
+	return unix.Kill(p.pid, sig)
+}
+
+func (p *execProcess) Resize(width, height uint16) error {
+	if p.master == nil {
+		return errors.New("exec process has no terminal")
+	}
+	return unix.IoctlSetWinsize(int(p.master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: width, Row: height})
+}
+
+// limitedBuffer keeps the last 4 KiB written to it (the runtime's error).
+type limitedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > 4096 {
+		b.buf = b.buf[len(b.buf)-4096:]
+	}
+	return len(p), nil
+}
+
+func (b *limitedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
+
+func lastLine(s string) string {
+	lines := splitNonEmpty(s)
+	if len(lines) == 0 {
+		return ""
+	}
+	return lines[len(lines)-1]
+}
+
+func splitNonEmpty(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == '\n' {
+			if i > start {
+				out = append(out, s[start:i])
+			}
+			start = i + 1
+		}
+	}
+	return out
+}

@@ -1,0 +1,440 @@
+// Package runtime runs containers with conmon and an OCI runtime (runc, or
+// crun where cgroups v2 allow it). conmon supervises each container: it holds
+// its stdio, writes the k8s-file log, serves the attach socket and writes the
+// exit code to the exit directory; the engine does not need to stay alive for
+// any of that.
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// ErrNotExist is returned when the OCI runtime does not know the container.
+var ErrNotExist = errors.New("container does not exist in the OCI runtime")
+
+// Options configures a Runtime.
+type Options struct {
+	// Name is "runc" or "crun"; Path overrides the binary looked up in PATH.
+	Name, Path string
+	// ConmonPath overrides the conmon binary looked up in PATH.
+	ConmonPath string
+	// RunRoot is the engine's runtime state directory; the runtime keeps its
+	// state in RunRoot/<name>, exit files in RunRoot/exits and attach sockets
+	// in RunRoot/socket.
+	RunRoot string
+	Logger  *slog.Logger
+}
+
+// Runtime drives conmon and the OCI runtime binary.
+type Runtime struct {
+	name, path string
+	conmon     string
+	stateRoot  string
+	exitDir    string
+	socketDir  string
+	logger     *slog.Logger
+}
+
+// New finds the binaries and creates the runtime's directories.
+func New(o Options) (*Runtime, error) {
+	if o.Name == "" {
+		o.Name = "runc"
+	}
+	if o.Name != "runc" && o.Name != "crun" {
+		return nil, fmt.Errorf("runtime %q is not supported (runc or crun)", o.Name)
+	}
+	path := o.Path
+	if path == "" {
+		p, err := lookPath(o.Name)
+		if err != nil {
+			return nil, fmt.Errorf("OCI runtime %s: %w", o.Name, err)
+		}
+		path = p
+	}
+	conmon := o.ConmonPath
+	if conmon == "" {
+		p, err := lookPath("conmon")
+		if err != nil {
+			return nil, fmt.Errorf("conmon: %w", err)
+		}
+		conmon = p
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &Runtime{
+		name: o.Name, path: path, conmon: conmon,
+		stateRoot: filepath.Join(o.RunRoot, o.Name),
+		exitDir:   filepath.Join(o.RunRoot, "exits"),
+		socketDir: filepath.Join(o.RunRoot, "socket"),
+		logger:    o.Logger,
+	}
+	for _, d := range []string{r.stateRoot, r.exitDir, r.socketDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// lookPath finds a binary in PATH and in the sbin and libexec directories
+// Debian installs runtimes to, which are not always in a service's PATH.
+func lookPath(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	for _, dir := range []string{"/usr/sbin", "/usr/local/sbin", "/sbin", "/usr/libexec/podman", "/usr/lib/podman"} {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found in PATH", name)
+}
+
+// Name is the OCI runtime's name ("runc" or "crun").
+func (r *Runtime) Name() string { return r.name }
+
+// Path is the OCI runtime binary.
+func (r *Runtime) Path() string { return r.path }
+
+// ConmonPath is the conmon binary.
+func (r *Runtime) ConmonPath() string { return r.conmon }
+
+// ExitDir is where conmon writes exit files (one per container, named by ID).
+func (r *Runtime) ExitDir() string { return r.exitDir }
+
+// ExitFile is the exit file of container id.
+func (r *Runtime) ExitFile(id string) string { return filepath.Join(r.exitDir, id) }
+
+// AttachSocket is the attach socket conmon serves for container id.
+func (r *Runtime) AttachSocket(id string) string { return filepath.Join(r.socketDir, id, "attach") }
+
+// CreateOptions describes the container conmon is to create.
+type CreateOptions struct {
+	ID, Name string
+	// Bundle holds config.json; conmon's pid files and fifos go there too.
+	Bundle  string
+	LogPath string
+	// Terminal allocates a pty; Stdin keeps a pipe to the process's stdin open.
+	Terminal, Stdin bool
+}
+
+// Created is what Create learned about the new container.
+type Created struct {
+	PID       int
+	ConmonPID int
+}
+
+type syncMessage struct {
+	Data    int    `json:"data"`
+	Message string `json:"message,omitempty"`
+}
+
+// Create starts conmon, which runs "runtime create" and stays as the
+// container's monitor. It returns once the container exists (state created)
+// or with the runtime's error, learned through conmon's sync pipe.
+func (r *Runtime) Create(ctx context.Context, o CreateOptions) (Created, error) {
+	var out Created
+	// Stale files from an earlier run of the same container would confuse
+	// exit detection.
+	os.Remove(r.ExitFile(o.ID))
+	os.Remove(filepath.Join(r.socketDir, o.ID))
+
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
+		return out, err
+	}
+	defer syncR.Close()
+	startR, startW, err := os.Pipe()
+	if err != nil {
+		syncW.Close()
+		return out, err
+	}
+	args := []string{
+		"--api-version", "1",
+		"-c", o.ID, "-u", o.ID, "-n", o.Name,
+		"-r", r.path, "-b", o.Bundle,
+		"-p", filepath.Join(o.Bundle, "pidfile"),
+		"--conmon-pidfile", filepath.Join(o.Bundle, "conmon.pid"),
+		"--exit-dir", r.exitDir,
+		"-l", "k8s-file:" + o.LogPath,
+		"--socket-dir-path", r.socketDir,
+		"--log-level", "warning",
+		"--syslog=false",
+		"--runtime-arg", "--root", "--runtime-arg", r.stateRoot,
+	}
+	if o.Terminal {
+		args = append(args, "-t")
+	}
+	if o.Stdin {
+		args = append(args, "-i")
+	}
+	cmd := exec.Command(r.conmon, args...)
+	cmd.Env = append(minimalEnv(), "_OCI_SYNCPIPE=3", "_OCI_STARTPIPE=4")
+	cmd.ExtraFiles = []*os.File{syncW, startR}
+	cmd.Dir = o.Bundle
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	// conmon must outlive the engine and ignore signals sent to its process group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		syncW.Close()
+		startR.Close()
+		startW.Close()
+		return out, fmt.Errorf("start conmon: %w", err)
+	}
+	syncW.Close()
+	startR.Close()
+	_, werr := startW.Write([]byte{0})
+	startW.Close()
+	if err := cmd.Wait(); err != nil {
+		return out, fmt.Errorf("conmon: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	if werr != nil {
+		return out, fmt.Errorf("conmon start pipe: %w", werr)
+	}
+
+	msg, err := readSync(ctx, syncR)
+	if err != nil {
+		return out, fmt.Errorf("conmon sync pipe: %w (%s)", err, strings.TrimSpace(stderr.String()))
+	}
+	if msg.Data <= 0 {
+		return out, &CreateError{Message: cleanRuntimeMessage(msg.Message)}
+	}
+	out.PID = msg.Data
+	out.ConmonPID, _ = readPidFile(filepath.Join(o.Bundle, "conmon.pid"))
+	return out, nil
+}
+
+// CreateError is a failure of "runtime create" as conmon reported it (the
+// command does not exist in the image, a mount failed, ...).
+type CreateError struct{ Message string }
+
+func (e *CreateError) Error() string { return e.Message }
+
+func readSync(ctx context.Context, f *os.File) (syncMessage, error) {
+	type result struct {
+		msg syncMessage
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		var m syncMessage
+		err := json.NewDecoder(f).Decode(&m)
+		if errors.Is(err, io.EOF) {
+			err = errors.New("conmon exited without reporting the container's pid")
+		}
+		ch <- result{m, err}
+	}()
+	select {
+	case res := <-ch:
+		return res.msg, res.err
+	case <-ctx.Done():
+		f.SetReadDeadline(time.Now())
+		return syncMessage{}, ctx.Err()
+	}
+}
+
+var logfmtMsg = regexp.MustCompile(`msg="((?:[^"\\]|\\.)*)"`)
+
+// cleanRuntimeMessage turns runc's JSON log line into its message text.
+func cleanRuntimeMessage(m string) string {
+	m = strings.TrimSpace(m)
+	var line struct {
+		Msg string `json:"msg"`
+	}
+	if strings.HasPrefix(m, "{") && json.Unmarshal([]byte(m), &line) == nil && line.Msg != "" {
+		return line.Msg
+	}
+	// runc's text log format: time="..." level=error msg="..."
+	if sub := logfmtMsg.FindStringSubmatch(m); sub != nil {
+		if msg, err := strconv.Unquote(`"` + sub[1] + `"`); err == nil {
+			return msg
+		}
+	}
+	if m == "" {
+		return "the OCI runtime failed to create the container"
+	}
+	return m
+}
+
+func readPidFile(path string) (int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(data)))
+}
+
+func minimalEnv() []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	return []string{"PATH=" + path}
+}
+
+// run executes the runtime with the global --root and args.
+func (r *Runtime) run(ctx context.Context, args ...string) ([]byte, error) {
+	full := append([]string{"--root", r.stateRoot}, args...)
+	cmd := exec.CommandContext(ctx, r.path, full...)
+	cmd.Env = minimalEnv()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if strings.Contains(msg, "does not exist") || strings.Contains(msg, "not found") && strings.Contains(msg, "container") {
+			return nil, fmt.Errorf("%s %s: %w", r.name, args[0], ErrNotExist)
+		}
+		return nil, fmt.Errorf("%s %s: %w: %s", r.name, args[0], err, msg)
+	}
+	return stdout.Bytes(), nil
+}
+
+// Start starts a created container.
+func (r *Runtime) Start(ctx context.Context, id string) error {
+	_, err := r.run(ctx, "start", id)
+	return err
+}
+
+// State is the OCI runtime's view of a container.
+type State struct {
+	Status string `json:"status"`
+	Pid    int    `json:"pid"`
+}
+
+// State asks the runtime for a container's state; ErrNotExist when unknown.
+func (r *Runtime) State(ctx context.Context, id string) (State, error) {
+	var s State
+	out, err := r.run(ctx, "state", id)
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(out, &s); err != nil {
+		return s, fmt.Errorf("%s state %s: %w", r.name, id, err)
+	}
+	return s, nil
+}
+
+// Kill sends sig to the container's init process (all: to every process).
+func (r *Runtime) Kill(ctx context.Context, id string, sig syscall.Signal, all bool) error {
+	args := []string{"kill"}
+	if all {
+		args = append(args, "--all")
+	}
+	_, err := r.run(ctx, append(args, id, strconv.Itoa(int(sig)))...)
+	return err
+}
+
+// Pause freezes every process of the container.
+func (r *Runtime) Pause(ctx context.Context, id string) error {
+	_, err := r.run(ctx, "pause", id)
+	return err
+}
+
+// Resume thaws a paused container.
+func (r *Runtime) Resume(ctx context.Context, id string) error {
+	_, err := r.run(ctx, "resume", id)
+	return err
+}
+
+// Delete removes the runtime's state and cgroup of a container; force kills
+// it first when it still runs. A container the runtime does not know is not
+// an error.
+func (r *Runtime) Delete(ctx context.Context, id string, force bool) error {
+	args := []string{"delete"}
+	if force {
+		args = append(args, "--force")
+	}
+	_, err := r.run(ctx, append(args, id)...)
+	if errors.Is(err, ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// Update changes the cgroup resources of a running container.
+func (r *Runtime) Update(ctx context.Context, id string, res *specs.LinuxResources) error {
+	f, err := os.CreateTemp("", "berth-update-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := json.NewEncoder(f).Encode(res); err != nil {
+		f.Close()
+		return err
+	}
+	f.Close()
+	_, err = r.run(ctx, "update", "--resources", f.Name(), id)
+	return err
+}
+
+// ReadExit reads the exit file of container id: its exit code and when it
+// was written. ok is false while the file does not exist.
+func (r *Runtime) ReadExit(id string) (code int32, at time.Time, ok bool, err error) {
+	path := r.ExitFile(id)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, time.Time{}, false, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, false, err
+	}
+	text := strings.TrimSpace(string(data))
+	if text == "" {
+		// conmon creates the file and writes it in two steps.
+		return 0, time.Time{}, false, nil
+	}
+	v, err := strconv.Atoi(text)
+	if err != nil {
+		return 0, time.Time{}, false, fmt.Errorf("exit file %s: %w", path, err)
+	}
+	at = time.Now()
+	if fi, err := os.Stat(path); err == nil {
+		at = fi.ModTime()
+	}
+	return int32(v), at, true, nil
+}
+
+// Cleanup removes the exit file and the attach socket link of container id.
+func (r *Runtime) Cleanup(id string) {
+	os.Remove(r.ExitFile(id))
+	os.Remove(filepath.Join(r.socketDir, id))
+}
+
+// ProcessAlive tells whether pid is a live process (not a zombie).
+func ProcessAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := unix.Kill(pid, 0); err != nil {
+		return errors.Is(err, unix.EPERM)
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	if i := bytes.LastIndexByte(data, ')'); i > 0 && i+2 < len(data) {
+		return data[i+2] != 'Z'
+	}
+	return true
+}
