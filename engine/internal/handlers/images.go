@@ -1,7 +1,10 @@
 package handlers
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -16,8 +19,17 @@ func registerImageRoutes(r chi.Router, s *Server) {
 	if s.deps.Images == nil {
 		return
 	}
+	r.Get("/images/json", s.listImages)
+	r.Delete("/images/remove", s.removeImages)
+	r.Post("/images/prune", s.pruneImages)
 	r.Get("/images/{name:.*}/json", s.inspectImage)
 	r.Get("/images/{name:.*}/exists", s.imageExists)
+	r.Get("/images/{name:.*}/resolve", s.resolveImage)
+	r.Get("/images/{name:.*}/tree", s.imageTree)
+	r.Get("/images/{name:.*}/history", s.imageHistory)
+	r.Post("/images/{name:.*}/tag", s.tagImage)
+	r.Post("/images/{name:.*}/untag", s.untagImage)
+	r.Delete("/images/{name:.*}", s.removeImage)
 }
 
 // imageInspect is Podman's image inspect document.
@@ -128,4 +140,212 @@ func (s *Server) imageExists(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeNoContent(w)
+}
+
+// listImages answers GetImages.
+func (s *Server) listImages(w http.ResponseWriter, r *http.Request) {
+	query := struct {
+		All     bool                `query:"all"`
+		Filters map[string][]string `query:"filters"`
+	}{}
+	if err := decodeQuery(r, &query); err != nil {
+		writeError(w, err)
+		return
+	}
+	images, err := s.deps.Images.List(r.Context(), core.ImageListOptions{All: query.All, Filters: query.Filters})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, images)
+}
+
+// resolveImage answers ImageResolve: the fully qualified names a short name stands for.
+func (s *Server) resolveImage(w http.ResponseWriter, r *http.Request) {
+	names, err := s.deps.Images.Resolve(r.Context(), pathParam(r, "name"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Names []string `json:"Names"`
+	}{Names: nonNil(names)})
+}
+
+// imageTree answers ImageTree.
+func (s *Server) imageTree(w http.ResponseWriter, r *http.Request) {
+	query := struct {
+		WhatRequires bool `query:"whatrequires"`
+	}{}
+	if err := decodeQuery(r, &query); err != nil {
+		writeError(w, err)
+		return
+	}
+	tree, err := s.deps.Images.Tree(r.Context(), pathParam(r, "name"), query.WhatRequires)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Tree string `json:"Tree"`
+	}{Tree: tree})
+}
+
+// historyEntry is one row of HistoryImage, in Podman's wire shape.
+type historyEntry struct {
+	ID        string   `json:"Id"`
+	Created   int64    `json:"Created"`
+	CreatedBy string   `json:"CreatedBy"`
+	Tags      []string `json:"Tags"`
+	Size      int64    `json:"Size"`
+	Comment   string   `json:"Comment"`
+}
+
+// imageHistory answers HistoryImage.
+func (s *Server) imageHistory(w http.ResponseWriter, r *http.Request) {
+	history, err := s.deps.Images.History(r.Context(), pathParam(r, "name"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := make([]historyEntry, 0, len(history))
+	for _, h := range history {
+		out = append(out, historyEntry{ID: h.ID, Created: h.Created.Unix(), CreatedBy: h.CreatedBy, Tags: nonNil(h.Tags), Size: h.Size, Comment: h.Comment})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// tagImage answers TagImage: 201 with no body.
+func (s *Server) tagImage(w http.ResponseWriter, r *http.Request) {
+	query := struct {
+		Repo string `query:"repo"`
+		Tag  string `query:"tag"`
+	}{}
+	if err := decodeQuery(r, &query); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.deps.Images.Tag(r.Context(), pathParam(r, "name"), query.Repo, query.Tag); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusCreated)
+}
+
+// untagImage answers UntagImage: one name (repo and tag) or, with neither, every name. 201.
+func (s *Server) untagImage(w http.ResponseWriter, r *http.Request) {
+	query := struct {
+		Repo string `query:"repo"`
+		Tag  string `query:"tag"`
+	}{}
+	if err := decodeQuery(r, &query); err != nil {
+		writeError(w, err)
+		return
+	}
+	var names []string
+	switch {
+	case query.Repo == "" && query.Tag != "":
+		writeError(w, core.InvalidArgument("repo", errors.New("repo is required when tag is given")))
+		return
+	case query.Repo != "" && strings.HasPrefix(query.Tag, "@"):
+		names = []string{query.Repo + query.Tag}
+	case query.Repo != "":
+		tag := query.Tag
+		if tag == "" {
+			tag = "latest"
+		}
+		names = []string{query.Repo + ":" + tag}
+	}
+	if err := s.deps.Images.Untag(r.Context(), pathParam(r, "name"), names); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusCreated)
+}
+
+// removeReport is the answer of ImagesRemove and ImagesBatchRemove.
+type removeReport struct {
+	Deleted  []string `json:"Deleted,omitempty"`
+	Untagged []string `json:"Untagged,omitempty"`
+	ExitCode int      `json:"ExitCode"`
+	Errors   []string `json:"Errors"`
+}
+
+// removeImages answers ImagesBatchRemove: always 200, failures in Errors and ExitCode.
+func (s *Server) removeImages(w http.ResponseWriter, r *http.Request) {
+	query := struct {
+		All     bool     `query:"all"`
+		Force   bool     `query:"force"`
+		Ignore  bool     `query:"ignore"`
+		NoPrune bool     `query:"noprune"`
+		Images  []string `query:"images"`
+	}{}
+	if err := decodeQuery(r, &query); err != nil {
+		writeError(w, err)
+		return
+	}
+	if !query.All && len(query.Images) == 0 {
+		writeError(w, core.InvalidArgument("images", errors.New("name at least one image, or set all")))
+		return
+	}
+	report, errs := s.deps.Images.Remove(r.Context(), query.Images, core.ImageRemoveOptions{
+		All: query.All, Force: query.Force, Ignore: query.Ignore, NoPrune: query.NoPrune,
+	})
+	out := removeReport{Deleted: report.Deleted, Untagged: report.Untagged, ExitCode: report.ExitCode, Errors: []string{}}
+	for _, err := range errs {
+		out.Errors = append(out.Errors, err.Error())
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// removeImage answers ImagesRemove: one image; failures carry their status
+// (404 no such image, 409 in use).
+func (s *Server) removeImage(w http.ResponseWriter, r *http.Request) {
+	query := struct {
+		Force   bool `query:"force"`
+		Ignore  bool `query:"ignore"`
+		NoPrune bool `query:"noprune"`
+	}{}
+	if err := decodeQuery(r, &query); err != nil {
+		writeError(w, err)
+		return
+	}
+	report, errs := s.deps.Images.Remove(r.Context(), []string{pathParam(r, "name")}, core.ImageRemoveOptions{
+		Force: query.Force, Ignore: query.Ignore, NoPrune: query.NoPrune,
+	})
+	if len(errs) > 0 {
+		writeError(w, joinErrors(errs))
+		return
+	}
+	writeJSON(w, http.StatusOK, removeReport{Deleted: report.Deleted, Untagged: report.Untagged, ExitCode: report.ExitCode, Errors: []string{}})
+}
+
+// joinErrors combines per-object errors, keeping the first one's kind for the status.
+func joinErrors(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	texts := make([]string, 0, len(errs))
+	for _, err := range errs {
+		texts = append(texts, err.Error())
+	}
+	return fmt.Errorf("%s: %w", strings.Join(texts, "; "), errs[0])
+}
+
+// pruneImages answers PruneImages with one report per removed image.
+func (s *Server) pruneImages(w http.ResponseWriter, r *http.Request) {
+	query := struct {
+		All     bool                `query:"all"`
+		Filters map[string][]string `query:"filters"`
+	}{}
+	if err := decodeQuery(r, &query); err != nil {
+		writeError(w, err)
+		return
+	}
+	reports, err := s.deps.Images.Prune(r.Context(), core.ImagePruneOptions{All: query.All, Filters: query.Filters})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, reports)
 }

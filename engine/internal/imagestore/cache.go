@@ -3,6 +3,8 @@ package imagestore
 import (
 	"sync"
 	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // summaryEntry holds what a listing needs from an image's configuration and
@@ -14,7 +16,10 @@ type summaryEntry struct {
 	created  time.Time
 	size     int64
 	bigData  int64
-	err      error
+	// diffIDs and history decide parent and child images, as Podman does.
+	diffIDs []string
+	history []ocispec.History
+	err     error
 }
 
 // summaryCache caches summaryEntry by image ID.

@@ -105,10 +105,8 @@ func (s *Store) describe(img *storage.Image) (*core.Image, error) {
 			}
 		}
 	}
-	if top := layerByID[img.TopLayer]; top != nil && top.Parent != "" {
-		if parents, err := s.store.ImagesByTopLayer(top.Parent); err == nil && len(parents) > 0 {
-			out.Parent = parents[0].ID
-		}
+	if _, parent, err := s.family(img.ID); err == nil && parent != nil {
+		out.Parent = parent.ID
 	}
 	return out, nil
 }

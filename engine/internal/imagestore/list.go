@@ -87,13 +87,18 @@ func (s *Store) snapshot() (*snapshot, error) {
 	s.cache.retain(present)
 	for _, v := range snap.views {
 		top := snap.layerByID[v.img.TopLayer]
-		if top == nil || top.Parent == "" {
+		if top == nil {
 			continue
 		}
-		if parents := byTopLayer[top.Parent]; len(parents) > 0 {
-			v.parentID = parents[0].img.ID
-			for _, p := range parents {
+		candidates := append([]*imageView{}, byTopLayer[top.ID]...)
+		if top.Parent != "" {
+			candidates = append(candidates, byTopLayer[top.Parent]...)
+		}
+		for _, p := range candidates {
+			if p != v && isParentOf(p.entry, v.entry) {
+				v.parentID = p.img.ID
 				p.children++
+				break
 			}
 		}
 	}
@@ -133,6 +138,10 @@ func (s *Store) entryFor(img *storage.Image, layerByID map[string]*storage.Layer
 		if cfg.Config.Labels != nil {
 			e.labels = cfg.Config.Labels
 		}
+		for _, d := range cfg.RootFS.DiffIDs {
+			e.diffIDs = append(e.diffIDs, d.String())
+		}
+		e.history = cfg.History
 	}
 	e.size = imageSize(img, layerChain(img.TopLayer, layerByID), layerByID)
 	s.cache.put(img.ID, e)
@@ -164,4 +173,30 @@ func summaryOf(v *imageView) core.ImageSummary {
 		Digest:      v.img.Digest.String(),
 		History:     append([]string{}, v.img.NamesHistory...),
 	}
+}
+
+// isParentOf reports whether child was built on parent: it uses all of the
+// parent's layers and has the parent's history plus one step.
+func isParentOf(parent, child *summaryEntry) bool {
+	if parent.err != nil || child.err != nil {
+		return false
+	}
+	if len(parent.diffIDs) > len(child.diffIDs) || len(parent.history)+1 != len(child.history) {
+		return false
+	}
+	for i := range parent.diffIDs {
+		if parent.diffIDs[i] != child.diffIDs[i] {
+			return false
+		}
+	}
+	for i := range parent.history {
+		a, b := parent.history[i], child.history[i]
+		if a.CreatedBy != b.CreatedBy || a.Author != b.Author || a.Comment != b.Comment || a.EmptyLayer != b.EmptyLayer {
+			return false
+		}
+		if (a.Created == nil) != (b.Created == nil) || (a.Created != nil && !a.Created.Equal(*b.Created)) {
+			return false
+		}
+	}
+	return true
 }

@@ -115,12 +115,11 @@ func (s *Store) removeOne(ctx context.Context, name string, opts core.ImageRemov
 	defer s.mu.Unlock()
 	// Like Podman, an image with children is deleted but not reported as
 	// deleted: its layers stay, in use by the children.
-	children, err := s.childImages(img)
+	children, parent, err := s.family(img.ID)
 	if err != nil {
 		return err
 	}
-	parent := s.parentImage(img)
-	if err := s.deleteImage(img, report, len(children) == 0); err != nil {
+	if err := s.deleteImage(img, report, children == 0); err != nil {
 		return err
 	}
 	if !opts.NoPrune {
@@ -151,13 +150,13 @@ func (s *Store) deleteImage(img *storage.Image, report *core.ImageRemoveReport, 
 // unused and has no other children.
 func (s *Store) pruneParents(parent *storage.Image, report *core.ImageRemoveReport) {
 	for parent != nil && len(parent.Names) == 0 {
-		if children, err := s.childImages(parent); err != nil || len(children) > 0 {
+		children, next, err := s.family(parent.ID)
+		if err != nil || children > 0 {
 			return
 		}
 		if used, err := s.storageContainersUsing(parent.ID); err != nil || len(used) > 0 {
 			return
 		}
-		next := s.parentImage(parent)
 		if err := s.deleteImage(parent, report, true); err != nil {
 			return
 		}
@@ -165,45 +164,21 @@ func (s *Store) pruneParents(parent *storage.Image, report *core.ImageRemoveRepo
 	}
 }
 
-// childImages lists the images whose top layer sits directly on img's top layer.
-func (s *Store) childImages(img *storage.Image) ([]string, error) {
-	if img.TopLayer == "" {
-		return nil, nil
-	}
-	layers, err := s.store.Layers()
+// family returns the number of child images of id and its parent image, as
+// the listing computes them.
+func (s *Store) family(id string) (children int, parent *storage.Image, err error) {
+	snap, err := s.snapshot()
 	if err != nil {
-		return nil, fmt.Errorf("listing layers: %w", err)
+		return 0, nil, err
 	}
-	var children []string
-	for _, layer := range layers {
-		if layer.Parent != img.TopLayer {
-			continue
-		}
-		owners, err := s.store.ImagesByTopLayer(layer.ID)
-		if err != nil {
-			return nil, fmt.Errorf("listing images: %w", err)
-		}
-		for _, owner := range owners {
-			children = append(children, owner.ID)
-		}
+	v := snap.byID[id]
+	if v == nil {
+		return 0, nil, fmt.Errorf("%s: %w", shortID(id), core.ErrNoSuchImage)
 	}
-	return children, nil
-}
-
-// parentImage returns the image whose top layer is img's top layer's parent.
-func (s *Store) parentImage(img *storage.Image) *storage.Image {
-	if img.TopLayer == "" {
-		return nil
+	if p := snap.byID[v.parentID]; p != nil {
+		parent = p.img
 	}
-	top, err := s.store.Layer(img.TopLayer)
-	if err != nil || top.Parent == "" {
-		return nil
-	}
-	parents, err := s.store.ImagesByTopLayer(top.Parent)
-	if err != nil || len(parents) == 0 {
-		return nil
-	}
-	return parents[0]
+	return v.children, parent, nil
 }
 
 // containersUsing asks the container backend (and storage) which containers use imageID.
