@@ -210,7 +210,7 @@ run_e2e() {
   module_has_tests e2e || { gotest e2e; return 0; }
   step "start dockerd" start_dockerd || return 1
   step "build binaries" build_binaries || return 1
-  step "build images" "$ROOT/hack/images.sh" || return 1
+  step "build images" "$ROOT/hack/images.sh" engine uploads || return 1
   gotest e2e
 }
 
