@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/containers/image/v5/copy"
@@ -140,20 +141,46 @@ func parseTagged(s string) reference.NamedTagged {
 	return tagged
 }
 
-// exportDockerArchive writes all sources into one docker-archive.
+// exportDockerArchive writes all sources into one docker-archive. An image
+// named several times is written once, with all those tags.
 func (t *Transfer) exportDockerArchive(ctx context.Context, sys *types.SystemContext, sources []exportSource) (io.ReadCloser, error) {
+	type entry struct {
+		ref  types.ImageReference
+		tags []reference.NamedTagged
+	}
+	var order []string
+	byID := map[string]*entry{}
+	for _, src := range sources {
+		id := src.ref.StringWithinTransport()
+		e, ok := byID[id]
+		if !ok {
+			e = &entry{ref: src.ref}
+			byID[id] = e
+			order = append(order, id)
+		}
+		if src.name != nil && !slices.ContainsFunc(e.tags, func(n reference.NamedTagged) bool { return n.String() == src.name.String() }) {
+			e.tags = append(e.tags, src.name)
+		}
+	}
 	return t.exportFile(ctx, "export-*.tar", func(path string) error {
 		writer, err := dockerarchive.NewWriter(sys, path)
 		if err != nil {
 			return err
 		}
-		for _, src := range sources {
-			dest, err := writer.NewReference(src.name)
+		for _, id := range order {
+			e := byID[id]
+			var first reference.NamedTagged
+			imageCtx := *sys
+			if len(e.tags) > 0 {
+				first = e.tags[0]
+				imageCtx.DockerArchiveAdditionalTags = e.tags[1:]
+			}
+			dest, err := writer.NewReference(first)
 			if err != nil {
 				writer.Close()
 				return err
 			}
-			if err := t.exportCopy(ctx, sys, dest, src.ref, manifest.DockerV2Schema2MediaType); err != nil {
+			if err := t.exportCopy(ctx, &imageCtx, dest, e.ref, manifest.DockerV2Schema2MediaType); err != nil {
 				writer.Close()
 				return err
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/handlers"
 	"github.com/berth-project/berth/engine/internal/imagestore"
+	"github.com/berth-project/berth/engine/internal/imagestore/registrytest"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -145,3 +146,9 @@ func checkStore(t testing.TB, st storage.Store) {
 }
 
 func boolPtr(b bool) *bool { return &b }
+
+// closedAddr is a 127.0.0.1 address nothing listens on.
+func closedAddr(t testing.TB) string {
+	t.Helper()
+	return registrytest.ClosedAddr(t)
+}
