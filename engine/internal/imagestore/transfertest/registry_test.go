@@ -234,3 +234,7 @@ func TestRegistryCredentials(t *testing.T) {
 		t.Fatalf("pull with per-registry credentials: %v", err)
 	}
 }
+
+func pushTo(ref string) core.PushOptions {
+	return core.PushOptions{Destination: ref, TLSVerify: boolPtr(false)}
+}
