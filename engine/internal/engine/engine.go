@@ -41,6 +41,7 @@ type Engine struct {
 	logger     *slog.Logger
 	images     *imagestore.Store
 	containers *containerBackend
+	streams    *streamServices
 	handler    http.Handler
 }
 
@@ -85,6 +86,10 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		return nil, err
 	}
 	e.containers = ctrs
+	if e.streams, err = openStreams(ctx, logger, ctrs.db, ctrs.manager); err != nil {
+		e.Close()
+		return nil, err
+	}
 
 	sys := system.New(images, system.Config{
 		Listen:     cfg.Listen,
@@ -96,10 +101,14 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		metrics = server.NewMetrics("berth_engine")
 	}
 	e.handler = handlers.NewServer(logger, handlers.Deps{
-		System:     sys,
-		Images:     images,
-		Transfer:   transfer,
-		Containers: ctrs.manager,
+		System:      sys,
+		Images:      images,
+		Transfer:    transfer,
+		Containers:  ctrs.manager,
+		ContainerIO: e.streams.io,
+		Exec:        e.streams.exec,
+		Events:      e.streams.events,
+		Health:      e.streams.health,
 		Ready: map[string]server.Check{
 			"storage": func(context.Context) error {
 				_, err := images.Storage().GraphDriver()
@@ -140,6 +149,9 @@ func (e *Engine) StorageDriver() string { return e.images.Storage().GraphDriverN
 
 // Close releases the backends.
 func (e *Engine) Close() error {
+	if e.streams != nil {
+		e.streams.Close()
+	}
 	if e.containers != nil {
 		e.containers.Close()
 	}

@@ -51,4 +51,11 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	registerImageRoutes(r, s)
 	registerImageTransferRoutes(r, s)
 	registerContainerRoutes(r, s)
+	registerLogRoutes(r, s)
+	registerAttachRoutes(r, s)
+	registerExecRoutes(r, s)
+	registerStatsRoutes(r, s)
+	registerTopRoutes(r, s)
+	registerEventRoutes(r, s)
+	registerHealthcheckRoutes(r, s)
 }

@@ -23,6 +23,14 @@ type Deps struct {
 	Transfer core.ImageTransfer
 	// Containers are the container lifecycle operations.
 	Containers core.Containers
+	// ContainerIO serves logs, attach, terminal resize, stats and top.
+	ContainerIO ContainerIO
+	// Exec are the exec sessions.
+	Exec ExecSessions
+	// Events is the engine's event stream.
+	Events EventSource
+	// Health runs healthchecks on request.
+	Health HealthChecker
 	// Ready checks are reported by /readyz.
 	Ready map[string]server.Check
 }

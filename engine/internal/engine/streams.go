@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/berth-project/berth/engine/internal/containerio"
+	"github.com/berth-project/berth/engine/internal/containers"
+	"github.com/berth-project/berth/engine/internal/events"
+	"github.com/berth-project/berth/engine/internal/exec"
+	"github.com/berth-project/berth/engine/internal/health"
+	"github.com/berth-project/berth/engine/internal/restart"
+	"github.com/berth-project/berth/engine/internal/state"
+)
+
+// streamServices are the services built on the container manager: the
+// event log, exec sessions, healthchecks, restart policies and container
+// I/O (logs, attach, stats, top).
+type streamServices struct {
+	events      *events.Bus
+	exec        *exec.Manager
+	health      *health.Checker
+	restarts    *restart.Supervisor
+	io          *containerio.Service
+	unsubscribe []func()
+}
+
+// openStreams connects the services to the container manager's events and
+// resumes what must run from engine start: healthcheck schedules, and
+// containers whose restart policy is always.
+func openStreams(ctx context.Context, logger *slog.Logger, db *state.DB, mgr *containers.Manager) (*streamServices, error) {
+	bus := events.NewBus(db, logger)
+	s := &streamServices{
+		events:   bus,
+		exec:     exec.NewManager(mgr, db, bus, logger),
+		health:   health.NewChecker(mgr, bus, logger),
+		restarts: restart.NewSupervisor(mgr, logger),
+		io:       containerio.New(mgr, ""),
+	}
+	// The event log first, so hooks that act on an event see it recorded.
+	s.unsubscribe = append(s.unsubscribe,
+		mgr.Subscribe(bus.ContainerHook),
+		mgr.Subscribe(s.health.Hook),
+		mgr.Subscribe(s.restarts.Hook),
+		mgr.Subscribe(s.io.Hook),
+	)
+	if err := s.exec.Recover(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.health.StartAll(ctx); err != nil {
+		logger.Warn("scheduling healthchecks", "err", err)
+	}
+	if err := s.restarts.StartAtBoot(ctx); err != nil {
+		logger.Warn("starting containers with restart policy always", "err", err)
+	}
+	return s, nil
+}
+
+// Close stops schedules and pending restarts; containers keep running.
+func (s *streamServices) Close() {
+	for _, u := range s.unsubscribe {
+		u()
+	}
+	s.health.Close()
+	s.restarts.Close()
+}

@@ -1,0 +1,202 @@
+package handlers
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/berth-project/berth/engine/internal/containerio"
+	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/logs"
+	"github.com/berth-project/berth/engine/internal/stream"
+)
+
+// registerAttachRoutes serves AttachContainer and the container terminal
+// resize that attached clients call.
+func registerAttachRoutes(r chi.Router, s *Server) {
+	if s.deps.ContainerIO == nil {
+		return
+	}
+	r.Post("/containers/{name}/attach", s.attachContainer)
+	r.Post("/containers/{name}/resize", s.resizeContainer)
+}
+
+// attachQuery are AttachContainer's parameters; the stream selection is
+// read by attachStreams.
+type attachQuery struct {
+	DetachKeys string `query:"detachKeys"`
+	Logs       bool   `query:"logs"`
+	Stream     bool   `query:"stream"`
+}
+
+// attachStreams decides which streams to attach, as Podman does.
+func attachStreams(r *http.Request) (stdin, stdout, stderr bool, err error) {
+	given := r.URL.Query()
+	stdin, stdout, stderr = true, true, true
+	selected := false
+	for _, p := range []struct {
+		name string
+		dst  *bool
+	}{{"stdin", &stdin}, {"stdout", &stdout}, {"stderr", &stderr}} {
+		if _, ok := given[p.name]; !ok {
+			continue
+		}
+		if !selected {
+			stdin, stdout, stderr = false, false, false
+			selected = true
+		}
+		var v struct {
+			B bool `query:"b"`
+		}
+		if err := decodeValues(map[string][]string{"b": given[p.name]}, &v); err != nil {
+			return false, false, false, core.InvalidArgument(p.name, err)
+		}
+		*p.dst = v.B
+	}
+	if !stdin && !stdout && !stderr {
+		return false, false, false, core.InvalidArgument("stdin", errors.New("at least one of stdin, stdout, stderr must be true"))
+	}
+	return stdin, stdout, stderr, nil
+}
+
+// flushWriter writes through a buffered connection and flushes every write
+// so an interactive client sees output at once.
+type flushWriter struct{ w *bufio.Writer }
+
+func (f flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err != nil {
+		return n, err
+	}
+	return n, f.w.Flush()
+}
+
+// attachContainer hijacks the connection and joins it to the container's
+// standard streams through conmon: raw bytes with a terminal, multiplexed
+// frames without.
+func (s *Server) attachContainer(w http.ResponseWriter, r *http.Request) {
+	q := attachQuery{Stream: true}
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	wantIn, wantOut, wantErr, err := attachStreams(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if !q.Stream && !q.Logs {
+		writeError(w, core.InvalidArgument("stream", errors.New("at least one of logs or stream must be set")))
+		return
+	}
+	keySpec := stream.DefaultDetachKeys
+	if _, ok := r.URL.Query()["detachKeys"]; ok {
+		keySpec = q.DetachKeys
+	}
+	keys, err := stream.ParseDetachKeys(keySpec)
+	if err != nil {
+		writeError(w, core.InvalidArgument("detachKeys", err))
+		return
+	}
+	name := pathParam(r, "name")
+	var sess *containerio.Session
+	if q.Stream {
+		if sess, err = s.deps.ContainerIO.Attach(r.Context(), name); err != nil {
+			writeError(w, err)
+			return
+		}
+		defer sess.Close()
+	} else if _, err := s.deps.Containers.Lookup(r.Context(), name); err != nil {
+		writeError(w, err)
+		return
+	}
+	tty := false
+	if sess != nil {
+		tty = sess.Container.Spec.Terminal
+	} else if c, err := s.deps.Containers.Lookup(r.Context(), name); err == nil {
+		tty = c.Spec.Terminal
+	}
+
+	conn, rw, err := stream.Hijack(w, r)
+	if err != nil {
+		s.logger.Error("attach: hijack", "container", name, "err", err)
+		return
+	}
+	defer conn.Close()
+	var stdout, stderr io.Writer
+	raw := flushWriter{rw.Writer}
+	if tty {
+		if wantOut {
+			stdout = raw
+		}
+	} else {
+		mux := stream.NewMux(rw.Writer, rw.Writer.Flush)
+		if wantOut {
+			stdout = mux.Writer(stream.Stdout)
+		}
+		if wantErr {
+			stderr = mux.Writer(stream.Stderr)
+		}
+	}
+	if q.Logs {
+		err := s.deps.ContainerIO.Logs(r.Context(), name, containerio.LogOptions{Tail: -1}, func(l logs.Line) error {
+			dst := stdout
+			if l.Stream == logs.Stderr && !tty {
+				dst = stderr
+			}
+			if dst == nil {
+				return nil
+			}
+			text := l.Text
+			if !l.Partial {
+				text = append(text, '\n')
+			}
+			_, err := dst.Write(text)
+			return err
+		})
+		if err != nil {
+			s.logger.Warn("attach: replaying logs", "container", name, "err", err)
+			return
+		}
+	}
+	if sess == nil {
+		return
+	}
+	streams := containerio.AttachStreams{Stdout: stdout, Stderr: stderr, DetachKeys: keys}
+	if wantIn {
+		streams.Stdin = rw.Reader
+	}
+	if err := sess.Run(streams); err != nil && !errors.Is(err, stream.ErrDetach) {
+		s.logger.Debug("attach ended", "container", name, "err", err)
+	}
+	_ = rw.Flush()
+}
+
+// resizeQuery are the terminal resize parameters.
+type resizeQuery struct {
+	Height  uint64 `query:"h"`
+	Width   uint64 `query:"w"`
+	Running bool   `query:"running"`
+}
+
+// resizeContainer sets a container's terminal size through conmon.
+func (s *Server) resizeContainer(w http.ResponseWriter, r *http.Request) {
+	var q resizeQuery
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	if q.Height > 0xffff || q.Width > 0xffff {
+		writeError(w, core.InvalidArgument("h", errors.New("terminal dimensions must fit in 16 bits")))
+		return
+	}
+	if err := s.deps.ContainerIO.Resize(r.Context(), pathParam(r, "name"), uint16(q.Height), uint16(q.Width)); err != nil {
+		writeError(w, err)
+		return
+	}
+	// Podman answers 200 with no body here.
+	w.WriteHeader(http.StatusOK)
+}

@@ -1,0 +1,82 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/stats"
+)
+
+// registerStatsRoutes serves StatsContainer for one or many containers.
+func registerStatsRoutes(r chi.Router, s *Server) {
+	if s.deps.ContainerIO == nil {
+		return
+	}
+	r.Get("/containers/stats", s.containerStats)
+}
+
+// statsQuery are StatsContainer's parameters.
+type statsQuery struct {
+	Containers []string `query:"containers"`
+	Stream     bool     `query:"stream"`
+	Interval   int64    `query:"interval"`
+}
+
+// statsReport is one line of the stats stream, as podman decodes it; Error
+// must be null on success (the client decodes it into an error value).
+type statsReport struct {
+	Error *struct{}              `json:"Error"`
+	Stats []stats.ContainerStats `json:"Stats"`
+}
+
+// containerStats answers JSON lines of usage reports: one, or one each
+// interval seconds while streaming.
+func (s *Server) containerStats(w http.ResponseWriter, r *http.Request) {
+	q := statsQuery{Stream: true, Interval: 5}
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	if q.Interval < 1 || q.Interval > 3600 {
+		writeError(w, core.InvalidArgument("interval", errors.New("must be between 1 and 3600 seconds")))
+		return
+	}
+	first, err := s.deps.ContainerIO.Stats(r.Context(), q.Containers)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	report := first
+	ticker := time.NewTicker(time.Duration(q.Interval) * time.Second)
+	defer ticker.Stop()
+	for {
+		if report == nil {
+			report = []stats.ContainerStats{}
+		}
+		if err := enc.Encode(statsReport{Stats: report}); err != nil {
+			return
+		}
+		_ = rc.Flush()
+		if !q.Stream {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-ticker.C:
+		}
+		if report, err = s.deps.ContainerIO.Stats(r.Context(), q.Containers); err != nil {
+			s.logger.Debug("stats stream ended", "err", err)
+			return
+		}
+	}
+}

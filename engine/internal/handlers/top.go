@@ -1,0 +1,69 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// registerTopRoutes serves TopContainer.
+func registerTopRoutes(r chi.Router, s *Server) {
+	if s.deps.ContainerIO == nil {
+		return
+	}
+	r.Get("/containers/{name}/top", s.containerTop)
+}
+
+// topQuery are TopContainer's parameters.
+type topQuery struct {
+	PsArgs []string `query:"ps_args"`
+	Stream bool     `query:"stream"`
+	Delay  int64    `query:"delay"`
+}
+
+// containerTop answers the container's process table ({Titles, Processes}),
+// once or every delay seconds while streaming.
+func (s *Server) containerTop(w http.ResponseWriter, r *http.Request) {
+	q := topQuery{Delay: 5}
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	if q.Delay < 1 || q.Delay > 3600 {
+		writeError(w, core.InvalidArgument("delay", errors.New("must be between 1 and 3600 seconds")))
+		return
+	}
+	name := pathParam(r, "name")
+	res, err := s.deps.ContainerIO.Top(r.Context(), name, q.PsArgs)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if !q.Stream {
+		writeJSON(w, http.StatusOK, res)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	for {
+		if err := enc.Encode(res); err != nil {
+			return
+		}
+		_ = rc.Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(time.Duration(q.Delay) * time.Second):
+		}
+		if res, err = s.deps.ContainerIO.Top(r.Context(), name, q.PsArgs); err != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package health
+
+import (
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+func TestCommand(t *testing.T) {
+	tests := []struct {
+		test []string
+		want []string
+	}{
+		{nil, nil},
+		{[]string{"NONE"}, nil},
+		{[]string{"CMD"}, nil},
+		{[]string{"CMD", "true"}, []string{"true"}},
+		{[]string{"CMD-SHELL", "exit", "1"}, []string{"/bin/sh", "-c", "exit 1"}},
+		{[]string{"CMD-SHELL"}, nil},
+		{[]string{"/bin/check", "-v"}, []string{"/bin/check", "-v"}},
+	}
+	for _, tt := range tests {
+		if got := Command(tt.test); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Command(%q) = %q, want %q", tt.test, got, tt.want)
+		}
+	}
+}
+
+func TestApply(t *testing.T) {
+	ok := core.HealthCheckLog{ExitCode: 0}
+	fail := core.HealthCheckLog{ExitCode: 1}
+	h := core.HealthCheckResults{Status: Starting}
+	h = apply(h, fail, true, 2)
+	if h.Status != Starting || h.FailingStreak != 0 {
+		t.Fatalf("failure in start period counted: %+v", h)
+	}
+	h = apply(h, fail, false, 2)
+	if h.Status != Starting || h.FailingStreak != 1 {
+		t.Fatalf("one failure of two allowed: %+v", h)
+	}
+	h = apply(h, fail, false, 2)
+	if h.Status != Unhealthy || h.FailingStreak != 2 {
+		t.Fatalf("retries reached: %+v", h)
+	}
+	h = apply(h, ok, false, 2)
+	if h.Status != Healthy || h.FailingStreak != 0 {
+		t.Fatalf("success resets: %+v", h)
+	}
+	for i := 0; i < 10; i++ {
+		h = apply(h, core.HealthCheckLog{Output: strconv.Itoa(i)}, false, 2)
+	}
+	if len(h.Log) != MaxLogEntries || h.Log[MaxLogEntries-1].Output != "9" {
+		t.Fatalf("log not bounded to the last entries: %+v", h.Log)
+	}
+}
+
+func TestLimitedBuffer(t *testing.T) {
+	var b limitedBuffer
+	for i := 0; i < 100; i++ {
+		if n, err := b.Write([]byte("0123456789")); n != 10 || err != nil {
+			t.Fatal("short write")
+		}
+	}
+	if len(b.String()) != MaxOutput {
+		t.Fatalf("kept %d bytes", len(b.String()))
+	}
+}

@@ -1,0 +1,146 @@
+package restart
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+func uintp(u uint) *uint { return &u }
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name  string
+		tries *uint
+		want  Policy
+		bad   bool
+	}{
+		{name: "", want: Policy{Name: No}},
+		{name: "no", want: Policy{Name: No}},
+		{name: "always", want: Policy{Name: Always}},
+		{name: "unless-stopped", want: Policy{Name: UnlessStopped}},
+		{name: "on-failure", want: Policy{Name: OnFailure}},
+		{name: "on-failure:3", want: Policy{Name: OnFailure, MaxRetries: 3}},
+		{name: "on-failure", tries: uintp(5), want: Policy{Name: OnFailure, MaxRetries: 5}},
+		{name: "on-failure:x", bad: true},
+		{name: "on-failure:-1", bad: true},
+		{name: "always:2", bad: true},
+		{name: "always", tries: uintp(2), bad: true},
+		{name: "sometimes", bad: true},
+	}
+	for _, tt := range tests {
+		got, err := Parse(tt.name, tt.tries)
+		if tt.bad {
+			if !errors.Is(err, core.ErrInvalidArgument) {
+				t.Errorf("Parse(%q) err = %v, want invalid argument", tt.name, err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("Parse(%q, %v) = %+v, %v; want %+v", tt.name, tt.tries, got, err, tt.want)
+		}
+	}
+}
+
+func TestShouldRestart(t *testing.T) {
+	tests := []struct {
+		policy   Policy
+		exit     int32
+		byUser   bool
+		restarts int
+		want     bool
+	}{
+		{Policy{Name: No}, 1, false, 0, false},
+		{Policy{Name: Always}, 0, false, 100, true},
+		{Policy{Name: Always}, 1, true, 0, false},
+		{Policy{Name: UnlessStopped}, 0, false, 0, true},
+		{Policy{Name: UnlessStopped}, 0, true, 0, false},
+		{Policy{Name: OnFailure}, 0, false, 0, false},
+		{Policy{Name: OnFailure}, 2, false, 50, true},
+		{Policy{Name: OnFailure, MaxRetries: 2}, 2, false, 1, true},
+		{Policy{Name: OnFailure, MaxRetries: 2}, 2, false, 2, false},
+		{Policy{Name: OnFailure, MaxRetries: 2}, 137, true, 0, false},
+	}
+	for _, tt := range tests {
+		if got := tt.policy.ShouldRestart(tt.exit, tt.byUser, tt.restarts); got != tt.want {
+			t.Errorf("%+v.ShouldRestart(%d, %v, %d) = %v, want %v", tt.policy, tt.exit, tt.byUser, tt.restarts, got, tt.want)
+		}
+	}
+}
+
+func TestDecide(t *testing.T) {
+	c := &core.Container{State: core.StateExited, ExitCode: 1, Spec: core.ContainerSpec{RestartPolicy: "on-failure"}}
+	if !Decide(c) {
+		t.Fatal("exited container with on-failure and exit 1 not restarted")
+	}
+	running := *c
+	running.State = core.StateRunning
+	if Decide(&running) {
+		t.Fatal("running container restarted")
+	}
+	removed := *c
+	removed.Spec.Remove = true
+	if Decide(&removed) {
+		t.Fatal("auto-remove container restarted")
+	}
+}
+
+// fakeContainers is the part of the core a Supervisor uses.
+type fakeContainers struct {
+	core.Containers
+	mu      sync.Mutex
+	c       core.Container
+	starts  int
+	started chan struct{}
+}
+
+func (f *fakeContainers) Lookup(context.Context, string) (*core.Container, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.c
+	return &c, nil
+}
+
+func (f *fakeContainers) RecordRestart(context.Context, string) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.c.RestartCount++
+	return f.c.RestartCount, nil
+}
+
+func (f *fakeContainers) Start(context.Context, string) error {
+	f.mu.Lock()
+	f.starts++
+	f.c.State = core.StateRunning
+	f.mu.Unlock()
+	f.started <- struct{}{}
+	return nil
+}
+
+func TestSupervisorRestartsUpToLimit(t *testing.T) {
+	fake := &fakeContainers{c: core.Container{ID: "c1", State: core.StateExited, ExitCode: 3, Spec: core.ContainerSpec{RestartPolicy: "on-failure:2"}}, started: make(chan struct{}, 4)}
+	s := NewSupervisor(fake, nil)
+	s.Backoff, s.MaxBackoff = time.Millisecond, 4*time.Millisecond
+	defer s.Close()
+	for i := 0; i < 3; i++ {
+		fake.mu.Lock()
+		fake.c.State = core.StateExited
+		fake.mu.Unlock()
+		s.Hook(context.Background(), core.ContainerEvent{Type: core.EventDied, ID: "c1"})
+		if i < 2 {
+			select {
+			case <-fake.started:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("restart %d did not happen", i+1)
+			}
+		}
+	}
+	s.Close()
+	if fake.starts != 2 || fake.c.RestartCount != 2 {
+		t.Fatalf("starts %d, restart count %d; want 2 and 2", fake.starts, fake.c.RestartCount)
+	}
+}
