@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"net/http"
 	"strings"
@@ -52,7 +54,7 @@ func TestEngineRestartMidProcessing(t *testing.T) {
 	id := s.createUpload(map[string][]byte{
 		"a-junk.txt":        []byte("junk\n"),
 		"b/first.tar":       busyboxArchive(t, tags[0]),
-		"c/second.tar":      busyboxArchive(t, tags[1]),
+		"c/second.tar.gz":   gzipped(t, busyboxArchive(t, tags[1])),
 		"d-corrupt.tar":     []byte("this is not a tar archive at all"),
 		"e-more-junk.conf":  []byte("x=1\n"),
 		"f/third-copy.tar":  busyboxArchive(t, tags[0]),
@@ -69,6 +71,7 @@ func TestEngineRestartMidProcessing(t *testing.T) {
 	stalled := s.waitFor(id, time.Minute, "processing with the engine down", func(u upload) bool {
 		return u.Status == "processing" && intOf(u.FilesTotal) == 7 && intOf(u.FilesProcessed) >= 1
 	})
+	t.Logf("engine stopped: upload %s processing, %d of %d files recorded", id, intOf(stalled.FilesProcessed), intOf(stalled.FilesTotal))
 	time.Sleep(2 * time.Second)
 	if again := s.getUpload(id); again.Status != "processing" || intOf(again.FilesProcessed) != intOf(stalled.FilesProcessed) ||
 		intOf(again.FilesProcessed) >= 7 {
@@ -81,6 +84,7 @@ func TestEngineRestartMidProcessing(t *testing.T) {
 	if err := s.engine.Start(ctx); err != nil {
 		t.Fatalf("starting the engine again: %v", err)
 	}
+	t.Logf("engine started again")
 	u := s.waitFor(id, 3*time.Minute, "status done", func(u upload) bool { return u.Status == "done" })
 	if intOf(u.FilesTotal) != 7 || intOf(u.FilesProcessed) != 7 || intOf(u.Errors) != 4 {
 		t.Errorf("done upload counts: total %d processed %d errors %d; want 7, 7, 4",
@@ -113,4 +117,19 @@ func TestEngineRestartMidProcessing(t *testing.T) {
 	if status, body := call(t, http.MethodGet, s.uploadsURL()+"/readyz", "", nil); status != http.StatusOK {
 		t.Errorf("uploads /readyz with the engine back = %d %s, want 200", status, body)
 	}
+}
+
+// gzipped compresses data: uploads hands *.tar.gz archives to the engine as
+// they are, and the engine decompresses them.
+func gzipped(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
