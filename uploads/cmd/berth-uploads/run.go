@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -199,7 +200,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "berth-uploads listening on %s\n", o.listen)
+	fmt.Fprintf(stdout, "berth-uploads listening on %s\n", listenURL(ln))
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
@@ -216,4 +217,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	stopWork()
 	wg.Wait()
 	return serveErr
+}
+
+// listenURL renders the bound address (the real port when :0 was asked for).
+func listenURL(ln net.Listener) string {
+	if ln.Addr().Network() == "unix" {
+		return "unix://" + ln.Addr().String()
+	}
+	return "tcp://" + ln.Addr().String()
 }

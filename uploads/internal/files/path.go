@@ -108,6 +108,9 @@ func FromEscaped(escaped string) (string, error) {
 		if strings.Contains(d, "/") {
 			return "", &PathError{Path: escaped, Reason: "encoded slash"}
 		}
+		if d != s && (d == "." || d == "..") {
+			return "", &PathError{Path: escaped, Reason: "percent-encoded dot segment"}
+		}
 		segments[i] = d
 	}
 	return ValidatePath(strings.Join(segments, "/"))
