@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 )
 
 // Sentinel errors. An *Error from an HTTP error response matches the one for
@@ -92,7 +93,11 @@ func decodeError(method, path string, resp *http.Response) error {
 	}
 	apiErr.Message = strings.TrimSpace(string(raw))
 	if len(apiErr.Message) > maxErrorMessage {
-		apiErr.Message = apiErr.Message[:maxErrorMessage] + "..."
+		cut := maxErrorMessage
+		for cut > 0 && !utf8.RuneStart(apiErr.Message[cut]) {
+			cut--
+		}
+		apiErr.Message = apiErr.Message[:cut] + "..."
 	}
 	return apiErr
 }
