@@ -165,20 +165,25 @@ func startStack(t *testing.T, ctx context.Context) *stack {
 	return s
 }
 
-// dumpLogs prints both containers' logs, for a failed test.
+// containerLog returns what a container wrote to stdout and stderr so far.
+func (s *stack) containerLog(c testcontainers.Container) string {
+	logs, err := c.Logs(context.Background())
+	if err != nil {
+		return fmt.Sprintf("(logs unavailable: %v)", err)
+	}
+	defer logs.Close()
+	data, _ := io.ReadAll(logs)
+	return string(data)
+}
+
+// dumpLogs prints the tail of both containers' logs, for a failed test.
 func (s *stack) dumpLogs() {
 	for name, c := range map[string]testcontainers.Container{"engine": s.engine, "uploads": s.uploads} {
-		logs, err := c.Logs(context.Background())
-		if err != nil {
-			s.t.Logf("%s logs: %v", name, err)
-			continue
+		log := s.containerLog(c)
+		if len(log) > 20000 {
+			log = log[len(log)-20000:]
 		}
-		data, _ := io.ReadAll(logs)
-		logs.Close()
-		if len(data) > 20000 {
-			data = data[len(data)-20000:]
-		}
-		s.t.Logf("---- %s container log (tail) ----\n%s", name, data)
+		s.t.Logf("---- %s container log (tail) ----\n%s", name, log)
 	}
 }
 

@@ -41,6 +41,10 @@ func TestUploadDeploysImageArchive(t *testing.T) {
 	if names := s.engineImageNames(); !contains(names, tag) {
 		t.Errorf("engine images = %v, want %s among them", names, tag)
 	}
+	// The deployer records the names ImagesLoad reported in the uploads log.
+	if log := s.containerLog(s.uploads); !strings.Contains(log, "image archive loaded") || !strings.Contains(log, tag) {
+		t.Errorf("uploads log does not record the loaded image %s:\n%s", tag, log)
+	}
 }
 
 // TestEngineRestartMidProcessing: the engine goes away while an upload is
