@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 func strict() bool { return os.Getenv("BERTH_TEST_STRICT") == "1" }
 
 // need skips (or, strict, fails) when a program is missing.
-func need(t *testing.T, program string) string {
+func need(t testing.TB, program string) string {
 	t.Helper()
 	path, err := exec.LookPath(program)
 	if err != nil {
@@ -47,7 +47,7 @@ func need(t *testing.T, program string) string {
 
 // testEngine is a running engine with its own store.
 type testEngine struct {
-	t      *testing.T
+	t      testing.TB
 	eng    *engine.Engine
 	srv    *httptest.Server
 	url    string // http://127.0.0.1:PORT
@@ -56,7 +56,7 @@ type testEngine struct {
 
 // startEngine starts the real engine over a real listener on 127.0.0.1,
 // its state in temporary directories on the local disk.
-func startEngine(t *testing.T) *testEngine {
+func startEngine(t testing.TB) *testEngine {
 	t.Helper()
 	need(t, "true")
 	if _, err := os.Stat(testimage.BusyboxPath); err != nil {
@@ -116,7 +116,7 @@ func (e *testEngine) do(method, path string, body io.Reader) response {
 }
 
 // json decodes the body into v, failing the test on error.
-func (r response) json(t *testing.T, v any) {
+func (r response) json(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("decoding %q: %v", r.body, err)
@@ -124,7 +124,7 @@ func (r response) json(t *testing.T, v any) {
 }
 
 // expect fails the test unless the status is want.
-func (r response) expect(t *testing.T, want int) response {
+func (r response) expect(t testing.TB, want int) response {
 	t.Helper()
 	if r.status != want {
 		t.Fatalf("status %d, want %d; body %s", r.status, want, r.body)
@@ -209,7 +209,7 @@ func contains(list []string, s string) bool {
 }
 
 // withTimeout is a context for one external command.
-func withTimeout(t *testing.T, d time.Duration) context.Context {
+func withTimeout(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
