@@ -1,0 +1,87 @@
+package exec
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+func TestMergeEnv(t *testing.T) {
+	got := mergeEnv([]string{"PATH=/bin", "A=1", "B=2"}, []string{"A=x", "C=3"})
+	want := []string{"PATH=/bin", "A=x", "B=2", "C=3"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("mergeEnv = %v, want %v", got, want)
+	}
+}
+
+func TestParseUser(t *testing.T) {
+	tests := []struct {
+		in   string
+		want *specs.User
+		bad  bool
+	}{
+		{in: ""},
+		{in: "root", want: &specs.User{}},
+		{in: "1000", want: &specs.User{UID: 1000}},
+		{in: "1000:50", want: &specs.User{UID: 1000, GID: 50}},
+		{in: "nobody", bad: true},
+		{in: "1:x", bad: true},
+		{in: "-1", bad: true},
+	}
+	for _, tt := range tests {
+		got, err := parseUser(tt.in)
+		if (err != nil) != tt.bad || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("parseUser(%q) = %+v, %v", tt.in, got, err)
+		}
+	}
+}
+
+func TestStartFailureCode(t *testing.T) {
+	for msg, want := range map[string]int{
+		`exec: "x": executable file not found in $PATH`: 127,
+		"open /bin/x: no such file or directory":        127,
+		"exec: permission denied":                       126,
+		"runc exploded":                                 125,
+	} {
+		if got := startFailureCode(errors.New(msg)); got != want {
+			t.Errorf("startFailureCode(%q) = %d, want %d", msg, got, want)
+		}
+	}
+}
+
+func TestProcessForUsesTheBundle(t *testing.T) {
+	bundle := t.TempDir()
+	spec := specs.Spec{Process: &specs.Process{
+		Args: []string{"sleep", "1"}, Env: []string{"PATH=/usr/bin", "TERM=dumb"}, Cwd: "/work",
+		User:         specs.User{UID: 5},
+		Capabilities: &specs.LinuxCapabilities{Bounding: []string{"CAP_CHOWN"}},
+		ConsoleSize:  &specs.Box{Height: 1, Width: 1},
+	}}
+	data, _ := json.Marshal(spec)
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &core.Container{Bundle: bundle}
+	p := ProcessFor(c, []string{"sh", "-c", "true"}, true)
+	if !reflect.DeepEqual(p.Args, []string{"sh", "-c", "true"}) || !p.Terminal || p.Cwd != "/work" || p.User.UID != 5 {
+		t.Fatalf("process %+v", p)
+	}
+	if p.Capabilities == nil || p.ConsoleSize != nil {
+		t.Fatalf("capabilities must be kept and the console size dropped: %+v", p)
+	}
+	if !reflect.DeepEqual(p.Env, []string{"PATH=/usr/bin", "TERM=xterm"}) {
+		t.Fatalf("env %v", p.Env)
+	}
+	// Without a bundle: the request's environment and a default PATH.
+	p = ProcessFor(&core.Container{Bundle: t.TempDir(), Spec: core.ContainerSpec{Env: map[string]string{"K": "v"}}}, []string{"true"}, false)
+	if p.Cwd != "/" || len(p.Env) != 2 || p.Env[1] != "K=v" {
+		t.Fatalf("fallback process %+v", p)
+	}
+}
