@@ -545,6 +545,18 @@ func testLimits(t *testing.T, e *env) {
 	if p := e.put(id, "c", strings.Repeat("c", 51)).problem(t, 413); p["limit"] != "maxUploadSize" {
 		t.Fatalf("upload size: %v", p)
 	}
+	// Without a declared length the stream is cut at the room left in the upload.
+	req, _ = http.NewRequest("PUT", e.base+base+"c", io.MultiReader(strings.NewReader(strings.Repeat("c", 30)), strings.NewReader(strings.Repeat("c", 30))))
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.ContentLength = -1
+	if res, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	if p := (resp{res.StatusCode, res.Header, b}).problem(t, 413); p["limit"] != "maxUploadSize" {
+		t.Fatalf("chunked over upload size: %v", p)
+	}
 	nothingLeft(2)
 	e.mustPut(id, "c", strings.Repeat("c", 50))
 	if p := e.put(id, "d", "").problem(t, 413); p["limit"] != "maxFiles" {

@@ -118,15 +118,36 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
 	case lim.MaxPathDepth > 0 && files.Depth(rel) > lim.MaxPathDepth:
 		s.writeError(w, r, &files.LimitError{Limit: "maxPathDepth", Max: int64(lim.MaxPathDepth)})
 		return
-	case lim.MaxFileSize > 0 && r.ContentLength > lim.MaxFileSize:
-		s.writeError(w, r, &files.LimitError{Limit: "maxFileSize", Max: lim.MaxFileSize})
+	}
+	// The stream is cut at the smaller of the file limit and the room left in the upload
+	// (counting the file it replaces), so an oversized body is refused as soon as
+	// possible; the store's reservation stays the authority under concurrency.
+	capSize, capLimit := lim.MaxFileSize, "maxFileSize"
+	if capSize <= 0 {
+		capSize = math.MaxInt64 - 1
+	}
+	if lim.MaxUploadSize > 0 {
+		room := max(lim.MaxUploadSize-uploadFrom(r).Bytes+s.tree.FileSize(id.String(), rel), 0)
+		if room < capSize {
+			capSize, capLimit = room, "maxUploadSize"
+		}
+	}
+	capErr := func() error {
+		limit := lim.MaxFileSize
+		if capLimit == "maxUploadSize" {
+			limit = lim.MaxUploadSize
+		}
+		return &files.LimitError{Limit: capLimit, Max: limit}
+	}
+	if r.ContentLength > capSize {
+		s.writeError(w, r, capErr())
 		return
 	}
-	maxSize := lim.MaxFileSize
-	if maxSize <= 0 {
-		maxSize = math.MaxInt64 - 1
+	_, err := s.tree.Put(id.String(), rel, bodyReader{r.Body}, capSize, s.reserver(r.Context(), id))
+	var le *files.LimitError
+	if errors.As(err, &le) && le.Limit == "maxFileSize" {
+		err = capErr()
 	}
-	_, err := s.tree.Put(id.String(), rel, bodyReader{r.Body}, maxSize, s.reserver(r.Context(), id))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -377,6 +377,20 @@ func (t *Tree) Stat(id, rel, marker string, limit int) (Info, error) {
 	return info, nil
 }
 
+// FileSize is the size of the regular file rel of upload id, or 0 when there is none.
+func (t *Tree) FileSize(id, rel string) int64 {
+	root, err := t.openFiles(id)
+	if err != nil {
+		return 0
+	}
+	defer root.Close()
+	fi, err := root.Lstat(rel)
+	if err != nil || !fi.Mode().IsRegular() {
+		return 0
+	}
+	return fi.Size()
+}
+
 // Open opens the regular file rel of upload id for reading.
 func (t *Tree) Open(id, rel string) (*os.File, fs.FileInfo, error) {
 	root, err := t.openFiles(id)
