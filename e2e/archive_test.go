@@ -18,16 +18,27 @@ const busyboxBinary = "/bin/busybox"
 // tag. The layer holds busybox-static as /bin/busybox and /bin/sh.
 func busyboxArchive(t *testing.T, tag string) []byte {
 	t.Helper()
+	return busyboxArchiveWith(t, tag, nil)
+}
+
+// busyboxArchiveWith is busyboxArchive with payload added as /payload.bin,
+// to make an archive as large (and its load as long) as a test needs.
+func busyboxArchiveWith(t *testing.T, tag string, payload []byte) []byte {
+	t.Helper()
 	binary, err := os.ReadFile(busyboxBinary)
 	if err != nil {
 		t.Fatalf("reading %s (package busybox-static): %v", busyboxBinary, err)
 	}
 	created := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	layer := tarArchive(t, created, []tarEntry{
+	entries := []tarEntry{
 		{name: "bin/", dir: true},
 		{name: "bin/busybox", body: binary, mode: 0o755},
 		{name: "bin/sh", link: "busybox"},
-	})
+	}
+	if payload != nil {
+		entries = append(entries, tarEntry{name: "payload.bin", body: payload})
+	}
+	layer := tarArchive(t, created, entries)
 	layerSum := sha256.Sum256(layer)
 	layerHex := hex.EncodeToString(layerSum[:])
 	config, err := json.Marshal(map[string]any{

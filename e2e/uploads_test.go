@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/rand"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -136,4 +138,62 @@ func gzipped(t *testing.T, data []byte) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// TestEngineKilledDuringLoad: the engine container is killed (SIGKILL, no
+// graceful shutdown) while the upload is processing large archives. The
+// interrupted load is neither recorded nor skipped: once the engine is back
+// the archive is sent again, every archive is loaded and the upload ends done
+// without errors.
+func TestEngineKilledDuringLoad(t *testing.T) {
+	ctx := context.Background()
+	s := startStack(t, ctx)
+	const archives = 3
+	const payloadSize = 48 << 20
+	files := map[string][]byte{}
+	var tags []string
+	for i := range archives {
+		payload := make([]byte, payloadSize)
+		if _, err := rand.Read(payload); err != nil {
+			t.Fatal(err)
+		}
+		tag := fmt.Sprintf("localhost/berth-e2e-big-%d:latest", i)
+		tags = append(tags, tag)
+		files[fmt.Sprintf("big-%d.tar", i)] = busyboxArchiveWith(t, tag, payload)
+	}
+	id := s.createUpload(files)
+	s.markForProcessing(id)
+	s.waitFor(id, time.Minute, "processing of the first archive", func(u upload) bool {
+		return u.Status == "processing" && intOf(u.FilesTotal) == archives
+	})
+	kill := time.Duration(0)
+	if err := s.engine.Stop(ctx, &kill); err != nil {
+		t.Fatalf("killing the engine: %v", err)
+	}
+	killedAt := s.getUpload(id)
+	t.Logf("engine killed with %d of %d archives recorded", intOf(killedAt.FilesProcessed), archives)
+	if killedAt.Status == "done" {
+		t.Fatalf("the upload finished before the engine was killed; make the archives larger")
+	}
+	if err := s.engine.Start(ctx); err != nil {
+		t.Fatalf("starting the engine again: %v", err)
+	}
+	u := s.waitFor(id, 3*time.Minute, "status done", func(u upload) bool { return u.Status == "done" })
+	if intOf(u.FilesProcessed) != archives || intOf(u.Errors) != 0 {
+		t.Errorf("done upload: processed %d errors %d, want %d and 0; errors %+v",
+			intOf(u.FilesProcessed), intOf(u.Errors), archives, s.uploadErrors(id))
+	}
+	names := s.engineImageNames()
+	for _, tag := range tags {
+		if !contains(names, tag) {
+			t.Errorf("engine images = %v, want %s among them", names, tag)
+		}
+	}
+	// engineclient retries a failed connection a few times with backoff,
+	// reopening the archive; only when those run out does the upload wait.
+	if strings.Contains(s.containerLog(s.uploads), "deploy target unavailable") {
+		t.Logf("the interrupted load outlasted the client's retries: the upload waited for the engine")
+	} else {
+		t.Logf("the interrupted load succeeded on one of the client's retries")
+	}
 }
