@@ -310,7 +310,7 @@ func testUploads(t *testing.T, e *env) {
 		t.Fatalf("readyz %d %s", r.status, r.body)
 	}
 	r = e.do("GET", "/metrics", nil)
-	for _, want := range []string{`berth_uploads_uploads{status="open"} 29`, "berth_uploads_stored_bytes 0", `berth_uploads_http_requests_total{code="201",method="POST",route="/v1/uploads"} 30`} {
+	for _, want := range []string{`berth_uploads_uploads{state="open"} 29`, "berth_uploads_bytes_stored 0", `berth_uploads_http_requests_total{code="201",method="POST",route="/v1/uploads"} 30`} {
 		if !bytes.Contains(r.body, []byte(want)) {
 			t.Errorf("metrics lack %q:\n%s", want, r.body)
 		}

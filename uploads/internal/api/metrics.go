@@ -46,16 +46,16 @@ func (c *uploadCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(total))
 }
 
-// RegisterMetrics adds the uploads metrics to reg: berth_uploads_uploads{status},
-// berth_uploads_stored_bytes and berth_uploads_processing_duration_seconds. It returns
+// RegisterMetrics adds the uploads metrics to reg: berth_uploads_uploads{state},
+// berth_uploads_bytes_stored and berth_uploads_processing_duration_seconds. It returns
 // the function the processor calls with the duration of each finished upload.
 func RegisterMetrics(logger *slog.Logger, reg prometheus.Registerer, st store.Store) (observeProcessing func(time.Duration)) {
 	const ns = "berth_uploads"
 	reg.MustRegister(&uploadCollector{
 		logger:  logger,
 		store:   st,
-		uploads: prometheus.NewDesc(ns+"_uploads", "Uploads by state.", []string{"status"}, nil),
-		bytes:   prometheus.NewDesc(ns+"_stored_bytes", "Bytes of files stored in all uploads.", nil, nil),
+		uploads: prometheus.NewDesc(ns+"_uploads", "Uploads by state.", []string{"state"}, nil),
+		bytes:   prometheus.NewDesc(ns+"_bytes_stored", "Bytes of files stored in all uploads.", nil, nil),
 	})
 	hist := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: ns,
