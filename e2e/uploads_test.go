@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/testimage"
 )
 
 const (
@@ -55,7 +56,7 @@ func TestUploadDeploysImageArchive(t *testing.T) {
 func TestEngineRestartMidProcessing(t *testing.T) {
 	ctx := context.Background()
 	s := startStack(t, ctx)
-	tags := []string{"localhost/berth-e2e-one:latest", "localhost/berth-e2e-two:latest"}
+	tags := []string{"localhost/berth-e2e-one:latest", "localhost/berth-e2e-two:latest", "localhost/berth-e2e-oci:latest"}
 
 	id := s.createUpload(map[string][]byte{
 		"a-junk.txt":        []byte("junk\n"),
@@ -65,6 +66,7 @@ func TestEngineRestartMidProcessing(t *testing.T) {
 		"e-more-junk.conf":  []byte("x=1\n"),
 		"f/third-copy.tar":  busyboxArchive(t, tags[0]),
 		"g/readme.markdown": []byte("# readme\n"),
+		"h/oci-layout.tar":  imageArchive(t, testimage.OCI, testimage.Busybox(tags[2])),
 	})
 
 	timeout := 10 * time.Second
@@ -75,12 +77,12 @@ func TestEngineRestartMidProcessing(t *testing.T) {
 	// The worker claims the upload and records files up to the first image
 	// archive, then waits for the engine.
 	stalled := s.waitFor(id, time.Minute, "processing with the engine down", func(u upload) bool {
-		return u.Status == "processing" && intOf(u.FilesTotal) == 7 && intOf(u.FilesProcessed) >= 1
+		return u.Status == "processing" && intOf(u.FilesTotal) == 8 && intOf(u.FilesProcessed) >= 1
 	})
 	t.Logf("engine stopped: upload %s processing, %d of %d files recorded", id, intOf(stalled.FilesProcessed), intOf(stalled.FilesTotal))
 	time.Sleep(2 * time.Second)
 	if again := s.getUpload(id); again.Status != "processing" || intOf(again.FilesProcessed) != intOf(stalled.FilesProcessed) ||
-		intOf(again.FilesProcessed) >= 7 {
+		intOf(again.FilesProcessed) >= 8 {
 		t.Fatalf("with the engine down the upload moved on: %+v then %+v", stalled, again)
 	}
 	if status, body := call(t, http.MethodGet, s.uploadsURL()+"/readyz", "", nil); status != http.StatusServiceUnavailable {
@@ -92,8 +94,8 @@ func TestEngineRestartMidProcessing(t *testing.T) {
 	}
 	t.Logf("engine started again")
 	u := s.waitFor(id, 3*time.Minute, "status done", func(u upload) bool { return u.Status == "done" })
-	if intOf(u.FilesTotal) != 7 || intOf(u.FilesProcessed) != 7 || intOf(u.Errors) != 4 {
-		t.Errorf("done upload counts: total %d processed %d errors %d; want 7, 7, 4",
+	if intOf(u.FilesTotal) != 8 || intOf(u.FilesProcessed) != 8 || intOf(u.Errors) != 4 {
+		t.Errorf("done upload counts: total %d processed %d errors %d; want 8, 8, 4",
 			intOf(u.FilesTotal), intOf(u.FilesProcessed), intOf(u.Errors))
 	}
 	got := map[string]string{}
@@ -153,13 +155,9 @@ func TestEngineKilledDuringLoad(t *testing.T) {
 	files := map[string][]byte{}
 	var tags []string
 	for i := range archives {
-		payload := make([]byte, payloadSize)
-		if _, err := rand.Read(payload); err != nil {
-			t.Fatal(err)
-		}
 		tag := fmt.Sprintf("localhost/berth-e2e-big-%d:latest", i)
 		tags = append(tags, tag)
-		files[fmt.Sprintf("big-%d.tar", i)] = busyboxArchiveWith(t, tag, payload)
+		files[fmt.Sprintf("big-%d.tar", i)] = bigArchive(t, tag, payloadSize, int64(i+1))
 	}
 	id := s.createUpload(files)
 	s.markForProcessing(id)
