@@ -144,6 +144,10 @@ func (m *Manager) cleanupLocked(ctx context.Context, e *entry) {
 	if !rec.NeedsCleanup && !rec.Mounted {
 		return
 	}
+	if rec.State == core.StateCreated || rec.State == core.StateRunning || rec.State == core.StatePaused {
+		// Started again since the exit that asked for this cleanup.
+		return
+	}
 	ctx = context.WithoutCancel(ctx)
 	if rec.NeedsCleanup {
 		if err := m.rt.Delete(ctx, rec.ID, true); err != nil {

@@ -1,0 +1,351 @@
+package containers_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLifecycle(t *testing.T) {
+	te := startEngine(t)
+	id := te.create(map[string]any{"name": "life", "command": []string{"sh", "-c", "echo started; while true; do sleep 0.1; done"},
+		"netns": map[string]string{"nsmode": "none"}, "labels": map[string]string{"app": "web"}})
+	if st := te.inspect(id).State.Status; st != "created" {
+		t.Fatalf("after create: %s", st)
+	}
+	te.must(http.StatusNoContent, "POST", "/containers/life/start", nil)
+	te.must(http.StatusNotModified, "POST", "/containers/life/start", nil)
+	d := te.inspect("life")
+	if !d.State.Running || d.State.Pid <= 0 || d.State.ConmonPid <= 0 || d.State.StartedAt.IsZero() {
+		t.Fatalf("after start: %+v", d.State)
+	}
+	if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(d.State.Pid))); err != nil {
+		t.Fatalf("container process %d: %v", d.State.Pid, err)
+	}
+
+	te.must(http.StatusNoContent, "POST", "/containers/"+id[:12]+"/pause", nil)
+	if d := te.inspect(id); d.State.Status != "paused" || !d.State.Paused {
+		t.Fatalf("after pause: %+v", d.State)
+	}
+	te.must(http.StatusConflict, "POST", "/containers/life/pause", nil)
+	te.must(http.StatusNoContent, "POST", "/containers/life/unpause", nil)
+	if st := te.inspect(id).State.Status; st != "running" {
+		t.Fatalf("after unpause: %s", st)
+	}
+
+	// busybox sh as PID 1 ignores SIGTERM: stop must fall back to SIGKILL after the timeout.
+	start := time.Now()
+	te.must(http.StatusNoContent, "POST", "/containers/life/stop?timeout=1", nil)
+	if el := time.Since(start); el < time.Second || el > 8*time.Second {
+		t.Fatalf("stop with timeout 1 took %v", el)
+	}
+	d = te.inspect(id)
+	if d.State.Status != "exited" || d.State.ExitCode != 137 || d.State.Running || d.State.FinishedAt.IsZero() {
+		t.Fatalf("after stop: %+v", d.State)
+	}
+	te.must(http.StatusNotModified, "POST", "/containers/life/stop", nil)
+	te.must(http.StatusConflict, "POST", "/containers/life/kill", nil)
+
+	te.must(http.StatusNoContent, "POST", "/containers/life/restart?timeout=0", nil)
+	if st := te.inspect(id).State.Status; st != "running" {
+		t.Fatalf("after restart: %s", st)
+	}
+	te.waitLog(id, 2)
+	te.must(http.StatusNoContent, "POST", "/containers/life/kill?signal=KILL", nil)
+	if code := te.wait(id); code != 137 {
+		t.Fatalf("wait after kill: %d", code)
+	}
+	if got := te.logLines(id); len(got) != 2 || got[0] != "started" || got[1] != "started" {
+		t.Fatalf("log after two starts: %q", got)
+	}
+	te.must(http.StatusNoContent, "POST", "/containers/life/start", nil)
+	te.must(http.StatusConflict, "DELETE", "/containers/life", nil)
+	var rm []struct {
+		ID string `json:"Id"`
+	}
+	json.Unmarshal(te.must(http.StatusOK, "DELETE", "/containers/life?force=true&timeout=0", nil), &rm)
+	if len(rm) != 1 || rm[0].ID != id {
+		t.Fatalf("remove report %+v", rm)
+	}
+	te.must(http.StatusNotFound, "GET", "/containers/life/json", nil)
+	te.must(http.StatusNotFound, "GET", "/containers/life/exists", nil)
+	if l := leaks(te.root, te.runRoot, id); len(l) > 0 {
+		t.Fatalf("leaked after remove: %v", l)
+	}
+}
+
+func TestKillSignalsAndWaitConditions(t *testing.T) {
+	te := startEngine(t)
+	id := te.create(map[string]any{"command": []string{"sh", "-c", "trap 'exit 42' USR1; echo ready; while true; do sleep 0.05; done"}})
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	if code := te.wait(id, "running"); code != 0 {
+		t.Fatalf("wait running: %d", code)
+	}
+	// PID 1 ignores signals it has no handler for: wait until the trap is set.
+	te.waitLog(id, 1)
+	te.must(http.StatusBadRequest, "POST", "/containers/"+id+"/kill?signal=NOPE", nil)
+	te.must(http.StatusBadRequest, "POST", "/containers/"+id+"/wait?condition=bogus", nil)
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/kill?signal=10", nil)
+	if code := te.wait(id, "exited"); code != 42 {
+		t.Fatalf("exit code after USR1 trap: %d", code)
+	}
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.waitLog(id, 2)
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/kill?signal=SIGUSR1", nil)
+	if code := te.wait(id); code != 42 {
+		t.Fatalf("exit code after SIGUSR1 by name: %d", code)
+	}
+}
+
+func TestCreateValidationAndErrors(t *testing.T) {
+	te := startEngine(t)
+	te.create(map[string]any{"name": "taken"})
+	cases := []struct {
+		body   any
+		status int
+		field  string
+	}{
+		{map[string]any{"image": "nosuchimage:1"}, http.StatusNotFound, ""},
+		{map[string]any{"image": "busybox", "name": "taken"}, http.StatusConflict, ""},
+		{map[string]any{"image": "busybox", "name": "bad name!"}, http.StatusBadRequest, "name"},
+		{map[string]any{"image": "busybox", "env": 5}, http.StatusBadRequest, "env"},
+		{map[string]any{"image": "busybox", "r_limits": []map[string]any{{"type": "nofile", "hard": "x", "soft": 1}}}, http.StatusBadRequest, "r_limits"},
+		{map[string]any{"image": "busybox", "r_limits": []map[string]any{{"type": "bogus", "hard": 1, "soft": 1}}}, http.StatusBadRequest, "r_limits[0].type"},
+		{map[string]any{"image": "busybox", "mounts": []map[string]any{{"destination": "rel", "type": "bind", "source": "/tmp"}}}, http.StatusBadRequest, "mounts[0].destination"},
+		{map[string]any{"image": "busybox", "mounts": []map[string]any{{"destination": "/x", "type": "nfs", "source": "a"}}}, http.StatusBadRequest, "mounts[0].type"},
+		{map[string]any{"image": "busybox", "netns": map[string]string{"nsmode": "slirp4netns"}}, http.StatusBadRequest, "netns"},
+		{map[string]any{"image": "busybox", "restart_policy": "sometimes"}, http.StatusBadRequest, "restart_policy"},
+		{map[string]any{"image": "busybox", "remove": true, "restart_policy": "always"}, http.StatusBadRequest, "restart_policy"},
+		{map[string]any{"image": "busybox", "user": "nosuchuser"}, http.StatusBadRequest, "user"},
+		{map[string]any{"image": "busybox", "cap_add": []string{"NOT_A_CAP"}}, http.StatusBadRequest, "cap_add"},
+		{map[string]any{"image": "busybox", "resource_limits": map[string]any{"memory": map[string]any{"limit": 100}}}, http.StatusBadRequest, "resource_limits.memory.limit"},
+		{map[string]any{}, http.StatusBadRequest, "image"},
+		{"{not json", http.StatusBadRequest, "body"},
+	}
+	for _, c := range cases {
+		status, body := te.do("POST", "/containers/create", c.body)
+		var e struct {
+			Message  string `json:"message"`
+			Response int    `json:"response"`
+		}
+		json.Unmarshal(body, &e)
+		if status != c.status || e.Response != c.status {
+			t.Errorf("%v: status %d (%s), want %d", c.body, status, body, c.status)
+			continue
+		}
+		if c.field != "" && !strings.Contains(e.Message, "invalid "+c.field) {
+			t.Errorf("%v: message %q does not name field %q", c.body, e.Message, c.field)
+		}
+	}
+	var list []json.RawMessage
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/json?all=true", nil), &list)
+	if len(list) != 1 {
+		t.Fatalf("failed creates left containers behind: %d listed", len(list))
+	}
+	for _, route := range []struct{ method, path string }{
+		{"GET", "/containers/nosuch/json"}, {"POST", "/containers/nosuch/start"}, {"POST", "/containers/nosuch/stop"},
+		{"POST", "/containers/nosuch/kill"}, {"POST", "/containers/nosuch/pause"}, {"POST", "/containers/nosuch/unpause"},
+		{"POST", "/containers/nosuch/restart"}, {"POST", "/containers/nosuch/wait"}, {"DELETE", "/containers/nosuch"},
+		{"POST", "/containers/nosuch/init"}, {"POST", "/containers/nosuch/update"}, {"GET", "/containers/nosuch/exists"},
+	} {
+		if status, body := te.do(route.method, route.path, nil); status != http.StatusNotFound {
+			t.Errorf("%s %s: %d %s, want 404", route.method, route.path, status, body)
+		}
+	}
+	te.must(http.StatusOK, "DELETE", "/containers/nosuch?ignore=true", nil)
+}
+
+func TestMissingCommandFailsStartAndIsRemovable(t *testing.T) {
+	te := startEngine(t)
+	id := te.create(map[string]any{"command": []string{"/no/such/binary"}})
+	status, body := te.do("POST", "/containers/"+id+"/start", nil)
+	if status != http.StatusInternalServerError || !strings.Contains(string(body), "/no/such/binary") || !strings.Contains(string(body), "no such file") {
+		t.Fatalf("start: %d %s", status, body)
+	}
+	d := te.inspect(id)
+	if d.State.Status != "created" || d.State.Error == "" || d.State.Running {
+		t.Fatalf("state after failed start: %+v", d.State)
+	}
+	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+	if l := leaks(te.root, te.runRoot, id); len(l) > 0 {
+		t.Fatalf("leaked: %v", l)
+	}
+}
+
+func TestNetworkNamespaces(t *testing.T) {
+	te := startEngine(t)
+	// flags of lo: 0x9 is IFF_UP|IFF_LOOPBACK. /proc/net/dev lists the interfaces.
+	script := "cat /sys/class/net/lo/flags; grep -c : /proc/net/dev; hostname"
+	for _, mode := range []string{"none", "private"} {
+		code, out := te.run(map[string]any{"command": []string{"sh", "-c", script}, "netns": map[string]string{"nsmode": mode}, "hostname": "box"})
+		if code != 0 || len(out) != 3 || out[0] != "0x9" || out[1] != "1" || out[2] != "box" {
+			t.Errorf("netns %s: exit %d, output %q (want lo up, one interface, hostname box)", mode, code, out)
+		}
+	}
+	hostIfaces := 0
+	data, _ := os.ReadFile("/proc/net/dev")
+	hostIfaces = strings.Count(string(data), ":")
+	code, out := te.run(map[string]any{"command": []string{"sh", "-c", script}, "netns": map[string]string{"nsmode": "host"}})
+	if code != 0 || len(out) < 2 || out[1] != strconv.Itoa(hostIfaces) {
+		t.Errorf("netns host: exit %d, output %q, host has %d interfaces", code, out, hostIfaces)
+	}
+}
+
+func TestProcessSettings(t *testing.T) {
+	te := startEngine(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f"), []byte("from-host\n"), 0o644)
+	code, out := te.run(map[string]any{
+		"command":  []string{"sh", "-c", "ulimit -n; ulimit -Hn; id -u; id -g; pwd; echo $GREETING; cat /mnt/f; touch /mnt/x 2>/dev/null || echo ro; mount | grep -c ' /scratch type tmpfs'; cat /etc/hostname"},
+		"user":     "65534:65534",
+		"work_dir": "/work/dir",
+		"env":      map[string]string{"GREETING": "hello"},
+		"r_limits": []map[string]any{{"type": "nofile", "hard": -1, "soft": -1}},
+		"mounts": []map[string]any{
+			{"destination": "/mnt", "type": "bind", "source": dir, "options": []string{"ro"}},
+			{"destination": "/scratch", "type": "tmpfs", "source": "tmpfs"},
+		},
+		"hostname": "settings",
+	})
+	var hard uint64 = 20000
+	if data, err := os.ReadFile("/proc/self/limits"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(line, "Max open files") {
+				f := strings.Fields(line)
+				hard, _ = strconv.ParseUint(f[4], 10, 64)
+			}
+		}
+	}
+	h := strconv.FormatUint(hard, 10)
+	want := []string{h, h, "65534", "65534", "/work/dir", "hello", "from-host", "ro", "1", "settings"}
+	if code != 0 || !slices.Equal(out, want) {
+		t.Fatalf("exit %d, output %q, want %q", code, out, want)
+	}
+}
+
+func TestAutoRemoveKeepsExitCodeForWait(t *testing.T) {
+	te := startEngine(t)
+	id := te.create(map[string]any{"command": []string{"sh", "-c", "exit 5"}, "remove": true})
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	if code := te.wait(id); code != 5 {
+		t.Fatalf("wait: %d", code)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, _ := te.do("GET", "/containers/"+id+"/exists", nil)
+		if status == http.StatusNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("auto-remove container still exists")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code := te.wait(id); code != 5 {
+		t.Fatalf("wait after removal: %d", code)
+	}
+	if l := leaks(te.root, te.runRoot, id); len(l) > 0 {
+		t.Fatalf("leaked: %v", l)
+	}
+}
+
+func TestListFiltersAndPrune(t *testing.T) {
+	te := startEngine(t)
+	a := te.create(map[string]any{"name": "a-one", "command": []string{"sh", "-c", "exit 3"}, "labels": map[string]string{"tier": "db"}})
+	time.Sleep(10 * time.Millisecond)
+	b := te.create(map[string]any{"name": "b-two", "command": []string{"sleep", "60"}, "labels": map[string]string{"tier": "web"}})
+	time.Sleep(10 * time.Millisecond)
+	c := te.create(map[string]any{"name": "c-three", "command": []string{"true"}})
+	te.must(http.StatusNoContent, "POST", "/containers/"+a+"/start", nil)
+	te.wait(a)
+	te.must(http.StatusNoContent, "POST", "/containers/"+b+"/start", nil)
+
+	list := func(q string) []string {
+		var out []struct {
+			ID    string `json:"Id"`
+			Names []string
+			State string
+		}
+		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/json"+q, nil), &out)
+		var names []string
+		for _, c := range out {
+			names = append(names, c.Names[0])
+		}
+		return names
+	}
+	f := func(filters string) string { return "?all=true&filters=" + filters }
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"", []string{"b-two"}},
+		{"?all=true", []string{"c-three", "b-two", "a-one"}},
+		{"?limit=1", []string{"c-three"}},
+		{f(`{"label":["tier=db"]}`), []string{"a-one"}},
+		{f(`{"label":["tier"]}`), []string{"b-two", "a-one"}},
+		{f(`{"status":["exited"]}`), []string{"a-one"}},
+		{f(`{"status":["created"]}`), []string{"c-three"}},
+		{f(`{"exited":["3"]}`), []string{"a-one"}},
+		{f(`{"name":["b-two"]}`), []string{"b-two"}},
+		{f(`{"id":["` + c[:10] + `"]}`), []string{"c-three"}},
+		{f(`{"ancestor":["busybox"]}`), []string{"c-three", "b-two", "a-one"}},
+		{f(`{"before":["b-two"]}`), []string{"a-one"}},
+		{f(`{"since":["b-two"]}`), []string{"c-three"}},
+	}
+	for _, tt := range tests {
+		if got := list(tt.q); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: got %v, want %v", tt.q, got, tt.want)
+		}
+	}
+	te.must(http.StatusBadRequest, "GET", "/containers/json"+f(`{"status":["sleepy"]}`), nil)
+	te.must(http.StatusBadRequest, "GET", "/containers/json"+f(`{"bogus":["x"]}`), nil)
+
+	var pruned []struct {
+		ID string `json:"Id"`
+	}
+	json.Unmarshal(te.must(http.StatusOK, "POST", "/containers/prune", nil), &pruned)
+	var ids []string
+	for _, p := range pruned {
+		ids = append(ids, p.ID)
+	}
+	slices.Sort(ids)
+	want := []string{a, c}
+	slices.Sort(want)
+	if !slices.Equal(ids, want) {
+		t.Fatalf("pruned %v, want %v", ids, want)
+	}
+	if got := list("?all=true"); !slices.Equal(got, []string{"b-two"}) {
+		t.Fatalf("after prune: %v", got)
+	}
+}
+
+func TestUpdateResourcesOfRunningContainer(t *testing.T) {
+	te := startEngine(t)
+	id := te.create(map[string]any{"command": []string{"sleep", "60"}, "resource_limits": map[string]any{"memory": map[string]any{"limit": 64 << 20}}})
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	cg := te.inspect(id).State.CgroupPath
+	read := func() string {
+		data, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/memory", cg, "memory.limit_in_bytes"))
+		if err != nil {
+			t.Skipf("memory cgroup v1 not available: %v", err)
+		}
+		return strings.TrimSpace(string(data))
+	}
+	if got := read(); got != strconv.Itoa(64<<20) {
+		t.Fatalf("memory limit at start: %s", got)
+	}
+	te.must(http.StatusCreated, "POST", "/containers/"+id+"/update?restartPolicy=on-failure&restartRetries=2", map[string]any{"memory": map[string]any{"limit": 128 << 20}})
+	if got := read(); got != strconv.Itoa(128<<20) {
+		t.Fatalf("memory limit after update: %s", got)
+	}
+	if d := te.inspect(id); d.HostConfig.Memory != 128<<20 {
+		t.Fatalf("inspect memory after update: %d", d.HostConfig.Memory)
+	}
+	te.must(http.StatusBadRequest, "POST", "/containers/"+id+"/update?restartPolicy=sometimes", map[string]any{})
+}
