@@ -1,6 +1,6 @@
 module github.com/berth-project/berth/contracts
 
-go 1.25.0
+go 1.26.0
 
 replace github.com/berth-project/berth/shared => ../shared
 
@@ -18,7 +18,7 @@ require (
 	github.com/spf13/cobra v1.10.1 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/net v0.38.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250324211829-b45e905df463 // indirect
 	google.golang.org/grpc v1.73.0 // indirect
@@ -27,3 +27,7 @@ require (
 )
 
 replace github.com/berth-project/berth/uploads => ../uploads
+
+require github.com/berth-project/berth/engine v0.0.0
+
+replace github.com/berth-project/berth/engine => ../engine

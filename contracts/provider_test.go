@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/testimage"
 	"github.com/pact-foundation/pact-go/v2/models"
 	"github.com/pact-foundation/pact-go/v2/provider"
 )
@@ -36,7 +37,7 @@ func TestProvider(t *testing.T) {
 		t.Fatalf("pact file missing (TestConsumer writes it): %v", err)
 	}
 	engine := startEngine(t)
-	states := &stateSetup{t: t, base: engine.url + apiPrefix}
+	states := &stateSetup{base: engine.url + apiPrefix}
 
 	request := provider.VerifyRequest{
 		ProviderBaseURL: engine.url,
@@ -74,7 +75,6 @@ func TestProvider(t *testing.T) {
 
 // stateSetup puts the engine into each provider state through its API.
 type stateSetup struct {
-	t    *testing.T
 	base string // engine URL with the API prefix
 	mu   sync.Mutex
 }
@@ -90,14 +90,19 @@ func (s *stateSetup) engineRunning(setup bool, _ models.ProviderState) (models.P
 	return nil, nil
 }
 
-// busyboxExists loads an image tagged localhost/busybox:latest with ImagesLoad.
+// busyboxExists loads a busybox image (engine/testimage, from Debian's
+// busybox-static) tagged localhost/busybox:latest with ImagesLoad.
 func (s *stateSetup) busyboxExists(setup bool, _ models.ProviderState) (models.ProviderStateResponse, error) {
 	if !setup {
 		return nil, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	status, body, err := s.call(http.MethodPost, "/images/load", tinyImageArchive(s.t, busyboxImage))
+	var archive bytes.Buffer
+	if err := testimage.DockerArchive(&archive, testimage.Busybox(busyboxImage)); err != nil {
+		return nil, fmt.Errorf("state %q: building the archive: %w", stateBusyboxExists, err)
+	}
+	status, body, err := s.call(http.MethodPost, "/images/load", archive.Bytes())
 	if err != nil || status != http.StatusOK {
 		return nil, fmt.Errorf("state %q: load: %d %s %v", stateBusyboxExists, status, body, err)
 	}
