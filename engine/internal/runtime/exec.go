@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +19,8 @@ import (
 
 // Exec runs req.Process inside the running container c with "runtime exec".
 // The runtime process stays the parent of the new process, so Wait returns
-// its exit code. With a terminal, the pty master arrives over a console socket.
+// its exit code. With a terminal, runc runs on a pseudo-terminal the engine
+// holds the master of.
 func (r *Runtime) Exec(ctx context.Context, c *core.Container, req core.ExecRequest) (core.ExecProcess, error) {
 	if len(req.Process.Args) == 0 {
 		return nil, core.InvalidArgument("Cmd", errors.New("a command is required"))
@@ -44,15 +44,16 @@ func (r *Runtime) Exec(ctx context.Context, c *core.Container, req core.ExecRequ
 	}
 	pidFile := filepath.Join(dir, "pid")
 	args := []string{"--root", r.stateRoot, "exec", "--process", procFile, "--pid-file", pidFile}
-	var consoleLn *net.UnixListener
+	// With a terminal, runc (not detached) needs a terminal as its own
+	// stdio: it allocates the container's console, copies between the two
+	// and follows our terminal's size on SIGWINCH. runc refuses a console
+	// socket unless it detaches, which would lose the exit code.
+	var master, slave *os.File
 	if req.Process.Terminal {
-		sock := filepath.Join(dir, "console.sock")
-		consoleLn, err = net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-		if err != nil {
-			return fail(fmt.Errorf("exec console socket: %w", err))
+		if master, slave, err = openPty(); err != nil {
+			return fail(fmt.Errorf("exec terminal: %w", err))
 		}
-		defer consoleLn.Close()
-		args = append(args, "--tty", "--console-socket", sock)
+		args = append(args, "--tty")
 	}
 	args = append(args, c.ID)
 	cmd := exec.Command(r.path, args...)
@@ -73,10 +74,20 @@ func (r *Runtime) Exec(ctx context.Context, c *core.Container, req core.ExecRequ
 			cmd.Stderr = &stderrBuf
 		}
 	} else {
-		cmd.Stderr = &stderrBuf
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	}
 	if err := cmd.Start(); err != nil {
+		if master != nil {
+			master.Close()
+			slave.Close()
+		}
 		return fail(fmt.Errorf("start %s exec: %w", r.name, err))
+	}
+	if slave != nil {
+		// runc holds its own copy; ours would keep the master from seeing
+		// the end of the session.
+		slave.Close()
 	}
 	p.cmd = cmd
 	if stdinPipe != nil {
@@ -85,13 +96,7 @@ func (r *Runtime) Exec(ctx context.Context, c *core.Container, req core.ExecRequ
 			stdinPipe.Close()
 		}()
 	}
-	if consoleLn != nil {
-		master, err := receiveConsole(ctx, consoleLn, cmd)
-		if err != nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-			return fail(fmt.Errorf("exec terminal: %w: %s", err, stderrBuf.String()))
-		}
+	if master != nil {
 		p.master = master
 		var copies sync.WaitGroup
 		if req.Stdin != nil {
@@ -130,28 +135,27 @@ func (r *Runtime) Exec(ctx context.Context, c *core.Container, req core.ExecRequ
 	return p, nil
 }
 
-func receiveConsole(ctx context.Context, ln *net.UnixListener, cmd *exec.Cmd) (*os.File, error) {
-	ln.SetDeadline(time.Now().Add(30 * time.Second))
-	conn, err := ln.AcceptUnix()
+// openPty opens a new pseudo-terminal pair.
+func openPty() (master, slave *os.File, err error) {
+	master, err = os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer conn.Close()
-	buf := make([]byte, 4096)
-	oob := make([]byte, unix.CmsgSpace(4))
-	_, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		master.Close()
+		return nil, nil, fmt.Errorf("unlock pty: %w", err)
+	}
+	n, err := unix.IoctlGetUint32(int(master.Fd()), unix.TIOCGPTN)
 	if err != nil {
-		return nil, err
+		master.Close()
+		return nil, nil, fmt.Errorf("pty number: %w", err)
 	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) == 0 {
-		return nil, fmt.Errorf("no terminal received: %v", err)
+	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		master.Close()
+		return nil, nil, err
 	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) == 0 {
-		return nil, fmt.Errorf("no terminal received: %v", err)
-	}
-	return os.NewFile(uintptr(fds[0]), "exec-pty"), nil
+	return master, slave, nil
 }
 
 type execProcess struct {
@@ -182,7 +186,9 @@ func (p *execProcess) wait(stderr *limitedBuffer) {
 		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			p.code = 128 + int(ws.Signal())
 		}
-		if p.pid == 0 && p.code != 0 {
+		// runc writes the pid file only once the process started; a
+		// process that ran and failed quickly may exit before Exec read it.
+		if _, perr := readPidFile(filepath.Join(p.dir, "pid")); perr != nil && p.code != 0 {
 			// The process never started: report the runtime's reason.
 			p.err = fmt.Errorf("exec failed: %s", cleanRuntimeMessage(lastLine(stderr.String())))
 		}
