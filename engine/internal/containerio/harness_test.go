@@ -73,11 +73,25 @@ func startEngine(t testing.TB) *testEngine {
 	if err != nil {
 		t.Fatal(err)
 	}
+	te, stop := openEngine(t, dir)
+	t.Cleanup(func() {
+		te.removeAll()
+		stop()
+		unmountUnder(dir)
+		os.RemoveAll(dir)
+	})
+	te.loadBusybox()
+	return te
+}
+
+// openEngine serves an engine with its state under dir until stop is
+// called; containers keep running after stop, as after an engine restart.
+func openEngine(t testing.TB, dir string) (*testEngine, func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	eng, err := engine.New(ctx, nil, engine.Config{Root: filepath.Join(dir, "r"), RunRoot: filepath.Join(dir, "s"), Runtime: "runc"})
 	if err != nil {
 		cancel()
-		os.RemoveAll(dir)
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -87,16 +101,11 @@ func startEngine(t testing.TB) *testEngine {
 	srv := &http.Server{Handler: eng.Handler()}
 	go srv.Serve(ln)
 	te := &testEngine{t: t, addr: ln.Addr().String(), prefix: "/v4.3.1/libpod", client: &http.Client{}}
-	t.Cleanup(func() {
-		te.removeAll()
+	return te, func() {
 		srv.Close()
 		cancel()
 		eng.Close()
-		unmountUnder(dir)
-		os.RemoveAll(dir)
-	})
-	te.loadBusybox()
-	return te
+	}
 }
 
 // unmountUnder lazily unmounts whatever is still mounted below dir.

@@ -1,0 +1,91 @@
+package containerio_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestEngineRestart stops the engine while containers run, kills one
+// container's process meanwhile, and starts a new engine on the same state:
+// the restart policy "always" brings that container back, an exec session
+// that was running is reported ended, and schedules resume.
+func TestEngineRestart(t *testing.T) {
+	requireRuntime(t)
+	dir, err := os.MkdirTemp("/tmp", "bs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	te, stop := openEngine(t, dir)
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+		}
+		unmountUnder(dir)
+		os.RemoveAll(dir)
+	}()
+	te.loadBusybox()
+	always := te.create(map[string]any{"command": []string{"sleep", "600"}, "restart_policy": "always"})
+	te.start(always)
+	userStopped := te.create(map[string]any{"command": []string{"sleep", "600"}, "restart_policy": "always"})
+	te.start(userStopped)
+	te.must(http.StatusNoContent, "POST", "/containers/"+userStopped+"/stop?timeout=0", nil)
+	var created struct {
+		ID string `json:"Id"`
+	}
+	json.Unmarshal(te.must(http.StatusCreated, "POST", "/containers/"+always+"/exec", map[string]any{"Cmd": []string{"sleep", "600"}}), &created)
+	te.must(http.StatusOK, "POST", "/exec/"+created.ID+"/start", map[string]any{"Detach": true})
+
+	var d struct {
+		State struct {
+			Status string
+			Pid    int
+		}
+	}
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+always+"/json", nil), &d)
+	oldPid := d.State.Pid
+	stop()
+	stopped = true
+	if err := syscall.Kill(oldPid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill container process %d: %v", oldPid, err)
+	}
+	time.Sleep(500 * time.Millisecond)
+
+	te2, stop2 := openEngine(t, dir)
+	defer func() {
+		te2.removeAll()
+		stop2()
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		json.Unmarshal(te2.must(http.StatusOK, "GET", "/containers/"+always+"/json", nil), &d)
+		if d.State.Status == "running" && d.State.Pid != oldPid && d.State.Pid != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("container with restart policy always was not started again: %+v", d.State)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	json.Unmarshal(te2.must(http.StatusOK, "GET", "/containers/"+userStopped+"/json", nil), &d)
+	if d.State.Status == "running" {
+		t.Fatal("a container stopped by its user was started at engine start")
+	}
+	var inspect struct {
+		Running  bool
+		ExitCode int
+	}
+	json.Unmarshal(te2.must(http.StatusOK, "GET", "/exec/"+created.ID+"/json", nil), &inspect)
+	if inspect.Running {
+		t.Fatalf("exec session from before the restart still reported running: %+v", inspect)
+	}
+	// The event log survived the restart.
+	body := te2.must(http.StatusOK, "GET", "/events?stream=false&filters=%7B%22container%22%3A%5B%22"+always+"%22%5D%2C%22event%22%3A%5B%22exec%22%5D%7D", nil)
+	if len(body) == 0 {
+		t.Fatal("events recorded before the restart are gone")
+	}
+}
