@@ -66,15 +66,15 @@ func clientFor(t *testing.T, cfg consumer.MockServerConfig) *engineclient.Client
 // the pact file from scratch. It runs before TestProvider (file order), which
 // then verifies the fresh file against a real engine.
 func TestConsumer(t *testing.T) {
-	pactDir, err := filepath.Abs("pacts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The FFI merges into an existing file; start from an empty contract so
-	// removed or changed interactions do not linger.
-	if err := os.Remove(pactFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
+	// The FFI merges into an existing file: write into an empty directory so
+	// removed or changed interactions do not linger, and replace the
+	// committed file only when every interaction passed.
+	pactDir := t.TempDir()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			publishPact(t, filepath.Join(pactDir, filepath.Base(pactFile)))
+		}
+	})
 	mock, err := consumer.NewV3Pact(consumer.MockHTTPProviderConfig{
 		Consumer: consumerName,
 		Provider: providerName,
@@ -253,8 +253,21 @@ func TestConsumer(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
 
-	if _, err := os.Stat(pactFile); err != nil {
-		t.Fatalf("pact file not written: %v", err)
+// publishPact replaces the committed pact file with the one just written.
+func publishPact(t *testing.T, written string) {
+	data, err := os.ReadFile(written)
+	if err != nil {
+		t.Errorf("pact file not written: %v", err)
+		return
+	}
+	tmp := pactFile + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		t.Error(err)
+		return
+	}
+	if err := os.Rename(tmp, pactFile); err != nil {
+		t.Error(err)
 	}
 }
