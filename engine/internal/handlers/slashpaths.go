@@ -40,7 +40,7 @@ func slashPaths(mux *chi.Mux) http.Handler {
 // escapeWildcards rewrites path so that the parts matched by {param:.*}
 // segments of the first matching route have their slashes escaped.
 func escapeWildcards(routes []slashRoute, method, path string) (string, bool) {
-	if !strings.Contains(path, "/") {
+	if !strings.HasPrefix(path, "/") {
 		return "", false
 	}
 	segments := strings.Split(strings.TrimPrefix(path, "/"), "/")
@@ -71,9 +71,9 @@ func matchSegments(pattern, path []string) ([]string, bool) {
 	head := pattern[0]
 	switch {
 	case strings.HasPrefix(head, "{") && strings.HasSuffix(head, ":.*}"):
-		for n := 1; n <= len(path); n++ {
-			rest, ok := matchSegments(pattern[1:], path[n:])
-			if ok && path[0] != "" {
+		// A wildcard spans one or more non-empty segments.
+		for n := 1; n <= len(path) && path[n-1] != ""; n++ {
+			if rest, ok := matchSegments(pattern[1:], path[n:]); ok {
 				return append([]string{strings.Join(path[:n], "%2F")}, rest...), true
 			}
 		}

@@ -3,6 +3,7 @@ package imagestore
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -177,7 +178,7 @@ func parseTimestamp(value string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(value); err == nil {
 		return now.Add(-d), nil
 	}
-	if secs, err := strconv.ParseFloat(value, 64); err == nil {
+	if secs, err := strconv.ParseFloat(value, 64); err == nil && !math.IsNaN(secs) && !math.IsInf(secs, 0) {
 		whole := int64(secs)
 		return time.Unix(whole, int64((secs-float64(whole))*1e9)), nil
 	}
