@@ -393,6 +393,10 @@ func testFiles(t *testing.T, e *env) {
 	if r.status != 200 || string(r.body) != content || r.header.Get("Content-Type") != "application/octet-stream" || r.header.Get("Accept-Ranges") != "bytes" {
 		t.Fatalf("raw: %d %q %v", r.status, r.body, r.header)
 	}
+	r = e.do("HEAD", base+"dir/sub/file.bin", nil, "Accept", "application/octet-stream")
+	if r.status != 200 || r.header.Get("Content-Length") != "20" || len(r.body) != 0 {
+		t.Fatalf("HEAD: %d %v", r.status, r.header)
+	}
 	r = e.do("GET", base+"dir/sub/file.bin", nil, "Accept", "application/octet-stream", "Range", "bytes=5-9")
 	if r.status != 206 || string(r.body) != "56789" || r.header.Get("Content-Range") != "bytes 5-9/20" {
 		t.Fatalf("range: %d %q %v", r.status, r.body, r.header)

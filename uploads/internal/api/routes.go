@@ -6,13 +6,14 @@ import (
 	"github.com/berth-project/berth/shared/server"
 	"github.com/berth-project/berth/uploads/internal/store"
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 )
 
 // routes is the whole API surface: each path, its method and the checks before the
 // handler, in order.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(server.RequestID, server.AccessLog(s.logger), server.Recover(s.logger, s.panicked), s.cfg.Metrics.Middleware)
+	r.Use(server.RequestID, server.AccessLog(s.logger), server.Recover(s.logger, s.panicked), s.cfg.Metrics.Middleware, middleware.GetHead)
 	r.NotFound(s.routeNotFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 

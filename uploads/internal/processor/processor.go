@@ -170,7 +170,9 @@ func (w *Worker) process(ctx context.Context, log *slog.Logger, u store.Upload) 
 		log.Info("processing started", "files", len(files))
 	} else {
 		if *u.FilesTotal != len(files) {
-			return false, fmt.Errorf("tree holds %d files, %d were counted when processing began", len(files), *u.FilesTotal)
+			// Only a change behind the API's back can do this; carry on with what is there
+			// rather than leave the upload stuck.
+			log.Warn("tree changed since processing began", "counted", *u.FilesTotal, "now", len(files))
 		}
 		log.Info("processing resumed", "files", len(files), "done", u.FilesProcessed)
 	}
@@ -226,7 +228,18 @@ func (w *Worker) deploy(ctx context.Context, id uuid.UUID, rel, abs string) erro
 			}
 		}
 	}()
-	return w.deployer.Deploy(ctx, rel, abs)
+	return safeDeploy(ctx, w.deployer, rel, abs)
+}
+
+// safeDeploy turns a panicking deployer into an error entry for the file instead of a
+// crashed process that would retry the same file forever.
+func safeDeploy(ctx context.Context, d Deployer, rel, abs string) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("deployer panicked: %v", p)
+		}
+	}()
+	return d.Deploy(ctx, rel, abs)
 }
 
 func (w *Worker) backoff(attempts int) time.Duration {

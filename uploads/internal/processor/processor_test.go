@@ -120,6 +120,7 @@ func TestProcessor(t *testing.T) {
 			t.Run("CrashResume", func(t *testing.T) { testCrashResume(t, mk(t)) })
 			t.Run("Unavailable", func(t *testing.T) { testUnavailable(t, mk(t)) })
 			t.Run("ReplicasNeverShare", func(t *testing.T) { testReplicas(t, mk(t)) })
+			t.Run("PanickingDeployer", func(t *testing.T) { testPanic(t, mk(t)) })
 		})
 	}
 }
@@ -280,5 +281,22 @@ func testReplicas(t *testing.T, f fixture) {
 	}
 	if total != 12 {
 		t.Fatalf("%d deploy calls for 12 files", total)
+	}
+}
+
+func testPanic(t *testing.T, f fixture) {
+	id := newUpload(t, f, "a", "b")
+	rec := &recorder{decide: func(_ context.Context, rel string, _ int) error {
+		if rel == "a" {
+			panic("boom")
+		}
+		return nil
+	}}
+	w := processor.New(quiet, f.st, f.tree, rec, processor.Config{PollInterval: 10 * time.Millisecond})
+	defer run(t, w)()
+	u := waitDone(t, f.st, id)
+	errs := errorsOf(t, f.st, id)
+	if u.FilesProcessed != 2 || len(errs) != 1 || errs[0].File != "a" || !strings.Contains(errs[0].Message, "boom") {
+		t.Fatalf("final %+v, errors %v", u, errs)
 	}
 }
