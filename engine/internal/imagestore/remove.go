@@ -228,18 +228,16 @@ func (s *Store) removeContainers(ctx context.Context, imageID string, ids []stri
 	s.mu.RUnlock()
 	for _, id := range ids {
 		if users != nil {
-			err := users.RemoveContainer(ctx, id)
-			if err == nil {
-				continue
-			}
-			if !errors.Is(err, core.ErrNoSuchContainer) {
+			if err := users.RemoveContainer(ctx, id); err != nil && !errors.Is(err, core.ErrNoSuchContainer) {
 				return fmt.Errorf("removing container %s of image %s: %w", shortID(id), shortID(imageID), err)
 			}
 		}
+		// The container backend may not know a storage container (one made
+		// by another tool, or left by a crash): its storage goes all the same.
 		s.mu.Lock()
 		err := s.store.DeleteContainer(id)
 		s.mu.Unlock()
-		if err != nil && !errors.Is(err, storage.ErrContainerUnknown) {
+		if err != nil && !errors.Is(err, storage.ErrContainerUnknown) && !errors.Is(err, storage.ErrNotAContainer) {
 			return fmt.Errorf("removing container %s of image %s: %w", shortID(id), shortID(imageID), err)
 		}
 	}
