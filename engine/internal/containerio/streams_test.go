@@ -247,6 +247,15 @@ func testExec(t *testing.T, te *testEngine) {
 	if h.status != http.StatusSwitchingProtocols {
 		t.Fatalf("tty exec start answered %d", h.status)
 	}
+	// Type at the prompt, as a user would.
+	prompt := make([]byte, 0, 512)
+	for !bytes.Contains(prompt, []byte("# ")) {
+		b, err := h.reader.ReadByte()
+		if err != nil {
+			t.Fatalf("no prompt from the tty exec: %q %v", prompt, err)
+		}
+		prompt = append(prompt, b)
+	}
 	fmt.Fprintf(h.conn, "stty size; tty; exit 5\n")
 	raw, err := io.ReadAll(h.reader)
 	if err != nil {
@@ -531,14 +540,24 @@ func testRestartPolicy(t *testing.T, te *testEngine) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	// Give a third restart the chance to happen wrongly.
+	// The last run may still be under way: wait for its line and its exit.
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		out, _ := readLogs(t, te, "/containers/"+id+"/logs?stdout=true")
+		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+		if out == "ran\nran\nran\n" && d.State.Status == "exited" {
+			break
+		}
+		if time.Now().After(deadline) || strings.Count(out, "ran") > 3 {
+			t.Fatalf("three runs expected: log %q, state %+v", out, d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Give a fourth run the chance to happen wrongly.
 	time.Sleep(time.Second)
 	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
-	if d.RestartCount != 2 || d.State.ExitCode != 3 {
+	if d.RestartCount != 2 || d.State.ExitCode != 3 || d.State.Status != "exited" {
 		t.Fatalf("after the retry limit: %+v", d)
-	}
-	if out, _ := readLogs(t, te, "/containers/"+id+"/logs?stdout=true"); out != "ran\nran\nran\n" {
-		t.Fatalf("three runs expected in the log: %q", out)
 	}
 	if status, _ := te.do("POST", "/containers/"+id+"/shouldrestart", nil); status != http.StatusNotFound {
 		t.Fatalf("shouldrestart past the limit: %d", status)

@@ -264,6 +264,10 @@ func (m *Manager) Start(ctx context.Context, id string, streams Streams, size *[
 	if user, _ := parseUser(s.Config.User); user != nil {
 		proc.User = *user
 	}
+	if size != nil && s.Config.Tty && size[0] > 0 && size[1] > 0 {
+		// The terminal has its size before the command reads it.
+		proc.ConsoleSize = &specs.Box{Height: uint(size[0]), Width: uint(size[1])}
+	}
 	req := core.ExecRequest{Process: proc}
 	if s.Config.AttachStdin {
 		req.Stdin = streams.Stdin
@@ -288,11 +292,6 @@ func (m *Manager) Start(ctx context.Context, id string, streams Streams, size *[
 			m.logger.Error("storing exec session", "session", id, "err", perr)
 		}
 		return nil, &StartError{Code: code, Err: err}
-	}
-	if size != nil && s.Config.Tty {
-		if err := p.Resize(size[1], size[0]); err != nil {
-			m.logger.Debug("initial exec terminal size", "session", id, "err", err)
-		}
 	}
 	s.Started, s.Running, s.Pid = true, true, p.Pid()
 	if err := m.put(ctx, s); err != nil {

@@ -53,6 +53,15 @@ func (r *Runtime) Exec(ctx context.Context, c *core.Container, req core.ExecRequ
 		if master, slave, err = openPty(); err != nil {
 			return fail(fmt.Errorf("exec terminal: %w", err))
 		}
+		if box := req.Process.ConsoleSize; box != nil {
+			// runc gives the container's console the size of its own.
+			ws := &unix.Winsize{Row: uint16(box.Height), Col: uint16(box.Width)}
+			if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, ws); err != nil {
+				master.Close()
+				slave.Close()
+				return fail(fmt.Errorf("exec terminal size: %w", err))
+			}
+		}
 		args = append(args, "--tty")
 	}
 	args = append(args, c.ID)
