@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/imagestore"
 	"github.com/berth-project/berth/engine/internal/imagestore/registrytest"
 	"github.com/berth-project/berth/engine/testimage"
 )
@@ -237,4 +240,42 @@ func TestRegistryCredentials(t *testing.T) {
 
 func pushTo(ref string) core.PushOptions {
 	return core.PushOptions{Destination: ref, TLSVerify: boolPtr(false)}
+}
+
+// TestPullShortNameThroughRegistriesConf: a short name is resolved with the
+// engine's own registries configuration; without search registries it is a
+// bad reference.
+func TestPullShortNameThroughRegistriesConf(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{})
+	src := newEnv(t)
+	id := src.load(t, "localhost/shorty:1")
+	if err := src.transfer.Push(context.Background(), "localhost/shorty:1", pushTo(reg.Host+"/shorty:1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.transfer.Pull(context.Background(), core.PullOptions{Reference: "shorty:1", Policy: core.PullAlways}); !errors.Is(err, core.ErrInvalidArgument) {
+		t.Errorf("short name with no search registries: %v, want invalid argument", err)
+	}
+
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "registries.conf")
+	content := "unqualified-search-registries = [\"" + reg.Host + "\"]\nshort-name-mode = \"permissive\"\n\n[[registry]]\nlocation = \"" + reg.Host + "\"\ninsecure = true\n"
+	if err := os.WriteFile(conf, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store, err := imagestore.Open(imagestore.Options{Root: filepath.Join(dir, "root"), RunRoot: filepath.Join(dir, "run"), RegistriesConf: conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Shutdown()
+	tr, err := imagestore.NewTransfer(store, imagestore.TransferOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := tr.Pull(context.Background(), core.PullOptions{Reference: "shorty:1"})
+	if err != nil || !reflect.DeepEqual(ids, []string{id}) {
+		t.Fatalf("short-name pull: %v %v", ids, err)
+	}
+	if _, err := store.Lookup(context.Background(), reg.Host+"/shorty:1"); err != nil {
+		t.Errorf("pulled image not stored under its resolved name: %v", err)
+	}
 }
