@@ -250,6 +250,32 @@ func (s *Service) Stats(ctx context.Context, nameOrIDs []string) ([]stats.Contai
 	return out, nil
 }
 
+// DockerStats samples one running container in the Docker-compatible shape;
+// prev is the previous report of the same stream (nil for the first).
+func (s *Service) DockerStats(ctx context.Context, nameOrID string, prev *stats.DockerStats) (*stats.DockerStats, error) {
+	c, err := s.containers.Lookup(ctx, nameOrID)
+	if err != nil {
+		return nil, err
+	}
+	if !running(c.State) {
+		return nil, fmt.Errorf("container %s is %s, it has no stats: %w", c.ID, c.State, core.ErrStateConflict)
+	}
+	sample, err := stats.Reader{Root: s.cgroupRoot}.Read(c.CgroupPath, c.PID)
+	if errors.Is(err, stats.ErrNoCgroup) {
+		return nil, fmt.Errorf("container %s has no cgroup: %w", c.ID, core.ErrStateConflict)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stats of container %s: %w", c.ID, err)
+	}
+	var prevStats *stats.ContainerStats
+	if prev != nil {
+		prevStats = &stats.ContainerStats{CPUNano: prev.CPUStats.CPUUsage.TotalUsage, SystemNano: uint64(prev.Read.UnixNano())}
+	}
+	cs := stats.Compute(c.ID, c.Name, c.StartedAt, sample, prevStats)
+	d := stats.Docker(cs, sample, prev)
+	return &d, nil
+}
+
 // Top lists the processes of a running container.
 func (s *Service) Top(ctx context.Context, nameOrID string, psArgs []string) (*top.Result, error) {
 	descs, err := top.ParseDescriptors(psArgs)

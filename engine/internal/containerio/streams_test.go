@@ -368,6 +368,37 @@ func testStatsAndTop(t *testing.T, te *testEngine) {
 		}
 	}
 	resp.Body.Close()
+	// The per-container route answers Docker's shape.
+	var docker struct {
+		ID       string    `json:"id"`
+		Name     string    `json:"name"`
+		Read     time.Time `json:"read"`
+		CPUStats struct {
+			CPUUsage struct {
+				TotalUsage uint64 `json:"total_usage"`
+			} `json:"cpu_usage"`
+			SystemUsage uint64 `json:"system_cpu_usage"`
+			OnlineCPUs  uint32 `json:"online_cpus"`
+		} `json:"cpu_stats"`
+		MemoryStats struct {
+			Usage uint64 `json:"usage"`
+			Limit uint64 `json:"limit"`
+		} `json:"memory_stats"`
+		PidsStats struct {
+			Current uint64 `json:"current"`
+		} `json:"pids_stats"`
+	}
+	body = te.must(http.StatusOK, "GET", "/containers/busy/stats?stream=false", nil)
+	if err := json.Unmarshal(body, &docker); err != nil {
+		t.Fatalf("docker stats %s: %v", body, err)
+	}
+	if docker.ID != id || docker.CPUStats.CPUUsage.TotalUsage == 0 || docker.CPUStats.SystemUsage == 0 || docker.CPUStats.OnlineCPUs == 0 ||
+		docker.MemoryStats.Usage == 0 || docker.MemoryStats.Limit == 0 || docker.PidsStats.Current == 0 || docker.Read.IsZero() {
+		t.Fatalf("docker stats %s", body)
+	}
+	if status, _ := te.do("GET", "/containers/busy/stats?stream=true&one-shot=true", nil); status != http.StatusBadRequest {
+		t.Fatalf("stream with one-shot: %d", status)
+	}
 	if status, _ := te.do("GET", "/containers/stats?stream=false&containers=nosuch", nil); status != http.StatusNotFound {
 		t.Fatalf("stats of unknown container: %d", status)
 	}
@@ -394,6 +425,9 @@ func testStatsAndTop(t *testing.T, te *testEngine) {
 	te.must(http.StatusNoContent, "POST", "/containers/busy/stop?timeout=0", nil)
 	if status, _ := te.do("GET", "/containers/busy/top", nil); status != http.StatusConflict {
 		t.Fatalf("top of stopped container: %d", status)
+	}
+	if status, _ := te.do("GET", "/containers/busy/stats?stream=false", nil); status != http.StatusConflict {
+		t.Fatalf("docker stats of stopped container: %d", status)
 	}
 }
 

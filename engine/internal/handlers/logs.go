@@ -26,6 +26,7 @@ type ContainerIO interface {
 	Attach(ctx context.Context, nameOrID string) (*containerio.Session, error)
 	Resize(ctx context.Context, nameOrID string, height, width uint16) error
 	Stats(ctx context.Context, nameOrIDs []string) ([]stats.ContainerStats, error)
+	DockerStats(ctx context.Context, nameOrID string, prev *stats.DockerStats) (*stats.DockerStats, error)
 	Top(ctx context.Context, nameOrID string, psArgs []string) (*top.Result, error)
 }
 

@@ -18,6 +18,59 @@ func registerStatsRoutes(r chi.Router, s *Server) {
 		return
 	}
 	r.Get("/containers/stats", s.containerStats)
+	r.Get("/containers/{name}/stats", s.containerStatsDocker)
+}
+
+// dockerStatsInterval is how often the per-container route reports while
+// streaming (Podman's period for it).
+const dockerStatsInterval = 5 * time.Second
+
+// dockerStatsQuery are the per-container route's parameters.
+type dockerStatsQuery struct {
+	Stream  bool `query:"stream"`
+	OneShot bool `query:"one-shot"`
+}
+
+// containerStatsDocker answers one container's usage in the Docker shape,
+// once or every five seconds while streaming.
+func (s *Server) containerStatsDocker(w http.ResponseWriter, r *http.Request) {
+	q := dockerStatsQuery{Stream: true}
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	if q.Stream && q.OneShot {
+		writeError(w, core.InvalidArgument("one-shot", errors.New("one-shot needs stream=false")))
+		return
+	}
+	name := pathParam(r, "name")
+	report, err := s.deps.ContainerIO.DockerStats(r.Context(), name, nil)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	for {
+		if err := enc.Encode(report); err != nil {
+			return
+		}
+		_ = rc.Flush()
+		if !q.Stream {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(dockerStatsInterval):
+		}
+		if report, err = s.deps.ContainerIO.DockerStats(r.Context(), name, report); err != nil {
+			s.logger.Debug("stats stream ended", "container", name, "err", err)
+			return
+		}
+	}
 }
 
 // statsQuery are StatsContainer's parameters.

@@ -37,10 +37,13 @@ type Sample struct {
 	MemUsage      uint64
 	MemLimit      uint64
 	PIDs          uint64
+	MemMaxUsage   uint64
 	BlockRead     uint64
 	BlockWrite    uint64
-	NetRx         uint64
-	NetTx         uint64
+	// Blkio holds the per-device byte counters behind BlockRead and BlockWrite.
+	Blkio []BlkioEntry
+	NetRx uint64
+	NetTx uint64
 	// Time is when the sample was taken.
 	Time time.Time
 }
@@ -90,6 +93,9 @@ func (r Reader) Read(cgroupPath string, pid int) (Sample, error) {
 		}
 	}
 	s.MemUsage = usage
+	if maxUsage, err := readUint(ctl("memory", "memory.max_usage_in_bytes")); err == nil {
+		s.MemMaxUsage = maxUsage
+	}
 	s.MemLimit = physicalMemory()
 	if limit, err := readUint(ctl("memory", "memory.limit_in_bytes")); err == nil && limit > 0 && limit < s.MemLimit {
 		s.MemLimit = limit
@@ -97,7 +103,15 @@ func (r Reader) Read(cgroupPath string, pid int) (Sample, error) {
 	if pids, err := readUint(ctl("pids", "pids.current")); err == nil {
 		s.PIDs = pids
 	}
-	s.BlockRead, s.BlockWrite = readBlkio(ctl("blkio", "blkio.throttle.io_service_bytes_recursive"))
+	s.Blkio = readBlkio(ctl("blkio", "blkio.throttle.io_service_bytes_recursive"))
+	for _, e := range s.Blkio {
+		switch strings.ToLower(e.Op) {
+		case "read":
+			s.BlockRead += e.Value
+		case "write":
+			s.BlockWrite += e.Value
+		}
+	}
 	if pid > 0 {
 		s.NetRx, s.NetTx = readNetDev(fmt.Sprintf("/proc/%d/net/dev", pid))
 	}
@@ -136,29 +150,31 @@ func readKeyValues(path string) (map[string]uint64, error) {
 	return out, nil
 }
 
-// readBlkio sums the Read and Write lines ("MAJ:MIN Op bytes").
-func readBlkio(path string) (read, write uint64) {
+// readBlkio reads "MAJ:MIN Op bytes" lines; the "Total" line is skipped.
+func readBlkio(path string) []BlkioEntry {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return 0, 0
+		return nil
 	}
+	var out []BlkioEntry
 	for _, line := range strings.Split(string(data), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) != 3 {
 			continue
 		}
-		v, err := strconv.ParseUint(fields[2], 10, 64)
-		if err != nil {
+		majStr, minStr, ok := strings.Cut(fields[0], ":")
+		if !ok {
 			continue
 		}
-		switch strings.ToLower(fields[1]) {
-		case "read":
-			read += v
-		case "write":
-			write += v
+		major, err1 := strconv.ParseUint(majStr, 10, 64)
+		minor, err2 := strconv.ParseUint(minStr, 10, 64)
+		v, err3 := strconv.ParseUint(fields[2], 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil {
+			continue
 		}
+		out = append(out, BlkioEntry{Major: major, Minor: minor, Op: fields[1], Value: v})
 	}
-	return read, write
+	return out
 }
 
 // readNetDev sums received and transmitted bytes of every interface but
