@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -277,5 +278,75 @@ func TestPullShortNameThroughRegistriesConf(t *testing.T) {
 	}
 	if _, err := store.Lookup(context.Background(), reg.Host+"/shorty:1"); err != nil {
 		t.Errorf("pulled image not stored under its resolved name: %v", err)
+	}
+}
+
+// TestPullSilentRegistryEndsWithTheRequest: a registry that accepts the
+// connection and never answers holds the pull only until the caller's
+// deadline.
+func TestPullSilentRegistryEndsWithTheRequest(t *testing.T) {
+	e := newEnv(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = e.transfer.Pull(ctx, core.PullOptions{Reference: ln.Addr().String() + "/silent:1", TLSVerify: boolPtr(false)})
+	if err == nil {
+		t.Fatal("pull from a silent registry succeeded")
+	}
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("pull returned %s after the 2s deadline", elapsed)
+	}
+}
+
+func TestPullAllTags(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{})
+	src := newEnv(t)
+	src.load(t, "localhost/tags:1")
+	img := withLayer(testimage.Busybox("localhost/tags:2", "true"), testimage.RandomLayer(1<<10, 5))
+	if _, err := src.transfer.Load(context.Background(), bytes.NewReader(archive(t, testimage.Docker, img))); err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range []string{"1", "2"} {
+		if err := src.transfer.Push(context.Background(), "localhost/tags:"+tag, pushTo(reg.Host+"/tags:"+tag)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEnv(t)
+	ids, err := e.transfer.Pull(context.Background(), core.PullOptions{Reference: reg.Host + "/tags", AllTags: true, TLSVerify: boolPtr(false)})
+	if err != nil || len(ids) != 2 || ids[0] == ids[1] {
+		t.Fatalf("allTags pulled %v, %v", ids, err)
+	}
+	for _, tag := range []string{"1", "2"} {
+		if _, err := e.store.Lookup(context.Background(), reg.Host+"/tags:"+tag); err != nil {
+			t.Errorf("tag %s not pulled: %v", tag, err)
+		}
+	}
+	if _, err := e.transfer.Pull(context.Background(), core.PullOptions{Reference: reg.Host + "/tags:1", AllTags: true, TLSVerify: boolPtr(false)}); !errors.Is(err, core.ErrInvalidArgument) {
+		t.Errorf("allTags with a tag: %v, want invalid argument", err)
 	}
 }
