@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,11 @@ func TestMain(m *testing.M) {
 	if reexec.Init() {
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if engineBinary.path != "" {
+		os.RemoveAll(filepath.Dir(engineBinary.path))
+	}
+	os.Exit(code)
 }
 
 // strict reports whether missing external components must fail the tests.
