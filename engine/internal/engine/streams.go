@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/berth-project/berth/engine/internal/containerio"
 	"github.com/berth-project/berth/engine/internal/containers"
@@ -12,6 +13,10 @@ import (
 	"github.com/berth-project/berth/engine/internal/restart"
 	"github.com/berth-project/berth/engine/internal/state"
 )
+
+// eventRetention is how long events are kept; older ones are pruned at
+// engine start.
+const eventRetention = 30 * 24 * time.Hour
 
 // streamServices are the services built on the container manager: the
 // event log, exec sessions, healthchecks, restart policies and container
@@ -44,6 +49,10 @@ func openStreams(ctx context.Context, logger *slog.Logger, db *state.DB, mgr *co
 		mgr.Subscribe(s.restarts.Hook),
 		mgr.Subscribe(s.io.Hook),
 	)
+	// The event log keeps a bounded history.
+	if _, err := db.PruneEvents(ctx, time.Now().Add(-eventRetention)); err != nil {
+		logger.Warn("pruning old events", "err", err)
+	}
 	if err := s.exec.Recover(ctx); err != nil {
 		s.Close()
 		return nil, err

@@ -242,8 +242,11 @@ func (k *Checker) Hook(ctx context.Context, ev core.ContainerEvent) {
 			return
 		}
 		k.schedule(c)
-	case core.EventDied, core.EventStop, core.EventRemove:
+	case core.EventDied, core.EventStop:
 		k.unschedule(ev.ID)
+	case core.EventRemove:
+		k.unschedule(ev.ID)
+		k.runMu.Delete(ev.ID)
 	}
 }
 

@@ -115,6 +115,9 @@ type Supervisor struct {
 	wg     sync.WaitGroup
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	pending map[string]bool // containers with a restart under way
 }
 
 // NewSupervisor returns a Supervisor; register its Hook with
@@ -124,7 +127,7 @@ func NewSupervisor(containers core.Containers, logger *slog.Logger) *Supervisor 
 		logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Supervisor{containers: containers, logger: logger, Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second, ctx: ctx, cancel: cancel}
+	return &Supervisor{containers: containers, logger: logger, Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second, ctx: ctx, cancel: cancel, pending: map[string]bool{}}
 }
 
 // Hook reacts to container events: a died event may trigger a restart.
@@ -132,9 +135,23 @@ func (s *Supervisor) Hook(_ context.Context, ev core.ContainerEvent) {
 	if ev.Type != core.EventDied {
 		return
 	}
+	// One restart at a time per container: a second died event for the
+	// same exit must not count twice.
+	s.mu.Lock()
+	if s.pending[ev.ID] {
+		s.mu.Unlock()
+		return
+	}
+	s.pending[ev.ID] = true
+	s.mu.Unlock()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer func() {
+			s.mu.Lock()
+			delete(s.pending, ev.ID)
+			s.mu.Unlock()
+		}()
 		s.maybeRestart(ev.ID)
 	}()
 }

@@ -127,9 +127,20 @@ func TestSupervisorRestartsUpToLimit(t *testing.T) {
 	s.Backoff, s.MaxBackoff = time.Millisecond, 4*time.Millisecond
 	defer s.Close()
 	for i := 0; i < 3; i++ {
+		// The previous restart has finished its bookkeeping.
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			s.mu.Lock()
+			busy := s.pending["c1"]
+			s.mu.Unlock()
+			if !busy || time.Now().After(deadline) {
+				break
+			}
+		}
 		fake.mu.Lock()
 		fake.c.State = core.StateExited
 		fake.mu.Unlock()
+		s.Hook(context.Background(), core.ContainerEvent{Type: core.EventDied, ID: "c1"})
+		// A duplicate died event for the same exit is ignored.
 		s.Hook(context.Background(), core.ContainerEvent{Type: core.EventDied, ID: "c1"})
 		if i < 2 {
 			select {
