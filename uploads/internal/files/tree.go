@@ -247,9 +247,7 @@ func (t *Tree) writeTemp(root *os.Root, body io.Reader, maxSize int64) (string, 
 	if err != nil {
 		return "", 0, fmt.Errorf("create temporary file: %w", err)
 	}
-	buf := t.bufs.Get().(*[]byte)
-	defer t.bufs.Put(buf)
-	n, err := io.CopyBuffer(writerOnly{f}, io.LimitReader(body, maxSize+1), *buf)
+	n, err := t.copyBody(&writeback{f: f}, io.LimitReader(body, maxSize+1))
 	if err == nil && n > maxSize {
 		err = &LimitError{Limit: "maxFileSize", Max: maxSize}
 	}
@@ -265,9 +263,6 @@ func (t *Tree) writeTemp(root *os.Root, body io.Reader, maxSize int64) (string, 
 	}
 	return name, n, nil
 }
-
-// writerOnly hides *os.File's ReadFrom so io.CopyBuffer uses the pooled buffer.
-type writerOnly struct{ io.Writer }
 
 // Delete removes rel of upload id, a directory with everything below it, and then tells
 // reserve how much was freed.

@@ -301,3 +301,35 @@ func TestStatPaging(t *testing.T) {
 		t.Fatalf("root = %+v, %v", root, err)
 	}
 }
+
+// Bodies of every size around the buffer boundaries arrive intact; a body failing after
+// several buffers leaves nothing.
+func TestPutSizes(t *testing.T) {
+	tr := newTree(t)
+	u := &usage{}
+	for _, size := range []int{0, 1, copyBuf - 1, copyBuf, copyBuf + 1, 3 * copyBuf, 5*copyBuf + 7} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		if _, err := tr.Put(testID, "f", slowReader{bytes.NewReader(data)}, int64(size), u.reserve); err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		got, _ := os.ReadFile(filepath.Join(tr.Dir(testID), "f"))
+		if !bytes.Equal(got, data) {
+			t.Fatalf("size %d: content differs (%d bytes)", size, len(got))
+		}
+		if size > 0 {
+			if _, err := tr.Put(testID, "g", bytes.NewReader(data), int64(size-1), u.reserve); !isLimit(err, "maxFileSize") {
+				t.Fatalf("size %d over limit: %v", size, err)
+			}
+		}
+	}
+	body := io.MultiReader(bytes.NewReader(make([]byte, 4*copyBuf)), errReader{})
+	if _, err := tr.Put(testID, "broken", body, 1<<30, u.reserve); err == nil {
+		t.Fatal("broken large body accepted")
+	}
+	if files, _ := tr.Walk(testID); len(files) != 1 || len(tmpEntries(t, tr)) != 0 {
+		t.Fatalf("left behind: %v, %d temporaries", files, len(tmpEntries(t, tr)))
+	}
+}

@@ -1,0 +1,93 @@
+package files
+
+import (
+	"errors"
+	"io"
+)
+
+// pipelineBuffers is how many buffers a large body cycles through: the request body is
+// read into one while the file is written from another, so receiving and writing
+// proceed in parallel instead of in turns.
+const pipelineBuffers = 3
+
+// copyBody copies src to dst and returns the bytes written. A body that fits in one
+// buffer is copied directly; a larger one goes through a reader/writer pipeline.
+func (t *Tree) copyBody(dst io.Writer, src io.Reader) (int64, error) {
+	first := t.bufs.Get().(*[]byte)
+	n, err := io.ReadFull(src, *first)
+	if err != nil {
+		defer t.bufs.Put(first)
+		if !isEOF(err) {
+			return 0, err
+		}
+		written, werr := dst.Write((*first)[:n])
+		return int64(written), werr
+	}
+
+	type chunk struct {
+		buf *[]byte
+		n   int
+	}
+	free := make(chan *[]byte, pipelineBuffers)
+	full := make(chan chunk, pipelineBuffers)
+	for i := 1; i < pipelineBuffers; i++ {
+		free <- t.bufs.Get().(*[]byte)
+	}
+	var (
+		written  int64
+		writeErr error
+		failed   = make(chan struct{})
+		done     = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for c := range full {
+			if writeErr == nil {
+				w, err := dst.Write((*c.buf)[:c.n])
+				written += int64(w)
+				if err != nil {
+					writeErr = err
+					close(failed)
+				}
+			}
+			free <- c.buf
+		}
+	}()
+
+	full <- chunk{first, n}
+	var readErr error
+read:
+	for {
+		var buf *[]byte
+		select {
+		case buf = <-free:
+		case <-failed:
+			break read
+		}
+		n, err := io.ReadFull(src, *buf)
+		if n > 0 {
+			full <- chunk{buf, n}
+		} else {
+			free <- buf
+		}
+		if err != nil {
+			if !isEOF(err) {
+				readErr = err
+			}
+			break
+		}
+	}
+	close(full)
+	<-done
+	for range pipelineBuffers {
+		t.bufs.Put(<-free)
+	}
+	if writeErr != nil {
+		return written, writeErr
+	}
+	return written, readErr
+}
+
+func isEOF(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
