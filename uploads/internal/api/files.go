@@ -143,7 +143,7 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, capErr())
 		return
 	}
-	_, err := s.tree.Put(id.String(), rel, bodyReader{r.Body}, capSize, s.reserver(r.Context(), id))
+	_, err := s.tree.Put(id.String(), rel, bodyReader{r.Body}, r.ContentLength, capSize, s.reserver(r.Context(), id))
 	var le *files.LimitError
 	if errors.As(err, &le) && le.Limit == "maxFileSize" {
 		err = capErr()

@@ -12,7 +12,23 @@ const pipelineBuffers = 3
 
 // copyBody copies src to dst and returns the bytes written. A body that fits in one
 // buffer is copied directly; a larger one goes through a reader/writer pipeline.
-func (t *Tree) copyBody(dst io.Writer, src io.Reader) (int64, error) {
+func (t *Tree) copyBody(dst io.Writer, src io.Reader, sizeHint int64) (int64, error) {
+	if sizeHint >= 0 && sizeHint < copyBuf {
+		// A small body of known length gets a buffer of its size (plus one byte to see
+		// whether it lied) instead of a large pooled one, which keeps many concurrent
+		// small writes cheap in memory.
+		small := make([]byte, sizeHint+1)
+		n, err := io.ReadFull(src, small)
+		if err != nil && !isEOF(err) {
+			return 0, err
+		}
+		if err == nil {
+			// More than announced: carry on through the general path.
+			return t.copyRest(dst, src, small)
+		}
+		written, werr := dst.Write(small[:n])
+		return int64(written), werr
+	}
 	first := t.bufs.Get().(*[]byte)
 	n, err := io.ReadFull(src, *first)
 	if err != nil {
@@ -90,4 +106,14 @@ read:
 
 func isEOF(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// copyRest writes head and then copies the rest of src.
+func (t *Tree) copyRest(dst io.Writer, src io.Reader, head []byte) (int64, error) {
+	written, err := dst.Write(head)
+	if err != nil {
+		return int64(written), err
+	}
+	n, err := t.copyBody(dst, src, -1)
+	return int64(written) + n, err
 }

@@ -172,7 +172,9 @@ func isEscape(err error) bool {
 // renamed into place (and the directory fsynced), so readers and concurrent writers of the
 // same path see either the old or a complete new file, never a mix. reserve is called
 // under the upload's lock before the rename; if it fails the write is dropped.
-func (t *Tree) Put(id, rel string, body io.Reader, maxSize int64, reserve Reserver) (int64, error) {
+//
+// sizeHint is the announced length of body (-1 when unknown); it only chooses buffers.
+func (t *Tree) Put(id, rel string, body io.Reader, sizeHint, maxSize int64, reserve Reserver) (int64, error) {
 	if rel == Root {
 		return 0, ErrRootRefused
 	}
@@ -181,7 +183,7 @@ func (t *Tree) Put(id, rel string, body io.Reader, maxSize int64, reserve Reserv
 		return 0, err
 	}
 	defer root.Close()
-	tmpName, n, err := t.writeTemp(root, body, maxSize)
+	tmpName, n, err := t.writeTemp(root, body, sizeHint, maxSize)
 	if err != nil {
 		return 0, err
 	}
@@ -236,7 +238,7 @@ func readErrWrite(err error) error {
 	return err
 }
 
-func (t *Tree) writeTemp(root *os.Root, body io.Reader, maxSize int64) (string, int64, error) {
+func (t *Tree) writeTemp(root *os.Root, body io.Reader, sizeHint, maxSize int64) (string, int64, error) {
 	var rnd [12]byte
 	_, _ = rand.Read(rnd[:])
 	name := path.Join(tmpDir, "put-"+hex.EncodeToString(rnd[:]))
@@ -247,7 +249,7 @@ func (t *Tree) writeTemp(root *os.Root, body io.Reader, maxSize int64) (string, 
 	if err != nil {
 		return "", 0, fmt.Errorf("create temporary file: %w", err)
 	}
-	n, err := t.copyBody(&writeback{f: f}, io.LimitReader(body, maxSize+1))
+	n, err := t.copyBody(&writeback{f: f}, io.LimitReader(body, maxSize+1), sizeHint)
 	if err == nil && n > maxSize {
 		err = &LimitError{Limit: "maxFileSize", Max: maxSize}
 	}

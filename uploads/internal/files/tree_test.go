@@ -62,13 +62,13 @@ func tmpEntries(t *testing.T, tr *Tree) []os.DirEntry {
 func TestPutStatOpenDelete(t *testing.T) {
 	tr := newTree(t)
 	u := &usage{}
-	if _, err := tr.Put(testID, "a/b/c.txt", strings.NewReader("hello"), 100, u.reserve); err != nil {
+	if _, err := tr.Put(testID, "a/b/c.txt", strings.NewReader("hello"), -1, 100, u.reserve); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Put(testID, "a/b/c.txt", strings.NewReader("hi"), 100, u.reserve); err != nil {
+	if _, err := tr.Put(testID, "a/b/c.txt", strings.NewReader("hi"), -1, 100, u.reserve); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Put(testID, "a/d", strings.NewReader("xyz"), 100, u.reserve); err != nil {
+	if _, err := tr.Put(testID, "a/d", strings.NewReader("xyz"), -1, 100, u.reserve); err != nil {
 		t.Fatal(err)
 	}
 	if u.bytes != 5 || u.files != 2 {
@@ -99,13 +99,13 @@ func TestPutStatOpenDelete(t *testing.T) {
 			t.Errorf("Stat(%q) = %v, want ErrNotExist", p, err)
 		}
 	}
-	if _, err := tr.Put(testID, "a/d/x", strings.NewReader("x"), 100, u.reserve); !errors.Is(err, ErrConflict) {
+	if _, err := tr.Put(testID, "a/d/x", strings.NewReader("x"), -1, 100, u.reserve); !errors.Is(err, ErrConflict) {
 		t.Fatalf("Put under a file = %v, want ErrConflict", err)
 	}
-	if _, err := tr.Put(testID, "a/b", strings.NewReader("x"), 100, u.reserve); !errors.Is(err, ErrConflict) {
+	if _, err := tr.Put(testID, "a/b", strings.NewReader("x"), -1, 100, u.reserve); !errors.Is(err, ErrConflict) {
 		t.Fatalf("Put over a directory = %v, want ErrConflict", err)
 	}
-	if _, err := tr.Put(testID, Root, strings.NewReader("x"), 100, u.reserve); !errors.Is(err, ErrRootRefused) {
+	if _, err := tr.Put(testID, Root, strings.NewReader("x"), -1, 100, u.reserve); !errors.Is(err, ErrRootRefused) {
 		t.Fatalf("Put root = %v", err)
 	}
 	if err := tr.Delete(testID, Root, u.reserve); !errors.Is(err, ErrRootRefused) {
@@ -134,23 +134,23 @@ func TestPutStatOpenDelete(t *testing.T) {
 func TestPutLimitsLeaveNothing(t *testing.T) {
 	tr := newTree(t)
 	u := &usage{maxBytes: 10, maxFiles: 2}
-	if _, err := tr.Put(testID, "big", bytes.NewReader(make([]byte, 101)), 100, u.reserve); !isLimit(err, "maxFileSize") {
+	if _, err := tr.Put(testID, "big", bytes.NewReader(make([]byte, 101)), -1, 100, u.reserve); !isLimit(err, "maxFileSize") {
 		t.Fatalf("oversized file: %v", err)
 	}
-	if _, err := tr.Put(testID, "a", strings.NewReader("123456"), 100, u.reserve); err != nil {
+	if _, err := tr.Put(testID, "a", strings.NewReader("123456"), -1, 100, u.reserve); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Put(testID, "dir/b", strings.NewReader("123456"), 100, u.reserve); !isLimit(err, "maxUploadSize") {
+	if _, err := tr.Put(testID, "dir/b", strings.NewReader("123456"), -1, 100, u.reserve); !isLimit(err, "maxUploadSize") {
 		t.Fatalf("over total: %v", err)
 	}
-	if _, err := tr.Put(testID, "b", strings.NewReader("1"), 100, u.reserve); err != nil {
+	if _, err := tr.Put(testID, "b", strings.NewReader("1"), -1, 100, u.reserve); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Put(testID, "c", strings.NewReader("1"), 100, u.reserve); !isLimit(err, "maxFiles") {
+	if _, err := tr.Put(testID, "c", strings.NewReader("1"), -1, 100, u.reserve); !isLimit(err, "maxFiles") {
 		t.Fatalf("over count: %v", err)
 	}
 	// Replacing a file frees its old size first.
-	if _, err := tr.Put(testID, "a", strings.NewReader("123456789"), 100, u.reserve); err != nil {
+	if _, err := tr.Put(testID, "a", strings.NewReader("123456789"), -1, 100, u.reserve); err != nil {
 		t.Fatalf("replace within limit: %v", err)
 	}
 	files, _ := tr.Walk(testID)
@@ -175,7 +175,7 @@ func TestPutBrokenBody(t *testing.T) {
 	tr := newTree(t)
 	u := &usage{}
 	body := io.MultiReader(strings.NewReader("partial"), errReader{})
-	if _, err := tr.Put(testID, "x", body, 100, u.reserve); err == nil {
+	if _, err := tr.Put(testID, "x", body, -1, 100, u.reserve); err == nil {
 		t.Fatal("want error")
 	}
 	if files, _ := tr.Walk(testID); len(files) != 0 || len(tmpEntries(t, tr)) != 0 || u.files != 0 {
@@ -199,7 +199,7 @@ func TestConcurrentWritersNeverMix(t *testing.T) {
 			wg.Add(1)
 			go func(b byte) {
 				defer wg.Done()
-				if _, err := tr.Put(testID, "same/file", slowReader{bytes.NewReader(bytes.Repeat([]byte{b}, size))}, size, u.reserve); err != nil {
+				if _, err := tr.Put(testID, "same/file", slowReader{bytes.NewReader(bytes.Repeat([]byte{b}, size))}, -1, size, u.reserve); err != nil {
 					failures.Add(1)
 				}
 			}(byte('a' + w))
@@ -249,7 +249,7 @@ func TestSymlinksStayInside(t *testing.T) {
 		if _, err := tr.Stat(testID, p, "", 1); !errors.Is(err, ErrNotExist) {
 			t.Errorf("Stat(%q) through a symlink = %v", p, err)
 		}
-		if _, err := tr.Put(testID, p, strings.NewReader("x"), 10, u.reserve); err == nil {
+		if _, err := tr.Put(testID, p, strings.NewReader("x"), -1, 10, u.reserve); err == nil {
 			t.Errorf("Put(%q) through a symlink succeeded", p)
 		}
 		if err := tr.Delete(testID, p, u.reserve); err == nil {
@@ -271,7 +271,7 @@ func TestStatPaging(t *testing.T) {
 	tr := newTree(t)
 	u := &usage{}
 	for i := 0; i < 25; i++ {
-		if _, err := tr.Put(testID, fmt.Sprintf("d/f%02d", i), strings.NewReader("x"), 10, u.reserve); err != nil {
+		if _, err := tr.Put(testID, fmt.Sprintf("d/f%02d", i), strings.NewReader("x"), -1, 10, u.reserve); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -312,7 +312,7 @@ func TestPutSizes(t *testing.T) {
 		for i := range data {
 			data[i] = byte(i * 7)
 		}
-		if _, err := tr.Put(testID, "f", slowReader{bytes.NewReader(data)}, int64(size), u.reserve); err != nil {
+		if _, err := tr.Put(testID, "f", slowReader{bytes.NewReader(data)}, int64(size), int64(size), u.reserve); err != nil {
 			t.Fatalf("size %d: %v", size, err)
 		}
 		got, _ := os.ReadFile(filepath.Join(tr.Dir(testID), "f"))
@@ -320,16 +320,38 @@ func TestPutSizes(t *testing.T) {
 			t.Fatalf("size %d: content differs (%d bytes)", size, len(got))
 		}
 		if size > 0 {
-			if _, err := tr.Put(testID, "g", bytes.NewReader(data), int64(size-1), u.reserve); !isLimit(err, "maxFileSize") {
+			if _, err := tr.Put(testID, "g", bytes.NewReader(data), -1, int64(size-1), u.reserve); !isLimit(err, "maxFileSize") {
 				t.Fatalf("size %d over limit: %v", size, err)
 			}
 		}
 	}
 	body := io.MultiReader(bytes.NewReader(make([]byte, 4*copyBuf)), errReader{})
-	if _, err := tr.Put(testID, "broken", body, 1<<30, u.reserve); err == nil {
+	if _, err := tr.Put(testID, "broken", body, -1, 1<<30, u.reserve); err == nil {
 		t.Fatal("broken large body accepted")
 	}
 	if files, _ := tr.Walk(testID); len(files) != 1 || len(tmpEntries(t, tr)) != 0 {
 		t.Fatalf("left behind: %v, %d temporaries", files, len(tmpEntries(t, tr)))
+	}
+}
+
+// A body longer than it announced is still cut at the limit and otherwise kept whole.
+func TestPutSizeHintLies(t *testing.T) {
+	tr := newTree(t)
+	u := &usage{}
+	data := bytes.Repeat([]byte("z"), 3*copyBuf)
+	if _, err := tr.Put(testID, "f", bytes.NewReader(data), 10, int64(len(data)), u.reserve); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(tr.Dir(testID), "f")); !bytes.Equal(got, data) {
+		t.Fatalf("got %d bytes", len(got))
+	}
+	if _, err := tr.Put(testID, "g", bytes.NewReader(data), 10, 100, u.reserve); !isLimit(err, "maxFileSize") {
+		t.Fatalf("over limit with a small hint: %v", err)
+	}
+	if _, err := tr.Put(testID, "h", strings.NewReader("abc"), 10, 100, u.reserve); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(tr.Dir(testID), "h")); string(got) != "abc" {
+		t.Fatalf("short body: %q", got)
 	}
 }

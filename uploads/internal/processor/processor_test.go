@@ -68,7 +68,7 @@ func newUpload(t *testing.T, f fixture, names ...string) uuid.UUID {
 		t.Fatal(err)
 	}
 	for _, n := range names {
-		_, err := f.tree.Put(u.ID.String(), n, strings.NewReader(n), 1<<20, func(files.Change) error { return nil })
+		_, err := f.tree.Put(u.ID.String(), n, strings.NewReader(n), int64(len(n)), 1<<20, func(files.Change) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
