@@ -405,7 +405,13 @@ func testFiles(t *testing.T, e *env) {
 	if r.status != 206 || string(r.body) != "hij" {
 		t.Fatalf("suffix range: %d %q", r.status, r.body)
 	}
-	e.do("GET", base+"dir/sub/file.bin", nil, "Accept", "application/octet-stream", "Range", "bytes=50-60").problem(t, 416)
+	if p := e.do("GET", base+"dir/sub/file.bin", nil, "Accept", "application/octet-stream", "Range", "bytes=50-60").problem(t, 416); p["type"] != "urn:berth:problem:range-not-satisfiable" {
+		t.Fatalf("416: %v", p)
+	}
+	e.do("GET", base+"dir/sub/file.bin", nil, "Accept", "application/octet-stream", "If-Unmodified-Since", "Mon, 02 Jan 2006 15:04:05 GMT").problem(t, 412)
+	if r := e.do("GET", base+"dir/sub/file.bin", nil, "Accept", "application/octet-stream", "If-Modified-Since", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)); r.status != 304 {
+		t.Fatalf("conditional GET: %d", r.status)
+	}
 	e.do("GET", base+"dir", nil, "Accept", "application/octet-stream").problem(t, 400)
 	e.do("GET", base+"dir/missing", nil).problem(t, 404)
 	e.do("GET", base+"dir/sub/file.bin/below", nil).problem(t, 404)

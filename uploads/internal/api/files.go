@@ -86,11 +86,14 @@ func (p *problemOnError) WriteHeader(code int) {
 		return
 	}
 	p.failed = true
-	detail := http.StatusText(code)
-	if code == http.StatusRequestedRangeNotSatisfiable {
-		detail = "the Range header does not overlap the file (" + p.Header().Get("Content-Range") + ")"
+	re := &requestError{status: code, slug: "serve-failed", title: http.StatusText(code), detail: "the file could not be served"}
+	switch code {
+	case http.StatusRequestedRangeNotSatisfiable:
+		re.slug, re.detail = "range-not-satisfiable", "the Range header does not overlap the file ("+p.Header().Get("Content-Range")+")"
+	case http.StatusPreconditionFailed:
+		re.slug, re.detail = "precondition-failed", "the file does not match the request's preconditions"
 	}
-	writeProblem(p.ResponseWriter, p.r, &requestError{status: code, slug: "range-not-satisfiable", title: http.StatusText(code), detail: detail})
+	writeProblem(p.ResponseWriter, p.r, re)
 }
 
 func (p *problemOnError) Write(b []byte) (int, error) {
