@@ -197,27 +197,33 @@ func (t *Tree) Put(id, rel string, body io.Reader, sizeHint, maxSize int64, rese
 	unlock := t.lock(id)
 	defer unlock()
 	target := path.Join(filesDir, rel)
+	change := Change{Bytes: n, Files: 1}
+	fi, err := root.Lstat(target)
+	var errno syscall.Errno
+	switch {
+	case err == nil && !fi.Mode().IsRegular():
+		return 0, fmt.Errorf("%w: %q is a directory", ErrConflict, rel)
+	case err == nil:
+		change = Change{Bytes: n - fi.Size()}
+	case errors.As(err, &errno) && errno == syscall.ENOTDIR:
+		return 0, fmt.Errorf("%w: a parent of %q is a file", ErrConflict, rel)
+	case !errors.Is(err, fs.ErrNotExist):
+		return 0, fmt.Errorf("stat %q: %w", rel, readErrWrite(err))
+	}
+	// Reserve before creating parents, so a refused write leaves no directories either.
+	if err := reserve(change); err != nil {
+		return 0, err
+	}
+	undo := func() { _ = reserve(Change{Bytes: -change.Bytes, Files: -change.Files}) }
 	if err := root.MkdirAll(path.Dir(target), 0o750); err != nil {
-		var errno syscall.Errno
+		undo()
 		if errors.Is(err, fs.ErrExist) || errors.As(err, &errno) && errno == syscall.ENOTDIR {
 			return 0, fmt.Errorf("%w: a parent of %q is a file", ErrConflict, rel)
 		}
 		return 0, fmt.Errorf("create parents of %q: %w", rel, readErrWrite(err))
 	}
-	change := Change{Bytes: n, Files: 1}
-	if fi, err := root.Lstat(target); err == nil {
-		if !fi.Mode().IsRegular() {
-			return 0, fmt.Errorf("%w: %q is a directory", ErrConflict, rel)
-		}
-		change = Change{Bytes: n - fi.Size()}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("stat %q: %w", rel, readErrWrite(err))
-	}
-	if err := reserve(change); err != nil {
-		return 0, err
-	}
 	if err := root.Rename(tmpName, target); err != nil {
-		_ = reserve(Change{Bytes: -change.Bytes, Files: -change.Files})
+		undo()
 		return 0, fmt.Errorf("rename into %q: %w", rel, readErrWrite(err))
 	}
 	committed = true

@@ -157,11 +157,8 @@ func TestPutLimitsLeaveNothing(t *testing.T) {
 	if strings.Join(files, ",") != "a,b" || len(tmpEntries(t, tr)) != 0 {
 		t.Fatalf("left behind: files %v, tmp %d", files, len(tmpEntries(t, tr)))
 	}
-	if _, err := tr.Stat(testID, "dir", "", 10); err != nil {
-		// The parent directory of a refused file may remain; it holds nothing.
-		if !errors.Is(err, ErrNotExist) {
-			t.Fatal(err)
-		}
+	if _, err := tr.Stat(testID, "dir", "", 10); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("a refused write left its parent directory: %v", err)
 	}
 }
 
