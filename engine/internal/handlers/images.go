@@ -210,7 +210,7 @@ func (s *Server) imageHistory(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]historyEntry, 0, len(history))
 	for _, h := range history {
-		out = append(out, historyEntry{ID: h.ID, Created: h.Created.Unix(), CreatedBy: h.CreatedBy, Tags: nonNil(h.Tags), Size: h.Size, Comment: h.Comment})
+		out = append(out, historyEntry{ID: h.ID, Created: h.Created.Unix(), CreatedBy: h.CreatedBy, Tags: h.Tags, Size: h.Size, Comment: h.Comment})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

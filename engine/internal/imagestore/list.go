@@ -127,7 +127,7 @@ func (s *Store) entryFor(img *storage.Image, layerByID map[string]*storage.Layer
 	if e := s.cache.get(img.ID, img.TopLayer, bigData); e != nil {
 		return e
 	}
-	e := &summaryEntry{topLayer: img.TopLayer, bigData: bigData, labels: map[string]string{}}
+	e := &summaryEntry{topLayer: img.TopLayer, bigData: bigData}
 	rawManifest, mimeType := s.readManifest(img)
 	cfg, err := s.readConfig(img, rawManifest, mimeType)
 	if err != nil {
@@ -151,11 +151,13 @@ func (s *Store) entryFor(img *storage.Image, layerByID map[string]*storage.Layer
 // summaryOf renders a view as a listing row, Podman's way: RepoTags carries
 // every name of the image.
 func summaryOf(v *imageView) core.ImageSummary {
-	names := append([]string{}, v.img.Names...)
-	labels := v.entry.labels
-	if labels == nil {
-		labels = map[string]string{}
+	// RepoTags carries every name, null when there is none (as Podman lists it).
+	var names []string
+	if len(v.img.Names) > 0 {
+		names = append(names, v.img.Names...)
 	}
+	// Like Podman, an image without labels lists "Labels": null.
+	labels := v.entry.labels
 	return core.ImageSummary{
 		ID:          v.img.ID,
 		ParentID:    v.parentID,

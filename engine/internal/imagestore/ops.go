@@ -54,20 +54,19 @@ func (s *Store) History(ctx context.Context, nameOrID string) ([]core.ImageHisto
 	out := make([]core.ImageHistoryEntry, 0, len(cfg.History))
 	for i := len(cfg.History) - 1; i >= 0; i-- {
 		h := cfg.History[i]
-		entry := core.ImageHistoryEntry{ID: "<missing>", CreatedBy: h.CreatedBy, Comment: h.Comment, Tags: []string{}}
+		entry := core.ImageHistoryEntry{ID: "<missing>", CreatedBy: h.CreatedBy, Comment: h.Comment}
 		if h.Created != nil {
 			entry.Created = *h.Created
 		}
 		if layer != nil {
+			// Like Podman, the tags shown are the layer's own names.
+			entry.Tags = layer.Names
 			if !h.EmptyLayer {
 				entry.Size = layer.UncompressedSize
 			}
-			for _, owner := range byTopLayer[layer.ID] {
-				if !used[owner.img.ID] && entry.ID == "<missing>" {
-					entry.ID = owner.img.ID
-					used[owner.img.ID] = true
-				}
-				entry.Tags = append(entry.Tags, owner.img.Names...)
+			if owners := byTopLayer[layer.ID]; len(owners) > 0 && !used[owners[0].img.ID] {
+				entry.ID = owners[0].img.ID
+				used[owners[0].img.ID] = true
 			}
 			if !h.EmptyLayer {
 				layer = snap.layerByID[layer.Parent]
@@ -235,7 +234,11 @@ func (s *Store) Tag(ctx context.Context, nameOrID, repo, tag string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.AddNames(img.ID, []string{name}); err != nil {
+	if slices.Contains(img.Names, name) {
+		return nil
+	}
+	// New names go last, as Podman orders them.
+	if err := s.store.SetNames(img.ID, append(slices.Clone(img.Names), name)); err != nil {
 		return fmt.Errorf("tagging image %s as %s: %w", shortID(img.ID), name, err)
 	}
 	return nil

@@ -1,0 +1,204 @@
+package imagesapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/engine/testimage"
+)
+
+// startPodmanService starts Podman 4.3.1's API service on loopback with its
+// own store in a temporary directory and returns its base URL.
+func startPodmanService(t *testing.T) string {
+	t.Helper()
+	podman := need(t, "podman")
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "containers.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`[engine]
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+events_logfile_path = "%[1]s/events.log"
+runtime = "runc"
+tmp_dir = "%[1]s/tmp"
+volume_path = "%[1]s/volumes"
+static_dir = "%[1]s/root/libpod"
+[network]
+network_config_dir = "%[1]s/networks"
+`, dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	cmd := exec.Command(podman, "--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run"),
+		"--storage-driver", "vfs", "system", "service", "--time=0", fmt.Sprintf("tcp:127.0.0.1:%d", port))
+	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
+	logFile, err := os.Create(filepath.Join(dir, "service.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _, _ = cmd.Process.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		logFile.Close()
+	})
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(base + "/v4.3.1/libpod/_ping"); err == nil {
+			resp.Body.Close()
+			return base
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, "service.log"))
+	t.Fatalf("podman service did not start:\n%s", log)
+	return ""
+}
+
+// fetchJSON calls base+path and decodes the JSON answer generically.
+func fetchJSON(t *testing.T, method, base, path string, body []byte) (int, any) {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s%s: %v", method, base, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var v any
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := json.Unmarshal(data, &v); err != nil {
+			t.Fatalf("%s %s%s: %q is not JSON: %v", method, base, path, data, err)
+		}
+	}
+	return resp.StatusCode, v
+}
+
+// scrub removes what legitimately differs between two stores: paths on disk,
+// and error texts (berth says "no such image" where Podman says "image not
+// known"; clients only look at the status and ExitCode).
+func scrub(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, val := range x {
+			if k == "GraphDriver" {
+				continue
+			}
+			if k == "Errors" {
+				if list, ok := val.([]any); ok {
+					out[k] = len(list)
+					continue
+				}
+			}
+			out[k] = scrub(val)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = scrub(x[i])
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+// TestWireParityWithPodman loads the same archive into berth-engine and into
+// Podman 4.3.1 and compares their answers field by field: listings, inspect,
+// history, tree, name resolution errors, tag/untag/remove reports, prune.
+func TestWireParityWithPodman(t *testing.T) {
+	e := startEngine(t)
+	podman := startPodmanService(t)
+	var archive bytes.Buffer
+	if err := testimage.DockerArchive(&archive,
+		testimage.Image{RepoTags: []string{"localhost/base:1"}, Config: testimage.Config{Cmd: []string{"sh"}, Labels: map[string]string{"role": "base"}}},
+		testimage.Image{RepoTags: []string{"localhost/child:1", "quay.io/team/child:2"}, Comment: "child image",
+			Config: testimage.Config{Entrypoint: []string{"/bin/sh"}, Env: []string{"A=1"}, WorkingDir: "/tmp", User: "nobody"},
+			Layers: []testimage.Layer{{Files: []testimage.File{{Path: "c", Data: []byte("c")}}}}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	both := []string{e.url, podman}
+	for _, base := range both {
+		if status, _ := fetchJSON(t, http.MethodPost, base, "/v4.3.1/libpod/images/load", archive.Bytes()); status != http.StatusOK {
+			t.Fatalf("load into %s: %d", base, status)
+		}
+	}
+
+	compare := func(method, path string) {
+		t.Helper()
+		s1, v1 := fetchJSON(t, method, e.url, path, nil)
+		s2, v2 := fetchJSON(t, method, podman, path, nil)
+		if s1 != s2 {
+			t.Errorf("%s %s: berth %d, podman %d (%v / %v)", method, path, s1, s2, v1, v2)
+			return
+		}
+		if s1 >= 400 {
+			return // error texts differ; status and shape are checked elsewhere
+		}
+		if a, b := scrub(v1), scrub(v2); !reflect.DeepEqual(a, b) {
+			ja, _ := json.MarshalIndent(a, "", " ")
+			jb, _ := json.MarshalIndent(b, "", " ")
+			t.Errorf("%s %s differs:\nberth:  %s\npodman: %s", method, path, ja, jb)
+		}
+	}
+	esc := url.PathEscape
+	compare(http.MethodGet, "/v4.3.1/libpod/images/json")
+	compare(http.MethodGet, "/v4.3.1/libpod/images/json?all=true")
+	compare(http.MethodGet, "/v4.3.1/libpod/images/json?filters="+url.QueryEscape(`{"label":["role=base"]}`))
+	compare(http.MethodGet, "/v4.3.1/libpod/images/json?filters="+url.QueryEscape(`{"reference":["child"]}`))
+	for _, name := range []string{"localhost/base:1", "base:1", "child:1", "quay.io/team/child:2"} {
+		compare(http.MethodGet, "/v4.3.1/libpod/images/"+esc(name)+"/json")
+		compare(http.MethodGet, "/v4.3.1/libpod/images/"+esc(name)+"/history")
+		compare(http.MethodGet, "/v4.3.1/libpod/images/"+esc(name)+"/tree")
+	}
+	compare(http.MethodGet, "/v4.3.1/libpod/images/base:1/tree?whatrequires=true")
+	compare(http.MethodGet, "/v4.3.1/libpod/images/absent/json")
+	compare(http.MethodGet, "/v4.3.1/libpod/images/absent/exists")
+	compare(http.MethodGet, "/v4.3.1/libpod/images/base:1/exists")
+	compare(http.MethodPost, "/v4.3.1/libpod/images/base:1/tag?repo=retag&tag=9")
+	compare(http.MethodGet, "/v4.3.1/libpod/images/localhost%2Fretag:9/json")
+	compare(http.MethodPost, "/v4.3.1/libpod/images/base:1/untag?repo=localhost/retag&tag=9")
+	compare(http.MethodDelete, "/v4.3.1/libpod/images/quay.io%2Fteam%2Fchild:2")
+	compare(http.MethodDelete, "/v4.3.1/libpod/images/remove?images=absent&images=child:1")
+	compare(http.MethodPost, "/v4.3.1/libpod/images/base:1/untag")
+	compare(http.MethodGet, "/v4.3.1/libpod/images/json?all=true")
+	compare(http.MethodPost, "/v4.3.1/libpod/images/prune")
+	compare(http.MethodGet, "/v4.3.1/libpod/images/json?all=true")
+
+	// Both answer an unknown image with a 404 engine error.
+	for _, base := range both {
+		status, body := fetchJSON(t, http.MethodGet, base, "/v4.3.1/libpod/images/absent/json", nil)
+		m, _ := body.(map[string]any)
+		if status != http.StatusNotFound || m["response"] != float64(404) || !strings.Contains(fmt.Sprint(m["message"]), "absent") {
+			t.Errorf("%s: unknown image answered %d %v", base, status, body)
+		}
+	}
+}
