@@ -3,6 +3,7 @@ package files
 import (
 	"io/fs"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -41,6 +42,49 @@ func FuzzValidatePath(f *testing.F) {
 		}
 		if got, err := FromEscaped(p); err == nil {
 			check("FromEscaped", got)
+		}
+	})
+}
+
+// FuzzTreePut writes to whatever path FromEscaped accepts and checks that the file
+// lands inside the upload's tree, where Stat and Open find it, and nowhere else.
+func FuzzTreePut(f *testing.F) {
+	for _, s := range []string{"a", "a/b/c", "..", "%2e%2e/x", "a%2fb", "x/%252e%252e", "d%20e/f", "ü"} {
+		f.Add(s)
+	}
+	dataDir := f.TempDir()
+	tr, err := New(dataDir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	const id = "7d3c1a52-0c9e-4a53-9d8b-2f6f7f3c9e10"
+	f.Fuzz(func(t *testing.T, escaped string) {
+		rel, err := FromEscaped(escaped)
+		if err != nil || rel == Root {
+			return
+		}
+		if err := tr.Remove(id); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Create(id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.Put(id, rel, strings.NewReader("data"), 4, 4, func(Change) error { return nil }); err != nil {
+			t.Fatalf("Put(%q) of a valid path: %v", rel, err)
+		}
+		var found []string
+		_ = filepath.WalkDir(dataDir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				found = append(found, p)
+			}
+			return nil
+		})
+		want := filepath.Join(tr.Dir(id), filepath.FromSlash(rel))
+		if len(found) != 1 || found[0] != want {
+			t.Fatalf("Put(%q) wrote %v, want only %s", rel, found, want)
+		}
+		if info, err := tr.Stat(id, rel, "", 1); err != nil || info.Size != 4 {
+			t.Fatalf("Stat(%q) = %+v, %v", rel, info, err)
 		}
 	})
 }
