@@ -16,6 +16,9 @@ import (
 // Root is the normalized name of an upload's top directory.
 const Root = "."
 
+// MaxSegment is the longest file or directory name the file system stores (NAME_MAX).
+const MaxSegment = 255
+
 // ErrInvalidPath reports a client-supplied path that is not a valid relative slash path.
 var ErrInvalidPath = errors.New("invalid path")
 
@@ -88,6 +91,11 @@ func checkPlain(p string) error {
 	}
 	if !fs.ValidPath(p) {
 		return &PathError{Path: p, Reason: "empty, \".\" or \"..\" segment"}
+	}
+	for seg := range strings.SplitSeq(p, "/") {
+		if len(seg) > MaxSegment {
+			return &PathError{Path: p, Reason: fmt.Sprintf("a segment is longer than %d bytes", MaxSegment)}
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package files
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -52,6 +53,8 @@ func TestValidatePath(t *testing.T) {
 		{"a%00b", ""},
 		{"%2e%2e%2fetc", ""},
 		{"%25252e%25252e", ""},
+		{strings.Repeat("n", 255), strings.Repeat("n", 255)},
+		{"d/" + strings.Repeat("n", 256), ""},
 	}
 	for _, c := range cases {
 		got, err := ValidatePath(c.in)
