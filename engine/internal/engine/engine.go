@@ -100,6 +100,10 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 	if metrics == nil {
 		metrics = server.NewMetrics("berth_engine")
 	}
+	if err := registerImageMetrics(metrics.Registry(), images); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: image metrics: %w", err)
+	}
 	e.handler = handlers.NewServer(logger, handlers.Deps{
 		System:      sys,
 		Images:      images,

@@ -108,11 +108,14 @@ func TestSwaggerServed(t *testing.T) {
 
 func TestHealthAndMetrics(t *testing.T) {
 	e := startEngine(t)
+	e.load(busybox("localhost/metrics:1"))
 	e.do(http.MethodGet, "/healthz", nil).expect(t, http.StatusOK)
 	e.do(http.MethodGet, "/readyz", nil).expect(t, http.StatusOK)
 	e.do(http.MethodGet, "/libpod/_ping", nil).expect(t, http.StatusOK)
 	r := e.do(http.MethodGet, "/metrics", nil).expect(t, http.StatusOK)
-	if !strings.Contains(string(r.body), "berth_engine_http_requests_total") {
-		t.Error("metrics lack berth_engine_http_requests_total")
+	for _, want := range []string{"berth_engine_http_requests_total", "berth_engine_images 1\n", "berth_engine_image_store_bytes 2."} {
+		if !strings.Contains(string(r.body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
 	}
 }
