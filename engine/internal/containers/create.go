@@ -61,11 +61,14 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 		return "", nil, fmt.Errorf("container name %q: %w", spec.Name, core.ErrNameInUse)
 	}
 
-	sc, err := m.store.CreateContainer(id, []string{spec.Name}, img.ID, "", "", nil)
+	// Volatile: the container's storage metadata is written without fsync
+	// and its overlay is mounted "volatile". Its writable layer is scratch
+	// space that a power loss may lose, like the state database's last
+	// commits; an engine crash loses nothing (see docs/engine.md).
+	// Names live in the state database only, so a name is free again the
+	// moment its container is removed, while the storage is deleted behind.
+	sc, err := m.store.CreateContainer(id, nil, img.ID, "", "", &storage.ContainerOptions{Volatile: true})
 	if err != nil {
-		if errors.Is(err, storage.ErrDuplicateName) {
-			return "", nil, fmt.Errorf("container name %q: %w", spec.Name, core.ErrNameInUse)
-		}
 		return "", nil, fmt.Errorf("create container storage: %w", err)
 	}
 	ok := false

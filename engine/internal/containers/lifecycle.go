@@ -150,7 +150,7 @@ func (m *Manager) cleanupLocked(ctx context.Context, e *entry) {
 	}
 	ctx = context.WithoutCancel(ctx)
 	if rec.NeedsCleanup {
-		if err := m.rt.Delete(ctx, rec.ID, true); err != nil {
+		if err := m.rt.DeleteExited(ctx, rec.ID); err != nil {
 			m.logger.Warn("delete container from runtime", "container", rec.ID, "err", err)
 		}
 		m.rt.Cleanup(rec.ID)

@@ -101,6 +101,8 @@ type Manager struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
+	// deleting counts storage deletions still running after a removal.
+	deleting sync.WaitGroup
 }
 
 var _ core.Containers = (*Manager)(nil)
@@ -155,6 +157,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		return nil, err
 	}
 	m.reconcile(ctx)
+	m.reapOrphans()
 	return m, nil
 }
 

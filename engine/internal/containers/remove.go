@@ -70,14 +70,18 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 			return fmt.Errorf("unmount container %s: %w", rec.Name, err)
 		}
 	}
-	if err := m.store.DeleteContainer(rec.ID); err != nil && !errors.Is(err, storage.ErrContainerUnknown) && !errors.Is(err, storage.ErrNotAContainer) {
-		return fmt.Errorf("delete container storage %s: %w", rec.Name, err)
-	}
-	os.RemoveAll(rec.Bundle)
-	os.RemoveAll(rec.StaticDir)
 	if err := m.db.RemoveContainer(ctx, rec.ID); err != nil && !errors.Is(err, state.ErrNotFound) {
 		return err
 	}
+	// The unmounted writable layer and the container's directories go in
+	// the background; a crash before that is repaired by reapOrphans.
+	m.deleting.Add(1)
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		defer m.deleting.Done()
+		m.deleteStorage(rec.ID, rec.Bundle, rec.StaticDir)
+	}()
 	m.mu.Lock()
 	e.removed = true
 	delete(m.byID, rec.ID)
@@ -98,6 +102,40 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 	m.mu.Unlock()
 	m.emit(ctx, core.EventRemove, rec, nil)
 	return nil
+}
+
+// deleteStorage deletes a removed container's storage and directories.
+func (m *Manager) deleteStorage(id, bundle, static string) {
+	if err := m.store.DeleteContainer(id); err != nil && !errors.Is(err, storage.ErrContainerUnknown) && !errors.Is(err, storage.ErrNotAContainer) {
+		m.logger.Warn("delete container storage", "container", id, "err", err)
+	}
+	os.RemoveAll(bundle)
+	os.RemoveAll(static)
+}
+
+// reapOrphans deletes storage containers that have no record: containers
+// whose removal was cut short by a crash, or whose creation never committed.
+func (m *Manager) reapOrphans() {
+	list, err := m.store.Containers()
+	if err != nil {
+		m.logger.Warn("list storage containers", "err", err)
+		return
+	}
+	for _, sc := range list {
+		m.mu.RLock()
+		_, known := m.byID[sc.ID]
+		m.mu.RUnlock()
+		if known {
+			continue
+		}
+		m.store.Unmount(sc.ID, true)
+		bundle, static, err := m.containerDirs(sc.ID)
+		if err != nil {
+			continue
+		}
+		m.logger.Info("deleting storage of a container without record", "container", sc.ID)
+		m.deleteStorage(sc.ID, bundle, static)
+	}
 }
 
 // Prune removes every container that is not running, paused or created and
@@ -153,6 +191,8 @@ func (m *Manager) Prune(ctx context.Context, filters map[string][]string) ([]cor
 // ContainersUsingImage returns the IDs of the containers created from imageID
 // (core.ImageUsers, for image removal).
 func (m *Manager) ContainersUsingImage(ctx context.Context, imageID string) ([]string, error) {
+	// A removed container's layer may still be on its way out of storage.
+	m.deleting.Wait()
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	var ids []string

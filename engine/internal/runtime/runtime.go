@@ -312,6 +312,13 @@ func (r *Runtime) run(ctx context.Context, args ...string) ([]byte, error) {
 
 // Start starts a created container.
 func (r *Runtime) Start(ctx context.Context, id string) error {
+	if r.name == "runc" {
+		err := r.startViaFifo(id)
+		if err == nil {
+			return nil
+		}
+		r.logger.Debug("in-process start failed, using the runtime", "container", id, "err", err)
+	}
 	_, err := r.run(ctx, "start", id)
 	return err
 }

@@ -1,0 +1,254 @@
+package containers_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The benchmarks compare Berth with Podman 4.3.1 serving the same API on the
+// same machine (hack/bench.sh starts it and exports BERTH_BENCH=1,
+// BERTH_BENCH_PODMAN_URL and the rlimits its containers may ask for).
+
+func requireBench(b *testing.B) {
+	if os.Getenv("BERTH_BENCH") != "1" {
+		b.Skip("set BERTH_BENCH=1 (make bench) to compare with Podman")
+	}
+}
+
+// podmanEngine returns a client of the reference Podman service, with the
+// busybox test image loaded.
+func podmanEngine(b *testing.B) *testEngine {
+	u := os.Getenv("BERTH_BENCH_PODMAN_URL")
+	if u == "" {
+		b.Fatal("BERTH_BENCH_PODMAN_URL is not set (hack/bench.sh sets it)")
+	}
+	te := &testEngine{t: b, url: "http://" + strings.TrimPrefix(u, "tcp://") + "/v4.3.1/libpod", client: &http.Client{}}
+	te.loadBusybox()
+	b.Cleanup(te.removeAll)
+	return te
+}
+
+// benchSpec is the create request both engines get. Podman gives containers
+// rlimits above this machine's hard limits unless the request carries them.
+func benchSpec(cmd ...string) map[string]any {
+	spec := map[string]any{"image": "localhost/busybox:latest", "command": cmd, "netns": map[string]string{"nsmode": "none"}}
+	var rl []map[string]any
+	for _, l := range []struct{ env, typ string }{{"BERTH_BENCH_RLIMIT_NOFILE", "nofile"}, {"BERTH_BENCH_RLIMIT_NPROC", "nproc"}} {
+		if v, err := strconv.ParseUint(os.Getenv(l.env), 10, 64); err == nil {
+			rl = append(rl, map[string]any{"type": l.typ, "hard": v, "soft": v})
+		}
+	}
+	if rl != nil {
+		spec["r_limits"] = rl
+	}
+	return spec
+}
+
+// runCycle creates, starts, waits for and removes one `true` container.
+func runCycle(te *testEngine) time.Duration {
+	start := time.Now()
+	id := te.create(benchSpec("true"))
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	if code := te.wait(id); code != 0 {
+		te.t.Fatalf("true exited %d", code)
+	}
+	status, body := te.do("DELETE", "/containers/"+id, nil)
+	if status != http.StatusOK && status != http.StatusNoContent {
+		te.t.Fatalf("remove: %d %s", status, body)
+	}
+	return time.Since(start)
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkRunTrueContainer: create + start + wait + remove of a `true`
+// container with netns none. Goal: Berth's median at most 0.25x Podman's.
+func BenchmarkRunTrueContainer(b *testing.B) {
+	requireBench(b)
+	berth := startEngine(b)
+	podman := podmanEngine(b)
+	const rounds = 15
+	runCycle(berth) // warm up both (first overlay mount, caches)
+	runCycle(podman)
+	var bs, ps []time.Duration
+	b.ResetTimer()
+	// Alternating runs see the same machine load; the pauses let Podman's
+	// background work (a "podman container cleanup" process per exit)
+	// finish before the next measurement, whichever engine it is for.
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < rounds; j++ {
+			bs = append(bs, runCycle(berth))
+			time.Sleep(200 * time.Millisecond)
+			ps = append(ps, runCycle(podman))
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	b.StopTimer()
+	mb, mp := median(bs), median(ps)
+	ratio := float64(mb) / float64(mp)
+	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
+	b.ReportMetric(float64(mp.Microseconds())/1000, "podman-ms")
+	b.ReportMetric(ratio, "ratio")
+	fmt.Printf("run true container: berth median %v, podman median %v, ratio %.3f (goal <= 0.25) over %d runs each\n", mb, mp, ratio, len(bs))
+}
+
+// listThroughput issues GET /containers/json?all=true from 4 clients for d
+// and returns requests per second.
+func listThroughput(te *testEngine, d time.Duration) float64 {
+	var n atomic.Int64
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := &http.Client{}
+			for time.Now().Before(deadline) {
+				resp, err := client.Get(te.url + "/containers/json?all=true")
+				if err != nil {
+					return
+				}
+				var list []json.RawMessage
+				json.NewDecoder(resp.Body).Decode(&list)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK && len(list) >= 100 {
+					n.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n.Load()) / d.Seconds()
+}
+
+// BenchmarkListContainers100: ListContainers with 100 containers. Goal:
+// throughput at least 10x Podman's.
+func BenchmarkListContainers100(b *testing.B) {
+	requireBench(b)
+	berth := startEngine(b)
+	podman := podmanEngine(b)
+	for _, te := range []*testEngine{berth, podman} {
+		for i := 0; i < 100; i++ {
+			spec := benchSpec("true")
+			spec["labels"] = map[string]string{"bench": "list", "n": strconv.Itoa(i)}
+			te.create(spec)
+		}
+	}
+	b.ResetTimer()
+	var rb, rp float64
+	for i := 0; i < b.N; i++ {
+		rb = listThroughput(berth, 2*time.Second)
+		rp = listThroughput(podman, 2*time.Second)
+	}
+	b.StopTimer()
+	if rp == 0 {
+		b.Fatal("podman answered no complete listing")
+	}
+	b.ReportMetric(rb, "berth-req/s")
+	b.ReportMetric(rp, "podman-req/s")
+	b.ReportMetric(rb/rp, "ratio")
+	fmt.Printf("list 100 containers: berth %.0f req/s, podman %.0f req/s, ratio %.1f (goal >= 10)\n", rb, rp, rb/rp)
+}
+
+// pingLatency returns the median and 99th percentile of n sequential _ping requests.
+func pingLatency(url string, n int) (time.Duration, time.Duration) {
+	client := &http.Client{}
+	var d []time.Duration
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		resp, err := client.Get(url + "/_ping")
+		if err != nil {
+			continue
+		}
+		resp.Body.Close()
+		d = append(d, time.Since(start))
+	}
+	slices.Sort(d)
+	return d[len(d)/2], d[len(d)*99/100]
+}
+
+// BenchmarkPingWith100Running: _ping latency of an idle engine and of one
+// with 100 running containers. Goal: the running containers do not slow it.
+func BenchmarkPingWith100Running(b *testing.B) {
+	requireBench(b)
+	te := startEngine(b)
+	p50Idle, p99Idle := pingLatency(te.url, 2000)
+	for i := 0; i < 100; i++ {
+		id := te.create(benchSpec("sleep", "600"))
+		te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	}
+	b.ResetTimer()
+	var p50, p99 time.Duration
+	for i := 0; i < b.N; i++ {
+		p50, p99 = pingLatency(te.url, 2000)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(p50.Microseconds()), "p50-us")
+	b.ReportMetric(float64(p99.Microseconds()), "p99-us")
+	b.ReportMetric(float64(p50)/float64(p50Idle), "p50-ratio")
+	fmt.Printf("_ping: idle p50 %v p99 %v; with 100 running containers p50 %v p99 %v (p50 ratio %.2f)\n",
+		p50Idle, p99Idle, p50, p99, float64(p50)/float64(p50Idle))
+}
+
+// BenchmarkIdleRSS starts the real binary, loads the test image, lets it
+// settle and reads its resident set. Goal: under 40 MiB.
+func BenchmarkIdleRSS(b *testing.B) {
+	requireBench(b)
+	requireRuntime(b)
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "berth-engine")
+	build := exec.Command("go", "build", "-o", bin, "github.com/berth-project/berth/engine/cmd/berth-engine")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	var rss float64
+	for i := 0; i < b.N; i++ {
+		addr := freeAddr(b)
+		cmd := exec.Command(bin, "--listen", "tcp://"+addr, "--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run"))
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		te := &testEngine{t: b, url: "http://" + addr + "/v4.3.1/libpod", client: &http.Client{}}
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			if resp, err := http.Get(te.url + "/_ping"); err == nil {
+				resp.Body.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatal("engine did not start")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		te.loadBusybox()
+		te.must(http.StatusOK, "GET", "/containers/json?all=true", nil)
+		time.Sleep(3 * time.Second)
+		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				rss = kb / 1024
+			}
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		unmountUnder(dir)
+	}
+	b.ReportMetric(rss, "MiB")
+	fmt.Printf("idle engine RSS: %.1f MiB (goal < 40)\n", rss)
+}

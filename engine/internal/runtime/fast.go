@@ -1,0 +1,130 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// runc keeps a created container's init process blocked opening
+// <state>/<id>/exec.fifo for writing; "runc start" opens it for reading,
+// reads the byte init writes, and removes the fifo. startViaFifo does the
+// same in-process, saving the runtime's process start-up on every container
+// start; any surprise falls back to "runc start".
+func (r *Runtime) startViaFifo(id string) error {
+	path := filepath.Join(r.stateRoot, id, "exec.fifo")
+	if _, err := os.Stat(path); err != nil {
+		return err
+	}
+	type result struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		f, err := os.OpenFile(path, os.O_RDONLY, 0)
+		ch <- result{f, err}
+	}()
+	var res result
+	select {
+	case res = <-ch:
+	case <-time.After(time.Second):
+		// init is gone: become a writer so the blocked open returns.
+		if w, err := os.OpenFile(path, os.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		res = <-ch
+		if res.f != nil {
+			res.f.Close()
+		}
+		return errors.New("container init did not open its exec fifo")
+	}
+	if res.err != nil {
+		return res.err
+	}
+	defer res.f.Close()
+	data, err := io.ReadAll(res.f)
+	if err != nil {
+		return err
+	}
+	if len(data) == 0 {
+		return errors.New("container init exited before it was started")
+	}
+	return os.Remove(path)
+}
+
+// runcState is the part of runc's state.json deleteStopped needs.
+type runcState struct {
+	CgroupPaths map[string]string `json:"cgroup_paths"`
+}
+
+// deleteStopped removes a stopped runc container's cgroups and state
+// directory in-process, as "runc delete" would. It fails (and the caller
+// falls back to "runc delete --force") when a process is still in a cgroup.
+func (r *Runtime) deleteStopped(id string) error {
+	dir := filepath.Join(r.stateRoot, id)
+	data, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil {
+		return err
+	}
+	var st runcState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return err
+	}
+	for _, p := range st.CgroupPaths {
+		if !strings.HasPrefix(p, "/sys/fs/cgroup/") {
+			return fmt.Errorf("unexpected cgroup path %q", p)
+		}
+		if err := removeCgroup(p); err != nil {
+			return err
+		}
+	}
+	return os.RemoveAll(dir)
+}
+
+// removeCgroup removes an empty cgroup directory and its empty children.
+func removeCgroup(p string) error {
+	entries, err := os.ReadDir(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := removeCgroup(filepath.Join(p, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	if err := unix.Rmdir(p); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("remove cgroup %s: %w", p, err)
+	}
+	return nil
+}
+
+// DeleteExited releases the runtime state of a container whose process has
+// exited: in-process for runc, else (or when that fails) "runtime delete --force".
+func (r *Runtime) DeleteExited(ctx context.Context, id string) error {
+	if r.name == "runc" {
+		if err := r.deleteStopped(id); err == nil {
+			return nil
+		} else if errors.Is(err, os.ErrNotExist) {
+			if _, serr := os.Stat(filepath.Join(r.stateRoot, id)); errors.Is(serr, os.ErrNotExist) {
+				return nil
+			}
+		} else {
+			r.logger.Debug("in-process delete failed, using the runtime", "container", id, "err", err)
+		}
+	}
+	return r.Delete(ctx, id, true)
+}
