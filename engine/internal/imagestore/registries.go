@@ -75,6 +75,8 @@ func writeIfMissing(path, content string) error {
 
 // searchRegistries reads the unqualified-search registries of sys's registries.conf.
 func searchRegistries(sys *types.SystemContext) ([]string, error) {
+	// containers/image caches parsed files per process; read the file as it is now.
+	sysregistriesv2.InvalidateCache()
 	regs, err := sysregistriesv2.UnqualifiedSearchRegistries(sys)
 	if err != nil {
 		return nil, fmt.Errorf("reading unqualified-search-registries: %w", err)
