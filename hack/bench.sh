@@ -30,84 +30,90 @@ LOG_TAG=bench
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT" || exit 1
 
-bench=${1:-.}
-benchtime=${BENCHTIME:-1s}
-benchcount=${BENCHCOUNT:-1}
-read -r -a bench_modules <<<"${BERTH_BENCH_MODULES:-shared uploads engine}"
+# main is parsed whole before it runs (called on the last line): editing this file during a
+# run cannot change the running script.
+main() {
+  bench=${1:-.}
+  benchtime=${BENCHTIME:-1s}
+  benchcount=${BENCHCOUNT:-1}
+  read -r -a bench_modules <<<"${BERTH_BENCH_MODULES:-shared uploads engine}"
 
-command -v podman >/dev/null 2>&1 || die "podman not found (hack/deps.sh test installs it)"
-command -v runc >/dev/null 2>&1 || die "runc not found (hack/deps.sh runtime installs it)"
+  command -v podman >/dev/null 2>&1 || die "podman not found (hack/deps.sh test installs it)"
+  command -v runc >/dev/null 2>&1 || die "runc not found (hack/deps.sh runtime installs it)"
 
-PODMAN_DIR=$(mktemp -d /tmp/berth-bench-podman.XXXXXX)
-PODMAN_PID=""
-stop_podman() {
-  if [ -n "$PODMAN_PID" ]; then
-    # Containers a benchmark left behind go first, while the service still answers.
-    timeout 60 podman --remote --url "$BERTH_BENCH_PODMAN_URL" rm -af -t 0 >/dev/null 2>&1 || true
-    kill -TERM "$PODMAN_PID" 2>/dev/null || true
-    for _ in $(seq 1 100); do
-      kill -0 "$PODMAN_PID" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$PODMAN_PID" 2>/dev/null || true
-    wait "$PODMAN_PID" 2>/dev/null || true
-    log "podman service stopped"
-  fi
-  # Overlay mounts of containers still mounted under the temporary store must go before rm.
-  grep -o " $PODMAN_DIR/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
-  rm -rf "$PODMAN_DIR"
-}
-trap stop_podman EXIT
-trap 'log "interrupted"; exit 130' INT TERM
+  PODMAN_DIR=$(mktemp -d /tmp/berth-bench-podman.XXXXXX)
+  PODMAN_PID=""
+  stop_podman() {
+    if [ -n "$PODMAN_PID" ]; then
+      # Containers a benchmark left behind go first, while the service still answers.
+      timeout 60 podman --remote --url "$BERTH_BENCH_PODMAN_URL" rm -af -t 0 >/dev/null 2>&1 || true
+      kill -TERM "$PODMAN_PID" 2>/dev/null || true
+      for _ in $(seq 1 100); do
+        kill -0 "$PODMAN_PID" 2>/dev/null || break
+        sleep 0.1
+      done
+      kill -KILL "$PODMAN_PID" 2>/dev/null || true
+      wait "$PODMAN_PID" 2>/dev/null || true
+      log "podman service stopped"
+    fi
+    # Overlay mounts of containers still mounted under the temporary store must go before rm.
+    grep -o " $PODMAN_DIR/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
+    rm -rf "$PODMAN_DIR"
+  }
+  trap stop_podman EXIT
+  trap 'log "interrupted"; exit 130' INT TERM
 
-cat >"$PODMAN_DIR/containers.conf" <<EOF
-[engine]
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-events_logfile_path = "$PODMAN_DIR/events.log"
-runtime = "runc"
-tmp_dir = "$PODMAN_DIR/tmp"
-volume_path = "$PODMAN_DIR/volumes"
-static_dir = "$PODMAN_DIR/root/libpod"
+  cat >"$PODMAN_DIR/containers.conf" <<EOF
+  [engine]
+  cgroup_manager = "cgroupfs"
+  events_logger = "file"
+  events_logfile_path = "$PODMAN_DIR/events.log"
+  runtime = "runc"
+  tmp_dir = "$PODMAN_DIR/tmp"
+  volume_path = "$PODMAN_DIR/volumes"
+  static_dir = "$PODMAN_DIR/root/libpod"
 
-[network]
-network_backend = "netavark"
-network_config_dir = "$PODMAN_DIR/networks"
+  [network]
+  network_backend = "netavark"
+  network_config_dir = "$PODMAN_DIR/networks"
 EOF
 
-port=$(free_port)
-export BERTH_BENCH=1
-export BERTH_BENCH_PODMAN_URL=tcp://127.0.0.1:$port
-CONTAINERS_CONF=$PODMAN_DIR/containers.conf podman --root "$PODMAN_DIR/root" --runroot "$PODMAN_DIR/run" \
-  --storage-driver overlay system service --time=0 "tcp:127.0.0.1:$port" >"$PODMAN_DIR/service.log" 2>&1 &
-PODMAN_PID=$!
-for _ in $(seq 1 100); do
-  podman --remote --url "$BERTH_BENCH_PODMAN_URL" version >/dev/null 2>&1 && break
-  kill -0 "$PODMAN_PID" 2>/dev/null || break
-  sleep 0.1
-done
-if ! podman --remote --url "$BERTH_BENCH_PODMAN_URL" version >/dev/null 2>&1; then
-  cat "$PODMAN_DIR/service.log" >&2
-  die "podman system service did not answer on 127.0.0.1:$port"
-fi
-BERTH_BENCH_RLIMIT_NOFILE=$(awk '/^Max open files/ {print $5}' "/proc/$PODMAN_PID/limits")
-BERTH_BENCH_RLIMIT_NPROC=$(awk '/^Max processes/ {print $4}' "/proc/$PODMAN_PID/limits")
-export BERTH_BENCH_RLIMIT_NOFILE BERTH_BENCH_RLIMIT_NPROC
-log "podman $(podman --remote --url "$BERTH_BENCH_PODMAN_URL" version --format '{{.Server.Version}}') serving on $BERTH_BENCH_PODMAN_URL (store $PODMAN_DIR; rlimits nofile<=$BERTH_BENCH_RLIMIT_NOFILE nproc<=$BERTH_BENCH_RLIMIT_NPROC)"
+  port=$(free_port)
+  export BERTH_BENCH=1
+  export BERTH_BENCH_PODMAN_URL=tcp://127.0.0.1:$port
+  CONTAINERS_CONF=$PODMAN_DIR/containers.conf podman --root "$PODMAN_DIR/root" --runroot "$PODMAN_DIR/run" \
+    --storage-driver overlay system service --time=0 "tcp:127.0.0.1:$port" >"$PODMAN_DIR/service.log" 2>&1 &
+  PODMAN_PID=$!
+  for _ in $(seq 1 100); do
+    podman --remote --url "$BERTH_BENCH_PODMAN_URL" version >/dev/null 2>&1 && break
+    kill -0 "$PODMAN_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  if ! podman --remote --url "$BERTH_BENCH_PODMAN_URL" version >/dev/null 2>&1; then
+    cat "$PODMAN_DIR/service.log" >&2
+    die "podman system service did not answer on 127.0.0.1:$port"
+  fi
+  BERTH_BENCH_RLIMIT_NOFILE=$(awk '/^Max open files/ {print $5}' "/proc/$PODMAN_PID/limits")
+  BERTH_BENCH_RLIMIT_NPROC=$(awk '/^Max processes/ {print $4}' "/proc/$PODMAN_PID/limits")
+  export BERTH_BENCH_RLIMIT_NOFILE BERTH_BENCH_RLIMIT_NPROC
+  log "podman $(podman --remote --url "$BERTH_BENCH_PODMAN_URL" version --format '{{.Server.Version}}') serving on $BERTH_BENCH_PODMAN_URL (store $PODMAN_DIR; rlimits nofile<=$BERTH_BENCH_RLIMIT_NOFILE nproc<=$BERTH_BENCH_RLIMIT_NPROC)"
 
-export CGO_ENABLED=${CGO_ENABLED:-1}
-out=$(mktemp /tmp/berth-bench.XXXXXX.txt)
-rc=0
-for m in "${bench_modules[@]}"; do
-  module_has_tests "$m" || { log "$m: no tests"; continue; }
-  log "== go test -bench '$bench' in $m (benchtime $benchtime, count $benchcount)"
-  (cd "$m" && "$GO" test -run '^$' -bench "$bench" -benchtime "$benchtime" -count "$benchcount" \
-    -benchmem -timeout 60m ./...) 2>&1 | tee -a "$out"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
-done
+  export CGO_ENABLED=${CGO_ENABLED:-1}
+  out=$(mktemp /tmp/berth-bench.XXXXXX.txt)
+  rc=0
+  for m in "${bench_modules[@]}"; do
+    module_has_tests "$m" || { log "$m: no tests"; continue; }
+    log "== go test -bench '$bench' in $m (benchtime $benchtime, count $benchcount)"
+    (cd "$m" && "$GO" test -run '^$' -bench "$bench" -benchtime "$benchtime" -count "$benchcount" \
+      -benchmem -timeout 60m ./...) 2>&1 | tee -a "$out"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+  done
 
-echo
-echo "==================== benchmark results ===================="
-grep -E '^(Benchmark|ok|FAIL|---)' "$out" || true
-log "full output: $out"
-exit $rc
+  echo
+  echo "==================== benchmark results ===================="
+  grep -E '^(Benchmark|ok|FAIL|---)' "$out" || true
+  log "full output: $out"
+  exit $rc
+}
+
+main "$@"; exit $?

@@ -34,7 +34,9 @@ fi
 
 if [ "$what" = test ]; then
   # pact-go v2.4.2 links libpact_ffi 0.4.x; the npm package below ships a compatible build.
-  if [ ! -e /usr/local/lib/libpact_ffi.so ]; then
+  # A libpact_ffi without the symbols pact-go links (FFI 0.5 from pact-core 19+) is replaced.
+  if [ ! -e /usr/local/lib/libpact_ffi.so ] ||
+    ! nm -D --defined-only /usr/local/lib/libpact_ffi.so 2>/dev/null | grep -q ' pactffi_create_mock_server$'; then
     echo "deps: installing libpact_ffi from @pact-foundation/pact-core-linux-x64-glibc@18.1.0"
     tmp=$(mktemp -d)
     (cd "$tmp" && npm pack --silent @pact-foundation/pact-core-linux-x64-glibc@18.1.0 >/dev/null && tar xzf ./*.tgz)
@@ -43,4 +45,6 @@ if [ "$what" = test ]; then
     rm -rf "$tmp"
   fi
 fi
+command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] ||
+  { echo "deps: Go is not installed (expected in PATH or /usr/local/go)" >&2; exit 1; }
 echo "deps: ok ($what)"

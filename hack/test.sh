@@ -41,12 +41,19 @@ SUMMARY=()
 FAILED=0
 START=$(date +%s)
 
+# cleanup: stops what this script started; keeps the logs when something failed. Runs before
+# the summary (so the output ends with go test's lines) and again, as a no-op, on exit.
+CLEANED=0
 cleanup() {
+  [ "$CLEANED" -eq 0 ] || return 0
+  CLEANED=1
   stop_postgres
   stop_dockerd
-  if [ "$FAILED" -eq 0 ]; then rm -rf "$LOGDIR"; else log "logs kept in $LOGDIR"; fi
+  if [ -d "$LOGDIR" ]; then
+    if [ "$FAILED" -eq 0 ]; then rm -rf "$LOGDIR"; else log "logs kept in $LOGDIR"; fi
+  fi
 }
-trap cleanup EXIT
+trap 'FAILED=1; cleanup' EXIT
 trap 'log "interrupted"; exit 130' INT TERM
 
 # step NAME CMD...: runs a check, records PASS/FAIL and its duration.
@@ -221,27 +228,35 @@ run_checks() {
   step "manifests" manifest_check
 }
 
-log "berth tests: $what (go: $("$GO" version | cut -d' ' -f3), GOFLAGS=$GOFLAGS)"
-step "go mod download" go_mod_download
-case "$what" in
-unit) run_unit ;;
-contracts) run_contracts ;;
-e2e) run_e2e ;;
-checks) run_checks ;;
-all)
-  run_checks
-  run_unit
-  run_contracts
-  run_e2e
-  ;;
-esac
+# main runs the selected tests. The whole script is parsed before main starts (it is called on the
+# last line), so editing this file during a run cannot change the running script.
+main() {
+  log "berth tests: $what (go: $("$GO" version | cut -d' ' -f3), GOFLAGS=$GOFLAGS)"
+  step "go mod download" go_mod_download
+  case "$what" in
+  unit) run_unit ;;
+  contracts) run_contracts ;;
+  e2e) run_e2e ;;
+  checks) run_checks ;;
+  all)
+    run_checks
+    run_unit
+    run_contracts
+    run_e2e
+    ;;
+  esac
 
-echo
-echo "==================== berth test summary ($what, $(($(date +%s) - START))s) ===================="
-printf '%s\n' "${SUMMARY[@]}"
-echo "==================== go test results ===================="
-cat "$RESULTS"
-if [ "$FAILED" -ne 0 ]; then
-  echo "FAIL"
-  exit 1
-fi
+  results=$(cat "$RESULTS")
+  cleanup
+  echo
+  echo "==================== berth test summary ($what, $(($(date +%s) - START))s) ===================="
+  printf '%s\n' "${SUMMARY[@]}"
+  echo "==================== go test results ===================="
+  [ -z "$results" ] || echo "$results"
+  if [ "$FAILED" -ne 0 ]; then
+    echo "FAIL"
+    exit 1
+  fi
+}
+
+main "$@"; exit $?
