@@ -168,6 +168,10 @@ func (a *Session) Run(streams AttachStreams) error {
 			return err
 		case err := <-inDone:
 			if errors.Is(err, stream.ErrDetach) {
+				// Closing the socket ends the output copy; wait for it so
+				// nothing writes to the client after Run returns.
+				a.conn.Close()
+				<-outDone
 				return err
 			}
 			// The client's input ended: conmon closes the container's

@@ -17,7 +17,7 @@ import (
 // registerAttachRoutes serves AttachContainer and the container terminal
 // resize that attached clients call.
 func registerAttachRoutes(r chi.Router, s *Server) {
-	if s.deps.ContainerIO == nil {
+	if s.deps.ContainerIO == nil || s.deps.Containers == nil {
 		return
 	}
 	r.Post("/containers/{name}/attach", s.attachContainer)
@@ -103,20 +103,20 @@ func (s *Server) attachContainer(w http.ResponseWriter, r *http.Request) {
 	}
 	name := pathParam(r, "name")
 	var sess *containerio.Session
+	var tty bool
 	if q.Stream {
 		if sess, err = s.deps.ContainerIO.Attach(r.Context(), name); err != nil {
 			writeError(w, err)
 			return
 		}
 		defer sess.Close()
-	} else if _, err := s.deps.Containers.Lookup(r.Context(), name); err != nil {
-		writeError(w, err)
-		return
-	}
-	tty := false
-	if sess != nil {
 		tty = sess.Container.Spec.Terminal
-	} else if c, err := s.deps.Containers.Lookup(r.Context(), name); err == nil {
+	} else {
+		c, err := s.deps.Containers.Lookup(r.Context(), name)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
 		tty = c.Spec.Terminal
 	}
 
