@@ -227,6 +227,11 @@ func testExec(t *testing.T, te *testEngine) {
 	if out != "yes 1 /tmp\n" || errOut != "oops\n" || code != 7 {
 		t.Fatalf("exec: stdout %q stderr %q code %d", out, errOut, code)
 	}
+	// User names resolve through the container's /etc/passwd.
+	out, _, code = execRun(t, te, id, map[string]any{"Cmd": []string{"sh", "-c", "id -u; id -g"}, "AttachStdout": true, "User": "nobody"}, "")
+	if out != "65534\n65534\n" || code != 0 {
+		t.Fatalf("exec as nobody: %q %d", out, code)
+	}
 	out, _, code = execRun(t, te, id, map[string]any{"Cmd": []string{"cat"}, "AttachStdin": true, "AttachStdout": true}, "piped\n")
 	if out != "piped\n" || code != 0 {
 		t.Fatalf("exec with stdin: %q %d", out, code)
@@ -309,6 +314,8 @@ func testExec(t *testing.T, te *testEngine) {
 		{"POST", "/containers/" + id + "/exec", map[string]any{"Cmd": []string{}}, http.StatusBadRequest},
 		{"POST", "/containers/" + id + "/exec", map[string]any{"Cmd": []string{"true"}, "Env": []string{"NOEQUALS"}}, http.StatusBadRequest},
 		{"POST", "/containers/" + id + "/exec", strings.NewReader("{not json"), http.StatusBadRequest},
+		{"POST", "/containers/" + id + "/exec", map[string]any{"Cmd": []string{"true"}, "User": "ghost"}, http.StatusBadRequest},
+		{"POST", "/containers/" + id + "/exec", map[string]any{"Cmd": []string{"true"}, "User": "a:b:c"}, http.StatusBadRequest},
 		{"POST", "/containers/nosuch/exec", map[string]any{"Cmd": []string{"true"}}, http.StatusNotFound},
 		{"GET", "/exec/nosuch/json", nil, http.StatusNotFound},
 		{"POST", "/exec/nosuch/start", map[string]any{"Detach": true}, http.StatusNotFound},

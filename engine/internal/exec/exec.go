@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +22,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/rootfs"
 	"github.com/berth-project/berth/engine/internal/state"
 )
 
@@ -150,8 +150,10 @@ func (m *Manager) Create(ctx context.Context, nameOrID string, cfg Config) (stri
 			return "", core.InvalidArgument("Env", fmt.Errorf("%q must be KEY=value", kv))
 		}
 	}
-	if _, err := parseUser(cfg.User); err != nil {
-		return "", core.InvalidArgument("User", err)
+	if cfg.User != "" {
+		if _, _, err := rootfs.ParseUserSpec(cfg.User); err != nil {
+			return "", core.InvalidArgument("User", err)
+		}
 	}
 	c, err := m.containers.Lookup(ctx, nameOrID)
 	if err != nil {
@@ -162,6 +164,11 @@ func (m *Manager) Create(ctx context.Context, nameOrID string, cfg Config) (stri
 	}
 	if c.State != core.StateRunning {
 		return "", fmt.Errorf("container %s is %s, not running: %w", c.ID, c.State, core.ErrStateConflict)
+	}
+	if cfg.User != "" {
+		if _, _, err := rootfs.ResolveUser(c.Rootfs, cfg.User); err != nil {
+			return "", core.InvalidArgument("User", err)
+		}
 	}
 	id, err := newID()
 	if err != nil {
@@ -261,8 +268,12 @@ func (m *Manager) Start(ctx context.Context, id string, streams Streams, size *[
 	if s.Config.WorkingDir != "" {
 		proc.Cwd = s.Config.WorkingDir
 	}
-	if user, _ := parseUser(s.Config.User); user != nil {
-		proc.User = *user
+	if s.Config.User != "" {
+		uid, gid, err := rootfs.ResolveUser(c.Rootfs, s.Config.User)
+		if err != nil {
+			return nil, core.InvalidArgument("User", err)
+		}
+		proc.User = specs.User{UID: uid, GID: gid}
 	}
 	if size != nil && s.Config.Tty && size[0] > 0 && size[1] > 0 {
 		// The terminal has its size before the command reads it.
@@ -396,30 +407,6 @@ func newID() (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b[:]), nil
-}
-
-// parseUser accepts "", "root", "uid" or "uid:gid" (numeric).
-func parseUser(s string) (*specs.User, error) {
-	if s == "" {
-		return nil, nil
-	}
-	if s == "root" {
-		return &specs.User{}, nil
-	}
-	u, g, hasGroup := strings.Cut(s, ":")
-	uid, err := strconv.ParseUint(u, 10, 32)
-	if err != nil {
-		return nil, fmt.Errorf("user %q must be numeric uid[:gid]", s)
-	}
-	user := &specs.User{UID: uint32(uid)}
-	if hasGroup {
-		gid, err := strconv.ParseUint(g, 10, 32)
-		if err != nil {
-			return nil, fmt.Errorf("group in %q must be numeric", s)
-		}
-		user.GID = uint32(gid)
-	}
-	return user, nil
 }
 
 // ProcessFor returns the process an exec of args in c runs: the container's

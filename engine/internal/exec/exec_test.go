@@ -21,28 +21,6 @@ func TestMergeEnv(t *testing.T) {
 	}
 }
 
-func TestParseUser(t *testing.T) {
-	tests := []struct {
-		in   string
-		want *specs.User
-		bad  bool
-	}{
-		{in: ""},
-		{in: "root", want: &specs.User{}},
-		{in: "1000", want: &specs.User{UID: 1000}},
-		{in: "1000:50", want: &specs.User{UID: 1000, GID: 50}},
-		{in: "nobody", bad: true},
-		{in: "1:x", bad: true},
-		{in: "-1", bad: true},
-	}
-	for _, tt := range tests {
-		got, err := parseUser(tt.in)
-		if (err != nil) != tt.bad || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("parseUser(%q) = %+v, %v", tt.in, got, err)
-		}
-	}
-}
-
 func TestStartFailureCode(t *testing.T) {
 	for msg, want := range map[string]int{
 		`exec: "x": executable file not found in $PATH`: 127,

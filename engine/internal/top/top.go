@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/berth-project/berth/engine/internal/rootfs"
 )
 
 // ErrUnknownDescriptor is wrapped for a descriptor top does not know.
@@ -111,8 +113,8 @@ func List(opts Options, descs []string) (*Result, error) {
 	}
 	ctx := &renderCtx{
 		now:        time.Now(),
-		users:      readIDNames(filepath.Join(opts.Rootfs, "etc/passwd")),
-		groups:     readIDNames(filepath.Join(opts.Rootfs, "etc/group")),
+		users:      rootfs.Names(opts.Rootfs, "etc/passwd"),
+		groups:     rootfs.Names(opts.Rootfs, "etc/group"),
 		hostUsers:  readIDNames("/etc/passwd"),
 		hostGroups: readIDNames("/etc/group"),
 		hostToNS:   map[int]int{},
