@@ -142,6 +142,8 @@ func TestWireParityWithPodman(t *testing.T) {
 		testimage.Image{RepoTags: []string{"localhost/child:1", "quay.io/team/child:2"}, Comment: "child image",
 			Config: testimage.Config{Entrypoint: []string{"/bin/sh"}, Env: []string{"A=1"}, WorkingDir: "/tmp", User: "nobody"},
 			Layers: []testimage.Layer{{Files: []testimage.File{{Path: "c", Data: []byte("c")}}}}},
+		testimage.Image{RepoTags: []string{"localhost/sibling:1"},
+			Layers: []testimage.Layer{{Files: []testimage.File{{Path: "s", Data: []byte("s")}}}, {Files: []testimage.File{{Path: "t", Data: []byte("t")}}}}},
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +176,7 @@ func TestWireParityWithPodman(t *testing.T) {
 	compare(http.MethodGet, "/v4.3.1/libpod/images/json?all=true")
 	compare(http.MethodGet, "/v4.3.1/libpod/images/json?filters="+url.QueryEscape(`{"label":["role=base"]}`))
 	compare(http.MethodGet, "/v4.3.1/libpod/images/json?filters="+url.QueryEscape(`{"reference":["child"]}`))
-	for _, name := range []string{"localhost/base:1", "base:1", "child:1", "quay.io/team/child:2"} {
+	for _, name := range []string{"localhost/base:1", "base:1", "child:1", "quay.io/team/child:2", "sibling:1"} {
 		compare(http.MethodGet, "/v4.3.1/libpod/images/"+esc(name)+"/json")
 		compare(http.MethodGet, "/v4.3.1/libpod/images/"+esc(name)+"/history")
 		compare(http.MethodGet, "/v4.3.1/libpod/images/"+esc(name)+"/tree")

@@ -27,6 +27,8 @@ type snapshot struct {
 	views     []*imageView
 	byID      map[string]*imageView
 	layerByID map[string]*storage.Layer
+	// layers are in the store's order (creation order).
+	layers []storage.Layer
 }
 
 // List implements core.Images. The store is read once per call (images,
@@ -67,6 +69,7 @@ func (s *Store) snapshot() (*snapshot, error) {
 		views:     make([]*imageView, 0, len(res.Images)),
 		byID:      make(map[string]*imageView, len(res.Images)),
 		layerByID: make(map[string]*storage.Layer, len(res.Layers)),
+		layers:    res.Layers,
 	}
 	for i := range res.Layers {
 		snap.layerByID[res.Layers[i].ID] = &res.Layers[i]

@@ -97,11 +97,9 @@ func (s *Store) Tree(ctx context.Context, nameOrID string, whatRequires bool) (s
 			tagsOf[v.img.TopLayer] = append(tagsOf[v.img.TopLayer], repoTags(v.img.Names)...)
 		}
 	}
-	for id, layer := range snap.layerByID {
-		childrenOf[layer.Parent] = append(childrenOf[layer.Parent], id)
-	}
-	for _, kids := range childrenOf {
-		slices.Sort(kids)
+	// Children in the store's order, as Podman walks its layer tree.
+	for _, layer := range snap.layers {
+		childrenOf[layer.Parent] = append(childrenOf[layer.Parent], layer.ID)
 	}
 	describeLayer := func(id string) string {
 		layer := snap.layerByID[id]
