@@ -301,6 +301,21 @@ func testUploads(t *testing.T, e *env) {
 	}
 
 	e.do("GET", "/nowhere", nil).problem(t, 404)
+	for p, allow := range map[string]string{
+		"/v1/uploads":                                  "GET, HEAD, POST",
+		"/v1/uploads/":                                 "GET, HEAD, POST",
+		"/v1/uploads/" + ids[1]:                        "DELETE, GET, HEAD",
+		"/v1/uploads/" + ids[1] + "/files/x/y":         "DELETE, GET, HEAD, PUT",
+		"/v1/uploads/" + ids[1] + "/markForProcessing": "POST",
+		"/v1/uploads/" + ids[1] + "/errors":            "GET, HEAD",
+		"/healthz":                                     "GET, HEAD",
+	} {
+		r := e.do("PATCH", p, nil)
+		r.problem(t, 405)
+		if got := r.header.Get("Allow"); got != allow {
+			t.Errorf("PATCH %s: Allow %q, want %q", p, got, allow)
+		}
+	}
 	e.do("PATCH", "/v1/uploads", nil).problem(t, 405)
 	e.do("PUT", "/v1/uploads/"+ids[1], nil).problem(t, 405)
 	if r := e.do("GET", "/healthz", nil); r.status != 200 {

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
+	"strings"
 
 	"github.com/berth-project/berth/shared/apierror"
 	"github.com/berth-project/berth/uploads/internal/files"
 	"github.com/berth-project/berth/uploads/internal/store"
+	"github.com/go-chi/chi/v5"
 )
 
 // problemBase prefixes the slug of each problem type.
@@ -111,8 +114,47 @@ func (s *Server) routeNotFound(w http.ResponseWriter, r *http.Request) {
 	writeProblem(w, r, &requestError{status: http.StatusNotFound, slug: "route-not-found", title: "Not found", detail: fmt.Sprintf("no endpoint at %s", r.URL.Path)})
 }
 
-func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	writeProblem(w, r, &requestError{status: http.StatusMethodNotAllowed, slug: "method-not-allowed", title: "Method not allowed", detail: fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)})
+// methodNotAllowed answers 405 with an Allow header listing every method routed for
+// the path (chi's own list is incomplete for nested routers).
+func methodNotAllowed(routes chi.Routes) http.HandlerFunc {
+	type route struct {
+		method   string
+		segments []string
+	}
+	var table []route
+	_ = chi.Walk(routes, func(method, pattern string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		table = append(table, route{method, strings.Split(strings.TrimSuffix(pattern, "/"), "/")})
+		return nil
+	})
+	matches := func(segments, path []string) bool {
+		for i, s := range segments {
+			if s == "*" {
+				return true
+			}
+			if i >= len(path) || (path[i] != s && !(strings.HasPrefix(s, "{") && path[i] != "")) {
+				return false
+			}
+		}
+		return len(path) == len(segments)
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		path := strings.Split(strings.TrimSuffix(r.URL.EscapedPath(), "/"), "/")
+		seen := map[string]bool{}
+		var allowed []string
+		for _, rt := range table {
+			if !seen[rt.method] && matches(rt.segments, path) {
+				seen[rt.method] = true
+				allowed = append(allowed, rt.method)
+			}
+		}
+		if seen[http.MethodGet] && !seen[http.MethodHead] {
+			allowed = append(allowed, http.MethodHead) // served by middleware.GetHead
+		}
+		sort.Strings(allowed)
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		writeProblem(w, r, &requestError{status: http.StatusMethodNotAllowed, slug: "method-not-allowed", title: "Method not allowed",
+			detail: fmt.Sprintf("%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(allowed, ", "))})
+	}
 }
 
 func (s *Server) panicked(w http.ResponseWriter, r *http.Request) {

@@ -15,7 +15,6 @@ func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(server.RequestID, server.AccessLog(s.logger), server.Recover(s.logger, s.panicked), s.cfg.Metrics.Middleware, middleware.GetHead)
 	r.NotFound(s.routeNotFound)
-	r.MethodNotAllowed(s.methodNotAllowed)
 
 	r.Get("/healthz", server.Healthz().ServeHTTP)
 	r.Get("/readyz", server.Readyz(s.cfg.ReadyChecks).ServeHTTP)
@@ -46,5 +45,6 @@ func (s *Server) routes() http.Handler {
 			})
 		})
 	})
+	r.MethodNotAllowed(methodNotAllowed(r))
 	return r
 }
