@@ -23,6 +23,10 @@ import (
 	"github.com/berth-project/berth/uploads/internal/store"
 )
 
+// staleTemp is how long a temporary file of a PUT may go untouched before a starting
+// service takes it for the leftover of a crash.
+const staleTemp = time.Hour
+
 // options are the command line, each flag defaulting to its environment variable.
 type options struct {
 	listen          string
@@ -169,6 +173,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	tree, err := files.New(o.dataDir)
 	if err != nil {
 		return err
+	}
+	if n, err := tree.CleanTemp(staleTemp); err != nil {
+		logger.Warn("cleaning stale temporary files failed", "err", err)
+	} else if n > 0 {
+		logger.Info("removed stale temporary files of interrupted writes", "count", n)
 	}
 
 	checks := map[string]server.Check{"database": st.Ping}

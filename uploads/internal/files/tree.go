@@ -13,6 +13,7 @@ import (
 	"sort"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Errors of tree operations; the API maps them to status codes.
@@ -77,6 +78,29 @@ func New(dataDir string) (*Tree, error) {
 	t := &Tree{base: base, locks: map[string]*uploadLock{}}
 	t.bufs.New = func() any { b := make([]byte, copyBuf); return &b }
 	return t, nil
+}
+
+// CleanTemp removes temporary files that no write has touched for olderThan: leftovers
+// of a process that died mid-PUT. Writes in progress (here or in another replica sharing
+// the directory) keep their temporaries fresh and are left alone. It returns how many
+// it removed.
+func (t *Tree) CleanTemp(olderThan time.Duration) (int, error) {
+	matches, err := filepath.Glob(filepath.Join(t.base, "*", tmpDir, "put-*"))
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	cutoff := time.Now().Add(-olderThan)
+	for _, m := range matches {
+		fi, err := os.Lstat(m)
+		if err != nil || !fi.Mode().IsRegular() || fi.ModTime().After(cutoff) {
+			continue
+		}
+		if err := os.Remove(m); err == nil {
+			removed++
+		}
+	}
+	return removed, nil
 }
 
 // Dir is the absolute directory holding the files of upload id.

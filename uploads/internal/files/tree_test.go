@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 const testID = "0b6a3f8e-5f2c-4c7e-9a51-1d2f3e4a5b6c"
@@ -350,5 +351,28 @@ func TestPutSizeHintLies(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(tr.Dir(testID), "h")); string(got) != "abc" {
 		t.Fatalf("short body: %q", got)
+	}
+}
+
+func TestCleanTemp(t *testing.T) {
+	tr := newTree(t)
+	tmp := filepath.Join(tr.base, testID, tmpDir)
+	old, fresh := filepath.Join(tmp, "put-old"), filepath.Join(tmp, "put-fresh")
+	for _, p := range []string{old, fresh} {
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(old, past, past)
+	n, err := tr.CleanTemp(time.Hour)
+	if err != nil || n != 1 {
+		t.Fatalf("CleanTemp = %d, %v", n, err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Fatal("stale temporary kept")
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Fatal("fresh temporary removed")
 	}
 }
