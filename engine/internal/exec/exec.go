@@ -91,7 +91,12 @@ type Store interface {
 	PutExecSession(ctx context.Context, r state.ExecSessionRecord) error
 	GetExecSession(ctx context.Context, id string) (state.ExecSessionRecord, error)
 	ListExecSessions(ctx context.Context, containerID string) ([]state.ExecSessionRecord, error)
+	DeleteExecSession(ctx context.Context, id string) error
 }
+
+// SessionRetention is how long an ended session stays inspectable (Podman
+// removes exec sessions five minutes after they exit).
+const SessionRetention = 5 * time.Minute
 
 // Notifier is told when sessions start and end (the event bus).
 type Notifier interface {
@@ -170,6 +175,7 @@ func (m *Manager) Create(ctx context.Context, nameOrID string, cfg Config) (stri
 			return "", core.InvalidArgument("User", err)
 		}
 	}
+	m.pruneEnded(ctx, c.ID)
 	id, err := newID()
 	if err != nil {
 		return "", err
@@ -179,6 +185,25 @@ func (m *Manager) Create(ctx context.Context, nameOrID string, cfg Config) (stri
 		return "", err
 	}
 	return id, nil
+}
+
+// pruneEnded forgets the container's sessions that ended more than
+// SessionRetention ago, so repeated execs do not pile up.
+func (m *Manager) pruneEnded(ctx context.Context, containerID string) {
+	records, err := m.store.ListExecSessions(ctx, containerID)
+	if err != nil {
+		return
+	}
+	cutoff := time.Now().Add(-SessionRetention)
+	for _, r := range records {
+		var s Session
+		if json.Unmarshal(r.Data, &s) != nil || s.Running || !s.Started || s.Exited.IsZero() || s.Exited.After(cutoff) {
+			continue
+		}
+		if err := m.store.DeleteExecSession(ctx, s.ID); err != nil && !errors.Is(err, state.ErrNotFound) {
+			m.logger.Warn("removing ended exec session", "session", s.ID, "err", err)
+		}
+	}
 }
 
 // Get returns a stored session.

@@ -1,16 +1,19 @@
 package exec
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/state"
 )
 
 func TestMergeEnv(t *testing.T) {
@@ -61,5 +64,37 @@ func TestProcessForUsesTheBundle(t *testing.T) {
 	p = ProcessFor(&core.Container{Bundle: t.TempDir(), Spec: core.ContainerSpec{Env: map[string]string{"K": "v"}}}, []string{"true"}, false)
 	if p.Cwd != "/" || len(p.Env) != 2 || p.Env[1] != "K=v" {
 		t.Fatalf("fallback process %+v", p)
+	}
+}
+
+func TestPruneEnded(t *testing.T) {
+	ctx := context.Background()
+	db, err := state.Open(ctx, filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.AddContainer(ctx, state.ContainerRecord{ID: "c1", Name: "c1", State: "running", Created: time.Now(), Data: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager(nil, db, nil, nil)
+	put := func(id string, s Session) {
+		s.ID, s.ContainerID = id, "c1"
+		if err := m.put(ctx, &s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("old", Session{Started: true, Exited: time.Now().Add(-time.Hour), ExitCode: 1})
+	put("recent", Session{Started: true, Exited: time.Now()})
+	put("running", Session{Started: true, Running: true})
+	put("unstarted", Session{})
+	m.pruneEnded(ctx, "c1")
+	if _, err := m.Get(ctx, "old"); !errors.Is(err, core.ErrNoSuchExecSession) {
+		t.Fatalf("old ended session kept: %v", err)
+	}
+	for _, id := range []string{"recent", "running", "unstarted"} {
+		if _, err := m.Get(ctx, id); err != nil {
+			t.Fatalf("session %s pruned: %v", id, err)
+		}
 	}
 }
