@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/fsnotify/fsnotify"
 )
@@ -32,10 +33,11 @@ func (r *Runtime) WatchExits(ctx context.Context, onExit func(id string)) error 
 				if !ok {
 					return
 				}
-				// conmon writes the file in place; Write and Create both mean
-				// the code may be there now (ReadExit tolerates an empty file).
-				if ev.Op&(fsnotify.Create|fsnotify.Write) != 0 {
-					onExit(filepath.Base(ev.Name))
+				// conmon writes ID.XXXXXX and renames it to ID: only the
+				// final name counts.
+				name := filepath.Base(ev.Name)
+				if ev.Op&(fsnotify.Create|fsnotify.Write) != 0 && !strings.Contains(name, ".") {
+					onExit(name)
 				}
 			case err, ok := <-w.Errors:
 				if !ok {

@@ -1,0 +1,211 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+const busybox = "/bin/busybox"
+
+func requireTools(t *testing.T) {
+	t.Helper()
+	var missing []string
+	if os.Geteuid() != 0 {
+		missing = append(missing, "root")
+	}
+	for _, bin := range []string{"runc", "conmon"} {
+		if _, err := lookPath(bin); err != nil {
+			missing = append(missing, bin)
+		}
+	}
+	if _, err := os.Stat(busybox); err != nil {
+		missing = append(missing, "busybox-static")
+	}
+	if len(missing) == 0 {
+		return
+	}
+	if os.Getenv("BERTH_TEST_STRICT") == "1" {
+		t.Fatalf("runtime tests need %s", strings.Join(missing, ", "))
+	}
+	t.Skipf("runtime tests need %s", strings.Join(missing, ", "))
+}
+
+// bundle writes a minimal busybox bundle running args.
+func bundle(t *testing.T, id string, terminal bool, args ...string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), id)
+	rootfs := filepath.Join(dir, "rootfs")
+	for _, d := range []string{"bin", "proc", "dev", "sys", "tmp"} {
+		os.MkdirAll(filepath.Join(rootfs, d), 0o755)
+	}
+	data, err := os.ReadFile(busybox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(rootfs, "bin/busybox"), data, 0o755)
+	for _, a := range []string{"sh", "echo", "sleep", "cat", "tty"} {
+		os.Symlink("busybox", filepath.Join(rootfs, "bin", a))
+	}
+	spec := specs.Spec{
+		Version: specs.Version,
+		Process: &specs.Process{Terminal: terminal, Args: args, Cwd: "/", Env: []string{"PATH=/bin"}},
+		Root:    &specs.Root{Path: rootfs},
+		Mounts: []specs.Mount{
+			{Destination: "/proc", Type: "proc", Source: "proc"},
+			{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "mode=755"}},
+			{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}},
+		},
+		Linux: &specs.Linux{
+			CgroupsPath: "/berth-runtime-test/" + id,
+			Namespaces:  []specs.LinuxNamespace{{Type: "pid"}, {Type: "mount"}, {Type: "ipc"}, {Type: "uts"}, {Type: "network"}},
+		},
+	}
+	cfg, _ := json.Marshal(spec)
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func waitExit(t *testing.T, r *Runtime, id string) int32 {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if code, _, ok, err := r.ReadExit(id); err == nil && ok {
+			return code
+		}
+	}
+	t.Fatalf("container %s: no exit file", id)
+	return -1
+}
+
+func TestCreateStartExecKillDelete(t *testing.T) {
+	requireTools(t)
+	r, err := New(Options{RunRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	exits := make(chan string, 16)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := r.WatchExits(wctx, func(id string) { exits <- id }); err != nil {
+		t.Fatal(err)
+	}
+
+	id := "berth-runtime-test-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	dir := bundle(t, id, false, "sh", "-c", "echo up; while true; do sleep 0.05; done")
+	defer r.Delete(ctx, id, true)
+	created, err := r.Create(ctx, CreateOptions{ID: id, Name: "t", Bundle: dir, LogPath: filepath.Join(dir, "ctr.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.PID <= 0 || created.ConmonPID <= 0 {
+		t.Fatalf("created %+v", created)
+	}
+	if st, err := r.State(ctx, id); err != nil || st.Status != "created" {
+		t.Fatalf("state after create: %+v %v", st, err)
+	}
+	if err := r.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := r.State(ctx, id); err != nil || st.Status != "running" || st.Pid != created.PID {
+		t.Fatalf("state after start: %+v %v", st, err)
+	}
+
+	c := &core.Container{ID: id, Bundle: dir}
+	var out, errOut bytes.Buffer
+	p, err := r.Exec(ctx, c, core.ExecRequest{Process: specs.Process{Args: []string{"sh", "-c", "cat; echo oops >&2; exit 3"}, Cwd: "/", Env: []string{"PATH=/bin"}},
+		Stdin: strings.NewReader("piped\n"), Stdout: &out, Stderr: &errOut})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, err := p.Wait(); err != nil || code != 3 || out.String() != "piped\n" || errOut.String() != "oops\n" {
+		t.Fatalf("exec: code %d err %v stdout %q stderr %q", code, err, out.String(), errOut.String())
+	}
+	// A terminal exec sees a tty and merges its output.
+	pr, pw := io.Pipe()
+	var ttyOut bytes.Buffer
+	done := make(chan struct{})
+	go func() { io.Copy(&ttyOut, pr); close(done) }()
+	p, err = r.Exec(ctx, c, core.ExecRequest{Process: specs.Process{Terminal: true, Args: []string{"sh", "-c", "tty; echo err >&2"}, Cwd: "/", Env: []string{"PATH=/bin"}}, Stdout: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, err := p.Wait(); err != nil || code != 0 {
+		t.Fatalf("tty exec: %d %v", code, err)
+	}
+	pw.Close()
+	<-done
+	if !strings.Contains(ttyOut.String(), "/dev/pts/") || !strings.Contains(ttyOut.String(), "err") {
+		t.Fatalf("tty exec output %q", ttyOut.String())
+	}
+	// A missing command fails at Exec or at Wait, depending on when runc reports it.
+	if p, err := r.Exec(ctx, c, core.ExecRequest{Process: specs.Process{Args: []string{"/nope"}, Cwd: "/"}}); err == nil {
+		if code, err := p.Wait(); err == nil && code == 0 {
+			t.Fatal("exec of a missing command succeeded")
+		}
+	}
+
+	if err := r.Kill(ctx, id, syscall.SIGKILL, false); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, r, id); code != 137 {
+		t.Fatalf("exit code after SIGKILL: %d", code)
+	}
+	select {
+	case got := <-exits:
+		if got != id {
+			t.Fatalf("exit watch reported %q", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("exit watch reported nothing")
+	}
+	if err := r.DeleteExited(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.State(ctx, id); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("state after delete: %v", err)
+	}
+	if cg, _ := filepath.Glob("/sys/fs/cgroup/*/berth-runtime-test/" + id); len(cg) > 0 {
+		t.Fatalf("cgroups left: %v", cg)
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, "ctr.log"))
+	if !strings.Contains(string(log), " stdout F up") {
+		t.Fatalf("k8s-file log %q", log)
+	}
+	parents, _ := filepath.Glob("/sys/fs/cgroup/*/berth-runtime-test")
+	for _, p := range parents {
+		exec.Command("rmdir", p).Run()
+	}
+}
+
+func TestCreateReportsRuntimeError(t *testing.T) {
+	requireTools(t)
+	r, err := New(Options{RunRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id := "berth-runtime-test-missing"
+	dir := bundle(t, id, false, "/no/such/command")
+	defer r.Delete(ctx, id, true)
+	_, err = r.Create(ctx, CreateOptions{ID: id, Name: "m", Bundle: dir, LogPath: filepath.Join(dir, "ctr.log")})
+	var ce *CreateError
+	if !errors.As(err, &ce) || !strings.Contains(ce.Message, "/no/such/command") {
+		t.Fatalf("create error %v", err)
+	}
+}
