@@ -133,13 +133,18 @@ func (s *Server) inspectImage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, newImageInspect(img))
 }
 
-// imageExists answers ImageExists: 204 or 404.
+// imageExists answers ImageExists: 204, or 404 without a body for a name
+// that matches no image (a malformed name matches none).
 func (s *Server) imageExists(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.deps.Images.Lookup(r.Context(), pathParam(r, "name")); err != nil {
+	_, err := s.deps.Images.Lookup(r.Context(), pathParam(r, "name"))
+	switch {
+	case err == nil:
+		writeNoContent(w)
+	case errors.Is(err, core.ErrNoSuchImage), errors.Is(err, core.ErrInvalidArgument):
+		w.WriteHeader(http.StatusNotFound)
+	default:
 		writeError(w, err)
-		return
 	}
-	writeNoContent(w)
 }
 
 // listImages answers GetImages.

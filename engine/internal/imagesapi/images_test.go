@@ -127,7 +127,6 @@ func TestBadImageNames(t *testing.T) {
 		status       int
 	}{
 		{http.MethodGet, "/libpod/images/absent/json", http.StatusNotFound},
-		{http.MethodGet, "/libpod/images/absent:1/exists", http.StatusNotFound},
 		{http.MethodGet, "/libpod/images/0123456789ab/json", http.StatusNotFound},
 		{http.MethodGet, "/libpod/images/" + strings.Repeat("a", 64) + "/json", http.StatusNotFound},
 		{http.MethodGet, "/libpod/images/UPPER/json", http.StatusBadRequest},
@@ -151,6 +150,12 @@ func TestBadImageNames(t *testing.T) {
 	}
 	for _, c := range cases {
 		e.do(c.method, c.path, nil).engineError(t, c.status)
+	}
+	// exists answers 204 or 404, never with a body.
+	for _, name := range []string{"absent:1", "UPPER", "bad%20name"} {
+		if r := e.do(http.MethodGet, "/libpod/images/"+name+"/exists", nil).expect(t, http.StatusNotFound); len(r.body) != 0 {
+			t.Errorf("exists %s answered a body: %s", name, r.body)
+		}
 	}
 	// Nothing changed.
 	if got := tagsOf(e.list("")); strings.Join(got, ",") != "localhost/present:1" {
