@@ -1,7 +1,6 @@
 package imagestore
 
 import (
-	"archive/tar"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,15 +23,7 @@ import (
 	imgspecv1 "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/berth-project/berth/engine/internal/core"
-)
-
-// archiveFormat is what an image archive turned out to be.
-type archiveFormat int
-
-const (
-	formatUnknown archiveFormat = iota
-	formatDocker
-	formatOCI
+	"github.com/berth-project/berth/engine/internal/imagestore/archivefmt"
 )
 
 // Load stores every image of a docker-archive or oci-archive read from r.
@@ -86,7 +77,7 @@ func (t *Transfer) loadFile(ctx context.Context, path string) (names []string, e
 		return nil, err
 	}
 	defer cleanup()
-	format, err := sniffArchive(path)
+	format, err := archivefmt.Sniff(path)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +98,7 @@ func (t *Transfer) loadFile(ctx context.Context, path string) (names []string, e
 	}()
 
 	switch format {
-	case formatDocker:
+	case archivefmt.Docker:
 		names, err = t.loadDockerArchive(ctx, session, path)
 	default:
 		names, err = t.loadOCIArchive(ctx, session, path)
@@ -165,45 +156,6 @@ func (t *Transfer) decompressed(path string) (string, func(), error) {
 		return "", noop, core.InvalidArgument("archive", fmt.Errorf("decompressing %s archive: %w", algo.Name(), err))
 	}
 	return out.Name(), remove, nil
-}
-
-// sniffArchive reads the tar headers (skipping file contents) and tells a
-// docker-archive (manifest.json) from an oci-archive (index.json). A file
-// that is not a complete tar is an invalid archive.
-func sniffArchive(path string) (archiveFormat, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return formatUnknown, fmt.Errorf("opening archive: %w", err)
-	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	var hasManifest, hasIndex bool
-	entries := 0
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return formatUnknown, core.InvalidArgument("archive", fmt.Errorf("not a valid tar archive: %w", err))
-		}
-		entries++
-		switch filepath.Clean(hdr.Name) {
-		case "manifest.json":
-			hasManifest = true
-		case "index.json":
-			hasIndex = true
-		}
-	}
-	switch {
-	case entries == 0:
-		return formatUnknown, core.InvalidArgument("archive", errors.New("the archive is empty or not a tar archive"))
-	case hasManifest:
-		return formatDocker, nil
-	case hasIndex:
-		return formatOCI, nil
-	}
-	return formatUnknown, core.InvalidArgument("archive", errors.New("neither a docker-archive (no manifest.json) nor an oci-archive (no index.json)"))
 }
 
 // loadDockerArchive copies each image of a docker-archive once, then adds
@@ -267,7 +219,7 @@ func (t *Transfer) loadOCIArchive(ctx context.Context, session *loadSession, pat
 		return nil, fmt.Errorf("unpacking archive: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	if err := untarPlain(ctx, path, dir); err != nil {
+	if err := archivefmt.UnpackLayout(ctx, path, dir); err != nil {
 		return nil, err
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "index.json"))
@@ -499,64 +451,6 @@ func (t *Transfer) rollback(session *loadSession) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// untarPlain unpacks an OCI layout archive: only directories and regular
-// files with local, relative names are written; links, devices and names
-// escaping dir make the archive invalid.
-func untarPlain(ctx context.Context, path, dir string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("opening archive: %w", err)
-	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return core.InvalidArgument("archive", fmt.Errorf("not a valid tar archive: %w", err))
-		}
-		name := filepath.Clean(strings.TrimPrefix(hdr.Name, "./"))
-		if name == "." {
-			continue
-		}
-		if !filepath.IsLocal(name) {
-			return core.InvalidArgument("archive", fmt.Errorf("entry %q escapes the archive", hdr.Name))
-		}
-		target := filepath.Join(dir, name)
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o700); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
-				return err
-			}
-			out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-			if err != nil {
-				return core.InvalidArgument("archive", fmt.Errorf("entry %q: %w", hdr.Name, err))
-			}
-			_, err = io.Copy(out, tr)
-			if cerr := out.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				if isStorageFault(err) {
-					return err
-				}
-				return core.InvalidArgument("archive", fmt.Errorf("entry %q: %w", hdr.Name, err))
-			}
-		default:
-			return core.InvalidArgument("archive", fmt.Errorf("entry %q: an OCI layout holds only files and directories", hdr.Name))
-		}
-	}
 }
 
 // contextReader stops reading once ctx is done, so an abandoned upload ends.

@@ -139,3 +139,22 @@ func FuzzRegistryReference(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseScpDestination: any destination parses or is refused as a bad argument.
+func FuzzParseScpDestination(f *testing.F) {
+	for _, s := range []string{"x:1", "tcp://127.0.0.1:1::", "unix:///s::n:1", "http://h::", "ssh://h::", "::", "tcp://[::1]:8080::a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, dest string) {
+		target, err := parseScpDestination(dest)
+		if err != nil {
+			if !errors.Is(err, core.ErrInvalidArgument) {
+				t.Fatalf("%q: %v", dest, err)
+			}
+			return
+		}
+		if target.engine == nil && target.name == "" {
+			t.Fatalf("%q accepted with neither engine nor name", dest)
+		}
+	})
+}
