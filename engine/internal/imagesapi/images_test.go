@@ -191,8 +191,7 @@ func TestTagUntag(t *testing.T) {
 	e.do(http.MethodGet, "/libpod/images/registry.example:5000/team/copy/exists", nil).expect(t, http.StatusNotFound)
 	id := orig[0].ID
 	e.do(http.MethodPost, "/libpod/images/orig:1/untag", nil).expect(t, http.StatusCreated)
-	var dangling []summary
-	dangling = e.list(filtersQuery(map[string][]string{"dangling": {"true"}}))
+	dangling := e.list(filtersQuery(map[string][]string{"dangling": {"true"}}))
 	if len(dangling) != 1 || dangling[0].ID != id || len(dangling[0].Names) != 0 || !dangling[0].Dangling {
 		t.Errorf("after untag all: dangling %+v", dangling)
 	}
