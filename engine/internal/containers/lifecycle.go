@@ -137,6 +137,40 @@ func (m *Manager) handleExit(ctx context.Context, e *entry) bool {
 	return recorded
 }
 
+// pollExit is the slow path of exit detection: the exit file, and failing
+// that, whether the container's process and its conmon are both gone (conmon
+// killed, so no exit file will ever come).
+func (m *Manager) pollExit(ctx context.Context, e *entry) {
+	if m.handleExit(ctx, e) {
+		return
+	}
+	rec := m.snapshot(e)
+	if rec.State != core.StateRunning && rec.State != core.StatePaused && rec.State != core.StateCreated {
+		return
+	}
+	if runtime.ProcessAlive(rec.PID) || runtime.ProcessAlive(rec.ConmonPID) {
+		return
+	}
+	if _, _, ok, _ := m.rt.ReadExit(rec.ID); ok {
+		m.handleExit(ctx, e)
+		return
+	}
+	recorded := false
+	m.update(ctx, e, func(r *record) {
+		if r.State == core.StateRunning || r.State == core.StatePaused || r.State == core.StateCreated {
+			r.State = core.StateExited
+			r.ExitCode = -1
+			r.PID = 0
+			r.FinishedAt = time.Now()
+			r.Error = "conmon exited without recording the container's exit code"
+			recorded = true
+		}
+	})
+	if recorded {
+		m.emit(ctx, core.EventDied, m.snapshot(e), nil)
+	}
+}
+
 // cleanupLocked releases the runtime state, the rootfs mount and conmon's
 // files of an exited container. It is idempotent. The caller holds e.op.
 func (m *Manager) cleanupLocked(ctx context.Context, e *entry) {
@@ -202,7 +236,7 @@ func (m *Manager) waitExit(ctx context.Context, e *entry, deadline time.Time) bo
 		select {
 		case <-ch:
 		case <-t.C:
-			m.handleExit(ctx, e)
+			m.pollExit(ctx, e)
 		case <-ctx.Done():
 			t.Stop()
 			return false
@@ -482,7 +516,7 @@ func (m *Manager) Wait(ctx context.Context, nameOrID string, conditions []string
 		select {
 		case <-ch:
 		case <-t.C:
-			m.handleExit(ctx, e)
+			m.pollExit(ctx, e)
 		case <-ctx.Done():
 			t.Stop()
 			return -1, ctx.Err()

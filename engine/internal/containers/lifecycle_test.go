@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -348,4 +349,33 @@ func TestUpdateResourcesOfRunningContainer(t *testing.T) {
 		t.Fatalf("inspect memory after update: %d", d.HostConfig.Memory)
 	}
 	te.must(http.StatusBadRequest, "POST", "/containers/"+id+"/update?restartPolicy=sometimes", map[string]any{})
+}
+
+// TestStopAfterConmonDied: with its monitor gone no exit file will come;
+// stop must still finish and the container be removable.
+func TestStopAfterConmonDied(t *testing.T) {
+	te := startEngine(t)
+	id := te.create(map[string]any{"command": []string{"sleep", "600"}})
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	d := te.inspect(id)
+	if err := syscall.Kill(d.State.ConmonPid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		te.must(http.StatusNoContent, "POST", "/containers/"+id+"/stop?timeout=0", nil)
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("stop hung after conmon died")
+	}
+	if d := te.inspect(id); d.State.Status != "exited" || d.State.Error == "" {
+		t.Fatalf("after stop: %+v", d.State)
+	}
+	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+	if l := leaks(te.root, te.runRoot, id); len(l) > 0 {
+		t.Fatalf("leaked: %v", l)
+	}
 }

@@ -326,6 +326,10 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 	if s.Entrypoint != nil {
 		entrypoint = s.Entrypoint
 	}
+	caps, err := oci.Capabilities(s, m.host)
+	if err != nil {
+		caps = []string{}
+	}
 	restart := s.RestartPolicy
 	var tries uint
 	if s.RestartTries != nil {
@@ -356,8 +360,8 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 		Name:           r.Name,
 		RestartCount:   int32(r.RestartCount),
 		Driver:         m.store.GraphDriverName(),
-		EffectiveCaps:  oci.DefaultCapabilities(),
-		BoundingCaps:   oci.DefaultCapabilities(),
+		EffectiveCaps:  caps,
+		BoundingCaps:   caps,
 		ExecIDs:        []string{},
 		GraphDriver:    &core.DriverData{Name: m.store.GraphDriverName(), Data: map[string]string{}},
 		Mounts:         inspectMounts(s),

@@ -118,14 +118,9 @@ func Generate(in Input) (*Result, error) {
 	}
 	proc.Env = MergeEnv(in.Image.Env, s.Env, s.Terminal, hostname, execUser.Home)
 
-	caps := DefaultCapabilities()
-	if s.Privileged {
-		caps = in.Host.BoundingCaps
-	} else {
-		caps, err = adjustCaps(caps, s.CapAdd, s.CapDrop, in.Host.BoundingCaps)
-		if err != nil {
-			return nil, err
-		}
+	caps, err := Capabilities(s, in.Host)
+	if err != nil {
+		return nil, err
 	}
 	proc.Capabilities = &specs.LinuxCapabilities{Bounding: caps, Effective: caps, Permitted: caps}
 	if execUser.Uid == 0 {
@@ -287,6 +282,16 @@ func ensureDir(rootfs, dir string) error {
 		return nil
 	}
 	return os.MkdirAll(p, 0o755)
+}
+
+// Capabilities returns the capability set of a container's process: the
+// defaults adjusted by cap_add and cap_drop, or for a privileged container
+// the engine's whole bounding set.
+func Capabilities(s *core.ContainerSpec, host Host) ([]string, error) {
+	if s.Privileged {
+		return append([]string(nil), host.BoundingCaps...), nil
+	}
+	return adjustCaps(DefaultCapabilities(), s.CapAdd, s.CapDrop, host.BoundingCaps)
 }
 
 func adjustCaps(caps, add, drop, bounding []string) ([]string, error) {
