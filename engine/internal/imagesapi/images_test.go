@@ -1,10 +1,12 @@
 package imagesapi
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -387,5 +389,59 @@ func TestPruneAllAndRemoveAll(t *testing.T) {
 	e.do(http.MethodDelete, "/libpod/images/remove?all=true", nil).expect(t, http.StatusOK).json(t, &r)
 	if len(r.Deleted) != 1 || r.ExitCode != 0 || len(e.list("?all=true")) != 0 {
 		t.Errorf("remove all: %+v", r)
+	}
+}
+
+// TestConcurrentListingsDuringChanges: listings and inspections stay correct
+// while other requests tag, untag and remove images.
+func TestConcurrentListingsDuringChanges(t *testing.T) {
+	e := startEngine(t)
+	var images []testimage.Image
+	for i := 0; i < 8; i++ {
+		images = append(images, labelled(fmt.Sprintf("localhost/conc-%d:1", i), testimage.DefaultCreated, map[string]string{"n": fmt.Sprint(i)}))
+	}
+	e.load(images...)
+	errs := make(chan error, 64)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 3; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				r := e.do(http.MethodGet, "/libpod/images/json", nil)
+				if r.status != http.StatusOK {
+					errs <- fmt.Errorf("list: %d %s", r.status, r.body)
+					return
+				}
+				if r := e.do(http.MethodGet, "/libpod/images/conc-0:1/json", nil); r.status != http.StatusOK {
+					errs <- fmt.Errorf("inspect: %d %s", r.status, r.body)
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < 20; i++ {
+		e.do(http.MethodPost, fmt.Sprintf("/libpod/images/conc-1:1/tag?repo=moving&tag=%d", i), nil).expect(t, http.StatusCreated)
+		e.do(http.MethodPost, fmt.Sprintf("/libpod/images/conc-1:1/untag?repo=localhost/moving&tag=%d", i), nil).expect(t, http.StatusCreated)
+	}
+	for i := 2; i < 8; i++ {
+		e.do(http.MethodDelete, fmt.Sprintf("/libpod/images/conc-%d:1", i), nil).expect(t, http.StatusOK)
+	}
+	close(done)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	got := tagsOf(e.list(""))
+	sort.Strings(got)
+	if strings.Join(got, ",") != "localhost/conc-0:1,localhost/conc-1:1" {
+		t.Errorf("images at the end: %v", got)
 	}
 }
