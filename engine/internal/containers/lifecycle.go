@@ -175,7 +175,7 @@ func (m *Manager) pollExit(ctx context.Context, e *entry) {
 // files of an exited container. It is idempotent. The caller holds e.op.
 func (m *Manager) cleanupLocked(ctx context.Context, e *entry) {
 	rec := m.snapshot(e)
-	if !rec.NeedsCleanup && !rec.Mounted {
+	if !rec.NeedsCleanup && (!rec.Mounted || rec.UserMounts > 0) {
 		return
 	}
 	if rec.State == core.StateCreated || rec.State == core.StateRunning || rec.State == core.StatePaused {
@@ -189,15 +189,18 @@ func (m *Manager) cleanupLocked(ctx context.Context, e *entry) {
 		}
 		m.rt.Cleanup(rec.ID)
 	}
-	if rec.Mounted {
+	unmount := rec.Mounted && rec.UserMounts == 0
+	if unmount {
 		if _, err := m.store.Unmount(rec.ID, true); err != nil {
 			m.logger.Warn("unmount container", "container", rec.ID, "err", err)
 		}
 	}
 	m.update(ctx, e, func(r *record) {
 		r.NeedsCleanup = false
-		r.Mounted = false
-		r.Rootfs = ""
+		if unmount {
+			r.Mounted = false
+			r.Rootfs = ""
+		}
 		r.ConmonPID = 0
 	})
 	m.emit(ctx, core.EventCleanup, m.snapshot(e), nil)

@@ -379,3 +379,40 @@ func TestStopAfterConmonDied(t *testing.T) {
 		t.Fatalf("leaked: %v", l)
 	}
 }
+
+func TestMountUnmountRename(t *testing.T) {
+	te := startEngine(t)
+	id := te.create(map[string]any{"name": "m1", "command": []string{"sh", "-c", "echo hi > /made-inside"}})
+	te.create(map[string]any{"name": "other"})
+	var path string
+	json.Unmarshal(te.must(http.StatusOK, "POST", "/containers/m1/mount", nil), &path)
+	if _, err := os.Stat(filepath.Join(path, "bin/busybox")); err != nil {
+		t.Fatalf("mounted rootfs %q: %v", path, err)
+	}
+	te.must(http.StatusNoContent, "POST", "/containers/m1/start", nil)
+	te.wait(id)
+	// The client's mount outlives the container's exit.
+	if data, err := os.ReadFile(filepath.Join(path, "made-inside")); err != nil || string(data) != "hi\n" {
+		t.Fatalf("file written by the container: %q %v", data, err)
+	}
+	var mounted map[string]string
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
+	if mounted[id] != path {
+		t.Fatalf("showmounted %v", mounted)
+	}
+	te.must(http.StatusNoContent, "POST", "/containers/m1/unmount", nil)
+	mounted = nil
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
+	if _, ok := mounted[id]; ok {
+		t.Fatalf("still mounted after unmount: %v", mounted)
+	}
+	te.must(http.StatusConflict, "POST", "/containers/m1/rename?name=other", nil)
+	te.must(http.StatusBadRequest, "POST", "/containers/m1/rename?name=bad%20name", nil)
+	te.must(http.StatusNoContent, "POST", "/containers/m1/rename?name=m2", nil)
+	te.must(http.StatusNotFound, "GET", "/containers/m1/json", nil)
+	if d := te.inspect("m2"); d.ID != id {
+		t.Fatalf("renamed container %s", d.ID)
+	}
+	// The old name is free again.
+	te.create(map[string]any{"name": "m1"})
+}

@@ -171,6 +171,7 @@ const (
 	EventUpdate  ContainerEventType = "update"
 	EventMount   ContainerEventType = "mount"
 	EventUnmount ContainerEventType = "unmount"
+	EventRename  ContainerEventType = "rename"
 )
 
 // ContainerEvent is one state change of a container. ExitCode is set for
@@ -295,6 +296,21 @@ type Containers interface {
 	// RecordRestart increments RestartCount (restart policies call it before
 	// starting a container again) and returns the new count.
 	RecordRestart(ctx context.Context, nameOrID string) (int, error)
+}
+
+// ContainerMounts is the storage side of containers: mounting a
+// container's root filesystem for a client, and renaming. A Containers
+// implementation may also implement it (the handlers look for it).
+type ContainerMounts interface {
+	// Mount mounts the container's rootfs (counted) and returns its path.
+	Mount(ctx context.Context, nameOrID string) (string, error)
+	// Unmount releases one Mount; the rootfs is unmounted when the last
+	// client mount goes and the container does not run.
+	Unmount(ctx context.Context, nameOrID string) error
+	// Mounted maps the ID of every container with a mounted rootfs to its path.
+	Mounted(ctx context.Context) (map[string]string, error)
+	// Rename gives a container a new name (ErrNameInUse when taken).
+	Rename(ctx context.Context, nameOrID, newName string) error
 }
 
 // Restart policies.

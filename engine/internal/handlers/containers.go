@@ -40,6 +40,61 @@ func registerContainerRoutes(r chi.Router, s *Server) {
 	r.Post("/containers/{name}/unpause", h.unpause)
 	r.Post("/containers/{name}/wait", h.wait)
 	r.Post("/containers/{name}/update", h.update)
+	if mounts, ok := c.(core.ContainerMounts); ok {
+		mh := mountHandlers{c: c, m: mounts}
+		r.Get("/containers/showmounted", mh.showMounted)
+		r.Post("/containers/{name}/mount", mh.mount)
+		r.Post("/containers/{name}/unmount", mh.unmount)
+		r.Post("/containers/{name}/rename", mh.rename)
+	}
+}
+
+type mountHandlers struct {
+	c core.Containers
+	m core.ContainerMounts
+}
+
+func (h mountHandlers) showMounted(w http.ResponseWriter, r *http.Request) {
+	mounted, err := h.m.Mounted(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, mounted)
+}
+
+func (h mountHandlers) mount(w http.ResponseWriter, r *http.Request) {
+	path, err := h.m.Mount(r.Context(), pathParam(r, "name"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, path)
+}
+
+func (h mountHandlers) unmount(w http.ResponseWriter, r *http.Request) {
+	if err := h.m.Unmount(r.Context(), pathParam(r, "name")); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeNoContent(w)
+}
+
+type renameQuery struct {
+	Name string `query:"name"`
+}
+
+func (h mountHandlers) rename(w http.ResponseWriter, r *http.Request) {
+	var q renameQuery
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := h.m.Rename(r.Context(), pathParam(r, "name"), q.Name); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeNoContent(w)
 }
 
 type containerHandlers struct {
