@@ -25,6 +25,8 @@ const defaultStopTimeout = 10
 // image's top layer, its mounted rootfs, and a validated OCI spec. Nothing is
 // left behind when any step fails.
 func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, []string, error) {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
 	if err := spec.Validate(); err != nil {
 		return "", nil, err
 	}
@@ -215,6 +217,8 @@ func imageConfigOf(rec *record, img *core.Image) (cfg imgspec.ImageConfig) {
 
 // Init creates the container in the OCI runtime (conmon + runtime create).
 func (m *Manager) Init(ctx context.Context, nameOrID string) error {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		return err

@@ -21,6 +21,8 @@ const exitPollInterval = 200 * time.Millisecond
 
 // Start starts a container, creating it in the runtime first when needed.
 func (m *Manager) Start(ctx context.Context, nameOrID string) error {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		return err
@@ -250,6 +252,8 @@ func (m *Manager) waitExit(ctx context.Context, e *entry, deadline time.Time) bo
 
 // Stop stops a running container: stop signal, timeout, then SIGKILL.
 func (m *Manager) Stop(ctx context.Context, nameOrID string, timeout *uint) error {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		return err
@@ -367,6 +371,8 @@ func ParseSignal(s string) (syscall.Signal, error) {
 
 // Kill sends a signal to a running container.
 func (m *Manager) Kill(ctx context.Context, nameOrID, signal string) error {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
 	sig, err := ParseSignal(signal)
 	if err != nil {
 		return err
@@ -396,6 +402,8 @@ func (m *Manager) Kill(ctx context.Context, nameOrID, signal string) error {
 
 // Restart stops a running container and starts it again.
 func (m *Manager) Restart(ctx context.Context, nameOrID string, timeout *uint) error {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		return err
@@ -426,6 +434,8 @@ func (m *Manager) isRemoved(e *entry) bool {
 
 // Pause freezes a running container.
 func (m *Manager) Pause(ctx context.Context, nameOrID string) error {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		return err
@@ -450,6 +460,8 @@ func (m *Manager) Pause(ctx context.Context, nameOrID string) error {
 
 // Unpause thaws a paused container.
 func (m *Manager) Unpause(ctx context.Context, nameOrID string) error {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		return err

@@ -13,6 +13,8 @@ var _ core.ContainerMounts = (*Manager)(nil)
 
 // Mount mounts a container's rootfs for a client and returns its path.
 func (m *Manager) Mount(ctx context.Context, nameOrID string) (string, error) {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		return "", err
@@ -41,6 +43,8 @@ func (m *Manager) Mount(ctx context.Context, nameOrID string) (string, error) {
 // Unmount releases a client's mount; the rootfs is unmounted once no
 // client holds it and the container is not running.
 func (m *Manager) Unmount(ctx context.Context, nameOrID string) error {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		return err
@@ -86,6 +90,8 @@ func (m *Manager) Mounted(ctx context.Context) (map[string]string, error) {
 
 // Rename gives a container a new name.
 func (m *Manager) Rename(ctx context.Context, nameOrID, newName string) error {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
 	probe := core.ContainerSpec{Image: "-", Name: newName}
 	if newName == "" {
 		return core.InvalidArgument("name", fmt.Errorf("a new name is required"))

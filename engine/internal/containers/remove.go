@@ -20,6 +20,8 @@ const removedRetention = 5 * time.Minute
 // Remove removes a container: a running one only with Force (it is stopped
 // first), then its runtime state, cgroup, rootfs, storage and record.
 func (m *Manager) Remove(ctx context.Context, nameOrID string, opts core.RemoveContainerOptions) error {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		if opts.Ignore && errors.Is(err, core.ErrNoSuchContainer) {
@@ -141,6 +143,8 @@ func (m *Manager) reapOrphans() {
 // Prune removes every container that is not running, paused or created and
 // matches the filters (label, until).
 func (m *Manager) Prune(ctx context.Context, filters map[string][]string) ([]core.PruneReport, error) {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
 	for k := range filters {
 		if k != "label" && k != "label!" && k != "until" {
 			return nil, core.InvalidArgument("filters", fmt.Errorf("%q is not a valid prune filter (label, label!, until)", k))

@@ -13,6 +13,8 @@ import (
 // Update changes the resources and restart policy of a container; a live
 // container gets the new resources through the OCI runtime at once.
 func (m *Manager) Update(ctx context.Context, nameOrID string, opts core.UpdateContainerOptions) error {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		return err
@@ -56,6 +58,8 @@ func (m *Manager) Update(ctx context.Context, nameOrID string, opts core.UpdateC
 
 // SetHealth records a container's health state.
 func (m *Manager) SetHealth(ctx context.Context, nameOrID string, health core.HealthCheckResults) error {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		return err
@@ -65,6 +69,8 @@ func (m *Manager) SetHealth(ctx context.Context, nameOrID string, health core.He
 
 // RecordRestart increments a container's restart count.
 func (m *Manager) RecordRestart(ctx context.Context, nameOrID string) (int, error) {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		return 0, err
