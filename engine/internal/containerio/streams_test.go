@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,8 +12,11 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/berth-project/berth/engine/internal/stream"
 )
@@ -674,10 +678,97 @@ func testPodmanClient(t *testing.T, te *testEngine) {
 	if out, code := run("events", "--stream=false", "--filter", "container=pc", "--filter", "event=start", "--format", "{{.Status}} {{.Name}}"); code != 0 || strings.TrimSpace(out) != "start pc" {
 		t.Fatalf("events: %q %d", out, code)
 	}
+	// Interactive, on a real terminal: run -it and exec -it.
+	for _, args := range [][]string{{"run", "-it", "--rm", "busybox", "sh"}, {"exec", "-it", "pc", "sh"}} {
+		out, code := runOnTerminal(t, podman, append([]string{"--remote", "--url", "tcp://" + te.addr}, args...), "stty size; exit 3\n")
+		if code != 3 || !strings.Contains(out, "24 80") {
+			t.Fatalf("podman %v on a terminal: exit %d, output %q", args, code, out)
+		}
+	}
 	// The client relies on a buffered reader: a quick stdin round trip.
 	cmd := exec.Command(podman, "--remote", "--url", "tcp://"+te.addr, "exec", "-i", "pc", "cat")
 	cmd.Stdin = bufio.NewReader(strings.NewReader("through stdin\n"))
 	if out, err := cmd.Output(); err != nil || string(out) != "through stdin\n" {
 		t.Fatalf("exec -i: %q %v", out, err)
 	}
+}
+
+// runOnTerminal runs a command on a fresh 24x80 pseudo-terminal, types
+// input at the first shell prompt, and returns what the terminal showed
+// and the exit code.
+func runOnTerminal(t *testing.T, name string, args []string, input string) (string, int) {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetUint32(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slave, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 80}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "TERM=xterm")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	output := make(chan string, 1)
+	prompt := make(chan struct{})
+	go func() {
+		var seen bytes.Buffer
+		buf := make([]byte, 4096)
+		prompted := false
+		for {
+			k, err := master.Read(buf)
+			seen.Write(buf[:k])
+			if !prompted && bytes.Contains(seen.Bytes(), []byte("# ")) {
+				prompted = true
+				close(prompt)
+			}
+			if err != nil {
+				output <- seen.String()
+				return
+			}
+		}
+	}()
+	select {
+	case <-prompt:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("no shell prompt from podman %v", args)
+	}
+	master.Write([]byte(input))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var werr error
+	select {
+	case werr = <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("podman %v did not end", args)
+	}
+	// The reader ends with EIO once every holder of the terminal is gone.
+	master.Close()
+	out := <-output
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) {
+		code = ee.ExitCode()
+	} else if werr != nil {
+		t.Fatal(werr)
+	}
+	return out, code
 }
