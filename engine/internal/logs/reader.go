@@ -49,6 +49,13 @@ func Read(ctx context.Context, path string, opts Options, emit func(Line) error)
 	r := &reader{path: path, opts: opts, emit: emit}
 	if opts.Tail >= 0 {
 		r.tail = &tailBuffer{max: opts.Tail}
+		// Without an upper time bound the last lines are the answer: start
+		// near the end of a long log instead of reading all of it.
+		if opts.Until.IsZero() {
+			if err := r.skipToTail(opts.Tail); err != nil {
+				return err
+			}
+		}
 	}
 	err := r.readAvailable()
 	stopped := errors.Is(err, errStop)
@@ -129,6 +136,84 @@ func (r *reader) open() (bool, error) {
 	r.offset = 0
 	r.pending = r.pending[:0]
 	return true, nil
+}
+
+// maxTailScan bounds how much of the file's end skipToTail examines; a tail
+// that reaches further is read from the start.
+const maxTailScan = 8 << 20
+
+// skipToTail opens the file and positions it so that at least n complete
+// lines follow (it stays at the start when the file holds fewer, or when
+// they are further back than maxTailScan).
+func (r *reader) skipToTail(n int) error {
+	ok, err := r.open()
+	if err != nil || !ok {
+		return err
+	}
+	st, err := r.file.Stat()
+	if err != nil {
+		return fmt.Errorf("stat container log: %w", err)
+	}
+	offset, err := tailOffset(r.file, st.Size(), n)
+	if err != nil || offset == 0 {
+		return err
+	}
+	if _, err := r.file.Seek(offset, io.SeekStart); err != nil {
+		return fmt.Errorf("seek container log: %w", err)
+	}
+	r.offset = offset
+	return nil
+}
+
+// tailOffset finds the start of the record that follows the (n+1)-th
+// complete line from the end, reading backwards; 0 when there is none
+// within maxTailScan.
+func tailOffset(f io.ReaderAt, size int64, n int) (int64, error) {
+	const chunk = 64 << 10
+	pos := size
+	var data []byte
+	for pos > 0 && len(data) < maxTailScan {
+		step := min(int64(chunk), pos)
+		buf := make([]byte, step)
+		if _, err := f.ReadAt(buf, pos-step); err != nil && !errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("read container log: %w", err)
+		}
+		pos -= step
+		data = append(buf, data...)
+		// Records known whole: those after the first newline of data
+		// (everything, at the start of the file), newline-terminated.
+		start := 0
+		if pos > 0 {
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				continue
+			}
+			start = i + 1
+		}
+		end := bytes.LastIndexByte(data, '\n')
+		if end < start {
+			continue
+		}
+		// Walk the whole records backwards counting complete lines.
+		full := 0
+		recEnd := end
+		for recEnd >= start {
+			recStart := bytes.LastIndexByte(data[start:recEnd], '\n')
+			if recStart < 0 {
+				recStart = start
+			} else {
+				recStart += start + 1
+			}
+			if l, err := ParseLine(data[recStart:recEnd]); err == nil && !l.Partial {
+				full++
+				if full == n+1 {
+					return pos + int64(recEnd) + 1, nil
+				}
+			}
+			recEnd = recStart - 1
+		}
+	}
+	return 0, nil
 }
 
 // reopenIfReplaced notices truncation or replacement of the file (log

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -187,5 +188,65 @@ func TestFollowContextCancel(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("follow ignored cancellation")
+	}
+}
+
+func TestTailOfLongLog(t *testing.T) {
+	var records [][]byte
+	for i := 0; i < 20000; i++ {
+		records = append(records, record(i, Stdout, false, strings.Repeat("x", 20)+" "+strconv.Itoa(i)))
+		if i%1000 == 0 {
+			records = append(records, record(i, Stderr, true, "part-"), record(i, Stderr, false, "end "+strconv.Itoa(i)))
+		}
+	}
+	path := writeLog(t, records...)
+	got := collect(t, path, Options{Tail: 3})
+	want := []string{"stdout:" + strings.Repeat("x", 20) + " 19997", "stdout:" + strings.Repeat("x", 20) + " 19998", "stdout:" + strings.Repeat("x", 20) + " 19999"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("tail 3 of a long log: %v", got)
+	}
+	// A partial record belongs to the line it starts.
+	got = collect(t, path, Options{Tail: 1000})
+	if len(got) != 1001 || got[0] != "stderr:part-|" || got[1] != "stderr:end 19000" {
+		t.Fatalf("tail 1000: %d records, first %v", len(got), got[:2])
+	}
+	// The backwards scan must agree with a full read for every size.
+	for _, n := range []int{0, 1, 2, 999, 1000, 1001, 25000} {
+		all := collect(t, path, Options{Tail: -1})
+		fromEnd := collect(t, path, Options{Tail: n})
+		var lines int
+		var cut int
+		for i := len(all) - 1; i >= 0 && lines < n; i-- {
+			if !strings.HasSuffix(all[i], "|") {
+				lines++
+			}
+			cut = i
+		}
+		if n == 0 {
+			cut = len(all)
+		}
+		if i := cut - 1; i >= 0 && strings.HasSuffix(all[i], "|") {
+			cut = i
+		}
+		if strings.Join(fromEnd, "\n") != strings.Join(all[cut:], "\n") {
+			t.Fatalf("tail %d: %d records, want %d", n, len(fromEnd), len(all)-cut)
+		}
+	}
+}
+
+func TestTailOffsetSmallFile(t *testing.T) {
+	path := writeLog(t, record(0, Stdout, false, "a"), record(1, Stdout, false, "b"))
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	if off, err := tailOffset(f, st.Size(), 5); err != nil || off != 0 {
+		t.Fatalf("fewer lines than the tail: offset %d, %v", off, err)
+	}
+	off, err := tailOffset(f, st.Size(), 1)
+	if err != nil || off != int64(len(record(0, Stdout, false, "a"))) {
+		t.Fatalf("tail 1 offset %d, %v", off, err)
 	}
 }
