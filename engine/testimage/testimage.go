@@ -99,6 +99,11 @@ type Image struct {
 	// Author and Comment go into the configuration and its history.
 	Author  string
 	Comment string
+	// BareHistory leaves out the closing history step that records the
+	// configuration, so the history holds one step per layer. An image whose
+	// layers extend another bare image's by one is then that image's child,
+	// by the rule Podman uses for parents (same layers and history, plus one step).
+	BareHistory bool
 }
 
 // BusyboxLayer is the base layer: /bin/busybox, its applets, and a minimal
@@ -366,7 +371,9 @@ func renderConfig(img Image, created time.Time, layers []*builtLayer) ([]byte, e
 		}
 		hist = append(hist, history{Created: created.Format(time.RFC3339), CreatedBy: by, Author: img.Author})
 	}
-	hist = append(hist, history{Created: created.Format(time.RFC3339), CreatedBy: "testimage config", Author: img.Author, Comment: img.Comment, EmptyLayer: true})
+	if !img.BareHistory {
+		hist = append(hist, history{Created: created.Format(time.RFC3339), CreatedBy: "testimage config", Author: img.Author, Comment: img.Comment, EmptyLayer: true})
+	}
 	doc := map[string]any{
 		"created":      created.Format(time.RFC3339Nano),
 		"architecture": hostArch(),

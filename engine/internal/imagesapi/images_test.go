@@ -445,3 +445,84 @@ func TestConcurrentListingsDuringChanges(t *testing.T) {
 		t.Errorf("images at the end: %v", got)
 	}
 }
+
+// parentAndChild are two images where the second is built on the first.
+func parentAndChild() []testimage.Image {
+	return []testimage.Image{
+		{RepoTags: []string{"localhost/parent:1"}, BareHistory: true},
+		{RepoTags: []string{"localhost/child:1"}, BareHistory: true, Layers: []testimage.Layer{{Files: []testimage.File{{Path: "c", Data: []byte("c")}}}}},
+	}
+}
+
+// TestIntermediateImages: an untagged parent is intermediate (listed only with
+// all, not dangling, not pruned); removing its last child removes it too.
+func TestIntermediateImages(t *testing.T) {
+	e := startEngine(t)
+	e.load(parentAndChild()...)
+	byName := map[string]summary{}
+	for _, s := range e.list("") {
+		byName[s.Names[0]] = s
+	}
+	parent, child := byName["localhost/parent:1"], byName["localhost/child:1"]
+	if child.ParentID != parent.ID || parent.ParentID != "" {
+		t.Fatalf("parent %+v, child %+v", parent, child)
+	}
+	var inspect struct{ Parent string }
+	e.do(http.MethodGet, "/libpod/images/child:1/json", nil).expect(t, http.StatusOK).json(t, &inspect)
+	if inspect.Parent != parent.ID {
+		t.Errorf("inspect Parent %q, want %s", inspect.Parent, parent.ID)
+	}
+
+	e.do(http.MethodPost, "/libpod/images/parent:1/untag", nil).expect(t, http.StatusCreated)
+	if got := e.list(""); len(got) != 1 || got[0].ID != child.ID {
+		t.Errorf("without all: %+v", got)
+	}
+	if got := e.list("?all=true"); len(got) != 2 {
+		t.Errorf("with all: %d images", len(got))
+	}
+	if got := e.list("?all=true&" + filtersQuery(map[string][]string{"intermediate": {"true"}})[1:]); len(got) != 1 || got[0].ID != parent.ID || got[0].Dangling {
+		t.Errorf("intermediate filter: %+v", got)
+	}
+	var pruned []struct {
+		ID string `json:"Id"`
+	}
+	e.do(http.MethodPost, "/libpod/images/prune", nil).expect(t, http.StatusOK).json(t, &pruned)
+	if len(pruned) != 0 {
+		t.Errorf("prune took an intermediate image: %+v", pruned)
+	}
+
+	var r struct {
+		Deleted  []string
+		Untagged []string
+	}
+	e.do(http.MethodDelete, "/libpod/images/child:1", nil).expect(t, http.StatusOK).json(t, &r)
+	sort.Strings(r.Deleted)
+	want := []string{parent.ID, child.ID}
+	sort.Strings(want)
+	if strings.Join(r.Deleted, ",") != strings.Join(want, ",") {
+		t.Errorf("removing the child deleted %v, want %v", r.Deleted, want)
+	}
+	if n := len(e.list("?all=true")); n != 0 {
+		t.Errorf("%d images left", n)
+	}
+}
+
+// TestRemoveAllWithParents: all=true removes children before parents and
+// reports every image deleted, without errors for parents already gone.
+func TestRemoveAllWithParents(t *testing.T) {
+	e := startEngine(t)
+	e.load(parentAndChild()...)
+	e.load(busybox("localhost/other:1"))
+	var r struct {
+		Deleted  []string
+		Errors   []string
+		ExitCode int
+	}
+	e.do(http.MethodDelete, "/libpod/images/remove?all=true", nil).expect(t, http.StatusOK).json(t, &r)
+	if len(r.Deleted) != 3 || r.ExitCode != 0 || len(r.Errors) != 0 {
+		t.Errorf("remove all: %+v", r)
+	}
+	if n := len(e.list("?all=true")); n != 0 {
+		t.Errorf("%d images left", n)
+	}
+}

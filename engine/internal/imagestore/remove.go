@@ -38,16 +38,24 @@ func (s *Store) Remove(ctx context.Context, namesOrIDs []string, opts core.Image
 	defer s.cache.invalidate()
 
 	if opts.All {
+		// Children first, so each parent is deleted (and reported) once
+		// nothing is built on it any more.
 		s.mu.RLock()
-		images, err := s.store.Images()
+		snap, err := s.snapshot()
 		s.mu.RUnlock()
 		if err != nil {
-			fail(fmt.Errorf("listing images: %w", err))
+			fail(err)
 			return report, errs
 		}
+		views := slices.Clone(snap.views)
+		// A child has more layers than its parent, or as many and a longer history.
+		depth := func(v *imageView) int {
+			return len(layerChain(v.img.TopLayer, snap.layerByID))*1_000_000 + len(v.entry.history)
+		}
+		slices.SortStableFunc(views, func(a, b *imageView) int { return depth(b) - depth(a) })
 		namesOrIDs = namesOrIDs[:0:0]
-		for _, img := range images {
-			namesOrIDs = append(namesOrIDs, img.ID)
+		for _, v := range views {
+			namesOrIDs = append(namesOrIDs, v.img.ID)
 		}
 	}
 	for _, name := range namesOrIDs {
@@ -56,7 +64,8 @@ func (s *Store) Remove(ctx context.Context, namesOrIDs []string, opts core.Image
 			break
 		}
 		if err := s.removeOne(ctx, name, opts, &report, opts.All); err != nil {
-			if opts.Ignore && errors.Is(err, core.ErrNoSuchImage) {
+			// With all, an image may already have gone as a dangling parent.
+			if (opts.Ignore || opts.All) && errors.Is(err, core.ErrNoSuchImage) {
 				continue
 			}
 			fail(err)
