@@ -316,15 +316,17 @@ func (r *reader) consume(data []byte) error {
 
 // follow waits for writes and delivers new records until told to stop.
 func (r *reader) follow(ctx context.Context) error {
+	// Watching the file catches writes at once; without a watcher (inotify
+	// instances exhausted) or while the file is missing, polling covers.
+	var events <-chan fsnotify.Event
+	var errs <-chan error
 	watcher, err := fsnotify.NewWatcher()
-	if err != nil {
-		return fmt.Errorf("watch container log: %w", err)
+	if err == nil {
+		defer watcher.Close()
+		_ = watcher.Add(r.path)
+		events, errs = watcher.Events, watcher.Errors
 	}
-	defer watcher.Close()
-	// Watching the file catches writes; a failure (file missing yet) is
-	// covered by polling.
-	_ = watcher.Add(r.path)
-	watched := r.file != nil
+	watched := watcher == nil || r.file != nil
 
 	interval := r.opts.PollInterval
 	if interval <= 0 {
@@ -347,11 +349,14 @@ func (r *reader) follow(ctx context.Context) error {
 			return r.readAvailable()
 		case <-untilC:
 			return r.readAvailable()
-		case _, ok := <-watcher.Events:
+		case _, ok := <-events:
 			if !ok {
-				return nil
+				events = nil
 			}
-		case <-watcher.Errors:
+		case _, ok := <-errs:
+			if !ok {
+				errs = nil
+			}
 		case <-ticker.C:
 		}
 		if err := r.readAvailable(); err != nil {
