@@ -1,0 +1,156 @@
+package stream
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestHijackHeads(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, rw, err := Hijack(w, r)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		// Echo what the client sends, framed as stdout.
+		line, _ := rw.ReadString('\n')
+		NewMux(rw, rw.Flush).WriteFrame(Stdout, []byte(line))
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		upgrade bool
+		status  int
+	}{{true, http.StatusSwitchingProtocols}, {false, http.StatusOK}} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := "POST /x HTTP/1.1\r\nHost: d\r\nContent-Length: 0\r\n"
+		if tc.upgrade {
+			req += "Connection: Upgrade\r\nUpgrade: tcp\r\n"
+		}
+		fmt.Fprintf(conn, "%s\r\nping\n", req)
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != tc.status || resp.Header.Get("Content-Type") != RawStreamType {
+			t.Fatalf("upgrade %v: %d %v", tc.upgrade, resp.StatusCode, resp.Header)
+		}
+		if tc.upgrade && (resp.Header.Get("Upgrade") != "tcp" || resp.Header.Get("Connection") != "Upgrade") {
+			t.Fatalf("upgrade headers %v", resp.Header)
+		}
+		var out bytes.Buffer
+		if err := Demux(br, &out, nil); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != "ping\n" {
+			t.Fatalf("echo %q", out.String())
+		}
+		conn.Close()
+	}
+}
+
+// TestConmonAttachSocket plays conmon: a SOCK_SEQPACKET socket at a path
+// longer than a socket address may be, packets tagged with their pipe.
+func TestConmonAttachSocket(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "attach")
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_SEQPACKET, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: fmt.Sprintf("/proc/self/fd/%d/attach", d.Fd())}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 1); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.FileListener(os.NewFile(uintptr(fd), "attach"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.Write([]byte("\x02out"))
+		c.Write([]byte("\x03err"))
+		c.Write([]byte("\x01ignored"))
+		buf := make([]byte, 64)
+		n, _ := c.Read(buf)
+		got <- buf[:n]
+	}()
+	conn, err := DialAttach(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.Write([]byte("typed"))
+	select {
+	case in := <-got:
+		if string(in) != "typed" {
+			t.Fatalf("conmon read %q", in)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("input never reached the socket")
+	}
+	var out, errOut bytes.Buffer
+	if err := CopyFromConmon(conn, Output{Stdout: &out, Stderr: &errOut}); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "out" || errOut.String() != "err" {
+		t.Fatalf("stdout %q stderr %q", out.String(), errOut.String())
+	}
+	if _, err := DialAttach(filepath.Join(dir, "missing")); err == nil {
+		t.Fatal("dialing a missing socket worked")
+	}
+}
+
+func TestResizeTerminal(t *testing.T) {
+	ctl := filepath.Join(t.TempDir(), "ctl")
+	if err := syscall.Mkfifo(ctl, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Without a reader (no conmon) the write end cannot open.
+	if err := ResizeTerminal(ctl, 24, 80); err == nil {
+		t.Fatal("resize without conmon succeeded")
+	}
+	reader, err := os.OpenFile(ctl, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	if err := ResizeTerminal(ctl, 24, 80); err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(io.LimitReader(reader, 64))
+	if string(msg) != "1 24 80\n" {
+		t.Fatalf("control message %q", msg)
+	}
+}
