@@ -112,7 +112,7 @@ func (r Reader) Read(cgroupPath string, pid int) (Sample, error) {
 			s.BlockWrite += e.Value
 		}
 	}
-	if pid > 0 {
+	if pid > 0 && !sharesHostNetwork(pid) {
 		s.NetRx, s.NetTx = readNetDev(fmt.Sprintf("/proc/%d/net/dev", pid))
 	}
 	return s, nil
@@ -201,6 +201,14 @@ func readNetDev(path string) (rx, tx uint64) {
 		}
 	}
 	return rx, tx
+}
+
+// sharesHostNetwork reports whether pid is in the engine's own network
+// namespace (netns host): the host's traffic is not the container's.
+func sharesHostNetwork(pid int) bool {
+	own, err1 := os.Stat("/proc/self/ns/net")
+	theirs, err2 := os.Stat(fmt.Sprintf("/proc/%d/ns/net", pid))
+	return err1 == nil && err2 == nil && os.SameFile(own, theirs)
 }
 
 func physicalMemory() uint64 {

@@ -99,4 +99,9 @@ func TestReadRealCgroup(t *testing.T) {
 	if s.PIDs != 1 || s.CPUNano == 0 || s.MemLimit == 0 {
 		t.Fatalf("real cgroup sample: %+v", s)
 	}
+	// The test process shares the host's network namespace: no traffic is
+	// attributed to it.
+	if s.NetRx != 0 || s.NetTx != 0 {
+		t.Fatalf("host network counted for a process in the host namespace: %+v", s)
+	}
 }
