@@ -53,6 +53,8 @@ type record struct {
 	// NeedsCleanup is true from the OCI runtime's create until its state,
 	// the rootfs mount and conmon's files are released after an exit.
 	NeedsCleanup bool `json:"NeedsCleanup,omitempty"`
+	// Checkpointed is set while a checkpoint waits in StaticDir/checkpoint.
+	Checkpointed bool `json:"Checkpointed,omitempty"`
 	// UserMounts counts the mounts clients asked for (MountContainer).
 	UserMounts int `json:"UserMounts,omitempty"`
 	// The image configuration parts a later init needs if the image is gone.

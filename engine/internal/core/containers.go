@@ -313,6 +313,35 @@ type ContainerMounts interface {
 	Rename(ctx context.Context, nameOrID, newName string) error
 }
 
+// CheckpointOptions tune Checkpoint.
+type CheckpointOptions struct {
+	// LeaveRunning keeps the container running after the dump.
+	LeaveRunning bool
+	// TCPEstablished dumps established TCP connections.
+	TCPEstablished bool
+	// FileLocks dumps file locks.
+	FileLocks bool
+	// Keep keeps CRIU's logs and, after a restore, the checkpoint.
+	Keep bool
+}
+
+// RestoreOptions tune Restore.
+type RestoreOptions struct {
+	TCPEstablished bool
+	FileLocks      bool
+	Keep           bool
+}
+
+// ContainerCheckpoints checkpoints running containers to disk with CRIU
+// and restores them. A Containers implementation may also implement it.
+type ContainerCheckpoints interface {
+	// Checkpoint dumps a running container; it returns how long the OCI
+	// runtime took. Unless LeaveRunning, the container is exited afterwards.
+	Checkpoint(ctx context.Context, nameOrID string, opts CheckpointOptions) (time.Duration, error)
+	// Restore starts a checkpointed container from its checkpoint.
+	Restore(ctx context.Context, nameOrID string, opts RestoreOptions) (time.Duration, error)
+}
+
 // Restart policies.
 const (
 	RestartPolicyNo            = "no"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -47,6 +48,124 @@ func registerContainerRoutes(r chi.Router, s *Server) {
 		r.Post("/containers/{name}/unmount", mh.unmount)
 		r.Post("/containers/{name}/rename", mh.rename)
 	}
+	if ckpt, ok := c.(core.ContainerCheckpoints); ok {
+		ch := checkpointHandlers{c: c, k: ckpt}
+		r.Post("/containers/{name}/checkpoint", ch.checkpoint)
+		r.Post("/containers/{name}/restore", ch.restore)
+	}
+}
+
+type checkpointHandlers struct {
+	c core.Containers
+	k core.ContainerCheckpoints
+}
+
+type checkpointQuery struct {
+	Keep           bool   `query:"keep"`
+	LeaveRunning   bool   `query:"leaveRunning"`
+	TCPEstablished bool   `query:"tcpEstablished"`
+	FileLocks      bool   `query:"fileLocks"`
+	PrintStats     bool   `query:"printStats"`
+	IgnoreRootFS   string `query:"ignoreRootFS"`
+	Export         string `query:"export"`
+	PreCheckpoint  string `query:"preCheckpoint"`
+	WithPrevious   string `query:"withPrevious"`
+	CreateImage    string `query:"createImage"`
+}
+
+// checkpointReport is Checkpoint's answer, in Podman's shape.
+type checkpointReport struct {
+	ID              string `json:"Id"`
+	RawInput        string `json:"RawInput"`
+	RuntimeDuration int64  `json:"runtime_checkpoint_duration"`
+	CRIUStatistics  any    `json:"criu_statistics"`
+}
+
+// restoreReport is Restore's answer, in Podman's shape.
+type restoreReport struct {
+	ID              string `json:"Id"`
+	RawInput        string `json:"RawInput"`
+	RuntimeDuration int64  `json:"runtime_restore_duration"`
+	CRIUStatistics  any    `json:"criu_statistics"`
+}
+
+// truthy reads an optional boolean parameter that clients also send empty
+// (Podman's client sends "export=" when no export file is given).
+func truthy(v string) bool {
+	b, err := strconv.ParseBool(v)
+	return err == nil && b
+}
+
+// unsupported answers the first set option the engine does not offer.
+func unsupported(opts map[string]bool) error {
+	for name, set := range opts {
+		if set {
+			return core.InvalidArgument(name, errors.New("is not supported by this engine"))
+		}
+	}
+	return nil
+}
+
+func (h checkpointHandlers) checkpoint(w http.ResponseWriter, r *http.Request) {
+	var q checkpointQuery
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := unsupported(map[string]bool{"export": truthy(q.Export), "preCheckpoint": truthy(q.PreCheckpoint),
+		"withPrevious": truthy(q.WithPrevious), "createImage": q.CreateImage != "", "ignoreRootFS": truthy(q.IgnoreRootFS)}); err != nil {
+		writeError(w, err)
+		return
+	}
+	name := pathParam(r, "name")
+	c, err := h.c.Lookup(r.Context(), name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	took, err := h.k.Checkpoint(r.Context(), c.ID, core.CheckpointOptions{
+		LeaveRunning: q.LeaveRunning, TCPEstablished: q.TCPEstablished, FileLocks: q.FileLocks, Keep: q.Keep,
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, checkpointReport{ID: c.ID, RawInput: name, RuntimeDuration: took.Microseconds()})
+}
+
+type restoreQuery struct {
+	Keep           bool   `query:"keep"`
+	TCPEstablished bool   `query:"tcpEstablished"`
+	FileLocks      bool   `query:"fileLocks"`
+	PrintStats     bool   `query:"printStats"`
+	IgnoreRootFS   string `query:"ignoreRootFS"`
+	Import         string `query:"import"`
+	Name           string `query:"name"`
+	Pod            string `query:"pod"`
+}
+
+func (h checkpointHandlers) restore(w http.ResponseWriter, r *http.Request) {
+	var q restoreQuery
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := unsupported(map[string]bool{"import": truthy(q.Import), "name": q.Name != "", "pod": q.Pod != "", "ignoreRootFS": truthy(q.IgnoreRootFS)}); err != nil {
+		writeError(w, err)
+		return
+	}
+	name := pathParam(r, "name")
+	c, err := h.c.Lookup(r.Context(), name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	took, err := h.k.Restore(r.Context(), c.ID, core.RestoreOptions{TCPEstablished: q.TCPEstablished, FileLocks: q.FileLocks, Keep: q.Keep})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, restoreReport{ID: c.ID, RawInput: name, RuntimeDuration: took.Microseconds()})
 }
 
 type mountHandlers struct {

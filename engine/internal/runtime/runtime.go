@@ -135,6 +135,10 @@ type CreateOptions struct {
 	LogPath string
 	// Terminal allocates a pty; Stdin keeps a pipe to the process's stdin open.
 	Terminal, Stdin bool
+	// RestoreDir restores the container from a checkpoint instead of
+	// creating it; RuntimeOpts are passed to "runtime restore".
+	RestoreDir  string
+	RuntimeOpts []string
 }
 
 // Created is what Create learned about the new container.
@@ -186,6 +190,12 @@ func (r *Runtime) Create(ctx context.Context, o CreateOptions) (Created, error) 
 	}
 	if o.Stdin {
 		args = append(args, "-i")
+	}
+	if o.RestoreDir != "" {
+		args = append(args, "--restore", o.RestoreDir)
+		for _, opt := range o.RuntimeOpts {
+			args = append(args, "--runtime-opt", opt)
+		}
 	}
 	cmd := exec.Command(r.conmon, args...)
 	cmd.Env = append(minimalEnv(), "_OCI_SYNCPIPE=3", "_OCI_STARTPIPE=4")
