@@ -96,7 +96,7 @@ func TestReadRealCgroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.PIDs != 1 || s.CPUNano == 0 || s.MemLimit == 0 {
+	if s.PIDs < 1 || s.PIDs > 2 || s.CPUNano == 0 || s.MemLimit == 0 {
 		t.Fatalf("real cgroup sample: %+v", s)
 	}
 	// The test process shares the host's network namespace: no traffic is
