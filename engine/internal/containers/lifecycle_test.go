@@ -1,7 +1,10 @@
 package containers_test
 
 import (
+	"archive/tar"
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -458,5 +461,56 @@ func TestCheckpointRestore(t *testing.T) {
 	last, _ := strconv.Atoi(lines[len(lines)-1])
 	if last < before-1 {
 		t.Fatalf("restored counter went back: %q", lines)
+	}
+}
+
+func TestExportAndChanges(t *testing.T) {
+	te := startEngine(t)
+	id := te.create(map[string]any{"command": []string{"sh", "-c", "echo data > /added; rm /bin/yes; echo x >> /etc/passwd"}})
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.wait(id)
+	var changes []struct {
+		Path string
+		Kind int
+	}
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/changes", nil), &changes)
+	kinds := map[string]int{}
+	for _, c := range changes {
+		kinds[c.Path] = c.Kind
+	}
+	if k, ok := kinds["/added"]; !ok || k != 1 {
+		t.Errorf("/added: %v", changes)
+	}
+	if k, ok := kinds["/bin/yes"]; !ok || k != 2 {
+		t.Errorf("/bin/yes: %v", changes)
+	}
+	if k, ok := kinds["/etc/passwd"]; !ok || k != 0 {
+		t.Errorf("/etc/passwd: %v", changes)
+	}
+	tarData := te.must(http.StatusOK, "GET", "/containers/"+id+"/export", nil)
+	tr := tar.NewReader(bytes.NewReader(tarData))
+	found := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		if h.Name == "added" || h.Name == "./added" {
+			data, _ := io.ReadAll(tr)
+			found["added"] = string(data)
+		}
+		if strings.TrimPrefix(h.Name, "./") == "bin/yes" {
+			found["yes"] = "present"
+		}
+	}
+	if found["added"] != "data\n" || found["yes"] != "" {
+		t.Fatalf("export: %v (%d bytes)", found, len(tarData))
+	}
+	te.must(http.StatusNotFound, "GET", "/containers/nosuch/export", nil)
+	// The export's mount is released again.
+	var mounted map[string]string
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
+	if _, ok := mounted[id]; ok {
+		t.Fatalf("still mounted after export: %v", mounted)
 	}
 }

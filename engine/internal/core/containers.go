@@ -313,6 +313,22 @@ type ContainerMounts interface {
 	Rename(ctx context.Context, nameOrID, newName string) error
 }
 
+// FileChange is one path changed in a container's writable layer; Kind is
+// 0 modified, 1 added, 2 deleted (Podman's and Docker's numbering).
+type FileChange struct {
+	Path string `json:"Path"`
+	Kind int    `json:"Kind"`
+}
+
+// ContainerFilesystems reads a container's root filesystem. A Containers
+// implementation may also implement it.
+type ContainerFilesystems interface {
+	// Export writes the container's root filesystem to w as an uncompressed tar.
+	Export(ctx context.Context, nameOrID string, w io.Writer) error
+	// Changes lists what differs between the container's rootfs and its image.
+	Changes(ctx context.Context, nameOrID string) ([]FileChange, error)
+}
+
 // CheckpointOptions tune Checkpoint.
 type CheckpointOptions struct {
 	// LeaveRunning keeps the container running after the dump.

@@ -48,11 +48,53 @@ func registerContainerRoutes(r chi.Router, s *Server) {
 		r.Post("/containers/{name}/unmount", mh.unmount)
 		r.Post("/containers/{name}/rename", mh.rename)
 	}
+	if files, ok := c.(core.ContainerFilesystems); ok {
+		fh := fileHandlers{f: files}
+		r.Get("/containers/{name}/export", fh.export)
+		r.Get("/containers/{name}/changes", fh.changes)
+	}
 	if ckpt, ok := c.(core.ContainerCheckpoints); ok {
 		ch := checkpointHandlers{c: c, k: ckpt}
 		r.Post("/containers/{name}/checkpoint", ch.checkpoint)
 		r.Post("/containers/{name}/restore", ch.restore)
 	}
+}
+
+type fileHandlers struct {
+	f core.ContainerFilesystems
+}
+
+// export streams the rootfs as a tar; errors before the first byte get the
+// usual error body, later ones can only cut the stream.
+func (h fileHandlers) export(w http.ResponseWriter, r *http.Request) {
+	sw := &startedWriter{w: w}
+	if err := h.f.Export(r.Context(), pathParam(r, "name"), sw); err != nil && !sw.started {
+		writeError(w, err)
+	}
+}
+
+// startedWriter sets the tar content type on the first write.
+type startedWriter struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+func (s *startedWriter) Write(p []byte) (int, error) {
+	if !s.started {
+		s.started = true
+		s.w.Header().Set("Content-Type", "application/x-tar")
+		s.w.WriteHeader(http.StatusOK)
+	}
+	return s.w.Write(p)
+}
+
+func (h fileHandlers) changes(w http.ResponseWriter, r *http.Request) {
+	changes, err := h.f.Changes(r.Context(), pathParam(r, "name"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, changes)
 }
 
 type checkpointHandlers struct {
