@@ -296,7 +296,8 @@ func (s *Server) removeImages(w http.ResponseWriter, r *http.Request) {
 	report, errs := s.deps.Images.Remove(r.Context(), query.Images, core.ImageRemoveOptions{
 		All: query.All, Force: query.Force, Ignore: query.Ignore, NoPrune: query.NoPrune,
 	})
-	out := removeReport{Deleted: report.Deleted, Untagged: report.Untagged, ExitCode: report.ExitCode, Errors: []string{}}
+	// Errors is null when there are none, as Podman answers.
+	out := removeReport{Deleted: report.Deleted, Untagged: report.Untagged, ExitCode: report.ExitCode}
 	for _, err := range errs {
 		out.Errors = append(out.Errors, err.Error())
 	}
