@@ -12,10 +12,12 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/exec"
 	"github.com/berth-project/berth/engine/internal/logs"
 	"github.com/berth-project/berth/engine/internal/stats"
 	"github.com/berth-project/berth/engine/internal/stream"
@@ -280,11 +282,13 @@ func (s *Service) DockerStats(ctx context.Context, nameOrID string, prev *stats.
 	return &d, nil
 }
 
-// Top lists the processes of a running container.
+// Top lists the processes of a running container. Descriptors top does not
+// know are taken as ps(1) options and run as ps inside the container, as
+// Podman does; its lines come back whole.
 func (s *Service) Top(ctx context.Context, nameOrID string, psArgs []string) (*top.Result, error) {
-	descs, err := top.ParseDescriptors(psArgs)
-	if err != nil {
-		return nil, core.InvalidArgument("ps_args", err)
+	descs, descErr := top.ParseDescriptors(psArgs)
+	if descErr != nil && !errors.Is(descErr, top.ErrUnknownDescriptor) {
+		return nil, core.InvalidArgument("ps_args", descErr)
 	}
 	c, err := s.containers.Lookup(ctx, nameOrID)
 	if err != nil {
@@ -293,7 +297,80 @@ func (s *Service) Top(ctx context.Context, nameOrID string, psArgs []string) (*t
 	if !running(c.State) {
 		return nil, fmt.Errorf("top can only be used on running containers, %s is %s: %w", c.ID, c.State, core.ErrStateConflict)
 	}
-	return top.List(top.Options{CgroupRoot: s.cgroupRoot, CgroupPath: c.CgroupPath, Rootfs: c.Rootfs}, descs)
+	if descErr == nil {
+		return top.List(top.Options{CgroupRoot: s.cgroupRoot, CgroupPath: c.CgroupPath, Rootfs: c.Rootfs}, descs)
+	}
+	// podman joins its arguments with commas: "-o,pid,args" is "-o pid,args".
+	var args []string
+	for _, a := range psArgs {
+		for _, f := range strings.Fields(a) {
+			if opt, rest, ok := strings.Cut(f, ","); ok && strings.HasPrefix(opt, "-") && rest != "" {
+				args = append(args, opt, rest)
+				continue
+			}
+			args = append(args, f)
+		}
+	}
+	res, err := s.psInContainer(ctx, c, args)
+	if err != nil {
+		return nil, core.InvalidArgument("ps_args", fmt.Errorf("%w, and ps(1) in the container failed: %w", descErr, err))
+	}
+	return res, nil
+}
+
+// maxPSOutput bounds what ps(1) may print.
+const maxPSOutput = 1 << 20
+
+// psInContainer runs ps with args inside c and returns its lines, leaving
+// out the ps process itself.
+func (s *Service) psInContainer(ctx context.Context, c *core.Container, args []string) (*top.Result, error) {
+	var out, errOut limitedBuffer
+	p, err := s.containers.Exec(ctx, c.ID, core.ExecRequest{
+		Process: exec.ProcessFor(c, append([]string{"ps"}, args...), false),
+		Stdout:  &out,
+		Stderr:  &errOut,
+	})
+	if err != nil {
+		return nil, err
+	}
+	code, err := p.Wait()
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		return nil, fmt.Errorf("ps exited with %d: %s", code, strings.TrimSpace(errOut.String()))
+	}
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	self := strings.Join(append([]string{"ps"}, args...), " ")
+	res := &top.Result{Titles: []string{lines[0]}, Processes: [][]string{}}
+	for _, line := range lines[1:] {
+		if line == "" || strings.Contains(line, self) {
+			continue
+		}
+		res.Processes = append(res.Processes, []string{line})
+	}
+	return res, nil
+}
+
+// limitedBuffer keeps the first maxPSOutput bytes written to it.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := maxPSOutput - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (b *limitedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Hook forgets what the service keeps about a container once it is removed;

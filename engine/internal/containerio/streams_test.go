@@ -430,8 +430,18 @@ func testStatsAndTop(t *testing.T, te *testEngine) {
 	if strings.Join(top.Titles, ",") != "PID,COMMAND" {
 		t.Fatalf("top with descriptors %+v", top)
 	}
-	if status, _ := te.do("GET", "/containers/busy/top?ps_args=bogus", nil); status != http.StatusBadRequest {
-		t.Fatalf("top with unknown descriptor: %d", status)
+	// Other arguments go to ps(1) in the container, lines whole.
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/busy/top?ps_args=-o,pid,args", nil), &top)
+	if len(top.Titles) != 1 || !strings.Contains(top.Titles[0], "PID") || len(top.Processes) < 1 || len(top.Processes[0]) != 1 {
+		t.Fatalf("top through ps: %+v", top)
+	}
+	for _, p := range top.Processes {
+		if strings.Contains(p[0], "ps -o") {
+			t.Fatalf("ps listed itself: %+v", top)
+		}
+	}
+	if status, _ := te.do("GET", "/containers/busy/top?ps_args=--bogus-option", nil); status != http.StatusBadRequest {
+		t.Fatalf("top with an option ps refuses: %d", status)
 	}
 	te.must(http.StatusNoContent, "POST", "/containers/busy/stop?timeout=0", nil)
 	if status, _ := te.do("GET", "/containers/busy/top", nil); status != http.StatusConflict {
