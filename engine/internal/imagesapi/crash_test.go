@@ -48,7 +48,9 @@ func buildEngine(t *testing.T) string {
 			return
 		}
 		engineBinary.path = filepath.Join(dir, "berth-engine")
-		cmd := exec.Command(goTool, "build", "-o", engineBinary.path, "github.com/berth-project/berth/engine/cmd/berth-engine")
+		// The build tags containers/image and storage need, also when GOFLAGS lacks them.
+		cmd := exec.Command(goTool, "build", "-tags", "containers_image_openpgp,exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper",
+			"-o", engineBinary.path, "github.com/berth-project/berth/engine/cmd/berth-engine")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			engineBinary.err = fmt.Errorf("building berth-engine: %v\n%s", err, out)
 		}
