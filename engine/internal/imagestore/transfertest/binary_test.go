@@ -218,16 +218,16 @@ func TestKill9DuringLoadAndPull(t *testing.T) {
 		// Time one complete run, then kill at fractions of it.
 		p := startEngine(t, root)
 		start := time.Now()
-		if err := op.run(context.Background(), p); err != nil {
+		if err := op.run(opContext(t), p); err != nil {
 			t.Fatalf("%s: %v\n%s", op.name, err, p.log.String())
 		}
 		full := time.Since(start)
 		p.stop()
 		removeAll(t, root)
-		for _, frac := range []float64{0.1, 0.3, 0.55, 0.75} {
+		for _, frac := range []float64{0.1, 0.35, 0.7} {
 			p := startEngine(t, root)
 			done := make(chan error, 1)
-			go func() { done <- op.run(context.Background(), p) }()
+			go func() { done <- op.run(opContext(t), p) }()
 			time.Sleep(time.Duration(float64(full) * frac))
 			p.kill()
 			<-done
@@ -245,7 +245,7 @@ func TestKill9DuringLoadAndPull(t *testing.T) {
 			}
 			// The restarted engine sweeps what the kill left and the transfer works.
 			p = startEngine(t, root)
-			if err := op.run(context.Background(), p); err != nil {
+			if err := op.run(opContext(t), p); err != nil {
 				t.Fatalf("%s after a kill at %.0f%%: %v\n%s", op.name, frac*100, err, p.log.String())
 			}
 			if status := exists(t, p, op.image); status != http.StatusNoContent {
@@ -273,6 +273,14 @@ func releaseRoot(root string) {
 		return
 	}
 	_, _ = store.Storage().Shutdown(true)
+}
+
+// opContext bounds one transfer of the kill test, so that a stuck engine
+// fails the test instead of running into the package timeout.
+func opContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // removeAll empties an engine root so the next round starts fresh.
@@ -307,7 +315,9 @@ func exists(t testing.TB, p *engineProc, name string) int {
 func podman(t testing.TB, p *engineProc, args ...string) (string, error) {
 	t.Helper()
 	full := append([]string{"--remote", "--url", "tcp://" + p.Addr}, args...)
-	cmd := exec.Command("podman", full...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "podman", full...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-project/berth/engine/internal/imagestore/registrytest"
 	"github.com/berth-project/berth/engine/testimage"
@@ -29,7 +30,8 @@ func call(t testing.TB, method, rawURL string, body io.Reader, header http.Heade
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := &http.Client{Timeout: 3 * time.Minute}
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, rawURL, err)
 	}
