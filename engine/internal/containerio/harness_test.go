@@ -108,19 +108,33 @@ func openEngine(t testing.TB, dir string) (*testEngine, func()) {
 	}
 }
 
-// unmountUnder lazily unmounts whatever is still mounted below dir.
+// unmountUnder lazily unmounts whatever is still mounted below dir, a few
+// rounds in case a mount appeared while the engine was shutting down.
 func unmountUnder(dir string) {
-	data, _ := os.ReadFile("/proc/self/mounts")
-	var mps []string
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 1 && strings.HasPrefix(f[1], dir) {
-			mps = append(mps, f[1])
+	for round := 0; round < 3; round++ {
+		data, _ := os.ReadFile("/proc/self/mounts")
+		var mps []string
+		for _, line := range strings.Split(string(data), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 1 && strings.HasPrefix(f[1], dir) {
+				mps = append(mps, f[1])
+			}
 		}
+		if len(mps) == 0 {
+			return
+		}
+		for i := len(mps) - 1; i >= 0; i-- {
+			exec.Command("umount", "-l", mps[i]).Run()
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	for i := len(mps) - 1; i >= 0; i-- {
-		exec.Command("umount", "-l", mps[i]).Run()
-	}
+}
+
+// with returns the engine bound to a subtest, so failures stop that subtest.
+func (te *testEngine) with(t testing.TB) *testEngine {
+	c := *te
+	c.t = t
+	return &c
 }
 
 func (te *testEngine) url(path string) string { return "http://" + te.addr + te.prefix + path }

@@ -26,15 +26,15 @@ import (
 // keep the run short.
 func TestStreams(t *testing.T) {
 	te := startEngine(t)
-	t.Run("AttachForegroundRun", func(t *testing.T) { testAttachForegroundRun(t, te) })
-	t.Run("AttachTerminalDetach", func(t *testing.T) { testAttachTerminalDetach(t, te) })
-	t.Run("Logs", func(t *testing.T) { testLogs(t, te) })
-	t.Run("Exec", func(t *testing.T) { testExec(t, te) })
-	t.Run("StatsAndTop", func(t *testing.T) { testStatsAndTop(t, te) })
-	t.Run("Events", func(t *testing.T) { testEvents(t, te) })
-	t.Run("Healthcheck", func(t *testing.T) { testHealthcheck(t, te) })
-	t.Run("RestartPolicy", func(t *testing.T) { testRestartPolicy(t, te) })
-	t.Run("PodmanClient", func(t *testing.T) { testPodmanClient(t, te) })
+	t.Run("AttachForegroundRun", func(t *testing.T) { testAttachForegroundRun(t, te.with(t)) })
+	t.Run("AttachTerminalDetach", func(t *testing.T) { testAttachTerminalDetach(t, te.with(t)) })
+	t.Run("Logs", func(t *testing.T) { testLogs(t, te.with(t)) })
+	t.Run("Exec", func(t *testing.T) { testExec(t, te.with(t)) })
+	t.Run("StatsAndTop", func(t *testing.T) { testStatsAndTop(t, te.with(t)) })
+	t.Run("Events", func(t *testing.T) { testEvents(t, te.with(t)) })
+	t.Run("Healthcheck", func(t *testing.T) { testHealthcheck(t, te.with(t)) })
+	t.Run("RestartPolicy", func(t *testing.T) { testRestartPolicy(t, te.with(t)) })
+	t.Run("PodmanClient", func(t *testing.T) { testPodmanClient(t, te.with(t)) })
 }
 
 // testAttachForegroundRun is what `podman run` does in the foreground:
@@ -619,12 +619,13 @@ func testRestartPolicy(t *testing.T, te *testEngine) {
 	}
 
 	// always: restarted after a clean exit, but not after a user's stop.
-	always := te.create(map[string]any{"command": []string{"sh", "-c", "sleep 0.3"}, "restart_policy": "always"})
+	always := te.create(map[string]any{"command": []string{"sh", "-c", "sleep 2"}, "restart_policy": "always"})
 	te.start(always)
 	deadline = time.Now().Add(20 * time.Second)
 	for {
 		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+always+"/json", nil), &d)
-		if d.RestartCount >= 1 {
+		// Stop it while it runs again, not in the pause between runs.
+		if d.RestartCount >= 1 && d.State.Status == "running" {
 			break
 		}
 		if time.Now().After(deadline) {
