@@ -104,6 +104,10 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		e.Close()
 		return nil, fmt.Errorf("engine: image metrics: %w", err)
 	}
+	if err := transfer.RegisterMetrics(metrics.Registry()); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: transfer metrics: %w", err)
+	}
 	e.handler = handlers.NewServer(logger, handlers.Deps{
 		System:      sys,
 		Images:      images,

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/containers/image/v5/copy"
 	"github.com/containers/image/v5/directory"
@@ -34,7 +35,8 @@ type exportSource struct {
 // directory formats, a tar of a temporary directory) and returns it for
 // streaming; nothing is sent before the export is complete, so a failure
 // still gets a proper error status.
-func (t *Transfer) Export(ctx context.Context, names []string, opts core.ExportOptions) (io.ReadCloser, error) {
+func (t *Transfer) Export(ctx context.Context, names []string, opts core.ExportOptions) (_ io.ReadCloser, err error) {
+	defer t.observe("export", time.Now(), &err)
 	format := opts.Format
 	if format == "" {
 		format = core.FormatDockerArchive

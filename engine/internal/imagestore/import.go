@@ -24,7 +24,8 @@ import (
 )
 
 // Import creates a one-layer image from a rootfs tarball read from r.
-func (t *Transfer) Import(ctx context.Context, r io.Reader, opts core.ImportOptions) (string, error) {
+func (t *Transfer) Import(ctx context.Context, r io.Reader, opts core.ImportOptions) (_ string, err error) {
+	defer t.observe("import", time.Now(), &err)
 	config, err := importConfig(opts)
 	if err != nil {
 		return "", err
@@ -51,7 +52,8 @@ func (t *Transfer) Import(ctx context.Context, r io.Reader, opts core.ImportOpti
 }
 
 // ImportURL downloads a rootfs tarball and imports it.
-func (t *Transfer) ImportURL(ctx context.Context, rawURL string, opts core.ImportOptions) (string, error) {
+func (t *Transfer) ImportURL(ctx context.Context, rawURL string, opts core.ImportOptions) (_ string, err error) {
+	defer t.observe("import", time.Now(), &err)
 	config, err := importConfig(opts)
 	if err != nil {
 		return "", err

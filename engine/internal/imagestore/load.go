@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/containers/image/v5/copy"
 	dockerarchive "github.com/containers/image/v5/docker/archive"
@@ -27,7 +28,8 @@ import (
 )
 
 // Load stores every image of a docker-archive or oci-archive read from r.
-func (t *Transfer) Load(ctx context.Context, r io.Reader) ([]string, error) {
+func (t *Transfer) Load(ctx context.Context, r io.Reader) (_ []string, err error) {
+	defer t.observe("load", time.Now(), &err)
 	f, err := t.tempFile("load-*.tar")
 	if err != nil {
 		return nil, fmt.Errorf("receiving archive: %w", err)
@@ -50,7 +52,8 @@ func (t *Transfer) Load(ctx context.Context, r io.Reader) ([]string, error) {
 }
 
 // LoadFile stores every image of an archive on the engine host.
-func (t *Transfer) LoadFile(ctx context.Context, path string) ([]string, error) {
+func (t *Transfer) LoadFile(ctx context.Context, path string) (_ []string, err error) {
+	defer t.observe("load", time.Now(), &err)
 	if path == "" {
 		return nil, core.InvalidArgument("path", errors.New("must not be empty"))
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/containers/image/v5/copy"
 	"github.com/containers/image/v5/docker"
@@ -54,7 +55,8 @@ func isTransportName(name string) bool {
 }
 
 // Pull copies an image from a registry into the store.
-func (t *Transfer) Pull(ctx context.Context, opts core.PullOptions) ([]string, error) {
+func (t *Transfer) Pull(ctx context.Context, opts core.PullOptions) (_ []string, err error) {
+	defer t.observe("pull", time.Now(), &err)
 	name, err := RegistryReference("reference", opts.Reference)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/containers/image/v5/copy"
 	"github.com/containers/image/v5/docker"
@@ -17,7 +18,8 @@ import (
 )
 
 // Push copies a local image to a registry.
-func (t *Transfer) Push(ctx context.Context, source string, opts core.PushOptions) error {
+func (t *Transfer) Push(ctx context.Context, source string, opts core.PushOptions) (err error) {
+	defer t.observe("push", time.Now(), &err)
 	local, err := t.store.Lookup(ctx, source)
 	if err != nil {
 		return err

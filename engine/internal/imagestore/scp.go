@@ -72,7 +72,8 @@ func parseScpDestination(dest string) (scpTarget, error) {
 
 // Scp copies a local image to another local name or into another engine,
 // which receives it as a docker-archive through its ImagesLoad endpoint.
-func (t *Transfer) Scp(ctx context.Context, source, destination string) (string, error) {
+func (t *Transfer) Scp(ctx context.Context, source, destination string) (_ string, err error) {
+	defer t.observe("scp", time.Now(), &err)
 	target, err := parseScpDestination(destination)
 	if err != nil {
 		return "", err

@@ -18,6 +18,7 @@ import (
 	"github.com/containers/image/v5/signature"
 	"github.com/containers/image/v5/types"
 	"github.com/containers/storage"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -43,6 +44,9 @@ type Transfer struct {
 	// about to reference them.
 	mu       sync.Mutex
 	inFlight int
+
+	// durations records how long each operation took, by outcome.
+	durations *prometheus.HistogramVec
 }
 
 // TransferOptions configure NewTransfer.
@@ -64,6 +68,11 @@ func NewTransfer(store *Store, opts TransferOptions) (*Transfer, error) {
 		store:  store,
 		logger: logger,
 		tmpDir: store.SystemContext().BigFilesTemporaryDir,
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "berth_engine_image_transfer_duration_seconds",
+			Help:    "Duration of image transfers (pull, push, load, import, export, scp) by outcome.",
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
+		}, []string{"operation", "result"}),
 	}
 	if t.tmpDir == "" {
 		t.tmpDir = os.TempDir()
@@ -86,6 +95,28 @@ func NewTransfer(store *Store, opts TransferOptions) (*Transfer, error) {
 }
 
 var _ core.ImageTransfer = (*Transfer)(nil)
+
+// RegisterMetrics adds the transfer duration histogram
+// (berth_engine_image_transfer_duration_seconds{operation,result}) to registry.
+func (t *Transfer) RegisterMetrics(registry prometheus.Registerer) error {
+	return registry.Register(t.durations)
+}
+
+// observe records one operation's duration; result is ok, client_error
+// (a bad argument or unknown image), canceled or error.
+func (t *Transfer) observe(op string, start time.Time, errp *error) {
+	result := "ok"
+	switch err := *errp; {
+	case err == nil:
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		result = "canceled"
+	case errors.Is(err, core.ErrInvalidArgument) || errors.Is(err, core.ErrNoSuchImage):
+		result = "client_error"
+	default:
+		result = "error"
+	}
+	t.durations.WithLabelValues(op, result).Observe(time.Since(start).Seconds())
+}
 
 // removeStaleTemporaries deletes what earlier transfers left in the tmp
 // directory (containers/image's own staging directories included).
