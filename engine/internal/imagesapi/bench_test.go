@@ -105,3 +105,22 @@ func BenchmarkImageListVsPodman(b *testing.B) {
 	b.Logf("images/json with 50 images: berth %.2f ms, podman %.2f ms per list; berth throughput = %.1fx Podman's (target >= 10x)",
 		berthPer/1e6, podmanPer/1e6, podmanPer/berthPer)
 }
+
+// BenchmarkImageList measures GET {prefix}/images/json with 50 images on
+// berth-engine alone, with parallel clients (no reference peer needed).
+func BenchmarkImageList(b *testing.B) {
+	e := startEngine(b)
+	var archive bytes.Buffer
+	if err := testimage.DockerArchive(&archive, benchImages()...); err != nil {
+		b.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 60 * time.Second}
+	loadInto(b, client, e.url, archive.Bytes())
+	listOnce(b, client, e.url)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			listOnce(b, client, e.url)
+		}
+	})
+}

@@ -1,9 +1,11 @@
 package imagestore
 
 import (
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/containers/storage"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -22,14 +24,51 @@ type summaryEntry struct {
 	err     error
 }
 
-// summaryCache caches summaryEntry by image ID.
+// summaryCache caches summaryEntry by image ID, and the RepoDigests of an
+// image by its ID, names and digests (parsing names is the costly part of a
+// listing).
 type summaryCache struct {
-	mu      sync.Mutex
-	entries map[string]*summaryEntry
+	mu          sync.Mutex
+	entries     map[string]*summaryEntry
+	repoDigests map[string]digestsEntry
+}
+
+// digestsEntry is the RepoDigests computed for one set of names and digests.
+type digestsEntry struct {
+	key     string
+	digests []string
 }
 
 func newSummaryCache() *summaryCache {
-	return &summaryCache{entries: map[string]*summaryEntry{}}
+	return &summaryCache{entries: map[string]*summaryEntry{}, repoDigests: map[string]digestsEntry{}}
+}
+
+// repoDigestsOf returns the RepoDigests of img, computing them when its names
+// or digests changed. The slice is shared: callers must not modify it.
+func (c *summaryCache) repoDigestsOf(img *storage.Image) []string {
+	var b strings.Builder
+	for _, n := range img.Names {
+		b.WriteString(n)
+		b.WriteByte(0)
+	}
+	b.WriteByte('|')
+	b.WriteString(img.Digest.String())
+	for _, d := range img.Digests {
+		b.WriteByte(0)
+		b.WriteString(d.String())
+	}
+	key := b.String()
+	c.mu.Lock()
+	e, ok := c.repoDigests[img.ID]
+	c.mu.Unlock()
+	if ok && e.key == key {
+		return e.digests
+	}
+	digests := repoDigests(img)
+	c.mu.Lock()
+	c.repoDigests[img.ID] = digestsEntry{key: key, digests: digests}
+	c.mu.Unlock()
+	return digests
 }
 
 // get returns the entry for id if it was computed for topLayer.
@@ -58,6 +97,11 @@ func (c *summaryCache) retain(ids map[string]bool) {
 			delete(c.entries, id)
 		}
 	}
+	for id := range c.repoDigests {
+		if !ids[id] {
+			delete(c.repoDigests, id)
+		}
+	}
 }
 
 // invalidate drops every entry.
@@ -65,4 +109,5 @@ func (c *summaryCache) invalidate() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.entries = map[string]*summaryEntry{}
+	c.repoDigests = map[string]digestsEntry{}
 }

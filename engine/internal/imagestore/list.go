@@ -54,7 +54,7 @@ func (s *Store) List(ctx context.Context, opts core.ImageListOptions) ([]core.Im
 		if !match(v) {
 			continue
 		}
-		out = append(out, summaryOf(v))
+		out = append(out, summaryOf(v, s.cache.repoDigestsOf(v.img)))
 	}
 	return out, nil
 }
@@ -153,7 +153,7 @@ func (s *Store) entryFor(img *storage.Image, layerByID map[string]*storage.Layer
 
 // summaryOf renders a view as a listing row, Podman's way: RepoTags carries
 // every name of the image.
-func summaryOf(v *imageView) core.ImageSummary {
+func summaryOf(v *imageView, digests []string) core.ImageSummary {
 	// RepoTags carries every name, null when there is none (as Podman lists it).
 	var names []string
 	if len(v.img.Names) > 0 {
@@ -165,7 +165,7 @@ func summaryOf(v *imageView) core.ImageSummary {
 		ID:          v.img.ID,
 		ParentID:    v.parentID,
 		RepoTags:    names,
-		RepoDigests: repoDigests(v.img),
+		RepoDigests: digests,
 		Created:     v.entry.created.Unix(),
 		Size:        v.entry.size,
 		SharedSize:  0,
