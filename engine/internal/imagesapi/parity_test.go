@@ -265,3 +265,40 @@ func TestWireParityParentsWithPodman(t *testing.T) {
 	}
 	compare(http.MethodGet, "/v4.3.1/libpod/images/json?all=true")
 }
+
+// TestWireParityOCIWithPodman compares an image loaded from an oci-archive
+// (OCI manifest and config, annotations) on both engines.
+func TestWireParityOCIWithPodman(t *testing.T) {
+	e := startEngine(t)
+	podman := startPodmanService(t)
+	var archive bytes.Buffer
+	if err := testimage.OCIArchive(&archive, testimage.Image{RepoTags: []string{"localhost/oci:1"},
+		Config: testimage.Config{Cmd: []string{"sh"}, Labels: map[string]string{"format": "oci"}, ExposedPorts: []string{"80/tcp"}, StopSignal: "SIGTERM"}}); err != nil {
+		t.Fatal(err)
+	}
+	var loaded [2]any
+	for i, base := range []string{e.url, podman} {
+		status, body := fetchJSON(t, http.MethodPost, base, "/v4.3.1/libpod/images/load", archive.Bytes())
+		if status != http.StatusOK {
+			t.Fatalf("load into %s: %d %v", base, status, body)
+		}
+		loaded[i] = body
+	}
+	if !reflect.DeepEqual(loaded[0], loaded[1]) {
+		t.Errorf("load reports differ: berth %v, podman %v", loaded[0], loaded[1])
+	}
+	names, _ := loaded[1].(map[string]any)["Names"].([]any)
+	if len(names) != 1 {
+		t.Fatalf("podman loaded %v", loaded[1])
+	}
+	name := url.PathEscape(fmt.Sprint(names[0]))
+	for _, path := range []string{"/v4.3.1/libpod/images/json", "/v4.3.1/libpod/images/" + name + "/json", "/v4.3.1/libpod/images/" + name + "/history"} {
+		s1, v1 := fetchJSON(t, http.MethodGet, e.url, path, nil)
+		s2, v2 := fetchJSON(t, http.MethodGet, podman, path, nil)
+		if s1 != s2 || !reflect.DeepEqual(scrub(v1), scrub(v2)) {
+			ja, _ := json.MarshalIndent(scrub(v1), "", " ")
+			jb, _ := json.MarshalIndent(scrub(v2), "", " ")
+			t.Errorf("GET %s differs (%d / %d):\nberth:  %s\npodman: %s", path, s1, s2, ja, jb)
+		}
+	}
+}
