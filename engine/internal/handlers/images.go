@@ -157,7 +157,7 @@ func (s *Server) listImages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	images, err := s.deps.Images.List(r.Context(), core.ImageListOptions{All: query.All, Filters: query.Filters})
+	images, err := s.deps.Images.List(r.Context(), core.ImageListOptions{All: query.All, Filters: filtersForClient(r, query.Filters)})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -348,7 +348,7 @@ func (s *Server) pruneImages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	reports, err := s.deps.Images.Prune(r.Context(), core.ImagePruneOptions{All: query.All, Filters: query.Filters})
+	reports, err := s.deps.Images.Prune(r.Context(), core.ImagePruneOptions{All: query.All, Filters: filtersForClient(r, query.Filters)})
 	if err != nil {
 		writeError(w, err)
 		return

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -123,4 +125,34 @@ func parseFilters(raw string) (map[string][]string, error) {
 		return nil, fmt.Errorf("filter %q must be a list of strings", name)
 	}
 	return out, nil
+}
+
+// filtersForClient adapts filters to the API version in the request path.
+// Podman 4 clients split each --filter at "=" and send the pieces as the
+// values of one key ("label=a=b" arrives as {"label":["a","b"]}); Podman 4
+// servers join them back with "=". Requests under /v4.x (and older) get that
+// reading; newer and unversioned requests send one value per filter.
+func filtersForClient(r *http.Request, filters map[string][]string) map[string][]string {
+	if !oldFilterForm(chi.URLParam(r, "version")) {
+		return filters
+	}
+	out := make(map[string][]string, len(filters))
+	for key, values := range filters {
+		if len(values) > 1 {
+			out[key] = []string{strings.Join(values, "=")}
+			continue
+		}
+		out[key] = values
+	}
+	return out
+}
+
+// oldFilterForm reports whether an API version in a path is before 5.0.
+func oldFilterForm(version string) bool {
+	if version == "" {
+		return false
+	}
+	major, _, _ := strings.Cut(version, ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n < 5
 }

@@ -2,9 +2,13 @@ package handlers
 
 import (
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"testing"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -104,4 +108,25 @@ func FuzzParseFilters(f *testing.F) {
 			t.Fatal("nil filters without error")
 		}
 	})
+}
+
+func TestFiltersForClient(t *testing.T) {
+	filters := map[string][]string{"label": {"a", "b"}, "reference": {"x"}}
+	cases := map[string]map[string][]string{
+		"/v4.3.1/libpod/images/json": {"label": {"a=b"}, "reference": {"x"}},
+		"/v3.4.0/libpod/images/json": {"label": {"a=b"}, "reference": {"x"}},
+		"/v5.7.0/libpod/images/json": filters,
+		"/libpod/images/json":        filters,
+	}
+	for path, want := range cases {
+		var got map[string][]string
+		r := chi.NewRouter()
+		handler := func(w http.ResponseWriter, req *http.Request) { got = filtersForClient(req, filters) }
+		r.Get("/v{version}/libpod/images/json", handler)
+		r.Get("/libpod/images/json", handler)
+		r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, path, nil))
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %v, want %v", path, got, want)
+		}
+	}
 }

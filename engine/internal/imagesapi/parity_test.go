@@ -187,6 +187,8 @@ func TestWireParityWithPodman(t *testing.T) {
 	compare(http.MethodGet, "/v4.3.1/libpod/images/json?all=true")
 	compare(http.MethodGet, "/v4.3.1/libpod/images/json?filters="+url.QueryEscape(`{"label":["role=base"]}`))
 	compare(http.MethodGet, "/v4.3.1/libpod/images/json?filters="+url.QueryEscape(`{"reference":["child"]}`))
+	// What the 4.3.1 client sends for --filter label=role=base.
+	compare(http.MethodGet, "/v4.3.1/libpod/images/json?filters="+url.QueryEscape(`{"label":["role","base"]}`))
 	for _, name := range []string{"localhost/base:1", "base:1", "child:1", "quay.io/team/child:2", "sibling:1"} {
 		compare(http.MethodGet, "/v4.3.1/libpod/images/"+esc(name)+"/json")
 		compare(http.MethodGet, "/v4.3.1/libpod/images/"+esc(name)+"/history")

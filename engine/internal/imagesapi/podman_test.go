@@ -87,9 +87,14 @@ func TestPodmanRemoteImages(t *testing.T) {
 	if !strings.Contains(images, "localhost/podman-a:1") || !strings.Contains(images, "localhost/podman-b:1") {
 		t.Fatalf("podman images:\n%s", images)
 	}
-	filtered := p.run("images", "--filter", "label=app", "--format", "{{.Repository}}")
-	if strings.TrimSpace(filtered) != "localhost/podman-a" {
-		t.Errorf("podman images --filter label=app: %q", filtered)
+	for _, filter := range []string{"label=app", "label=app=a", "reference=podman-a"} {
+		filtered := p.run("images", "--filter", filter, "--format", "{{.Repository}}")
+		if strings.TrimSpace(filtered) != "localhost/podman-a" {
+			t.Errorf("podman images --filter %s: %q", filter, filtered)
+		}
+	}
+	if none := p.run("images", "--filter", "label=app=b", "--format", "{{.Repository}}"); strings.TrimSpace(none) != "" {
+		t.Errorf("podman images --filter label=app=b: %q", none)
 	}
 	inspect := p.run("image", "inspect", "--format", "{{.Config.Labels}} {{.Os}} {{index .RepoTags 0}}", "podman-a:1")
 	if strings.TrimSpace(inspect) != "map[app:a] linux localhost/podman-a:1" {
