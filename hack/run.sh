@@ -74,11 +74,20 @@ if ! probe "$uploads_url" /healthz; then
   exit 1
 fi
 
+# metrics_hint URL: how to fetch /metrics from a listener.
+metrics_hint() {
+  case $1 in
+  unix://*) echo "curl --unix-socket ${1#unix://} http://localhost/metrics" ;;
+  *) echo "$1/metrics" ;;
+  esac
+}
+
 cat <<EOF
 
   berth-engine   $engine_url   (podman --remote --url ${engine_listen/0.0.0.0/127.0.0.1} info)
   berth-uploads  $uploads_url/v1/uploads
-  metrics        $engine_url/metrics  $uploads_url/metrics
+  metrics        $(metrics_hint "$engine_url")
+                 $(metrics_hint "$uploads_url")
   state          $state
   Ctrl-C stops both.
 
