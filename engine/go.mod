@@ -18,7 +18,7 @@ require (
 	github.com/prometheus/client_golang v1.24.1
 	golang.org/x/crypto v0.58.0
 	golang.org/x/sys v0.49.0
-	modernc.org/sqlite v1.61.1
+	modernc.org/sqlite v1.59.0
 )
 
 require (
