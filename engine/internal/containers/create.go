@@ -27,6 +27,7 @@ const defaultStopTimeout = 10
 func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, []string, error) {
 	// A client that goes away must not leave a change half done.
 	ctx = context.WithoutCancel(ctx)
+	defer m.metrics.observe("create", time.Now())
 	if err := spec.Validate(); err != nil {
 		return "", nil, err
 	}

@@ -23,6 +23,7 @@ const exitPollInterval = 200 * time.Millisecond
 func (m *Manager) Start(ctx context.Context, nameOrID string) error {
 	// A client that goes away must not leave a change half done.
 	ctx = context.WithoutCancel(ctx)
+	defer m.metrics.observe("start", time.Now())
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		return err
@@ -254,6 +255,7 @@ func (m *Manager) waitExit(ctx context.Context, e *entry, deadline time.Time) bo
 func (m *Manager) Stop(ctx context.Context, nameOrID string, timeout *uint) error {
 	// A client that goes away must not leave a change half done.
 	ctx = context.WithoutCancel(ctx)
+	defer m.metrics.observe("stop", time.Now())
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		return err

@@ -514,3 +514,26 @@ func TestExportAndChanges(t *testing.T) {
 		t.Fatalf("still mounted after export: %v", mounted)
 	}
 }
+
+func TestContainerMetrics(t *testing.T) {
+	te := startEngine(t)
+	id := te.create(map[string]any{"command": []string{"sleep", "60"}})
+	te.create(map[string]any{"command": []string{"true"}})
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	resp, err := http.Get(strings.TrimSuffix(te.url, "/v4.3.1/libpod") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`berth_engine_containers{state="running"} 1`,
+		`berth_engine_containers{state="created"} 1`,
+		`berth_engine_operation_duration_seconds_count{operation="create"} 2`,
+		`berth_engine_operation_duration_seconds_count{operation="start"} 1`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}

@@ -107,6 +107,8 @@ type Manager struct {
 	bg     sync.WaitGroup
 	// deleting counts storage deletions still running after a removal.
 	deleting sync.WaitGroup
+
+	metrics *metrics
 }
 
 var _ core.Containers = (*Manager)(nil)
@@ -140,6 +142,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		byID: map[string]*entry{}, byName: map[string]*entry{}, removed: map[string]removedExit{},
 		hooks: map[int]core.ContainerHook{},
 		ctx:   bg, cancel: cancel,
+		metrics: newMetrics(),
 	}
 	recs, err := o.DB.ListContainers(ctx)
 	if err != nil {

@@ -22,6 +22,7 @@ const removedRetention = 5 * time.Minute
 func (m *Manager) Remove(ctx context.Context, nameOrID string, opts core.RemoveContainerOptions) error {
 	// A client that goes away must not leave a change half done.
 	ctx = context.WithoutCancel(ctx)
+	defer m.metrics.observe("remove", time.Now())
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		if opts.Ignore && errors.Is(err, core.ErrNoSuchContainer) {

@@ -108,6 +108,10 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		e.Close()
 		return nil, fmt.Errorf("engine: transfer metrics: %w", err)
 	}
+	if err := ctrs.manager.RegisterMetrics(metrics.Registry()); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: container metrics: %w", err)
+	}
 	e.handler = handlers.NewServer(logger, handlers.Deps{
 		System:      sys,
 		Images:      images,
