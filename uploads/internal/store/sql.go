@@ -205,8 +205,10 @@ func (s *sqlStore) Reserve(ctx context.Context, id uuid.UUID, bytes int64, files
 		}
 		return nil
 	}
+	// The limits are cast: compared with a literal, PostgreSQL would take them as int4 and
+	// refuse any limit beyond 2 GiB.
 	res, err := s.wdb.ExecContext(ctx, s.q(`UPDATE uploads SET bytes_used = bytes_used + ?, file_count = file_count + ?, updated_at = ?
-		WHERE id = ? AND status = ? AND (? = 0 OR bytes_used + ? <= ?) AND (? = 0 OR file_count + ? <= ?)`),
+		WHERE id = ? AND status = ? AND (CAST(? AS BIGINT) = 0 OR bytes_used + ? <= ?) AND (CAST(? AS BIGINT) = 0 OR file_count + ? <= ?)`),
 		bytes, files, s.stamp(), id.String(), StatusOpen,
 		limits.MaxBytes, bytes, limits.MaxBytes, limits.MaxFiles, files, limits.MaxFiles)
 	if err != nil {

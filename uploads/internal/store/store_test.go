@@ -19,6 +19,7 @@ func TestStore(t *testing.T) {
 			t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, open(t)) })
 			t.Run("ListPaging", func(t *testing.T) { testListPaging(t, open(t)) })
 			t.Run("Reserve", func(t *testing.T) { testReserve(t, open(t)) })
+			t.Run("ReserveLargeLimits", func(t *testing.T) { testReserveLargeLimits(t, open(t)) })
 			t.Run("ClaimOnce", func(t *testing.T) { testClaimOnce(t, open(t)) })
 			t.Run("LeaseAndRelease", func(t *testing.T) { testLeaseAndRelease(t, open(t)) })
 		})
@@ -208,6 +209,31 @@ func testReserve(t *testing.T, s store.Store) {
 	}
 	if total, err := s.TotalBytes(ctx); err != nil || total != 100 {
 		t.Fatalf("total bytes = %d %v", total, err)
+	}
+}
+
+// testReserveLargeLimits uses the service's default limits (16 GiB per upload), which
+// are beyond the range of a 32-bit integer, and a reservation of several GiB.
+func testReserveLargeLimits(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	u, _ := s.Create(ctx)
+	lim := store.Limits{MaxBytes: 16 << 30, MaxFiles: 10000}
+	if err := s.Reserve(ctx, u.ID, 1, 1, lim); err != nil {
+		t.Fatalf("reserve 1 byte under a 16 GiB limit: %v", err)
+	}
+	if err := s.Reserve(ctx, u.ID, 5<<30, 1, lim); err != nil {
+		t.Fatalf("reserve 5 GiB: %v", err)
+	}
+	var le *store.LimitError
+	if err := s.Reserve(ctx, u.ID, 11<<30, 1, lim); !errors.As(err, &le) || le.Limit != "maxUploadSize" || le.Max != 16<<30 {
+		t.Fatalf("reserve past 16 GiB = %v", err)
+	}
+	if err := s.Reserve(ctx, u.ID, 1, 1, store.Limits{MaxBytes: 1 << 40, MaxFiles: 1 << 40}); err != nil {
+		t.Fatalf("reserve under 1 TiB limits: %v", err)
+	}
+	got, _ := s.Get(ctx, u.ID)
+	if got.Bytes != 5<<30+2 || got.Files != 3 {
+		t.Fatalf("usage %d bytes %d files", got.Bytes, got.Files)
 	}
 }
 
