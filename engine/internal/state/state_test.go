@@ -47,7 +47,7 @@ func TestContainersExecSessionsEventsSurviveReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if v, err := db.SchemaVersion(ctx); err != nil || v != 1 {
+	if v, err := db.SchemaVersion(ctx); err != nil || v != 2 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	r, err := db.GetContainer(ctx, "a1")
@@ -69,5 +69,26 @@ func TestContainersExecSessionsEventsSurviveReopen(t *testing.T) {
 	}
 	if n, err := db.PruneEvents(ctx, now.Add(time.Second)); err != nil || n != 1 {
 		t.Fatalf("prune events: %d %v", n, err)
+	}
+	if err := db.AddVolume(ctx, VolumeRecord{Name: "v1", Created: now, Data: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AddVolume(ctx, VolumeRecord{Name: "v1", Created: now, Data: []byte(`{}`)}); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("duplicate volume: %v", err)
+	}
+	if err := db.UpdateVolume(ctx, VolumeRecord{Name: "v1", Data: []byte(`{"a":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := db.GetVolume(ctx, "v1"); err != nil || string(v.Data) != `{"a":1}` || v.Created.UnixNano() != now.UnixNano() {
+		t.Fatalf("volume: %+v %v", v, err)
+	}
+	if vs, err := db.ListVolumes(ctx); err != nil || len(vs) != 1 {
+		t.Fatalf("volumes: %+v %v", vs, err)
+	}
+	if err := db.RemoveVolume(ctx, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RemoveVolume(ctx, "v1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("removed volume: %v", err)
 	}
 }

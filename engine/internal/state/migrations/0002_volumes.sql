@@ -1,0 +1,5 @@
+CREATE TABLE volumes (
+	name       TEXT PRIMARY KEY,
+	created    INTEGER NOT NULL,
+	data       BLOB NOT NULL
+);
