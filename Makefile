@@ -39,8 +39,12 @@ test: deps ## Install what the tests need, then run every test (unit, PostgreSQL
 	@hack/test.sh all
 
 .PHONY: test-unit
-test-unit: ## Run the Go tests of shared, uploads and engine only (no PostgreSQL, no docker)
+test-unit: ## Run the Go tests of shared, uploads and engine (starts a throwaway PostgreSQL; no docker)
 	@hack/test.sh unit
+
+.PHONY: checks
+checks: ## gofmt, go vet, promtool rules and rule tests, deploy/ manifest and dashboard checks
+	@hack/test.sh checks
 
 .PHONY: contracts
 contracts: ## Run only the Pact consumer tests and the provider verification
