@@ -14,7 +14,7 @@ UPLOADS_LISTEN ?= tcp://127.0.0.1:8081
 
 .PHONY: help
 help: ## List the targets
-	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build berth-engine and berth-uploads into bin/
