@@ -602,6 +602,27 @@ func testLimits(t *testing.T, e *env) {
 	}
 	nothingLeft(3)
 
+	// A client that announces more than it sends and hangs up leaves nothing behind.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idT := e.create()
+	fmt.Fprintf(conn, "PUT /v1/uploads/%s/files/truncated HTTP/1.1\r\nHost: test\r\nContent-Type: application/octet-stream\r\nContent-Length: 90\r\n\r\nabc", idT)
+	_ = conn.(*net.TCPConn).CloseWrite()
+	if res, err := http.ReadResponse(bufio.NewReader(conn), nil); err == nil {
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		resp{res.StatusCode, res.Header, b}.problem(t, 400)
+	}
+	conn.Close()
+	if r := e.do("GET", "/v1/uploads/"+idT+"/files/truncated", nil); r.status != 404 {
+		t.Fatalf("truncated PUT stored a file: %d %s", r.status, r.body)
+	}
+	if got := e.treeContents(idT); len(got) != 0 {
+		t.Fatalf("truncated PUT left %v", got)
+	}
+
 	// Concurrent writers cannot overshoot the upload size together.
 	id2 := e.create()
 	var wg sync.WaitGroup

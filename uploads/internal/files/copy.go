@@ -1,9 +1,6 @@
 package files
 
-import (
-	"errors"
-	"io"
-)
+import "io"
 
 // pipelineBuffers is how many buffers a large body cycles through: the request body is
 // read into one while the file is written from another, so receiving and writing
@@ -18,8 +15,8 @@ func (t *Tree) copyBody(dst io.Writer, src io.Reader, sizeHint int64) (int64, er
 		// whether it lied) instead of a large pooled one, which keeps many concurrent
 		// small writes cheap in memory.
 		small := make([]byte, sizeHint+1)
-		n, err := io.ReadFull(src, small)
-		if err != nil && !isEOF(err) {
+		n, err := fill(src, small)
+		if err != nil && err != io.EOF {
 			return 0, err
 		}
 		if err == nil {
@@ -30,10 +27,10 @@ func (t *Tree) copyBody(dst io.Writer, src io.Reader, sizeHint int64) (int64, er
 		return int64(written), werr
 	}
 	first := t.bufs.Get().(*[]byte)
-	n, err := io.ReadFull(src, *first)
+	n, err := fill(src, *first)
 	if err != nil {
 		defer t.bufs.Put(first)
-		if !isEOF(err) {
+		if err != io.EOF {
 			return 0, err
 		}
 		written, werr := dst.Write((*first)[:n])
@@ -80,14 +77,14 @@ read:
 		case <-failed:
 			break read
 		}
-		n, err := io.ReadFull(src, *buf)
+		n, err := fill(src, *buf)
 		if n > 0 {
 			full <- chunk{buf, n}
 		} else {
 			free <- buf
 		}
 		if err != nil {
-			if !isEOF(err) {
+			if err != io.EOF {
 				readErr = err
 			}
 			break
@@ -104,8 +101,21 @@ read:
 	return written, readErr
 }
 
-func isEOF(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+// fill reads from src until buf is full or src fails, and returns src's own error:
+// io.EOF (which readers return unwrapped) is the one clean end of the body. Unlike
+// io.ReadFull it never turns a short read into io.ErrUnexpectedEOF, because net/http
+// reports a body cut short of its Content-Length with that very error, and such a body
+// must fail the write, not end it.
+func fill(src io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := src.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // copyRest writes head and then copies the rest of src.

@@ -181,6 +181,35 @@ func TestPutBrokenBody(t *testing.T) {
 	}
 }
 
+// A body that ends before its announced length is broken, not complete: net/http
+// reports it as io.ErrUnexpectedEOF, raw or wrapped by the caller. Nothing is stored,
+// whether the body fits in the first buffer or spans several.
+func TestPutTruncatedBody(t *testing.T) {
+	tr := newTree(t)
+	u := &usage{}
+	for _, size := range []int{3, copyBuf + 5, 4 * copyBuf} {
+		for name, cut := range map[string]error{
+			"raw":     io.ErrUnexpectedEOF,
+			"wrapped": fmt.Errorf("reading body: %w", io.ErrUnexpectedEOF),
+		} {
+			for _, hint := range []int64{-1, int64(size) + 1000} {
+				body := io.MultiReader(bytes.NewReader(make([]byte, size)), cutReader{cut})
+				if _, err := tr.Put(testID, "t", body, hint, 1<<30, u.reserve); !errors.Is(err, io.ErrUnexpectedEOF) {
+					t.Fatalf("size %d, %s, hint %d: err = %v, want the truncation", size, name, hint, err)
+				}
+				if files, _ := tr.Walk(testID); len(files) != 0 || len(tmpEntries(t, tr)) != 0 || u.files != 0 || u.bytes != 0 {
+					t.Fatalf("size %d, %s, hint %d: left behind %v", size, name, hint, files)
+				}
+			}
+		}
+	}
+}
+
+// cutReader fails with err at once.
+type cutReader struct{ err error }
+
+func (c cutReader) Read([]byte) (int, error) { return 0, c.err }
+
 type errReader struct{}
 
 func (errReader) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
