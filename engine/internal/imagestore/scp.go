@@ -120,6 +120,11 @@ func (t *Transfer) Scp(ctx context.Context, source, destination string) (_ strin
 	return strings.Join(names, ","), nil
 }
 
+// scpLoadPath is the ImagesLoad route of the receiving engine. Podman
+// serves libpod routes only under a version prefix (the bare /libpod/... is
+// 404 there); 4.0.0 is the oldest libpod API both Podman 4 and 5 accept.
+const scpLoadPath = "/v4.0.0/libpod/images/load"
+
 // loadIntoEngine posts a docker-archive to another engine's ImagesLoad.
 func loadIntoEngine(ctx context.Context, engine *url.URL, archive io.Reader) ([]string, error) {
 	client := &http.Client{Timeout: scpTimeout}
@@ -137,7 +142,7 @@ func loadIntoEngine(ctx context.Context, engine *url.URL, archive io.Reader) ([]
 		}
 		base = url.URL{Scheme: "http", Host: "d"}
 	}
-	base.Path = strings.TrimSuffix(base.Path, "/") + "/libpod/images/load"
+	base.Path = strings.TrimSuffix(base.Path, "/") + scpLoadPath
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base.String(), archive)
 	if err != nil {
 		return nil, core.InvalidArgument("destination", err)

@@ -11,9 +11,11 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/handlers"
 	"github.com/berth-project/berth/engine/internal/imagestore"
 )
 
@@ -256,6 +258,19 @@ func TestScpToLocalNameAndToAnotherEngine(t *testing.T) {
 		}
 	}
 
+	// Podman serves its libpod routes only under a versioned prefix
+	// (/v4.3.1/libpod/...; the bare /libpod/... is 404 there), so an scp
+	// must reach an engine that answers only versioned paths.
+	versioned := newEnv(t)
+	podmanLike := versionedOnly(t, versioned)
+	got, err = e.transfer.Scp(context.Background(), "scp:1", "tcp://"+podmanLike.Listener.Addr().String()+"::")
+	if err != nil || got != "localhost/scp:1" {
+		t.Fatalf("scp to an engine serving only versioned paths: %q %v", got, err)
+	}
+	if img, err := versioned.store.Lookup(context.Background(), "localhost/scp:1"); err != nil || img.ID != id {
+		t.Errorf("localhost/scp:1 on the versioned-only engine: %v", err)
+	}
+
 	for _, dest := range []string{"", "ssh://host::", "tcp://::", "Bad Name"} {
 		if _, err := e.transfer.Scp(context.Background(), "scp:1", dest); !errors.Is(err, core.ErrInvalidArgument) {
 			t.Errorf("destination %q: %v, want invalid argument", dest, err)
@@ -298,4 +313,20 @@ func tarNames(t testing.TB, data []byte) []string {
 		}
 		names = append(names, hdr.Name)
 	}
+}
+
+// versionedOnly serves e through the engine's handlers but, as a Podman
+// service does, answers 404 to libpod paths without a /v{version} prefix.
+func versionedOnly(t testing.TB, e *env) *httptest.Server {
+	t.Helper()
+	h := handlers.NewServer(nil, handlers.Deps{Images: e.store, Transfer: e.transfer}, handlers.Config{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/libpod/") {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
