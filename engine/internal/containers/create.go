@@ -81,6 +81,15 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 			m.store.DeleteContainer(sc.ID)
 		}
 	}()
+	vols, createdVols, err := m.resolveVolumes(ctx, &spec, img)
+	if err != nil {
+		return "", nil, err
+	}
+	defer func() {
+		if !ok {
+			m.dropVolumes(ctx, createdVols)
+		}
+	}()
 	bundle, static, err := m.containerDirs(id)
 	if err != nil {
 		return "", nil, err
@@ -111,9 +120,13 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 		ImageWorkDir:    img.Config.Config.WorkingDir,
 		ImageUser:       img.Config.Config.User,
 		ImageStopSignal: img.Config.Config.StopSignal,
+		Volumes:         vols,
 	}
 	warnings, err := m.prepare(ctx, &rec, img)
 	if err != nil {
+		return "", nil, err
+	}
+	if err := m.copyUp(ctx, rec.Rootfs, vols); err != nil {
 		return "", nil, err
 	}
 	data, err := json.Marshal(rec)
@@ -178,8 +191,9 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 			return nil, err
 		}
 	}
+	spec := volumeBinds(rec.Spec, rec.Volumes)
 	res, err := oci.Generate(oci.Input{
-		ID: rec.ID, Spec: &rec.Spec, Image: imgCfg, Rootfs: rec.Rootfs,
+		ID: rec.ID, Spec: &spec, Image: imgCfg, Rootfs: rec.Rootfs,
 		HostsFile:      filepath.Join(rec.StaticDir, "hosts"),
 		ResolvConfFile: filepath.Join(rec.StaticDir, "resolv.conf"),
 		HostnameFile:   filepath.Join(rec.StaticDir, "hostname"),

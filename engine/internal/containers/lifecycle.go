@@ -213,7 +213,7 @@ func (m *Manager) cleanupLocked(ctx context.Context, e *entry) {
 func (m *Manager) afterExitLocked(ctx context.Context, e *entry) {
 	rec := m.snapshot(e)
 	if rec.Spec.Remove && (rec.State == core.StateExited || rec.State == core.StateStopped) {
-		if err := m.removeLocked(ctx, e, core.RemoveContainerOptions{Force: true}); err != nil {
+		if err := m.removeLocked(ctx, e, core.RemoveContainerOptions{Force: true, Volumes: true}); err != nil {
 			m.logger.Warn("auto-remove container", "container", rec.ID, "err", err)
 		}
 	}

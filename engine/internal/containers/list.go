@@ -3,6 +3,7 @@ package containers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -104,6 +105,9 @@ func listEntry(r *record) core.ListContainer {
 
 func mountDestinations(r *record) []string {
 	out := []string{}
+	for _, v := range r.Volumes {
+		out = append(out, v.Dest)
+	}
 	for _, mt := range r.Spec.Mounts {
 		out = append(out, mt.Destination)
 	}
@@ -364,7 +368,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 		BoundingCaps:   caps,
 		ExecIDs:        []string{},
 		GraphDriver:    &core.DriverData{Name: m.store.GraphDriverName(), Data: map[string]string{}},
-		Mounts:         inspectMounts(s),
+		Mounts:         inspectMounts(s, r.Volumes),
 		Dependencies:   []string{},
 		NetworkSettings: &core.InspectNetworkSettings{
 			Ports: map[string][]string{},
@@ -386,7 +390,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 			StopTimeout:   derefUint(s.StopTimeout, defaultStopTimeout),
 		},
 		HostConfig: &core.InspectContainerHostConfig{
-			Binds:         binds(s),
+			Binds:         binds(s, r.Volumes),
 			CgroupManager: "cgroupfs",
 			CgroupMode:    "host",
 			LogConfig:     &core.InspectLogConfig{Type: "k8s-file", Config: map[string]string{}, Path: r.LogPath, Size: "0B"},
@@ -479,8 +483,13 @@ func hostnameOf(r *record) string {
 	return r.ID[:12]
 }
 
-func inspectMounts(s *core.ContainerSpec) []core.InspectMount {
+func inspectMounts(s *core.ContainerSpec, vols []mountedVolume) []core.InspectMount {
 	out := []core.InspectMount{}
+	for _, v := range vols {
+		im := core.InspectMount{Type: "volume", Name: v.Name, Source: v.Source, Destination: v.Dest, Driver: "local",
+			Options: nonNil(v.Options), RW: !slices.Contains(v.Options, "ro"), Propagation: "rprivate"}
+		out = append(out, im)
+	}
 	for _, mt := range s.Mounts {
 		im := core.InspectMount{Type: mt.Type, Source: mt.Source, Destination: mt.Destination, Options: nonNil(mt.Options), RW: true, Propagation: "rprivate"}
 		for _, o := range mt.Options {
@@ -496,8 +505,15 @@ func inspectMounts(s *core.ContainerSpec) []core.InspectMount {
 	return out
 }
 
-func binds(s *core.ContainerSpec) []string {
+func binds(s *core.ContainerSpec, vols []mountedVolume) []string {
 	out := []string{}
+	for _, v := range vols {
+		b := v.Name + ":" + v.Dest
+		if len(v.Options) > 0 {
+			b += ":" + strings.Join(v.Options, ",")
+		}
+		out = append(out, b)
+	}
 	for _, mt := range s.Mounts {
 		if mt.Type == "bind" || mt.Type == "" {
 			b := mt.Source + ":" + mt.Destination

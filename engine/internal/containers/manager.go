@@ -41,6 +41,9 @@ type Options struct {
 	Logger  *slog.Logger
 	// CgroupParent is the cgroupfs parent of every container ("/berth").
 	CgroupParent string
+	// Volumes creates and removes the volumes containers mount; nil
+	// refuses every container that needs one.
+	Volumes core.Volumes
 	// Host limits what a container may be granted; zero means DetectHost.
 	Host *oci.Host
 }
@@ -57,6 +60,8 @@ type record struct {
 	Checkpointed bool `json:"Checkpointed,omitempty"`
 	// UserMounts counts the mounts clients asked for (MountContainer).
 	UserMounts int `json:"UserMounts,omitempty"`
+	// Volumes are the volumes the container mounts, resolved at create.
+	Volumes []mountedVolume `json:"Volumes,omitempty"`
 	// The image configuration parts a later init needs if the image is gone.
 	ImageEnv        []string `json:"ImageEnv,omitempty"`
 	ImageWorkDir    string   `json:"ImageWorkDir,omitempty"`
@@ -85,6 +90,7 @@ type removedExit struct {
 // Manager is the engine's container backend.
 type Manager struct {
 	images       ImageSource
+	volumes      core.Volumes
 	store        storage.Store
 	rt           *runtime.Runtime
 	db           *state.DB
@@ -137,7 +143,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	resolv, _ := os.ReadFile("/etc/resolv.conf")
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m := &Manager{
-		images: o.Images, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
+		images: o.Images, volumes: o.Volumes, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
 		host: host, cgroupParent: o.CgroupParent, hostResolv: resolv,
 		byID: map[string]*entry{}, byName: map[string]*entry{}, removed: map[string]removedExit{},
 		hooks: map[int]core.ContainerHook{},

@@ -104,6 +104,9 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 	e.changed = make(chan struct{})
 	m.mu.Unlock()
 	m.emit(ctx, core.EventRemove, rec, nil)
+	if opts.Volumes {
+		m.removeAnonymousVolumes(ctx, rec)
+	}
 	return nil
 }
 
@@ -177,7 +180,7 @@ func (m *Manager) Prune(ctx context.Context, filters map[string][]string) ([]cor
 		st := rec.State
 		var rerr error
 		if st == core.StateExited || st == core.StateStopped || st == core.StateConfigured || st == core.StateCreated {
-			rerr = m.removeLocked(ctx, e, core.RemoveContainerOptions{})
+			rerr = m.removeLocked(ctx, e, core.RemoveContainerOptions{Volumes: true})
 		} else {
 			e.op.Unlock()
 			continue

@@ -58,49 +58,55 @@ const (
 // JSON (what `podman --remote create` sends) that the engine understands.
 // Unknown members are ignored; known ones are validated by Validate.
 type ContainerSpec struct {
-	Name          string                `json:"name,omitempty"`
-	Image         string                `json:"image"`
-	RawImageName  string                `json:"raw_image_name,omitempty"`
-	Entrypoint    []string              `json:"entrypoint,omitempty"`
-	Command       []string              `json:"command,omitempty"`
-	Env           map[string]string     `json:"env,omitempty"`
-	Terminal      bool                  `json:"terminal,omitempty"`
-	Stdin         bool                  `json:"stdin,omitempty"`
-	Labels        map[string]string     `json:"labels,omitempty"`
-	Annotations   map[string]string     `json:"annotations,omitempty"`
-	StopSignal    *int                  `json:"stop_signal,omitempty"`
-	StopTimeout   *uint                 `json:"stop_timeout,omitempty"`
-	Timeout       uint                  `json:"timeout,omitempty"`
-	RestartPolicy string                `json:"restart_policy,omitempty"`
-	RestartTries  *uint                 `json:"restart_tries,omitempty"`
-	OCIRuntime    string                `json:"oci_runtime,omitempty"`
-	Remove        bool                  `json:"remove,omitempty"`
-	Hostname      string                `json:"hostname,omitempty"`
-	Sysctl        map[string]string     `json:"sysctl,omitempty"`
-	CreateCommand []string              `json:"containerCreateCommand,omitempty"`
-	WorkDir       string                `json:"work_dir,omitempty"`
-	User          string                `json:"user,omitempty"`
-	Groups        []string              `json:"groups,omitempty"`
-	Mounts        []specs.Mount         `json:"mounts,omitempty"`
-	Privileged    bool                  `json:"privileged,omitempty"`
-	CapAdd        []string              `json:"cap_add,omitempty"`
-	CapDrop       []string              `json:"cap_drop,omitempty"`
-	ReadOnly      bool                  `json:"read_only_filesystem,omitempty"`
-	NoNewPrivs    bool                  `json:"no_new_privileges,omitempty"`
-	Umask         string                `json:"umask,omitempty"`
-	ShmSize       *int64                `json:"shm_size,omitempty"`
-	NetNS         Namespace             `json:"netns,omitempty"`
-	PidNS         Namespace             `json:"pidns,omitempty"`
-	DNSServers    []string              `json:"dns_server,omitempty"`
-	DNSSearch     []string              `json:"dns_search,omitempty"`
-	DNSOptions    []string              `json:"dns_option,omitempty"`
-	HostAdd       []string              `json:"hostadd,omitempty"`
-	Resources     *specs.LinuxResources `json:"resource_limits,omitempty"`
-	Rlimits       []rlimit.Rlimit       `json:"r_limits,omitempty"`
-	OOMScoreAdj   *int                  `json:"oom_score_adj,omitempty"`
-	HealthConfig  *HealthConfig         `json:"healthconfig,omitempty"`
-	CPUPeriod     uint64                `json:"cpu_period,omitempty"`
-	CPUQuota      int64                 `json:"cpu_quota,omitempty"`
+	Name          string            `json:"name,omitempty"`
+	Image         string            `json:"image"`
+	RawImageName  string            `json:"raw_image_name,omitempty"`
+	Entrypoint    []string          `json:"entrypoint,omitempty"`
+	Command       []string          `json:"command,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
+	Terminal      bool              `json:"terminal,omitempty"`
+	Stdin         bool              `json:"stdin,omitempty"`
+	Labels        map[string]string `json:"labels,omitempty"`
+	Annotations   map[string]string `json:"annotations,omitempty"`
+	StopSignal    *int              `json:"stop_signal,omitempty"`
+	StopTimeout   *uint             `json:"stop_timeout,omitempty"`
+	Timeout       uint              `json:"timeout,omitempty"`
+	RestartPolicy string            `json:"restart_policy,omitempty"`
+	RestartTries  *uint             `json:"restart_tries,omitempty"`
+	OCIRuntime    string            `json:"oci_runtime,omitempty"`
+	Remove        bool              `json:"remove,omitempty"`
+	Hostname      string            `json:"hostname,omitempty"`
+	Sysctl        map[string]string `json:"sysctl,omitempty"`
+	CreateCommand []string          `json:"containerCreateCommand,omitempty"`
+	WorkDir       string            `json:"work_dir,omitempty"`
+	User          string            `json:"user,omitempty"`
+	Groups        []string          `json:"groups,omitempty"`
+	Mounts        []specs.Mount     `json:"mounts,omitempty"`
+	// Volumes are the named volumes to mount; an empty Name creates an
+	// anonymous volume. ImageVolumeMode says what to do with the image's
+	// volumes: "anonymous" (or "bind", or empty) mounts an anonymous volume
+	// on each, "tmpfs" a tmpfs, "ignore" nothing.
+	Volumes         []NamedVolume         `json:"volumes,omitempty"`
+	ImageVolumeMode string                `json:"image_volume_mode,omitempty"`
+	Privileged      bool                  `json:"privileged,omitempty"`
+	CapAdd          []string              `json:"cap_add,omitempty"`
+	CapDrop         []string              `json:"cap_drop,omitempty"`
+	ReadOnly        bool                  `json:"read_only_filesystem,omitempty"`
+	NoNewPrivs      bool                  `json:"no_new_privileges,omitempty"`
+	Umask           string                `json:"umask,omitempty"`
+	ShmSize         *int64                `json:"shm_size,omitempty"`
+	NetNS           Namespace             `json:"netns,omitempty"`
+	PidNS           Namespace             `json:"pidns,omitempty"`
+	DNSServers      []string              `json:"dns_server,omitempty"`
+	DNSSearch       []string              `json:"dns_search,omitempty"`
+	DNSOptions      []string              `json:"dns_option,omitempty"`
+	HostAdd         []string              `json:"hostadd,omitempty"`
+	Resources       *specs.LinuxResources `json:"resource_limits,omitempty"`
+	Rlimits         []rlimit.Rlimit       `json:"r_limits,omitempty"`
+	OOMScoreAdj     *int                  `json:"oom_score_adj,omitempty"`
+	HealthConfig    *HealthConfig         `json:"healthconfig,omitempty"`
+	CPUPeriod       uint64                `json:"cpu_period,omitempty"`
+	CPUQuota        int64                 `json:"cpu_quota,omitempty"`
 }
 
 // Container is the engine's record of one container. It is a snapshot: the

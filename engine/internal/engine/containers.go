@@ -10,6 +10,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/imagestore"
 	"github.com/berth-project/berth/engine/internal/runtime"
 	"github.com/berth-project/berth/engine/internal/state"
+	"github.com/berth-project/berth/engine/internal/volumes"
 )
 
 // containerBackend is the state database, the OCI runtime and the container
@@ -18,6 +19,7 @@ type containerBackend struct {
 	db      *state.DB
 	runtime *runtime.Runtime
 	manager *containers.Manager
+	volumes *volumes.Store
 }
 
 // openContainers opens the state database under cfg.Root, finds conmon and
@@ -32,13 +34,19 @@ func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	mgr, err := containers.Open(ctx, containers.Options{Images: images, Runtime: rt, DB: db, Logger: logger})
+	vols, err := volumes.Open(ctx, db, filepath.Join(cfg.Root, "volumes"), logger)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	mgr, err := containers.Open(ctx, containers.Options{Images: images, Runtime: rt, DB: db, Logger: logger, Volumes: vols})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	images.SetImageUsers(mgr)
-	return &containerBackend{db: db, runtime: rt, manager: mgr}, nil
+	vols.SetUsers(mgr)
+	return &containerBackend{db: db, runtime: rt, manager: mgr, volumes: vols}, nil
 }
 
 // Close stops watching containers (they keep running) and closes the database.

@@ -117,6 +117,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		Images:      images,
 		Transfer:    transfer,
 		Containers:  ctrs.manager,
+		Volumes:     ctrs.volumes,
 		ContainerIO: e.streams.io,
 		Exec:        e.streams.exec,
 		Events:      e.streams.events,

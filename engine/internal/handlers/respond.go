@@ -27,11 +27,13 @@ func statusOf(err error) int {
 		return http.StatusNotModified
 	case errors.Is(err, core.ErrNoSuchImage),
 		errors.Is(err, core.ErrNoSuchContainer),
-		errors.Is(err, core.ErrNoSuchExecSession):
+		errors.Is(err, core.ErrNoSuchExecSession),
+		errors.Is(err, core.ErrNoSuchVolume):
 		return http.StatusNotFound
 	case errors.Is(err, core.ErrNameInUse),
 		errors.Is(err, core.ErrStateConflict),
 		errors.Is(err, core.ErrImageInUse),
+		errors.Is(err, core.ErrVolumeInUse),
 		errors.Is(err, core.ErrAmbiguous):
 		return http.StatusConflict
 	case errors.Is(err, core.ErrInvalidArgument):

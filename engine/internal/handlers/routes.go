@@ -51,6 +51,7 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	registerImageRoutes(r, s)
 	registerImageTransferRoutes(r, s)
 	registerContainerRoutes(r, s)
+	registerVolumeRoutes(r, s)
 	registerLogRoutes(r, s)
 	registerAttachRoutes(r, s)
 	registerExecRoutes(r, s)

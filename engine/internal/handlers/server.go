@@ -23,6 +23,8 @@ type Deps struct {
 	Transfer core.ImageTransfer
 	// Containers are the container lifecycle operations.
 	Containers core.Containers
+	// Volumes are the volume operations.
+	Volumes core.Volumes
 	// ContainerIO serves logs, attach, terminal resize, stats and top.
 	ContainerIO ContainerIO
 	// Exec are the exec sessions.

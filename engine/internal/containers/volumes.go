@@ -1,0 +1,213 @@
+package containers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	securejoin "github.com/cyphar/filepath-securejoin"
+	"github.com/containers/storage/pkg/archive"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+var _ core.VolumeUsers = (*Manager)(nil)
+
+// mountedVolume is one volume a container mounts.
+type mountedVolume struct {
+	Name      string   `json:"Name"`
+	Dest      string   `json:"Dest"`
+	Source    string   `json:"Source"`
+	Options   []string `json:"Options,omitempty"`
+	Anonymous bool     `json:"Anonymous,omitempty"`
+	// copyUp: the volume is new and gets the image's content at Dest.
+	copyUp bool
+}
+
+// resolveVolumes turns the request's volumes and the image's volumes into
+// mounted volumes, creating anonymous volumes and named ones that do not
+// exist yet. created lists the volumes it created (to undo on failure).
+func (m *Manager) resolveVolumes(ctx context.Context, spec *core.ContainerSpec, img *core.Image) (out []mountedVolume, created []string, err error) {
+	defer func() {
+		if err != nil {
+			m.dropVolumes(ctx, created)
+			created = nil
+		}
+	}()
+	taken := map[string]bool{}
+	for _, mt := range spec.Mounts {
+		taken[filepath.Clean(mt.Destination)] = true
+	}
+	wants := slices.Clone(spec.Volumes)
+	switch spec.ImageVolumeMode {
+	case "", "anonymous", "bind":
+	case "tmpfs", "ignore":
+	default:
+		return nil, nil, core.InvalidArgument("image_volume_mode", fmt.Errorf("%q is not anonymous, tmpfs or ignore", spec.ImageVolumeMode))
+	}
+	for i, v := range wants {
+		field := fmt.Sprintf("volumes[%d]", i)
+		if v.Dest == "" || !filepath.IsAbs(v.Dest) || filepath.Clean(v.Dest) == "/" {
+			return nil, nil, core.InvalidArgument(field+".Dest", fmt.Errorf("%q must be an absolute path other than /", v.Dest))
+		}
+		dest := filepath.Clean(v.Dest)
+		if taken[dest] {
+			return nil, nil, core.InvalidArgument(field+".Dest", fmt.Errorf("duplicate mount destination %s", dest))
+		}
+		taken[dest] = true
+		wants[i].Dest = dest
+	}
+	if img != nil && spec.ImageVolumeMode != "ignore" {
+		dests := make([]string, 0, len(img.Config.Config.Volumes))
+		for d := range img.Config.Config.Volumes {
+			dests = append(dests, filepath.Clean(d))
+		}
+		sort.Strings(dests)
+		for _, d := range dests {
+			if taken[d] || d == "/" || !filepath.IsAbs(d) {
+				continue
+			}
+			taken[d] = true
+			if spec.ImageVolumeMode == "tmpfs" {
+				spec.Mounts = append(spec.Mounts, specs.Mount{Destination: d, Type: "tmpfs"})
+				continue
+			}
+			wants = append(wants, core.NamedVolume{Dest: d, IsAnonymous: true})
+		}
+	}
+	if len(wants) > 0 && m.volumes == nil {
+		return nil, nil, core.InvalidArgument("volumes", errors.New("this engine has no volume backend"))
+	}
+	for i, w := range wants {
+		var opts []string
+		noCopy := false
+		for _, o := range w.Options {
+			switch o {
+			case "nocopy":
+				noCopy = true
+			case "copy":
+			default:
+				opts = append(opts, o)
+			}
+		}
+		var vol *core.Volume
+		if w.Name == "" {
+			vol, err = m.volumes.Create(ctx, core.VolumeCreateOptions{Anonymous: true})
+			if err != nil {
+				return nil, created, err
+			}
+			created = append(created, vol.Name)
+		} else {
+			vol, err = m.volumes.Inspect(ctx, w.Name)
+			if errors.Is(err, core.ErrNoSuchVolume) {
+				vol, err = m.volumes.Create(ctx, core.VolumeCreateOptions{Name: w.Name, Anonymous: w.IsAnonymous})
+				if errors.Is(err, core.ErrNameInUse) {
+					vol, err = m.volumes.Inspect(ctx, w.Name)
+				} else if err == nil {
+					created = append(created, vol.Name)
+				}
+			}
+			if err != nil {
+				if errors.Is(err, core.ErrInvalidArgument) {
+					return nil, created, core.InvalidArgument(fmt.Sprintf("volumes[%d].Name", i), err)
+				}
+				return nil, created, err
+			}
+		}
+		out = append(out, mountedVolume{
+			Name: vol.Name, Dest: w.Dest, Source: vol.Mountpoint, Options: opts,
+			Anonymous: vol.Anonymous, copyUp: vol.NeedsCopyUp && !noCopy,
+		})
+	}
+	return out, created, nil
+}
+
+// dropVolumes removes volumes a failed create made.
+func (m *Manager) dropVolumes(ctx context.Context, names []string) {
+	for _, n := range names {
+		if err := m.volumes.Remove(ctx, n, false); err != nil && !errors.Is(err, core.ErrNoSuchVolume) {
+			m.logger.Warn("remove volume", "volume", n, "err", err)
+		}
+	}
+}
+
+// volumeBinds returns spec with the container's volumes added as bind mounts.
+func volumeBinds(spec core.ContainerSpec, vols []mountedVolume) core.ContainerSpec {
+	if len(vols) == 0 {
+		return spec
+	}
+	spec.Mounts = slices.Clone(spec.Mounts)
+	for _, v := range vols {
+		spec.Mounts = append(spec.Mounts, specs.Mount{Destination: v.Dest, Type: "bind", Source: v.Source, Options: v.Options})
+	}
+	return spec
+}
+
+// copyUp fills new volumes with what the image has at their destination,
+// as Podman does on a volume's first use.
+func (m *Manager) copyUp(ctx context.Context, rootfs string, vols []mountedVolume) error {
+	for _, v := range vols {
+		if !v.copyUp {
+			continue
+		}
+		src, err := securejoin.SecureJoin(rootfs, v.Dest)
+		if err != nil {
+			return fmt.Errorf("volume %s: %w", v.Name, err)
+		}
+		fi, err := os.Stat(src)
+		if err == nil && fi.IsDir() {
+			entries, err := os.ReadDir(v.Source)
+			if err != nil {
+				return fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			if len(entries) == 0 {
+				if err := archive.NewDefaultArchiver().CopyWithTar(src, v.Source); err != nil {
+					return fmt.Errorf("copy image content into volume %s: %w", v.Name, err)
+				}
+			}
+		}
+		if err := m.volumes.MarkCopiedUp(ctx, v.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeAnonymousVolumes removes a removed container's anonymous volumes
+// (a volume another container still uses stays).
+func (m *Manager) removeAnonymousVolumes(ctx context.Context, rec record) {
+	if m.volumes == nil {
+		return
+	}
+	for _, v := range rec.Volumes {
+		if !v.Anonymous {
+			continue
+		}
+		err := m.volumes.Remove(ctx, v.Name, false)
+		if err != nil && !errors.Is(err, core.ErrNoSuchVolume) {
+			m.logger.Warn("remove anonymous volume", "container", rec.ID, "volume", v.Name, "err", err)
+		}
+	}
+}
+
+// ContainersUsingVolume returns the IDs of the containers mounting a volume.
+func (m *Manager) ContainersUsingVolume(ctx context.Context, name string) ([]string, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var ids []string
+	for id, e := range m.byID {
+		for _, v := range e.rec.Volumes {
+			if v.Name == name {
+				ids = append(ids, id)
+				break
+			}
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}

@@ -1,0 +1,78 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Volume errors (see errors.go for the mapping rules).
+var (
+	// ErrNoSuchVolume: no volume has the given name (404).
+	ErrNoSuchVolume = errors.New("no such volume")
+	// ErrVolumeInUse: a volume is used by a container and cannot be removed without force (409).
+	ErrVolumeInUse = errors.New("volume is being used by a container")
+)
+
+// Volume is a volume as Podman's VolumeConfigResponse describes it.
+type Volume struct {
+	Name        string            `json:"Name"`
+	Driver      string            `json:"Driver"`
+	Mountpoint  string            `json:"Mountpoint"`
+	CreatedAt   time.Time         `json:"CreatedAt"`
+	Labels      map[string]string `json:"Labels"`
+	Scope       string            `json:"Scope"`
+	Options     map[string]string `json:"Options"`
+	UID         int               `json:"UID,omitempty"`
+	GID         int               `json:"GID,omitempty"`
+	Anonymous   bool              `json:"Anonymous,omitempty"`
+	MountCount  uint              `json:"MountCount"`
+	NeedsCopyUp bool              `json:"NeedsCopyUp,omitempty"`
+	NeedsChown  bool              `json:"NeedsChown,omitempty"`
+}
+
+// VolumeCreateOptions is a volume creation request (Podman's body of
+// POST /volumes/create). An empty Name gets a random 64-hex name.
+type VolumeCreateOptions struct {
+	Name      string            `json:"Name"`
+	Driver    string            `json:"Driver"`
+	Label     map[string]string `json:"Label"`
+	Labels    map[string]string `json:"Labels"`
+	Options   map[string]string `json:"Options"`
+	Anonymous bool              `json:"-"`
+}
+
+// NamedVolume is one volume a container mounts (the creation spec's
+// "volumes"): an empty Name asks for a new anonymous volume.
+type NamedVolume struct {
+	Name        string   `json:"Name"`
+	Dest        string   `json:"Dest"`
+	Options     []string `json:"Options,omitempty"`
+	IsAnonymous bool     `json:"IsAnonymous,omitempty"`
+}
+
+// Volumes is the volume domain of the engine.
+type Volumes interface {
+	// Create creates a volume; ErrNameInUse when the name is taken.
+	Create(ctx context.Context, opts VolumeCreateOptions) (*Volume, error)
+	// Inspect returns a volume; ErrNoSuchVolume when there is none.
+	Inspect(ctx context.Context, name string) (*Volume, error)
+	// List returns the volumes matching filters (name, label, driver, dangling).
+	List(ctx context.Context, filters map[string][]string) ([]*Volume, error)
+	// Remove removes a volume; one used by containers only with force,
+	// which removes those containers first (ErrVolumeInUse otherwise).
+	Remove(ctx context.Context, name string, force bool) error
+	// Prune removes every volume no container uses that matches filters
+	// (label, label!, until).
+	Prune(ctx context.Context, filters map[string][]string) ([]PruneReport, error)
+	// MarkCopiedUp clears a volume's NeedsCopyUp once it got its content.
+	MarkCopiedUp(ctx context.Context, name string) error
+}
+
+// VolumeUsers is what the volume backend needs from the container backend.
+type VolumeUsers interface {
+	// ContainersUsingVolume returns the IDs of the containers that mount the volume.
+	ContainersUsingVolume(ctx context.Context, name string) ([]string, error)
+	// RemoveContainer stops and removes a container.
+	RemoveContainer(ctx context.Context, containerID string) error
+}
