@@ -647,6 +647,57 @@ func testLimits(t *testing.T, e *env) {
 	}
 }
 
+// A PUT whose body is still streaming when the upload is marked for processing is
+// refused (409) and leaves the file as it was, even when it replaces the file with one
+// of the same or a smaller size.
+func TestPutRacingMarkForProcessing(t *testing.T) {
+	for name, open := range storetest.Backends(t) {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, envOpts{open: open})
+			for _, replacement := range []string{"same", "sm", ""} {
+				id := e.create()
+				e.mustPut(id, "f", "orig")
+				pr, pw := io.Pipe()
+				req, _ := http.NewRequest("PUT", e.base+"/v1/uploads/"+id+"/files/f", pr)
+				req.Header.Set("Content-Type", "application/octet-stream")
+				req.ContentLength = int64(len(replacement))
+				if replacement == "" {
+					req.ContentLength = -1
+				}
+				done := make(chan resp, 1)
+				go func() {
+					res, err := http.DefaultClient.Do(req)
+					if err != nil {
+						done <- resp{status: -1, body: []byte(err.Error())}
+						return
+					}
+					b, _ := io.ReadAll(res.Body)
+					res.Body.Close()
+					done <- resp{res.StatusCode, res.Header, b}
+				}()
+				half := len(replacement) / 2
+				if _, err := pw.Write([]byte(replacement[:half])); err != nil && half > 0 {
+					t.Fatal(err)
+				}
+				time.Sleep(50 * time.Millisecond) // the request is past its state check
+				if r := e.do("POST", "/v1/uploads/"+id+"/markForProcessing", nil); r.status != 202 {
+					t.Fatalf("mark: %d %s", r.status, r.body)
+				}
+				_, _ = pw.Write([]byte(replacement[half:]))
+				pw.Close()
+				p := (<-done).problem(t, 409)
+				if p["state"] != "pending" {
+					t.Fatalf("replacement %q: %v", replacement, p)
+				}
+				got, err := os.ReadFile(filepath.Join(e.dataDir, "uploads", id, "files", "f"))
+				if err != nil || string(got) != "orig" {
+					t.Fatalf("replacement %q: file holds %q (%v) after the refused PUT", replacement, got, err)
+				}
+			}
+		})
+	}
+}
+
 func TestAuth(t *testing.T) {
 	e := newEnv(t, envOpts{tokens: []string{"s3cret-token", "second"}})
 	id := e.create()

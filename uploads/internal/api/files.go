@@ -165,6 +165,9 @@ func (s *Server) reserver(ctx context.Context, id uuid.UUID) files.Reserver {
 	ctx = context.WithoutCancel(ctx)
 	limits := store.Limits{MaxBytes: s.cfg.Limits.MaxUploadSize, MaxFiles: s.cfg.Limits.MaxFiles}
 	return func(c files.Change) error {
+		if c.Release {
+			return s.store.Unreserve(ctx, id, c.Bytes, c.Files)
+		}
 		return s.store.Reserve(ctx, id, c.Bytes, c.Files, limits)
 	}
 }

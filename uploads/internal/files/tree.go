@@ -42,11 +42,16 @@ func (e *LimitError) Error() string { return fmt.Sprintf("limit %s (%d) exceeded
 type Change struct {
 	Bytes int64 // bytes added (negative: freed)
 	Files int   // regular files added (negative: removed)
+	// Release marks a change that has already happened on disk (files deleted) or that
+	// undoes a booking: it only updates the books and must not be refused.
+	Release bool
 }
 
 // Reserver records a Change in the upload's usage or refuses it (for example with a
 // *LimitError or because the upload left the open state). Tree calls it while it holds
-// the upload's lock, right before a write becomes visible or right after a delete.
+// the upload's lock: right before a write becomes visible (also when the write does not
+// grow the upload, so that a closed upload refuses it) and before a delete (with a zero
+// Change, as the same check); after a delete or to undo a booking it passes a Release.
 type Reserver func(Change) error
 
 const (
@@ -238,7 +243,7 @@ func (t *Tree) Put(id, rel string, body io.Reader, sizeHint, maxSize int64, rese
 	if err := reserve(change); err != nil {
 		return 0, err
 	}
-	undo := func() { _ = reserve(Change{Bytes: -change.Bytes, Files: -change.Files}) }
+	undo := func() { _ = reserve(Change{Bytes: -change.Bytes, Files: -change.Files, Release: true}) }
 	if err := root.MkdirAll(path.Dir(target), 0o750); err != nil {
 		undo()
 		if errors.Is(err, fs.ErrExist) || errors.As(err, &errno) && errno == syscall.ENOTDIR {
@@ -335,9 +340,15 @@ func (t *Tree) Delete(id, rel string, reserve Reserver) error {
 	} else if fi.Mode().IsRegular() {
 		freed = Change{Bytes: -fi.Size(), Files: -1}
 	}
+	// The upload must still accept changes (it may have left the open state since the
+	// request was checked).
+	if err := reserve(Change{}); err != nil {
+		return err
+	}
 	if err := root.RemoveAll(rel); err != nil {
 		return fmt.Errorf("remove %q: %w", rel, err)
 	}
+	freed.Release = true
 	return reserve(freed)
 }
 

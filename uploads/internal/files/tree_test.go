@@ -205,6 +205,42 @@ func TestPutTruncatedBody(t *testing.T) {
 	}
 }
 
+// When the reserver refuses (the upload left the open state while the body streamed),
+// a replacing PUT keeps the old content, whatever the size change, and a delete removes
+// nothing.
+func TestRefusedChangesKeepTheTree(t *testing.T) {
+	tr := newTree(t)
+	u := &usage{}
+	if _, err := tr.Put(testID, "d/f", strings.NewReader("original"), -1, 100, u.reserve); err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("upload is pending")
+	var seen []Change
+	closed := func(c Change) error {
+		seen = append(seen, c)
+		if c.Release {
+			return u.reserve(c)
+		}
+		return refused
+	}
+	for _, body := range []string{"same-len", "short", "much longer content"} {
+		if _, err := tr.Put(testID, "d/f", strings.NewReader(body), -1, 100, closed); !errors.Is(err, refused) {
+			t.Fatalf("replace with %q = %v, want the refusal", body, err)
+		}
+	}
+	for _, p := range []string{"d/f", "d"} {
+		if err := tr.Delete(testID, p, closed); !errors.Is(err, refused) {
+			t.Fatalf("delete %s = %v, want the refusal", p, err)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(tr.Dir(testID), "d/f")); string(got) != "original" {
+		t.Fatalf("content %q after refused changes", got)
+	}
+	if u.bytes != 8 || u.files != 1 || len(tmpEntries(t, tr)) != 0 {
+		t.Fatalf("usage %d bytes %d files, %d temporaries; changes seen %v", u.bytes, u.files, len(tmpEntries(t, tr)), seen)
+	}
+}
+
 // cutReader fails with err at once.
 type cutReader struct{ err error }
 

@@ -197,14 +197,15 @@ func (s *sqlStore) MarkForProcessing(ctx context.Context, id uuid.UUID) (Upload,
 	return u, nil
 }
 
-func (s *sqlStore) Reserve(ctx context.Context, id uuid.UUID, bytes int64, files int, limits Limits) error {
-	if bytes <= 0 && files <= 0 {
-		_, err := s.wdb.ExecContext(ctx, s.q(`UPDATE uploads SET bytes_used = bytes_used + ?, file_count = file_count + ? WHERE id = ?`), bytes, files, id.String())
-		if err != nil {
-			return fmt.Errorf("release usage of %s: %w", id, err)
-		}
-		return nil
+func (s *sqlStore) Unreserve(ctx context.Context, id uuid.UUID, bytes int64, files int) error {
+	_, err := s.wdb.ExecContext(ctx, s.q(`UPDATE uploads SET bytes_used = bytes_used + ?, file_count = file_count + ? WHERE id = ?`), bytes, files, id.String())
+	if err != nil {
+		return fmt.Errorf("release usage of %s: %w", id, err)
 	}
+	return nil
+}
+
+func (s *sqlStore) Reserve(ctx context.Context, id uuid.UUID, bytes int64, files int, limits Limits) error {
 	// The limits are cast: compared with a literal, PostgreSQL would take them as int4 and
 	// refuse any limit beyond 2 GiB.
 	res, err := s.wdb.ExecContext(ctx, s.q(`UPDATE uploads SET bytes_used = bytes_used + ?, file_count = file_count + ?, updated_at = ?
@@ -227,7 +228,10 @@ func (s *sqlStore) Reserve(ctx context.Context, id uuid.UUID, bytes int64, files
 	if limits.MaxBytes > 0 && u.Bytes+bytes > limits.MaxBytes {
 		return &LimitError{Limit: "maxUploadSize", Max: limits.MaxBytes}
 	}
-	return &LimitError{Limit: "maxFiles", Max: int64(limits.MaxFiles)}
+	if limits.MaxFiles > 0 && u.Files+files > limits.MaxFiles {
+		return &LimitError{Limit: "maxFiles", Max: int64(limits.MaxFiles)}
+	}
+	return fmt.Errorf("reserve usage of %s: state changed concurrently", id)
 }
 
 func (s *sqlStore) Errors(ctx context.Context, id uuid.UUID, limit, offset int) ([]FileError, int, error) {

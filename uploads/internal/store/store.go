@@ -111,8 +111,13 @@ type Store interface {
 	// MarkForProcessing moves an open upload to pending.
 	MarkForProcessing(ctx context.Context, id uuid.UUID) (Upload, error)
 	// Reserve adds a usage change to an open upload, refusing growth beyond limits with a
-	// *LimitError. Shrinking always succeeds.
+	// *LimitError, and any change (even a shrinking or zero one) with a *StateError when
+	// the upload is no longer open: a write books its change right before it becomes
+	// visible, so a closed upload's files stay as they are.
 	Reserve(ctx context.Context, id uuid.UUID, bytes int64, files int, limits Limits) error
+	// Unreserve books a change that has already happened (files deleted) or undoes a
+	// reservation, in any state.
+	Unreserve(ctx context.Context, id uuid.UUID, bytes int64, files int) error
 	// Errors returns one page of the error entries of a processing or done upload.
 	Errors(ctx context.Context, id uuid.UUID, limit, offset int) ([]FileError, int, error)
 	// CountByStatus and TotalBytes feed the metrics.

@@ -20,6 +20,7 @@ func TestStore(t *testing.T) {
 			t.Run("ListPaging", func(t *testing.T) { testListPaging(t, open(t)) })
 			t.Run("Reserve", func(t *testing.T) { testReserve(t, open(t)) })
 			t.Run("ReserveLargeLimits", func(t *testing.T) { testReserveLargeLimits(t, open(t)) })
+			t.Run("ReserveNeedsOpen", func(t *testing.T) { testReserveNeedsOpen(t, open(t)) })
 			t.Run("ClaimOnce", func(t *testing.T) { testClaimOnce(t, open(t)) })
 			t.Run("LeaseAndRelease", func(t *testing.T) { testLeaseAndRelease(t, open(t)) })
 		})
@@ -234,6 +235,34 @@ func testReserveLargeLimits(t *testing.T, s store.Store) {
 	got, _ := s.Get(ctx, u.ID)
 	if got.Bytes != 5<<30+2 || got.Files != 3 {
 		t.Fatalf("usage %d bytes %d files", got.Bytes, got.Files)
+	}
+}
+
+// testReserveNeedsOpen: once an upload left open, no write may be booked, not even one
+// that shrinks it (a file replaced by a smaller one); Unreserve still books a freeing.
+func testReserveNeedsOpen(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	u, _ := s.Create(ctx)
+	lim := store.Limits{MaxBytes: 100, MaxFiles: 3}
+	if err := s.Reserve(ctx, u.ID, 50, 2, lim); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MarkForProcessing(ctx, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		bytes int64
+		files int
+	}{{0, 0}, {-10, 0}, {-10, -1}} {
+		if err := s.Reserve(ctx, u.ID, c.bytes, c.files, lim); !errors.Is(err, store.ErrState) {
+			t.Fatalf("reserve %+v on a pending upload = %v, want ErrState", c, err)
+		}
+	}
+	if err := s.Unreserve(ctx, u.ID, -20, -1); err != nil {
+		t.Fatalf("release on a pending upload: %v", err)
+	}
+	if got, _ := s.Get(ctx, u.ID); got.Bytes != 30 || got.Files != 1 {
+		t.Fatalf("usage %d bytes %d files, want 30, 1", got.Bytes, got.Files)
 	}
 }
 
