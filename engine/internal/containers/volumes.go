@@ -113,8 +113,9 @@ func (m *Manager) resolveVolumes(ctx context.Context, spec *core.ContainerSpec, 
 				}
 			}
 			if err != nil {
-				if errors.Is(err, core.ErrInvalidArgument) {
-					return nil, created, core.InvalidArgument(fmt.Sprintf("volumes[%d].Name", i), err)
+				var fe *core.FieldError
+				if errors.As(err, &fe) {
+					return nil, created, core.InvalidArgument(fmt.Sprintf("volumes[%d].Name", i), fe.Err)
 				}
 				return nil, created, err
 			}

@@ -1,0 +1,251 @@
+package containers_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/engine/testimage"
+)
+
+type volumeJSON struct {
+	Name        string
+	Driver      string
+	Mountpoint  string
+	Labels      map[string]string
+	Scope       string
+	Options     map[string]string
+	UID         int
+	Anonymous   bool
+	NeedsCopyUp bool
+}
+
+func (te *testEngine) volumes(filters string) []volumeJSON {
+	te.t.Helper()
+	path := "/volumes/json"
+	if filters != "" {
+		path += "?filters=" + url.QueryEscape(filters)
+	}
+	var out []volumeJSON
+	if err := json.Unmarshal(te.must(http.StatusOK, "GET", path, nil), &out); err != nil {
+		te.t.Fatal(err)
+	}
+	return out
+}
+
+func volumeNames(vs []volumeJSON) []string {
+	out := []string{}
+	for _, v := range vs {
+		out = append(out, v.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestVolumeAPI(t *testing.T) {
+	te := startEngine(t)
+	var v volumeJSON
+	json.Unmarshal(te.must(http.StatusCreated, "POST", "/volumes/create",
+		map[string]any{"Name": "data", "Labels": map[string]string{"app": "web"}, "Options": map[string]string{"UID": "1000"}}), &v)
+	if v.Name != "data" || v.Driver != "local" || v.Scope != "local" || v.Labels["app"] != "web" || v.UID != 1000 || !v.NeedsCopyUp {
+		t.Fatalf("created volume: %+v", v)
+	}
+	fi, err := os.Stat(v.Mountpoint)
+	if err != nil || !fi.IsDir() || filepath.Base(v.Mountpoint) != "_data" {
+		t.Fatalf("mountpoint %s: %v", v.Mountpoint, err)
+	}
+	var anon volumeJSON
+	json.Unmarshal(te.must(http.StatusCreated, "POST", "/volumes/create", ""), &anon)
+	if len(anon.Name) != 64 {
+		t.Fatalf("unnamed volume got name %q", anon.Name)
+	}
+	te.must(http.StatusNoContent, "GET", "/volumes/data/exists", nil)
+	te.must(http.StatusNotFound, "GET", "/volumes/nope/exists", nil)
+	te.must(http.StatusOK, "GET", "/volumes/data/json", nil)
+	te.must(http.StatusNotFound, "GET", "/volumes/nope/json", nil)
+	te.must(http.StatusNotFound, "DELETE", "/volumes/nope", nil)
+
+	// Bad input: nothing is created.
+	te.must(http.StatusConflict, "POST", "/volumes/create", map[string]any{"Name": "data"})
+	te.must(http.StatusBadRequest, "POST", "/volumes/create", map[string]any{"Name": "../x"})
+	te.must(http.StatusBadRequest, "POST", "/volumes/create", map[string]any{"Name": "x", "Driver": "nfs"})
+	te.must(http.StatusBadRequest, "POST", "/volumes/create", map[string]any{"Name": "x", "Options": map[string]string{"device": "/dev/sda"}})
+	te.must(http.StatusBadRequest, "POST", "/volumes/create", "{not json")
+	te.must(http.StatusBadRequest, "GET", "/volumes/json?filters="+url.QueryEscape(`{"colour":["red"]}`), nil)
+	te.must(http.StatusBadRequest, "GET", "/volumes/json?filters="+url.QueryEscape(`{"dangling":["maybe"]}`), nil)
+	te.must(http.StatusBadRequest, "POST", "/volumes/prune?filters="+url.QueryEscape(`{"name":["data"]}`), nil)
+	if got := volumeNames(te.volumes("")); len(got) != 2 || !slices.Contains(got, "data") {
+		t.Fatalf("volumes after bad requests: %v", got)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(te.root, "volumes")); len(entries) != 2 {
+		t.Fatalf("volume directories: %v", entries)
+	}
+
+	if got := volumeNames(te.volumes(`{"label":["app=web"]}`)); !slices.Equal(got, []string{"data"}) {
+		t.Fatalf("label filter: %v", got)
+	}
+	if got := volumeNames(te.volumes(`{"name":["data"],"driver":["local"]}`)); !slices.Equal(got, []string{"data"}) {
+		t.Fatalf("name filter: %v", got)
+	}
+	if got := te.volumes(`{"label":["app=db"]}`); len(got) != 0 {
+		t.Fatalf("label filter matched %v", got)
+	}
+
+	// Prune keeps what a container uses and honours label filters.
+	id := te.create(map[string]any{"command": []string{"true"}, "volumes": []map[string]any{{"Name": "data", "Dest": "/data"}}})
+	if got := volumeNames(te.volumes(`{"dangling":["true"]}`)); !slices.Equal(got, []string{anon.Name}) {
+		t.Fatalf("dangling: %v", got)
+	}
+	var reports []struct {
+		ID   string `json:"Id"`
+		Size uint64
+	}
+	json.Unmarshal(te.must(http.StatusOK, "POST", "/volumes/prune?filters="+url.QueryEscape(`{"label":["app=web"]}`), nil), &reports)
+	if len(reports) != 0 {
+		t.Fatalf("prune with label removed %+v", reports)
+	}
+	json.Unmarshal(te.must(http.StatusOK, "POST", "/volumes/prune", nil), &reports)
+	if len(reports) != 1 || reports[0].ID != anon.Name {
+		t.Fatalf("prune: %+v", reports)
+	}
+	if _, err := os.Stat(anon.Mountpoint); !os.IsNotExist(err) {
+		t.Fatalf("pruned volume's directory: %v", err)
+	}
+	te.must(http.StatusConflict, "DELETE", "/volumes/data", nil)
+	te.must(http.StatusNoContent, "DELETE", "/volumes/data?force=true", nil)
+	te.must(http.StatusNotFound, "GET", "/containers/"+id+"/json", nil)
+	if _, err := os.Stat(v.Mountpoint); !os.IsNotExist(err) {
+		t.Fatalf("removed volume's directory: %v", err)
+	}
+}
+
+func TestVolumesInContainers(t *testing.T) {
+	te := startEngine(t)
+	code, out := te.run(map[string]any{
+		"command": []string{"sh", "-c", "echo shared > /data/f"},
+		"volumes": []map[string]any{{"Name": "shared", "Dest": "/data"}},
+	})
+	if code != 0 {
+		t.Fatalf("writer: %d %v", code, out)
+	}
+	code, out = te.run(map[string]any{
+		"command": []string{"cat", "/mnt/f"},
+		"volumes": []map[string]any{{"Name": "shared", "Dest": "/mnt", "Options": []string{"ro"}}},
+	})
+	if code != 0 || !slices.Equal(out, []string{"shared"}) {
+		t.Fatalf("reader: %d %v", code, out)
+	}
+	code, out = te.run(map[string]any{
+		"command": []string{"sh", "-c", "echo x > /mnt/g"},
+		"volumes": []map[string]any{{"Name": "shared", "Dest": "/mnt", "Options": []string{"ro"}}},
+	})
+	if code == 0 {
+		t.Fatalf("write to a read-only volume succeeded: %v", out)
+	}
+
+	// An image volume becomes an anonymous volume holding the image's content.
+	var buf bytes.Buffer
+	img := testimage.Busybox("localhost/seeded:latest", "sh")
+	img.Config.Volumes = []string{"/seeded"}
+	img.Layers = append(img.Layers, testimage.Layer{Files: []testimage.File{
+		{Path: "seeded", Dir: true}, {Path: "seeded/hello", Data: []byte("from the image\n")},
+	}})
+	if err := testimage.DockerArchive(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	te.must(http.StatusOK, "POST", "/images/load", &buf)
+	id := te.create(map[string]any{
+		"image":   "localhost/seeded:latest",
+		"command": []string{"sh", "-c", "cat /seeded/hello; echo local > /anon/a"},
+		"volumes": []map[string]any{{"Name": "", "Dest": "/anon"}},
+	})
+	var insp struct {
+		Mounts []struct {
+			Type, Name, Source, Destination, Driver string
+			RW                                      bool
+		}
+	}
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &insp)
+	var anon []string
+	for _, m := range insp.Mounts {
+		if m.Type != "volume" || m.Driver != "local" || len(m.Name) != 64 || !m.RW {
+			t.Fatalf("mount %+v", m)
+		}
+		anon = append(anon, m.Name)
+	}
+	if len(anon) != 2 {
+		t.Fatalf("mounts: %+v", insp.Mounts)
+	}
+	for _, v := range te.volumes(`{"anonymous":["true"]}`) {
+		if !slices.Contains(anon, v.Name) || v.NeedsCopyUp {
+			t.Fatalf("anonymous volume %+v", v)
+		}
+	}
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	if code := te.wait(id); code != 0 {
+		t.Fatalf("exit %d: %v", code, te.logLines(id))
+	}
+	if out := te.logLines(id); !slices.Equal(out, []string{"from the image"}) {
+		t.Fatalf("image content in the volume: %v", out)
+	}
+	te.must(http.StatusConflict, "DELETE", "/volumes/"+anon[0], nil)
+	// rm -v removes the anonymous volumes, not the named one.
+	te.must(http.StatusOK, "DELETE", "/containers/"+id+"?v=true", nil)
+	if got := volumeNames(te.volumes("")); !slices.Equal(got, []string{"shared"}) {
+		t.Fatalf("volumes after rm -v: %v", got)
+	}
+
+	// --rm removes the anonymous volumes with the container.
+	id = te.create(map[string]any{"command": []string{"true"}, "remove": true,
+		"volumes": []map[string]any{{"Dest": "/scratch"}}})
+	if n := len(te.volumes("")); n != 2 {
+		t.Fatalf("%d volumes with the --rm container", n)
+	}
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.wait(id)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && len(te.volumes("")) != 1; {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := volumeNames(te.volumes("")); !slices.Equal(got, []string{"shared"}) {
+		t.Fatalf("volumes after --rm: %v", got)
+	}
+
+	// Without -v the anonymous volume stays; container prune removes it.
+	id = te.create(map[string]any{"command": []string{"true"}, "volumes": []map[string]any{{"Dest": "/keep"}}})
+	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+	if n := len(te.volumes("")); n != 2 {
+		t.Fatalf("rm without -v left %d volumes", n)
+	}
+	for _, v := range te.volumes(`{"anonymous":["true"]}`) {
+		te.must(http.StatusNoContent, "DELETE", "/volumes/"+v.Name, nil)
+	}
+	te.create(map[string]any{"command": []string{"true"}, "volumes": []map[string]any{{"Dest": "/keep"}}})
+	te.must(http.StatusOK, "POST", "/containers/prune", nil)
+	if got := volumeNames(te.volumes("")); !slices.Equal(got, []string{"shared"}) {
+		t.Fatalf("volumes after container prune: %v", got)
+	}
+
+	// Bad volume specs: 400 and nothing created.
+	for _, vols := range []string{
+		`[{"Name":"x","Dest":"relative"}]`,
+		`[{"Name":"x","Dest":"/"}]`,
+		`[{"Name":"bad/name","Dest":"/a"}]`,
+		`[{"Name":"a","Dest":"/a"},{"Name":"b","Dest":"/a"}]`,
+		`[{"Name":"x","Dest":"/a","Options":["bogus"]}]`,
+	} {
+		status, body := te.do("POST", "/containers/create", `{"image":"busybox","volumes":`+vols+`}`)
+		if status != http.StatusBadRequest || !strings.Contains(string(body), "volumes") && !strings.Contains(string(body), "mounts") {
+			t.Fatalf("volumes %s: %d %s", vols, status, body)
+		}
+	}
+	if got := volumeNames(te.volumes("")); !slices.Equal(got, []string{"shared"}) {
+		t.Fatalf("volumes after bad creates: %v", got)
+	}
+}
