@@ -9,8 +9,8 @@ import (
 	"slices"
 	"sort"
 
-	securejoin "github.com/cyphar/filepath-securejoin"
 	"github.com/containers/storage/pkg/archive"
+	securejoin "github.com/cyphar/filepath-securejoin"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth-project/berth/engine/internal/core"
