@@ -158,6 +158,13 @@ func (w *Worker) ProcessOne(ctx context.Context) (worked bool, err error) {
 }
 
 func (w *Worker) process(ctx context.Context, log *slog.Logger, u store.Upload) (done bool, err error) {
+	defer func() {
+		if err != nil && ctx.Err() != nil && !errors.Is(err, store.ErrLostClaim) {
+			// Stopped in the middle of a store call (counting, recording a file): hand
+			// the upload back at once all the same, rather than leave it to the lease.
+			err = w.handBack(ctx, u.ID)
+		}
+	}()
 	id := u.ID.String()
 	files, err := w.tree.Walk(id)
 	if err != nil {
@@ -182,9 +189,7 @@ func (w *Worker) process(ctx context.Context, log *slog.Logger, u store.Upload) 
 		if ctx.Err() != nil {
 			// Shutting down: hand the upload back at once; the unfinished file is
 			// deployed again when processing resumes.
-			releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			return false, w.store.Release(releaseCtx, u.ID, w.owner, time.Now())
+			return false, w.handBack(ctx, u.ID)
 		}
 		if errors.Is(deployErr, ErrUnavailable) {
 			delay := w.backoff(u.Attempts)
@@ -207,6 +212,14 @@ func (w *Worker) process(ctx context.Context, log *slog.Logger, u store.Upload) 
 	}
 	log.Info("processing done", "files", len(files))
 	return true, nil
+}
+
+// handBack releases the claim on upload id for another worker to resume now; it runs
+// even though ctx, the worker's, is already canceled.
+func (w *Worker) handBack(ctx context.Context, id uuid.UUID) error {
+	releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return w.store.Release(releaseCtx, id, w.owner, time.Now())
 }
 
 // deploy runs the deployer while renewing the claim, so a slow deployment does not lose

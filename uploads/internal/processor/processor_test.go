@@ -117,6 +117,7 @@ func TestProcessor(t *testing.T) {
 			}
 			t.Run("UnsupportedEverything", func(t *testing.T) { testUnsupported(t, mk(t)) })
 			t.Run("RestartMidway", func(t *testing.T) { testRestart(t, mk(t)) })
+			t.Run("StopWhileRecording", func(t *testing.T) { testStopWhileRecording(t, mk(t)) })
 			t.Run("CrashResume", func(t *testing.T) { testCrashResume(t, mk(t)) })
 			t.Run("Unavailable", func(t *testing.T) { testUnavailable(t, mk(t)) })
 			t.Run("ReplicasNeverShare", func(t *testing.T) { testReplicas(t, mk(t)) })
@@ -202,6 +203,44 @@ func testRestart(t *testing.T, f fixture) {
 	}
 	if errs := errorsOf(t, f.st, id); len(errs) != 1 || errs[0] != (store.FileError{File: "1", Message: "engine said no"}) {
 		t.Fatalf("errors = %v", errs)
+	}
+}
+
+// cancelingStore stops the worker (cancels its context) while it records file number
+// at, as a SIGTERM arriving during the database write would.
+type cancelingStore struct {
+	store.Store
+	at     int
+	cancel context.CancelFunc
+}
+
+func (c *cancelingStore) RecordFile(ctx context.Context, id uuid.UUID, owner string, index int, entry *store.FileError, lease time.Duration) error {
+	if index == c.at {
+		c.cancel()
+	}
+	return c.Store.RecordFile(ctx, id, owner, index, entry, lease)
+}
+
+// A worker stopped while it records a file (not only while it deploys one) also hands
+// the upload back at once: another worker resumes it without waiting for the lease.
+func testStopWhileRecording(t *testing.T, f fixture) {
+	id := newUpload(t, f, "1", "2", "3", "4")
+	ctx, cancel := context.WithCancel(context.Background())
+	cs := &cancelingStore{Store: f.st, at: 1, cancel: cancel}
+	w1 := processor.New(quiet, cs, f.tree, &recorder{}, processor.Config{PollInterval: 10 * time.Millisecond, Lease: time.Hour})
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w1.Run(ctx) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("worker did not stop")
+	}
+	mid, _ := f.st.Get(context.Background(), id)
+	if mid.Status != store.StatusProcessing {
+		t.Fatalf("after stop: %+v", mid)
+	}
+	if _, ok, err := f.st.Claim(context.Background(), "next-worker", time.Minute); err != nil || !ok {
+		t.Fatalf("upload not handed back on stop: claim = %v, %v", ok, err)
 	}
 }
 
