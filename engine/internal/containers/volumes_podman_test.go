@@ -120,4 +120,8 @@ func TestPodmanRemoteVolumes(t *testing.T) {
 	if got := lines(must("volume", "ls", "-q")); len(got) != 0 {
 		t.Fatalf("volumes after prune: %v", got)
 	}
+	evs := strings.Split(strings.TrimSpace(must("events", "--stream=false", "--filter", "volume=p1", "--format", "{{.Type}} {{.Status}} {{.Name}}")), "\n")
+	if len(evs) != 2 || evs[0] != "volume create p1" || evs[1] != "volume remove p1" {
+		t.Fatalf("volume events: %q", evs)
+	}
 }

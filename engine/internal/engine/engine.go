@@ -90,6 +90,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		e.Close()
 		return nil, err
 	}
+	ctrs.volumes.SetEventSink(e.streams.events.VolumeEvent)
 
 	sys := system.New(images, system.Config{
 		Listen:     cfg.Listen,

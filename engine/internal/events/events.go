@@ -303,3 +303,11 @@ func (b *Bus) HealthEvent(ctx context.Context, c *core.Container, status string)
 		b.logger.Error("recording health event", "container", c.ID, "err", err)
 	}
 }
+
+// VolumeEvent records that a volume was created or removed.
+func (b *Bus) VolumeEvent(ctx context.Context, action, name string) {
+	e := Event{Type: TypeVolume, Status: action, ID: name, Name: name, Time: time.Now(), Attributes: map[string]string{}}
+	if err := b.Publish(ctx, e); err != nil {
+		b.logger.Error("recording volume event", "volume", name, "event", action, "err", err)
+	}
+}

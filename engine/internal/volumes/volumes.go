@@ -36,8 +36,9 @@ type Store struct {
 
 	// mu serialises changes (create, remove, prune) so that a name check and
 	// its write cannot interleave with another change.
-	mu    sync.Mutex
-	users core.VolumeUsers
+	mu     sync.Mutex
+	users  core.VolumeUsers
+	events func(ctx context.Context, action, name string)
 }
 
 var _ core.Volumes = (*Store)(nil)
@@ -79,6 +80,21 @@ func (s *Store) SetUsers(u core.VolumeUsers) {
 	s.mu.Lock()
 	s.users = u
 	s.mu.Unlock()
+}
+
+// SetEventSink sets what is called after a volume is created ("create") or
+// removed ("remove").
+func (s *Store) SetEventSink(fn func(ctx context.Context, action, name string)) {
+	s.mu.Lock()
+	s.events = fn
+	s.mu.Unlock()
+}
+
+// emit reports an event; s.mu must be held.
+func (s *Store) emit(ctx context.Context, action, name string) {
+	if s.events != nil {
+		s.events(ctx, action, name)
+	}
 }
 
 var validName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
@@ -167,6 +183,7 @@ func (s *Store) Create(ctx context.Context, o core.VolumeCreateOptions) (*core.V
 		}
 		return nil, err
 	}
+	s.emit(ctx, "create", name)
 	return v, nil
 }
 
@@ -316,6 +333,7 @@ func (s *Store) removeLocked(ctx context.Context, name string) error {
 	if err := os.RemoveAll(filepath.Join(s.root, name)); err != nil {
 		s.logger.Warn("delete volume directory", "volume", name, "err", err)
 	}
+	s.emit(ctx, "remove", name)
 	return nil
 }
 
