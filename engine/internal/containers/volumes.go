@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/containers/storage/pkg/archive"
 	securejoin "github.com/cyphar/filepath-securejoin"
@@ -61,6 +62,9 @@ func (m *Manager) resolveVolumes(ctx context.Context, spec *core.ContainerSpec, 
 		}
 		taken[dest] = true
 		wants[i].Dest = dest
+	}
+	if err := m.volumesFrom(spec, &wants, taken); err != nil {
+		return nil, nil, err
 	}
 	if img != nil && spec.ImageVolumeMode != "ignore" {
 		dests := make([]string, 0, len(img.Config.Config.Volumes))
@@ -126,6 +130,61 @@ func (m *Manager) resolveVolumes(ctx context.Context, spec *core.ContainerSpec, 
 		})
 	}
 	return out, created, nil
+}
+
+// volumesFrom adds the volumes and bind mounts of the containers named in
+// spec.VolumesFrom, with their options (ro or rw replace the original's).
+func (m *Manager) volumesFrom(spec *core.ContainerSpec, wants *[]core.NamedVolume, taken map[string]bool) error {
+	for i, from := range spec.VolumesFrom {
+		field := fmt.Sprintf("volumes_from[%d]", i)
+		name, optText, _ := strings.Cut(from, ":")
+		var mode string
+		var extra []string
+		if optText != "" {
+			for _, o := range strings.Split(optText, ",") {
+				switch o {
+				case "ro", "rw":
+					if mode != "" && mode != o {
+						return core.InvalidArgument(field, errors.New("ro and rw exclude each other"))
+					}
+					mode = o
+				case "z", "Z":
+					extra = append(extra, o)
+				default:
+					return core.InvalidArgument(field, fmt.Errorf("unknown option %q (ro, rw, z)", o))
+				}
+			}
+		}
+		e, err := m.lookup(name)
+		if err != nil {
+			return err
+		}
+		src := m.snapshot(e)
+		withMode := func(opts []string) []string {
+			out := slices.DeleteFunc(slices.Clone(opts), func(o string) bool { return mode != "" && (o == "ro" || o == "rw") })
+			if mode != "" {
+				out = append(out, mode)
+			}
+			return append(out, extra...)
+		}
+		for _, v := range src.Volumes {
+			if taken[v.Dest] {
+				continue
+			}
+			taken[v.Dest] = true
+			*wants = append(*wants, core.NamedVolume{Name: v.Name, Dest: v.Dest, Options: withMode(v.Options)})
+		}
+		for _, mt := range src.Spec.Mounts {
+			dest := filepath.Clean(mt.Destination)
+			if (mt.Type != "bind" && mt.Type != "") || taken[dest] {
+				continue
+			}
+			taken[dest] = true
+			mt.Options = withMode(mt.Options)
+			spec.Mounts = append(spec.Mounts, mt)
+		}
+	}
+	return nil
 }
 
 // dropVolumes removes volumes a failed create made.

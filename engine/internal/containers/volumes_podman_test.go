@@ -91,6 +91,9 @@ func TestPodmanRemoteVolumes(t *testing.T) {
 	if out := must("run", "--rm", "-v", "myvol:/data", "busybox", "cat", "/data/f"); strings.TrimSpace(out) != "persisted" {
 		t.Fatalf("reader: %q", out)
 	}
+	if out := must("run", "--rm", "--volumes-from", "writer:ro", "busybox", "cat", "/data/f"); strings.TrimSpace(out) != "persisted" {
+		t.Fatalf("--volumes-from: %q", out)
+	}
 	if _, err := podman("volume", "rm", "myvol"); err == nil {
 		t.Fatal("removing a volume in use succeeded")
 	}

@@ -232,6 +232,22 @@ func TestVolumesInContainers(t *testing.T) {
 		t.Fatalf("volumes after container prune: %v", got)
 	}
 
+	// volumes_from shares another container's volumes, here read-only.
+	src := te.create(map[string]any{"command": []string{"true"},
+		"volumes": []map[string]any{{"Name": "shared", "Dest": "/data"}, {"Dest": "/anon"}}})
+	code, out = te.run(map[string]any{"command": []string{"sh", "-c", "cat /data/f; ls /anon && touch /anon/x"},
+		"volumes_from": []string{src + ":ro"}})
+	if code == 0 || len(out) == 0 || out[0] != "shared" {
+		t.Fatalf("volumes_from ro: %d %v", code, out)
+	}
+	code, out = te.run(map[string]any{"command": []string{"touch", "/anon/x"}, "volumes_from": []string{src}})
+	if code != 0 {
+		t.Fatalf("volumes_from rw: %d %v", code, out)
+	}
+	te.must(http.StatusNotFound, "POST", "/containers/create", map[string]any{"image": "busybox", "volumes_from": []string{"nope"}})
+	te.must(http.StatusBadRequest, "POST", "/containers/create", map[string]any{"image": "busybox", "volumes_from": []string{src + ":ro,rw"}})
+	te.must(http.StatusOK, "DELETE", "/containers/"+src+"?v=true", nil)
+
 	// Bad volume specs: 400 and nothing created.
 	for _, vols := range []string{
 		`[{"Name":"x","Dest":"relative"}]`,

@@ -86,27 +86,30 @@ type ContainerSpec struct {
 	// anonymous volume. ImageVolumeMode says what to do with the image's
 	// volumes: "anonymous" (or "bind", or empty) mounts an anonymous volume
 	// on each, "tmpfs" a tmpfs, "ignore" nothing.
-	Volumes         []NamedVolume         `json:"volumes,omitempty"`
-	ImageVolumeMode string                `json:"image_volume_mode,omitempty"`
-	Privileged      bool                  `json:"privileged,omitempty"`
-	CapAdd          []string              `json:"cap_add,omitempty"`
-	CapDrop         []string              `json:"cap_drop,omitempty"`
-	ReadOnly        bool                  `json:"read_only_filesystem,omitempty"`
-	NoNewPrivs      bool                  `json:"no_new_privileges,omitempty"`
-	Umask           string                `json:"umask,omitempty"`
-	ShmSize         *int64                `json:"shm_size,omitempty"`
-	NetNS           Namespace             `json:"netns,omitempty"`
-	PidNS           Namespace             `json:"pidns,omitempty"`
-	DNSServers      []string              `json:"dns_server,omitempty"`
-	DNSSearch       []string              `json:"dns_search,omitempty"`
-	DNSOptions      []string              `json:"dns_option,omitempty"`
-	HostAdd         []string              `json:"hostadd,omitempty"`
-	Resources       *specs.LinuxResources `json:"resource_limits,omitempty"`
-	Rlimits         []rlimit.Rlimit       `json:"r_limits,omitempty"`
-	OOMScoreAdj     *int                  `json:"oom_score_adj,omitempty"`
-	HealthConfig    *HealthConfig         `json:"healthconfig,omitempty"`
-	CPUPeriod       uint64                `json:"cpu_period,omitempty"`
-	CPUQuota        int64                 `json:"cpu_quota,omitempty"`
+	Volumes         []NamedVolume `json:"volumes,omitempty"`
+	ImageVolumeMode string        `json:"image_volume_mode,omitempty"`
+	// VolumesFrom names containers ("name[:ro|rw|z,...]") whose volumes and
+	// bind mounts this container mounts too.
+	VolumesFrom  []string              `json:"volumes_from,omitempty"`
+	Privileged   bool                  `json:"privileged,omitempty"`
+	CapAdd       []string              `json:"cap_add,omitempty"`
+	CapDrop      []string              `json:"cap_drop,omitempty"`
+	ReadOnly     bool                  `json:"read_only_filesystem,omitempty"`
+	NoNewPrivs   bool                  `json:"no_new_privileges,omitempty"`
+	Umask        string                `json:"umask,omitempty"`
+	ShmSize      *int64                `json:"shm_size,omitempty"`
+	NetNS        Namespace             `json:"netns,omitempty"`
+	PidNS        Namespace             `json:"pidns,omitempty"`
+	DNSServers   []string              `json:"dns_server,omitempty"`
+	DNSSearch    []string              `json:"dns_search,omitempty"`
+	DNSOptions   []string              `json:"dns_option,omitempty"`
+	HostAdd      []string              `json:"hostadd,omitempty"`
+	Resources    *specs.LinuxResources `json:"resource_limits,omitempty"`
+	Rlimits      []rlimit.Rlimit       `json:"r_limits,omitempty"`
+	OOMScoreAdj  *int                  `json:"oom_score_adj,omitempty"`
+	HealthConfig *HealthConfig         `json:"healthconfig,omitempty"`
+	CPUPeriod    uint64                `json:"cpu_period,omitempty"`
+	CPUQuota     int64                 `json:"cpu_quota,omitempty"`
 }
 
 // Container is the engine's record of one container. It is a snapshot: the
