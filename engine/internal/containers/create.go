@@ -81,13 +81,14 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 			m.store.DeleteContainer(sc.ID)
 		}
 	}()
-	vols, createdVols, err := m.resolveVolumes(ctx, &spec, img)
+	defer m.releaseVolumes(id)
+	vols, createdVols, err := m.resolveVolumes(ctx, id, &spec, img)
 	if err != nil {
 		return "", nil, err
 	}
 	defer func() {
 		if !ok {
-			m.dropVolumes(ctx, createdVols)
+			m.dropVolumes(ctx, id, createdVols)
 		}
 	}()
 	bundle, static, err := m.containerDirs(id)

@@ -103,6 +103,9 @@ type Manager struct {
 	byID    map[string]*entry
 	byName  map[string]*entry
 	removed map[string]removedExit
+	// creating maps a volume name to the containers being created with it,
+	// so that a volume removal or prune cannot take it from under them.
+	creating map[string][]string
 
 	hooksMu sync.RWMutex
 	hooks   map[int]core.ContainerHook
@@ -146,8 +149,9 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		images: o.Images, volumes: o.Volumes, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
 		host: host, cgroupParent: o.CgroupParent, hostResolv: resolv,
 		byID: map[string]*entry{}, byName: map[string]*entry{}, removed: map[string]removedExit{},
-		hooks: map[int]core.ContainerHook{},
-		ctx:   bg, cancel: cancel,
+		creating: map[string][]string{},
+		hooks:    map[int]core.ContainerHook{},
+		ctx:      bg, cancel: cancel,
 		metrics: newMetrics(),
 	}
 	recs, err := o.DB.ListContainers(ctx)

@@ -33,10 +33,10 @@ type mountedVolume struct {
 // resolveVolumes turns the request's volumes and the image's volumes into
 // mounted volumes, creating anonymous volumes and named ones that do not
 // exist yet. created lists the volumes it created (to undo on failure).
-func (m *Manager) resolveVolumes(ctx context.Context, spec *core.ContainerSpec, img *core.Image) (out []mountedVolume, created []string, err error) {
+func (m *Manager) resolveVolumes(ctx context.Context, id string, spec *core.ContainerSpec, img *core.Image) (out []mountedVolume, created []string, err error) {
 	defer func() {
 		if err != nil {
-			m.dropVolumes(ctx, created)
+			m.dropVolumes(ctx, id, created)
 			created = nil
 		}
 	}()
@@ -101,12 +101,13 @@ func (m *Manager) resolveVolumes(ctx context.Context, spec *core.ContainerSpec, 
 		}
 		var vol *core.Volume
 		if w.Name == "" {
-			vol, err = m.volumes.Create(ctx, core.VolumeCreateOptions{Anonymous: true})
+			vol, err = m.volumes.Create(ctx, core.VolumeCreateOptions{Anonymous: true, OnCreate: func(name string) { m.reserveVolume(name, id) }})
 			if err != nil {
 				return nil, created, err
 			}
 			created = append(created, vol.Name)
 		} else {
+			m.reserveVolume(w.Name, id)
 			vol, err = m.volumes.Inspect(ctx, w.Name)
 			if errors.Is(err, core.ErrNoSuchVolume) {
 				vol, err = m.volumes.Create(ctx, core.VolumeCreateOptions{Name: w.Name, Anonymous: w.IsAnonymous})
@@ -187,8 +188,9 @@ func (m *Manager) volumesFrom(spec *core.ContainerSpec, wants *[]core.NamedVolum
 	return nil
 }
 
-// dropVolumes removes volumes a failed create made.
-func (m *Manager) dropVolumes(ctx context.Context, names []string) {
+// dropVolumes removes volumes the failed create of container id made.
+func (m *Manager) dropVolumes(ctx context.Context, id string, names []string) {
+	m.releaseVolumes(id)
 	for _, n := range names {
 		if err := m.volumes.Remove(ctx, n, false); err != nil && !errors.Is(err, core.ErrNoSuchVolume) {
 			m.logger.Warn("remove volume", "volume", n, "err", err)
@@ -255,14 +257,40 @@ func (m *Manager) removeAnonymousVolumes(ctx context.Context, rec record) {
 	}
 }
 
-// ContainersUsingVolume returns the IDs of the containers mounting a volume.
+// reserveVolume counts a volume as used by a container that is being
+// created, until releaseVolumes(id).
+func (m *Manager) reserveVolume(name, id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !slices.Contains(m.creating[name], id) {
+		m.creating[name] = append(m.creating[name], id)
+	}
+}
+
+// releaseVolumes drops the reservations of a container's creation (its
+// record, once added, counts instead).
+func (m *Manager) releaseVolumes(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, ids := range m.creating {
+		ids = slices.DeleteFunc(ids, func(s string) bool { return s == id })
+		if len(ids) == 0 {
+			delete(m.creating, name)
+		} else {
+			m.creating[name] = ids
+		}
+	}
+}
+
+// ContainersUsingVolume returns the IDs of the containers mounting a volume,
+// including containers being created with it.
 func (m *Manager) ContainersUsingVolume(ctx context.Context, name string) ([]string, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	var ids []string
+	ids := slices.Clone(m.creating[name])
 	for id, e := range m.byID {
 		for _, v := range e.rec.Volumes {
-			if v.Name == name {
+			if v.Name == name && !slices.Contains(ids, id) {
 				ids = append(ids, id)
 				break
 			}

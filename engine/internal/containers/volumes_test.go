@@ -3,6 +3,7 @@ package containers_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -263,5 +264,48 @@ func TestVolumesInContainers(t *testing.T) {
 	}
 	if got := volumeNames(te.volumes("")); !slices.Equal(got, []string{"shared"}) {
 		t.Fatalf("volumes after bad creates: %v", got)
+	}
+}
+
+// TestVolumePruneRacesCreate prunes volumes while containers are created
+// with new volumes: no container may lose a volume it was given.
+func TestVolumePruneRacesCreate(t *testing.T) {
+	te := startEngine(t)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				if resp, err := te.client.Post(te.url+"/volumes/prune", "", nil); err == nil {
+					resp.Body.Close()
+				}
+			}
+		}
+	}()
+	var ids []string
+	for i := 0; i < 15; i++ {
+		ids = append(ids, te.create(map[string]any{"command": []string{"true"},
+			"volumes": []map[string]any{{"Dest": "/a"}, {"Name": fmt.Sprintf("named%d", i), "Dest": "/b"}}}))
+	}
+	close(done)
+	<-stopped
+	for _, id := range ids {
+		var insp struct {
+			Mounts []struct{ Name, Source string }
+		}
+		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &insp)
+		if len(insp.Mounts) != 2 {
+			t.Fatalf("mounts %+v", insp.Mounts)
+		}
+		for _, m := range insp.Mounts {
+			if _, err := os.Stat(m.Source); err != nil {
+				t.Fatalf("container %s lost volume %s: %v", id, m.Name, err)
+			}
+			te.must(http.StatusOK, "GET", "/volumes/"+m.Name+"/json", nil)
+		}
 	}
 }

@@ -40,6 +40,10 @@ type VolumeCreateOptions struct {
 	Labels    map[string]string `json:"Labels"`
 	Options   map[string]string `json:"Options"`
 	Anonymous bool              `json:"-"`
+	// OnCreate, when set, is called with the new volume's name before
+	// Create returns and before any other change can see the volume (the
+	// container backend reserves it for the container being created).
+	OnCreate func(name string) `json:"-"`
 }
 
 // NamedVolume is one volume a container mounts (the creation spec's

@@ -183,6 +183,9 @@ func (s *Store) Create(ctx context.Context, o core.VolumeCreateOptions) (*core.V
 		}
 		return nil, err
 	}
+	if o.OnCreate != nil {
+		o.OnCreate(name)
+	}
 	s.emit(ctx, "create", name)
 	return v, nil
 }
