@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -23,9 +24,13 @@ import (
 	"github.com/berth-project/berth/uploads/internal/store"
 )
 
-// staleTemp is how long a temporary file of a PUT may go untouched before a starting
-// service takes it for the leftover of a crash.
-const staleTemp = time.Hour
+// staleTemp is how long a temporary file of a PUT may go untouched before the service
+// takes it for the leftover of a crash; it looks for such leftovers at start and then
+// every staleTempSweep.
+const (
+	staleTemp      = time.Hour
+	staleTempSweep = 15 * time.Minute
+)
 
 // options are the command line, each flag defaulting to its environment variable.
 type options struct {
@@ -174,11 +179,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	if n, err := tree.CleanTemp(staleTemp); err != nil {
-		logger.Warn("cleaning stale temporary files failed", "err", err)
-	} else if n > 0 {
-		logger.Info("removed stale temporary files of interrupted writes", "count", n)
-	}
+	cleanTemp(tree, logger, staleTemp)
 
 	checks := map[string]server.Check{"database": st.Ping}
 	deployer, err := newDeployer(o, logger, checks)
@@ -213,6 +214,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		cleanTempEvery(workCtx, tree, logger, staleTempSweep, staleTemp)
+	}()
 	for _, w := range workers {
 		wg.Add(1)
 		go func() {
@@ -226,6 +232,31 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	stopWork()
 	wg.Wait()
 	return serveErr
+}
+
+// cleanTemp removes the temporaries of writes that a crash interrupted (untouched for
+// olderThan).
+func cleanTemp(tree *files.Tree, logger *slog.Logger, olderThan time.Duration) {
+	if n, err := tree.CleanTemp(olderThan); err != nil {
+		logger.Warn("cleaning stale temporary files failed", "err", err)
+	} else if n > 0 {
+		logger.Info("removed stale temporary files of interrupted writes", "count", n)
+	}
+}
+
+// cleanTempEvery runs cleanTemp every interval until ctx is done, so that leftovers of a
+// crash do not wait for the next restart (which may be a long way off).
+func cleanTempEvery(ctx context.Context, tree *files.Tree, logger *slog.Logger, every, olderThan time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			cleanTemp(tree, logger, olderThan)
+		}
+	}
 }
 
 // listenURL renders the bound address (the real port when :0 was asked for).
