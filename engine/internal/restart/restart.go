@@ -116,8 +116,10 @@ type Supervisor struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	pending map[string]bool // containers with a restart under way
+	mu sync.Mutex
+	// pending holds the containers with a restart under way; true when a
+	// died event came meanwhile and the container must be looked at again.
+	pending map[string]bool
 }
 
 // NewSupervisor returns a Supervisor; register its Hook with
@@ -135,24 +137,34 @@ func (s *Supervisor) Hook(_ context.Context, ev core.ContainerEvent) {
 	if ev.Type != core.EventDied {
 		return
 	}
-	// One restart at a time per container: a second died event for the
-	// same exit must not count twice.
+	// One restart at a time per container. A died event that comes while
+	// one is under way (a restarted container that exited at once, even
+	// before Start returned) makes it look again when it is done: whether
+	// that restarts the container is decided from its state then, so a
+	// duplicate event for the same exit does not count twice.
 	s.mu.Lock()
-	if s.pending[ev.ID] {
+	if _, busy := s.pending[ev.ID]; busy {
+		s.pending[ev.ID] = true
 		s.mu.Unlock()
 		return
 	}
-	s.pending[ev.ID] = true
+	s.pending[ev.ID] = false
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		defer func() {
+		for {
+			s.maybeRestart(ev.ID)
 			s.mu.Lock()
-			delete(s.pending, ev.ID)
+			again := s.pending[ev.ID]
+			if !again || s.ctx.Err() != nil {
+				delete(s.pending, ev.ID)
+				s.mu.Unlock()
+				return
+			}
+			s.pending[ev.ID] = false
 			s.mu.Unlock()
-		}()
-		s.maybeRestart(ev.ID)
+		}
 	}()
 }
 

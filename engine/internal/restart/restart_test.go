@@ -130,7 +130,7 @@ func TestSupervisorRestartsUpToLimit(t *testing.T) {
 		// The previous restart has finished its bookkeeping.
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 			s.mu.Lock()
-			busy := s.pending["c1"]
+			_, busy := s.pending["c1"]
 			s.mu.Unlock()
 			if !busy || time.Now().After(deadline) {
 				break
@@ -153,5 +153,51 @@ func TestSupervisorRestartsUpToLimit(t *testing.T) {
 	s.Close()
 	if fake.starts != 2 || fake.c.RestartCount != 2 {
 		t.Fatalf("starts %d, restart count %d; want 2 and 2", fake.starts, fake.c.RestartCount)
+	}
+}
+
+// exitingStart is a fake whose Start makes the container exit at once and
+// reports the died event before Start returns, as a container that fails
+// right away can.
+type exitingStart struct {
+	fakeContainers
+	s *Supervisor
+}
+
+func (f *exitingStart) Start(ctx context.Context, id string) error {
+	f.mu.Lock()
+	f.starts++
+	f.c.State = core.StateExited
+	f.mu.Unlock()
+	f.s.Hook(ctx, core.ContainerEvent{Type: core.EventDied, ID: id})
+	f.started <- struct{}{}
+	return nil
+}
+
+func TestSupervisorDiedDuringStart(t *testing.T) {
+	fake := &exitingStart{fakeContainers: fakeContainers{c: core.Container{ID: "c1", State: core.StateExited, ExitCode: 3, Spec: core.ContainerSpec{RestartPolicy: "on-failure:3"}}, started: make(chan struct{}, 8)}}
+	s := NewSupervisor(fake, nil)
+	fake.s = s
+	s.Backoff, s.MaxBackoff = time.Millisecond, 4*time.Millisecond
+	defer s.Close()
+	s.Hook(context.Background(), core.ContainerEvent{Type: core.EventDied, ID: "c1"})
+	for i := 0; i < 3; i++ {
+		select {
+		case <-fake.started:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("restart %d did not happen", i+1)
+		}
+	}
+	// No fourth restart: the limit is 3.
+	select {
+	case <-fake.started:
+		t.Fatal("restarted past the limit")
+	case <-time.After(200 * time.Millisecond):
+	}
+	s.Close()
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	if fake.starts != 3 || fake.c.RestartCount != 3 {
+		t.Fatalf("starts %d, restart count %d; want 3 and 3", fake.starts, fake.c.RestartCount)
 	}
 }
