@@ -19,6 +19,10 @@ import (
 // inotify event be lost; normally the exit-file watch reports it at once.
 const exitPollInterval = 200 * time.Millisecond
 
+// conmonExitTimeout bounds the wait for a conmon to exit after its container
+// did (it writes the exit file first); then it is killed.
+const conmonExitTimeout = 10 * time.Second
+
 // Start starts a container, creating it in the runtime first when needed.
 func (m *Manager) Start(ctx context.Context, nameOrID string) error {
 	// A client that goes away must not leave a change half done.
@@ -191,6 +195,9 @@ func (m *Manager) cleanupLocked(ctx context.Context, e *entry) {
 			m.logger.Warn("delete container from runtime", "container", rec.ID, "err", err)
 		}
 		m.rt.Cleanup(rec.ID)
+	}
+	if !runtime.WaitConmonExit(rec.ConmonPID, rec.ID, conmonExitTimeout) {
+		m.logger.Warn("conmon did not exit after its container; killed it", "container", rec.ID, "pid", rec.ConmonPID)
 	}
 	unmount := rec.Mounted && rec.UserMounts == 0
 	if unmount {

@@ -10,6 +10,7 @@ import (
 	"github.com/containers/storage"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/runtime"
 	"github.com/berth-project/berth/engine/internal/state"
 )
 
@@ -67,6 +68,9 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 			return fmt.Errorf("remove container %s from the runtime: %w", rec.Name, err)
 		}
 		m.rt.Cleanup(rec.ID)
+	}
+	if !runtime.WaitConmonExit(rec.ConmonPID, rec.ID, conmonExitTimeout) {
+		m.logger.Warn("conmon did not exit after its container; killed it", "container", rec.ID, "pid", rec.ConmonPID)
 	}
 	if rec.Mounted {
 		if _, err := m.store.Unmount(rec.ID, true); err != nil && !errors.Is(err, storage.ErrContainerUnknown) {

@@ -455,3 +455,73 @@ func ProcessAlive(pid int) bool {
 	}
 	return true
 }
+
+// WaitConmonExit waits up to timeout for the conmon of container id, process
+// pid, to exit: conmon writes the exit file a moment before it exits, so a
+// container seen as exited may still have its conmon. A conmon still running
+// at the deadline is killed. A pid that no longer belongs to that container's
+// conmon (it exited and the pid was reused) counts as exited. It reports
+// whether conmon exited on its own.
+func WaitConmonExit(pid int, id string, timeout time.Duration) bool {
+	if pid <= 0 {
+		return true
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return true // no such process
+	}
+	defer unix.Close(fd)
+	// Checked after opening the pidfd: it refers to this process from now on.
+	if !isConmonOf(pid, id) {
+		return true
+	}
+	if pidfdWait(fd, timeout) {
+		return true
+	}
+	unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+	pidfdWait(fd, 5*time.Second)
+	return false
+}
+
+// pidfdWait waits until the process of a pidfd terminates (pidfds of
+// non-children become readable then); false at the timeout.
+func pidfdWait(fd int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
+		if err == nil && n > 0 {
+			return true
+		}
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return !isAliveFD(fd)
+		}
+	}
+}
+
+// isAliveFD tells whether the process of a pidfd still exists.
+func isAliveFD(fd int) bool {
+	return unix.PidfdSendSignal(fd, 0, nil, 0) == nil
+}
+
+// isConmonOf tells whether pid is a live conmon process for container id.
+func isConmonOf(pid int, id string) bool {
+	cmd, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || len(cmd) == 0 {
+		return false
+	}
+	args := bytes.Split(cmd, []byte{0})
+	if !strings.Contains(filepath.Base(string(args[0])), "conmon") {
+		return false
+	}
+	for _, a := range args {
+		if string(a) == id {
+			return true
+		}
+	}
+	return false
+}
