@@ -19,6 +19,7 @@ import (
 	"github.com/containers/storage/pkg/reexec"
 
 	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -66,6 +67,7 @@ type testEngine struct {
 
 func startEngine(t testing.TB) *testEngine {
 	t.Helper()
+	testdeadline.Set(t, testdeadline.Default)
 	requireRuntime(t)
 	// A short directory keeps conmon's and runc's socket paths under the
 	// 108-byte limit of unix socket addresses.

@@ -18,6 +18,7 @@ import (
 	"github.com/containers/storage/pkg/reexec"
 
 	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -66,6 +67,7 @@ type testEngine struct {
 
 func startEngine(t testing.TB) *testEngine {
 	t.Helper()
+	testdeadline.Set(t, testdeadline.Default)
 	requireRuntime(t)
 	dir := t.TempDir()
 	te := &testEngine{t: t, root: filepath.Join(dir, "root"), runRoot: filepath.Join(dir, "run"), client: &http.Client{}}

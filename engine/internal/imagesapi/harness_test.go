@@ -19,6 +19,7 @@ import (
 	"github.com/containers/storage/pkg/reexec"
 
 	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
 	"github.com/berth-project/berth/shared/apierror"
 )
@@ -63,6 +64,7 @@ type testEngine struct {
 // its state in temporary directories on the local disk.
 func startEngine(t testing.TB) *testEngine {
 	t.Helper()
+	testdeadline.Set(t, testdeadline.Default)
 	need(t, "true")
 	if _, err := os.Stat(testimage.BusyboxPath); err != nil {
 		if strict() {

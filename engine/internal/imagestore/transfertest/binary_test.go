@@ -19,6 +19,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/imagestore"
 	"github.com/berth-project/berth/engine/internal/imagestore/registrytest"
+	"github.com/berth-project/berth/engine/internal/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -65,6 +66,7 @@ type engineProc struct {
 // startEngine runs berth-engine on root and waits for _ping.
 func startEngine(t testing.TB, root string) *engineProc {
 	t.Helper()
+	testdeadline.Set(t, testdeadline.Default)
 	bin := engineBinary(t)
 	addr := registrytest.ClosedAddr(t)
 	p := &engineProc{Addr: addr, URL: "http://" + addr, done: make(chan struct{}), log: &bytes.Buffer{}}

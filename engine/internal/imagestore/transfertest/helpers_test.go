@@ -16,6 +16,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/handlers"
 	"github.com/berth-project/berth/engine/internal/imagestore"
 	"github.com/berth-project/berth/engine/internal/imagestore/registrytest"
+	"github.com/berth-project/berth/engine/internal/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -65,6 +66,7 @@ func (e *env) server(t testing.TB) *httptest.Server {
 
 func requireBusybox(t testing.TB) {
 	t.Helper()
+	testdeadline.Set(t, testdeadline.Default)
 	if _, err := os.Stat(testimage.BusyboxPath); err == nil {
 		return
 	}
