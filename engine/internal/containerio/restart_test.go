@@ -11,8 +11,10 @@ import (
 
 // TestEngineRestart stops the engine while containers run, kills one
 // container's process meanwhile, and starts a new engine on the same state:
-// the restart policy "always" brings that container back, an exec session
-// that was running is reported ended, and schedules resume.
+// the restart policy "always" brings that container back, an on-failure
+// container that failed meanwhile is restarted (and the restart counted) as
+// if the engine had seen it die, an exec session that was running is
+// reported ended, and schedules resume.
 func TestEngineRestart(t *testing.T) {
 	requireRuntime(t)
 	dir, err := os.MkdirTemp("/tmp", "bs")
@@ -34,6 +36,8 @@ func TestEngineRestart(t *testing.T) {
 	userStopped := te.create(map[string]any{"command": []string{"sleep", "600"}, "restart_policy": "always"})
 	te.start(userStopped)
 	te.must(http.StatusNoContent, "POST", "/containers/"+userStopped+"/stop?timeout=0", nil)
+	onFailure := te.create(map[string]any{"command": []string{"sleep", "600"}, "restart_policy": "on-failure", "restart_tries": 2})
+	te.start(onFailure)
 	var created struct {
 		ID string `json:"Id"`
 	}
@@ -48,10 +52,14 @@ func TestEngineRestart(t *testing.T) {
 	}
 	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+always+"/json", nil), &d)
 	oldPid := d.State.Pid
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+onFailure+"/json", nil), &d)
+	oldFailurePid := d.State.Pid
 	stop()
 	stopped = true
-	if err := syscall.Kill(oldPid, syscall.SIGKILL); err != nil {
-		t.Fatalf("kill container process %d: %v", oldPid, err)
+	for _, pid := range []int{oldPid, oldFailurePid} {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill container process %d: %v", pid, err)
+		}
 	}
 	time.Sleep(500 * time.Millisecond)
 
@@ -70,6 +78,25 @@ func TestEngineRestart(t *testing.T) {
 			t.Fatalf("container with restart policy always was not started again: %+v", d.State)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	var failed struct {
+		State struct {
+			Status string
+			Pid    int
+		}
+		RestartCount int
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		json.Unmarshal(te2.must(http.StatusOK, "GET", "/containers/"+onFailure+"/json", nil), &failed)
+		if failed.State.Status == "running" && failed.State.Pid != oldFailurePid && failed.State.Pid != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("on-failure container killed while the engine was down was not restarted: %+v", failed)
+		}
+	}
+	if failed.RestartCount != 1 {
+		t.Errorf("on-failure container restarted at engine start: RestartCount %d, want 1", failed.RestartCount)
 	}
 	json.Unmarshal(te2.must(http.StatusOK, "GET", "/containers/"+userStopped+"/json", nil), &d)
 	if d.State.Status == "running" {

@@ -204,7 +204,10 @@ func (s *Supervisor) maybeRestart(id string) {
 
 // StartAtBoot starts the containers whose policy is always (or
 // unless-stopped) and that were not stopped by a user; the engine calls it
-// once when it starts.
+// once when it starts. An on-failure container that failed while no engine
+// watched it (its died event was never delivered) is handled as that event
+// would have been: restarted after the backoff, the restart counted against
+// its retries.
 func (s *Supervisor) StartAtBoot(ctx context.Context) error {
 	list, err := s.containers.List(ctx, core.ListContainersOptions{All: true})
 	if err != nil {
@@ -215,15 +218,16 @@ func (s *Supervisor) StartAtBoot(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		p := ForContainer(c)
-		if p.Name != Always && p.Name != UnlessStopped {
-			continue
-		}
 		if !Decide(c) {
 			continue
 		}
-		if err := s.containers.Start(ctx, c.ID); err != nil && !errors.Is(err, core.ErrNotModified) {
-			s.logger.Error("starting container at engine start", "container", c.ID, "err", err)
+		switch ForContainer(c).Name {
+		case Always, UnlessStopped:
+			if err := s.containers.Start(ctx, c.ID); err != nil && !errors.Is(err, core.ErrNotModified) {
+				s.logger.Error("starting container at engine start", "container", c.ID, "err", err)
+			}
+		case OnFailure:
+			s.Hook(ctx, core.ContainerEvent{Type: core.EventDied, ID: c.ID})
 		}
 	}
 	return nil
