@@ -58,7 +58,7 @@ func (s *Server) pullImage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if q.Reference == "" {
-		writeError(w, core.InvalidArgument("reference", errors.New("is required")))
+		writeError(w, core.InvalidArgument("reference", errors.New("an image reference is required")))
 		return
 	}
 	policy, err := core.ParsePullPolicy(q.Policy)

@@ -215,7 +215,10 @@ func TestHTTPPullPushStreams(t *testing.T) {
 	}
 	for _, c := range cases {
 		status, body := call(t, http.MethodPost, obase+"/images/pull?"+c.query, nil, c.header)
-		expectError(t, c.what, status, body, c.want)
+		e := expectError(t, c.what, status, body, c.want)
+		if c.what == "no reference" && e.Message != "invalid reference: an image reference is required" {
+			t.Errorf("no reference: message %q does not say what is missing", e.Message)
+		}
 	}
 }
 
