@@ -96,16 +96,27 @@ func (m *Manager) onExit(id string) {
 	}
 }
 
-// exited records an exit (if there is one) and cleans up in the background.
+// exited records an exit (if there is one); handleExit schedules the
+// cleanup.
 func (m *Manager) exited(e *entry) {
-	if !m.handleExit(m.ctx, e) {
-		return
-	}
+	m.handleExit(m.ctx, e)
+}
+
+// cleanupAfterExit releases an exited container's runtime state and mount
+// and auto-removes it, in the background once the current operation on it
+// is done. Whoever records an exit calls it (the exit watch, a Wait or Stop
+// polling, a Start that finds the process gone already), so the cleanup does
+// not depend on which of them saw the exit first. Running it twice is
+// harmless: both steps check the container's state.
+func (m *Manager) cleanupAfterExit(e *entry) {
 	m.bg.Add(1)
 	go func() {
 		defer m.bg.Done()
 		e.op.Lock()
 		defer e.op.Unlock()
+		if m.isRemoved(e) {
+			return
+		}
 		m.cleanupLocked(m.ctx, e)
 		m.afterExitLocked(m.ctx, e)
 	}()
@@ -140,6 +151,7 @@ func (m *Manager) handleExit(ctx context.Context, e *entry) bool {
 	})
 	if recorded {
 		m.emit(ctx, core.EventDied, m.snapshot(e), nil)
+		m.cleanupAfterExit(e)
 	}
 	return recorded
 }
@@ -175,6 +187,7 @@ func (m *Manager) pollExit(ctx context.Context, e *entry) {
 	})
 	if recorded {
 		m.emit(ctx, core.EventDied, m.snapshot(e), nil)
+		m.cleanupAfterExit(e)
 	}
 }
 
