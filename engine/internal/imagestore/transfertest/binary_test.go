@@ -73,6 +73,9 @@ func startEngine(t testing.TB, root string) *engineProc {
 	p.cmd = exec.Command(bin, "--listen", "tcp://"+addr, "--root", filepath.Join(root, "root"), "--runroot", filepath.Join(root, "run"), "--log-level", "warn")
 	p.cmd.Stdout = p.log
 	p.cmd.Stderr = p.log
+	// Wait returns soon after the engine exits even if a process it forked
+	// (containers/storage clones helpers) still holds its output pipe.
+	p.cmd.WaitDelay = 10 * time.Second
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -271,10 +274,28 @@ func TestKill9DuringLoadAndPull(t *testing.T) {
 // directory can be removed.
 func releaseRoot(root string) {
 	store, err := imagestore.Open(imagestore.Options{Root: filepath.Join(root, "root"), RunRoot: filepath.Join(root, "run")})
-	if err != nil {
-		return
+	if err == nil {
+		_, _ = store.Storage().Shutdown(true)
 	}
-	_, _ = store.Storage().Shutdown(true)
+	unmountUnder(root)
+}
+
+// unmountUnder detaches every mount below dir. An engine killed while
+// containers/storage probes the kernel (the overlay driver's idmapped-mount
+// check) leaves that probe's mount behind, which would keep the directory
+// from being removed.
+func unmountUnder(dir string) {
+	data, _ := os.ReadFile("/proc/self/mountinfo")
+	var mps []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			mps = append(mps, f[4])
+		}
+	}
+	for i := len(mps) - 1; i >= 0; i-- {
+		_ = syscall.Unmount(mps[i], syscall.MNT_DETACH)
+	}
 }
 
 // opContext bounds one transfer of the kill test, so that a stuck engine
@@ -295,6 +316,7 @@ func removeAll(t testing.TB, root string) {
 	if _, err := store.Storage().Shutdown(true); err != nil {
 		t.Fatal(err)
 	}
+	unmountUnder(root)
 	entries, _ := os.ReadDir(root)
 	for _, e := range entries {
 		if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
@@ -320,6 +342,7 @@ func podman(t testing.TB, p *engineProc, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "podman", full...)
+	cmd.WaitDelay = 10 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
