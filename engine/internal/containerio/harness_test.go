@@ -118,7 +118,7 @@ func unmountUnder(dir string) {
 		var mps []string
 		for _, line := range strings.Split(string(data), "\n") {
 			f := strings.Fields(line)
-			if len(f) > 1 && strings.HasPrefix(f[1], dir) {
+			if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
 				mps = append(mps, f[1])
 			}
 		}

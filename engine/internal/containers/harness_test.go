@@ -102,7 +102,7 @@ func unmountUnder(dir string) {
 	var mps []string
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
-		if len(f) > 1 && strings.HasPrefix(f[1], dir) {
+		if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
 			mps = append(mps, f[1])
 		}
 	}
@@ -284,7 +284,7 @@ func leaks(root, runRoot string, ids ...string) []string {
 	data, _ := os.ReadFile("/proc/self/mountinfo")
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
-		if len(f) > 4 && strings.HasPrefix(f[4], root) && strings.HasSuffix(f[4], "/merged") {
+		if len(f) > 4 && strings.HasPrefix(f[4], root+"/") && strings.HasSuffix(f[4], "/merged") {
 			out = append(out, "mount: "+f[4])
 		}
 	}
