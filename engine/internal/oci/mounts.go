@@ -97,7 +97,8 @@ func userMount(field string, m specs.Mount) (specs.Mount, error) {
 		for _, o := range m.Options {
 			switch o {
 			case "ro", "rw", "nosuid", "suid", "nodev", "dev", "noexec", "exec",
-				"private", "rprivate", "shared", "rshared", "slave", "rslave", "z", "Z", "U", "O":
+				"private", "rprivate", "shared", "rshared", "slave", "rslave", "unbindable", "runbindable",
+				"z", "Z", "U", "O":
 			case "bind":
 				recursive = false
 			case "rbind":
@@ -120,13 +121,19 @@ func userMount(field string, m specs.Mount) (specs.Mount, error) {
 		for _, o := range m.Options {
 			k, _, _ := strings.Cut(o, "=")
 			switch k {
-			case "ro", "rw", "size", "mode", "uid", "gid", "nr_inodes", "noexec", "exec", "nosuid", "suid", "nodev", "dev", "tmpcopyup", "notmpcopyup", "noatime", "relatime", "strictatime":
+			case "ro", "rw", "size", "mode", "uid", "gid", "nr_inodes", "noexec", "exec", "nosuid", "suid", "nodev", "dev", "noatime", "relatime", "strictatime",
+				"private", "rprivate", "shared", "rshared", "slave", "rslave", "unbindable", "runbindable":
+			case "tmpcopyup":
+				// runc copies the image's content at the destination into the new tmpfs.
+				if o != k {
+					return m, core.InvalidArgument(field+".options", fmt.Errorf("tmpfs option %q takes no value", o))
+				}
+			case "notmpcopyup":
+				continue
 			default:
 				return m, core.InvalidArgument(field+".options", fmt.Errorf("unknown tmpfs option %q", o))
 			}
-			if k != "tmpcopyup" && k != "notmpcopyup" {
-				opts = append(opts, o)
-			}
+			opts = append(opts, o)
 		}
 	default:
 		return m, core.InvalidArgument(field+".type", fmt.Errorf("mount type %q is not supported (bind, tmpfs)", m.Type))
