@@ -102,6 +102,21 @@ func (p *engineProcess) start() {
 	p.t.Fatalf("engine did not answer _ping:\n%s", log)
 }
 
+// unmountUnder detaches every mount below dir.
+func unmountUnder(dir string) {
+	data, _ := os.ReadFile("/proc/self/mountinfo")
+	var mps []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			mps = append(mps, f[4])
+		}
+	}
+	for i := len(mps) - 1; i >= 0; i-- {
+		_ = syscall.Unmount(mps[i], syscall.MNT_DETACH)
+	}
+}
+
 // kill sends SIGKILL and reaps the process.
 func (p *engineProcess) kill() {
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
@@ -129,6 +144,9 @@ func TestKillDuringLoadLeavesConsistentStore(t *testing.T) {
 		t.Skip("builds and kills the engine binary")
 	}
 	dir := t.TempDir()
+	// Runs before t.TempDir's removal: a kill can land in storage's
+	// idmapped-mount probe and leave its mount behind.
+	t.Cleanup(func() { unmountUnder(dir) })
 	p := &engineProcess{t: t, binary: buildEngine(t), root: dir, logPath: filepath.Join(dir, "engine.log")}
 
 	small := filepath.Join(dir, "small.tar")
