@@ -312,32 +312,58 @@ func testLeaseAndRelease(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	u, _ := s.Create(ctx)
 	s.MarkForProcessing(ctx, u.ID)
-	if _, ok, _ := s.Claim(ctx, "a", 50*time.Millisecond); !ok {
+	// The lease is long enough that a loaded machine does not run it out
+	// between two calls; the claims after it are polled for, and must not
+	// come before it ends.
+	const lease = time.Second
+	claimed := time.Now()
+	if _, ok, _ := s.Claim(ctx, "a", lease); !ok {
 		t.Fatal("no claim")
 	}
 	if _, ok, _ := s.Claim(ctx, "b", time.Minute); ok {
 		t.Fatal("claimed while leased")
 	}
-	time.Sleep(60 * time.Millisecond)
-	c, ok, err := s.Claim(ctx, "b", time.Minute)
-	if err != nil || !ok || c.ID != u.ID {
-		t.Fatalf("reclaim after lease = %v %v", ok, err)
+	c := claimWhenFree(t, s, "b", claimed.Add(lease))
+	if c.ID != u.ID {
+		t.Fatalf("reclaim after lease got %s, want %s", c.ID, u.ID)
 	}
 	if err := s.Renew(ctx, u.ID, "a", time.Minute); !errors.Is(err, store.ErrLostClaim) {
 		t.Fatalf("old owner renew = %v", err)
 	}
-	if err := s.Release(ctx, u.ID, "b", time.Now().Add(80*time.Millisecond)); err != nil {
+	retry := time.Now().Add(lease)
+	if err := s.Release(ctx, u.ID, "b", retry); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := s.Claim(ctx, "c", time.Minute); ok {
 		t.Fatal("claimed before retry time")
 	}
-	time.Sleep(90 * time.Millisecond)
-	c, ok, _ = s.Claim(ctx, "c", time.Minute)
-	if !ok || c.Attempts != 1 {
-		t.Fatalf("claim after retry time = %v %+v", ok, c)
+	c = claimWhenFree(t, s, "c", retry)
+	if c.Attempts != 1 {
+		t.Fatalf("claim after retry time = %+v", c)
 	}
 	if err := s.Finish(ctx, u.ID, "b"); !errors.Is(err, store.ErrLostClaim) {
 		t.Fatalf("finish by old owner = %v", err)
+	}
+}
+
+// claimWhenFree claims for owner as soon as the store lets it, which must
+// not be before notBefore (to the microsecond the store keeps).
+func claimWhenFree(t *testing.T, s store.Store, owner string, notBefore time.Time) store.Upload {
+	t.Helper()
+	notBefore = notBefore.Truncate(time.Microsecond)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		c, ok, err := s.Claim(context.Background(), owner, time.Minute)
+		if err != nil {
+			t.Fatalf("claim for %s: %v", owner, err)
+		}
+		if ok {
+			if now := time.Now(); now.Before(notBefore) {
+				t.Fatalf("%s claimed %v before the lease or retry time ran out", owner, notBefore.Sub(now))
+			}
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s could not claim within 10s after the lease or retry time", owner)
+		}
 	}
 }
