@@ -95,13 +95,11 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	if err != nil {
 		return "", nil, err
 	}
-	imageName := spec.Image
+	given := spec.Image
 	if spec.RawImageName != "" {
-		imageName = spec.RawImageName
+		given = spec.RawImageName
 	}
-	if len(img.RepoTags) > 0 {
-		imageName = img.RepoTags[0]
-	}
+	imageName := imageNameFor(given, img)
 	rec := record{Container: core.Container{
 		ID: id, Name: spec.Name, Created: time.Now(),
 		Image: imageName, ImageID: img.ID,

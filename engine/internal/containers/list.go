@@ -284,21 +284,6 @@ func compileFilters(filters map[string][]string, m *Manager) (func(*record) bool
 	}, nil
 }
 
-func ancestorMatches(r *record, v string) bool {
-	if v == "" {
-		return false
-	}
-	if strings.HasPrefix(r.ImageID, strings.TrimPrefix(v, "sha256:")) {
-		return true
-	}
-	img := r.Image
-	if img == v || strings.HasSuffix(img, "/"+v) || strings.HasSuffix(img, "/"+v+":latest") || img == v+":latest" {
-		return true
-	}
-	repo, _, _ := strings.Cut(img, ":")
-	return repo == v || strings.HasSuffix(repo, "/"+v)
-}
-
 // parseUntil reads a timestamp (RFC 3339, Unix seconds) or a duration ago.
 func parseUntil(v string) (time.Time, error) {
 	if d, err := time.ParseDuration(v); err == nil {

@@ -1,0 +1,71 @@
+package containers_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"testing"
+)
+
+// psImages lists (all) containers matching the filters and returns their Image fields by name.
+func (te *testEngine) psImages(filters map[string][]string) map[string]string {
+	te.t.Helper()
+	q := "/containers/json?all=true"
+	if filters != nil {
+		data, _ := json.Marshal(filters)
+		q += "&filters=" + url.QueryEscape(string(data))
+	}
+	var list []struct {
+		Image string
+		Names []string
+	}
+	if err := json.Unmarshal(te.must(http.StatusOK, "GET", q, nil), &list); err != nil {
+		te.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, c := range list {
+		out[c.Names[0]] = c.Image
+	}
+	return out
+}
+
+// TestContainerRecordsGivenImageName: a container records the (normalized)
+// name it was created with, not the image's first tag, and the ancestor
+// filter parses names with a registry port.
+func TestContainerRecordsGivenImageName(t *testing.T) {
+	te := startEngine(t)
+	te.must(http.StatusCreated, "POST", "/images/localhost/busybox:latest/tag?repo=127.0.0.1:5999/qa/bb&tag=1", nil)
+	te.create(map[string]any{"name": "bylocal", "image": "localhost/busybox", "command": []string{"true"}})
+	te.create(map[string]any{"name": "byport", "image": "127.0.0.1:5999/qa/bb:1", "command": []string{"true"}})
+	te.create(map[string]any{"name": "byshort", "image": "busybox", "command": []string{"true"}})
+	got := te.psImages(nil)
+	want := map[string]string{"bylocal": "localhost/busybox:latest", "byport": "127.0.0.1:5999/qa/bb:1", "byshort": "localhost/busybox:latest"}
+	for name, img := range want {
+		if got[name] != img {
+			t.Errorf("%s: image %q, want %q (all: %v)", name, got[name], img, got)
+		}
+	}
+	for _, tc := range []struct {
+		ancestor string
+		want     []string
+	}{
+		{"localhost/busybox:latest", []string{"bylocal", "byshort"}},
+		{"localhost/busybox", []string{"bylocal", "byshort"}},
+		{"busybox", []string{"bylocal", "byshort"}},
+		{"127.0.0.1:5999/qa/bb:1", []string{"byport"}},
+		{"qa/bb:1", []string{"byport"}},
+		{"127.0.0.1:5999/qa/bb", nil},
+		{"127.0.0.1", nil},
+		{"localhost", nil},
+	} {
+		var names []string
+		for n := range te.psImages(map[string][]string{"ancestor": {tc.ancestor}}) {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, tc.want) {
+			t.Errorf("ancestor=%s: %q, want %q", tc.ancestor, names, tc.want)
+		}
+	}
+}
