@@ -69,3 +69,36 @@ func TestContainerRecordsGivenImageName(t *testing.T) {
 		}
 	}
 }
+
+// TestNameAndIDFiltersAreRegexps: name= and id= filter values are unanchored
+// regular expressions, as in Podman; an invalid one is a 400.
+func TestNameAndIDFiltersAreRegexps(t *testing.T) {
+	te := startEngine(t)
+	keep := te.create(map[string]any{"name": "keep", "command": []string{"true"}})
+	te.create(map[string]any{"name": "bekeeper", "command": []string{"true"}})
+	for _, tc := range []struct {
+		filter, value string
+		want          []string
+	}{
+		{"name", "^ke", []string{"keep"}},
+		{"name", "keep", []string{"bekeeper", "keep"}},
+		{"name", "^keep$", []string{"keep"}},
+		{"name", "p.r$", []string{"bekeeper"}},
+		{"name", "^nothing", nil},
+		{"id", "^" + keep[:12], []string{"keep"}},
+		{"id", keep[3:20] + "$|^" + keep, []string{"keep"}},
+	} {
+		var names []string
+		for n := range te.psImages(map[string][]string{tc.filter: {tc.value}}) {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, tc.want) {
+			t.Errorf("%s=%s: %q, want %q", tc.filter, tc.value, names, tc.want)
+		}
+	}
+	data, _ := json.Marshal(map[string][]string{"name": {"(ke"}})
+	if status, body := te.do("GET", "/containers/json?all=true&filters="+url.QueryEscape(string(data)), nil); status != http.StatusBadRequest {
+		t.Errorf("name=(ke: %d %s, want 400", status, body)
+	}
+}

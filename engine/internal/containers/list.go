@@ -3,6 +3,7 @@ package containers
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -159,19 +160,24 @@ func compileFilters(filters map[string][]string, m *Manager) (func(*record) bool
 			continue
 		}
 		switch key {
-		case "id":
-			preds = append(preds, func(r *record) bool {
-				for _, v := range vals {
-					if strings.HasPrefix(r.ID, v) {
-						return true
-					}
+		case "id", "name":
+			// Like Podman, each value is an unanchored regular expression.
+			res := make([]*regexp.Regexp, 0, len(vals))
+			for _, v := range vals {
+				re, err := regexp.Compile(v)
+				if err != nil {
+					return nil, core.InvalidArgument("filters", fmt.Errorf("%s=%q is not a regular expression: %w", key, v, err))
 				}
-				return false
-			})
-		case "name":
+				res = append(res, re)
+			}
+			byID := key == "id"
 			preds = append(preds, func(r *record) bool {
-				for _, v := range vals {
-					if r.Name == v || strings.Contains(r.Name, v) {
+				s := r.Name
+				if byID {
+					s = r.ID
+				}
+				for _, re := range res {
+					if re.MatchString(s) {
 						return true
 					}
 				}
