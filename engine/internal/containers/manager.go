@@ -46,6 +46,10 @@ type Options struct {
 	Volumes core.Volumes
 	// Host limits what a container may be granted; zero means DetectHost.
 	Host *oci.Host
+	// HoldEvents queues the events of Open's reconcile (containers that
+	// exited while no engine ran) and any later ones until ReleaseEvents,
+	// so that subscribers registered after Open still get them.
+	HoldEvents bool
 }
 
 // record is one container as the manager keeps and persists it.
@@ -110,6 +114,9 @@ type Manager struct {
 	hooksMu sync.RWMutex
 	hooks   map[int]core.ContainerHook
 	hookSeq int
+	// holding queues events in held until ReleaseEvents.
+	holding bool
+	held    []core.ContainerEvent
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -151,6 +158,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		byID: map[string]*entry{}, byName: map[string]*entry{}, removed: map[string]removedExit{},
 		creating: map[string][]string{},
 		hooks:    map[int]core.ContainerHook{},
+		holding:  o.HoldEvents,
 		ctx:      bg, cancel: cancel,
 		metrics: newMetrics(),
 	}
@@ -345,7 +353,21 @@ func (m *Manager) emit(ctx context.Context, typ core.ContainerEventType, rec rec
 		code := rec.ExitCode
 		ev.ExitCode = &code
 	}
-	m.hooksMu.RLock()
+	m.hooksMu.Lock()
+	if m.holding {
+		m.held = append(m.held, ev)
+		m.hooksMu.Unlock()
+		return
+	}
+	hooks := m.hooksLocked()
+	m.hooksMu.Unlock()
+	for _, h := range hooks {
+		h(context.WithoutCancel(ctx), ev)
+	}
+}
+
+// hooksLocked returns the hooks in registration order; hooksMu is held.
+func (m *Manager) hooksLocked() []core.ContainerHook {
 	ids := make([]int, 0, len(m.hooks))
 	for id := range m.hooks {
 		ids = append(ids, id)
@@ -355,9 +377,29 @@ func (m *Manager) emit(ctx context.Context, typ core.ContainerEventType, rec rec
 	for _, id := range ids {
 		hooks = append(hooks, m.hooks[id])
 	}
-	m.hooksMu.RUnlock()
-	for _, h := range hooks {
-		h(context.WithoutCancel(ctx), ev)
+	return hooks
+}
+
+// ReleaseEvents delivers the events held since Open (Options.HoldEvents),
+// oldest first, to the hooks registered now, and delivers later events as
+// they happen. Events emitted meanwhile queue behind the held ones.
+func (m *Manager) ReleaseEvents(ctx context.Context) {
+	for {
+		m.hooksMu.Lock()
+		batch := m.held
+		m.held = nil
+		if len(batch) == 0 {
+			m.holding = false
+			m.hooksMu.Unlock()
+			return
+		}
+		hooks := m.hooksLocked()
+		m.hooksMu.Unlock()
+		for _, ev := range batch {
+			for _, h := range hooks {
+				h(context.WithoutCancel(ctx), ev)
+			}
+		}
 	}
 }
 

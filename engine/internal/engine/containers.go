@@ -39,7 +39,7 @@ func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	mgr, err := containers.Open(ctx, containers.Options{Images: images, Runtime: rt, DB: db, Logger: logger, Volumes: vols})
+	mgr, err := containers.Open(ctx, containers.Options{Images: images, Runtime: rt, DB: db, Logger: logger, Volumes: vols, HoldEvents: true})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)

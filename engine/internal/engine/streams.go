@@ -49,6 +49,9 @@ func openStreams(ctx context.Context, logger *slog.Logger, db *state.DB, mgr *co
 		mgr.Subscribe(s.restarts.Hook),
 		mgr.Subscribe(s.io.Hook),
 	)
+	// What the containers' reconcile found (exits while no engine ran) is
+	// delivered now that every subscriber is registered, before restarts.
+	mgr.ReleaseEvents(ctx)
 	// The event log keeps a bounded history.
 	if _, err := db.PruneEvents(ctx, time.Now().Add(-eventRetention)); err != nil {
 		logger.Warn("pruning old events", "err", err)

@@ -1,0 +1,63 @@
+package containers_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestDiedEventForExitWhileEngineDown: a container that exits while no
+// engine runs gets its died event (with the exit code) when the engine starts
+// again and reconciles it.
+func TestDiedEventForExitWhileEngineDown(t *testing.T) {
+	requireRuntime(t)
+	if testing.Short() {
+		t.Skip("builds and runs the engine binary")
+	}
+	dir := t.TempDir()
+	p := &engineProcess{t: t, bin: buildEngine(t), addr: freeAddr(t), root: filepath.Join(dir, "root"), runRoot: filepath.Join(dir, "run")}
+	p.start()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			(&testEngine{t: t, url: "http://" + p.addr + "/v4.3.1/libpod", client: &http.Client{}}).removeAll()
+			p.stop()
+		}
+		unmountUnder(dir)
+	})
+	te := &testEngine{t: t, url: "http://" + p.addr + "/v4.3.1/libpod", root: p.root, runRoot: p.runRoot, client: &http.Client{}}
+	te.loadBusybox()
+	id := te.create(map[string]any{"name": "quitter", "command": []string{"sh", "-c", "sleep 1; exit 4"}})
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	since := time.Now().Add(-time.Second)
+	p.stop()
+	time.Sleep(2 * time.Second)
+	p.start()
+
+	if d := te.inspect(id); d.State.Status != "exited" || d.State.ExitCode != 4 {
+		t.Fatalf("after restart: %+v", d.State)
+	}
+	filters, _ := json.Marshal(map[string][]string{"event": {"died"}, "container": {id}})
+	q := "/events?stream=false&since=" + strconv.FormatInt(since.Unix(), 10) + "&filters=" + url.QueryEscape(string(filters))
+	body := te.must(http.StatusOK, "GET", q, nil)
+	var died []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		var ev struct {
+			Status string
+			Actor  struct{ Attributes map[string]string }
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("event %q: %v", sc.Bytes(), err)
+		}
+		died = append(died, map[string]any{"status": ev.Status, "exit": ev.Actor.Attributes["containerExitCode"]})
+	}
+	if len(died) != 1 || died[0]["status"] != "died" || died[0]["exit"] != "4" {
+		t.Fatalf("died events after the restart: %v (all: %s)", died, body)
+	}
+}
