@@ -102,3 +102,26 @@ func TestNameAndIDFiltersAreRegexps(t *testing.T) {
 		t.Errorf("name=(ke: %d %s, want 400", status, body)
 	}
 }
+
+// TestRemoveRunningWithoutForce: removing a running container without force
+// is a 409 whose message ends in Podman's "container state improper" (the
+// podman client's exit code 2 depends on it), and the container stays.
+func TestRemoveRunningWithoutForce(t *testing.T) {
+	te := startEngine(t)
+	id := te.create(map[string]any{"name": "busy", "command": []string{"sleep", "60"}})
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	status, body := te.do("DELETE", "/containers/busy", nil)
+	var e struct {
+		Cause    string `json:"cause"`
+		Message  string `json:"message"`
+		Response int    `json:"response"`
+	}
+	json.Unmarshal(body, &e)
+	want := "cannot remove container " + id + " as it is running - running or paused containers cannot be removed without force: container state improper"
+	if status != http.StatusConflict || e.Message != want || e.Cause != "container state improper" || e.Response != 409 {
+		t.Fatalf("rm running: %d %s, want 409 with message %q", status, body, want)
+	}
+	if d := te.inspect(id); d.State.Status != "running" {
+		t.Fatalf("after refused rm: %+v", d.State)
+	}
+}

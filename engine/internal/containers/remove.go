@@ -51,7 +51,7 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 	switch rec.State {
 	case core.StateRunning, core.StatePaused:
 		if !opts.Force {
-			return fmt.Errorf("container %s is %s; stop it first or remove it with force: %w", rec.Name, rec.State, core.ErrStateConflict)
+			return fmt.Errorf("cannot remove container %s as it is %s - running or paused containers cannot be removed without force: %w", rec.ID, rec.State, core.ErrContainerStateImproper)
 		}
 		if err := m.stopLocked(ctx, e, opts.Timeout); err != nil && !errors.Is(err, core.ErrNotModified) {
 			return err

@@ -161,6 +161,18 @@ type Container struct {
 	Health        HealthCheckResults
 }
 
+// ErrContainerStateImproper is Podman's "container state improper": the
+// container's state does not allow the operation. It is an ErrStateConflict
+// (409); clients such as the podman CLI look for its text.
+var ErrContainerStateImproper error = stateImproper{}
+
+type stateImproper struct{}
+
+func (stateImproper) Error() string { return "container state improper" }
+
+// Is makes errors.Is(err, ErrStateConflict) hold.
+func (stateImproper) Is(target error) bool { return target == ErrStateConflict }
+
 // ContainerEventType names what happened to a container.
 type ContainerEventType string
 
