@@ -45,6 +45,12 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 		t := uint(defaultStopTimeout)
 		spec.StopTimeout = &t
 	}
+	if spec.Hostname == "" && spec.NetNS.NSMode == core.NetNSHost {
+		// Like Podman: a container on the host's network is named like the host.
+		if h, err := os.Hostname(); err == nil {
+			spec.Hostname = h
+		}
+	}
 	if spec.HealthConfig == nil && img.HealthCheck != nil && len(img.HealthCheck.Test) > 0 && img.HealthCheck.Test[0] != "NONE" {
 		hc := *img.HealthCheck
 		spec.HealthConfig = &hc

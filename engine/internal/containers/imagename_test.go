@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"testing"
 )
@@ -123,5 +124,30 @@ func TestRemoveRunningWithoutForce(t *testing.T) {
 	}
 	if d := te.inspect(id); d.State.Status != "running" {
 		t.Fatalf("after refused rm: %+v", d.State)
+	}
+}
+
+// TestHostNetworkHostname: with the host's network a container is named like
+// the host (as Podman does), unless the request gives a hostname.
+func TestHostNetworkHostname(t *testing.T) {
+	te := startEngine(t)
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := "hostname; cat /etc/hostname; echo $HOSTNAME"
+	code, out := te.run(map[string]any{"command": []string{"sh", "-c", script}, "netns": map[string]string{"nsmode": "host"}})
+	if want := []string{host, host, host}; code != 0 || !slices.Equal(out, want) {
+		t.Errorf("netns host: exit %d, output %q, want %q", code, out, want)
+	}
+	code, out = te.run(map[string]any{"command": []string{"sh", "-c", script}, "netns": map[string]string{"nsmode": "host"}, "hostname": "given"})
+	if want := []string{"given", "given", "given"}; code != 0 || !slices.Equal(out, want) {
+		t.Errorf("netns host with hostname: exit %d, output %q, want %q", code, out, want)
+	}
+	id := te.create(map[string]any{"command": []string{"true"}, "netns": map[string]string{"nsmode": "host"}})
+	var d struct{ Config struct{ Hostname string } }
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	if d.Config.Hostname != host {
+		t.Errorf("inspect Config.Hostname %q, want %q", d.Config.Hostname, host)
 	}
 }
