@@ -125,6 +125,7 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 		ImageWorkDir:    img.Config.Config.WorkingDir,
 		ImageUser:       img.Config.Config.User,
 		ImageStopSignal: img.Config.Config.StopSignal,
+		ImageDigest:     img.Digest,
 		Volumes:         vols,
 	}
 	warnings, err := m.prepare(ctx, &rec, img)

@@ -325,6 +325,11 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 	if err != nil {
 		caps = []string{}
 	}
+	// Like Podman: the capabilities added to and dropped from the defaults.
+	capAdd, capDrop := []string{}, []string{}
+	if !s.Privileged {
+		capAdd, capDrop = capDiff(oci.DefaultCapabilities(), caps)
+	}
 	restart := s.RestartPolicy
 	var tries uint
 	if s.RestartTries != nil {
@@ -343,7 +348,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 			Health:     r.Health,
 			CgroupPath: r.CgroupPath,
 		},
-		Image: r.ImageID, ImageName: r.Image, Rootfs: r.Rootfs,
+		Image: r.ImageID, ImageDigest: r.ImageDigest, ImageName: r.Image, Rootfs: r.Rootfs,
 		ResolvConfPath: r.StaticDir + "/resolv.conf",
 		HostnamePath:   r.StaticDir + "/hostname",
 		HostsPath:      r.StaticDir + "/hosts",
@@ -390,7 +395,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 			RestartPolicy: &core.InspectRestartPolicy{Name: restart, MaximumRetryCount: tries},
 			AutoRemove:    s.Remove,
 			VolumesFrom:   []string{},
-			CapAdd:        nonNil(s.CapAdd), CapDrop: nonNil(s.CapDrop),
+			CapAdd:        capAdd, CapDrop: capDrop,
 			DNS: nonNil(s.DNSServers), DNSOptions: nonNil(s.DNSOptions), DNSSearch: nonNil(s.DNSSearch),
 			ExtraHosts: nonNil(s.HostAdd), GroupAdd: nonNil(s.Groups),
 			IpcMode: "private", Cgroup: "", Cgroups: "default", Links: []string{},
@@ -432,9 +437,13 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 	if s.CPUPeriod != 0 {
 		data.HostConfig.CPUPeriod = s.CPUPeriod
 	}
+	if hc := data.HostConfig; hc.CPUQuota > 0 && hc.CPUPeriod > 0 {
+		hc.NanoCpus = hc.CPUQuota * 1e9 / int64(hc.CPUPeriod)
+	}
 	if data.Config.Labels == nil {
 		data.Config.Labels = map[string]string{}
 	}
+	m.graphDriverData(&r, data.GraphDriver.Data)
 	if r.Mounted {
 		data.GraphDriver.Data["MergedDir"] = r.Rootfs
 	}
@@ -517,14 +526,58 @@ func binds(s *core.ContainerSpec, vols []mountedVolume) []string {
 	return out
 }
 
+// tmpfs maps each tmpfs mount's destination to its options as mounted.
 func tmpfs(s *core.ContainerSpec) map[string]string {
 	out := map[string]string{}
 	for _, mt := range s.Mounts {
 		if mt.Type == "tmpfs" {
-			out[mt.Destination] = strings.Join(mt.Options, ",")
+			opts, err := oci.TmpfsOptions(mt.Options)
+			if err != nil {
+				opts = mt.Options
+			}
+			out[mt.Destination] = strings.Join(opts, ",")
 		}
 	}
 	return out
+}
+
+// capDiff returns the capabilities of caps that defaults lacks (added) and
+// those of defaults that caps lacks (dropped), each sorted.
+func capDiff(defaults, caps []string) (added, dropped []string) {
+	added, dropped = []string{}, []string{}
+	for _, c := range caps {
+		if !slices.Contains(defaults, c) {
+			added = append(added, c)
+		}
+	}
+	for _, c := range defaults {
+		if !slices.Contains(caps, c) {
+			dropped = append(dropped, c)
+		}
+	}
+	slices.Sort(added)
+	slices.Sort(dropped)
+	return added, dropped
+}
+
+// graphDriverData adds the storage driver's directories of the container's
+// layer (for overlay LowerDir, UpperDir, WorkDir), as Podman shows them.
+func (m *Manager) graphDriverData(r *record, data map[string]string) {
+	c, err := m.store.Container(r.ID)
+	if err != nil {
+		return
+	}
+	driver, err := m.store.GraphDriver()
+	if err != nil {
+		return
+	}
+	md, err := driver.Metadata(c.LayerID)
+	if err != nil {
+		return
+	}
+	for k, v := range md {
+		data[k] = v
+	}
 }
 
 func netMode(s *core.ContainerSpec) string {

@@ -71,6 +71,8 @@ type record struct {
 	ImageWorkDir    string   `json:"ImageWorkDir,omitempty"`
 	ImageUser       string   `json:"ImageUser,omitempty"`
 	ImageStopSignal string   `json:"ImageStopSignal,omitempty"`
+	// ImageDigest is the digest of the image's manifest at create.
+	ImageDigest string `json:"ImageDigest,omitempty"`
 }
 
 // entry is the manager's handle on one container.

@@ -12,8 +12,9 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
-// DefaultShmSize is the size of /dev/shm when the request does not set one (64 MiB).
-const DefaultShmSize = 64 << 20
+// DefaultShmSize is the size of /dev/shm when the request does not set one:
+// Podman's default of 65536k read as decimal kilobytes.
+const DefaultShmSize = 65536000
 
 // Mounts returns the container's mounts: the kernel filesystems every
 // container gets, the generated /etc files, then the request's bind and
@@ -117,29 +118,73 @@ func userMount(field string, m specs.Mount) (specs.Mount, error) {
 		}
 	case "tmpfs":
 		m.Source = "tmpfs"
-		opts = append(opts, "nosuid", "nodev")
-		for _, o := range m.Options {
-			k, _, _ := strings.Cut(o, "=")
-			switch k {
-			case "ro", "rw", "size", "mode", "uid", "gid", "nr_inodes", "noexec", "exec", "nosuid", "suid", "nodev", "dev", "noatime", "relatime", "strictatime",
-				"private", "rprivate", "shared", "rshared", "slave", "rslave", "unbindable", "runbindable":
-			case "tmpcopyup":
-				// runc copies the image's content at the destination into the new tmpfs.
-				if o != k {
-					return m, core.InvalidArgument(field+".options", fmt.Errorf("tmpfs option %q takes no value", o))
-				}
-			case "notmpcopyup":
-				continue
-			default:
-				return m, core.InvalidArgument(field+".options", fmt.Errorf("unknown tmpfs option %q", o))
-			}
-			opts = append(opts, o)
+		to, err := TmpfsOptions(m.Options)
+		if err != nil {
+			return m, core.InvalidArgument(field+".options", err)
 		}
+		opts = append(opts, to...)
 	default:
 		return m, core.InvalidArgument(field+".type", fmt.Errorf("mount type %q is not supported (bind, tmpfs)", m.Type))
 	}
 	m.Options = opts
 	return m, nil
+}
+
+// TmpfsOptions checks a tmpfs mount's options and completes them as Podman
+// does: the request's options, then rw, rprivate, nosuid, nodev and
+// tmpcopyup (runc copies the image's content at the destination into the
+// tmpfs) unless the request chose otherwise; notmpcopyup only turns that off.
+func TmpfsOptions(options []string) ([]string, error) {
+	var write, prop, suid, dev, copyUp bool
+	out := make([]string, 0, len(options)+5)
+	for _, o := range options {
+		k, _, hasValue := strings.Cut(o, "=")
+		switch k {
+		case "size", "mode", "uid", "gid", "nr_inodes":
+		case "ro", "rw":
+			write = true
+		case "private", "rprivate", "shared", "rshared", "slave", "rslave", "unbindable", "runbindable":
+			prop = true
+		case "nosuid", "suid":
+			suid = true
+		case "nodev", "dev":
+			dev = true
+		case "noexec", "exec", "noatime", "relatime", "strictatime":
+		case "tmpcopyup", "notmpcopyup":
+			copyUp = true
+		default:
+			return nil, fmt.Errorf("unknown tmpfs option %q", o)
+		}
+		switch k {
+		case "size", "mode", "uid", "gid", "nr_inodes":
+			if !hasValue {
+				return nil, fmt.Errorf("tmpfs option %q needs a value", o)
+			}
+		default:
+			if hasValue {
+				return nil, fmt.Errorf("tmpfs option %q takes no value", o)
+			}
+		}
+		if k != "notmpcopyup" {
+			out = append(out, o)
+		}
+	}
+	if !write {
+		out = append(out, "rw")
+	}
+	if !prop {
+		out = append(out, "rprivate")
+	}
+	if !suid {
+		out = append(out, "nosuid")
+	}
+	if !dev {
+		out = append(out, "nodev")
+	}
+	if !copyUp {
+		out = append(out, "tmpcopyup")
+	}
+	return out, nil
 }
 
 // HostsFile returns the content of a container's /etc/hosts.

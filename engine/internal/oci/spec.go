@@ -200,7 +200,7 @@ func ProcessArgs(s *core.ContainerSpec, img imgspec.ImageConfig) ([]string, erro
 }
 
 // MergeEnv combines the image's environment with the request's (the request
-// wins), adding PATH, HOSTNAME, HOME and TERM where missing.
+// wins), adding PATH, container=podman, HOSTNAME, HOME and TERM where missing.
 func MergeEnv(imageEnv []string, env map[string]string, terminal bool, hostname, home string) []string {
 	vals := map[string]string{}
 	var order []string
@@ -228,6 +228,8 @@ func MergeEnv(imageEnv []string, env map[string]string, terminal bool, hostname,
 		}
 	}
 	def("PATH", DefaultPath)
+	// Podman tells the process it runs in a container.
+	def("container", "podman")
 	if terminal {
 		def("TERM", "xterm")
 	}

@@ -97,9 +97,36 @@ func TestProcessArgs(t *testing.T) {
 
 func TestMergeEnv(t *testing.T) {
 	got := MergeEnv([]string{"PATH=/img", "A=1"}, map[string]string{"A": "2", "B": "3"}, true, "h", "/root")
-	want := []string{"PATH=/img", "A=2", "B=3", "TERM=xterm", "HOSTNAME=h", "HOME=/root"}
+	want := []string{"PATH=/img", "A=2", "B=3", "container=podman", "TERM=xterm", "HOSTNAME=h", "HOME=/root"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+	// The request may set container itself.
+	got = MergeEnv(nil, map[string]string{"container": "other"}, false, "h", "")
+	want = []string{"container=other", "PATH=" + DefaultPath, "HOSTNAME=h", "HOME=/"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestTmpfsOptions(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+		err  bool
+	}{
+		{nil, "rw,rprivate,nosuid,nodev,tmpcopyup", false},
+		{[]string{"size=1m"}, "size=1m,rw,rprivate,nosuid,nodev,tmpcopyup", false},
+		{[]string{"rw", "rprivate", "nosuid", "nodev", "tmpcopyup"}, "rw,rprivate,nosuid,nodev,tmpcopyup", false},
+		{[]string{"ro", "shared", "suid", "dev", "notmpcopyup", "noexec"}, "ro,shared,suid,dev,noexec", false},
+		{[]string{"bogus"}, "", true},
+		{[]string{"size"}, "", true},
+		{[]string{"tmpcopyup=1"}, "", true},
+	} {
+		got, err := TmpfsOptions(tc.in)
+		if (err != nil) != tc.err || err == nil && strings.Join(got, ",") != tc.want {
+			t.Errorf("TmpfsOptions(%q) = %q, %v; want %q (error %v)", tc.in, got, err, tc.want, tc.err)
+		}
 	}
 }
 
