@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -43,7 +44,8 @@ func (r *Runtime) Exec(ctx context.Context, c *core.Container, req core.ExecRequ
 		return fail(err)
 	}
 	pidFile := filepath.Join(dir, "pid")
-	args := []string{"--root", r.stateRoot, "exec", "--process", procFile, "--pid-file", pidFile}
+	// JSON log lines, so that runc's own error is told apart from text.
+	args := []string{"--root", r.stateRoot, "--log-format", "json", "exec", "--process", procFile, "--pid-file", pidFile}
 	// With a terminal, runc (not detached) needs a terminal as its own
 	// stdio: it allocates the container's console, copies between the two
 	// and follows our terminal's size on SIGWINCH. runc refuses a console
@@ -67,7 +69,9 @@ func (r *Runtime) Exec(ctx context.Context, c *core.Container, req core.ExecRequ
 	args = append(args, c.ID)
 	cmd := exec.Command(r.path, args...)
 	cmd.Env = minimalEnv()
-	var stderrBuf limitedBuffer
+	// Until the process has started, what runc writes on its stderr (or
+	// the terminal) is runc's own error, not the session's output.
+	gate := &gatedWriter{}
 	var stdinPipe io.WriteCloser
 	if !req.Process.Terminal {
 		if req.Stdin != nil {
@@ -77,12 +81,10 @@ func (r *Runtime) Exec(ctx context.Context, c *core.Container, req core.ExecRequ
 			}
 		}
 		cmd.Stdout = req.Stdout
-		if req.Stderr != nil {
-			cmd.Stderr = io.MultiWriter(req.Stderr, &stderrBuf)
-		} else {
-			cmd.Stderr = &stderrBuf
-		}
+		gate.w = req.Stderr
+		cmd.Stderr = gate
 	} else {
+		gate.w = req.Stdout
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	}
@@ -111,22 +113,21 @@ func (r *Runtime) Exec(ctx context.Context, c *core.Container, req core.ExecRequ
 		if req.Stdin != nil {
 			go io.Copy(master, req.Stdin)
 		}
-		if req.Stdout != nil {
-			copies.Add(1)
-			go func() {
-				defer copies.Done()
-				io.Copy(req.Stdout, master)
-			}()
-		}
+		copies.Add(1)
+		go func() {
+			defer copies.Done()
+			io.Copy(gate, master)
+		}()
 		p.copies = &copies
 	}
-	go p.wait(&stderrBuf)
+	go p.wait(gate)
 	// runc writes the pid file before it starts the process; wait for it or
 	// for an early exit (a command that does not exist, for example).
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if pid, err := readPidFile(pidFile); err == nil && pid > 0 {
 			p.pid = pid
+			gate.Open()
 			break
 		}
 		select {
@@ -138,6 +139,7 @@ func (r *Runtime) Exec(ctx context.Context, c *core.Container, req core.ExecRequ
 		case <-time.After(time.Millisecond):
 		}
 		if time.Now().After(deadline) {
+			gate.Open()
 			return p, nil
 		}
 	}
@@ -178,7 +180,7 @@ type execProcess struct {
 	err    error
 }
 
-func (p *execProcess) wait(stderr *limitedBuffer) {
+func (p *execProcess) wait(gate *gatedWriter) {
 	err := p.cmd.Wait()
 	if p.copies != nil {
 		p.copies.Wait()
@@ -198,11 +200,19 @@ func (p *execProcess) wait(stderr *limitedBuffer) {
 		// runc writes the pid file only once the process started; a
 		// process that ran and failed quickly may exit before Exec read it.
 		if _, perr := readPidFile(filepath.Join(p.dir, "pid")); perr != nil && p.code != 0 {
-			// The process never started: report the runtime's reason.
-			p.err = fmt.Errorf("exec failed: %s", cleanRuntimeMessage(lastLine(stderr.String())))
+			// The process never started: report the runtime's reason
+			// once, and not as the session's output.
+			msg := cleanRuntimeMessage(lastLine(gate.Held()))
+			if !strings.HasPrefix(msg, "exec failed") {
+				msg = "exec failed: " + msg
+			}
+			p.err = errors.New(msg)
 		}
 	default:
 		p.err = err
+	}
+	if p.err == nil {
+		gate.Open()
 	}
 	os.RemoveAll(p.dir)
 	close(p.done)
@@ -234,26 +244,60 @@ func (p *execProcess) Resize(width, height uint16) error {
 	return unix.IoctlSetWinsize(int(p.master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: width, Row: height})
 }
 
-// limitedBuffer keeps the last 4 KiB written to it (the runtime's error).
-type limitedBuffer struct {
-	mu  sync.Mutex
-	buf []byte
+// gatedWriter holds what is written until Open, then passes it on to w
+// (nil discards). Past gateLimit it opens by itself: that much is not a
+// runtime's error message but a running process's output.
+type gatedWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	buf  []byte
+	open bool
 }
 
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if len(b.buf) > 4096 {
-		b.buf = b.buf[len(b.buf)-4096:]
+const gateLimit = 64 << 10
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.open {
+		g.buf = append(g.buf, p...)
+		if len(g.buf) > gateLimit {
+			return len(p), g.openLocked()
+		}
+		return len(p), nil
 	}
-	return len(p), nil
+	if g.w == nil {
+		return len(p), nil
+	}
+	return g.w.Write(p)
 }
 
-func (b *limitedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
+// Open passes what was held, and everything later, on to w.
+func (g *gatedWriter) Open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.openLocked()
+}
+
+func (g *gatedWriter) openLocked() error {
+	if g.open {
+		return nil
+	}
+	g.open = true
+	held := g.buf
+	g.buf = nil
+	if g.w == nil || len(held) == 0 {
+		return nil
+	}
+	_, err := g.w.Write(held)
+	return err
+}
+
+// Held returns what is held while the gate is closed.
+func (g *gatedWriter) Held() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return string(g.buf)
 }
 
 func lastLine(s string) string {
