@@ -24,6 +24,7 @@ import (
 	"github.com/berth-project/berth/uploads/internal/processor"
 	"github.com/berth-project/berth/uploads/internal/store"
 	"github.com/berth-project/berth/uploads/internal/store/storetest"
+	"github.com/google/uuid"
 )
 
 // env is a real server on a real loopback listener, with its store and data dir.
@@ -171,6 +172,7 @@ type upload struct {
 	FilesTotal     *int   `json:"filesTotal"`
 	FilesProcessed *int   `json:"filesProcessed"`
 	Errors         *int   `json:"errors"`
+	Images         *int   `json:"images"`
 }
 
 func (e *env) create() string {
@@ -220,6 +222,7 @@ func TestAPI(t *testing.T) {
 			t.Run("UploadsCRUDAndPaging", func(t *testing.T) { testUploads(t, newEnv(t, envOpts{open: open})) })
 			t.Run("Files", func(t *testing.T) { testFiles(t, newEnv(t, envOpts{open: open})) })
 			t.Run("Processing", func(t *testing.T) { testProcessing(t, newEnv(t, envOpts{open: open, worker: true})) })
+			t.Run("Images", func(t *testing.T) { testImages(t, newEnv(t, envOpts{open: open})) })
 			t.Run("Limits", func(t *testing.T) {
 				testLimits(t, newEnv(t, envOpts{open: open, limits: api.Limits{MaxFileSize: 100, MaxUploadSize: 250, MaxFiles: 3, MaxPathLength: 40, MaxPathDepth: 3}}))
 			})
@@ -308,6 +311,7 @@ func testUploads(t *testing.T, e *env) {
 		"/v1/uploads/" + ids[1] + "/files/x/y":         "DELETE, GET, HEAD, PUT",
 		"/v1/uploads/" + ids[1] + "/markForProcessing": "POST",
 		"/v1/uploads/" + ids[1] + "/errors":            "GET, HEAD",
+		"/v1/uploads/" + ids[1] + "/images":            "GET, HEAD",
 		"/healthz":                                     "GET, HEAD",
 	} {
 		r := e.do("PATCH", p, nil)
@@ -739,4 +743,81 @@ func TestNoAuth(t *testing.T) {
 	if r := e.do("GET", "/v1/uploads", nil); r.status != 200 {
 		t.Fatalf("%d", r.status)
 	}
+}
+
+// testImages drives the processing through the store (as the worker does) to check the
+// images endpoint in each state, its paging and the upload's images counter.
+func testImages(t *testing.T, e *env) {
+	ctx := context.Background()
+	id := e.create()
+	uid := uuid.MustParse(id)
+	images := "/v1/uploads/" + id + "/images"
+	if p := e.do("GET", images, nil).problem(t, 409); p["state"] != "open" || p["type"] != "urn:berth:problem:invalid-state" {
+		t.Fatalf("images while open: %v", p)
+	}
+	e.do("GET", "/v1/uploads/1b4e28ba-2fa1-11d2-883f-0016d3cca427/images", nil).problem(t, 404)
+	e.do("GET", "/v1/uploads/nope/images", nil).problem(t, 400)
+	e.mustPut(id, "a.tar", "x")
+	e.mustPut(id, "b.tar.gz", "y")
+	if r := e.do("POST", "/v1/uploads/"+id+"/markForProcessing", nil); r.status != 202 {
+		t.Fatalf("mark: %d %s", r.status, r.body)
+	}
+	if p := e.do("GET", images, nil).problem(t, 409); p["state"] != "pending" {
+		t.Fatalf("images while pending: %v", p)
+	}
+	if _, ok, err := e.store.Claim(ctx, "w", time.Minute); !ok || err != nil {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	if err := e.store.SetTotal(ctx, uid, "w", 2); err != nil {
+		t.Fatal(err)
+	}
+	r := e.do("GET", images, nil)
+	if r.status != 200 || strings.TrimSpace(string(r.body)) != "[]" || r.header.Get("Pagination-Total") != "0" {
+		t.Fatalf("images while processing, none yet: %d %s %v", r.status, r.body, r.header)
+	}
+	var u upload
+	e.do("GET", "/v1/uploads/"+id, nil).json(t, &u)
+	if u.Images == nil || *u.Images != 0 {
+		t.Fatalf("upload while processing: %s", e.do("GET", "/v1/uploads/"+id, nil).body)
+	}
+	var a []store.DeployedImage
+	for i := range 3 {
+		a = append(a, store.DeployedImage{File: "a.tar", Name: fmt.Sprintf("localhost/a%d:latest", i)})
+	}
+	if err := e.store.RecordFile(ctx, uid, "w", 0, nil, a, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.RecordFile(ctx, uid, "w", 1, nil, []store.DeployedImage{{File: "b.tar.gz", Name: "localhost/b:1"}}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.Finish(ctx, uid, "w"); err != nil {
+		t.Fatal(err)
+	}
+	r = e.do("GET", images, nil)
+	var got []map[string]string
+	r.json(t, &got)
+	if r.status != 200 || len(got) != 4 || got[0]["file"] != "a.tar" || got[0]["name"] != "localhost/a0:latest" || got[3]["file"] != "b.tar.gz" || got[3]["name"] != "localhost/b:1" ||
+		r.header.Get("Pagination-Total") != "4" || r.header.Get("Pagination-Limit") != "100" || r.header.Get("Pagination-Count") != "4" {
+		t.Fatalf("images when done: %d %s %v", r.status, r.body, r.header)
+	}
+	r = e.do("GET", images+"?limit=2&offset=1", nil)
+	r.json(t, &got)
+	if len(got) != 2 || got[0]["name"] != "localhost/a1:latest" || got[1]["name"] != "localhost/a2:latest" ||
+		r.header.Get("Pagination-Offset") != "1" || r.header.Get("Pagination-Limit") != "2" || r.header.Get("Pagination-Total") != "4" {
+		t.Fatalf("images page: %s %v", r.body, r.header)
+	}
+	if r := e.do("GET", images+"?limit=1000", nil); r.status != 200 {
+		t.Fatalf("limit=1000: %d", r.status)
+	}
+	for _, q := range []string{"limit=1001", "limit=0", "offset=-1", "limit=x"} {
+		e.do("GET", images+"?"+q, nil).problem(t, 400)
+	}
+	e.do("GET", "/v1/uploads/"+id, nil).json(t, &u)
+	if u.Status != "done" || u.Images == nil || *u.Images != 4 {
+		t.Fatalf("done upload: %+v", u)
+	}
+	if r := e.do("DELETE", "/v1/uploads/"+id, nil); r.status != 204 {
+		t.Fatalf("delete: %d", r.status)
+	}
+	e.do("GET", images, nil).problem(t, 404)
 }

@@ -27,6 +27,7 @@ type uploadJSON struct {
 	FilesTotal     *int      `json:"filesTotal,omitempty"`
 	FilesProcessed *int      `json:"filesProcessed,omitempty"`
 	Errors         *int      `json:"errors,omitempty"`
+	Images         *int      `json:"images,omitempty"`
 }
 
 func toJSON(u store.Upload) uploadJSON {
@@ -36,8 +37,8 @@ func toJSON(u store.Upload) uploadJSON {
 		if u.FilesTotal != nil {
 			total = *u.FilesTotal
 		}
-		processed, errs := u.FilesProcessed, u.Errors
-		out.FilesTotal, out.FilesProcessed, out.Errors = &total, &processed, &errs
+		processed, errs, images := u.FilesProcessed, u.Errors, u.Images
+		out.FilesTotal, out.FilesProcessed, out.Errors, out.Images = &total, &processed, &errs, &images
 	}
 	return out
 }

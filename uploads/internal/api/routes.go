@@ -32,6 +32,7 @@ func (s *Server) routes() http.Handler {
 				r.Use(s.loadUpload)
 				r.Get("/", s.getUpload)
 				r.With(s.requireState(store.StatusProcessing, store.StatusDone)).Get("/errors", s.listErrors)
+				r.With(s.requireState(store.StatusProcessing, store.StatusDone)).Get("/images", s.listImages)
 				r.With(open).Post("/markForProcessing", s.markForProcessing)
 				r.Route("/files", func(r chi.Router) {
 					r.Use(s.filePath, open)

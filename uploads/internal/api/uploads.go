@@ -12,6 +12,8 @@ const (
 	uploadsMaxLimit     = 100
 	errorsDefaultLimit  = 100
 	errorsMaxLimit      = 1000
+	imagesDefaultLimit  = 100
+	imagesMaxLimit      = 1000
 )
 
 func (s *Server) createUpload(w http.ResponseWriter, r *http.Request) {
@@ -90,6 +92,24 @@ func (s *Server) listErrors(w http.ResponseWriter, r *http.Request) {
 	}
 	if list == nil {
 		list = []store.FileError{}
+	}
+	setPagination(w, p, len(list), total)
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) listImages(w http.ResponseWriter, r *http.Request) {
+	p, err := parsePage(r, imagesDefaultLimit, imagesMaxLimit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	list, total, err := s.store.Images(r.Context(), uploadID(r), p.limit, p.offset)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if list == nil {
+		list = []store.DeployedImage{}
 	}
 	setPagination(w, p, len(list), total)
 	writeJSON(w, http.StatusOK, list)

@@ -33,9 +33,9 @@ type Deployer struct {
 	onLoaded LoadedFunc
 }
 
-// New returns a Deployer that loads image archives into engine and logs the
-// loaded image names. onLoaded, when not nil, is also told about them (the
-// processor or a store can keep them).
+// New returns a Deployer that loads image archives into engine, logs the
+// loaded image names and returns them to the processor, which records them.
+// onLoaded, when not nil, is also told about them.
 func New(engine Engine, logger *slog.Logger, onLoaded LoadedFunc) *Deployer {
 	return &Deployer{engine: engine, logger: logger, onLoaded: onLoaded}
 }
@@ -52,32 +52,33 @@ func IsImageArchive(rel string) bool {
 	return false
 }
 
-// Deploy loads the image archive at absPath into the engine.
+// Deploy loads the image archive at absPath into the engine and returns the
+// names of the images it loaded.
 //
 // A file of another type is processor.ErrUnsupported, without contacting the
 // engine. An unreachable engine wraps processor.ErrUnavailable, so the upload
 // waits and this file is deployed again later. Anything else the engine
 // refuses (a corrupt archive: 400 or 500) is an error for this file alone.
-func (d *Deployer) Deploy(ctx context.Context, rel, absPath string) error {
+func (d *Deployer) Deploy(ctx context.Context, rel, absPath string) ([]string, error) {
 	if !IsImageArchive(rel) {
-		return processor.ErrUnsupported
+		return nil, processor.ErrUnsupported
 	}
 	names, err := d.engine.LoadImageFile(ctx, absPath)
 	if errors.Is(err, engineclient.ErrUnavailable) {
-		return fmt.Errorf("%w: %w", processor.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", processor.ErrUnavailable, err)
 	}
 	if err != nil {
 		var apiErr *engineclient.Error
 		if errors.As(err, &apiErr) {
-			return fmt.Errorf("image archive refused by the engine (%d): %s", apiErr.Status, apiErr.Message)
+			return nil, fmt.Errorf("image archive refused by the engine (%d): %s", apiErr.Status, apiErr.Message)
 		}
-		return fmt.Errorf("loading image archive: %w", err)
+		return nil, fmt.Errorf("loading image archive: %w", err)
 	}
 	d.logger.InfoContext(ctx, "image archive loaded", "file", rel, "images", names)
 	if d.onLoaded != nil {
 		d.onLoaded(ctx, rel, names)
 	}
-	return nil
+	return names, nil
 }
 
 // readyTimeout bounds the readiness check, so a probe gets its answer in

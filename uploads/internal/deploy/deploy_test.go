@@ -104,8 +104,12 @@ func TestDeployLoadsImageArchive(t *testing.T) {
 		func(_ context.Context, rel string, names []string) { gotRel, gotNames = rel, names })
 
 	content := []byte("pretend docker-archive bytes")
-	if err := deployer.Deploy(context.Background(), "images/busybox.tar.gz", writeFile(t, "busybox.tar.gz", content)); err != nil {
+	names, err := deployer.Deploy(context.Background(), "images/busybox.tar.gz", writeFile(t, "busybox.tar.gz", content))
+	if err != nil {
 		t.Fatalf("Deploy: %v", err)
+	}
+	if len(names) != 1 || names[0] != "localhost/busybox:latest" {
+		t.Errorf("Deploy returned names %v", names)
 	}
 	if got, _ := stub.received.Load().([]byte); !bytes.Equal(got, content) {
 		t.Errorf("engine received %q, want the file's bytes", got)
@@ -122,7 +126,7 @@ func TestDeployUnsupportedNeedsNoEngine(t *testing.T) {
 	// Nothing listens at this address: an unsupported file must not try it.
 	deployer := New(clientFor(t, "tcp://127.0.0.1:1"), quietLogger(), nil)
 	for _, rel := range []string{"junk.txt", "app.container", "kube.yaml"} {
-		err := deployer.Deploy(context.Background(), rel, writeFile(t, "f", []byte("x")))
+		_, err := deployer.Deploy(context.Background(), rel, writeFile(t, "f", []byte("x")))
 		if !errors.Is(err, processor.ErrUnsupported) || errors.Is(err, processor.ErrUnavailable) {
 			t.Errorf("Deploy(%q) err = %v, want ErrUnsupported", rel, err)
 		}
@@ -138,7 +142,7 @@ func TestDeployCorruptArchiveIsFileError(t *testing.T) {
 		deployer := New(clientFor(t, stub.srv.URL), quietLogger(), func(context.Context, string, []string) {
 			t.Errorf("onLoaded called for a refused archive")
 		})
-		err := deployer.Deploy(context.Background(), "bad.tar", writeFile(t, "bad.tar", []byte("not a tar")))
+		_, err := deployer.Deploy(context.Background(), "bad.tar", writeFile(t, "bad.tar", []byte("not a tar")))
 		if err == nil || errors.Is(err, processor.ErrUnavailable) || errors.Is(err, processor.ErrUnsupported) {
 			t.Fatalf("status %d: err = %v, want a plain error entry", status, err)
 		}
@@ -160,7 +164,7 @@ func TestDeployEngineDown(t *testing.T) {
 	ln.Close()
 	deployer := New(clientFor(t, "tcp://"+addr), quietLogger(), nil)
 
-	err = deployer.Deploy(context.Background(), "busybox.tar", writeFile(t, "busybox.tar", []byte("x")))
+	_, err = deployer.Deploy(context.Background(), "busybox.tar", writeFile(t, "busybox.tar", []byte("x")))
 	if !errors.Is(err, processor.ErrUnavailable) {
 		t.Fatalf("Deploy with the engine down: err = %v, want processor.ErrUnavailable", err)
 	}
@@ -172,7 +176,7 @@ func TestDeployEngineDown(t *testing.T) {
 func TestDeployMissingFile(t *testing.T) {
 	stub := newEngineStub(t, http.StatusOK, `{"Names":["x"]}`)
 	deployer := New(clientFor(t, stub.srv.URL), quietLogger(), nil)
-	err := deployer.Deploy(context.Background(), "gone.tar", filepath.Join(t.TempDir(), "gone.tar"))
+	_, err := deployer.Deploy(context.Background(), "gone.tar", filepath.Join(t.TempDir(), "gone.tar"))
 	if err == nil || errors.Is(err, processor.ErrUnavailable) {
 		t.Fatalf("err = %v, want a file error", err)
 	}

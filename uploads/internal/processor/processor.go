@@ -18,9 +18,10 @@ import (
 )
 
 // Deployer deploys one file of an upload. rel is the file's path in the upload, absPath
-// where it is on disk.
+// where it is on disk. It returns the names of the images the file loaded; they are
+// recorded with the file's progress.
 type Deployer interface {
-	Deploy(ctx context.Context, rel, absPath string) error
+	Deploy(ctx context.Context, rel, absPath string) ([]string, error)
 }
 
 var (
@@ -38,7 +39,9 @@ var (
 type Unsupported struct{}
 
 // Deploy refuses every file with ErrUnsupported.
-func (Unsupported) Deploy(context.Context, string, string) error { return ErrUnsupported }
+func (Unsupported) Deploy(context.Context, string, string) ([]string, error) {
+	return nil, ErrUnsupported
+}
 
 // Tree lists the files of an upload and says where they are on disk.
 type Tree interface {
@@ -185,7 +188,7 @@ func (w *Worker) process(ctx context.Context, log *slog.Logger, u store.Upload) 
 	}
 	for i := u.FilesProcessed; i < len(files); i++ {
 		rel := files[i]
-		deployErr := w.deploy(ctx, u.ID, rel, filepath.Join(w.tree.Dir(id), filepath.FromSlash(rel)))
+		names, deployErr := w.deploy(ctx, u.ID, rel, filepath.Join(w.tree.Dir(id), filepath.FromSlash(rel)))
 		if ctx.Err() != nil {
 			// Shutting down: hand the upload back at once; the unfinished file is
 			// deployed again when processing resumes.
@@ -203,7 +206,13 @@ func (w *Worker) process(ctx context.Context, log *slog.Logger, u store.Upload) 
 		case deployErr != nil:
 			entry = &store.FileError{File: rel, Message: deployErr.Error()}
 		}
-		if err := w.store.RecordFile(ctx, u.ID, w.owner, i, entry, w.cfg.Lease); err != nil {
+		var images []store.DeployedImage
+		if deployErr == nil {
+			for _, name := range names {
+				images = append(images, store.DeployedImage{File: rel, Name: name})
+			}
+		}
+		if err := w.store.RecordFile(ctx, u.ID, w.owner, i, entry, images, w.cfg.Lease); err != nil {
 			return false, err
 		}
 	}
@@ -224,7 +233,7 @@ func (w *Worker) handBack(ctx context.Context, id uuid.UUID) error {
 
 // deploy runs the deployer while renewing the claim, so a slow deployment does not lose
 // its upload to another replica.
-func (w *Worker) deploy(ctx context.Context, id uuid.UUID, rel, abs string) error {
+func (w *Worker) deploy(ctx context.Context, id uuid.UUID, rel, abs string) ([]string, error) {
 	renewCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() {
@@ -246,10 +255,10 @@ func (w *Worker) deploy(ctx context.Context, id uuid.UUID, rel, abs string) erro
 
 // safeDeploy turns a panicking deployer into an error entry for the file instead of a
 // crashed process that would retry the same file forever.
-func safeDeploy(ctx context.Context, d Deployer, rel, abs string) (err error) {
+func safeDeploy(ctx context.Context, d Deployer, rel, abs string) (names []string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("deployer panicked: %v", p)
+			names, err = nil, fmt.Errorf("deployer panicked: %v", p)
 		}
 	}()
 	return d.Deploy(ctx, rel, abs)

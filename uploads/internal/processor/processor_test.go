@@ -20,14 +20,15 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// recorder is a Deployer that logs its calls and lets a test decide each outcome.
+// recorder is a Deployer that logs its calls and lets a test decide each outcome. A
+// file deployed without error loaded one image, named after the file.
 type recorder struct {
 	mu     sync.Mutex
 	calls  []string
 	decide func(ctx context.Context, rel string, n int) error
 }
 
-func (r *recorder) Deploy(ctx context.Context, rel, abs string) error {
+func (r *recorder) Deploy(ctx context.Context, rel, abs string) ([]string, error) {
 	r.mu.Lock()
 	r.calls = append(r.calls, rel)
 	n := 0
@@ -38,12 +39,15 @@ func (r *recorder) Deploy(ctx context.Context, rel, abs string) error {
 	}
 	r.mu.Unlock()
 	if !strings.HasSuffix(abs, rel) {
-		return fmt.Errorf("absPath %q does not end in %q", abs, rel)
+		return nil, fmt.Errorf("absPath %q does not end in %q", abs, rel)
 	}
 	if r.decide == nil {
-		return processor.ErrUnsupported
+		return nil, processor.ErrUnsupported
 	}
-	return r.decide(ctx, rel, n)
+	if err := r.decide(ctx, rel, n); err != nil {
+		return []string{"not-recorded-" + rel}, err
+	}
+	return []string{"localhost/img-" + rel + ":latest"}, nil
 }
 
 func (r *recorder) Calls() []string {
@@ -204,6 +208,20 @@ func testRestart(t *testing.T, f fixture) {
 	if errs := errorsOf(t, f.st, id); len(errs) != 1 || errs[0] != (store.FileError{File: "1", Message: "engine said no"}) {
 		t.Fatalf("errors = %v", errs)
 	}
+	// File 2 was deployed by both workers but its images are recorded once, by the
+	// worker that also recorded its progress; file 1's failure records none.
+	images, total, err := f.st.Images(context.Background(), id, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.DeployedImage{
+		{File: "2", Name: "localhost/img-2:latest"},
+		{File: "3", Name: "localhost/img-3:latest"},
+		{File: "4", Name: "localhost/img-4:latest"},
+	}
+	if fmt.Sprint(images) != fmt.Sprint(want) || total != 3 || u.Images != 3 {
+		t.Fatalf("images = %v (total %d, upload counts %d), want %v", images, total, u.Images, want)
+	}
 }
 
 // cancelingStore stops the worker (cancels its context) while it records file number
@@ -214,11 +232,11 @@ type cancelingStore struct {
 	cancel context.CancelFunc
 }
 
-func (c *cancelingStore) RecordFile(ctx context.Context, id uuid.UUID, owner string, index int, entry *store.FileError, lease time.Duration) error {
+func (c *cancelingStore) RecordFile(ctx context.Context, id uuid.UUID, owner string, index int, entry *store.FileError, images []store.DeployedImage, lease time.Duration) error {
 	if index == c.at {
 		c.cancel()
 	}
-	return c.Store.RecordFile(ctx, id, owner, index, entry, lease)
+	return c.Store.RecordFile(ctx, id, owner, index, entry, images, lease)
 }
 
 // A worker stopped while it records a file (not only while it deploys one) also hands
@@ -255,7 +273,7 @@ func testCrashResume(t *testing.T, f fixture) {
 	if err := f.st.SetTotal(ctx, id, "dead-worker", 3); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.st.RecordFile(ctx, id, "dead-worker", 0, &store.FileError{File: "a", Message: "unsupported file type"}, 150*time.Millisecond); err != nil {
+	if err := f.st.RecordFile(ctx, id, "dead-worker", 0, &store.FileError{File: "a", Message: "unsupported file type"}, nil, 150*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{}

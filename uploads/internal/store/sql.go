@@ -30,7 +30,7 @@ type sqlStore struct {
 	now     func() time.Time
 }
 
-const uploadCols = "id, status, created_at, updated_at, files_total, files_processed, error_count, bytes_used, file_count, attempts"
+const uploadCols = "id, status, created_at, updated_at, files_total, files_processed, error_count, bytes_used, file_count, attempts, image_count"
 
 // q rewrites "?" placeholders for the dialect.
 func (s *sqlStore) q(query string) string {
@@ -67,8 +67,9 @@ func scanUpload(row scanner) (Upload, error) {
 		errCount  int64
 		files     int64
 		attempts  int64
+		images    int64
 	)
-	if err := row.Scan(&id, &status, &created, &updated, &total, &processed, &errCount, &u.Bytes, &files, &attempts); err != nil {
+	if err := row.Scan(&id, &status, &created, &updated, &total, &processed, &errCount, &u.Bytes, &files, &attempts, &images); err != nil {
 		return Upload{}, err
 	}
 	parsed, err := uuid.Parse(id)
@@ -87,6 +88,7 @@ func scanUpload(row scanner) (Upload, error) {
 	u.Errors = int(errCount)
 	u.Files = int(files)
 	u.Attempts = int(attempts)
+	u.Images = int(images)
 	return u, nil
 }
 
@@ -151,6 +153,9 @@ func (s *sqlStore) List(ctx context.Context, limit, offset int) ([]Upload, int, 
 func (s *sqlStore) Delete(ctx context.Context, id uuid.UUID) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM upload_errors WHERE upload_id = ?`), id.String()); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM upload_images WHERE upload_id = ?`), id.String()); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, s.q(`DELETE FROM uploads WHERE id = ?`), id.String())
@@ -263,6 +268,34 @@ func (s *sqlStore) Errors(ctx context.Context, id uuid.UUID, limit, offset int) 
 	return out, u.Errors, nil
 }
 
+func (s *sqlStore) Images(ctx context.Context, id uuid.UUID, limit, offset int) ([]DeployedImage, int, error) {
+	u, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := CheckState(u, StatusProcessing, StatusDone); err != nil {
+		return nil, 0, err
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT file, name FROM upload_images WHERE upload_id = ? ORDER BY seq, ordinal LIMIT ? OFFSET ?`), id.String(), limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list images of %s: %w", id, err)
+	}
+	defer rows.Close()
+	out := []DeployedImage{}
+	for rows.Next() {
+		var img DeployedImage
+		if err := rows.Scan(&img.File, &img.Name); err != nil {
+			return nil, 0, err
+		}
+		out = append(out, img)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	// Like the error entries, the counter is written with the rows it counts.
+	return out, u.Images, nil
+}
+
 func (s *sqlStore) CountByStatus(ctx context.Context) (map[Status]int, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT status, count(*) FROM uploads GROUP BY status`)
 	if err != nil {
@@ -324,18 +357,25 @@ func (s *sqlStore) SetTotal(ctx context.Context, id uuid.UUID, owner string, tot
 	return s.claimed(res, err, "set file total of", id)
 }
 
-func (s *sqlStore) RecordFile(ctx context.Context, id uuid.UUID, owner string, index int, entry *FileError, lease time.Duration) error {
+func (s *sqlStore) RecordFile(ctx context.Context, id uuid.UUID, owner string, index int, entry *FileError, images []DeployedImage, lease time.Duration) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		now := s.now()
 		added := 0
 		if entry != nil {
 			added = 1
 		}
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE uploads SET files_processed = ?, error_count = error_count + ?, attempts = 0, lease_until = ?, updated_at = ?
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE uploads SET files_processed = ?, error_count = error_count + ?, image_count = image_count + ?, attempts = 0, lease_until = ?, updated_at = ?
 			WHERE id = ? AND owner = ? AND status = ? AND files_processed = ?`),
-			index+1, added, now.Add(lease).UnixMicro(), now.UnixMicro(), id.String(), owner, StatusProcessing, index)
+			index+1, added, len(images), now.Add(lease).UnixMicro(), now.UnixMicro(), id.String(), owner, StatusProcessing, index)
 		if err := s.claimed(res, err, "record file of", id); err != nil {
 			return err
+		}
+		for ordinal, img := range images {
+			_, err = tx.ExecContext(ctx, s.q(`INSERT INTO upload_images (upload_id, seq, ordinal, file, name) VALUES (?, ?, ?, ?, ?)`),
+				id.String(), index, ordinal, img.File, img.Name)
+			if err != nil {
+				return fmt.Errorf("record deployed image of %s: %w", id, err)
+			}
 		}
 		if entry == nil {
 			return nil

@@ -38,6 +38,8 @@ type Upload struct {
 	FilesTotal     *int
 	FilesProcessed int
 	Errors         int
+	// Images counts the image names recorded as deployed.
+	Images int
 	// Bytes and Files are the current usage, checked against the upload limits.
 	Bytes int64
 	Files int
@@ -50,6 +52,12 @@ type Upload struct {
 type FileError struct {
 	File    string `json:"file"`
 	Message string `json:"message"`
+}
+
+// DeployedImage is one image name that deploying a file of an upload loaded.
+type DeployedImage struct {
+	File string `json:"file"`
+	Name string `json:"name"`
 }
 
 // Errors of the store; the API maps them to status codes.
@@ -106,7 +114,7 @@ type Store interface {
 	Get(ctx context.Context, id uuid.UUID) (Upload, error)
 	// List returns one page of uploads, oldest first, and the total count.
 	List(ctx context.Context, limit, offset int) ([]Upload, int, error)
-	// Delete removes the upload and its error entries; an unknown id is not an error.
+	// Delete removes the upload, its error entries and its deployed images; an unknown id is not an error.
 	Delete(ctx context.Context, id uuid.UUID) error
 	// MarkForProcessing moves an open upload to pending.
 	MarkForProcessing(ctx context.Context, id uuid.UUID) (Upload, error)
@@ -120,6 +128,9 @@ type Store interface {
 	Unreserve(ctx context.Context, id uuid.UUID, bytes int64, files int) error
 	// Errors returns one page of the error entries of a processing or done upload.
 	Errors(ctx context.Context, id uuid.UUID, limit, offset int) ([]FileError, int, error)
+	// Images returns one page of the deployed image names of a processing or done
+	// upload, in file order, and their total count.
+	Images(ctx context.Context, id uuid.UUID, limit, offset int) ([]DeployedImage, int, error)
 	// CountByStatus and TotalBytes feed the metrics.
 	CountByStatus(ctx context.Context) (map[Status]int, error)
 	TotalBytes(ctx context.Context) (int64, error)
@@ -130,10 +141,10 @@ type Store interface {
 	Claim(ctx context.Context, owner string, lease time.Duration) (u Upload, ok bool, err error)
 	// SetTotal records the number of files once, right after the first claim.
 	SetTotal(ctx context.Context, id uuid.UUID, owner string, total int) error
-	// RecordFile marks file number index as finished, with its error entry if any, in
-	// one transaction, and extends the lease. It fails with ErrLostClaim unless owner
-	// holds the claim and index files were done before.
-	RecordFile(ctx context.Context, id uuid.UUID, owner string, index int, entry *FileError, lease time.Duration) error
+	// RecordFile marks file number index as finished, with its error entry if any and
+	// the image names it deployed, in one transaction, and extends the lease. It fails
+	// with ErrLostClaim unless owner holds the claim and index files were done before.
+	RecordFile(ctx context.Context, id uuid.UUID, owner string, index int, entry *FileError, images []DeployedImage, lease time.Duration) error
 	// Renew extends the lease of a claim.
 	Renew(ctx context.Context, id uuid.UUID, owner string, lease time.Duration) error
 	// Release gives a claim up until retryAt, counting one more failed attempt.

@@ -23,6 +23,7 @@ func TestStore(t *testing.T) {
 			t.Run("ReserveNeedsOpen", func(t *testing.T) { testReserveNeedsOpen(t, open(t)) })
 			t.Run("ClaimOnce", func(t *testing.T) { testClaimOnce(t, open(t)) })
 			t.Run("LeaseAndRelease", func(t *testing.T) { testLeaseAndRelease(t, open(t)) })
+			t.Run("Images", func(t *testing.T) { testImages(t, open(t)) })
 		})
 	}
 }
@@ -81,19 +82,19 @@ func testLifecycle(t *testing.T, s store.Store) {
 	if err := s.SetTotal(ctx, u.ID, "w1", 4); !errors.Is(err, store.ErrLostClaim) {
 		t.Fatalf("second SetTotal = %v", err)
 	}
-	if err := s.RecordFile(ctx, u.ID, "w1", 0, &store.FileError{File: "a", Message: "unsupported file type"}, time.Minute); err != nil {
+	if err := s.RecordFile(ctx, u.ID, "w1", 0, &store.FileError{File: "a", Message: "unsupported file type"}, nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RecordFile(ctx, u.ID, "w1", 0, &store.FileError{File: "a", Message: "again"}, time.Minute); !errors.Is(err, store.ErrLostClaim) {
+	if err := s.RecordFile(ctx, u.ID, "w1", 0, &store.FileError{File: "a", Message: "again"}, nil, time.Minute); !errors.Is(err, store.ErrLostClaim) {
 		t.Fatalf("recording a file twice = %v", err)
 	}
-	if err := s.RecordFile(ctx, u.ID, "w2", 1, nil, time.Minute); !errors.Is(err, store.ErrLostClaim) {
+	if err := s.RecordFile(ctx, u.ID, "w2", 1, nil, nil, time.Minute); !errors.Is(err, store.ErrLostClaim) {
 		t.Fatalf("record by non-owner = %v", err)
 	}
-	if err := s.RecordFile(ctx, u.ID, "w1", 1, nil, time.Minute); err != nil {
+	if err := s.RecordFile(ctx, u.ID, "w1", 1, nil, nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RecordFile(ctx, u.ID, "w1", 2, &store.FileError{File: "c", Message: "boom"}, time.Minute); err != nil {
+	if err := s.RecordFile(ctx, u.ID, "w1", 2, &store.FileError{File: "c", Message: "boom"}, nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	errs, total, err := s.Errors(ctx, u.ID, 10, 0)
@@ -365,5 +366,74 @@ func claimWhenFree(t *testing.T, s store.Store, owner string, notBefore time.Tim
 		if time.Now().After(deadline) {
 			t.Fatalf("%s could not claim within 10s after the lease or retry time", owner)
 		}
+	}
+}
+
+// The image names of a file are recorded with its progress: once, in file order, only by
+// the claim's owner, listed page by page while processing and when done.
+func testImages(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	u, err := s.Create(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Images(ctx, u.ID, 10, 0); !errors.Is(err, store.ErrState) {
+		t.Fatalf("images while open = %v", err)
+	}
+	if _, _, err := s.Images(ctx, uuid.New(), 10, 0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("images of unknown upload = %v", err)
+	}
+	if _, err := s.MarkForProcessing(ctx, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Images(ctx, u.ID, 10, 0); !errors.Is(err, store.ErrState) {
+		t.Fatalf("images while pending = %v", err)
+	}
+	if _, ok, err := s.Claim(ctx, "w1", time.Minute); !ok || err != nil {
+		t.Fatalf("claim = %v %v", ok, err)
+	}
+	if err := s.SetTotal(ctx, u.ID, "w1", 3); err != nil {
+		t.Fatal(err)
+	}
+	if got, total, err := s.Images(ctx, u.ID, 10, 0); err != nil || total != 0 || got == nil || len(got) != 0 {
+		t.Fatalf("images before any file = %v %d %v", got, total, err)
+	}
+	a := []store.DeployedImage{{File: "a.tar", Name: "localhost/one:latest"}, {File: "a.tar", Name: "localhost/two:1"}}
+	if err := s.RecordFile(ctx, u.ID, "w1", 0, nil, a, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// A second recording of the same file (a worker that lost its claim) adds nothing.
+	if err := s.RecordFile(ctx, u.ID, "w1", 0, nil, a, time.Minute); !errors.Is(err, store.ErrLostClaim) {
+		t.Fatalf("recording a file twice = %v", err)
+	}
+	if err := s.RecordFile(ctx, u.ID, "w2", 1, nil, []store.DeployedImage{{File: "b.tar", Name: "x"}}, time.Minute); !errors.Is(err, store.ErrLostClaim) {
+		t.Fatalf("record by non-owner = %v", err)
+	}
+	if err := s.RecordFile(ctx, u.ID, "w1", 1, &store.FileError{File: "bad.tar", Message: "refused"}, nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordFile(ctx, u.ID, "w1", 2, nil, []store.DeployedImage{{File: "c.tar.gz", Name: "localhost/three:latest"}}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	want := []store.DeployedImage{a[0], a[1], {File: "c.tar.gz", Name: "localhost/three:latest"}}
+	got, total, err := s.Images(ctx, u.ID, 10, 0)
+	if err != nil || total != 3 || len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Fatalf("images = %v %d %v, want %v", got, total, err, want)
+	}
+	if got, total, _ := s.Images(ctx, u.ID, 1, 1); total != 3 || len(got) != 1 || got[0] != want[1] {
+		t.Fatalf("images page = %v %d", got, total)
+	}
+	if got, total, _ := s.Images(ctx, u.ID, 10, 5); total != 3 || len(got) != 0 {
+		t.Fatalf("images past the end = %v %d", got, total)
+	}
+	if err := s.Finish(ctx, u.ID, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Get(ctx, u.ID)
+	if err != nil || d.Images != 3 || d.Errors != 1 {
+		t.Fatalf("done = %+v %v", d, err)
+	}
+	if got, total, err := s.Images(ctx, u.ID, 10, 0); err != nil || total != 3 || len(got) != 3 {
+		t.Fatalf("images when done = %v %d %v", got, total, err)
 	}
 }
