@@ -235,6 +235,7 @@ type upload struct {
 	FilesTotal     *int   `json:"filesTotal"`
 	FilesProcessed *int   `json:"filesProcessed"`
 	Errors         *int   `json:"errors"`
+	Images         *int   `json:"images"`
 }
 
 type fileError struct {

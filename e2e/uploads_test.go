@@ -44,6 +44,13 @@ func TestUploadDeploysImageArchive(t *testing.T) {
 	if names := s.engineImageNames(); !contains(names, tag) {
 		t.Errorf("engine images = %v, want %s among them", names, tag)
 	}
+	// uploads records the names ImagesLoad reported for the archive.
+	if images := s.uploadImages(id); len(images) != 1 || images[0] != (deployedImage{File: archiveFile, Name: tag}) {
+		t.Errorf("upload images = %+v, want exactly %s from %s", images, tag, archiveFile)
+	}
+	if intOf(u.Images) != 1 {
+		t.Errorf("done upload counts %d images, want 1", intOf(u.Images))
+	}
 	// The deployer records the names ImagesLoad reported in the uploads log.
 	if log := s.containerLog(s.uploads); !strings.Contains(log, "image archive loaded") || !strings.Contains(log, tag) {
 		t.Errorf("uploads log does not record the loaded image %s:\n%s", tag, log)
@@ -187,6 +194,17 @@ func TestEngineKilledDuringLoad(t *testing.T) {
 			t.Errorf("engine images = %v, want %s among them", names, tag)
 		}
 	}
+	// Each archive's image is recorded once, although the interrupted one was
+	// sent to the engine again.
+	images := s.uploadImages(id)
+	if len(images) != archives || intOf(u.Images) != archives {
+		t.Errorf("upload images = %+v (count %d), want one per archive", images, intOf(u.Images))
+	}
+	for i, img := range images {
+		if want := (deployedImage{File: fmt.Sprintf("big-%d.tar", i), Name: tags[i]}); img != want {
+			t.Errorf("upload image %d = %+v, want %+v", i, img, want)
+		}
+	}
 	// engineclient retries a failed connection a few times with backoff,
 	// reopening the archive; only when those run out does the upload wait.
 	if strings.Contains(s.containerLog(s.uploads), "deploy target unavailable") {
@@ -194,4 +212,20 @@ func TestEngineKilledDuringLoad(t *testing.T) {
 	} else {
 		t.Logf("the interrupted load succeeded on one of the client's retries")
 	}
+}
+
+// deployedImage is one image name uploads recorded for a deployed file.
+type deployedImage struct {
+	File string `json:"file"`
+	Name string `json:"name"`
+}
+
+// uploadImages lists the image names uploads recorded for the upload's files.
+func (s *stack) uploadImages(id string) []deployedImage {
+	s.t.Helper()
+	status, body := call(s.t, http.MethodGet, s.uploadsURL()+"/v1/uploads/"+id+"/images", "", nil)
+	if status != http.StatusOK {
+		s.t.Fatalf("upload images: %d %s", status, body)
+	}
+	return decode[[]deployedImage](s.t, body)
 }
