@@ -147,17 +147,32 @@ func (s *Server) imageExists(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// listImages answers GetImages.
-func (s *Server) listImages(w http.ResponseWriter, r *http.Request) {
-	query := struct {
-		All     bool                `query:"all"`
-		Filters map[string][]string `query:"filters"`
-	}{}
+// imageSelection is the all and filters query that GetImages and
+// PruneImages share; Filters is already in the client's API form.
+type imageSelection struct {
+	All     bool                `query:"all"`
+	Filters map[string][]string `query:"filters"`
+}
+
+// decodeImageSelection reads an imageSelection from r's query. On a bad query
+// it answers the error itself and reports false.
+func decodeImageSelection(w http.ResponseWriter, r *http.Request) (imageSelection, bool) {
+	var query imageSelection
 	if err := decodeQuery(r, &query); err != nil {
 		writeError(w, err)
+		return imageSelection{}, false
+	}
+	query.Filters = filtersForClient(r, query.Filters)
+	return query, true
+}
+
+// listImages answers GetImages.
+func (s *Server) listImages(w http.ResponseWriter, r *http.Request) {
+	query, ok := decodeImageSelection(w, r)
+	if !ok {
 		return
 	}
-	images, err := s.deps.Images.List(r.Context(), core.ImageListOptions{All: query.All, Filters: filtersForClient(r, query.Filters)})
+	images, err := s.deps.Images.List(r.Context(), core.ImageListOptions{All: query.All, Filters: query.Filters})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -340,15 +355,11 @@ func joinErrors(errs []error) error {
 
 // pruneImages answers PruneImages with one report per removed image.
 func (s *Server) pruneImages(w http.ResponseWriter, r *http.Request) {
-	query := struct {
-		All     bool                `query:"all"`
-		Filters map[string][]string `query:"filters"`
-	}{}
-	if err := decodeQuery(r, &query); err != nil {
-		writeError(w, err)
+	query, ok := decodeImageSelection(w, r)
+	if !ok {
 		return
 	}
-	reports, err := s.deps.Images.Prune(r.Context(), core.ImagePruneOptions{All: query.All, Filters: filtersForClient(r, query.Filters)})
+	reports, err := s.deps.Images.Prune(r.Context(), core.ImagePruneOptions{All: query.All, Filters: query.Filters})
 	if err != nil {
 		writeError(w, err)
 		return
