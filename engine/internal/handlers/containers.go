@@ -60,6 +60,34 @@ func registerContainerRoutes(r chi.Router, s *Server) {
 	}
 }
 
+// queryInto decodes the request's query into q, answering the error and
+// reporting false when it does not decode.
+func queryInto(w http.ResponseWriter, r *http.Request, q any) bool {
+	if err := decodeQuery(r, q); err != nil {
+		writeError(w, err)
+		return false
+	}
+	return true
+}
+
+// finishNoContent answers err, or 204 when there is none.
+func finishNoContent(w http.ResponseWriter, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeNoContent(w)
+}
+
+// finishJSON answers err, or body with status when there is none.
+func finishJSON(w http.ResponseWriter, status int, body any, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, status, body)
+}
+
 type fileHandlers struct {
 	f core.ContainerFilesystems
 }
@@ -90,11 +118,7 @@ func (s *startedWriter) Write(p []byte) (int, error) {
 
 func (h fileHandlers) changes(w http.ResponseWriter, r *http.Request) {
 	changes, err := h.f.Changes(r.Context(), pathParam(r, "name"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, changes)
+	finishJSON(w, http.StatusOK, changes, err)
 }
 
 type checkpointHandlers struct {
@@ -150,8 +174,7 @@ func unsupported(opts map[string]bool) error {
 
 func (h checkpointHandlers) checkpoint(w http.ResponseWriter, r *http.Request) {
 	var q checkpointQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	if err := unsupported(map[string]bool{"export": truthy(q.Export), "preCheckpoint": truthy(q.PreCheckpoint),
@@ -188,8 +211,7 @@ type restoreQuery struct {
 
 func (h checkpointHandlers) restore(w http.ResponseWriter, r *http.Request) {
 	var q restoreQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	if err := unsupported(map[string]bool{"import": truthy(q.Import), "name": q.Name != "", "pod": q.Pod != "", "ignoreRootFS": truthy(q.IgnoreRootFS)}); err != nil {
@@ -217,28 +239,16 @@ type mountHandlers struct {
 
 func (h mountHandlers) showMounted(w http.ResponseWriter, r *http.Request) {
 	mounted, err := h.m.Mounted(r.Context())
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, mounted)
+	finishJSON(w, http.StatusOK, mounted, err)
 }
 
 func (h mountHandlers) mount(w http.ResponseWriter, r *http.Request) {
 	path, err := h.m.Mount(r.Context(), pathParam(r, "name"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, path)
+	finishJSON(w, http.StatusOK, path, err)
 }
 
 func (h mountHandlers) unmount(w http.ResponseWriter, r *http.Request) {
-	if err := h.m.Unmount(r.Context(), pathParam(r, "name")); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeNoContent(w)
+	finishNoContent(w, h.m.Unmount(r.Context(), pathParam(r, "name")))
 }
 
 type renameQuery struct {
@@ -247,15 +257,10 @@ type renameQuery struct {
 
 func (h mountHandlers) rename(w http.ResponseWriter, r *http.Request) {
 	var q renameQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
-	if err := h.m.Rename(r.Context(), pathParam(r, "name"), q.Name); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeNoContent(w)
+	finishNoContent(w, h.m.Rename(r.Context(), pathParam(r, "name"), q.Name))
 }
 
 type containerHandlers struct {
@@ -321,8 +326,7 @@ type listQuery struct {
 
 func (h containerHandlers) list(w http.ResponseWriter, r *http.Request) {
 	var q listQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	last := q.Limit
@@ -333,11 +337,7 @@ func (h containerHandlers) list(w http.ResponseWriter, r *http.Request) {
 		last = 0
 	}
 	list, err := h.c.List(r.Context(), core.ListContainersOptions{All: q.All || last > 0, Last: last, Size: q.Size, Filters: q.Filters})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, list)
+	finishJSON(w, http.StatusOK, list, err)
 }
 
 type pruneQuery struct {
@@ -353,8 +353,7 @@ type pruneEntry struct {
 
 func (h containerHandlers) prune(w http.ResponseWriter, r *http.Request) {
 	var q pruneQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	reports, err := h.c.Prune(r.Context(), q.Filters)
@@ -387,8 +386,7 @@ type removeEntry struct {
 
 func (h containerHandlers) remove(w http.ResponseWriter, r *http.Request) {
 	var q removeQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	timeout, err := optionalUint("timeout", q.Timeout)
@@ -420,16 +418,11 @@ type inspectQuery struct {
 
 func (h containerHandlers) inspect(w http.ResponseWriter, r *http.Request) {
 	var q inspectQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	data, err := h.c.Inspect(r.Context(), pathParam(r, "name"), q.Size)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, data)
+	finishJSON(w, http.StatusOK, data, err)
 }
 
 func (h containerHandlers) exists(w http.ResponseWriter, r *http.Request) {
@@ -452,19 +445,11 @@ func (h containerHandlers) init(w http.ResponseWriter, r *http.Request) {
 		// Already initialised (created, running ...): nothing to do.
 		err = fmt.Errorf("%s: %w", err.Error(), core.ErrNotModified)
 	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeNoContent(w)
+	finishNoContent(w, err)
 }
 
 func (h containerHandlers) start(w http.ResponseWriter, r *http.Request) {
-	if err := h.c.Start(r.Context(), pathParam(r, "name")); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeNoContent(w)
+	finishNoContent(w, h.c.Start(r.Context(), pathParam(r, "name")))
 }
 
 type stopQuery struct {
@@ -482,8 +467,7 @@ func (q stopQuery) timeout() (*uint, error) {
 
 func (h containerHandlers) stop(w http.ResponseWriter, r *http.Request) {
 	var q stopQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	timeout, err := q.timeout()
@@ -492,11 +476,10 @@ func (h containerHandlers) stop(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err = h.c.Stop(r.Context(), pathParam(r, "name"), timeout)
-	if err != nil && !(q.Ignore && errors.Is(err, core.ErrNoSuchContainer)) {
-		writeError(w, err)
-		return
+	if q.Ignore && errors.Is(err, core.ErrNoSuchContainer) {
+		err = nil
 	}
-	writeNoContent(w)
+	finishNoContent(w, err)
 }
 
 type killQuery struct {
@@ -505,21 +488,15 @@ type killQuery struct {
 
 func (h containerHandlers) kill(w http.ResponseWriter, r *http.Request) {
 	q := killQuery{Signal: "SIGKILL"}
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
-	if err := h.c.Kill(r.Context(), pathParam(r, "name"), q.Signal); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeNoContent(w)
+	finishNoContent(w, h.c.Kill(r.Context(), pathParam(r, "name"), q.Signal))
 }
 
 func (h containerHandlers) restart(w http.ResponseWriter, r *http.Request) {
 	var q stopQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	timeout, err := q.timeout()
@@ -527,27 +504,15 @@ func (h containerHandlers) restart(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := h.c.Restart(r.Context(), pathParam(r, "name"), timeout); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeNoContent(w)
+	finishNoContent(w, h.c.Restart(r.Context(), pathParam(r, "name"), timeout))
 }
 
 func (h containerHandlers) pause(w http.ResponseWriter, r *http.Request) {
-	if err := h.c.Pause(r.Context(), pathParam(r, "name")); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeNoContent(w)
+	finishNoContent(w, h.c.Pause(r.Context(), pathParam(r, "name")))
 }
 
 func (h containerHandlers) unpause(w http.ResponseWriter, r *http.Request) {
-	if err := h.c.Unpause(r.Context(), pathParam(r, "name")); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeNoContent(w)
+	finishNoContent(w, h.c.Unpause(r.Context(), pathParam(r, "name")))
 }
 
 type waitQuery struct {
@@ -557,8 +522,7 @@ type waitQuery struct {
 
 func (h containerHandlers) wait(w http.ResponseWriter, r *http.Request) {
 	var q waitQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	var conds []string
@@ -570,11 +534,7 @@ func (h containerHandlers) wait(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	code, err := h.c.Wait(r.Context(), pathParam(r, "name"), conds)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, code)
+	finishJSON(w, http.StatusOK, code, err)
 }
 
 type updateQuery struct {
@@ -584,8 +544,7 @@ type updateQuery struct {
 
 func (h containerHandlers) update(w http.ResponseWriter, r *http.Request) {
 	var q updateQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	opts := core.UpdateContainerOptions{}
