@@ -240,13 +240,11 @@ func imageConfigOf(rec *record, img *core.Image) (cfg imgspec.ImageConfig) {
 func (m *Manager) Init(ctx context.Context, nameOrID string) error {
 	// A client that goes away must not leave a change half done.
 	ctx = context.WithoutCancel(ctx)
-	e, err := m.lookup(nameOrID)
+	e, rec, unlock, err := m.lockedLookup(nameOrID)
 	if err != nil {
 		return err
 	}
-	e.op.Lock()
-	defer e.op.Unlock()
-	rec := m.snapshot(e)
+	defer unlock()
 	switch rec.State {
 	case core.StateConfigured:
 	case core.StateExited, core.StateStopped:

@@ -399,13 +399,11 @@ func (m *Manager) Kill(ctx context.Context, nameOrID, signal string) error {
 	if err != nil {
 		return err
 	}
-	e, err := m.lookup(nameOrID)
+	e, rec, unlock, err := m.lockedLookup(nameOrID)
 	if err != nil {
 		return err
 	}
-	e.op.Lock()
-	defer e.op.Unlock()
-	rec := m.snapshot(e)
+	defer unlock()
 	if rec.State != core.StateRunning && rec.State != core.StatePaused {
 		return fmt.Errorf("container %s is not running: %w", rec.Name, core.ErrStateConflict)
 	}
@@ -426,13 +424,11 @@ func (m *Manager) Kill(ctx context.Context, nameOrID, signal string) error {
 func (m *Manager) Restart(ctx context.Context, nameOrID string, timeout *uint) error {
 	// A client that goes away must not leave a change half done.
 	ctx = context.WithoutCancel(ctx)
-	e, err := m.lookup(nameOrID)
+	e, rec, unlock, err := m.lockedLookup(nameOrID)
 	if err != nil {
 		return err
 	}
-	e.op.Lock()
-	defer e.op.Unlock()
-	rec := m.snapshot(e)
+	defer unlock()
 	if rec.State == core.StateRunning || rec.State == core.StatePaused {
 		if err := m.stopLocked(ctx, e, timeout); err != nil && !errors.Is(err, core.ErrNotModified) {
 			return err
@@ -448,6 +444,17 @@ func (m *Manager) Restart(ctx context.Context, nameOrID string, timeout *uint) e
 	return nil
 }
 
+// lockedLookup finds a container, takes its operation lock and copies its
+// record; the caller releases the lock with unlock.
+func (m *Manager) lockedLookup(nameOrID string) (e *entry, rec record, unlock func(), err error) {
+	e, err = m.lookup(nameOrID)
+	if err != nil {
+		return nil, record{}, nil, err
+	}
+	e.op.Lock()
+	return e, m.snapshot(e), e.op.Unlock, nil
+}
+
 func (m *Manager) isRemoved(e *entry) bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -456,54 +463,42 @@ func (m *Manager) isRemoved(e *entry) bool {
 
 // Pause freezes a running container.
 func (m *Manager) Pause(ctx context.Context, nameOrID string) error {
-	// A client that goes away must not leave a change half done.
-	ctx = context.WithoutCancel(ctx)
-	e, err := m.lookup(nameOrID)
-	if err != nil {
-		return err
-	}
-	e.op.Lock()
-	defer e.op.Unlock()
-	rec := m.snapshot(e)
-	if rec.State != core.StateRunning {
-		return fmt.Errorf("container %s is %s, not running: %w", rec.Name, rec.State, core.ErrStateConflict)
-	}
-	if err := m.rt.Pause(ctx, rec.ID); err != nil {
-		return fmt.Errorf("pause container %s: %w", rec.Name, err)
-	}
-	m.update(ctx, e, func(r *record) {
-		if r.State == core.StateRunning {
-			r.State = core.StatePaused
-		}
-	})
-	m.emit(ctx, core.EventPause, m.snapshot(e), nil)
-	return nil
+	return m.setFrozen(ctx, nameOrID, core.StateRunning, core.StatePaused, core.EventPause, m.rt.Pause, nil)
 }
 
 // Unpause thaws a paused container.
 func (m *Manager) Unpause(ctx context.Context, nameOrID string) error {
+	return m.setFrozen(ctx, nameOrID, core.StatePaused, core.StateRunning, core.EventUnpause, m.rt.Resume,
+		func(ctx context.Context, e *entry) { m.handleExit(ctx, e) })
+}
+
+// setFrozen moves a container that is in state from to state to with the
+// runtime operation run, emits ev and then, still under the container's
+// operation lock, calls after when it is given.
+func (m *Manager) setFrozen(ctx context.Context, nameOrID string, from, to core.ContainerState, ev core.ContainerEventType,
+	run func(context.Context, string) error, after func(context.Context, *entry)) error {
 	// A client that goes away must not leave a change half done.
 	ctx = context.WithoutCancel(ctx)
-	e, err := m.lookup(nameOrID)
+	e, rec, unlock, err := m.lockedLookup(nameOrID)
 	if err != nil {
 		return err
 	}
-	e.op.Lock()
-	defer e.op.Unlock()
-	rec := m.snapshot(e)
-	if rec.State != core.StatePaused {
-		return fmt.Errorf("container %s is %s, not paused: %w", rec.Name, rec.State, core.ErrStateConflict)
+	defer unlock()
+	if rec.State != from {
+		return fmt.Errorf("container %s is %s, not %s: %w", rec.Name, rec.State, from, core.ErrStateConflict)
 	}
-	if err := m.rt.Resume(ctx, rec.ID); err != nil {
-		return fmt.Errorf("unpause container %s: %w", rec.Name, err)
+	if err := run(ctx, rec.ID); err != nil {
+		return fmt.Errorf("%s container %s: %w", ev, rec.Name, err)
 	}
 	m.update(ctx, e, func(r *record) {
-		if r.State == core.StatePaused {
-			r.State = core.StateRunning
+		if r.State == from {
+			r.State = to
 		}
 	})
-	m.emit(ctx, core.EventUnpause, m.snapshot(e), nil)
-	m.handleExit(ctx, e)
+	m.emit(ctx, ev, m.snapshot(e), nil)
+	if after != nil {
+		after(ctx, e)
+	}
 	return nil
 }
 

@@ -15,13 +15,11 @@ var _ core.ContainerMounts = (*Manager)(nil)
 func (m *Manager) Mount(ctx context.Context, nameOrID string) (string, error) {
 	// A client that goes away must not leave a change half done.
 	ctx = context.WithoutCancel(ctx)
-	e, err := m.lookup(nameOrID)
+	e, rec, unlock, err := m.lockedLookup(nameOrID)
 	if err != nil {
 		return "", err
 	}
-	e.op.Lock()
-	defer e.op.Unlock()
-	rec := m.snapshot(e)
+	defer unlock()
 	rootfs := rec.Rootfs
 	if !rec.Mounted {
 		rootfs, err = m.store.Mount(rec.ID, "")
@@ -45,13 +43,11 @@ func (m *Manager) Mount(ctx context.Context, nameOrID string) (string, error) {
 func (m *Manager) Unmount(ctx context.Context, nameOrID string) error {
 	// A client that goes away must not leave a change half done.
 	ctx = context.WithoutCancel(ctx)
-	e, err := m.lookup(nameOrID)
+	e, rec, unlock, err := m.lockedLookup(nameOrID)
 	if err != nil {
 		return err
 	}
-	e.op.Lock()
-	defer e.op.Unlock()
-	rec := m.snapshot(e)
+	defer unlock()
 	if rec.UserMounts == 0 {
 		return nil
 	}
