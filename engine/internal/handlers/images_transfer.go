@@ -79,22 +79,14 @@ func (s *Server) pullImage(w http.ResponseWriter, r *http.Request) {
 		OS:        q.OS,
 		Arch:      q.Arch,
 		Variant:   q.Variant,
-	}
-	if _, set := values["tlsverify"]; set {
-		opts.TLSVerify = &q.TLSVerify
+		TLSVerify: tlsVerifyParam(values, q.TLSVerify),
 	}
 	stream := newJSONStream(w)
 	if !q.Quiet {
 		opts.Progress = stream.progress(func(text string) any { return pullReport{Stream: text} })
 	}
 	ids, err := s.deps.Transfer.Pull(r.Context(), opts)
-	if !stream.started() {
-		// Nothing was sent yet: the failure gets its own status.
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, pullResult(ids))
+	if answerUnstreamed(w, stream, err, func() { writeJSON(w, http.StatusOK, pullResult(ids)) }) {
 		return
 	}
 	if err != nil {
@@ -146,9 +138,7 @@ func (s *Server) pushImage(w http.ResponseWriter, r *http.Request) {
 		Format:            q.Format,
 		CompressionFormat: q.CompressionFormat,
 		RemoveSignatures:  q.RemoveSignatures,
-	}
-	if _, set := values["tlsverify"]; set {
-		opts.TLSVerify = &q.TLSVerify
+		TLSVerify:         tlsVerifyParam(values, q.TLSVerify),
 	}
 	source := pathParam(r, "name")
 	stream := newJSONStream(w)
@@ -156,17 +146,37 @@ func (s *Server) pushImage(w http.ResponseWriter, r *http.Request) {
 		opts.Progress = stream.progress(func(text string) any { return pushReport{Stream: text} })
 	}
 	err = s.deps.Transfer.Push(r.Context(), source, opts)
-	if !stream.started() {
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
+	if answerUnstreamed(w, stream, err, func() { w.WriteHeader(http.StatusOK) }) {
 		return
 	}
 	if err != nil {
 		stream.send(pushReport{Error: err.Error()})
 	}
+}
+
+// tlsVerifyParam is the tlsverify a client asked for, or nil when it did not
+// send the parameter (the registry's configuration decides then).
+func tlsVerifyParam(values map[string][]string, given bool) *bool {
+	if _, set := values["tlsverify"]; !set {
+		return nil
+	}
+	return &given
+}
+
+// answerUnstreamed answers a streaming transfer that finished before its
+// stream sent anything: a failure gets its own status, success is answered
+// by onSuccess. It reports whether it answered; once the stream has begun
+// the caller ends the stream itself.
+func answerUnstreamed(w http.ResponseWriter, stream *jsonStream, err error, onSuccess func()) bool {
+	if stream.started() {
+		return false
+	}
+	if err != nil {
+		writeError(w, err)
+		return true
+	}
+	onSuccess()
+	return true
 }
 
 // loadReport is ImagesLoad's answer.
