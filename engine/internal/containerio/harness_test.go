@@ -3,22 +3,18 @@ package containerio_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/containers/storage/pkg/reexec"
 
-	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/enginetest"
 	"github.com/berth-project/berth/engine/internal/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
 )
@@ -34,27 +30,7 @@ func TestMain(m *testing.M) {
 // runc, conmon or busybox-static.
 func requireRuntime(t testing.TB) {
 	t.Helper()
-	var missing []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root")
-	}
-	for _, bin := range []string{"runc", "conmon"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			if _, err := os.Stat("/usr/sbin/" + bin); err != nil {
-				missing = append(missing, bin)
-			}
-		}
-	}
-	if _, err := os.Stat(testimage.BusyboxPath); err != nil {
-		missing = append(missing, "busybox-static")
-	}
-	if len(missing) == 0 {
-		return
-	}
-	if os.Getenv("BERTH_TEST_STRICT") == "1" {
-		t.Fatalf("container stream tests need %s (BERTH_TEST_STRICT=1)", strings.Join(missing, ", "))
-	}
-	t.Skipf("container stream tests need %s", strings.Join(missing, ", "))
+	enginetest.RequireRuntime(t, "container stream tests")
 }
 
 // testEngine is an in-process engine serving on a real loopback listener.
@@ -90,47 +66,13 @@ func startEngine(t testing.TB) *testEngine {
 // called; containers keep running after stop, as after an engine restart.
 func openEngine(t testing.TB, dir string) (*testEngine, func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	eng, err := engine.New(ctx, nil, engine.Config{Root: filepath.Join(dir, "r"), RunRoot: filepath.Join(dir, "s"), Runtime: "runc"})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: eng.Handler()}
-	go srv.Serve(ln)
-	te := &testEngine{t: t, addr: ln.Addr().String(), prefix: "/v4.3.1/libpod", client: &http.Client{}}
-	return te, func() {
-		srv.Close()
-		cancel()
-		eng.Close()
-	}
+	addr, stop := enginetest.Serve(t, filepath.Join(dir, "r"), filepath.Join(dir, "s"))
+	return &testEngine{t: t, addr: addr, prefix: "/v4.3.1/libpod", client: &http.Client{}}, stop
 }
 
 // unmountUnder lazily unmounts whatever is still mounted below dir, a few
 // rounds in case a mount appeared while the engine was shutting down.
-func unmountUnder(dir string) {
-	for round := 0; round < 3; round++ {
-		data, _ := os.ReadFile("/proc/self/mounts")
-		var mps []string
-		for _, line := range strings.Split(string(data), "\n") {
-			f := strings.Fields(line)
-			if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
-				mps = append(mps, f[1])
-			}
-		}
-		if len(mps) == 0 {
-			return
-		}
-		for i := len(mps) - 1; i >= 0; i-- {
-			exec.Command("umount", "-l", mps[i]).Run()
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+func unmountUnder(dir string) { enginetest.UnmountUnder(dir, 3) }
 
 // with returns the engine bound to a subtest, so failures stop that subtest.
 func (te *testEngine) with(t testing.TB) *testEngine {
@@ -151,46 +93,12 @@ func (te *testEngine) loadBusybox() {
 	te.must(http.StatusOK, "POST", "/images/load", &buf)
 }
 
-func (te *testEngine) removeAll() {
-	status, body := te.do("GET", "/containers/json?all=true", nil)
-	if status != http.StatusOK {
-		return
-	}
-	var list []struct {
-		ID string `json:"Id"`
-	}
-	json.Unmarshal(body, &list)
-	for _, c := range list {
-		te.do("DELETE", "/containers/"+c.ID+"?force=true&timeout=0", nil)
-	}
-}
+func (te *testEngine) removeAll() { enginetest.RemoveAll(te.do) }
 
 // do sends a request; a non-nil body that is not an io.Reader is sent as JSON.
 func (te *testEngine) do(method, path string, body any) (int, []byte) {
 	te.t.Helper()
-	var r io.Reader
-	switch b := body.(type) {
-	case nil:
-	case io.Reader:
-		r = b
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			te.t.Fatal(err)
-		}
-		r = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, te.url(path), r)
-	if err != nil {
-		te.t.Fatal(err)
-	}
-	resp, err := te.client.Do(req)
-	if err != nil {
-		te.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, data
+	return enginetest.Do(te.t, te.client, method, te.url(""), path, body)
 }
 
 // must sends a request and fails unless the answer has the wanted status.

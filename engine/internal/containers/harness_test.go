@@ -2,14 +2,10 @@ package containers_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,7 +13,7 @@ import (
 
 	"github.com/containers/storage/pkg/reexec"
 
-	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/enginetest"
 	"github.com/berth-project/berth/engine/internal/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
 )
@@ -33,27 +29,7 @@ func TestMain(m *testing.M) {
 // runc, conmon or busybox-static.
 func requireRuntime(t testing.TB) {
 	t.Helper()
-	var missing []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root")
-	}
-	for _, bin := range []string{"runc", "conmon"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			if _, err := os.Stat("/usr/sbin/" + bin); err != nil {
-				missing = append(missing, bin)
-			}
-		}
-	}
-	if _, err := os.Stat(testimage.BusyboxPath); err != nil {
-		missing = append(missing, "busybox-static")
-	}
-	if len(missing) == 0 {
-		return
-	}
-	if os.Getenv("BERTH_TEST_STRICT") == "1" {
-		t.Fatalf("container tests need %s (BERTH_TEST_STRICT=1)", strings.Join(missing, ", "))
-	}
-	t.Skipf("container tests need %s", strings.Join(missing, ", "))
+	enginetest.RequireRuntime(t, "container tests")
 }
 
 // testEngine is an in-process engine serving on a real loopback listener.
@@ -71,24 +47,11 @@ func startEngine(t testing.TB) *testEngine {
 	requireRuntime(t)
 	dir := t.TempDir()
 	te := &testEngine{t: t, root: filepath.Join(dir, "root"), runRoot: filepath.Join(dir, "run"), client: &http.Client{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	eng, err := engine.New(ctx, nil, engine.Config{Root: te.root, RunRoot: te.runRoot, Runtime: "runc"})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: eng.Handler()}
-	go srv.Serve(ln)
-	te.url = "http://" + ln.Addr().String() + "/v4.3.1/libpod"
+	addr, stop := enginetest.Serve(t, te.root, te.runRoot)
+	te.url = "http://" + addr + "/v4.3.1/libpod"
 	t.Cleanup(func() {
 		te.removeAll()
-		srv.Close()
-		cancel()
-		eng.Close()
+		stop()
 		unmountUnder(dir)
 	})
 	te.loadBusybox()
@@ -97,19 +60,7 @@ func startEngine(t testing.TB) *testEngine {
 
 // unmountUnder lazily unmounts whatever is still mounted below dir so that
 // t.TempDir can be removed even after a failed test.
-func unmountUnder(dir string) {
-	data, _ := os.ReadFile("/proc/self/mounts")
-	var mps []string
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
-			mps = append(mps, f[1])
-		}
-	}
-	for i := len(mps) - 1; i >= 0; i-- {
-		exec.Command("umount", "-l", mps[i]).Run()
-	}
-}
+func unmountUnder(dir string) { enginetest.UnmountUnder(dir, 1) }
 
 func (te *testEngine) loadBusybox() {
 	te.t.Helper()
@@ -125,48 +76,12 @@ func (te *testEngine) loadBusybox() {
 	}
 }
 
-func (te *testEngine) removeAll() {
-	status, body := te.do("GET", "/containers/json?all=true", nil)
-	if status != http.StatusOK {
-		return
-	}
-	var list []struct {
-		ID string `json:"Id"`
-	}
-	json.Unmarshal(body, &list)
-	for _, c := range list {
-		te.do("DELETE", "/containers/"+c.ID+"?force=true&timeout=0", nil)
-	}
-}
+func (te *testEngine) removeAll() { enginetest.RemoveAll(te.do) }
 
 // do sends a request; a non-nil body that is not an io.Reader is sent as JSON.
 func (te *testEngine) do(method, path string, body any) (int, []byte) {
 	te.t.Helper()
-	var r io.Reader
-	switch b := body.(type) {
-	case nil:
-	case io.Reader:
-		r = b
-	case string:
-		r = strings.NewReader(b)
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			te.t.Fatal(err)
-		}
-		r = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, te.url+path, r)
-	if err != nil {
-		te.t.Fatal(err)
-	}
-	resp, err := te.client.Do(req)
-	if err != nil {
-		te.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, data
+	return enginetest.Do(te.t, te.client, method, te.url, path, body)
 }
 
 // must sends a request and fails unless the answer has the wanted status.

@@ -1,0 +1,144 @@
+// Package enginetest holds what the tests of several packages need to run
+// an in-process engine against the real runtime: the runtime check, serving
+// the engine on a loopback listener, requests to it and cleanup.
+package enginetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/testimage"
+)
+
+// RequireRuntime skips (or fails under BERTH_TEST_STRICT=1) without root,
+// runc, conmon or busybox-static; what names the tests in the message.
+func RequireRuntime(t testing.TB, what string) {
+	t.Helper()
+	var missing []string
+	if os.Geteuid() != 0 {
+		missing = append(missing, "root")
+	}
+	for _, bin := range []string{"runc", "conmon"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if _, err := os.Stat("/usr/sbin/" + bin); err != nil {
+				missing = append(missing, bin)
+			}
+		}
+	}
+	if _, err := os.Stat(testimage.BusyboxPath); err != nil {
+		missing = append(missing, "busybox-static")
+	}
+	if len(missing) == 0 {
+		return
+	}
+	if os.Getenv("BERTH_TEST_STRICT") == "1" {
+		t.Fatalf("%s need %s (BERTH_TEST_STRICT=1)", what, strings.Join(missing, ", "))
+	}
+	t.Skipf("%s need %s", what, strings.Join(missing, ", "))
+}
+
+// Serve serves an engine with its state under root and runRoot on a
+// loopback listener until stop is called and returns the listener's
+// address; containers keep running after stop, as after an engine restart.
+func Serve(t testing.TB, root, runRoot string) (addr string, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	eng, err := engine.New(ctx, nil, engine.Config{Root: root, RunRoot: runRoot, Runtime: "runc"})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: eng.Handler()}
+	go srv.Serve(ln)
+	return ln.Addr().String(), func() {
+		srv.Close()
+		cancel()
+		eng.Close()
+	}
+}
+
+// UnmountUnder lazily unmounts whatever is still mounted below dir, in up
+// to rounds rounds in case a mount appeared while the engine was shutting
+// down.
+func UnmountUnder(dir string, rounds int) {
+	for round := 0; round < rounds; round++ {
+		data, _ := os.ReadFile("/proc/self/mounts")
+		var mps []string
+		for _, line := range strings.Split(string(data), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
+				mps = append(mps, f[1])
+			}
+		}
+		if len(mps) == 0 {
+			return
+		}
+		for i := len(mps) - 1; i >= 0; i-- {
+			exec.Command("umount", "-l", mps[i]).Run()
+		}
+		if round < rounds-1 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// Do sends a request to base+path and returns the status and body; a
+// non-nil body that is neither an io.Reader nor a string is sent as JSON.
+func Do(t testing.TB, client *http.Client, method, base, path string, body any) (int, []byte) {
+	t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case io.Reader:
+		r = b
+	case string:
+		r = strings.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, base+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, data
+}
+
+// RemoveAll force-removes every container the engine that do talks to
+// knows of.
+func RemoveAll(do func(method, path string, body any) (int, []byte)) {
+	status, body := do("GET", "/containers/json?all=true", nil)
+	if status != http.StatusOK {
+		return
+	}
+	var list []struct {
+		ID string `json:"Id"`
+	}
+	json.Unmarshal(body, &list)
+	for _, c := range list {
+		do("DELETE", "/containers/"+c.ID+"?force=true&timeout=0", nil)
+	}
+}
