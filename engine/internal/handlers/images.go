@@ -166,6 +166,16 @@ func decodeImageSelection(w http.ResponseWriter, r *http.Request) (imageSelectio
 	return query, true
 }
 
+// answerJSON answers a handler's outcome: err with its status, or else body
+// as a 200 JSON document.
+func answerJSON(w http.ResponseWriter, body any, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
 // listImages answers GetImages.
 func (s *Server) listImages(w http.ResponseWriter, r *http.Request) {
 	query, ok := decodeImageSelection(w, r)
@@ -173,11 +183,7 @@ func (s *Server) listImages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	images, err := s.deps.Images.List(r.Context(), core.ImageListOptions{All: query.All, Filters: query.Filters})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, images)
+	answerJSON(w, images, err)
 }
 
 // resolveImage answers ImageResolve: the fully qualified names a short name stands for.
@@ -360,9 +366,5 @@ func (s *Server) pruneImages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reports, err := s.deps.Images.Prune(r.Context(), core.ImagePruneOptions{All: query.All, Filters: query.Filters})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, reports)
+	answerJSON(w, reports, err)
 }

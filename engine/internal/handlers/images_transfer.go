@@ -187,11 +187,7 @@ type loadReport struct {
 // loadImages is ImagesLoad: the body is the archive.
 func (s *Server) loadImages(w http.ResponseWriter, r *http.Request) {
 	names, err := s.deps.Transfer.Load(r.Context(), r.Body)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, loadReport{Names: names})
+	answerJSON(w, loadReport{Names: names}, err)
 }
 
 // loadLocalImages is ImagesLocalLoad: the archive is a file on the engine host.
@@ -204,11 +200,7 @@ func (s *Server) loadLocalImages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	names, err := s.deps.Transfer.LoadFile(r.Context(), q.Path)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, loadReport{Names: names})
+	answerJSON(w, loadReport{Names: names}, err)
 }
 
 // importReport is ImagesImport's answer.
@@ -246,11 +238,7 @@ func (s *Server) importImage(w http.ResponseWriter, r *http.Request) {
 	} else {
 		id, err = s.deps.Transfer.Import(r.Context(), r.Body, opts)
 	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, importReport{ID: id})
+	answerJSON(w, importReport{ID: id}, err)
 }
 
 // splitChanges accepts changes as repeated parameters and, as Docker's
@@ -338,11 +326,7 @@ func (s *Server) scpImage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	loaded, err := s.deps.Transfer.Scp(r.Context(), pathParam(r, "name"), q.Destination)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, scpReport{ID: loaded})
+	answerJSON(w, scpReport{ID: loaded}, err)
 }
 
 // foldQuery returns the query parameters with lower-case names: Podman's
