@@ -172,20 +172,30 @@ func unsupported(opts map[string]bool) error {
 	return nil
 }
 
+// target refuses the first set option the engine does not offer, then looks
+// up the container the path names; ok is false once an error is answered.
+func (h checkpointHandlers) target(w http.ResponseWriter, r *http.Request, opts map[string]bool) (name string, c *core.Container, ok bool) {
+	if err := unsupported(opts); err != nil {
+		writeError(w, err)
+		return "", nil, false
+	}
+	name = pathParam(r, "name")
+	c, err := h.c.Lookup(r.Context(), name)
+	if err != nil {
+		writeError(w, err)
+		return "", nil, false
+	}
+	return name, c, true
+}
+
 func (h checkpointHandlers) checkpoint(w http.ResponseWriter, r *http.Request) {
 	var q checkpointQuery
 	if !queryInto(w, r, &q) {
 		return
 	}
-	if err := unsupported(map[string]bool{"export": truthy(q.Export), "preCheckpoint": truthy(q.PreCheckpoint),
-		"withPrevious": truthy(q.WithPrevious), "createImage": q.CreateImage != "", "ignoreRootFS": truthy(q.IgnoreRootFS)}); err != nil {
-		writeError(w, err)
-		return
-	}
-	name := pathParam(r, "name")
-	c, err := h.c.Lookup(r.Context(), name)
-	if err != nil {
-		writeError(w, err)
+	name, c, ok := h.target(w, r, map[string]bool{"export": truthy(q.Export), "preCheckpoint": truthy(q.PreCheckpoint),
+		"withPrevious": truthy(q.WithPrevious), "createImage": q.CreateImage != "", "ignoreRootFS": truthy(q.IgnoreRootFS)})
+	if !ok {
 		return
 	}
 	took, err := h.k.Checkpoint(r.Context(), c.ID, core.CheckpointOptions{
@@ -214,14 +224,8 @@ func (h checkpointHandlers) restore(w http.ResponseWriter, r *http.Request) {
 	if !queryInto(w, r, &q) {
 		return
 	}
-	if err := unsupported(map[string]bool{"import": truthy(q.Import), "name": q.Name != "", "pod": q.Pod != "", "ignoreRootFS": truthy(q.IgnoreRootFS)}); err != nil {
-		writeError(w, err)
-		return
-	}
-	name := pathParam(r, "name")
-	c, err := h.c.Lookup(r.Context(), name)
-	if err != nil {
-		writeError(w, err)
+	name, c, ok := h.target(w, r, map[string]bool{"import": truthy(q.Import), "name": q.Name != "", "pod": q.Pod != "", "ignoreRootFS": truthy(q.IgnoreRootFS)})
+	if !ok {
 		return
 	}
 	took, err := h.k.Restore(r.Context(), c.ID, core.RestoreOptions{TCPEstablished: q.TCPEstablished, FileLocks: q.FileLocks, Keep: q.Keep})
@@ -465,17 +469,27 @@ func (q stopQuery) timeout() (*uint, error) {
 	return optionalUint("t", q.DockerTimeout)
 }
 
-func (h containerHandlers) stop(w http.ResponseWriter, r *http.Request) {
+// stopQueryInto decodes a stop or restart query and its timeout, answering
+// the error and reporting false when either is bad.
+func stopQueryInto(w http.ResponseWriter, r *http.Request) (stopQuery, *uint, bool) {
 	var q stopQuery
 	if !queryInto(w, r, &q) {
-		return
+		return q, nil, false
 	}
 	timeout, err := q.timeout()
 	if err != nil {
 		writeError(w, err)
+		return q, nil, false
+	}
+	return q, timeout, true
+}
+
+func (h containerHandlers) stop(w http.ResponseWriter, r *http.Request) {
+	q, timeout, ok := stopQueryInto(w, r)
+	if !ok {
 		return
 	}
-	err = h.c.Stop(r.Context(), pathParam(r, "name"), timeout)
+	err := h.c.Stop(r.Context(), pathParam(r, "name"), timeout)
 	if q.Ignore && errors.Is(err, core.ErrNoSuchContainer) {
 		err = nil
 	}
@@ -495,13 +509,8 @@ func (h containerHandlers) kill(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h containerHandlers) restart(w http.ResponseWriter, r *http.Request) {
-	var q stopQuery
-	if !queryInto(w, r, &q) {
-		return
-	}
-	timeout, err := q.timeout()
-	if err != nil {
-		writeError(w, err)
+	_, timeout, ok := stopQueryInto(w, r)
+	if !ok {
 		return
 	}
 	finishNoContent(w, h.c.Restart(r.Context(), pathParam(r, "name"), timeout))
