@@ -30,25 +30,12 @@ func (t *Transfer) Import(ctx context.Context, r io.Reader, opts core.ImportOpti
 	if err != nil {
 		return "", err
 	}
-	f, err := t.tempFile("import-*.tar")
+	path, err := t.receiveBody(ctx, r, "import-*.tar", "tarball")
 	if err != nil {
-		return "", fmt.Errorf("receiving tarball: %w", err)
+		return "", err
 	}
-	defer os.Remove(f.Name())
-	_, err = io.Copy(f, contextReader{ctx: ctx, r: r})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return "", ctx.Err()
-		}
-		if isStorageFault(err) {
-			return "", fmt.Errorf("receiving tarball: %w", err)
-		}
-		return "", core.InvalidArgument("tarball", fmt.Errorf("reading the request body: %w", err))
-	}
-	return t.importFile(ctx, f.Name(), config, opts.Reference)
+	defer os.Remove(path)
+	return t.importFile(ctx, path, config, opts.Reference)
 }
 
 // ImportURL downloads a rootfs tarball and imports it.

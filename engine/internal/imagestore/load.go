@@ -30,25 +30,12 @@ import (
 // Load stores every image of a docker-archive or oci-archive read from r.
 func (t *Transfer) Load(ctx context.Context, r io.Reader) (_ []string, err error) {
 	defer t.observe("load", time.Now(), &err)
-	f, err := t.tempFile("load-*.tar")
+	path, err := t.receiveBody(ctx, r, "load-*.tar", "archive")
 	if err != nil {
-		return nil, fmt.Errorf("receiving archive: %w", err)
+		return nil, err
 	}
-	defer os.Remove(f.Name())
-	_, err = io.Copy(f, contextReader{ctx: ctx, r: r})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if isStorageFault(err) {
-			return nil, fmt.Errorf("receiving archive: %w", err)
-		}
-		return nil, core.InvalidArgument("archive", fmt.Errorf("reading the request body: %w", err))
-	}
-	return t.loadFile(ctx, f.Name())
+	defer os.Remove(path)
+	return t.loadFile(ctx, path)
 }
 
 // LoadFile stores every image of an archive on the engine host.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -292,6 +293,34 @@ func isStorageFault(err error) bool {
 // tempFile creates a transfer temporary file in the store's tmp directory.
 func (t *Transfer) tempFile(pattern string) (*os.File, error) {
 	return os.CreateTemp(t.tmpDir, transferTmpPrefix+pattern)
+}
+
+// receiveBody copies a request body r into a new temporary file (see
+// tempFile) and returns its path, which the caller removes. what names the
+// body in errors and is the argument a bad body is reported against. A
+// cancelled ctx returns ctx's error, a fault of the engine's own disk a plain
+// error, and a body that cannot be read an ErrInvalidArgument; on any error
+// the file is already gone.
+func (t *Transfer) receiveBody(ctx context.Context, r io.Reader, pattern, what string) (string, error) {
+	f, err := t.tempFile(pattern)
+	if err != nil {
+		return "", fmt.Errorf("receiving %s: %w", what, err)
+	}
+	_, err = io.Copy(f, contextReader{ctx: ctx, r: r})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		return f.Name(), nil
+	}
+	os.Remove(f.Name())
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	if isStorageFault(err) {
+		return "", fmt.Errorf("receiving %s: %w", what, err)
+	}
+	return "", core.InvalidArgument(what, fmt.Errorf("reading the request body: %w", err))
 }
 
 // tempDir creates a transfer temporary directory in the store's tmp directory.
