@@ -25,16 +25,22 @@ const conmonExitTimeout = 10 * time.Second
 
 // Start starts a container, creating it in the runtime first when needed.
 func (m *Manager) Start(ctx context.Context, nameOrID string) error {
+	return m.observedLocked(ctx, "start", nameOrID, m.startLocked)
+}
+
+// observedLocked looks a container up and runs fn under its operation lock,
+// recording how long it took as operation op.
+func (m *Manager) observedLocked(ctx context.Context, op, nameOrID string, fn func(context.Context, *entry) error) error {
 	// A client that goes away must not leave a change half done.
 	ctx = context.WithoutCancel(ctx)
-	defer m.metrics.observe("start", time.Now())
+	defer m.metrics.observe(op, time.Now())
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		return err
 	}
 	e.op.Lock()
 	defer e.op.Unlock()
-	return m.startLocked(ctx, e)
+	return fn(ctx, e)
 }
 
 func (m *Manager) startLocked(ctx context.Context, e *entry) error {
@@ -273,16 +279,9 @@ func (m *Manager) waitExit(ctx context.Context, e *entry, deadline time.Time) bo
 
 // Stop stops a running container: stop signal, timeout, then SIGKILL.
 func (m *Manager) Stop(ctx context.Context, nameOrID string, timeout *uint) error {
-	// A client that goes away must not leave a change half done.
-	ctx = context.WithoutCancel(ctx)
-	defer m.metrics.observe("stop", time.Now())
-	e, err := m.lookup(nameOrID)
-	if err != nil {
-		return err
-	}
-	e.op.Lock()
-	defer e.op.Unlock()
-	return m.stopLocked(ctx, e, timeout)
+	return m.observedLocked(ctx, "stop", nameOrID, func(ctx context.Context, e *entry) error {
+		return m.stopLocked(ctx, e, timeout)
+	})
 }
 
 func (m *Manager) stopLocked(ctx context.Context, e *entry, timeout *uint) error {
