@@ -241,14 +241,27 @@ func (s *Server) imageHistory(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// tagImage answers TagImage: 201 with no body.
-func (s *Server) tagImage(w http.ResponseWriter, r *http.Request) {
-	query := struct {
-		Repo string `query:"repo"`
-		Tag  string `query:"tag"`
-	}{}
+// repoTag is the repo and tag query that TagImage and UntagImage share.
+type repoTag struct {
+	Repo string `query:"repo"`
+	Tag  string `query:"tag"`
+}
+
+// decodeRepoTag reads a repoTag from r's query. On a bad query it answers the
+// error itself and reports false.
+func decodeRepoTag(w http.ResponseWriter, r *http.Request) (repoTag, bool) {
+	var query repoTag
 	if err := decodeQuery(r, &query); err != nil {
 		writeError(w, err)
+		return repoTag{}, false
+	}
+	return query, true
+}
+
+// tagImage answers TagImage: 201 with no body.
+func (s *Server) tagImage(w http.ResponseWriter, r *http.Request) {
+	query, ok := decodeRepoTag(w, r)
+	if !ok {
 		return
 	}
 	if err := s.deps.Images.Tag(r.Context(), pathParam(r, "name"), query.Repo, query.Tag); err != nil {
@@ -260,12 +273,8 @@ func (s *Server) tagImage(w http.ResponseWriter, r *http.Request) {
 
 // untagImage answers UntagImage: one name (repo and tag) or, with neither, every name. 201.
 func (s *Server) untagImage(w http.ResponseWriter, r *http.Request) {
-	query := struct {
-		Repo string `query:"repo"`
-		Tag  string `query:"tag"`
-	}{}
-	if err := decodeQuery(r, &query); err != nil {
-		writeError(w, err)
+	query, ok := decodeRepoTag(w, r)
+	if !ok {
 		return
 	}
 	var names []string
