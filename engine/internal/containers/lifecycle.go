@@ -264,17 +264,25 @@ func (m *Manager) waitExit(ctx context.Context, e *entry, deadline time.Time) bo
 			}
 			wait = min(wait, left)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ch:
-		case <-t.C:
-			m.pollExit(ctx, e)
-		case <-ctx.Done():
-			t.Stop()
+		if !m.awaitChange(ctx, e, ch, wait) {
 			return false
 		}
-		t.Stop()
 	}
+}
+
+// awaitChange waits up to d for ch to close, polling the container's exit
+// when d passes first; it reports false when ctx ends first.
+func (m *Manager) awaitChange(ctx context.Context, e *entry, ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+		m.pollExit(ctx, e)
+	case <-ctx.Done():
+		return false
+	}
+	return true
 }
 
 // Stop stops a running container: stop signal, timeout, then SIGKILL.
@@ -543,16 +551,9 @@ func (m *Manager) Wait(ctx context.Context, nameOrID string, conditions []string
 				return rec.ExitCode, nil
 			}
 		}
-		t := time.NewTimer(exitPollInterval)
-		select {
-		case <-ch:
-		case <-t.C:
-			m.pollExit(ctx, e)
-		case <-ctx.Done():
-			t.Stop()
+		if !m.awaitChange(ctx, e, ch, exitPollInterval) {
 			return -1, ctx.Err()
 		}
-		t.Stop()
 	}
 }
 
