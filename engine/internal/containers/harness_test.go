@@ -87,11 +87,7 @@ func (te *testEngine) do(method, path string, body any) (int, []byte) {
 // must sends a request and fails unless the answer has the wanted status.
 func (te *testEngine) must(want int, method, path string, body any) []byte {
 	te.t.Helper()
-	status, data := te.do(method, path, body)
-	if status != want {
-		te.t.Fatalf("%s %s: status %d, want %d: %s", method, path, status, want, data)
-	}
-	return data
+	return enginetest.Must(te.t, te.do, want, method, path, body)
 }
 
 func (te *testEngine) create(spec map[string]any) string {

@@ -142,3 +142,14 @@ func RemoveAll(do func(method, path string, body any) (int, []byte)) {
 		do("DELETE", "/containers/"+c.ID+"?force=true&timeout=0", nil)
 	}
 }
+
+// Must sends a request through do and fails t unless the answer has the
+// wanted status; it returns the body.
+func Must(t testing.TB, do func(method, path string, body any) (int, []byte), want int, method, path string, body any) []byte {
+	t.Helper()
+	status, data := do(method, path, body)
+	if status != want {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, path, status, want, data)
+	}
+	return data
+}
