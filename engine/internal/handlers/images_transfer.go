@@ -195,8 +195,7 @@ func (s *Server) loadLocalImages(w http.ResponseWriter, r *http.Request) {
 	q := struct {
 		Path string `query:"path"`
 	}{}
-	if err := decodeValues(foldQuery(r), &q); err != nil {
-		writeError(w, err)
+	if !decodeFoldedQuery(w, r, &q) {
 		return
 	}
 	names, err := s.deps.Transfer.LoadFile(r.Context(), q.Path)
@@ -219,8 +218,7 @@ func (s *Server) importImage(w http.ResponseWriter, r *http.Request) {
 		Arch      string   `query:"architecture"`
 		Variant   string   `query:"variant"`
 	}{}
-	if err := decodeValues(foldQuery(r), &q); err != nil {
-		writeError(w, err)
+	if !decodeFoldedQuery(w, r, &q) {
 		return
 	}
 	opts := core.ImportOptions{
@@ -261,8 +259,7 @@ func (s *Server) exportImage(w http.ResponseWriter, r *http.Request) {
 		Format   string `query:"format"`
 		Compress bool   `query:"compress"`
 	}{Format: core.FormatOCIArchive}
-	if err := decodeValues(foldQuery(r), &q); err != nil {
-		writeError(w, err)
+	if !decodeFoldedQuery(w, r, &q) {
 		return
 	}
 	s.sendExport(w, r, []string{pathParam(r, "name")}, core.ExportOptions{Format: q.Format, Compress: q.Compress})
@@ -276,8 +273,7 @@ func (s *Server) exportImages(w http.ResponseWriter, r *http.Request) {
 		Compress                    bool     `query:"compress"`
 		OCIAcceptUncompressedLayers bool     `query:"ociacceptuncompressedlayers"`
 	}{Format: core.FormatOCIArchive}
-	if err := decodeValues(foldQuery(r), &q); err != nil {
-		writeError(w, err)
+	if !decodeFoldedQuery(w, r, &q) {
 		return
 	}
 	var refs []string
@@ -321,12 +317,22 @@ func (s *Server) scpImage(w http.ResponseWriter, r *http.Request) {
 		Destination string `query:"destination"`
 		Quiet       bool   `query:"quiet"`
 	}{}
-	if err := decodeValues(foldQuery(r), &q); err != nil {
-		writeError(w, err)
+	if !decodeFoldedQuery(w, r, &q) {
 		return
 	}
 	loaded, err := s.deps.Transfer.Scp(r.Context(), pathParam(r, "name"), q.Destination)
 	answerJSON(w, scpReport{ID: loaded}, err)
+}
+
+// decodeFoldedQuery decodes r's case-folded query (see foldQuery) into dst,
+// a pointer to a struct. On a bad query it answers the error itself and
+// reports false.
+func decodeFoldedQuery(w http.ResponseWriter, r *http.Request, dst any) bool {
+	if err := decodeValues(foldQuery(r), dst); err != nil {
+		writeError(w, err)
+		return false
+	}
+	return true
 }
 
 // foldQuery returns the query parameters with lower-case names: Podman's
