@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/enginetest"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -102,21 +103,6 @@ func (p *engineProcess) start() {
 	p.t.Fatalf("engine did not answer _ping:\n%s", log)
 }
 
-// unmountUnder detaches every mount below dir.
-func unmountUnder(dir string) {
-	data, _ := os.ReadFile("/proc/self/mountinfo")
-	var mps []string
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			mps = append(mps, f[4])
-		}
-	}
-	for i := len(mps) - 1; i >= 0; i-- {
-		_ = syscall.Unmount(mps[i], syscall.MNT_DETACH)
-	}
-}
-
 // kill sends SIGKILL and reaps the process.
 func (p *engineProcess) kill() {
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
@@ -146,7 +132,7 @@ func TestKillDuringLoadLeavesConsistentStore(t *testing.T) {
 	dir := t.TempDir()
 	// Runs before t.TempDir's removal: a kill can land in storage's
 	// idmapped-mount probe and leave its mount behind.
-	t.Cleanup(func() { unmountUnder(dir) })
+	t.Cleanup(func() { enginetest.UnmountUnder(dir, 1) })
 	p := &engineProcess{t: t, binary: buildEngine(t), root: dir, logPath: filepath.Join(dir, "engine.log")}
 
 	small := filepath.Join(dir, "small.tar")

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/enginetest"
 	"github.com/berth-project/berth/engine/internal/imagestore"
 	"github.com/berth-project/berth/engine/internal/imagestore/registrytest"
 	"github.com/berth-project/berth/engine/internal/testdeadline"
@@ -277,25 +278,7 @@ func releaseRoot(root string) {
 	if err == nil {
 		_, _ = store.Storage().Shutdown(true)
 	}
-	unmountUnder(root)
-}
-
-// unmountUnder detaches every mount below dir. An engine killed while
-// containers/storage probes the kernel (the overlay driver's idmapped-mount
-// check) leaves that probe's mount behind, which would keep the directory
-// from being removed.
-func unmountUnder(dir string) {
-	data, _ := os.ReadFile("/proc/self/mountinfo")
-	var mps []string
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			mps = append(mps, f[4])
-		}
-	}
-	for i := len(mps) - 1; i >= 0; i-- {
-		_ = syscall.Unmount(mps[i], syscall.MNT_DETACH)
-	}
+	enginetest.UnmountUnder(root, 1)
 }
 
 // opContext bounds one transfer of the kill test, so that a stuck engine
@@ -316,7 +299,7 @@ func removeAll(t testing.TB, root string) {
 	if _, err := store.Storage().Shutdown(true); err != nil {
 		t.Fatal(err)
 	}
-	unmountUnder(root)
+	enginetest.UnmountUnder(root, 1)
 	entries, _ := os.ReadDir(root)
 	for _, e := range entries {
 		if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
