@@ -43,15 +43,9 @@ func (s *Store) readManifest(img *storage.Image) ([]byte, string) {
 // under its digest; the manifest names it.
 func (s *Store) readConfig(img *storage.Image, rawManifest []byte, mimeType string) (imageConfig, error) {
 	var cfg imageConfig
-	key := digest.NewDigestFromEncoded(digest.SHA256, img.ID).String()
-	if rawManifest != nil {
-		if m, err := manifest.FromBlob(rawManifest, mimeType); err == nil && m.ConfigInfo().Digest != "" {
-			key = m.ConfigInfo().Digest.String()
-		}
-	}
-	raw, err := s.store.ImageBigData(img.ID, key)
+	raw, err := s.configBlob(img, rawManifest, mimeType)
 	if err != nil {
-		return cfg, fmt.Errorf("reading configuration of image %s: %w", shortID(img.ID), err)
+		return cfg, err
 	}
 	if err := json.Unmarshal(raw, &cfg.Image); err != nil {
 		return cfg, fmt.Errorf("decoding configuration of image %s: %w", shortID(img.ID), err)
@@ -61,6 +55,22 @@ func (s *Store) readConfig(img *storage.Image, rawManifest []byte, mimeType stri
 		cfg.healthCheck = extras.Config.Healthcheck
 	}
 	return cfg, nil
+}
+
+// configBlob returns img's configuration as stored: under the digest its
+// manifest names, else under the image ID's digest.
+func (s *Store) configBlob(img *storage.Image, rawManifest []byte, mimeType string) ([]byte, error) {
+	key := digest.NewDigestFromEncoded(digest.SHA256, img.ID).String()
+	if rawManifest != nil {
+		if m, err := manifest.FromBlob(rawManifest, mimeType); err == nil && m.ConfigInfo().Digest != "" {
+			key = m.ConfigInfo().Digest.String()
+		}
+	}
+	raw, err := s.store.ImageBigData(img.ID, key)
+	if err != nil {
+		return nil, fmt.Errorf("reading configuration of image %s: %w", shortID(img.ID), err)
+	}
+	return raw, nil
 }
 
 // describe builds the domain view of a storage image.

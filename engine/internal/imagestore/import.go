@@ -199,6 +199,14 @@ func importConfig(opts core.ImportOptions) (imgspecv1.Image, error) {
 // "INSTRUCTION=args"; a malformed one is an ErrInvalidArgument about
 // "changes".
 func ApplyChanges(cfg imgspecv1.ImageConfig, changes []string) (imgspecv1.ImageConfig, error) {
+	rc := RuntimeConfig{ImageConfig: cfg}
+	err := rc.apply(changes, false)
+	return rc.ImageConfig, err
+}
+
+// apply applies changes to c; ONBUILD is accepted only with onBuild (it
+// exists in the Docker configuration format only).
+func (c *RuntimeConfig) apply(changes []string, onBuild bool) error {
 	for _, change := range changes {
 		change = strings.TrimSpace(change)
 		if change == "" {
@@ -206,13 +214,20 @@ func ApplyChanges(cfg imgspecv1.ImageConfig, changes []string) (imgspecv1.ImageC
 		}
 		instr, args, err := splitChange(change)
 		if err != nil {
-			return cfg, core.InvalidArgument("changes", err)
+			return core.InvalidArgument("changes", err)
 		}
-		if err := applyChange(&cfg, instr, args); err != nil {
-			return cfg, core.InvalidArgument("changes", fmt.Errorf("%q: %w", change, err))
+		if instr == "ONBUILD" {
+			if !onBuild {
+				return core.InvalidArgument("changes", fmt.Errorf("%q: ONBUILD is only kept by the docker image format", change))
+			}
+			c.OnBuild = append(c.OnBuild, args)
+			continue
+		}
+		if err := applyChange(&c.ImageConfig, instr, args); err != nil {
+			return core.InvalidArgument("changes", fmt.Errorf("%q: %w", change, err))
 		}
 	}
-	return cfg, nil
+	return nil
 }
 
 func splitChange(change string) (string, string, error) {
