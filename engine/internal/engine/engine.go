@@ -91,6 +91,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		return nil, err
 	}
 	ctrs.volumes.SetEventSink(e.streams.events.VolumeEvent)
+	images.SetEventSink(e.streams.events)
 
 	sys := system.New(images, system.Config{
 		Listen:     cfg.Listen,

@@ -26,6 +26,7 @@ const (
 	TypePod       = "pod"
 	TypeVolume    = "volume"
 	TypeNetwork   = "network"
+	TypeSecret    = "secret"
 	TypeSystem    = "system"
 
 	StatusExec         = "exec"
@@ -301,6 +302,24 @@ func (b *Bus) HealthEvent(ctx context.Context, c *core.Container, status string)
 	maps.Copy(e.Attributes, c.Spec.Labels)
 	if err := b.Publish(ctx, e); err != nil {
 		b.logger.Error("recording health event", "container", c.ID, "err", err)
+	}
+}
+
+// Emit records an event reported by a backend (core.EventSink); the time
+// is now.
+func (b *Bus) Emit(ctx context.Context, ev core.Event) {
+	e := Event{
+		Type:       string(ev.Type),
+		Status:     ev.Action,
+		ID:         ev.ID,
+		Name:       ev.Name,
+		Image:      ev.Image,
+		Time:       time.Now(),
+		Attributes: map[string]string{},
+	}
+	maps.Copy(e.Attributes, ev.Attributes)
+	if err := b.Publish(ctx, e); err != nil {
+		b.logger.Error("recording event", "type", ev.Type, "id", ev.ID, "event", ev.Action, "err", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -25,6 +26,7 @@ var filterKeys = map[string]string{
 	"pod":       "pod",
 	"volume":    "volume",
 	"network":   "network",
+	"secret":    "secret",
 	"type":      "type",
 	"label":     "label",
 }
@@ -93,6 +95,8 @@ func matchOne(key, value string, e Event) bool {
 		return e.Type == TypeVolume && value != "" && strings.HasPrefix(e.ID, value)
 	case "network":
 		return byNameOrID(TypeNetwork)
+	case "secret":
+		return byNameOrID(TypeSecret)
 	case "event":
 		return e.Status == value
 	case "type":
@@ -106,4 +110,22 @@ func matchOne(key, value string, e Event) bool {
 		return ok && got == v
 	}
 	return false
+}
+
+// v4Types and v4Statuses are the event types and statuses Podman 4 clients
+// know: they crash on any other, so streams to them leave such events out.
+var (
+	v4Types    = []string{TypeContainer, TypeImage, TypePod, TypeVolume, TypeNetwork, TypeSystem, "machine"}
+	v4Statuses = []string{
+		"attach", "auto-update", "build", "checkpoint", "cleanup", "commit", "create", "exec",
+		"exec_died", "died", "export", "health_status", "history", "import", "init", "kill",
+		"loadfromarchive", "mount", "connect", "disconnect", "pause", "prune", "pull", "push",
+		"refresh", "remove", "rename", "renumber", "restart", "restore", "save", "start", "stop",
+		"sync", "tag", "unmount", "unpause", "untag", "update",
+	}
+)
+
+// DecodableByV4 reports whether a Podman 4 client can decode e.
+func DecodableByV4(e Event) bool {
+	return slices.Contains(v4Types, e.Type) && slices.Contains(v4Statuses, e.Status)
 }

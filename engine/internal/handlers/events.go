@@ -65,7 +65,11 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
 	enc := json.NewEncoder(w)
+	v4Client := oldFilterForm(chi.URLParam(r, "version"))
 	err = s.deps.Events.Read(r.Context(), opts, func(e events.Event) error {
+		if v4Client && !events.DecodableByV4(e) {
+			return nil
+		}
 		if err := enc.Encode(e.Message()); err != nil {
 			return err
 		}

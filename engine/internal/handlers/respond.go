@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -76,9 +77,35 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 	apierror.WriteEngine(w, http.StatusNotFound, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, errNoRoute))
 }
 
-// methodNotAllowed answers a known path called with the wrong method.
-func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	apierror.WriteEngine(w, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed for %s", r.Method, r.URL.Path))
+// methodNotAllowed answers a path that the router knows, called with another
+// method. It is a 405 only when a route names the path's last segment
+// literally (GET /containers/create); when every route the path matches
+// took its last segment as a parameter (DELETE /images/{name:.*} matching
+// GET /images/search), the request is for a route the engine does not
+// serve, and gets the same 404 as any unknown path.
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	path := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
+	for _, pattern := range s.patterns {
+		last := pattern[len(pattern)-1]
+		if strings.Contains(last, "{") {
+			continue
+		}
+		if _, ok := matchSegments(pattern, path); ok {
+			apierror.WriteEngine(w, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed for %s", r.Method, r.URL.Path))
+			return
+		}
+	}
+	notFound(w, r)
+}
+
+// routePatterns lists the path of every route of mux, split into segments.
+func routePatterns(mux chi.Routes) [][]string {
+	var out [][]string
+	_ = chi.Walk(mux, func(_, pattern string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		out = append(out, strings.Split(strings.TrimPrefix(strings.TrimSuffix(pattern, "/"), "/"), "/"))
+		return nil
+	})
+	return out
 }
 
 // pathParam returns a path parameter, unescaped (clients escape slashes in

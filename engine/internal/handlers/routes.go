@@ -38,14 +38,15 @@ func (s *Server) routes() http.Handler {
 	r.Route("/libpod", s.libpodRoutes)
 
 	r.NotFound(notFound)
-	r.MethodNotAllowed(methodNotAllowed)
+	r.MethodNotAllowed(s.methodNotAllowed)
+	s.patterns = routePatterns(r)
 	return slashPaths(r)
 }
 
 // libpodRoutes registers every resource group under one prefix.
 func (s *Server) libpodRoutes(r chi.Router) {
 	r.NotFound(notFound)
-	r.MethodNotAllowed(methodNotAllowed)
+	r.MethodNotAllowed(s.methodNotAllowed)
 	r.Get("/swagger", swagger.ServeSwagger(s.cfg.SwaggerSpec, api.Swagger))
 	registerSystemRoutes(r, s)
 	registerImageRoutes(r, s)

@@ -53,6 +53,9 @@ type Server struct {
 	deps    Deps
 	cfg     Config
 	metrics *server.Metrics
+	// patterns are every registered route's path, split into segments
+	// (filled once the routes are built; read by methodNotAllowed).
+	patterns [][]string
 }
 
 // NewServer builds the engine's HTTP handler.

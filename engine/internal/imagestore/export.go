@@ -27,6 +27,7 @@ import (
 
 // exportSource is one image to export and the name to record for it.
 type exportSource struct {
+	id   string
 	ref  types.ImageReference
 	name reference.NamedTagged // nil when the image was named by ID or has no tag
 }
@@ -61,6 +62,17 @@ func (t *Transfer) Export(ctx context.Context, names []string, opts core.ExportO
 		sources = append(sources, src)
 	}
 
+	defer func() {
+		if err == nil {
+			for i, src := range sources {
+				name := names[i]
+				if src.name != nil {
+					name = src.name.String()
+				}
+				t.store.emit(ctx, "save", src.id, name)
+			}
+		}
+	}()
 	sys := t.systemContext()
 	sys.OCIAcceptUncompressedLayers = opts.OCIAcceptUncompressedLayers
 	switch format {
@@ -94,7 +106,7 @@ func (t *Transfer) exportSource(ctx context.Context, name string) (exportSource,
 	if err != nil {
 		return exportSource{}, err
 	}
-	return exportSource{ref: ref, name: matchingTag(name, img)}, nil
+	return exportSource{id: img.ID, ref: ref, name: matchingTag(name, img)}, nil
 }
 
 // matchingTag returns which of the image's tags name refers to, or nil when

@@ -122,6 +122,7 @@ func (t *Transfer) importFile(ctx context.Context, path string, config imgspecv1
 			return "", fmt.Errorf("naming imported image: %w", err)
 		}
 	}
+	t.store.emit(ctx, "import", id, name)
 	return "sha256:" + id, nil
 }
 

@@ -96,6 +96,13 @@ func (t *Transfer) loadFile(ctx context.Context, path string) (names []string, e
 	if err != nil {
 		return nil, classifyLoadError(ctx, err)
 	}
+	for _, name := range names {
+		id := name
+		if img, err := t.store.Lookup(ctx, name); err == nil {
+			id = img.ID
+		}
+		t.store.emit(ctx, "loadfromarchive", id, name)
+	}
 	return names, nil
 }
 

@@ -239,6 +239,7 @@ func (s *Store) Tag(ctx context.Context, nameOrID, repo, tag string) error {
 	if err := s.store.SetNames(img.ID, append(slices.Clone(img.Names), name)); err != nil {
 		return fmt.Errorf("tagging image %s as %s: %w", shortID(img.ID), name, err)
 	}
+	s.emit(ctx, "tag", img.ID, name)
 	return nil
 }
 
@@ -258,6 +259,9 @@ func (s *Store) Untag(ctx context.Context, nameOrID string, names []string) erro
 		if err := s.store.RemoveNames(img.ID, img.Names); err != nil {
 			return fmt.Errorf("untagging image %s: %w", shortID(img.ID), err)
 		}
+		for _, name := range img.Names {
+			s.emit(ctx, "untag", img.ID, name)
+		}
 		return nil
 	}
 	var remove []string
@@ -273,6 +277,9 @@ func (s *Store) Untag(ctx context.Context, nameOrID string, names []string) erro
 	}
 	if err := s.store.RemoveNames(img.ID, remove); err != nil {
 		return fmt.Errorf("untagging image %s: %w", shortID(img.ID), err)
+	}
+	for _, name := range remove {
+		s.emit(ctx, "untag", img.ID, name)
 	}
 	return nil
 }

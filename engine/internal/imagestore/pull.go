@@ -55,8 +55,15 @@ func isTransportName(name string) bool {
 }
 
 // Pull copies an image from a registry into the store.
-func (t *Transfer) Pull(ctx context.Context, opts core.PullOptions) (_ []string, err error) {
+func (t *Transfer) Pull(ctx context.Context, opts core.PullOptions) (ids []string, err error) {
 	defer t.observe("pull", time.Now(), &err)
+	defer func() {
+		if err == nil {
+			for _, id := range ids {
+				t.store.emit(ctx, "pull", id, opts.Reference)
+			}
+		}
+	}()
 	name, err := RegistryReference("reference", opts.Reference)
 	if err != nil {
 		return nil, err

@@ -78,6 +78,7 @@ func (t *Transfer) Push(ctx context.Context, source string, opts core.PushOption
 	if err != nil {
 		return classifyRegistryError(fmt.Errorf("pushing %s to %s: %w", source, named.String(), err))
 	}
+	t.store.emit(ctx, "push", local.ID, named.String())
 	return nil
 }
 

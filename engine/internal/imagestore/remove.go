@@ -103,6 +103,7 @@ func (s *Store) removeOne(ctx context.Context, name string, opts core.ImageRemov
 				return fmt.Errorf("untagging %s: %w", stored, err)
 			}
 			report.Untagged = append(report.Untagged, stored)
+			s.emit(ctx, "untag", img.ID, stored)
 			return nil
 		}
 	}
@@ -128,17 +129,17 @@ func (s *Store) removeOne(ctx context.Context, name string, opts core.ImageRemov
 	if err != nil {
 		return err
 	}
-	if err := s.deleteImage(img, report, children == 0); err != nil {
+	if err := s.deleteImage(ctx, img, report, children == 0); err != nil {
 		return err
 	}
 	if !opts.NoPrune {
-		s.pruneParents(parent, report)
+		s.pruneParents(ctx, parent, report)
 	}
 	return nil
 }
 
 // deleteImage deletes img and the layers only it used, recording what went.
-func (s *Store) deleteImage(img *storage.Image, report *core.ImageRemoveReport, reportDeleted bool) error {
+func (s *Store) deleteImage(ctx context.Context, img *storage.Image, report *core.ImageRemoveReport, reportDeleted bool) error {
 	if _, err := s.store.DeleteImage(img.ID, true); err != nil {
 		if errors.Is(err, storage.ErrImageUnknown) {
 			return fmt.Errorf("%s: %w", shortID(img.ID), core.ErrNoSuchImage)
@@ -152,12 +153,18 @@ func (s *Store) deleteImage(img *storage.Image, report *core.ImageRemoveReport, 
 	if reportDeleted {
 		report.Deleted = append(report.Deleted, img.ID)
 	}
+	name := img.ID
+	for _, n := range img.Names {
+		s.emit(ctx, "untag", img.ID, n)
+		name = n
+	}
+	s.emit(ctx, "remove", img.ID, name)
 	return nil
 }
 
 // pruneParents removes parent and its ancestors while each is untagged,
 // unused and has no other children.
-func (s *Store) pruneParents(parent *storage.Image, report *core.ImageRemoveReport) {
+func (s *Store) pruneParents(ctx context.Context, parent *storage.Image, report *core.ImageRemoveReport) {
 	for parent != nil && len(parent.Names) == 0 {
 		children, next, err := s.family(parent.ID)
 		if err != nil || children > 0 {
@@ -166,7 +173,7 @@ func (s *Store) pruneParents(parent *storage.Image, report *core.ImageRemoveRepo
 		if used, err := s.storageContainersUsing(parent.ID); err != nil || len(used) > 0 {
 			return
 		}
-		if err := s.deleteImage(parent, report, true); err != nil {
+		if err := s.deleteImage(ctx, parent, report, true); err != nil {
 			return
 		}
 		parent = next

@@ -5,6 +5,7 @@
 package imagestore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,7 @@ type Store struct {
 	searchRegs     []string
 	logger         *slog.Logger
 	users          core.ImageUsers
+	events         core.EventSink
 
 	// mu serialises name changes and removals so that a listing never sees
 	// half of a multi-step operation.
@@ -100,6 +102,7 @@ func Open(opts Options) (*Store, error) {
 		registriesConf: regConf,
 		logger:         logger,
 		cache:          newSummaryCache(),
+		events:         core.NoEvents,
 	}
 	s.systemContext = &types.SystemContext{
 		SystemRegistriesConfPath:    regConf,
@@ -159,6 +162,19 @@ func (s *Store) SetImageUsers(users core.ImageUsers) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.users = users
+}
+
+// SetEventSink connects the event bus: tag, untag, remove, pull, push,
+// load, save and import are recorded as image events.
+func (s *Store) SetEventSink(sink core.EventSink) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = sink
+}
+
+// emit records an image event (action on the image id, known as name).
+func (s *Store) emit(ctx context.Context, action, id, name string) {
+	s.events.Emit(ctx, core.Event{Type: core.EventImage, Action: action, ID: id, Name: name})
 }
 
 // Changed tells the store that images were added or removed behind its back
