@@ -163,6 +163,8 @@ type Images interface {
 	Remove(ctx context.Context, namesOrIDs []string, opts ImageRemoveOptions) (ImageRemoveReport, []error)
 	// Prune removes unused images and reports the space reclaimed.
 	Prune(ctx context.Context, opts ImagePruneOptions) ([]PruneReport, error)
+	// DiskUsage reports each image tag's size, shared and unique parts.
+	DiskUsage(ctx context.Context) (*ImagesDiskUsage, error)
 }
 
 // ImageUsers is the container side of image removal: the image store asks it

@@ -27,6 +27,11 @@ type System interface {
 	Version(ctx context.Context) (*VersionReport, error)
 	// Check verifies the store's consistency and optionally repairs it.
 	Check(ctx context.Context, opts SystemCheckOptions) (*SystemCheckReport, error)
+	// DiskUsage reports the space images, containers and volumes take.
+	DiskUsage(ctx context.Context) (*DiskUsageReport, error)
+	// Prune removes unused pods, containers, images, networks and (with
+	// Volumes) volumes, until a round removes nothing.
+	Prune(ctx context.Context, opts SystemPruneOptions) (*SystemPruneReport, error)
 }
 
 // Info is the engine's description of itself, in Podman's info wire shape.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/handlers"
 	"github.com/berth-project/berth/engine/internal/imagestore"
 	"github.com/berth-project/berth/engine/internal/system"
@@ -94,9 +95,17 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 	images.SetEventSink(e.streams.events)
 
 	sys := system.New(images, system.Config{
-		Listen:     cfg.Listen,
-		Runtime:    cfg.Runtime,
-		VolumePath: filepath.Join(cfg.Root, "volumes"),
+		Listen:      cfg.Listen,
+		Runtime:     cfg.Runtime,
+		VolumePath:  filepath.Join(cfg.Root, "volumes"),
+		Containers:  ctrs.manager,
+		Volumes:     ctrs.volumes,
+		VolumeUsers: ctrs.manager,
+		Pruners: core.Pruners{
+			Containers: ctrs.manager.Prune,
+			Images:     images.Prune,
+			Volumes:    ctrs.volumes.Prune,
+		},
 	})
 	metrics := cfg.Metrics
 	if metrics == nil {

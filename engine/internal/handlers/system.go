@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -14,7 +15,7 @@ import (
 // buildahVersion is reported in Libpod-Buildah-Version; clients only show it.
 const buildahVersion = "1.42.0"
 
-// registerSystemRoutes: ping, version, info, system check.
+// registerSystemRoutes: ping, version, info, system check, disk usage, prune.
 func registerSystemRoutes(r chi.Router, s *Server) {
 	r.Get("/_ping", s.ping)
 	r.Head("/_ping", s.ping)
@@ -24,6 +25,8 @@ func registerSystemRoutes(r chi.Router, s *Server) {
 	r.Get("/version", s.version)
 	r.Get("/info", s.info)
 	r.Post("/system/check", s.systemCheck)
+	r.Get("/system/df", s.diskUsage)
+	r.Post("/system/prune", s.systemPrune)
 }
 
 // apiHeaders sets the version headers every libpod answer carries; clients
@@ -96,6 +99,48 @@ func (s *Server) systemCheck(w http.ResponseWriter, r *http.Request) {
 		opts.UnreferencedLayerMaximumAge = &age
 	}
 	report, err := s.deps.System.Check(r.Context(), opts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, report)
+}
+
+// diskUsage answers what images, containers and volumes take (podman system df).
+func (s *Server) diskUsage(w http.ResponseWriter, r *http.Request) {
+	report, err := s.deps.System.DiskUsage(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, report)
+}
+
+// systemPrune removes unused objects of every kind (podman system prune).
+// build=true asks for build containers to go too; the engine never makes
+// any, so there is nothing more to remove. external (containers of other
+// tools in the store) is refused.
+func (s *Server) systemPrune(w http.ResponseWriter, r *http.Request) {
+	query := struct {
+		All      bool                `query:"all"`
+		Volumes  bool                `query:"volumes"`
+		Build    bool                `query:"build"`
+		External bool                `query:"external"`
+		Filters  map[string][]string `query:"filters"`
+	}{}
+	if err := decodeQuery(r, &query); err != nil {
+		writeError(w, err)
+		return
+	}
+	if query.External {
+		writeError(w, core.InvalidArgument("external", errors.New("pruning containers of other tools is not supported")))
+		return
+	}
+	report, err := s.deps.System.Prune(r.Context(), core.SystemPruneOptions{
+		All:     query.All,
+		Volumes: query.Volumes,
+		Filters: filtersForClient(r, query.Filters),
+	})
 	if err != nil {
 		writeError(w, err)
 		return

@@ -35,6 +35,13 @@ type Config struct {
 	EngineVersion string
 	// CountContainers counts containers by state; nil counts the store's containers as stopped.
 	CountContainers func(ctx context.Context) (core.ContainerCounts, error)
+	// Containers and Volumes are listed by disk usage (nil: none reported);
+	// VolumeUsers tells which containers use a volume.
+	Containers  core.Containers
+	Volumes     core.Volumes
+	VolumeUsers core.VolumeUsers
+	// Pruners are what system prune runs, kind by kind.
+	Pruners core.Pruners
 }
 
 // Service implements core.System.

@@ -1,0 +1,113 @@
+package system
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// DiskUsage implements core.System: image sizes from one read of the image
+// store, container sizes from the container backend, volume sizes by
+// walking each volume's files.
+func (s *Service) DiskUsage(ctx context.Context) (*core.DiskUsageReport, error) {
+	images, err := s.store.DiskUsage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	report := &core.DiskUsageReport{
+		ImagesSize: images.TotalSize,
+		Images:     images.Images,
+		Containers: []*core.ContainerDiskUsage{},
+		Volumes:    []*core.VolumeDiskUsage{},
+	}
+	running := map[string]bool{}
+	if s.cfg.Containers != nil {
+		list, err := s.cfg.Containers.List(ctx, core.ListContainersOptions{All: true, Size: true})
+		if err != nil {
+			return nil, fmt.Errorf("listing containers: %w", err)
+		}
+		for _, c := range list {
+			entry := &core.ContainerDiskUsage{
+				ContainerID: c.ID,
+				Image:       c.ImageID,
+				Command:     c.Command,
+				Created:     c.Created,
+				Status:      c.State,
+			}
+			if len(c.Names) > 0 {
+				entry.Names = c.Names[0]
+			}
+			if c.Size != nil {
+				entry.Size, entry.RWSize = c.Size.RootFsSize, c.Size.RwSize
+			}
+			running[c.ID] = c.State == core.StateRunning.String()
+			report.Containers = append(report.Containers, entry)
+		}
+	}
+	if s.cfg.Volumes == nil {
+		return report, nil
+	}
+	volumes, err := s.cfg.Volumes.List(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("listing volumes: %w", err)
+	}
+	byContainer := map[string]*core.ContainerDiskUsage{}
+	for _, c := range report.Containers {
+		byContainer[c.ContainerID] = c
+	}
+	for _, v := range volumes {
+		size, err := treeSize(v.Mountpoint)
+		if err != nil {
+			return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+		}
+		entry := &core.VolumeDiskUsage{VolumeName: v.Name, Size: size}
+		var users []string
+		if s.cfg.VolumeUsers != nil {
+			if users, err = s.cfg.VolumeUsers.ContainersUsingVolume(ctx, v.Name); err != nil {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+		}
+		for _, id := range users {
+			if running[id] {
+				entry.Links++
+			}
+			if c := byContainer[id]; c != nil {
+				c.LocalVolumes++
+			}
+		}
+		if len(users) == 0 {
+			entry.ReclaimableSize = size
+		}
+		report.Volumes = append(report.Volumes, entry)
+	}
+	return report, nil
+}
+
+// treeSize is the apparent size of the files under dir (0 when dir is gone).
+func treeSize(dir string) (int64, error) {
+	var size int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			size += info.Size()
+		}
+		return nil
+	})
+	return size, err
+}
