@@ -84,7 +84,9 @@ func (te *testEngine) load(images ...testimage.Image) {
 // create creates a container from spec and returns its ID.
 func (te *testEngine) create(spec map[string]any) string {
 	te.t.Helper()
-	var out struct{ ID string `json:"Id"` }
+	var out struct {
+		ID string `json:"Id"`
+	}
 	te.decode(te.must(http.StatusCreated, "POST", "/containers/create", spec), &out)
 	return out.ID
 }
