@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/sizelimit"
 	"github.com/berth-project/berth/shared/server"
 	"github.com/berth-project/berth/shared/swagger"
 )
@@ -74,6 +75,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&cfg.engine.SwaggerSpec, "swagger-spec", env("BERTH_ENGINE_SWAGGER_SPEC", swagger.DefaultEngineSwaggerSpec), "OpenAPI document to serve; the embedded copy is served where it is missing (BERTH_ENGINE_SWAGGER_SPEC)")
 	fs.StringVar(&cfg.logFormat, "log-format", env("BERTH_ENGINE_LOG_FORMAT", "text"), "log format: text or json (BERTH_ENGINE_LOG_FORMAT)")
 	fs.StringVar(&cfg.logLevel, "log-level", env("BERTH_ENGINE_LOG_LEVEL", "info"), "log level: debug, info, warn, error (BERTH_ENGINE_LOG_LEVEL)")
+	maxExpanded := env("BERTH_ENGINE_MAX_EXPANDED_SIZE", sizelimit.FormatSize(sizelimit.DefaultMax))
+	fs.Func("max-expanded-size", "largest size a loaded or imported archive, build context or volume import may expand to, e.g. 16GiB (BERTH_ENGINE_MAX_EXPANDED_SIZE, default "+sizelimit.FormatSize(sizelimit.DefaultMax)+")", func(v string) error {
+		maxExpanded = v
+		return nil
+	})
 	timeout := env("BERTH_ENGINE_SHUTDOWN_TIMEOUT", "30s")
 	fs.Func("shutdown-timeout", "how long to wait for in-flight requests on shutdown (BERTH_ENGINE_SHUTDOWN_TIMEOUT, default 30s)", func(v string) error {
 		timeout = v
@@ -90,6 +96,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return cfg, fmt.Errorf("shutdown-timeout %q is not a duration", timeout)
 	}
 	cfg.shutdownTimeout = d
+	if cfg.engine.MaxExpandedSize, err = sizelimit.ParseSize(maxExpanded); err != nil {
+		return cfg, fmt.Errorf("max-expanded-size: %w", err)
+	}
 	switch cfg.engine.Runtime {
 	case "runc", "crun":
 	default:

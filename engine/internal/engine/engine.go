@@ -33,6 +33,9 @@ type Config struct {
 	RegistriesConf string
 	// SwaggerSpec is the OpenAPI document to serve.
 	SwaggerSpec string
+	// MaxExpandedSize bounds what a client's archive, build context or
+	// upload may expand to on disk, in bytes (0 = sizelimit.DefaultMax).
+	MaxExpandedSize int64
 	// Metrics records request and engine metrics; nil creates one.
 	Metrics *server.Metrics
 }
@@ -75,7 +78,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		e.Close()
 		return nil, err
 	}
-	transfer, err := imagestore.NewTransfer(images, imagestore.TransferOptions{Logger: logger})
+	transfer, err := imagestore.NewTransfer(images, imagestore.TransferOptions{Logger: logger, MaxExpandedSize: cfg.MaxExpandedSize})
 	if err != nil {
 		e.Close()
 		return nil, err

@@ -37,6 +37,12 @@ func statusOf(err error) int {
 		errors.Is(err, core.ErrVolumeInUse),
 		errors.Is(err, core.ErrAmbiguous):
 		return http.StatusConflict
+	case errors.Is(err, core.ErrTooLarge):
+		// Before ErrInvalidArgument: an over-limit archive may also be
+		// reported against the argument that carried it.
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, core.ErrUnavailable):
+		return http.StatusServiceUnavailable
 	case errors.Is(err, core.ErrInvalidArgument):
 		return http.StatusBadRequest
 	default:

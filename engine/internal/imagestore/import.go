@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"github.com/containers/image/v5/copy"
-	"github.com/containers/image/v5/pkg/compression"
 	istorage "github.com/containers/image/v5/storage"
 	"github.com/containers/image/v5/tarball"
 	imgspecv1 "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/sizelimit"
 )
 
 // Import creates a one-layer image from a rootfs tarball read from r.
@@ -61,22 +61,12 @@ func (t *Transfer) ImportURL(ctx context.Context, rawURL string, opts core.Impor
 	if resp.StatusCode != http.StatusOK {
 		return "", core.InvalidArgument("url", fmt.Errorf("downloading %s: %s", u.Redacted(), resp.Status))
 	}
-	f, err := t.tempFile("import-*.tar")
+	path, err := t.spool(ctx, resp.Body, "import-*.tar", "tarball", "downloading "+u.Redacted())
 	if err != nil {
-		return "", fmt.Errorf("downloading tarball: %w", err)
+		return "", err
 	}
-	defer os.Remove(f.Name())
-	_, err = io.Copy(f, resp.Body)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		if isStorageFault(err) {
-			return "", fmt.Errorf("downloading tarball: %w", err)
-		}
-		return "", core.InvalidArgument("url", fmt.Errorf("downloading %s: %w", u.Redacted(), err))
-	}
-	return t.importFile(ctx, f.Name(), config, opts.Reference)
+	defer os.Remove(path)
+	return t.importFile(ctx, path, config, opts.Reference)
 }
 
 // importFile stores the tarball at path as a one-layer image with config and
@@ -90,7 +80,7 @@ func (t *Transfer) importFile(ctx context.Context, path string, config imgspecv1
 		}
 		name = named.String()
 	}
-	if err := validateTarball(path); err != nil {
+	if err := validateTarball(ctx, path, t.budget("tarball")); err != nil {
 		return "", err
 	}
 	src, err := tarball.NewReference([]string{path}, nil)
@@ -127,45 +117,38 @@ func (t *Transfer) importFile(ctx context.Context, path string, config imgspecv1
 }
 
 // validateTarball reads the whole (possibly compressed) tarball so that a
-// truncated or non-tar upload is refused before anything is stored.
-func validateTarball(path string) error {
+// truncated or non-tar upload is refused before anything is stored, and
+// charges what it expands to against budget.
+func validateTarball(ctx context.Context, path string, budget *sizelimit.Budget) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	_, decompressor, stream, err := compression.DetectCompressionFormat(f)
+	rc, err := budget.Decompress(ctx, f)
 	if err != nil {
-		return core.InvalidArgument("tarball", err)
+		return err
 	}
-	var r io.Reader = stream
-	if decompressor != nil {
-		rc, err := decompressor(stream)
-		if err != nil {
-			return core.InvalidArgument("tarball", err)
-		}
-		defer rc.Close()
-		r = rc
-	} else {
-		// Uncompressed: let the tar reader seek over file contents.
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
-		r = f
-	}
-	tr := tar.NewReader(r)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
 	for {
 		_, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			// The layer is the whole stream, padding after the end
+			// of the archive included: it counts too.
+			_, err = io.Copy(io.Discard, rc)
+			if err == nil {
+				return nil
+			}
+		}
+		if err == nil {
+			_, err = io.Copy(io.Discard, tr)
 		}
 		if err != nil {
-			return core.InvalidArgument("tarball", fmt.Errorf("not a valid tar archive: %w", err))
-		}
-		if decompressor != nil {
-			if _, err := io.Copy(io.Discard, tr); err != nil {
-				return core.InvalidArgument("tarball", fmt.Errorf("not a valid tar archive: %w", err))
+			if errors.Is(err, core.ErrTooLarge) || ctx.Err() != nil {
+				return err
 			}
+			return core.InvalidArgument("tarball", fmt.Errorf("not a valid tar archive: %w", err))
 		}
 	}
 }

@@ -58,17 +58,22 @@ func (t *Transfer) LoadFile(ctx context.Context, path string) (_ []string, err e
 }
 
 // loadFile loads the archive at path: the format is read from its entries,
-// never guessed by trying transports one after another. All images are
-// stored or, on any failure, none: images this load created are removed and
-// names it moved are given back.
+// never guessed by trying transports one after another. What the archive
+// expands to is bounded before anything unpacks it: its decompressed form,
+// then the sum of its entries (layers decompressed). All images are stored
+// or, on any failure, none: images this load created are removed and names
+// it moved are given back.
 func (t *Transfer) loadFile(ctx context.Context, path string) (names []string, err error) {
-	path, cleanup, err := t.decompressed(path)
+	path, cleanup, err := t.decompressed(ctx, path)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
 	format, err := archivefmt.Sniff(path)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.measureArchive(ctx, path); err != nil {
 		return nil, err
 	}
 
@@ -106,10 +111,23 @@ func (t *Transfer) loadFile(ctx context.Context, path string) (names []string, e
 	return names, nil
 }
 
+// measureArchive charges the uncompressed archive at path with what its
+// entries expand to (layer blobs decompressed), so a layer bomb is refused
+// before containers/image applies it.
+func (t *Transfer) measureArchive(ctx context.Context, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("opening archive: %w", err)
+	}
+	defer f.Close()
+	return t.budget("image layers").MeasureTar(ctx, f)
+}
+
 // classifyLoadError makes a failure caused by the archive's content a 400;
-// cancellations and faults of the engine's own disk stay what they are.
+// cancellations, archives over the size bound and faults of the engine's own
+// disk stay what they are.
 func classifyLoadError(ctx context.Context, err error) error {
-	if ctx.Err() != nil || isStorageFault(err) || errors.Is(err, core.ErrInvalidArgument) {
+	if ctx.Err() != nil || isStorageFault(err) || errors.Is(err, core.ErrInvalidArgument) || errors.Is(err, core.ErrTooLarge) {
 		return err
 	}
 	return core.InvalidArgument("archive", err)
@@ -117,7 +135,8 @@ func classifyLoadError(ctx context.Context, err error) error {
 
 // decompressed returns a path to the uncompressed archive: path itself, or
 // a temporary file when the archive is gzip, bzip2, xz or zstd compressed.
-func (t *Transfer) decompressed(path string) (string, func(), error) {
+// The decompressed copy is bounded (see sizelimit) and stops when ctx ends.
+func (t *Transfer) decompressed(ctx context.Context, path string) (string, func(), error) {
 	noop := func() {}
 	f, err := os.Open(path)
 	if err != nil {
@@ -136,23 +155,11 @@ func (t *Transfer) decompressed(path string) (string, func(), error) {
 		return "", noop, core.InvalidArgument("archive", fmt.Errorf("%s stream: %w", algo.Name(), err))
 	}
 	defer rc.Close()
-	out, err := t.tempFile("load-decompressed-*.tar")
+	out, err := t.spool(ctx, rc, "load-decompressed-*.tar", "archive", "decompressing "+algo.Name()+" archive")
 	if err != nil {
-		return "", noop, fmt.Errorf("decompressing archive: %w", err)
+		return "", noop, err
 	}
-	remove := func() { _ = os.Remove(out.Name()) }
-	_, err = io.Copy(out, rc)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		remove()
-		if isStorageFault(err) {
-			return "", noop, fmt.Errorf("decompressing archive: %w", err)
-		}
-		return "", noop, core.InvalidArgument("archive", fmt.Errorf("decompressing %s archive: %w", algo.Name(), err))
-	}
-	return out.Name(), remove, nil
+	return out, func() { _ = os.Remove(out) }, nil
 }
 
 // loadDockerArchive copies each image of a docker-archive once, then adds
@@ -448,17 +455,4 @@ func (t *Transfer) rollback(session *loadSession) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// contextReader stops reading once ctx is done, so an abandoned upload ends.
-type contextReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c contextReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }

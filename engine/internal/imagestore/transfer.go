@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/sizelimit"
 )
 
 // transferTmpPrefix marks the temporary files and directories of transfers
@@ -48,12 +49,20 @@ type Transfer struct {
 
 	// durations records how long each operation took, by outcome.
 	durations *prometheus.HistogramVec
+
+	// maxExpanded bounds each stage of what a client's archive expands to
+	// (see sizelimit).
+	maxExpanded int64
 }
 
 // TransferOptions configure NewTransfer.
 type TransferOptions struct {
 	// Logger receives cleanup events; nil discards them.
 	Logger *slog.Logger
+	// MaxExpandedSize bounds, in bytes, a received body, its decompressed
+	// form and the sum of its layers uncompressed, each; 0 is
+	// sizelimit.DefaultMax.
+	MaxExpandedSize int64
 }
 
 // NewTransfer returns the transfer backend of store. It removes temporary
@@ -66,9 +75,10 @@ func NewTransfer(store *Store, opts TransferOptions) (*Transfer, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	t := &Transfer{
-		store:  store,
-		logger: logger,
-		tmpDir: store.SystemContext().BigFilesTemporaryDir,
+		store:       store,
+		logger:      logger,
+		tmpDir:      store.SystemContext().BigFilesTemporaryDir,
+		maxExpanded: opts.MaxExpandedSize,
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "berth_engine_image_transfer_duration_seconds",
 			Help:    "Duration of image transfers (pull, push, load, import, export, scp) by outcome.",
@@ -295,18 +305,32 @@ func (t *Transfer) tempFile(pattern string) (*os.File, error) {
 	return os.CreateTemp(t.tmpDir, transferTmpPrefix+pattern)
 }
 
+// budget is a fresh bound for one stage of one transfer; what names the
+// content in the error.
+func (t *Transfer) budget(what string) *sizelimit.Budget {
+	return sizelimit.New(t.maxExpanded, what)
+}
+
 // receiveBody copies a request body r into a new temporary file (see
 // tempFile) and returns its path, which the caller removes. what names the
 // body in errors and is the argument a bad body is reported against. A
-// cancelled ctx returns ctx's error, a fault of the engine's own disk a plain
-// error, and a body that cannot be read an ErrInvalidArgument; on any error
-// the file is already gone.
+// cancelled ctx returns ctx's error, a body over the size bound a
+// core.ErrTooLarge, a fault of the engine's own disk a plain error, and a
+// body that cannot be read an ErrInvalidArgument; on any error the file is
+// already gone.
 func (t *Transfer) receiveBody(ctx context.Context, r io.Reader, pattern, what string) (string, error) {
+	return t.spool(ctx, r, pattern, what, "reading the request body")
+}
+
+// spool copies r, bounded by a fresh budget named what, into a new
+// temporary file and returns its path; errors are classified as
+// receiveBody's, doing describes the copy in them.
+func (t *Transfer) spool(ctx context.Context, r io.Reader, pattern, what, doing string) (string, error) {
 	f, err := t.tempFile(pattern)
 	if err != nil {
 		return "", fmt.Errorf("receiving %s: %w", what, err)
 	}
-	_, err = io.Copy(f, contextReader{ctx: ctx, r: r})
+	_, err = t.budget(what).Copy(ctx, f, r)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -314,16 +338,31 @@ func (t *Transfer) receiveBody(ctx context.Context, r io.Reader, pattern, what s
 		return f.Name(), nil
 	}
 	os.Remove(f.Name())
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
 		return "", ctx.Err()
-	}
-	if isStorageFault(err) {
+	case errors.Is(err, core.ErrTooLarge):
+		return "", err
+	case isStorageFault(err):
 		return "", fmt.Errorf("receiving %s: %w", what, err)
 	}
-	return "", core.InvalidArgument(what, fmt.Errorf("reading the request body: %w", err))
+	return "", core.InvalidArgument(what, fmt.Errorf("%s: %w", doing, err))
 }
 
 // tempDir creates a transfer temporary directory in the store's tmp directory.
 func (t *Transfer) tempDir(pattern string) (string, error) {
 	return os.MkdirTemp(t.tmpDir, transferTmpPrefix+pattern)
+}
+
+// contextReader stops reading once ctx is done, so an abandoned upload ends.
+type contextReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c contextReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }

@@ -41,6 +41,12 @@ type env struct {
 // newEnv opens a fresh store under a temporary root.
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvWith(t, imagestore.TransferOptions{})
+}
+
+// newEnvWith opens a fresh store whose transfer backend has opts.
+func newEnvWith(t testing.TB, opts imagestore.TransferOptions) *env {
+	t.Helper()
 	requireBusybox(t)
 	root := t.TempDir()
 	store, err := imagestore.Open(imagestore.Options{Root: filepath.Join(root, "root"), RunRoot: filepath.Join(root, "run")})
@@ -48,7 +54,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { _ = store.Shutdown() })
-	transfer, err := imagestore.NewTransfer(store, imagestore.TransferOptions{})
+	transfer, err := imagestore.NewTransfer(store, opts)
 	if err != nil {
 		t.Fatalf("new transfer: %v", err)
 	}
