@@ -430,16 +430,12 @@ func (h containerHandlers) inspect(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h containerHandlers) exists(w http.ResponseWriter, r *http.Request) {
-	ok, err := h.c.Exists(r.Context(), pathParam(r, "name"))
-	if err != nil {
-		writeError(w, err)
-		return
+	name := pathParam(r, "name")
+	ok, err := h.c.Exists(r.Context(), name)
+	if err == nil && !ok {
+		err = fmt.Errorf("%s: %w", name, core.ErrNoSuchContainer)
 	}
-	if !ok {
-		w.WriteHeader(http.StatusNotFound)
-		return
-	}
-	writeNoContent(w)
+	writeExists(w, err, core.ErrNoSuchContainer)
 }
 
 func (h containerHandlers) init(w http.ResponseWriter, r *http.Request) {

@@ -133,18 +133,11 @@ func (s *Server) inspectImage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, newImageInspect(img))
 }
 
-// imageExists answers ImageExists: 204, or 404 without a body for a name
-// that matches no image (a malformed name matches none).
+// imageExists answers ImageExists: 204, or 404 with the error body for a
+// name that matches no image (a malformed name matches none).
 func (s *Server) imageExists(w http.ResponseWriter, r *http.Request) {
 	_, err := s.deps.Images.Lookup(r.Context(), pathParam(r, "name"))
-	switch {
-	case err == nil:
-		writeNoContent(w)
-	case errors.Is(err, core.ErrNoSuchImage), errors.Is(err, core.ErrInvalidArgument):
-		w.WriteHeader(http.StatusNotFound)
-	default:
-		writeError(w, err)
-	}
+	writeExists(w, err, core.ErrNoSuchImage)
 }
 
 // imageSelection is the all and filters query that GetImages and

@@ -73,6 +73,23 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 	_, _ = w.Write(append(encoded, '\n'))
 }
 
+// writeExists answers an exists route from the lookup's error: 204 when
+// err is nil; 404 with the error body when the object does not exist
+// (notFound is its domain error) or the name cannot name one; any other
+// error as itself. Podman's clients decode the 404 body.
+func writeExists(w http.ResponseWriter, err error, notFound error) {
+	switch {
+	case err == nil:
+		writeNoContent(w)
+	case errors.Is(err, notFound):
+		apierror.WriteEngine(w, http.StatusNotFound, err)
+	case errors.Is(err, core.ErrInvalidArgument):
+		apierror.WriteEngine(w, http.StatusNotFound, fmt.Errorf("%w: %w", notFound, err))
+	default:
+		writeError(w, err)
+	}
+}
+
 // writeNoContent answers 204 (exists endpoints and the like).
 func writeNoContent(w http.ResponseWriter) {
 	w.WriteHeader(http.StatusNoContent)

@@ -101,14 +101,7 @@ func (h volumeHandlers) inspect(w http.ResponseWriter, r *http.Request) {
 
 func (h volumeHandlers) exists(w http.ResponseWriter, r *http.Request) {
 	_, err := h.v.Inspect(r.Context(), pathParam(r, "name"))
-	switch {
-	case err == nil:
-		writeNoContent(w)
-	case errors.Is(err, core.ErrNoSuchVolume):
-		w.WriteHeader(http.StatusNotFound)
-	default:
-		writeError(w, err)
-	}
+	writeExists(w, err, core.ErrNoSuchVolume)
 }
 
 type volumeRemoveQuery struct {

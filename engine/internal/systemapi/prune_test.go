@@ -84,7 +84,13 @@ func TestSystemPrune(t *testing.T) {
 // enginetest4 sends a request under /v4.3.1/libpod.
 func enginetest4(te *testEngine, method, path string) (int, []byte) {
 	te.t.Helper()
-	return enginetest.Do(te.t, te.client, method, te.base+"/v4.3.1/libpod", path, nil)
+	return enginetest4Path(te, method, "/v4.3.1/libpod"+path)
+}
+
+// enginetest4Path sends a request to a full path.
+func enginetest4Path(te *testEngine, method, path string) (int, []byte) {
+	te.t.Helper()
+	return enginetest.Do(te.t, te.client, method, te.base, path, nil)
 }
 
 // pruned lists the IDs of prune reports.
