@@ -209,3 +209,40 @@ func FuzzParseFilter(f *testing.F) {
 		}
 	})
 }
+
+func TestEmitRecordsEveryKind(t *testing.T) {
+	b := newBus(t)
+	ctx := context.Background()
+	for _, typ := range []core.EventType{core.EventNetwork, core.EventPod, core.EventSecret, core.EventImage} {
+		b.Emit(ctx, core.Event{Type: typ, Action: "create", ID: "id-" + string(typ), Name: "n-" + string(typ), Attributes: map[string]string{"driver": "x"}})
+	}
+	filter, err := ParseFilter(map[string][]string{"secret": {"n-secret"}, "type": {"secret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Event
+	if err := b.Read(ctx, ReadOptions{Filter: filter}, func(e Event) error { got = append(got, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != "id-secret" || got[0].Status != "create" || got[0].Attributes["driver"] != "x" || got[0].Time.IsZero() {
+		t.Fatalf("secret events: %+v", got)
+	}
+}
+
+func TestDecodableByV4(t *testing.T) {
+	for _, tc := range []struct {
+		e    Event
+		want bool
+	}{
+		{Event{Type: TypeContainer, Status: "died"}, true},
+		{Event{Type: TypeImage, Status: "loadfromarchive"}, true},
+		{Event{Type: TypeNetwork, Status: "connect"}, true},
+		{Event{Type: TypeImage, Status: "load"}, false},
+		{Event{Type: TypeSecret, Status: "create"}, false},
+		{Event{Type: TypeContainer, Status: "bogus"}, false},
+	} {
+		if got := DecodableByV4(tc.e); got != tc.want {
+			t.Errorf("DecodableByV4(%s %s) = %v, want %v", tc.e.Type, tc.e.Status, got, tc.want)
+		}
+	}
+}

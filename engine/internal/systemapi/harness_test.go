@@ -1,6 +1,7 @@
 package systemapi
 
 import (
+	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"net/http"
@@ -104,4 +105,22 @@ func imageWith(tags []string, file string, size int, labels map[string]string) t
 		Config:   testimage.Config{Cmd: []string{"sh"}, Labels: labels},
 		Layers:   []testimage.Layer{{Files: []testimage.File{{Path: file, Data: bytes.Repeat([]byte("x"), size)}}}},
 	}
+}
+
+// rootfsTar is a one-file root filesystem for imports.
+func rootfsTar(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	data := []byte("imported\n")
+	if err := tw.WriteHeader(&tar.Header{Name: "imported.txt", Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
