@@ -81,6 +81,12 @@ type ImageSummary struct {
 	Names       []string          `json:"Names,omitempty"`
 	Digest      string            `json:"Digest,omitempty"`
 	History     []string          `json:"History,omitempty"`
+	// Arch and Os come from the image's configuration; IsManifestList is
+	// always set (true for a manifest list or OCI index), as Podman's
+	// libpod listing has it.
+	Arch           string `json:"Arch,omitempty"`
+	Os             string `json:"Os,omitempty"`
+	IsManifestList *bool  `json:"IsManifestList,omitempty"`
 }
 
 // ImageListOptions selects images for a listing.

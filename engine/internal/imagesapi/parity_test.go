@@ -110,15 +110,20 @@ func fetchJSON(t *testing.T, method, base, path string, body []byte) (int, any) 
 	return resp.StatusCode, v
 }
 
+// podman5Fields are listing fields Podman 5 added (berth serves them to
+// every client; Podman 4.3.1 lacks them).
+var podman5Fields = map[string]bool{"Arch": true, "Os": true, "IsManifestList": true}
+
 // scrub removes what legitimately differs between two stores: paths on disk,
-// and error texts (berth says "no such image" where Podman says "image not
-// known"; clients only look at the status and ExitCode).
+// fields of a newer Podman, and error texts (berth says "no such image" where
+// Podman says "image not known"; clients only look at the status and ExitCode).
 func scrub(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := map[string]any{}
+		_, listing := x["SharedSize"]
 		for k, val := range x {
-			if k == "GraphDriver" {
+			if k == "GraphDriver" || (listing && podman5Fields[k]) {
 				continue
 			}
 			if k == "Errors" {

@@ -21,7 +21,11 @@ type summaryEntry struct {
 	// diffIDs and history decide parent and child images, as Podman does.
 	diffIDs []string
 	history []ocispec.History
-	err     error
+	// arch and os come from the configuration; isList when the image's
+	// manifest is a manifest list or an OCI index.
+	arch, os string
+	isList   bool
+	err      error
 }
 
 // summaryCache caches summaryEntry by image ID, and the RepoDigests of an

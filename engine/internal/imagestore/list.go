@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/containers/image/v5/manifest"
 	"github.com/containers/storage"
 
 	"github.com/berth-project/berth/engine/internal/core"
@@ -132,6 +133,7 @@ func (s *Store) entryFor(img *storage.Image, layerByID map[string]*storage.Layer
 	}
 	e := &summaryEntry{topLayer: img.TopLayer, bigData: bigData}
 	rawManifest, mimeType := s.readManifest(img)
+	e.isList = mimeType != "" && manifest.MIMETypeIsMultiImage(mimeType)
 	cfg, err := s.readConfig(img, rawManifest, mimeType)
 	if err != nil {
 		e.err = err
@@ -145,6 +147,7 @@ func (s *Store) entryFor(img *storage.Image, layerByID map[string]*storage.Layer
 			e.diffIDs = append(e.diffIDs, d.String())
 		}
 		e.history = cfg.History
+		e.arch, e.os = cfg.Architecture, cfg.OS
 	}
 	e.size = imageSize(img, layerChain(img.TopLayer, layerByID), layerByID)
 	s.cache.put(img.ID, e)
@@ -161,22 +164,26 @@ func summaryOf(v *imageView, digests []string) core.ImageSummary {
 	}
 	// Like Podman, an image without labels lists "Labels": null.
 	labels := v.entry.labels
+	isList := v.entry.isList
 	return core.ImageSummary{
-		ID:          v.img.ID,
-		ParentID:    v.parentID,
-		RepoTags:    names,
-		RepoDigests: digests,
-		Created:     v.entry.created.Unix(),
-		Size:        v.entry.size,
-		SharedSize:  0,
-		VirtualSize: v.entry.size,
-		Labels:      labels,
-		Containers:  v.containers,
-		ReadOnly:    v.img.ReadOnly,
-		Dangling:    v.dangling,
-		Names:       names,
-		Digest:      v.img.Digest.String(),
-		History:     append([]string{}, v.img.NamesHistory...),
+		ID:             v.img.ID,
+		ParentID:       v.parentID,
+		RepoTags:       names,
+		RepoDigests:    digests,
+		Created:        v.entry.created.Unix(),
+		Size:           v.entry.size,
+		SharedSize:     0,
+		VirtualSize:    v.entry.size,
+		Labels:         labels,
+		Containers:     v.containers,
+		ReadOnly:       v.img.ReadOnly,
+		Dangling:       v.dangling,
+		Names:          names,
+		Digest:         v.img.Digest.String(),
+		Arch:           v.entry.arch,
+		Os:             v.entry.os,
+		IsManifestList: &isList,
+		History:        append([]string{}, v.img.NamesHistory...),
 	}
 }
 
