@@ -70,6 +70,28 @@ type PullOptions struct {
 	OS, Arch, Variant string
 	// Progress receives human-readable progress text; nil discards it.
 	Progress io.Writer
+	// Blobs, when set, receives each blob's progress as it is copied.
+	Blobs func(BlobProgress)
+}
+
+// BlobEvent names a step of a blob's copy.
+type BlobEvent string
+
+// The steps of a blob's copy.
+const (
+	BlobStarted BlobEvent = "started"
+	BlobRead    BlobEvent = "read"
+	BlobDone    BlobEvent = "done"
+	BlobSkipped BlobEvent = "skipped"
+)
+
+// BlobProgress is where the copy of one blob (a layer or configuration)
+// stands: Current of Total bytes (Total -1 when unknown).
+type BlobProgress struct {
+	Event   BlobEvent
+	Digest  string
+	Current int64
+	Total   int64
 }
 
 // PushOptions are the parameters of PushImage.
@@ -132,7 +154,7 @@ type ImageTransfer interface {
 	// of the images pulled.
 	Pull(ctx context.Context, opts PullOptions) ([]string, error)
 	// Push copies a local image to a registry.
-	Push(ctx context.Context, source string, opts PushOptions) error
+	Push(ctx context.Context, source string, opts PushOptions) (manifestDigest string, err error)
 	// Load reads a docker-archive or oci-archive (optionally gzip, bzip2,
 	// xz or zstd compressed) with one or more images and stores them all, or
 	// none. It returns the loaded names (the image ID for an untagged image).

@@ -32,15 +32,65 @@ func registerImageTransferRoutes(r chi.Router, s *Server) {
 	r.Post("/images/scp/{name:.*}", s.scpImage)
 }
 
-// pullReport is one line of ImagesPull's stream, in Podman's shape.
+// pullReport is one line of ImagesPull's stream, in Podman's shape; with
+// pullProgress, progress lines carry PullProgress instead of Stream.
 type pullReport struct {
-	Stream string   `json:"stream,omitempty"`
-	Error  string   `json:"error,omitempty"`
-	Images []string `json:"images,omitempty"`
-	ID     string   `json:"id,omitempty"`
+	Stream       string        `json:"stream,omitempty"`
+	Error        string        `json:"error,omitempty"`
+	Images       []string      `json:"images,omitempty"`
+	ID           string        `json:"id,omitempty"`
+	PullProgress *pullProgress `json:"pullProgress,omitempty"`
+}
+
+// pullProgress is where one blob of a pull stands.
+type pullProgress struct {
+	Status              string `json:"status"`
+	Current             int64  `json:"current"`
+	Total               int64  `json:"total"`
+	ProgressComponentID string `json:"progressComponentID"`
+}
+
+// compatProgress is one line of a Docker-style pull stream (compatMode).
+type compatProgress struct {
+	Status         string          `json:"status,omitempty"`
+	ProgressDetail *compatDetail   `json:"progressDetail,omitempty"`
+	ID             string          `json:"id,omitempty"`
+	Error          string          `json:"error,omitempty"`
+	ErrorDetail    *compatErrorMsg `json:"errorDetail,omitempty"`
+}
+
+// compatDetail is a Docker progress object's byte counts.
+type compatDetail struct {
+	Current int64 `json:"current,omitempty"`
+	Total   int64 `json:"total,omitempty"`
+}
+
+// compatErrorMsg is a Docker stream's error detail.
+type compatErrorMsg struct {
+	Message string `json:"message"`
+}
+
+// compatStatus is the Docker status word of each blob step.
+var compatStatus = map[core.BlobEvent]string{
+	core.BlobStarted: "Pulling fs layer",
+	core.BlobRead:    "Downloading",
+	core.BlobDone:    "Download complete",
+	core.BlobSkipped: "Already exists",
+}
+
+// shortDigest is the 12 hex digits Docker shows for a layer.
+func shortDigest(digest string) string {
+	_, hex, _ := strings.Cut(digest, ":")
+	if len(hex) > 12 {
+		hex = hex[:12]
+	}
+	return hex
 }
 
 // pullImage is ImagesPull (v2): progress lines, then the pulled image IDs.
+// compatMode streams Docker's progress objects instead (status, id,
+// progressDetail) and ends with Docker's status line; pullProgress streams
+// each blob's progress, then the final report. quiet with either is 400.
 func (s *Server) pullImage(w http.ResponseWriter, r *http.Request) {
 	values := foldQuery(r)
 	q := struct {
@@ -52,9 +102,22 @@ func (s *Server) pullImage(w http.ResponseWriter, r *http.Request) {
 		OS        string `query:"os"`
 		Variant   string `query:"variant"`
 		Quiet     bool   `query:"quiet"`
+		Compat    bool   `query:"compatmode"`
+		Progress  bool   `query:"pullprogress"`
 	}{TLSVerify: true}
 	if err := decodeValues(values, &q); err != nil {
 		writeError(w, err)
+		return
+	}
+	switch {
+	case q.Quiet && q.Compat:
+		writeError(w, core.InvalidArgument("compatMode", errors.New("quiet and compatMode cannot be used together")))
+		return
+	case q.Quiet && q.Progress:
+		writeError(w, core.InvalidArgument("pullProgress", errors.New("quiet and pullProgress cannot be used together")))
+		return
+	case q.Compat && q.Progress:
+		writeError(w, core.InvalidArgument("pullProgress", errors.New("compatMode and pullProgress cannot be used together")))
 		return
 	}
 	if q.Reference == "" {
@@ -82,7 +145,15 @@ func (s *Server) pullImage(w http.ResponseWriter, r *http.Request) {
 		TLSVerify: tlsVerifyParam(values, q.TLSVerify),
 	}
 	stream := newJSONStream(w)
-	if !q.Quiet {
+	switch {
+	case q.Compat:
+		s.pullCompat(w, r, stream, opts)
+		return
+	case q.Progress:
+		opts.Blobs = func(p core.BlobProgress) {
+			stream.send(pullReport{PullProgress: &pullProgress{Status: string(p.Event), Current: p.Current, Total: p.Total, ProgressComponentID: p.Digest}})
+		}
+	case !q.Quiet:
 		opts.Progress = stream.progress(func(text string) any { return pullReport{Stream: text} })
 	}
 	ids, err := s.deps.Transfer.Pull(r.Context(), opts)
@@ -96,6 +167,26 @@ func (s *Server) pullImage(w http.ResponseWriter, r *http.Request) {
 	stream.send(pullResult(ids))
 }
 
+// pullCompat runs a pull answered as Docker's progress stream.
+func (s *Server) pullCompat(w http.ResponseWriter, r *http.Request, stream *jsonStream, opts core.PullOptions) {
+	opts.Blobs = func(p core.BlobProgress) {
+		line := compatProgress{Status: compatStatus[p.Event], ID: shortDigest(p.Digest), ProgressDetail: &compatDetail{}}
+		if p.Event == core.BlobRead {
+			line.ProgressDetail = &compatDetail{Current: p.Current, Total: p.Total}
+		}
+		stream.send(line)
+	}
+	stream.send(compatProgress{Status: "Pulling from " + opts.Reference})
+	ids, err := s.deps.Transfer.Pull(r.Context(), opts)
+	if err != nil {
+		stream.send(compatProgress{Error: err.Error(), ErrorDetail: &compatErrorMsg{Message: err.Error()}})
+		return
+	}
+	for _, id := range ids {
+		stream.send(compatProgress{Status: "Status: Downloaded newer image for " + opts.Reference, ID: id})
+	}
+}
+
 func pullResult(ids []string) pullReport {
 	report := pullReport{Images: ids}
 	if len(ids) > 0 {
@@ -104,10 +195,13 @@ func pullResult(ids []string) pullReport {
 	return report
 }
 
-// pushReport is one line of PushImage's stream, in Podman's shape.
+// pushReport is one line of PushImage's stream, in Podman's shape; the last
+// line of a successful push names the manifest digest (Podman 5; requests
+// under /v4.x paths do not get it).
 type pushReport struct {
-	Stream string `json:"stream,omitempty"`
-	Error  string `json:"error,omitempty"`
+	Stream         string `json:"stream,omitempty"`
+	Error          string `json:"error,omitempty"`
+	ManifestDigest string `json:"manifestdigest,omitempty"`
 }
 
 // pushImage is PushImage: quiet (Podman's default) answers once the push is
@@ -145,13 +239,26 @@ func (s *Server) pushImage(w http.ResponseWriter, r *http.Request) {
 	if !q.Quiet {
 		opts.Progress = stream.progress(func(text string) any { return pushReport{Stream: text} })
 	}
-	err = s.deps.Transfer.Push(r.Context(), source, opts)
-	if answerUnstreamed(w, stream, err, func() { w.WriteHeader(http.StatusOK) }) {
+	digest, err := s.deps.Transfer.Push(r.Context(), source, opts)
+	if q.Quiet && answerUnstreamed(w, stream, err, func() { w.WriteHeader(http.StatusOK) }) {
+		return
+	}
+	if !stream.started() && err != nil {
+		writeError(w, err)
 		return
 	}
 	if err != nil {
 		stream.send(pushReport{Error: err.Error()})
+		return
 	}
+	if oldFilterForm(chi.URLParam(r, "version")) {
+		// Podman 4 clients refuse any line but stream and error.
+		if !stream.started() {
+			w.WriteHeader(http.StatusOK)
+		}
+		return
+	}
+	stream.send(pushReport{ManifestDigest: digest})
 }
 
 // tlsVerifyParam is the tlsverify a client asked for, or nil when it did not

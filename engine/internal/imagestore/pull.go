@@ -107,11 +107,11 @@ func (t *Transfer) Pull(ctx context.Context, opts core.PullOptions) (ids []strin
 		return nil, err
 	}
 	if opts.AllTags {
-		return t.pullAllTags(ctx, sys, candidates, progress)
+		return t.pullAllTags(ctx, sys, candidates, progress, opts.Blobs)
 	}
 	var pullErrs []error
 	for _, candidate := range candidates {
-		id, err := t.pullOne(ctx, sys, candidate, announce(progress, "Trying to pull "+candidate.String()+"...\n"))
+		id, err := t.pullOne(ctx, sys, candidate, announce(progress, "Trying to pull "+candidate.String()+"...\n"), opts.Blobs)
 		if err == nil {
 			return []string{id}, nil
 		}
@@ -149,7 +149,7 @@ func (t *Transfer) pullCandidates(sys *types.SystemContext, name string) ([]refe
 }
 
 // pullAllTags pulls every tag of the candidates' repository.
-func (t *Transfer) pullAllTags(ctx context.Context, sys *types.SystemContext, candidates []reference.Named, progress io.Writer) ([]string, error) {
+func (t *Transfer) pullAllTags(ctx context.Context, sys *types.SystemContext, candidates []reference.Named, progress io.Writer, blobs func(core.BlobProgress)) ([]string, error) {
 	var pullErrs []error
 	for _, candidate := range candidates {
 		if _, tagged := candidate.(reference.Tagged); tagged && candidate.String() != reference.TagNameOnly(reference.TrimNamed(candidate)).String() {
@@ -171,7 +171,7 @@ func (t *Transfer) pullAllTags(ctx context.Context, sys *types.SystemContext, ca
 			if err != nil {
 				continue
 			}
-			id, err := t.pullOne(ctx, sys, named, announce(progress, "Trying to pull "+named.String()+"...\n"))
+			id, err := t.pullOne(ctx, sys, named, announce(progress, "Trying to pull "+named.String()+"...\n"), blobs)
 			if err != nil {
 				return ids, err
 			}
@@ -184,7 +184,7 @@ func (t *Transfer) pullAllTags(ctx context.Context, sys *types.SystemContext, ca
 
 // pullOne copies one fully qualified reference into the store and returns
 // the stored image's ID.
-func (t *Transfer) pullOne(ctx context.Context, sys *types.SystemContext, named reference.Named, progress io.Writer) (id string, err error) {
+func (t *Transfer) pullOne(ctx context.Context, sys *types.SystemContext, named reference.Named, progress io.Writer, blobs func(core.BlobProgress)) (id string, err error) {
 	src, err := docker.NewReference(named)
 	if err != nil {
 		return "", core.InvalidArgument("reference", err)
@@ -196,11 +196,16 @@ func (t *Transfer) pullOne(ctx context.Context, sys *types.SystemContext, named 
 	end := t.begin()
 	defer func() { end(err != nil) }()
 	var resolved types.ImageReference
-	_, err = t.copyImage(ctx, dest, src, &copy.Options{
+	opts := &copy.Options{
 		ReportWriter:            progress,
 		SourceCtx:               sys,
 		ReportResolvedReference: &resolved,
-	})
+	}
+	if blobs != nil {
+		stop := reportBlobs(opts, blobs)
+		defer stop()
+	}
+	_, err = t.copyImage(ctx, dest, src, opts)
 	if err != nil {
 		return "", classifyRegistryError(fmt.Errorf("pulling %s: %w", named.String(), err))
 	}
@@ -297,4 +302,39 @@ func (a *announcingWriter) Write(p []byte) (int, error) {
 		a.line = ""
 	}
 	return a.w.Write(p)
+}
+
+// blobProgressInterval is how often a blob being read reports progress.
+const blobProgressInterval = 200 * time.Millisecond
+
+// reportBlobs makes copy options deliver each blob's progress to report;
+// stop (called once the copy returned) waits for the last report.
+func reportBlobs(opts *copy.Options, report func(core.BlobProgress)) (stop func()) {
+	events := make(chan types.ProgressProperties, 16)
+	opts.Progress = events
+	opts.ProgressInterval = blobProgressInterval
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for p := range events {
+			bp := core.BlobProgress{Digest: p.Artifact.Digest.String(), Current: int64(p.Offset), Total: p.Artifact.Size}
+			switch p.Event {
+			case types.ProgressEventNewArtifact:
+				bp.Event = core.BlobStarted
+			case types.ProgressEventRead:
+				bp.Event = core.BlobRead
+			case types.ProgressEventDone:
+				bp.Event = core.BlobDone
+			case types.ProgressEventSkipped:
+				bp.Event = core.BlobSkipped
+			default:
+				continue
+			}
+			report(bp)
+		}
+	}()
+	return func() {
+		close(events)
+		<-done
+	}
 }

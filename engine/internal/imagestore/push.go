@@ -18,11 +18,11 @@ import (
 )
 
 // Push copies a local image to a registry.
-func (t *Transfer) Push(ctx context.Context, source string, opts core.PushOptions) (err error) {
+func (t *Transfer) Push(ctx context.Context, source string, opts core.PushOptions) (manifestDigest string, err error) {
 	defer t.observe("push", time.Now(), &err)
 	local, err := t.store.Lookup(ctx, source)
 	if err != nil {
-		return err
+		return "", err
 	}
 	destination := opts.Destination
 	if destination == "" {
@@ -30,56 +30,60 @@ func (t *Transfer) Push(ctx context.Context, source string, opts core.PushOption
 	}
 	name, err := RegistryReference("destination", destination)
 	if err != nil {
-		return err
+		return "", err
 	}
 	named, err := reference.ParseNormalizedNamed(name)
 	if err != nil {
-		return core.InvalidArgument("destination", err)
+		return "", core.InvalidArgument("destination", err)
 	}
 	named = reference.TagNameOnly(named)
 	if _, digested := named.(reference.Digested); digested {
-		return core.InvalidArgument("destination", fmt.Errorf("%q: cannot push to a digest reference", name))
+		return "", core.InvalidArgument("destination", fmt.Errorf("%q: cannot push to a digest reference", name))
 	}
 	mimeType, err := manifestMIMEType(opts.Format)
 	if err != nil {
-		return err
+		return "", err
 	}
 	destCtx, cleanup, err := t.registryContext(opts.Auth, opts.TLSVerify)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer cleanup()
 	if opts.CompressionFormat != "" {
 		algo, err := compression.AlgorithmByName(opts.CompressionFormat)
 		if err != nil {
-			return core.InvalidArgument("compressionFormat", err)
+			return "", core.InvalidArgument("compressionFormat", err)
 		}
 		destCtx.CompressionFormat = &algo
 	}
 
 	src, err := istorage.Transport.NewStoreReference(t.store.Storage(), nil, local.ID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	dest, err := docker.NewReference(named)
 	if err != nil {
-		return core.InvalidArgument("destination", err)
+		return "", core.InvalidArgument("destination", err)
 	}
 	progress := opts.Progress
 	if progress == nil {
 		progress = io.Discard
 	}
-	_, err = t.copyImage(ctx, dest, src, &copy.Options{
+	rawManifest, err := t.copyImage(ctx, dest, src, &copy.Options{
 		ReportWriter:          progress,
 		DestinationCtx:        destCtx,
 		RemoveSignatures:      opts.RemoveSignatures,
 		ForceManifestMIMEType: mimeType,
 	})
 	if err != nil {
-		return classifyRegistryError(fmt.Errorf("pushing %s to %s: %w", source, named.String(), err))
+		return "", classifyRegistryError(fmt.Errorf("pushing %s to %s: %w", source, named.String(), err))
 	}
 	t.store.emit(ctx, "push", local.ID, named.String())
-	return nil
+	pushed, err := manifest.Digest(rawManifest)
+	if err != nil {
+		return "", fmt.Errorf("digest of the pushed manifest: %w", err)
+	}
+	return pushed.String(), nil
 }
 
 // manifestMIMEType maps Podman's push and save format names to manifest

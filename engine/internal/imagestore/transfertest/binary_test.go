@@ -179,7 +179,7 @@ func TestKill9DuringLoadAndPull(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := reg.Host + "/crash:1"
-	if err := src.transfer.Push(context.Background(), "localhost/crash:1", pushTo(ref)); err != nil {
+	if _, err := src.transfer.Push(context.Background(), "localhost/crash:1", pushTo(ref)); err != nil {
 		t.Fatal(err)
 	}
 

@@ -166,13 +166,17 @@ func TestHTTPPullPushStreams(t *testing.T) {
 	// Streamed push: only stream lines on success.
 	status, body = call(t, http.MethodPost, base+"/images/localhost%2Fstreamed:1/push?quiet=false&tlsVerify=false&destination="+url.QueryEscape(ref), nil, http.Header{"X-Registry-Auth": {multi}})
 	lines := streamLines(t, body)
-	if status != http.StatusOK || len(lines) == 0 {
+	if status != http.StatusOK || len(lines) < 2 {
 		t.Fatalf("streamed push: %d %s", status, body)
 	}
-	for _, l := range lines {
+	for _, l := range lines[:len(lines)-1] {
 		if _, ok := l["stream"]; !ok || len(l) != 1 {
 			t.Errorf("push line %v is not a stream line", l)
 		}
+	}
+	pushedDigest, _ := lines[len(lines)-1]["manifestdigest"].(string)
+	if len(lines[len(lines)-1]) != 1 || !strings.HasPrefix(pushedDigest, "sha256:") || len(pushedDigest) != 71 {
+		t.Errorf("the push stream ends with %v, want the manifest digest", lines[len(lines)-1])
 	}
 	status, body = call(t, http.MethodPost, base+"/images/missing:1/push?destination="+url.QueryEscape(ref), nil, nil)
 	expectError(t, "push unknown image", status, body, http.StatusNotFound)
@@ -197,6 +201,61 @@ func TestHTTPPullPushStreams(t *testing.T) {
 	status, body = call(t, http.MethodPost, obase+"/images/pull?quiet=true&reference="+url.QueryEscape(ref)+"&tlsverify=false", nil, http.Header{"X-Registry-Auth": {single}})
 	if status != http.StatusOK || strings.TrimSpace(string(body)) != `{"images":["`+id+`"],"id":"`+id+`"}` {
 		t.Errorf("quiet pull: %d %s", status, body)
+	}
+	if pulled, err := other.store.Lookup(context.Background(), ref); err != nil || pulled.Digest != pushedDigest {
+		t.Errorf("pulled image digest %v (%v), the push reported %s", pulled, err, pushedDigest)
+	}
+
+	// compatMode: Docker's progress objects, each blob started and finished,
+	// ending with Docker's status line.
+	compat := newEnv(t).server(t)
+	status, body = call(t, http.MethodPost, compat.URL+"/v5.0.0/libpod/images/pull?compatMode=true&tlsVerify=false&reference="+url.QueryEscape(ref), nil, http.Header{"X-Registry-Auth": {single}})
+	lines = streamLines(t, body)
+	if status != http.StatusOK || len(lines) < 3 {
+		t.Fatalf("compatMode pull: %d %s", status, body)
+	}
+	seen := map[string]bool{}
+	for _, l := range lines {
+		if _, ok := l["stream"]; ok {
+			t.Errorf("compatMode line %v carries Podman's stream", l)
+		}
+		st, _ := l["status"].(string)
+		seen[st] = true
+	}
+	if !seen["Pulling fs layer"] || !seen["Download complete"] {
+		t.Errorf("compatMode statuses %v lack a layer's start or end", seen)
+	}
+	if st, _ := lines[len(lines)-1]["status"].(string); st != "Status: Downloaded newer image for "+ref {
+		t.Errorf("compatMode ends with %v", lines[len(lines)-1])
+	}
+
+	// pullProgress: blob progress lines, then the final report.
+	progress := newEnv(t).server(t)
+	status, body = call(t, http.MethodPost, progress.URL+"/v5.0.0/libpod/images/pull?pullProgress=true&tlsVerify=false&reference="+url.QueryEscape(ref), nil, http.Header{"X-Registry-Auth": {single}})
+	lines = streamLines(t, body)
+	if status != http.StatusOK || len(lines) < 3 {
+		t.Fatalf("pullProgress pull: %d %s", status, body)
+	}
+	done := 0
+	for _, l := range lines[:len(lines)-1] {
+		p, ok := l["pullProgress"].(map[string]any)
+		if !ok || len(l) != 1 {
+			t.Errorf("pullProgress line %v", l)
+			continue
+		}
+		if p["status"] == "done" && strings.HasPrefix(p["progressComponentID"].(string), "sha256:") {
+			done++
+		}
+	}
+	if done < 2 {
+		t.Errorf("pullProgress reported %d finished blobs, want the layer and the configuration", done)
+	}
+	if last := lines[len(lines)-1]; last["id"] != id {
+		t.Errorf("pullProgress ends with %v, want the report of %s", last, id)
+	}
+	for _, q := range []string{"quiet=true&compatMode=true", "quiet=true&pullProgress=true", "compatMode=true&pullProgress=true"} {
+		status, body = call(t, http.MethodPost, obase+"/images/pull?"+q+"&reference="+url.QueryEscape(ref), nil, nil)
+		expectError(t, q, status, body, http.StatusBadRequest)
 	}
 
 	cases := []struct {
@@ -232,7 +291,7 @@ func TestHTTPPullClientGoneLeavesNoLayers(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := reg.Host + "/hangup:1"
-	if err := src.transfer.Push(context.Background(), "localhost/hangup:1", pushTo(ref)); err != nil {
+	if _, err := src.transfer.Push(context.Background(), "localhost/hangup:1", pushTo(ref)); err != nil {
 		t.Fatal(err)
 	}
 	e := newEnv(t)

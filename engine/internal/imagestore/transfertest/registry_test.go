@@ -26,7 +26,7 @@ func TestPushThenPullRoundTrip(t *testing.T) {
 	ref := reg.Host + "/team/roundtrip:1"
 
 	var progress bytes.Buffer
-	if err := src.transfer.Push(context.Background(), "localhost/roundtrip:1", core.PushOptions{Destination: ref, TLSVerify: boolPtr(false), Progress: &progress}); err != nil {
+	if _, err := src.transfer.Push(context.Background(), "localhost/roundtrip:1", core.PushOptions{Destination: ref, TLSVerify: boolPtr(false), Progress: &progress}); err != nil {
 		t.Fatalf("push: %v", err)
 	}
 	if !strings.Contains(progress.String(), "Writing manifest") {
@@ -65,7 +65,7 @@ func TestPullPolicies(t *testing.T) {
 	src := newEnv(t)
 	src.load(t, "localhost/policy:1")
 	ref := reg.Host + "/policy:1"
-	if err := src.transfer.Push(context.Background(), "localhost/policy:1", core.PushOptions{Destination: ref, TLSVerify: boolPtr(false)}); err != nil {
+	if _, err := src.transfer.Push(context.Background(), "localhost/policy:1", core.PushOptions{Destination: ref, TLSVerify: boolPtr(false)}); err != nil {
 		t.Fatal(err)
 	}
 	e := newEnv(t)
@@ -160,7 +160,7 @@ func TestPullCancelledMidwayLeavesNoLayers(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := reg.Host + "/big:1"
-	if err := src.transfer.Push(context.Background(), "localhost/big:1", core.PushOptions{Destination: ref, TLSVerify: boolPtr(false)}); err != nil {
+	if _, err := src.transfer.Push(context.Background(), "localhost/big:1", core.PushOptions{Destination: ref, TLSVerify: boolPtr(false)}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -212,17 +212,17 @@ func TestRegistryCredentials(t *testing.T) {
 	ref := reg.Host + "/private:1"
 
 	noAuth := core.PushOptions{Destination: ref, TLSVerify: boolPtr(false)}
-	if err := src.transfer.Push(context.Background(), "localhost/private:1", noAuth); err == nil {
+	if _, err := src.transfer.Push(context.Background(), "localhost/private:1", noAuth); err == nil {
 		t.Fatal("push without credentials succeeded")
 	}
 	wrong := noAuth
 	wrong.Auth = &core.RegistryAuth{Default: &core.RegistryCredential{Username: "berth", Password: "nope"}}
-	if err := src.transfer.Push(context.Background(), "localhost/private:1", wrong); err == nil || !strings.Contains(strings.ToLower(err.Error()), "auth") {
+	if _, err := src.transfer.Push(context.Background(), "localhost/private:1", wrong); err == nil || !strings.Contains(strings.ToLower(err.Error()), "auth") {
 		t.Fatalf("push with a wrong password: %v", err)
 	}
 	right := noAuth
 	right.Auth = &core.RegistryAuth{Default: &core.RegistryCredential{Username: "berth", Password: "s3cret"}}
-	if err := src.transfer.Push(context.Background(), "localhost/private:1", right); err != nil {
+	if _, err := src.transfer.Push(context.Background(), "localhost/private:1", right); err != nil {
 		t.Fatalf("push with credentials: %v", err)
 	}
 
@@ -250,7 +250,7 @@ func TestPullShortNameThroughRegistriesConf(t *testing.T) {
 	reg := registrytest.Start(t, registrytest.Options{})
 	src := newEnv(t)
 	id := src.load(t, "localhost/shorty:1")
-	if err := src.transfer.Push(context.Background(), "localhost/shorty:1", pushTo(reg.Host+"/shorty:1")); err != nil {
+	if _, err := src.transfer.Push(context.Background(), "localhost/shorty:1", pushTo(reg.Host+"/shorty:1")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := src.transfer.Pull(context.Background(), core.PullOptions{Reference: "shorty:1", Policy: core.PullAlways}); !errors.Is(err, core.ErrInvalidArgument) {
@@ -332,7 +332,7 @@ func TestPullAllTags(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tag := range []string{"1", "2"} {
-		if err := src.transfer.Push(context.Background(), "localhost/tags:"+tag, pushTo(reg.Host+"/tags:"+tag)); err != nil {
+		if _, err := src.transfer.Push(context.Background(), "localhost/tags:"+tag, pushTo(reg.Host+"/tags:"+tag)); err != nil {
 			t.Fatal(err)
 		}
 	}
