@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,9 +14,6 @@ import (
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/shared/rlimit"
 )
-
-// maxSpecBytes bounds a container creation request.
-const maxSpecBytes = 4 << 20
 
 // registerContainerRoutes serves the container lifecycle operations.
 func registerContainerRoutes(r chi.Router, s *Server) {
@@ -278,7 +274,7 @@ type createResponse struct {
 }
 
 func (h containerHandlers) create(w http.ResponseWriter, r *http.Request) {
-	spec, err := decodeSpec(io.LimitReader(r.Body, maxSpecBytes))
+	spec, err := decodeSpec(r.Body)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -298,24 +294,11 @@ func (h containerHandlers) create(w http.ResponseWriter, r *http.Request) {
 // names the member.
 func decodeSpec(body io.Reader) (core.ContainerSpec, error) {
 	var spec core.ContainerSpec
-	dec := json.NewDecoder(body)
-	if err := dec.Decode(&spec); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		var syntaxErr *json.SyntaxError
-		switch {
-		case errors.As(err, &typeErr):
-			field := typeErr.Field
-			if field == "" {
-				field = "body"
-			}
-			return spec, core.InvalidArgument(field, fmt.Errorf("expected %s, got JSON %s", typeErr.Type, typeErr.Value))
-		case errors.Is(err, rlimit.ErrInvalid):
-			return spec, core.InvalidArgument("r_limits", err)
-		case errors.As(err, &syntaxErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-			return spec, core.InvalidArgument("body", fmt.Errorf("not a JSON container spec: %w", err))
-		default:
-			return spec, core.InvalidArgument("body", err)
+	if _, err := decodeJSON(body, &spec, false); err != nil {
+		if errors.Is(err, rlimit.ErrInvalid) {
+			return spec, core.InvalidArgument("r_limits", errors.Unwrap(err))
 		}
+		return spec, err
 	}
 	return spec, nil
 }
@@ -553,22 +536,13 @@ func (h containerHandlers) update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	opts := core.UpdateContainerOptions{}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxSpecBytes))
+	var res specs.LinuxResources
+	present, err := decodeJSON(r.Body, &res, true)
 	if err != nil {
-		writeError(w, core.InvalidArgument("body", err))
+		writeError(w, err)
 		return
 	}
-	if len(strings.TrimSpace(string(body))) > 0 {
-		var res specs.LinuxResources
-		if err := json.Unmarshal(body, &res); err != nil {
-			var typeErr *json.UnmarshalTypeError
-			if errors.As(err, &typeErr) && typeErr.Field != "" {
-				writeError(w, core.InvalidArgument(typeErr.Field, err))
-				return
-			}
-			writeError(w, core.InvalidArgument("body", err))
-			return
-		}
+	if present {
 		opts.Resources = &res
 	}
 	if _, ok := r.URL.Query()["restartPolicy"]; ok {

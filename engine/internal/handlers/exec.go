@@ -2,10 +2,8 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -24,9 +22,6 @@ type ExecSessions interface {
 	Resize(ctx context.Context, id string, height, width uint16) error
 }
 
-// maxExecBodyBytes bounds exec create and start bodies.
-const maxExecBodyBytes = 1 << 20
-
 // registerExecRoutes serves exec create, start, inspect and resize.
 func registerExecRoutes(r chi.Router, s *Server) {
 	if s.deps.Exec == nil || s.deps.Containers == nil {
@@ -36,16 +31,6 @@ func registerExecRoutes(r chi.Router, s *Server) {
 	r.Post("/exec/{id}/start", s.execStart)
 	r.Get("/exec/{id}/json", s.execInspect)
 	r.Post("/exec/{id}/resize", s.execResize)
-}
-
-// decodeJSONBody decodes a bounded JSON body into dst; an empty body keeps
-// dst's defaults.
-func decodeJSONBody(r *http.Request, dst any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxExecBodyBytes))
-	if err := dec.Decode(dst); err != nil && !errors.Is(err, io.EOF) {
-		return core.InvalidArgument("body", fmt.Errorf("not valid JSON: %w", err))
-	}
-	return nil
 }
 
 func (s *Server) execCreate(w http.ResponseWriter, r *http.Request) {

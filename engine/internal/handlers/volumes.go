@@ -1,10 +1,7 @@
 package handlers
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -30,25 +27,11 @@ type volumeHandlers struct {
 	v core.Volumes
 }
 
-// maxVolumeBody bounds a volume creation request.
-const maxVolumeBody = 1 << 20
-
 func (h volumeHandlers) create(w http.ResponseWriter, r *http.Request) {
 	var opts core.VolumeCreateOptions
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxVolumeBody+1))
-	if err != nil {
-		writeError(w, core.InvalidArgument("body", err))
+	if err := decodeJSONBody(r, &opts); err != nil {
+		writeError(w, err)
 		return
-	}
-	if len(body) > maxVolumeBody {
-		writeError(w, core.InvalidArgument("body", errors.New("request body is larger than 1 MiB")))
-		return
-	}
-	if len(body) > 0 {
-		if err := json.Unmarshal(body, &opts); err != nil {
-			writeError(w, core.InvalidArgument("body", fmt.Errorf("not a volume creation request: %w", err)))
-			return
-		}
 	}
 	vol, err := h.v.Create(r.Context(), opts)
 	if err != nil {
