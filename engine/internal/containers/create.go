@@ -31,6 +31,9 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	if err := spec.Validate(); err != nil {
 		return "", nil, err
 	}
+	if err := checkOnHost(&spec); err != nil {
+		return "", nil, err
+	}
 	if spec.Remove && spec.RestartPolicy != "" && spec.RestartPolicy != core.RestartPolicyNo {
 		return "", nil, core.InvalidArgument("restart_policy", errors.New("the --rm option conflicts with a restart policy"))
 	}
@@ -60,15 +63,11 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	}
 
 	id := newID()
-	if spec.Name == "" {
-		spec.Name = m.generateName()
+	release, err := m.reserveName(&spec)
+	if err != nil {
+		return "", nil, err
 	}
-	m.mu.RLock()
-	_, taken := m.byName[spec.Name]
-	m.mu.RUnlock()
-	if taken {
-		return "", nil, fmt.Errorf("container name %q: %w", spec.Name, core.ErrNameInUse)
-	}
+	defer release()
 
 	// Volatile: the container's storage metadata is written without fsync
 	// and its overlay is mounted "volatile". Its writable layer is scratch
@@ -257,6 +256,9 @@ func (m *Manager) Init(ctx context.Context, nameOrID string) error {
 
 func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 	rec := m.snapshot(e)
+	if err := checkOnHost(&rec.Spec); err != nil {
+		return err
+	}
 	if !rec.Mounted || rec.Rootfs == "" {
 		if _, err := m.prepare(ctx, &rec, nil); err != nil {
 			return err

@@ -105,10 +105,12 @@ type Manager struct {
 	cgroupParent string
 	hostResolv   []byte
 
-	mu      sync.RWMutex
-	byID    map[string]*entry
-	byName  map[string]*entry
-	removed map[string]removedExit
+	mu     sync.RWMutex
+	byID   map[string]*entry
+	byName map[string]*entry
+	// reserved holds the names of containers being created (see reserveName).
+	reserved map[string]bool
+	removed  map[string]removedExit
 	// creating maps a volume name to the containers being created with it,
 	// so that a volume removal or prune cannot take it from under them.
 	creating map[string][]string
@@ -157,7 +159,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	m := &Manager{
 		images: o.Images, volumes: o.Volumes, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
 		host: host, cgroupParent: o.CgroupParent, hostResolv: resolv,
-		byID: map[string]*entry{}, byName: map[string]*entry{}, removed: map[string]removedExit{},
+		byID: map[string]*entry{}, byName: map[string]*entry{}, reserved: map[string]bool{}, removed: map[string]removedExit{},
 		creating: map[string][]string{},
 		hooks:    map[int]core.ContainerHook{},
 		holding:  o.HoldEvents,
@@ -414,19 +416,47 @@ func newID() string {
 var nameAdjectives = []string{"amber", "brave", "calm", "deft", "eager", "fond", "gentle", "hardy", "keen", "lucid", "merry", "nimble", "proud", "quiet", "rapid", "steady", "tidy", "vivid", "witty", "zesty"}
 var nameNouns = []string{"anchor", "beacon", "cabin", "dock", "ferry", "galley", "harbor", "jetty", "keel", "lantern", "mast", "pier", "quay", "rudder", "sail", "tide", "vessel", "wharf", "yacht", "helm"}
 
-// generateName picks an unused name like "steady_harbor".
-func (m *Manager) generateName() string {
+// reserveName claims spec.Name for a create in progress, or, when it is
+// empty, picks an unused name like "steady_harbor" and claims that: the check
+// and the claim are one step under the lock, so concurrent creates never get
+// the same generated name. A given name that is taken is an ErrNameInUse.
+// The returned release gives the claim up once the container is registered
+// under its name (or the create failed).
+func (m *Manager) reserveName(spec *core.ContainerSpec) (release func(), err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if spec.Name == "" {
+		spec.Name = m.unusedNameLocked()
+	} else if m.nameTakenLocked(spec.Name) {
+		return nil, fmt.Errorf("container name %q: %w", spec.Name, core.ErrNameInUse)
+	}
+	name := spec.Name
+	m.reserved[name] = true
+	return func() {
+		m.mu.Lock()
+		delete(m.reserved, name)
+		m.mu.Unlock()
+	}, nil
+}
+
+// nameTakenLocked reports whether a container has name or a create has
+// reserved it; m.mu is held.
+func (m *Manager) nameTakenLocked(name string) bool {
+	_, taken := m.byName[name]
+	return taken || m.reserved[name]
+}
+
+// unusedNameLocked picks a free generated name; m.mu is held. After 50
+// draws from the word lists a number is appended, so it always ends.
+func (m *Manager) unusedNameLocked() string {
 	for i := 0; ; i++ {
 		b := make([]byte, 3)
 		rand.Read(b)
 		name := nameAdjectives[int(b[0])%len(nameAdjectives)] + "_" + nameNouns[int(b[1])%len(nameNouns)]
 		if i > 50 {
-			name += fmt.Sprintf("%d", b[2])
+			name += fmt.Sprintf("%d", int(b[2])+256*(i-51))
 		}
-		m.mu.RLock()
-		_, taken := m.byName[name]
-		m.mu.RUnlock()
-		if !taken {
+		if !m.nameTakenLocked(name) {
 			return name
 		}
 	}

@@ -103,7 +103,7 @@ func (m *Manager) Rename(ctx context.Context, nameOrID, newName string) error {
 	defer e.op.Unlock()
 	m.mu.Lock()
 	old := e.rec.Name
-	if other, taken := m.byName[newName]; taken {
+	if other, taken := m.byName[newName]; taken || m.reserved[newName] {
 		m.mu.Unlock()
 		if other == e {
 			return nil

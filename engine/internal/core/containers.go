@@ -421,7 +421,7 @@ func (s *ContainerSpec) Validate() error {
 			return InvalidArgument("healthconfig", errors.New("durations and retries must not be negative"))
 		}
 	}
-	return nil
+	return s.validateValues()
 }
 
 // ValidateRestartPolicy checks a restart policy name and its retry count.
