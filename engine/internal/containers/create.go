@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/containers/storage"
@@ -63,6 +64,11 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	}
 
 	id := newID()
+	releaseSecrets, err := m.resolveSecrets(ctx, id, &spec)
+	if err != nil {
+		return "", nil, err
+	}
+	defer releaseSecrets()
 	release, err := m.reserveName(&spec)
 	if err != nil {
 		return "", nil, err
@@ -197,6 +203,18 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 		}
 	}
 	spec := volumeBinds(rec.Spec, rec.Volumes)
+	extra, err := m.secretMounts(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	initMount, err := initBinary(&spec)
+	if err != nil {
+		return nil, err
+	}
+	extra = append(extra, initMount...)
+	if len(extra) > 0 {
+		spec.Mounts = append(slices.Clone(spec.Mounts), extra...)
+	}
 	res, err := oci.Generate(oci.Input{
 		ID: rec.ID, Spec: &spec, Image: imgCfg, Rootfs: rec.Rootfs,
 		HostsFile:      filepath.Join(rec.StaticDir, "hosts"),
@@ -208,10 +226,19 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 	if err != nil {
 		return nil, err
 	}
+	env, err := m.secretEnv(ctx, &spec)
+	if err != nil {
+		return nil, err
+	}
+	res.Spec.Process.Env = oci.SetEnv(res.Spec.Process.Env, env)
+	if spec.Init {
+		res.Spec.Process.Args = append([]string{initPath, "--"}, res.Spec.Process.Args...)
+	}
 	data, err := json.Marshal(res.Spec)
 	if err != nil {
 		return nil, err
 	}
+	// config.json may hold secret environment variables: root only.
 	if err := os.WriteFile(filepath.Join(rec.Bundle, "config.json"), data, 0o600); err != nil {
 		return nil, err
 	}

@@ -405,6 +405,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 			ShmSize: shmSize(s), Runtime: "oci", ConsoleSize: []uint{0, 0},
 			CgroupParent: m.cgroupParent,
 			Ulimits:      m.ulimits(s),
+			Init:         s.Init,
 		},
 	}
 	if s.OOMScoreAdj != nil {

@@ -44,6 +44,9 @@ type Options struct {
 	// Volumes creates and removes the volumes containers mount; nil
 	// refuses every container that needs one.
 	Volumes core.Volumes
+	// Secrets gives the secrets containers consume; nil refuses every
+	// container that asks for one.
+	Secrets SecretSource
 	// Host limits what a container may be granted; zero means DetectHost.
 	Host *oci.Host
 	// HoldEvents queues the events of Open's reconcile (containers that
@@ -97,6 +100,7 @@ type removedExit struct {
 type Manager struct {
 	images       ImageSource
 	volumes      core.Volumes
+	secrets      SecretSource
 	store        storage.Store
 	rt           *runtime.Runtime
 	db           *state.DB
@@ -114,6 +118,8 @@ type Manager struct {
 	// creating maps a volume name to the containers being created with it,
 	// so that a volume removal or prune cannot take it from under them.
 	creating map[string][]string
+	// creatingSecrets maps a secret ID to the containers being created with it.
+	creatingSecrets map[string][]string
 
 	hooksMu sync.RWMutex
 	hooks   map[int]core.ContainerHook
@@ -157,13 +163,14 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	resolv, _ := os.ReadFile("/etc/resolv.conf")
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m := &Manager{
-		images: o.Images, volumes: o.Volumes, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
+		images: o.Images, volumes: o.Volumes, secrets: o.Secrets, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
 		host: host, cgroupParent: o.CgroupParent, hostResolv: resolv,
 		byID: map[string]*entry{}, byName: map[string]*entry{}, reserved: map[string]bool{}, removed: map[string]removedExit{},
-		creating: map[string][]string{},
-		hooks:    map[int]core.ContainerHook{},
-		holding:  o.HoldEvents,
-		ctx:      bg, cancel: cancel,
+		creating:        map[string][]string{},
+		creatingSecrets: map[string][]string{},
+		hooks:           map[int]core.ContainerHook{},
+		holding:         o.HoldEvents,
+		ctx:             bg, cancel: cancel,
 		metrics: newMetrics(),
 	}
 	recs, err := o.DB.ListContainers(ctx)

@@ -110,6 +110,14 @@ type ContainerSpec struct {
 	HealthConfig *HealthConfig         `json:"healthconfig,omitempty"`
 	CPUPeriod    uint64                `json:"cpu_period,omitempty"`
 	CPUQuota     int64                 `json:"cpu_quota,omitempty"`
+	// Secrets are secrets mounted as read-only files; SecretEnv maps an
+	// environment variable to the secret that is its value. At create the
+	// engine rewrites both to refer to secrets by ID.
+	Secrets   []SecretMount     `json:"secrets,omitempty"`
+	SecretEnv map[string]string `json:"secret_env,omitempty"`
+	// Init runs an init (catatonit, or the binary at InitPath) as PID 1.
+	Init     bool   `json:"init,omitempty"`
+	InitPath string `json:"init_path,omitempty"`
 }
 
 // Container is the engine's record of one container. It is a snapshot: the

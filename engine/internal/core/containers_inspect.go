@@ -265,4 +265,5 @@ type InspectContainerHostConfig struct {
 	PidsLimit         int64                 `json:"PidsLimit"`
 	Ulimits           []InspectUlimit       `json:"Ulimits"`
 	CgroupConf        map[string]string     `json:"CgroupConf"`
+	Init              bool                  `json:"Init,omitempty"`
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/containers"
 	"github.com/berth-project/berth/engine/internal/imagestore"
 	"github.com/berth-project/berth/engine/internal/runtime"
+	"github.com/berth-project/berth/engine/internal/secrets"
 	"github.com/berth-project/berth/engine/internal/state"
 	"github.com/berth-project/berth/engine/internal/volumes"
 )
@@ -20,6 +21,7 @@ type containerBackend struct {
 	runtime *runtime.Runtime
 	manager *containers.Manager
 	volumes *volumes.Store
+	secrets *secrets.Store
 }
 
 // openContainers opens the state database under cfg.Root, finds conmon and
@@ -39,14 +41,20 @@ func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	mgr, err := containers.Open(ctx, containers.Options{Images: images, Runtime: rt, DB: db, Logger: logger, Volumes: vols, HoldEvents: true})
+	secretStore, err := secrets.Open(ctx, db, filepath.Join(cfg.Root, "secrets"), logger)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	mgr, err := containers.Open(ctx, containers.Options{Images: images, Runtime: rt, DB: db, Logger: logger, Volumes: vols, Secrets: secretStore, HoldEvents: true})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	images.SetImageUsers(mgr)
 	vols.SetUsers(mgr)
-	return &containerBackend{db: db, runtime: rt, manager: mgr, volumes: vols}, nil
+	secretStore.SetUsers(mgr)
+	return &containerBackend{db: db, runtime: rt, manager: mgr, volumes: vols, secrets: secretStore}, nil
 }
 
 // Close stops watching containers (they keep running) and closes the database.

@@ -96,6 +96,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 	}
 	ctrs.volumes.SetEventSink(e.streams.events.VolumeEvent)
 	images.SetEventSink(e.streams.events)
+	ctrs.secrets.SetEventSink(e.streams.events)
 
 	sys := system.New(images, system.Config{
 		Listen:      cfg.Listen,
@@ -132,6 +133,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		Transfer:    transfer,
 		Containers:  ctrs.manager,
 		Volumes:     ctrs.volumes,
+		Secrets:     ctrs.secrets,
 		ContainerIO: e.streams.io,
 		Exec:        e.streams.exec,
 		Events:      e.streams.events,

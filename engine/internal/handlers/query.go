@@ -19,7 +19,8 @@ import (
 // `query:"name"` from r's query string. Fields keep the values dst already
 // has (its defaults) unless the parameter is present. Supported field types:
 // string, bool, int, int64, uint64, []string (repeated or comma-free values),
-// and map[string][]string (Podman's JSON-encoded "filters").
+// map[string][]string (Podman's JSON-encoded "filters") and map[string]string
+// (a JSON object, as Podman's bindings send labels and options).
 // A malformed value is an ErrInvalidArgument naming the parameter.
 func decodeQuery(r *http.Request, dst any) error {
 	return decodeValues(r.URL.Query(), dst)
@@ -83,6 +84,14 @@ func setField(f reflect.Value, given []string) error {
 		}
 		f.Set(reflect.ValueOf(append([]string(nil), given...)))
 	case reflect.Map:
+		if f.Type().Elem().Kind() == reflect.String {
+			m, err := parseStringMap(last)
+			if err != nil {
+				return err
+			}
+			f.Set(reflect.ValueOf(m))
+			return nil
+		}
 		filters, err := parseFilters(last)
 		if err != nil {
 			return err
@@ -123,6 +132,19 @@ func parseFilters(raw string) (map[string][]string, error) {
 			continue
 		}
 		return nil, fmt.Errorf("filter %q must be a list of strings", name)
+	}
+	return out, nil
+}
+
+// parseStringMap decodes a map parameter (labels, driver options) as
+// Podman's bindings encode it: a JSON object of strings.
+func parseStringMap(raw string) (map[string]string, error) {
+	out := map[string]string{}
+	if strings.TrimSpace(raw) == "" {
+		return out, nil
+	}
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		return nil, errors.New("must be a JSON object of strings")
 	}
 	return out, nil
 }

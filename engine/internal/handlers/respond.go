@@ -29,12 +29,14 @@ func statusOf(err error) int {
 	case errors.Is(err, core.ErrNoSuchImage),
 		errors.Is(err, core.ErrNoSuchContainer),
 		errors.Is(err, core.ErrNoSuchExecSession),
-		errors.Is(err, core.ErrNoSuchVolume):
+		errors.Is(err, core.ErrNoSuchVolume),
+		errors.Is(err, core.ErrNoSuchSecret):
 		return http.StatusNotFound
 	case errors.Is(err, core.ErrNameInUse),
 		errors.Is(err, core.ErrStateConflict),
 		errors.Is(err, core.ErrImageInUse),
 		errors.Is(err, core.ErrVolumeInUse),
+		errors.Is(err, core.ErrSecretInUse),
 		errors.Is(err, core.ErrAmbiguous):
 		return http.StatusConflict
 	case errors.Is(err, core.ErrTooLarge):

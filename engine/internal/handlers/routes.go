@@ -53,6 +53,7 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	registerImageTransferRoutes(r, s)
 	registerContainerRoutes(r, s)
 	registerVolumeRoutes(r, s)
+	registerSecretRoutes(r, s)
 	registerLogRoutes(r, s)
 	registerAttachRoutes(r, s)
 	registerExecRoutes(r, s)

@@ -25,6 +25,8 @@ type Deps struct {
 	Containers core.Containers
 	// Volumes are the volume operations.
 	Volumes core.Volumes
+	// Secrets are the secret operations.
+	Secrets core.Secrets
 	// ContainerIO serves logs, attach, terminal resize, stats and top.
 	ContainerIO ContainerIO
 	// Exec are the exec sessions.

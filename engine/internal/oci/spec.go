@@ -380,3 +380,23 @@ func namespaces(s *core.ContainerSpec) ([]specs.LinuxNamespace, error) {
 	}
 	return ns, nil
 }
+
+// SetEnv sets each "NAME=value" of add in env, replacing a variable of the
+// same name or appending it.
+func SetEnv(env, add []string) []string {
+	for _, kv := range add {
+		name, _, _ := strings.Cut(kv, "=")
+		replaced := false
+		for i, old := range env {
+			if n, _, _ := strings.Cut(old, "="); n == name {
+				env[i] = kv
+				replaced = true
+				break
+			}
+		}
+		if !replaced {
+			env = append(env, kv)
+		}
+	}
+	return env
+}

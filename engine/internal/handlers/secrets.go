@@ -1,0 +1,127 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+func registerSecretRoutes(r chi.Router, s *Server) {
+	sec := s.deps.Secrets
+	if sec == nil {
+		return
+	}
+	h := secretHandlers{s: sec}
+	r.Post("/secrets/create", h.create)
+	r.Get("/secrets/json", h.list)
+	r.Get("/secrets/{name}/json", h.inspect)
+	r.Get("/secrets/{name}/exists", h.exists)
+	r.Delete("/secrets/{name}", h.remove)
+}
+
+type secretHandlers struct {
+	s core.Secrets
+}
+
+// maxSecretBody is one byte more than the largest secret, to tell a body
+// that is too large from one that fits.
+const maxSecretBody = 512000
+
+type secretCreateQuery struct {
+	Name       string            `query:"name"`
+	Driver     string            `query:"driver"`
+	DriverOpts map[string]string `query:"driveropts"`
+	Labels     map[string]string `query:"labels"`
+	Replace    bool              `query:"replace"`
+	Ignore     bool              `query:"ignore"`
+}
+
+// secretCreateReport is CreateSecret's answer.
+type secretCreateReport struct {
+	ID string `json:"ID"`
+}
+
+func (h secretHandlers) create(w http.ResponseWriter, r *http.Request) {
+	var q secretCreateQuery
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxSecretBody+1))
+	if err != nil {
+		writeError(w, core.InvalidArgument("body", errors.New("reading the secret data failed")))
+		return
+	}
+	if len(data) > maxSecretBody-1 {
+		writeError(w, core.InvalidArgument("body", fmt.Errorf("secret data must be larger than 0 and less than %d bytes", maxSecretBody)))
+		return
+	}
+	id, err := h.s.Create(r.Context(), core.SecretCreateOptions{
+		Name: q.Name, Driver: q.Driver, DriverOpts: q.DriverOpts,
+		Labels: q.Labels, Replace: q.Replace, Ignore: q.Ignore,
+	}, data)
+	clear(data)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, secretCreateReport{ID: id})
+}
+
+func (h secretHandlers) list(w http.ResponseWriter, r *http.Request) {
+	var q struct {
+		Filters map[string][]string `query:"filters"`
+	}
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	secs, err := h.s.List(r.Context(), q.Filters)
+	answerJSON(w, secs, err)
+}
+
+func (h secretHandlers) inspect(w http.ResponseWriter, r *http.Request) {
+	var q struct {
+		ShowSecret bool `query:"showsecret"`
+	}
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	sec, err := h.s.Inspect(r.Context(), pathParam(r, "name"), q.ShowSecret)
+	answerJSON(w, sec, err)
+}
+
+func (h secretHandlers) exists(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.s.Inspect(r.Context(), pathParam(r, "name"), false); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeNoContent(w)
+}
+
+func (h secretHandlers) remove(w http.ResponseWriter, r *http.Request) {
+	var q struct {
+		All bool `query:"all"`
+	}
+	if err := decodeQuery(r, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	var err error
+	if q.All {
+		err = h.s.RemoveAll(r.Context())
+	} else {
+		err = h.s.Remove(r.Context(), pathParam(r, "name"))
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeNoContent(w)
+}
