@@ -302,6 +302,20 @@ func TestListFiltersAndPrune(t *testing.T) {
 		{f(`{"ancestor":["busybox"]}`), []string{"c-three", "b-two", "a-one"}},
 		{f(`{"before":["b-two"]}`), []string{"a-one"}},
 		{f(`{"since":["b-two"]}`), []string{"c-three"}},
+		// Several values of one filter: any may match (label: all must hold);
+		// different filters must all match.
+		{f(`{"name":["a-one","c-three"]}`), []string{"c-three", "a-one"}},
+		{f(`{"name":["nope","b-two"]}`), []string{"b-two"}},
+		{f(`{"id":["` + a[:10] + `","` + c[:10] + `"]}`), []string{"c-three", "a-one"}},
+		{f(`{"status":["exited","created"]}`), []string{"c-three", "a-one"}},
+		{f(`{"exited":["0","3"]}`), []string{"a-one"}},
+		{f(`{"ancestor":["nope","busybox"]}`), []string{"c-three", "b-two", "a-one"}},
+		{f(`{"before":["b-two","c-three"]}`), []string{"b-two", "a-one"}},
+		{f(`{"since":["a-one","b-two"]}`), []string{"c-three", "b-two"}},
+		{f(`{"label":["tier","tier=db"]}`), []string{"a-one"}},
+		{f(`{"label!":["tier=db","tier=web"]}`), []string{"c-three"}},
+		{f(`{"name":["a-one","b-two"],"status":["running"]}`), []string{"b-two"}},
+		{f(`{"name":["a-one","b-two"],"label":["tier=db"]}`), []string{"a-one"}},
 	}
 	for _, tt := range tests {
 		if got := list(tt.q); !slices.Equal(got, tt.want) {

@@ -309,3 +309,62 @@ func TestVolumePruneRacesCreate(t *testing.T) {
 		}
 	}
 }
+
+// TestVolumeListFilterAlternatives is the table of the volume list's and
+// prune's filter rules as Podman applies them: several values of one
+// filter match any of them (label and label! values must all hold);
+// different filters must all match. Requests go through the /v4.3.1 path
+// podman 4.3.1 uses.
+func TestVolumeListFilterAlternatives(t *testing.T) {
+	te := startEngine(t)
+	for name, labels := range map[string]map[string]string{
+		"va": {"tier": "db", "env": "prod"},
+		"vb": {"tier": "web", "env": "prod"},
+		"vc": {"tier": "web"},
+	} {
+		te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": name, "Labels": labels})
+	}
+	id := te.create(map[string]any{"command": []string{"true"}, "volumes": []map[string]any{{"Name": "va", "Dest": "/data"}}})
+	future := time.Now().Add(time.Hour).Format(time.RFC3339)
+	for _, tc := range []struct {
+		filters string
+		want    string
+	}{
+		{`{"name":["va","vb"]}`, "va,vb"},
+		{`{"name":["nope","vc"]}`, "vc"},
+		{`{"name":["^v[ab]$"]}`, "va,vb"},
+		{`{"driver":["nfs","local"]}`, "va,vb,vc"},
+		{`{"driver":["nfs"]}`, ""},
+		{`{"scope":["local"]}`, "va,vb,vc"},
+		{`{"scope":["global"]}`, ""},
+		{`{"label":["tier=web"]}`, "vb,vc"},
+		{`{"label":["tier=web","env"]}`, "vb"},
+		{`{"label":["env=prod"]}`, "va,vb"},
+		{`{"label!":["env"]}`, "vc"},
+		{`{"label!":["env","tier=db"]}`, "vc"},
+		{`{"label!":["tier=db"],"label":["env"]}`, "vb"},
+		{`{"dangling":["true"]}`, "vb,vc"},
+		{`{"dangling":["false"]}`, "va"},
+		{`{"dangling":["true","false"]}`, "va,vb,vc"},
+		{`{"until":["1h"]}`, ""},
+		{`{"until":["1h","` + future + `"]}`, "va,vb,vc"},
+		{`{"name":["va","vb"],"dangling":["true"]}`, "vb"},
+		{`{"name":["va","vc"],"label":["env"],"driver":["local"]}`, "va"},
+	} {
+		if got := strings.Join(volumeNames(te.volumes(tc.filters)), ","); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.filters, got, tc.want)
+		}
+	}
+	var reports []struct {
+		ID string `json:"Id"`
+	}
+	json.Unmarshal(te.must(http.StatusOK, "POST", "/volumes/prune?filters="+url.QueryEscape(`{"label":["tier=web","env"]}`), nil), &reports)
+	if len(reports) != 1 || reports[0].ID != "vb" {
+		t.Fatalf("prune with two labels: %+v", reports)
+	}
+	json.Unmarshal(te.must(http.StatusOK, "POST", "/volumes/prune?filters="+url.QueryEscape(`{"until":["1h","`+future+`"],"label!":["tier=db"]}`), nil), &reports)
+	if len(reports) != 1 || reports[0].ID != "vc" {
+		t.Fatalf("prune with until alternatives and label!: %+v", reports)
+	}
+	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+}

@@ -149,18 +149,22 @@ func parseStringMap(raw string) (map[string]string, error) {
 	return out, nil
 }
 
-// filtersForClient adapts filters to the API version in the request path.
-// Podman 4 clients split each --filter at "=" and send the pieces as the
-// values of one key ("label=a=b" arrives as {"label":["a","b"]}); Podman 4
-// servers join them back with "=". Requests under /v4.x (and older) get that
-// reading; newer and unversioned requests send one value per filter.
+// filtersForClient adapts image filters to the API version in the request
+// path. Podman 4 clients split each image --filter at every "=" and send
+// the pieces as the values of one key ("label=a=b" arrives as
+// {"label":["a","b"]}); Podman 4 servers join them back with "=". Only label
+// and label! values hold "=", so under /v4.x (and older) their values are
+// joined; every other filter keeps one value per alternative (several
+// values of one filter match any of them), as it does on newer and
+// unversioned paths. Only the image list and prune need this: the other
+// lists' clients send one value per --filter.
 func filtersForClient(r *http.Request, filters map[string][]string) map[string][]string {
 	if !oldFilterForm(chi.URLParam(r, "version")) {
 		return filters
 	}
 	out := make(map[string][]string, len(filters))
 	for key, values := range filters {
-		if len(values) > 1 {
+		if len(values) > 1 && (key == "label" || key == "label!") {
 			out[key] = []string{strings.Join(values, "=")}
 			continue
 		}

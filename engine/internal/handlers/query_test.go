@@ -111,10 +111,11 @@ func FuzzParseFilters(f *testing.F) {
 }
 
 func TestFiltersForClient(t *testing.T) {
-	filters := map[string][]string{"label": {"a", "b"}, "reference": {"x"}}
+	filters := map[string][]string{"label": {"a", "b"}, "label!": {"c", "d"}, "reference": {"x", "y"}, "dangling": {"true"}}
+	joined := map[string][]string{"label": {"a=b"}, "label!": {"c=d"}, "reference": {"x", "y"}, "dangling": {"true"}}
 	cases := map[string]map[string][]string{
-		"/v4.3.1/libpod/images/json": {"label": {"a=b"}, "reference": {"x"}},
-		"/v3.4.0/libpod/images/json": {"label": {"a=b"}, "reference": {"x"}},
+		"/v4.3.1/libpod/images/json": joined,
+		"/v3.4.0/libpod/images/json": joined,
 		"/v5.7.0/libpod/images/json": filters,
 		"/libpod/images/json":        filters,
 	}

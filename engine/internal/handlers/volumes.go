@@ -50,7 +50,7 @@ func (h volumeHandlers) list(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	vols, err := h.v.List(r.Context(), filtersForClient(r, q.Filters))
+	vols, err := h.v.List(r.Context(), q.Filters)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -64,7 +64,7 @@ func (h volumeHandlers) prune(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	reports, err := h.v.Prune(r.Context(), filtersForClient(r, q.Filters))
+	reports, err := h.v.Prune(r.Context(), q.Filters)
 	if err != nil {
 		writeError(w, err)
 		return

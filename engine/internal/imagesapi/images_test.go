@@ -234,6 +234,13 @@ func TestListFilters(t *testing.T) {
 		{"since", map[string][]string{"since": {"web:2"}}, []string{"quay.io/team/db:1"}},
 		{"id", map[string][]string{"id": {idOf["localhost/web:2"][:10]}}, []string{"localhost/web:2"}},
 		{"until", map[string][]string{"until": {t0.Add(30 * time.Minute).Format(time.RFC3339)}}, []string{"localhost/web:1"}},
+		// Several values of one filter: any may match; different filters: all.
+		{"id alternatives", map[string][]string{"id": {idOf["localhost/web:2"][:10], idOf["quay.io/team/db:1"][:10]}}, []string{"localhost/web:2", "quay.io/team/db:1"}},
+		{"before alternatives", map[string][]string{"before": {"web:2", "quay.io/team/db:1"}}, []string{"localhost/web:1", "localhost/web:2"}},
+		{"since alternatives", map[string][]string{"since": {"web:1", "web:2"}}, []string{"localhost/web:2", "quay.io/team/db:1"}},
+		{"dangling both", map[string][]string{"dangling": {"true", "false"}}, []string{"localhost/web:1", "localhost/web:2", "quay.io/team/db:1"}},
+		{"label! all hold", map[string][]string{"label!": {"env=dev", "env=prod"}}, []string{"quay.io/team/db:1"}},
+		{"alternatives and another filter", map[string][]string{"reference": {"web:1", "web:2"}, "label": {"env=prod"}}, []string{"localhost/web:1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -13,8 +13,9 @@ import (
 
 type matcher func(ctx context.Context, v *core.Volume) (bool, error)
 
-// compile turns filters into one predicate. Values of one filter are ORed,
-// filters ANDed; every label and label! value must hold. A filter outside
+// compile turns filters into one predicate, with Podman's rule: several
+// values of one filter are alternatives (any may match), except label and
+// label!, whose values must all hold; different filters must all match. A filter outside
 // allowed, or a malformed value, is an invalid argument.
 func (s *Store) compile(filters map[string][]string, allowed ...string) (matcher, error) {
 	var preds []matcher
@@ -43,6 +44,10 @@ func (s *Store) compile(filters map[string][]string, allowed ...string) (matcher
 			preds = append(preds, func(_ context.Context, v *core.Volume) (bool, error) {
 				return contains(vals, v.Driver), nil
 			})
+		case "scope":
+			preds = append(preds, func(_ context.Context, v *core.Volume) (bool, error) {
+				return contains(vals, v.Scope), nil
+			})
 		case "label", "label!":
 			want := key == "label"
 			preds = append(preds, func(_ context.Context, v *core.Volume) (bool, error) {
@@ -54,13 +59,13 @@ func (s *Store) compile(filters map[string][]string, allowed ...string) (matcher
 				return true, nil
 			})
 		case "dangling", "anonymous":
-			want, err := parseBools(key, vals)
+			wants, err := parseBools(key, vals)
 			if err != nil {
 				return nil, err
 			}
 			if key == "anonymous" {
 				preds = append(preds, func(_ context.Context, v *core.Volume) (bool, error) {
-					return v.Anonymous == want, nil
+					return wants[v.Anonymous], nil
 				})
 				continue
 			}
@@ -69,12 +74,19 @@ func (s *Store) compile(filters map[string][]string, allowed ...string) (matcher
 				if err != nil {
 					return false, err
 				}
-				return (len(ids) == 0) == want, nil
+				return wants[len(ids) == 0], nil
 			})
 		case "until":
-			limit, err := parseUntil(vals[len(vals)-1])
-			if err != nil {
-				return nil, err
+			// Alternatives: created before any of the times.
+			var limit time.Time
+			for _, val := range vals {
+				t, err := parseUntil(val)
+				if err != nil {
+					return nil, err
+				}
+				if t.After(limit) {
+					limit = t
+				}
 			}
 			preds = append(preds, func(_ context.Context, v *core.Volume) (bool, error) {
 				return v.CreatedAt.Before(limit), nil
@@ -108,17 +120,16 @@ func hasLabel(labels map[string]string, f string) bool {
 	return ok && (!withValue || got == val)
 }
 
-func parseBools(key string, vals []string) (bool, error) {
-	var out bool
-	for i, val := range vals {
+// parseBools reads a boolean filter's values: the set of values wanted
+// (true and false both: every volume).
+func parseBools(key string, vals []string) (map[bool]bool, error) {
+	out := map[bool]bool{}
+	for _, val := range vals {
 		b, err := strconv.ParseBool(val)
 		if err != nil {
-			return false, core.InvalidArgument("filters", fmt.Errorf("%s=%q must be true or false", key, val))
+			return nil, core.InvalidArgument("filters", fmt.Errorf("%s=%q must be true or false", key, val))
 		}
-		if i > 0 && b != out {
-			return false, core.InvalidArgument("filters", fmt.Errorf("%s has conflicting values", key))
-		}
-		out = b
+		out[b] = true
 	}
 	return out, nil
 }

@@ -268,7 +268,7 @@ func (s *Store) all(ctx context.Context) ([]*core.Volume, error) {
 
 // List returns the volumes matching filters.
 func (s *Store) List(ctx context.Context, filters map[string][]string) ([]*core.Volume, error) {
-	match, err := s.compile(filters, "name", "label", "label!", "driver", "dangling", "anonymous", "until")
+	match, err := s.compile(filters, "name", "label", "label!", "driver", "scope", "dangling", "anonymous", "until")
 	if err != nil {
 		return nil, err
 	}
