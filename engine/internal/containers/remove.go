@@ -73,7 +73,8 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 		m.logger.Warn("conmon did not exit after its container; killed it", "container", rec.ID, "pid", rec.ConmonPID)
 	}
 	if rec.Mounted {
-		if _, err := m.store.Unmount(rec.ID, true); err != nil && !errors.Is(err, storage.ErrContainerUnknown) {
+		// A container whose storage is gone (system check repairs those) has nothing to unmount.
+		if _, err := m.store.Unmount(rec.ID, true); err != nil && !errors.Is(err, storage.ErrContainerUnknown) && !errors.Is(err, storage.ErrLayerUnknown) {
 			return fmt.Errorf("unmount container %s: %w", rec.Name, err)
 		}
 	}

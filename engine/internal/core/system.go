@@ -229,4 +229,9 @@ type SystemCheckReport struct {
 	RemovedImages     map[string][]string `json:"RemovedImages,omitempty"`
 	Containers        map[string][]string `json:"Containers,omitempty"`
 	RemovedContainers map[string]string   `json:"RemovedContainers,omitempty"`
+	// State lists what is wrong in the engine's state database, by object
+	// ("database", "exec session ID", "volume NAME"); RepairedState what a
+	// repair did about it. Berth's addition: Podman's clients ignore them.
+	State         map[string][]string `json:"State,omitempty"`
+	RepairedState map[string]string   `json:"RepairedState,omitempty"`
 }

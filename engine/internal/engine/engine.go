@@ -105,6 +105,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		Containers:  ctrs.manager,
 		Volumes:     ctrs.volumes,
 		VolumeUsers: ctrs.manager,
+		State:       ctrs.db,
 		Pruners: core.Pruners{
 			Containers: ctrs.manager.Prune,
 			Images:     images.Prune,

@@ -145,3 +145,29 @@ func (s *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	return tx.Commit()
 }
+
+// IntegrityCheck runs SQLite's own consistency check of the database file
+// (quick_check when quick: no index contents are compared) and returns
+// what it found; none means the file is sound.
+func (s *DB) IntegrityCheck(ctx context.Context, quick bool) ([]string, error) {
+	pragma := "PRAGMA integrity_check"
+	if quick {
+		pragma = "PRAGMA quick_check"
+	}
+	rows, err := s.db.QueryContext(ctx, pragma)
+	if err != nil {
+		return nil, fmt.Errorf("state database check: %w", err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil, err
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	return problems, rows.Err()
+}

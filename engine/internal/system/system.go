@@ -42,6 +42,8 @@ type Config struct {
 	VolumeUsers core.VolumeUsers
 	// Pruners are what system prune runs, kind by kind.
 	Pruners core.Pruners
+	// State is the state database the check examines (nil: not checked).
+	State StateDB
 }
 
 // Service implements core.System.
@@ -221,11 +223,6 @@ func (s *Service) Info(ctx context.Context) (*core.Info, error) {
 		},
 	}
 	return info, nil
-}
-
-// Check implements core.System by running the store's check and repair.
-func (s *Service) Check(ctx context.Context, opts core.SystemCheckOptions) (*core.SystemCheckReport, error) {
-	return s.store.Check(ctx, opts)
 }
 
 // components looks up conmon and the OCI runtime once.

@@ -3,8 +3,10 @@ package systemapi
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/containers/storage/pkg/reexec"
 
+	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/enginetest"
 	"github.com/berth-project/berth/engine/internal/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
@@ -31,6 +34,7 @@ type testEngine struct {
 	root    string
 	runRoot string
 	client  *http.Client
+	eng     *engine.Engine
 	stop    func()
 }
 
@@ -42,8 +46,16 @@ func startEngine(t *testing.T) *testEngine {
 	enginetest.RequireRuntime(t, "system API tests")
 	dir := t.TempDir()
 	te := &testEngine{t: t, root: filepath.Join(dir, "root"), runRoot: filepath.Join(dir, "run"), client: &http.Client{}}
-	addr, stop := enginetest.Serve(t, te.root, te.runRoot)
-	te.base, te.stop = "http://"+addr, stop
+	eng, err := engine.New(context.Background(), nil, engine.Config{Root: te.root, RunRoot: te.runRoot, Runtime: "runc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(eng.Handler())
+	te.eng, te.base = eng, srv.URL
+	te.stop = func() {
+		srv.Close()
+		eng.Close()
+	}
 	t.Cleanup(func() {
 		enginetest.RemoveAll(te.do)
 		te.stop()
