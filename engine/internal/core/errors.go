@@ -11,6 +11,8 @@ var (
 	ErrNoSuchContainer = errors.New("no such container")
 	// ErrNoSuchExecSession: no exec session has the given ID (404).
 	ErrNoSuchExecSession = errors.New("no such exec session")
+	// ErrNoSuchPath: a path does not exist in a container's filesystem (404).
+	ErrNoSuchPath = errors.New("no such file or directory")
 	// ErrNameInUse: the requested name already belongs to another object (409).
 	ErrNameInUse = errors.New("name is in use")
 	// ErrStateConflict: the object is in a state that does not allow the operation (409).

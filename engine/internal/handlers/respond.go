@@ -30,7 +30,8 @@ func statusOf(err error) int {
 		errors.Is(err, core.ErrNoSuchContainer),
 		errors.Is(err, core.ErrNoSuchExecSession),
 		errors.Is(err, core.ErrNoSuchVolume),
-		errors.Is(err, core.ErrNoSuchSecret):
+		errors.Is(err, core.ErrNoSuchSecret),
+		errors.Is(err, core.ErrNoSuchPath):
 		return http.StatusNotFound
 	case errors.Is(err, core.ErrNameInUse),
 		errors.Is(err, core.ErrStateConflict),

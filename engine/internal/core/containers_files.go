@@ -1,0 +1,93 @@
+package core
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"time"
+)
+
+// PathStat describes a path in a container, as Podman sends it base64 JSON
+// encoded in the X-Docker-Container-Path-Stat header.
+type PathStat struct {
+	Name    string      `json:"name"`
+	Size    int64       `json:"size"`
+	Mode    fs.FileMode `json:"mode"`
+	ModTime time.Time   `json:"mtime"`
+	IsDir   bool        `json:"isDir"`
+	// LinkTarget is the path in the container the request resolved to
+	// (symbolic links followed), with the caller's trailing "/" or "/."
+	// kept.
+	LinkTarget string `json:"linkTarget"`
+}
+
+// PutArchiveOptions tune PutArchive.
+type PutArchiveOptions struct {
+	// CopyUIDGID gives every extracted entry the container user's UID and
+	// GID instead of the owner recorded in the archive.
+	CopyUIDGID bool
+	// NoOverwriteDirNonDir refuses to replace a directory with a
+	// non-directory, or a non-directory with a directory.
+	NoOverwriteDirNonDir bool
+	// Rename maps an entry name (or a leading directory of it) to a new name.
+	Rename map[string]string
+}
+
+// ContainerArchives copies files in and out of a container (podman cp),
+// running or not. Paths resolve inside the container's root filesystem and
+// its mounts; symbolic links and ".." never lead outside them. A Containers
+// implementation may also implement it.
+type ContainerArchives interface {
+	// StatPath describes path in the container (ErrNoSuchPath when absent).
+	StatPath(ctx context.Context, nameOrID, path string) (PathStat, error)
+	// GetArchive writes path as an uncompressed tar to the writer that
+	// start returns, once the path is found: a directory with its name as
+	// the first component unless path ends in "/.", a file as itself.
+	GetArchive(ctx context.Context, nameOrID, path string, start func(PathStat) io.Writer) error
+	// PutArchive extracts a tar archive (possibly compressed) into the
+	// directory path. A malformed archive, or one whose entries would leave
+	// the container, is refused (ErrInvalidArgument) before anything is
+	// written.
+	PutArchive(ctx context.Context, nameOrID, path string, archive io.Reader, opts PutArchiveOptions) error
+}
+
+// Change kinds a changes request may name.
+const (
+	DiffAll       = "all"
+	DiffContainer = "container"
+	DiffImage     = "image"
+)
+
+// ChangesOptions tune Changes.
+type ChangesOptions struct {
+	// Kind says what the name may be: DiffAll (an image, else a container),
+	// DiffContainer or DiffImage.
+	Kind string
+	// Parent, when set, is the image or container to compare with instead of
+	// the layer below.
+	Parent string
+}
+
+// CommitOptions are the parameters of CommitContainer.
+type CommitOptions struct {
+	// Reference names the new image ("repo:tag"); "" leaves it untagged.
+	Reference string
+	// Author and Comment are recorded in the image.
+	Author, Comment string
+	// Changes are Dockerfile-style instructions applied to the configuration.
+	Changes []string
+	// Pause freezes a running container while its changes are read.
+	Pause bool
+	// Format is "oci" or "docker".
+	Format string
+	// Squash makes the image a single layer.
+	Squash bool
+}
+
+// ContainerCommits makes images from containers. A Containers
+// implementation may also implement it.
+type ContainerCommits interface {
+	// Commit stores the container's changes as a new image on top of its
+	// image, and returns the new image's ID.
+	Commit(ctx context.Context, nameOrID string, opts CommitOptions) (string, error)
+}
