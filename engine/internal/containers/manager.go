@@ -47,6 +47,9 @@ type Options struct {
 	// Secrets gives the secrets containers consume; nil refuses every
 	// container that asks for one.
 	Secrets SecretSource
+	// Commits stores the images CommitContainer makes; nil leaves commit
+	// unsupported.
+	Commits ImageCommitter
 	// Host limits what a container may be granted; zero means DetectHost.
 	Host *oci.Host
 	// HoldEvents queues the events of Open's reconcile (containers that
@@ -86,6 +89,11 @@ type entry struct {
 	rec     record
 	changed chan struct{}
 	removed bool
+	// holds counts the engine's own users of the rootfs mount (copies in
+	// and out); the mount stays while any remains. mountedForCopy is set when
+	// a copy made the mount. Guarded by Manager.mu.
+	holds          int
+	mountedForCopy bool
 }
 
 // removedExit remembers the exit code of a removed container so that a wait
@@ -99,6 +107,7 @@ type removedExit struct {
 // Manager is the engine's container backend.
 type Manager struct {
 	images       ImageSource
+	commits      ImageCommitter
 	volumes      core.Volumes
 	secrets      SecretSource
 	store        storage.Store
@@ -163,7 +172,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	resolv, _ := os.ReadFile("/etc/resolv.conf")
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m := &Manager{
-		images: o.Images, volumes: o.Volumes, secrets: o.Secrets, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
+		images: o.Images, commits: o.Commits, volumes: o.Volumes, secrets: o.Secrets, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
 		host: host, cgroupParent: o.CgroupParent, hostResolv: resolv,
 		byID: map[string]*entry{}, byName: map[string]*entry{}, reserved: map[string]bool{}, removed: map[string]removedExit{},
 		creating:        map[string][]string{},

@@ -52,7 +52,7 @@ func (m *Manager) Unmount(ctx context.Context, nameOrID string) error {
 		return nil
 	}
 	live := rec.State == core.StateRunning || rec.State == core.StatePaused || rec.State == core.StateCreated || rec.State == core.StateConfigured
-	unmount := rec.UserMounts == 1 && !live
+	unmount := rec.UserMounts == 1 && !live && !m.copyHeld(e)
 	if unmount {
 		if _, err := m.store.Unmount(rec.ID, true); err != nil {
 			return fmt.Errorf("unmount container %s: %w", rec.Name, err)

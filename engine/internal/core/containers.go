@@ -201,6 +201,7 @@ const (
 	EventMount   ContainerEventType = "mount"
 	EventUnmount ContainerEventType = "unmount"
 	EventRename  ContainerEventType = "rename"
+	EventCommit  ContainerEventType = "commit"
 )
 
 // ContainerEvent is one state change of a container. ExitCode is set for
@@ -354,8 +355,9 @@ type FileChange struct {
 type ContainerFilesystems interface {
 	// Export writes the container's root filesystem to w as an uncompressed tar.
 	Export(ctx context.Context, nameOrID string, w io.Writer) error
-	// Changes lists what differs between the container's rootfs and its image.
-	Changes(ctx context.Context, nameOrID string) ([]FileChange, error)
+	// Changes lists what a container's or an image's top layer changed
+	// (see ChangesOptions).
+	Changes(ctx context.Context, nameOrID string, opts ChangesOptions) ([]FileChange, error)
 }
 
 // CheckpointOptions tune Checkpoint.

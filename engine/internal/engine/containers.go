@@ -26,7 +26,7 @@ type containerBackend struct {
 
 // openContainers opens the state database under cfg.Root, finds conmon and
 // the OCI runtime, and loads (and reconciles) every container.
-func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images *imagestore.Store) (*containerBackend, error) {
+func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images *imagestore.Store, commits containers.ImageCommitter) (*containerBackend, error) {
 	db, err := state.Open(ctx, filepath.Join(cfg.Root, "state.db"))
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
@@ -46,7 +46,7 @@ func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	mgr, err := containers.Open(ctx, containers.Options{Images: images, Runtime: rt, DB: db, Logger: logger, Volumes: vols, Secrets: secretStore, HoldEvents: true})
+	mgr, err := containers.Open(ctx, containers.Options{Images: images, Commits: commits, Runtime: rt, DB: db, Logger: logger, Volumes: vols, Secrets: secretStore, HoldEvents: true})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)

@@ -84,7 +84,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		return nil, err
 	}
 
-	ctrs, err := openContainers(ctx, logger, cfg, images)
+	ctrs, err := openContainers(ctx, logger, cfg, images, transfer)
 	if err != nil {
 		e.Close()
 		return nil, err

@@ -47,7 +47,6 @@ func registerContainerRoutes(r chi.Router, s *Server) {
 	if files, ok := c.(core.ContainerFilesystems); ok {
 		fh := fileHandlers{f: files}
 		r.Get("/containers/{name}/export", fh.export)
-		r.Get("/containers/{name}/changes", fh.changes)
 	}
 	if ckpt, ok := c.(core.ContainerCheckpoints); ok {
 		ch := checkpointHandlers{c: c, k: ckpt}
@@ -110,11 +109,6 @@ func (s *startedWriter) Write(p []byte) (int, error) {
 		s.w.WriteHeader(http.StatusOK)
 	}
 	return s.w.Write(p)
-}
-
-func (h fileHandlers) changes(w http.ResponseWriter, r *http.Request) {
-	changes, err := h.f.Changes(r.Context(), pathParam(r, "name"))
-	finishJSON(w, http.StatusOK, changes, err)
 }
 
 type checkpointHandlers struct {

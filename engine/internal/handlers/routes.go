@@ -52,6 +52,7 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	registerImageRoutes(r, s)
 	registerImageTransferRoutes(r, s)
 	registerContainerRoutes(r, s)
+	registerContainerFileRoutes(r, s)
 	registerVolumeRoutes(r, s)
 	registerSecretRoutes(r, s)
 	registerLogRoutes(r, s)
