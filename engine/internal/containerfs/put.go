@@ -236,6 +236,11 @@ func (x *extractor) preflight(h *tar.Header, name string, _ io.Reader) error {
 	if err := x.checkParents(h.Name, path.Dir(name)); err != nil {
 		return err
 	}
+	if h.Typeflag == tar.TypeLink {
+		if err := x.checkLinkTarget(h); err != nil {
+			return err
+		}
+	}
 	defer func() { x.planned[name] = h.Typeflag }()
 	if earlier, ok := x.planned[name]; ok {
 		if x.opts.NoOverwriteDirNonDir && (earlier == tar.TypeDir) != isDir {
@@ -257,6 +262,26 @@ func (x *extractor) preflight(h *tar.Header, name string, _ io.Reader) error {
 			what = "a non-directory with a directory"
 		}
 		return core.InvalidArgument("noOverwriteDirNonDir", fmt.Errorf("%s would replace %s", name, what))
+	}
+	return nil
+}
+
+// checkLinkTarget checks that a hard link's target is a non-directory the
+// archive placed before, or one that exists inside the destination's tree.
+func (x *extractor) checkLinkTarget(h *tar.Header) error {
+	target, err := EntryName(h.Linkname, x.opts.Rename)
+	if err != nil {
+		return err
+	}
+	if typ, ok := x.planned[target]; ok {
+		if typ == tar.TypeDir {
+			return badArchive("hard link %q to the directory %q", h.Name, h.Linkname)
+		}
+		return nil
+	}
+	var st unix.Stat_t
+	if !x.statAt(path.Dir(target), path.Base(target), &st) || st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return badArchive("hard link %q: no file %q in the destination", h.Name, h.Linkname)
 	}
 	return nil
 }
