@@ -336,6 +336,16 @@ func TestExtractOptions(t *testing.T) {
 	if data, _ := os.ReadFile(f.rootfs + "/srv"); string(data) != "now a file" {
 		t.Errorf("/srv: %q", data)
 	}
+	// A read-only mount (or root filesystem) is not written.
+	ro := f
+	ro.view.Mounts = []Mount{{Destination: "/data", Source: f.volume, ReadOnly: true}}
+	if err := ro.put(t, "/data", tarOf(t, reg("x", "y")), PutOptions{}); !errors.Is(err, core.ErrStateConflict) {
+		t.Errorf("read-only mount: %v", err)
+	}
+	ro.view.ReadOnly = true
+	if err := ro.put(t, "/etc", tarOf(t, reg("x", "y")), PutOptions{}); !errors.Is(err, core.ErrStateConflict) {
+		t.Errorf("read-only root: %v", err)
+	}
 	// The destination must be a directory.
 	if err := f.put(t, "/etc/hostname", tarOf(t, reg("x", "y")), PutOptions{}); !errors.Is(err, core.ErrInvalidArgument) {
 		t.Errorf("file destination: %v", err)

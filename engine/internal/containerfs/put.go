@@ -159,6 +159,9 @@ func (v View) Extract(dir string, spool io.ReadSeeker, opts PutOptions) error {
 	if !fi.IsDir() {
 		return core.InvalidArgument("path", fmt.Errorf("%s is not a directory", dir))
 	}
+	if rp.place.readOnly {
+		return fmt.Errorf("%s is on a read-only mount: %w", dir, core.ErrStateConflict)
+	}
 	root, err := os.OpenFile(rp.place.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err

@@ -30,6 +30,8 @@ import (
 type Mount struct {
 	Destination string
 	Source      string
+	// ReadOnly refuses writes below Destination.
+	ReadOnly bool
 }
 
 // View is a container's filesystem as seen from the host.
@@ -41,6 +43,8 @@ type View struct {
 	Mounts []Mount
 	// WorkDir is what relative paths are relative to ("/" when empty).
 	WorkDir string
+	// ReadOnly refuses writes to Root (a read-only root filesystem).
+	ReadOnly bool
 }
 
 // place is where a container path lives on the host.
@@ -53,6 +57,8 @@ type place struct {
 	rel string
 	// file is the destination of a file mount, which rel names in root.
 	file string
+	// readOnly is set for a read-only mount or root filesystem.
+	readOnly bool
 }
 
 // absolute makes p absolute (relative to the working directory) and clean.
@@ -82,15 +88,15 @@ func (v View) locate(abs string) (place, error) {
 			return place{}, fmt.Errorf("mount source %s of %s: %w", m.Source, dest, err)
 		}
 		if fi.IsDir() {
-			return place{root: m.Source, dest: dest, rel: "/" + strings.TrimPrefix(strings.TrimPrefix(abs, dest), "/")}, nil
+			return place{root: m.Source, dest: dest, rel: "/" + strings.TrimPrefix(strings.TrimPrefix(abs, dest), "/"), readOnly: m.ReadOnly}, nil
 		}
 		// A file mount: only the file itself is below its destination.
 		if abs != dest {
 			return place{}, fmt.Errorf("%s: %w (%s is a file)", abs, core.ErrNoSuchPath, dest)
 		}
-		return place{root: filepath.Dir(m.Source), dest: path.Dir(dest), rel: filepath.Base(m.Source), file: dest}, nil
+		return place{root: filepath.Dir(m.Source), dest: path.Dir(dest), rel: filepath.Base(m.Source), file: dest, readOnly: m.ReadOnly}, nil
 	}
-	return place{root: v.Root, dest: "/", rel: abs}, nil
+	return place{root: v.Root, dest: "/", rel: abs, readOnly: v.ReadOnly}, nil
 }
 
 // resolvedPath is a path found in a view.

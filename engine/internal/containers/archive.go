@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -128,14 +129,14 @@ func (m *Manager) view(nameOrID string) (containerfs.View, record, func(), error
 	rec = m.snapshot(e)
 	var mounts []containerfs.Mount
 	for _, v := range rec.Volumes {
-		mounts = append(mounts, containerfs.Mount{Destination: v.Dest, Source: v.Source})
+		mounts = append(mounts, containerfs.Mount{Destination: v.Dest, Source: v.Source, ReadOnly: slices.Contains(v.Options, "ro")})
 	}
 	for _, mnt := range rec.Spec.Mounts {
 		if mnt.Type == "bind" {
-			mounts = append(mounts, containerfs.Mount{Destination: mnt.Destination, Source: mnt.Source})
+			mounts = append(mounts, containerfs.Mount{Destination: mnt.Destination, Source: mnt.Source, ReadOnly: slices.Contains(mnt.Options, "ro")})
 		}
 	}
-	return containerfs.View{Root: rootfs, Mounts: mounts, WorkDir: workDir}, rec, release, nil
+	return containerfs.View{Root: rootfs, Mounts: mounts, WorkDir: workDir, ReadOnly: rec.Spec.ReadOnly}, rec, release, nil
 }
 
 // liveRoot opens the root directory of a container's running (or created,
