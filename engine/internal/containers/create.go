@@ -29,7 +29,8 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	// A client that goes away must not leave a change half done.
 	ctx = context.WithoutCancel(ctx)
 	defer m.metrics.observe("create", time.Now())
-	if err := spec.Validate(); err != nil {
+	err := spec.Validate()
+	if err != nil {
 		return "", nil, err
 	}
 	if err := checkOnHost(&spec); err != nil {
@@ -40,6 +41,12 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	}
 	if spec.OCIRuntime != "" && spec.OCIRuntime != m.rt.Name() {
 		return "", nil, core.InvalidArgument("oci_runtime", fmt.Errorf("the engine runs %s, not %s", m.rt.Name(), spec.OCIRuntime))
+	}
+	var pod *core.PodMembership
+	if spec.Pod != "" {
+		if pod, err = m.joinPod(ctx, &spec); err != nil {
+			return "", nil, err
+		}
 	}
 	img, err := m.images.Lookup(ctx, spec.Image)
 	if err != nil {
@@ -133,6 +140,7 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 		ImageDigest:     img.Digest,
 		Volumes:         vols,
 	}
+	m.applyPod(&rec, pod)
 	warnings, err := m.prepare(ctx, &rec, img)
 	if err != nil {
 		return "", nil, err
@@ -149,7 +157,7 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 		m.mu.Unlock()
 		return "", nil, fmt.Errorf("container name %q: %w", spec.Name, core.ErrNameInUse)
 	}
-	err = m.db.AddContainer(ctx, state.ContainerRecord{ID: id, Name: rec.Name, State: string(rec.State), Created: rec.Created, Data: data})
+	err = m.db.AddContainer(ctx, state.ContainerRecord{ID: id, Name: rec.Name, State: string(rec.State), Created: rec.Created, Data: data, PodID: rec.Pod})
 	if err != nil {
 		m.mu.Unlock()
 		if errors.Is(err, state.ErrDuplicate) {
@@ -178,10 +186,7 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 		rec.Mounted = true
 	}
 	imgCfg := imageConfigOf(rec, img)
-	hostname := rec.Spec.Hostname
-	if hostname == "" {
-		hostname = rec.ID[:12]
-	}
+	hostname := hostnameOf(rec)
 	hosts, err := oci.HostsFile(&rec.Spec, hostname, rec.Name)
 	if err != nil {
 		return nil, err
@@ -215,13 +220,24 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 	if len(extra) > 0 {
 		spec.Mounts = append(slices.Clone(spec.Mounts), extra...)
 	}
+	if rec.PodJoin.Hostname != "" {
+		spec.Hostname = rec.PodJoin.Hostname
+	}
+	// A pod member sharing the network uses the infra container's hosts and
+	// resolv.conf, so that the pod's DNS and host entries reach it.
+	netFiles := rec.StaticDir
+	joins, infra := m.joinedNamespaces(rec)
+	if infra != nil && slices.Contains(rec.PodJoin.Shared, core.PodShareNet) {
+		netFiles = infra.StaticDir
+	}
 	res, err := oci.Generate(oci.Input{
 		ID: rec.ID, Spec: &spec, Image: imgCfg, Rootfs: rec.Rootfs,
-		HostsFile:      filepath.Join(rec.StaticDir, "hosts"),
-		ResolvConfFile: filepath.Join(rec.StaticDir, "resolv.conf"),
+		HostsFile:      filepath.Join(netFiles, "hosts"),
+		ResolvConfFile: filepath.Join(netFiles, "resolv.conf"),
 		HostnameFile:   filepath.Join(rec.StaticDir, "hostname"),
 		CgroupsPath:    rec.CgroupPath,
 		Host:           m.host,
+		JoinNamespaces: joins,
 	})
 	if err != nil {
 		return nil, err
@@ -286,7 +302,16 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 	if err := checkOnHost(&rec.Spec); err != nil {
 		return err
 	}
-	if !rec.Mounted || rec.Rootfs == "" {
+	if rec.PodJoin.InfraID != "" {
+		// The infra container's namespaces must exist, and the spec must
+		// name them by the infra process of this run.
+		if err := m.ensureInfraRunning(ctx, &rec); err != nil {
+			return err
+		}
+		if _, err := m.prepare(ctx, &rec, nil); err != nil {
+			return err
+		}
+	} else if !rec.Mounted || rec.Rootfs == "" {
 		if _, err := m.prepare(ctx, &rec, nil); err != nil {
 			return err
 		}

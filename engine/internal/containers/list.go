@@ -43,8 +43,12 @@ func (m *Manager) List(ctx context.Context, opts core.ListContainersOptions) ([]
 		recs = recs[:opts.Last]
 	}
 	out := make([]core.ListContainer, 0, len(recs))
+	pods := m.podResolver()
 	for i := range recs {
 		lc := listEntry(&recs[i])
+		if lc.Pod != "" && pods != nil {
+			lc.PodName = pods.PodName(lc.Pod)
+		}
 		if opts.Size {
 			lc.Size = m.size(&recs[i])
 		}
@@ -83,11 +87,13 @@ func listEntry(r *record) core.ListContainer {
 		ID:         r.ID,
 		Image:      r.Image,
 		ImageID:    r.ImageID,
+		IsInfra:    r.IsInfra,
 		Labels:     r.Spec.Labels,
 		Mounts:     mountDestinations(r),
 		Names:      []string{r.Name},
 		Networks:   []string{},
 		Pid:        r.PID,
+		Pod:        r.Pod,
 		Ports:      []any{},
 		State:      r.State.String(),
 		Status:     healthStatus(r),
@@ -195,6 +201,19 @@ func compileFilters(filters map[string][]string, m *Manager) (func(*record) bool
 					}
 				}
 				return true
+			})
+		case "pod":
+			pods := m.podResolver()
+			preds = append(preds, func(r *record) bool {
+				if r.Pod == "" {
+					return false
+				}
+				for _, v := range vals {
+					if strings.HasPrefix(r.Pod, v) || (pods != nil && pods.PodName(r.Pod) == v) {
+						return true
+					}
+				}
+				return false
 			})
 		case "status":
 			for _, v := range vals {
@@ -336,7 +355,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 		tries = *s.RestartTries
 	}
 	data := &core.InspectContainerData{
-		ID: r.ID, Created: r.Created, Path: r.Path, Args: nonNil(r.Args),
+		ID: r.ID, Created: r.Created, Path: r.Path, Args: nonNil(r.Args), Pod: r.Pod, IsInfra: r.IsInfra,
 		State: &core.InspectContainerState{
 			OciVersion: "1.0.2-dev",
 			Status:     r.State.String(),
@@ -478,6 +497,9 @@ func clampInt64(v uint64) int64 {
 }
 
 func hostnameOf(r *record) string {
+	if r.PodJoin.Hostname != "" {
+		return r.PodJoin.Hostname
+	}
 	if r.Spec.Hostname != "" {
 		return r.Spec.Hostname
 	}

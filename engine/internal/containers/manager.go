@@ -79,6 +79,8 @@ type record struct {
 	ImageStopSignal string   `json:"ImageStopSignal,omitempty"`
 	// ImageDigest is the digest of the image's manifest at create.
 	ImageDigest string `json:"ImageDigest,omitempty"`
+	// PodJoin is what a pod member takes from its pod's infra container.
+	PodJoin podFields `json:"PodJoin,omitempty"`
 }
 
 // entry is the manager's handle on one container.
@@ -129,6 +131,8 @@ type Manager struct {
 	creating map[string][]string
 	// creatingSecrets maps a secret ID to the containers being created with it.
 	creatingSecrets map[string][]string
+	// pods resolves the pod a container is created in (SetPods).
+	pods core.PodResolver
 
 	hooksMu sync.RWMutex
 	hooks   map[int]core.ContainerHook
@@ -277,6 +281,7 @@ func (m *Manager) snapshot(e *entry) record {
 func copyRecord(r record) record {
 	out := r
 	out.Health.Log = append([]core.HealthCheckLog(nil), r.Health.Log...)
+	out.PodJoin.Shared = append([]string(nil), r.PodJoin.Shared...)
 	return out
 }
 
@@ -365,6 +370,13 @@ func (m *Manager) Subscribe(hook core.ContainerHook) func() {
 
 // emit delivers an event to every hook, in registration order.
 func (m *Manager) emit(ctx context.Context, typ core.ContainerEventType, rec record, attrs map[string]string) {
+	if rec.Pod != "" {
+		withPod := map[string]string{"podId": rec.Pod}
+		for k, v := range attrs {
+			withPod[k] = v
+		}
+		attrs = withPod
+	}
 	ev := core.ContainerEvent{
 		Type: typ, Time: time.Now(), ID: rec.ID, Name: rec.Name, Image: rec.Image,
 		Labels: rec.Spec.Labels, Attributes: attrs,

@@ -48,6 +48,9 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 	if m.isRemoved(e) {
 		return nil
 	}
+	if rec.IsInfra && !opts.WithPod {
+		return fmt.Errorf("container %s is the infra container of pod %s and cannot be removed without removing the pod: %w", rec.ID, rec.Pod, core.ErrStateConflict)
+	}
 	switch rec.State {
 	case core.StateRunning, core.StatePaused:
 		if !opts.Force {
@@ -167,7 +170,8 @@ func (m *Manager) Prune(ctx context.Context, filters map[string][]string) ([]cor
 	var victims []*entry
 	for _, e := range m.byID {
 		st := e.rec.State
-		if st == core.StateExited || st == core.StateStopped || st == core.StateConfigured || st == core.StateCreated {
+		// Infra containers go with their pod (pod prune), never alone.
+		if !e.rec.IsInfra && (st == core.StateExited || st == core.StateStopped || st == core.StateConfigured || st == core.StateCreated) {
 			if match(&e.rec) {
 				victims = append(victims, e)
 			}

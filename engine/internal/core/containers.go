@@ -118,6 +118,12 @@ type ContainerSpec struct {
 	// Init runs an init (catatonit, or the binary at InitPath) as PID 1.
 	Init     bool   `json:"init,omitempty"`
 	InitPath string `json:"init_path,omitempty"`
+	// Pod is the pod (name or ID) the container joins: it shares the
+	// namespaces the pod shares with its infra container.
+	Pod string `json:"pod,omitempty"`
+	// PodInfra marks the infra container of Pod; only the pods backend sets
+	// it (it is not part of the wire format).
+	PodInfra bool `json:"-"`
 }
 
 // Container is the engine's record of one container. It is a snapshot: the
@@ -167,6 +173,10 @@ type Container struct {
 	// pause has no effect on it); restart policies other than always honour it.
 	StoppedByUser bool
 	Health        HealthCheckResults
+	// Pod is the ID of the container's pod ("" for none); IsInfra marks
+	// the pod's infra container.
+	Pod     string `json:",omitempty"`
+	IsInfra bool   `json:",omitempty"`
 }
 
 // ErrContainerStateImproper is Podman's "container state improper": the
@@ -272,6 +282,9 @@ type RemoveContainerOptions struct {
 	// Timeout is the stop timeout for a running container removed with Force;
 	// nil means the container's own stop timeout.
 	Timeout *uint
+	// WithPod is set by the pods backend when it removes a pod: only then
+	// may the pod's infra container go.
+	WithPod bool
 }
 
 // RemoveReport is the result for one removed container.

@@ -9,6 +9,8 @@ var (
 	ErrNoSuchImage = errors.New("no such image")
 	// ErrNoSuchContainer: no container matches the given name or ID (404).
 	ErrNoSuchContainer = errors.New("no such container")
+	// ErrNoSuchPod: no pod matches the given name or ID (404).
+	ErrNoSuchPod = errors.New("no such pod")
 	// ErrNoSuchExecSession: no exec session has the given ID (404).
 	ErrNoSuchExecSession = errors.New("no such exec session")
 	// ErrNoSuchPath: a path does not exist in a container's filesystem (404).

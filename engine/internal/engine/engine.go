@@ -15,6 +15,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/handlers"
 	"github.com/berth-project/berth/engine/internal/imagestore"
+	"github.com/berth-project/berth/engine/internal/pods"
 	"github.com/berth-project/berth/engine/internal/system"
 	"github.com/berth-project/berth/shared/server"
 )
@@ -46,6 +47,7 @@ type Engine struct {
 	images     *imagestore.Store
 	containers *containerBackend
 	streams    *streamServices
+	pods       *pods.Manager
 	handler    http.Handler
 }
 
@@ -97,6 +99,10 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 	ctrs.volumes.SetEventSink(e.streams.events.VolumeEvent)
 	images.SetEventSink(e.streams.events)
 	ctrs.secrets.SetEventSink(e.streams.events)
+	if e.pods, err = openPods(ctx, logger, ctrs, images, transfer, e.streams); err != nil {
+		e.Close()
+		return nil, err
+	}
 
 	sys := system.New(images, system.Config{
 		Listen:      cfg.Listen,
@@ -135,6 +141,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		Containers:  ctrs.manager,
 		Volumes:     ctrs.volumes,
 		Secrets:     ctrs.secrets,
+		Pods:        e.pods,
 		ContainerIO: e.streams.io,
 		Exec:        e.streams.exec,
 		Events:      e.streams.events,
@@ -179,6 +186,9 @@ func (e *Engine) StorageDriver() string { return e.images.Storage().GraphDriverN
 
 // Close releases the backends.
 func (e *Engine) Close() error {
+	if e.pods != nil {
+		e.pods.Close()
+	}
 	if e.streams != nil {
 		e.streams.Close()
 	}

@@ -330,3 +330,11 @@ func (b *Bus) VolumeEvent(ctx context.Context, action, name string) {
 		b.logger.Error("recording volume event", "volume", name, "event", action, "err", err)
 	}
 }
+
+// PodEvent records a pod's create, start, stop, kill, pause, unpause or remove.
+func (b *Bus) PodEvent(ctx context.Context, action, id, name string) {
+	e := Event{Type: TypePod, Status: action, ID: id, Name: name, Time: time.Now(), Attributes: map[string]string{}}
+	if err := b.Publish(ctx, e); err != nil {
+		b.logger.Error("recording pod event", "pod", id, "event", action, "err", err)
+	}
+}

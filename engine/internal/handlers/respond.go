@@ -28,6 +28,7 @@ func statusOf(err error) int {
 		return http.StatusNotModified
 	case errors.Is(err, core.ErrNoSuchImage),
 		errors.Is(err, core.ErrNoSuchContainer),
+		errors.Is(err, core.ErrNoSuchPod),
 		errors.Is(err, core.ErrNoSuchExecSession),
 		errors.Is(err, core.ErrNoSuchVolume),
 		errors.Is(err, core.ErrNoSuchSecret),

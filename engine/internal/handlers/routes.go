@@ -55,6 +55,7 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	registerContainerFileRoutes(r, s)
 	registerVolumeRoutes(r, s)
 	registerSecretRoutes(r, s)
+	registerPodRoutes(r, s)
 	registerLogRoutes(r, s)
 	registerAttachRoutes(r, s)
 	registerExecRoutes(r, s)

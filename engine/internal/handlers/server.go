@@ -27,6 +27,8 @@ type Deps struct {
 	Volumes core.Volumes
 	// Secrets are the secret operations.
 	Secrets core.Secrets
+	// Pods are the pod operations.
+	Pods core.Pods
 	// ContainerIO serves logs, attach, terminal resize, stats and top.
 	ContainerIO ContainerIO
 	// Exec are the exec sessions.

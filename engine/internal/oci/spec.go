@@ -55,6 +55,9 @@ type Input struct {
 	CgroupsPath string
 	// Host carries the engine's own limits and capabilities.
 	Host Host
+	// JoinNamespaces are namespaces to join instead of creating them, by
+	// path (a pod member joins its infra container's /proc/PID/ns/...).
+	JoinNamespaces map[specs.LinuxNamespaceType]string
 }
 
 // Result is a generated spec plus what the caller reports back to the client.
@@ -164,7 +167,12 @@ func Generate(in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec.Linux.Namespaces = ns
+	spec.Linux.Namespaces = joinNamespaces(ns, in.JoinNamespaces)
+	if _, ok := in.JoinNamespaces[specs.UTSNamespace]; ok {
+		// The hostname belongs to the joined UTS namespace; runc may only
+		// set one in a namespace of its own.
+		spec.Hostname = ""
+	}
 
 	if err := resources(spec.Linux.Resources, s, in.Host, &res.Warnings); err != nil {
 		return nil, err
@@ -399,4 +407,32 @@ func SetEnv(env, add []string) []string {
 		}
 	}
 	return env
+}
+
+// joinNamespaces replaces the namespaces of ns that have a path in join
+// (adding the ones ns lacks, such as a network namespace the request would
+// otherwise share with the host).
+func joinNamespaces(ns []specs.LinuxNamespace, join map[specs.LinuxNamespaceType]string) []specs.LinuxNamespace {
+	if len(join) == 0 {
+		return ns
+	}
+	seen := map[specs.LinuxNamespaceType]bool{}
+	for i := range ns {
+		if p, ok := join[ns[i].Type]; ok {
+			ns[i].Path = p
+			seen[ns[i].Type] = true
+		}
+	}
+	types := make([]string, 0, len(join))
+	for t := range join {
+		if !seen[t] {
+			types = append(types, string(t))
+		}
+	}
+	sort.Strings(types)
+	for _, t := range types {
+		nt := specs.LinuxNamespaceType(t)
+		ns = append(ns, specs.LinuxNamespace{Type: nt, Path: join[nt]})
+	}
+	return ns
 }

@@ -18,13 +18,15 @@ type ContainerRecord struct {
 	State   string
 	Created time.Time
 	Data    []byte
+	// PodID is the pod the container belongs to ("" for none).
+	PodID string
 }
 
 // AddContainer inserts a container; ErrDuplicate when its ID or name is taken.
 func (s *DB) AddContainer(ctx context.Context, r ContainerRecord) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO containers (id, name, state, created, data) VALUES (?, ?, ?, ?, ?)`,
-			r.ID, r.Name, r.State, r.Created.UnixNano(), r.Data)
+		_, err := tx.ExecContext(ctx, `INSERT INTO containers (id, name, state, created, data, pod_id) VALUES (?, ?, ?, ?, ?, ?)`,
+			r.ID, r.Name, r.State, r.Created.UnixNano(), r.Data, r.PodID)
 		if err != nil {
 			if isConstraint(err) {
 				return fmt.Errorf("container %s (%s): %w", r.Name, r.ID, ErrDuplicate)

@@ -1,0 +1,186 @@
+package containers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+var _ core.PodContainers = (*Manager)(nil)
+
+// SetPods connects the pods backend: containers created with a pod resolve
+// it there. Without it, a creation request naming a pod is refused.
+func (m *Manager) SetPods(r core.PodResolver) {
+	m.mu.Lock()
+	m.pods = r
+	m.mu.Unlock()
+}
+
+func (m *Manager) podResolver() core.PodResolver {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.pods
+}
+
+// PodMembers maps each pod ID to its containers, oldest first.
+func (m *Manager) PodMembers() map[string][]core.PodMember {
+	m.mu.RLock()
+	out := map[string][]core.PodMember{}
+	for _, e := range m.byID {
+		r := &e.rec
+		if r.Pod == "" {
+			continue
+		}
+		out[r.Pod] = append(out[r.Pod], core.PodMember{
+			ID: r.ID, Name: r.Name, State: r.State, IsInfra: r.IsInfra, Created: r.Created, StartedAt: r.StartedAt,
+		})
+	}
+	m.mu.RUnlock()
+	for _, members := range out {
+		sort.Slice(members, func(i, j int) bool {
+			if members[i].Created.Equal(members[j].Created) {
+				return members[i].ID < members[j].ID
+			}
+			return members[i].Created.Before(members[j].Created)
+		})
+	}
+	return out
+}
+
+// podFields are what a container record keeps of its pod.
+type podFields struct {
+	// InfraID is the container whose namespaces this one joins.
+	InfraID string `json:",omitempty"`
+	// Shared are the namespaces joined (core.PodShareNet ...).
+	Shared []string `json:",omitempty"`
+	// Hostname is the pod's hostname when the UTS namespace is shared.
+	Hostname string `json:",omitempty"`
+}
+
+// joinPod resolves the pod a creation request names and checks that the
+// request does not configure what the container takes from the pod.
+func (m *Manager) joinPod(ctx context.Context, spec *core.ContainerSpec) (*core.PodMembership, error) {
+	pods := m.podResolver()
+	if pods == nil {
+		return nil, core.InvalidArgument("pod", errors.New("this engine has no pods"))
+	}
+	pm, err := pods.Membership(ctx, spec.Pod)
+	if err != nil {
+		return nil, err
+	}
+	if spec.PodInfra {
+		return pm, nil
+	}
+	if pm.Shares(core.PodShareNet) {
+		if spec.NetNS.NSMode != "" {
+			return nil, core.InvalidArgument("netns", fmt.Errorf("the container joins the network of pod %s and cannot set its own network mode %q", pm.PodName, spec.NetNS.NSMode))
+		}
+		for field, set := range map[string]bool{"dns_server": len(spec.DNSServers) > 0, "dns_search": len(spec.DNSSearch) > 0,
+			"dns_option": len(spec.DNSOptions) > 0, "hostadd": len(spec.HostAdd) > 0} {
+			if set {
+				return nil, core.InvalidArgument(field, fmt.Errorf("the container shares the network of pod %s: set it on the pod", pm.PodName))
+			}
+		}
+	}
+	if pm.Shares(core.PodSharePID) && spec.PidNS.NSMode != "" {
+		return nil, core.InvalidArgument("pidns", fmt.Errorf("the container joins the PID namespace of pod %s and cannot set its own mode %q", pm.PodName, spec.PidNS.NSMode))
+	}
+	if pm.Shares(core.PodShareUTS) && spec.Hostname != "" {
+		return nil, core.InvalidArgument("hostname", fmt.Errorf("the container joins the UTS namespace of pod %s, whose hostname is %q", pm.PodName, pm.Hostname))
+	}
+	return pm, nil
+}
+
+// applyPod records the pod membership in a new container's record.
+func (m *Manager) applyPod(rec *record, pm *core.PodMembership) {
+	if pm == nil {
+		return
+	}
+	rec.Pod = pm.PodID
+	rec.Spec.Pod = pm.PodID
+	rec.IsInfra = rec.Spec.PodInfra
+	if pm.CgroupParent != "" {
+		rec.CgroupPath = filepath.Join(pm.CgroupParent, "berth-"+rec.ID)
+	}
+	if rec.IsInfra || pm.InfraID == "" {
+		return
+	}
+	rec.PodJoin = podFields{InfraID: pm.InfraID, Shared: append([]string(nil), pm.Shared...)}
+	if pm.Shares(core.PodShareUTS) {
+		rec.PodJoin.Hostname = pm.Hostname
+	}
+}
+
+// nsTypes maps a shared namespace name to its OCI type.
+var nsTypes = map[string]specs.LinuxNamespaceType{
+	core.PodShareNet: specs.NetworkNamespace,
+	core.PodShareIPC: specs.IPCNamespace,
+	core.PodShareUTS: specs.UTSNamespace,
+	core.PodSharePID: specs.PIDNamespace,
+}
+
+// nsFiles names the /proc/PID/ns entry of each namespace type.
+var nsFiles = map[specs.LinuxNamespaceType]string{
+	specs.NetworkNamespace: "net", specs.IPCNamespace: "ipc", specs.UTSNamespace: "uts", specs.PIDNamespace: "pid",
+}
+
+// joinedNamespaces returns the namespace paths a pod member joins and the
+// infra container's static directory (its hosts and resolv.conf serve the
+// members sharing its network). Both are empty while the infra container
+// does not run; init regenerates the spec once it does.
+func (m *Manager) joinedNamespaces(rec *record) (map[specs.LinuxNamespaceType]string, *record) {
+	if rec.PodJoin.InfraID == "" {
+		return nil, nil
+	}
+	m.mu.RLock()
+	infra, ok := m.byID[rec.PodJoin.InfraID]
+	var snap record
+	if ok {
+		snap = copyRecord(infra.rec)
+	}
+	m.mu.RUnlock()
+	if !ok {
+		return nil, nil
+	}
+	if snap.State != core.StateRunning && snap.State != core.StatePaused || snap.PID <= 0 {
+		return nil, &snap
+	}
+	paths := map[specs.LinuxNamespaceType]string{}
+	for _, ns := range rec.PodJoin.Shared {
+		if t, ok := nsTypes[ns]; ok {
+			paths[t] = filepath.Join("/proc", strconv.Itoa(snap.PID), "ns", nsFiles[t])
+		}
+	}
+	return paths, &snap
+}
+
+// ensureInfraRunning starts a pod member's infra container when it does not
+// run, so that its namespaces exist for the member to join.
+func (m *Manager) ensureInfraRunning(ctx context.Context, rec *record) error {
+	if rec.PodJoin.InfraID == "" {
+		return nil
+	}
+	infra, err := m.lookup(rec.PodJoin.InfraID)
+	if err != nil {
+		return fmt.Errorf("the infra container of pod %s is gone: %w", rec.Pod, core.ErrStateConflict)
+	}
+	st := m.snapshot(infra).State
+	switch st {
+	case core.StateRunning:
+		return nil
+	case core.StatePaused:
+		return fmt.Errorf("the infra container of pod %s is paused: %w", rec.Pod, core.ErrContainerStateImproper)
+	}
+	err = m.Start(ctx, rec.PodJoin.InfraID)
+	if err != nil && !errors.Is(err, core.ErrNotModified) {
+		return fmt.Errorf("a dependency of container %s failed to start: %w", rec.Name, err)
+	}
+	return nil
+}

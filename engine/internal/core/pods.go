@@ -1,0 +1,319 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Pod exit policies: what the pod does when its last member exits.
+const (
+	PodExitPolicyContinue = "continue"
+	PodExitPolicyStop     = "stop"
+)
+
+// Pod states, as Podman derives them from the states of a pod's containers.
+const (
+	PodStateCreated  = "Created"
+	PodStateRunning  = "Running"
+	PodStateDegraded = "Degraded"
+	PodStatePaused   = "Paused"
+	PodStateExited   = "Exited"
+	PodStateStopped  = "Stopped"
+	PodStateErrored  = "Error"
+)
+
+// Namespaces a pod's members may share with its infra container.
+const (
+	PodShareNet = "net"
+	PodShareIPC = "ipc"
+	PodShareUTS = "uts"
+	PodSharePID = "pid"
+)
+
+// PodIDMappings is the user namespace mapping of Podman's PodSpecGenerator;
+// the engine runs every container in the host's user namespace.
+type PodIDMappings struct {
+	HostUIDMapping bool            `json:"HostUIDMapping"`
+	HostGIDMapping bool            `json:"HostGIDMapping"`
+	UIDMap         json.RawMessage `json:"UIDMap"`
+	GIDMap         json.RawMessage `json:"GIDMap"`
+	AutoUserNs     bool            `json:"AutoUserNs"`
+	AutoUserNsOpts json.RawMessage `json:"AutoUserNsOpts"`
+}
+
+// PodSpec is PodCreate's request: Podman's PodSpecGenerator JSON as
+// `podman --remote pod create` 4.3.1 sends it. Every member is known (the
+// decoder refuses others); Validate refuses the ones the engine does not offer.
+type PodSpec struct {
+	Name             string            `json:"name,omitempty"`
+	Hostname         string            `json:"hostname,omitempty"`
+	ExitPolicy       string            `json:"exit_policy,omitempty"`
+	Labels           map[string]string `json:"labels,omitempty"`
+	NoInfra          bool              `json:"no_infra,omitempty"`
+	InfraCommand     []string          `json:"infra_command,omitempty"`
+	InfraImage       string            `json:"infra_image,omitempty"`
+	InfraName        string            `json:"infra_name,omitempty"`
+	SharedNamespaces []string          `json:"shared_namespaces,omitempty"`
+	// ShareParent (default true) puts every member under the pod's cgroup.
+	ShareParent   *bool     `json:"share_parent,omitempty"`
+	CreateCommand []string  `json:"pod_create_command,omitempty"`
+	PidNS         Namespace `json:"pidns"`
+	IpcNS         Namespace `json:"ipcns"`
+	UtsNS         Namespace `json:"utsns"`
+	UserNS        Namespace `json:"userns"`
+	// NetNS is the infra container's network namespace, shared by the members.
+	NetNS        Namespace       `json:"netns"`
+	PortMappings json.RawMessage `json:"portmappings,omitempty"`
+	Networks     json.RawMessage `json:"Networks,omitempty"`
+	CNINetworks  []string        `json:"cni_networks,omitempty"`
+	// NetworkOptions are per-driver network options (refused).
+	NetworkOptions     map[string][]string `json:"network_options,omitempty"`
+	DNSServers         []string            `json:"dns_server,omitempty"`
+	DNSSearch          []string            `json:"dns_search,omitempty"`
+	DNSOptions         []string            `json:"dns_option,omitempty"`
+	HostAdd            []string            `json:"hostadd,omitempty"`
+	NoManageResolvConf bool                `json:"no_manage_resolv_conf,omitempty"`
+	NoManageHosts      bool                `json:"no_manage_hosts,omitempty"`
+	NoManageHostname   bool                `json:"no_manage_hostname,omitempty"`
+	HostsFile          string              `json:"hostsFile,omitempty"`
+	// CgroupParent is the cgroup under which the pod's cgroup is created.
+	CgroupParent       string                `json:"cgroup_parent,omitempty"`
+	ResourceLimits     *specs.LinuxResources `json:"resource_limits,omitempty"`
+	InfraConmonPidFile string                `json:"infra_conmon_pid_file,omitempty"`
+	RestartPolicy      string                `json:"restart_policy,omitempty"`
+	RestartTries       *uint                 `json:"restart_tries,omitempty"`
+	Devices            []string              `json:"pod_devices,omitempty"`
+	Sysctl             map[string]string     `json:"sysctl,omitempty"`
+	Mounts             json.RawMessage       `json:"mounts,omitempty"`
+	Volumes            json.RawMessage       `json:"volumes,omitempty"`
+	OverlayVolumes     json.RawMessage       `json:"overlay_volumes,omitempty"`
+	ImageVolumes       json.RawMessage       `json:"image_volumes,omitempty"`
+	VolumesFrom        []string              `json:"volumes_from,omitempty"`
+	ShmSize            *int64                `json:"shm_size,omitempty"`
+	ShmSizeSystemd     *int64                `json:"shm_size_systemd,omitempty"`
+	SecurityOpt        []string              `json:"security_opt,omitempty"`
+	IDMappings         *PodIDMappings        `json:"idmappings,omitempty"`
+	ServiceContainerID string                `json:"serviceContainerID,omitempty"`
+}
+
+// Pod is the engine's record of a pod. It is a snapshot.
+type Pod struct {
+	ID      string
+	Name    string
+	Created time.Time
+	// Spec is the creation request after defaults (hostname, shared
+	// namespaces, exit policy) were applied.
+	Spec PodSpec
+	// InfraID is the infra container ("" for a pod without one).
+	InfraID string
+	// CgroupParent is the cgroup the pod's cgroup lives under; CgroupPath the
+	// pod's own cgroup (its members' parent), "" when members keep their own.
+	CgroupParent string
+	CgroupPath   string
+}
+
+// PodMembership is what a container created in a pod takes from it.
+type PodMembership struct {
+	PodID   string
+	PodName string
+	// InfraID is the container whose namespaces the members join ("" when
+	// the pod has no infra container: then nothing is shared).
+	InfraID string
+	// Shared lists the namespaces members join (PodShareNet ...).
+	Shared []string
+	// Hostname is the pod's hostname (members sharing UTS see it).
+	Hostname string
+	// CgroupParent is the cgroup members are created under ("" keeps the
+	// engine's default).
+	CgroupParent string
+}
+
+// Shares reports whether the membership joins namespace ns of the infra container.
+func (m *PodMembership) Shares(ns string) bool {
+	if m == nil || m.InfraID == "" {
+		return false
+	}
+	for _, s := range m.Shared {
+		if s == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// PodResolver is what the container backend asks of the pods backend when a
+// container is created in a pod or listed.
+type PodResolver interface {
+	// Membership resolves a pod by name or ID (ErrNoSuchPod when unknown).
+	Membership(ctx context.Context, nameOrID string) (*PodMembership, error)
+	// PodName returns the name of the pod with the given ID ("" if none).
+	PodName(podID string) string
+}
+
+// PodMember is one container of a pod as the pods backend sees it.
+type PodMember struct {
+	ID        string
+	Name      string
+	State     ContainerState
+	IsInfra   bool
+	Created   time.Time
+	StartedAt time.Time
+}
+
+// PodContainers is what the pods backend needs of the container backend
+// beyond core.Containers; the container manager implements it.
+type PodContainers interface {
+	// PodMembers maps each pod ID to its containers, oldest first, read in one pass.
+	PodMembers() map[string][]PodMember
+	// SetPods connects the resolver containers created in pods use.
+	SetPods(r PodResolver)
+}
+
+// PodContainerInfo is one container of InspectPodData.
+type PodContainerInfo struct {
+	ID    string `json:"Id"`
+	Name  string `json:"Name"`
+	State string `json:"State"`
+}
+
+// InspectPodInfraConfig is the infra part of InspectPodData.
+type InspectPodInfraConfig struct {
+	PortBindings       map[string][]InspectHostPort `json:"PortBindings"`
+	HostNetwork        bool                         `json:"HostNetwork"`
+	StaticIP           string                       `json:"StaticIP"`
+	StaticMAC          string                       `json:"StaticMAC"`
+	NoManageResolvConf bool                         `json:"NoManageResolvConf"`
+	DNSServer          []string                     `json:"DNSServer"`
+	DNSSearch          []string                     `json:"DNSSearch"`
+	DNSOption          []string                     `json:"DNSOption"`
+	NoManageHosts      bool                         `json:"NoManageHosts"`
+	HostAdd            []string                     `json:"HostAdd"`
+	Networks           []string                     `json:"Networks"`
+	NetworkOptions     map[string][]string          `json:"NetworkOptions"`
+	PidNS              string                       `json:"pid_ns"`
+	UserNS             string                       `json:"userns"`
+	UtsNS              string                       `json:"uts_ns"`
+}
+
+// InspectHostPort is one host binding of a published port.
+type InspectHostPort struct {
+	HostIP   string `json:"HostIp"`
+	HostPort string `json:"HostPort"`
+}
+
+// InspectPodData is PodInspect's answer, with Podman's field names.
+type InspectPodData struct {
+	ID               string                 `json:"Id"`
+	Name             string                 `json:"Name"`
+	Namespace        string                 `json:"Namespace,omitempty"`
+	Created          time.Time              `json:"Created"`
+	CreateCommand    []string               `json:"CreateCommand,omitempty"`
+	ExitPolicy       string                 `json:"ExitPolicy"`
+	State            string                 `json:"State"`
+	Hostname         string                 `json:"Hostname"`
+	Labels           map[string]string      `json:"Labels,omitempty"`
+	CreateCgroup     bool                   `json:"CreateCgroup"`
+	CgroupParent     string                 `json:"CgroupParent,omitempty"`
+	CgroupPath       string                 `json:"CgroupPath,omitempty"`
+	CreateInfra      bool                   `json:"CreateInfra"`
+	InfraContainerID string                 `json:"InfraContainerID,omitempty"`
+	InfraConfig      *InspectPodInfraConfig `json:"InfraConfig,omitempty"`
+	SharedNamespaces []string               `json:"SharedNamespaces,omitempty"`
+	NumContainers    int                    `json:"NumContainers"`
+	Containers       []PodContainerInfo     `json:"Containers"`
+}
+
+// ListPodContainer is one container of a ListPodsReport.
+type ListPodContainer struct {
+	ID     string `json:"Id"`
+	Names  string `json:"Names"`
+	Status string `json:"Status"`
+}
+
+// ListPodsReport is one entry of the pod listing, with Podman's field names.
+type ListPodsReport struct {
+	Cgroup     string             `json:"Cgroup"`
+	Containers []ListPodContainer `json:"Containers"`
+	Created    time.Time          `json:"Created"`
+	ID         string             `json:"Id"`
+	InfraID    string             `json:"InfraId"`
+	Name       string             `json:"Name"`
+	Namespace  string             `json:"Namespace"`
+	Networks   []string           `json:"Networks"`
+	Status     string             `json:"Status"`
+	Labels     map[string]string  `json:"Labels"`
+}
+
+// PodActionReport answers start, stop, restart, kill, pause and unpause:
+// the pod and one message per container that failed.
+type PodActionReport struct {
+	Errs []string `json:"Errs"`
+	ID   string   `json:"Id"`
+}
+
+// PodRmReport answers PodDelete and is one entry of PodPrune's answer.
+type PodRmReport struct {
+	Err *string `json:"Err"`
+	ID  string  `json:"Id"`
+}
+
+// PodStatsReport is one container of PodStats' answer, formatted as Podman does.
+type PodStatsReport struct {
+	CPU           string `json:"CPU"`
+	MemUsage      string `json:"MemUsage"`
+	MemUsageBytes string `json:"MemUsageBytes"`
+	Mem           string `json:"Mem"`
+	NetIO         string `json:"NetIO"`
+	BlockIO       string `json:"BlockIO"`
+	PIDS          string `json:"PIDS"`
+	Pod           string `json:"Pod"`
+	CID           string `json:"CID"`
+	Name          string `json:"Name"`
+}
+
+// PodTopReport is PodTop's answer.
+type PodTopReport struct {
+	Processes [][]string `json:"Processes"`
+	Titles    []string   `json:"Titles"`
+}
+
+// RemovePodOptions tune Pods.Remove.
+type RemovePodOptions struct {
+	// Force stops running containers and removes them.
+	Force bool
+	// Timeout is the stop timeout for Force (nil: each container's own).
+	Timeout *uint
+}
+
+// Pods is the pod domain of the engine: groups of containers that share
+// namespaces held by an infra container. Every nameOrID accepts a full
+// name, a full ID or a unique ID prefix; an unknown one yields ErrNoSuchPod.
+type Pods interface {
+	Create(ctx context.Context, spec PodSpec) (string, error)
+	List(ctx context.Context, filters map[string][]string) ([]ListPodsReport, error)
+	Inspect(ctx context.Context, nameOrID string) (*InspectPodData, error)
+	Exists(ctx context.Context, nameOrID string) (bool, error)
+	// Start starts the infra container, then the others; ErrNotModified when
+	// the pod is already running. A member's failure is in the report's Errs.
+	Start(ctx context.Context, nameOrID string) (*PodActionReport, error)
+	// Stop stops the members, then the infra container; ErrNotModified when
+	// nothing runs.
+	Stop(ctx context.Context, nameOrID string, timeout *uint) (*PodActionReport, error)
+	Restart(ctx context.Context, nameOrID string, timeout *uint) (*PodActionReport, error)
+	// Kill signals every running container; ErrStateConflict when none runs.
+	Kill(ctx context.Context, nameOrID, signal string) (*PodActionReport, error)
+	Pause(ctx context.Context, nameOrID string) (*PodActionReport, error)
+	Unpause(ctx context.Context, nameOrID string) (*PodActionReport, error)
+	// Remove removes the pod, its members and its infra container; without
+	// Force a pod with running or paused containers is ErrStateConflict.
+	Remove(ctx context.Context, nameOrID string, opts RemovePodOptions) (*PodRmReport, error)
+	// Prune removes every pod none of whose containers runs or is paused.
+	Prune(ctx context.Context) ([]PodRmReport, error)
+	Top(ctx context.Context, nameOrID string, psArgs []string) (*PodTopReport, error)
+	// Stats samples the running containers of the named pods (all pods when
+	// all is set; both together is ErrInvalidArgument).
+	Stats(ctx context.Context, all bool, namesOrIDs []string) ([]PodStatsReport, error)
+}

@@ -1,0 +1,227 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// maxPodSpecBytes bounds a pod creation request.
+const maxPodSpecBytes = 1 << 20
+
+// registerPodRoutes serves the pod operations.
+func registerPodRoutes(r chi.Router, s *Server) {
+	p := s.deps.Pods
+	if p == nil {
+		return
+	}
+	h := podHandlers{p: p}
+	r.Post("/pods/create", h.create)
+	r.Get("/pods/json", h.list)
+	r.Post("/pods/prune", h.prune)
+	r.Get("/pods/stats", h.stats)
+	r.Delete("/pods/{name}", h.remove)
+	r.Get("/pods/{name}/json", h.inspect)
+	r.Get("/pods/{name}/exists", h.exists)
+	r.Post("/pods/{name}/start", h.start)
+	r.Post("/pods/{name}/stop", h.stop)
+	r.Post("/pods/{name}/restart", h.restart)
+	r.Post("/pods/{name}/kill", h.kill)
+	r.Post("/pods/{name}/pause", h.pause)
+	r.Post("/pods/{name}/unpause", h.unpause)
+	r.Get("/pods/{name}/top", h.top)
+}
+
+type podHandlers struct {
+	p core.Pods
+}
+
+// idResponse is the answer of PodCreate.
+type idResponse struct {
+	ID string `json:"Id"`
+}
+
+func (h podHandlers) create(w http.ResponseWriter, r *http.Request) {
+	spec, err := decodePodSpec(io.LimitReader(r.Body, maxPodSpecBytes))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id, err := h.p.Create(r.Context(), spec)
+	finishJSON(w, http.StatusCreated, idResponse{ID: id}, err)
+}
+
+type podListQuery struct {
+	Filters map[string][]string `query:"filters"`
+}
+
+// list answers the listing. Podman's pod clients send one whole value per
+// filter ("a=b"), so the filters are read as they come.
+func (h podHandlers) list(w http.ResponseWriter, r *http.Request) {
+	var q podListQuery
+	if !queryInto(w, r, &q) {
+		return
+	}
+	list, err := h.p.List(r.Context(), q.Filters)
+	finishJSON(w, http.StatusOK, list, err)
+}
+
+func (h podHandlers) prune(w http.ResponseWriter, r *http.Request) {
+	reports, err := h.p.Prune(r.Context())
+	finishJSON(w, http.StatusOK, reports, err)
+}
+
+type podStatsQuery struct {
+	All        bool     `query:"all"`
+	NamesOrIDs []string `query:"namesOrIDs"`
+}
+
+// stats answers one sample (podman pod stats polls it when streaming).
+func (h podHandlers) stats(w http.ResponseWriter, r *http.Request) {
+	var q podStatsQuery
+	if !queryInto(w, r, &q) {
+		return
+	}
+	reports, err := h.p.Stats(r.Context(), q.All, q.NamesOrIDs)
+	finishJSON(w, http.StatusOK, reports, err)
+}
+
+type podRemoveQuery struct {
+	Force   bool   `query:"force"`
+	Timeout string `query:"timeout"`
+}
+
+func (h podHandlers) remove(w http.ResponseWriter, r *http.Request) {
+	var q podRemoveQuery
+	if !queryInto(w, r, &q) {
+		return
+	}
+	timeout, err := optionalUint("timeout", q.Timeout)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	report, err := h.p.Remove(r.Context(), pathParam(r, "name"), core.RemovePodOptions{Force: q.Force, Timeout: timeout})
+	finishJSON(w, http.StatusOK, report, err)
+}
+
+func (h podHandlers) inspect(w http.ResponseWriter, r *http.Request) {
+	data, err := h.p.Inspect(r.Context(), pathParam(r, "name"))
+	finishJSON(w, http.StatusOK, data, err)
+}
+
+// exists answers 204, or 404 with the error body.
+func (h podHandlers) exists(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.p.Inspect(r.Context(), pathParam(r, "name")); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeNoContent(w)
+}
+
+// finishPodAction answers a lifecycle report: 200, or 409 with the report
+// when some container failed (what Podman answers), or the error.
+func finishPodAction(w http.ResponseWriter, report *core.PodActionReport, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	status := http.StatusOK
+	if len(report.Errs) > 0 {
+		status = http.StatusConflict
+	}
+	writeJSON(w, status, report)
+}
+
+func (h podHandlers) start(w http.ResponseWriter, r *http.Request) {
+	report, err := h.p.Start(r.Context(), pathParam(r, "name"))
+	finishPodAction(w, report, err)
+}
+
+func (h podHandlers) stop(w http.ResponseWriter, r *http.Request) {
+	_, timeout, ok := stopQueryInto(w, r)
+	if !ok {
+		return
+	}
+	report, err := h.p.Stop(r.Context(), pathParam(r, "name"), timeout)
+	finishPodAction(w, report, err)
+}
+
+func (h podHandlers) restart(w http.ResponseWriter, r *http.Request) {
+	_, timeout, ok := stopQueryInto(w, r)
+	if !ok {
+		return
+	}
+	report, err := h.p.Restart(r.Context(), pathParam(r, "name"), timeout)
+	finishPodAction(w, report, err)
+}
+
+func (h podHandlers) kill(w http.ResponseWriter, r *http.Request) {
+	q := killQuery{Signal: "SIGKILL"}
+	if !queryInto(w, r, &q) {
+		return
+	}
+	report, err := h.p.Kill(r.Context(), pathParam(r, "name"), q.Signal)
+	finishPodAction(w, report, err)
+}
+
+func (h podHandlers) pause(w http.ResponseWriter, r *http.Request) {
+	report, err := h.p.Pause(r.Context(), pathParam(r, "name"))
+	finishPodAction(w, report, err)
+}
+
+func (h podHandlers) unpause(w http.ResponseWriter, r *http.Request) {
+	report, err := h.p.Unpause(r.Context(), pathParam(r, "name"))
+	finishPodAction(w, report, err)
+}
+
+type podTopQuery struct {
+	PsArgs []string `query:"ps_args"`
+}
+
+func (h podHandlers) top(w http.ResponseWriter, r *http.Request) {
+	var q podTopQuery
+	if !queryInto(w, r, &q) {
+		return
+	}
+	report, err := h.p.Top(r.Context(), pathParam(r, "name"), q.PsArgs)
+	finishJSON(w, http.StatusOK, report, err)
+}
+
+// decodePodSpec reads a PodCreate body. Members the engine does not know are
+// refused (400 naming them); the pods backend checks the known ones.
+func decodePodSpec(body io.Reader) (core.PodSpec, error) {
+	var spec core.PodSpec
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		var syntaxErr *json.SyntaxError
+		switch {
+		case errors.As(err, &typeErr):
+			field := typeErr.Field
+			if field == "" {
+				field = "body"
+			}
+			return spec, core.InvalidArgument(field, fmt.Errorf("expected %s, got JSON %s", typeErr.Type, typeErr.Value))
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return spec, core.InvalidArgument(field, errors.New("is not a pod creation option this engine knows"))
+		case errors.As(err, &syntaxErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return spec, core.InvalidArgument("body", fmt.Errorf("not a JSON pod spec: %w", err))
+		default:
+			return spec, core.InvalidArgument("body", err)
+		}
+	}
+	if dec.More() {
+		return spec, core.InvalidArgument("body", errors.New("more than one JSON value"))
+	}
+	return spec, nil
+}

@@ -1,0 +1,330 @@
+package pods
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// Status derives a pod's state from its containers' states, as Podman
+// does: any running container makes it Running (all) or Degraded (some);
+// otherwise all paused is Paused, all exited Exited, some exited Stopped.
+func Status(states []core.ContainerState) string {
+	if len(states) == 0 {
+		return core.PodStateCreated
+	}
+	var running, paused, stopped, created, errored int
+	for _, s := range states {
+		switch s {
+		case core.StateRunning:
+			running++
+		case core.StatePaused:
+			paused++
+		case core.StateExited, core.StateStopped:
+			stopped++
+		case core.StateConfigured, core.StateCreated:
+			created++
+		default:
+			errored++
+		}
+	}
+	switch {
+	case running > 0 && running == len(states):
+		return core.PodStateRunning
+	case running > 0:
+		return core.PodStateDegraded
+	case paused == len(states):
+		return core.PodStatePaused
+	case stopped == len(states):
+		return core.PodStateExited
+	case stopped > 0:
+		return core.PodStateStopped
+	case errored > 0:
+		return core.PodStateErrored
+	default:
+		return core.PodStateCreated
+	}
+}
+
+func statesOf(members []core.PodMember) []core.ContainerState {
+	out := make([]core.ContainerState, len(members))
+	for i, c := range members {
+		out[i] = c.State
+	}
+	return out
+}
+
+// snapshots copies every pod's record, oldest first.
+func (m *Manager) snapshots() []core.Pod {
+	m.mu.RLock()
+	out := make([]core.Pod, 0, len(m.byID))
+	for _, e := range m.byID {
+		if !e.removing {
+			out = append(out, e.rec)
+		}
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out
+}
+
+// List answers the pod listing; filters are ANDed across names and ORed
+// within one name (labels must all match).
+func (m *Manager) List(_ context.Context, filters map[string][]string) ([]core.ListPodsReport, error) {
+	match, err := compileFilters(filters)
+	if err != nil {
+		return nil, err
+	}
+	members := m.o.Members.PodMembers()
+	out := []core.ListPodsReport{}
+	for _, pod := range m.snapshots() {
+		ctrs := members[pod.ID]
+		status := Status(statesOf(ctrs))
+		if !match(&pod, ctrs, status) {
+			continue
+		}
+		row := core.ListPodsReport{
+			Cgroup: pod.CgroupParent, Created: pod.Created, ID: pod.ID, InfraID: pod.InfraID, Name: pod.Name,
+			Networks: networksOf(&pod), Status: status, Labels: pod.Spec.Labels,
+			Containers: make([]core.ListPodContainer, 0, len(ctrs)),
+		}
+		if row.Labels == nil {
+			row.Labels = map[string]string{}
+		}
+		for _, c := range ctrs {
+			row.Containers = append(row.Containers, core.ListPodContainer{ID: c.ID, Names: c.Name, Status: c.State.String()})
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// networksOf names the networks the pod's infra container is on (none until
+// pods get bridge networks).
+func networksOf(*core.Pod) []string {
+	return []string{}
+}
+
+type podPredicate func(p *core.Pod, ctrs []core.PodMember, status string) bool
+
+// compileFilters builds the listing's filter. Names, IDs and container names
+// are unanchored regular expressions, as Podman reads them.
+func compileFilters(filters map[string][]string) (podPredicate, error) {
+	var preds []podPredicate
+	for key, vals := range filters {
+		if len(vals) == 0 {
+			continue
+		}
+		switch key {
+		case "id", "name", "ctr-names", "ctr-ids":
+			res := make([]*regexp.Regexp, 0, len(vals))
+			for _, v := range vals {
+				re, err := regexp.Compile(v)
+				if err != nil {
+					return nil, core.InvalidArgument("filters", fmt.Errorf("%s filter %q: %w", key, v, err))
+				}
+				res = append(res, re)
+			}
+			anyMatch := func(s string) bool {
+				for _, re := range res {
+					if re.MatchString(s) {
+						return true
+					}
+				}
+				return false
+			}
+			switch key {
+			case "id":
+				preds = append(preds, func(p *core.Pod, _ []core.PodMember, _ string) bool { return anyMatch(p.ID) })
+			case "name":
+				preds = append(preds, func(p *core.Pod, _ []core.PodMember, _ string) bool { return anyMatch(p.Name) })
+			case "ctr-names":
+				preds = append(preds, func(_ *core.Pod, ctrs []core.PodMember, _ string) bool {
+					for _, c := range ctrs {
+						if anyMatch(c.Name) {
+							return true
+						}
+					}
+					return false
+				})
+			case "ctr-ids":
+				preds = append(preds, func(_ *core.Pod, ctrs []core.PodMember, _ string) bool {
+					for _, c := range ctrs {
+						if anyMatch(c.ID) {
+							return true
+						}
+					}
+					return false
+				})
+			}
+		case "label", "label!":
+			negate := key == "label!"
+			vals := vals
+			preds = append(preds, func(p *core.Pod, _ []core.PodMember, _ string) bool {
+				for _, v := range vals {
+					k, want, hasValue := strings.Cut(v, "=")
+					got, ok := p.Spec.Labels[k]
+					holds := ok && (!hasValue || got == want)
+					if holds == negate {
+						return false
+					}
+				}
+				return true
+			})
+		case "status":
+			for _, v := range vals {
+				switch v {
+				case "created", "running", "stopped", "paused", "exited", "dead", "degraded", "error":
+				default:
+					return nil, core.InvalidArgument("filters", fmt.Errorf("%q is not a pod status (created, running, stopped, paused, exited, dead, degraded, error)", v))
+				}
+			}
+			vals := vals
+			preds = append(preds, func(_ *core.Pod, _ []core.PodMember, status string) bool {
+				for _, v := range vals {
+					if strings.EqualFold(status, v) {
+						return true
+					}
+				}
+				return false
+			})
+		case "ctr-status":
+			for _, v := range vals {
+				switch v {
+				case "created", "running", "paused", "stopped", "exited", "unknown", "initialized", "configured", "removing":
+				default:
+					return nil, core.InvalidArgument("filters", fmt.Errorf("%q is not a container status", v))
+				}
+			}
+			vals := vals
+			preds = append(preds, func(_ *core.Pod, ctrs []core.PodMember, _ string) bool {
+				for _, c := range ctrs {
+					for _, v := range vals {
+						if c.State.String() == v || string(c.State) == v {
+							return true
+						}
+					}
+				}
+				return false
+			})
+		case "ctr-number":
+			nums := make([]int, 0, len(vals))
+			for _, v := range vals {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 0 {
+					return nil, core.InvalidArgument("filters", fmt.Errorf("ctr-number %q is not a non-negative integer", v))
+				}
+				nums = append(nums, n)
+			}
+			preds = append(preds, func(_ *core.Pod, ctrs []core.PodMember, _ string) bool {
+				for _, n := range nums {
+					if len(ctrs) == n {
+						return true
+					}
+				}
+				return false
+			})
+		case "network":
+			vals := vals
+			preds = append(preds, func(p *core.Pod, _ []core.PodMember, _ string) bool {
+				for _, n := range networksOf(p) {
+					for _, v := range vals {
+						if n == v {
+							return true
+						}
+					}
+				}
+				return false
+			})
+		case "until":
+			limits := make([]time.Time, 0, len(vals))
+			for _, v := range vals {
+				t, err := parseUntil(v)
+				if err != nil {
+					return nil, core.InvalidArgument("filters", err)
+				}
+				limits = append(limits, t)
+			}
+			preds = append(preds, func(p *core.Pod, _ []core.PodMember, _ string) bool {
+				for _, t := range limits {
+					if p.Created.Before(t) {
+						return true
+					}
+				}
+				return false
+			})
+		default:
+			return nil, core.InvalidArgument("filters", fmt.Errorf("%q is not a pod filter (id, name, label, label!, status, network, ctr-names, ctr-ids, ctr-status, ctr-number, until)", key))
+		}
+	}
+	return func(p *core.Pod, ctrs []core.PodMember, status string) bool {
+		for _, pred := range preds {
+			if !pred(p, ctrs, status) {
+				return false
+			}
+		}
+		return true
+	}, nil
+}
+
+// parseUntil reads a timestamp (RFC 3339, Unix seconds) or a duration ago.
+func parseUntil(v string) (time.Time, error) {
+	if d, err := time.ParseDuration(v); err == nil {
+		return time.Now().Add(-d), nil
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return time.Unix(secs, 0), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, time.RFC3339, "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("until %q is not a timestamp or a duration", v)
+}
+
+// Inspect describes a pod in Podman's shape.
+func (m *Manager) Inspect(_ context.Context, nameOrID string) (*core.InspectPodData, error) {
+	e, err := m.lookup(nameOrID)
+	if err != nil {
+		return nil, err
+	}
+	pod := m.snapshot(e)
+	ctrs := m.o.Members.PodMembers()[pod.ID]
+	s := pod.Spec
+	data := &core.InspectPodData{
+		ID: pod.ID, Name: pod.Name, Created: pod.Created, CreateCommand: s.CreateCommand,
+		ExitPolicy: s.ExitPolicy, State: Status(statesOf(ctrs)), Hostname: s.Hostname, Labels: s.Labels,
+		CreateCgroup: pod.CgroupPath != "", CgroupParent: pod.CgroupParent, CgroupPath: pod.CgroupPath,
+		CreateInfra: !s.NoInfra, InfraContainerID: pod.InfraID,
+		NumContainers: len(ctrs), Containers: make([]core.PodContainerInfo, 0, len(ctrs)),
+	}
+	if !s.NoInfra {
+		data.SharedNamespaces = s.SharedNamespaces
+		data.InfraConfig = &core.InspectPodInfraConfig{
+			PortBindings: map[string][]core.InspectHostPort{},
+			HostNetwork:  s.NetNS.NSMode == core.NetNSHost,
+			DNSServer:    s.DNSServers, DNSSearch: s.DNSSearch, DNSOption: s.DNSOptions,
+			HostAdd:  s.HostAdd,
+			Networks: networksOf(&pod),
+			PidNS:    nsModeOf(s.PidNS), UserNS: "host", UtsNS: nsModeOf(s.UtsNS),
+		}
+	}
+	for _, c := range ctrs {
+		data.Containers = append(data.Containers, core.PodContainerInfo{ID: c.ID, Name: c.Name, State: c.State.String()})
+	}
+	return data, nil
+}
+
+func nsModeOf(ns core.Namespace) string {
+	if ns.NSMode == "" {
+		return "private"
+	}
+	return ns.NSMode
+}

@@ -1,0 +1,189 @@
+package pods
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+var validName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+
+// defaultShared are the namespaces a pod shares unless the request says.
+var defaultShared = []string{core.PodShareIPC, core.PodShareNet, core.PodShareUTS}
+
+// normalize validates a creation request and applies the defaults: the
+// hostname is the pod's name, the pod shares ipc, net and uts, the exit
+// policy is continue, members live under the pod's cgroup. Everything the
+// engine cannot honour is refused, naming the field.
+func normalize(spec *core.PodSpec) error {
+	if spec.Name != "" && !validName.MatchString(spec.Name) {
+		return core.InvalidArgument("name", fmt.Errorf("%q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", spec.Name))
+	}
+	if spec.Hostname != "" && (len(spec.Hostname) > 64 || strings.ContainsAny(spec.Hostname, " /\t\n\x00")) {
+		return core.InvalidArgument("hostname", fmt.Errorf("%q is not a valid hostname", spec.Hostname))
+	}
+	switch spec.ExitPolicy {
+	case "":
+		spec.ExitPolicy = core.PodExitPolicyContinue
+	case core.PodExitPolicyContinue, core.PodExitPolicyStop:
+	default:
+		return core.InvalidArgument("exit_policy", fmt.Errorf("%q is not continue or stop", spec.ExitPolicy))
+	}
+	if spec.InfraName != "" && !validName.MatchString(spec.InfraName) {
+		return core.InvalidArgument("infra_name", fmt.Errorf("%q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", spec.InfraName))
+	}
+	if spec.CgroupParent != "" {
+		if !path.IsAbs(spec.CgroupParent) || path.Clean(spec.CgroupParent) != spec.CgroupParent || spec.CgroupParent == "/" {
+			return core.InvalidArgument("cgroup_parent", fmt.Errorf("%q is not a clean absolute cgroup path", spec.CgroupParent))
+		}
+	}
+	if err := refuseUnsupported(spec); err != nil {
+		return err
+	}
+	if err := checkNamespaces(spec); err != nil {
+		return err
+	}
+	if spec.ShareParent == nil {
+		t := true
+		spec.ShareParent = &t
+	}
+	if spec.NoInfra {
+		for field, set := range map[string]bool{
+			"infra_command": len(spec.InfraCommand) > 0, "infra_image": spec.InfraImage != "", "infra_name": spec.InfraName != "",
+			"shared_namespaces": len(spec.SharedNamespaces) > 0, "netns": spec.NetNS.NSMode != "",
+			"dns_server": len(spec.DNSServers) > 0, "dns_search": len(spec.DNSSearch) > 0, "dns_option": len(spec.DNSOptions) > 0,
+			"hostadd": len(spec.HostAdd) > 0, "hostname": spec.Hostname != "",
+		} {
+			if set {
+				return core.InvalidArgument(field, errors.New("a pod without an infra container cannot set it"))
+			}
+		}
+		return nil
+	}
+	shared, err := sharedNamespaces(spec.SharedNamespaces)
+	if err != nil {
+		return err
+	}
+	spec.SharedNamespaces = shared
+	return nil
+}
+
+// sharedNamespaces reads the share list ("none" shares nothing).
+func sharedNamespaces(given []string) ([]string, error) {
+	if len(given) == 0 {
+		return append([]string(nil), defaultShared...), nil
+	}
+	out := []string{}
+	for _, g := range given {
+		for _, ns := range strings.Split(g, ",") {
+			ns = strings.TrimSpace(ns)
+			switch ns {
+			case core.PodShareNet, core.PodShareIPC, core.PodShareUTS, core.PodSharePID:
+				if !slices.Contains(out, ns) {
+					out = append(out, ns)
+				}
+			case "none", "":
+			default:
+				return nil, core.InvalidArgument("shared_namespaces", fmt.Errorf("%q cannot be shared (net, ipc, uts, pid or none)", ns))
+			}
+		}
+	}
+	return out, nil
+}
+
+// checkNamespaces accepts the namespace modes of the infra container the
+// engine can create.
+func checkNamespaces(spec *core.PodSpec) error {
+	switch spec.PidNS.NSMode {
+	case "", "private", core.NetNSHost:
+	default:
+		return core.InvalidArgument("pidns", fmt.Errorf("mode %q is not supported (private or host)", spec.PidNS.NSMode))
+	}
+	for field, ns := range map[string]core.Namespace{"ipcns": spec.IpcNS, "utsns": spec.UtsNS} {
+		if ns.NSMode != "" && ns.NSMode != "private" {
+			return core.InvalidArgument(field, fmt.Errorf("mode %q is not supported (private)", ns.NSMode))
+		}
+	}
+	if spec.UserNS.NSMode != "" && spec.UserNS.NSMode != core.NetNSHost {
+		return core.InvalidArgument("userns", fmt.Errorf("mode %q is not supported (host)", spec.UserNS.NSMode))
+	}
+	switch spec.NetNS.NSMode {
+	case "", core.NetNSPrivate, core.NetNSNone, core.NetNSHost:
+	default:
+		return core.InvalidArgument("netns", fmt.Errorf("mode %q is not supported for pods (private, none, host)", spec.NetNS.NSMode))
+	}
+	return nil
+}
+
+// refuseUnsupported names the first option set that the engine does not offer.
+func refuseUnsupported(spec *core.PodSpec) error {
+	checks := []struct {
+		field string
+		set   bool
+	}{
+		{"portmappings", !emptyJSON(spec.PortMappings)},
+		{"Networks", !emptyJSON(spec.Networks)},
+		{"cni_networks", len(spec.CNINetworks) > 0},
+		{"network_options", len(spec.NetworkOptions) > 0},
+		{"no_manage_resolv_conf", spec.NoManageResolvConf},
+		{"no_manage_hosts", spec.NoManageHosts},
+		{"no_manage_hostname", spec.NoManageHostname},
+		{"hostsFile", spec.HostsFile != ""},
+		{"resource_limits", !emptyResources(spec.ResourceLimits)},
+		{"infra_conmon_pid_file", spec.InfraConmonPidFile != ""},
+		{"restart_policy", spec.RestartPolicy != ""},
+		{"restart_tries", spec.RestartTries != nil},
+		{"pod_devices", len(spec.Devices) > 0},
+		{"sysctl", len(spec.Sysctl) > 0},
+		{"mounts", !emptyJSON(spec.Mounts)},
+		{"volumes", !emptyJSON(spec.Volumes)},
+		{"overlay_volumes", !emptyJSON(spec.OverlayVolumes)},
+		{"image_volumes", !emptyJSON(spec.ImageVolumes)},
+		{"volumes_from", len(spec.VolumesFrom) > 0},
+		{"shm_size", spec.ShmSize != nil},
+		{"shm_size_systemd", spec.ShmSizeSystemd != nil},
+		{"security_opt", len(spec.SecurityOpt) > 0},
+		{"idmappings", !hostIDMappings(spec.IDMappings)},
+		{"serviceContainerID", spec.ServiceContainerID != ""},
+	}
+	for _, c := range checks {
+		if c.set {
+			return core.InvalidArgument(c.field, errors.New("is not supported for pods by this engine"))
+		}
+	}
+	return nil
+}
+
+// emptyJSON reports whether a raw member is absent, null, [] or {}.
+func emptyJSON(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || bytes.Equal(t, []byte("null")) || bytes.Equal(t, []byte("[]")) || bytes.Equal(t, []byte("{}"))
+}
+
+// emptyResources accepts what the client sends when no limit is given
+// ({"cpu":{}}).
+func emptyResources(r *specs.LinuxResources) bool {
+	if r == nil {
+		return true
+	}
+	data, err := json.Marshal(r)
+	return err == nil && (string(data) == "{}" || string(data) == `{"cpu":{}}`)
+}
+
+// hostIDMappings accepts the host's own user namespace (what a rootful
+// client sends).
+func hostIDMappings(m *core.PodIDMappings) bool {
+	if m == nil {
+		return true
+	}
+	return m.HostUIDMapping && m.HostGIDMapping && emptyJSON(m.UIDMap) && emptyJSON(m.GIDMap) && !m.AutoUserNs
+}
