@@ -213,6 +213,9 @@ func decodePodSpec(body io.Reader) (core.PodSpec, error) {
 			return spec, core.InvalidArgument(field, fmt.Errorf("expected %s, got JSON %s", typeErr.Type, typeErr.Value))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			if field == "" {
+				field = "body"
+			}
 			return spec, core.InvalidArgument(field, errors.New("is not a pod creation option this engine knows"))
 		case errors.As(err, &syntaxErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 			return spec, core.InvalidArgument("body", fmt.Errorf("not a JSON pod spec: %w", err))
