@@ -113,6 +113,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		VolumeUsers: ctrs.manager,
 		State:       ctrs.db,
 		Pruners: core.Pruners{
+			Pods:       e.pods.PruneForSystem,
 			Containers: ctrs.manager.Prune,
 			Images:     images.Prune,
 			Volumes:    ctrs.volumes.Prune,

@@ -119,11 +119,8 @@ func (h podHandlers) inspect(w http.ResponseWriter, r *http.Request) {
 
 // exists answers 204, or 404 with the error body.
 func (h podHandlers) exists(w http.ResponseWriter, r *http.Request) {
-	if _, err := h.p.Inspect(r.Context(), pathParam(r, "name")); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeNoContent(w)
+	_, err := h.p.Inspect(r.Context(), pathParam(r, "name"))
+	writeExists(w, err, core.ErrNoSuchPod)
 }
 
 // finishPodAction answers a lifecycle report: 200, or 409 with the report

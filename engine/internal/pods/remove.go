@@ -137,3 +137,20 @@ func (m *Manager) Prune(ctx context.Context) ([]core.PodRmReport, error) {
 	}
 	return out, nil
 }
+
+// PruneForSystem is Prune in the shape system prune reports.
+func (m *Manager) PruneForSystem(ctx context.Context) ([]*core.PodPruneReport, error) {
+	reports, err := m.Prune(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*core.PodPruneReport, 0, len(reports))
+	for _, r := range reports {
+		pr := &core.PodPruneReport{ID: r.ID}
+		if r.Err != nil {
+			pr.Err = *r.Err
+		}
+		out = append(out, pr)
+	}
+	return out, nil
+}
