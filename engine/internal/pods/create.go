@@ -154,7 +154,7 @@ func (m *Manager) infraImage(ctx context.Context, requested string) (string, err
 	if requested != "" {
 		if _, err := m.o.Images.Lookup(ctx, requested); err != nil {
 			if errors.Is(err, core.ErrNoSuchImage) {
-				return "", core.InvalidArgument("infra_image", err)
+				return "", core.InvalidArgument("infra_image", errors.New(err.Error()))
 			}
 			return "", err
 		}
