@@ -3,7 +3,6 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -12,9 +11,6 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/core"
 )
-
-// maxPodSpecBytes bounds a pod creation request.
-const maxPodSpecBytes = 1 << 20
 
 // registerPodRoutes serves the pod operations.
 func registerPodRoutes(r chi.Router, s *Server) {
@@ -49,7 +45,7 @@ type idResponse struct {
 }
 
 func (h podHandlers) create(w http.ResponseWriter, r *http.Request) {
-	spec, err := decodePodSpec(io.LimitReader(r.Body, maxPodSpecBytes))
+	spec, err := decodePodSpec(r.Body)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -192,36 +188,25 @@ func (h podHandlers) top(w http.ResponseWriter, r *http.Request) {
 	finishJSON(w, http.StatusOK, report, err)
 }
 
-// decodePodSpec reads a PodCreate body. Members the engine does not know are
-// refused (400 naming them); the pods backend checks the known ones.
+// decodePodSpec reads a PodCreate body with the engine's JSON body rules
+// (size bound, one value, type errors naming the member) and refuses
+// members the engine does not know with a 400 naming them; the pods backend
+// checks the known ones.
 func decodePodSpec(body io.Reader) (core.PodSpec, error) {
 	var spec core.PodSpec
-	dec := json.NewDecoder(body)
+	dec := json.NewDecoder(&boundedBody{r: body, left: maxJSONBody})
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		var syntaxErr *json.SyntaxError
-		switch {
-		case errors.As(err, &typeErr):
-			field := typeErr.Field
-			if field == "" {
-				field = "body"
-			}
-			return spec, core.InvalidArgument(field, fmt.Errorf("expected %s, got JSON %s", typeErr.Type, typeErr.Value))
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			if field == "" {
+		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			if field = strings.Trim(field, `"`); field == "" {
 				field = "body"
 			}
 			return spec, core.InvalidArgument(field, errors.New("is not a pod creation option this engine knows"))
-		case errors.As(err, &syntaxErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-			return spec, core.InvalidArgument("body", fmt.Errorf("not a JSON pod spec: %w", err))
-		default:
-			return spec, core.InvalidArgument("body", err)
 		}
+		return spec, bodyError(err)
 	}
-	if dec.More() {
-		return spec, core.InvalidArgument("body", errors.New("more than one JSON value"))
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return spec, bodyError(errors.New("unexpected data after the JSON value"))
 	}
 	return spec, nil
 }
