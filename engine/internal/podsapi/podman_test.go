@@ -1,0 +1,64 @@
+package podsapi
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestPodmanRemotePods drives the pods API with the podman 4.3.1 client:
+// pod create (name, label, hostname, share, infra=false), ps with filters
+// and container names, inspect, exists, the lifecycle commands, top,
+// stats, run --pod, ps --pod, rm -f and prune.
+func TestPodmanRemotePods(t *testing.T) {
+	te := startEngine(t)
+	te.mustPodman("pod", "create", "--name", "web", "--label", "tier=front", "--hostname", "webhost", "--share", "net,ipc,uts,pid")
+	te.mustPodman("pod", "create", "--name", "bare", "--infra=false")
+	if _, err := te.podman("pod", "create", "--name", "web"); err == nil {
+		t.Fatal("a second pod named web was created")
+	}
+	te.mustPodman("run", "-d", "--pod", "web", "--name", "srv", "localhost/busybox:latest", "busybox", "httpd", "-f", "-p", "127.0.0.1:8080", "-h", "/etc")
+	out := te.mustPodman("run", "--rm", "--pod", "web", "localhost/busybox:latest", "sh", "-c",
+		"for i in 1 2 3 4 5 6 7 8 9 10; do busybox wget -q -O - http://127.0.0.1:8080/hostname && break; busybox sleep 0.2; done")
+	if strings.TrimSpace(out) != "webhost" {
+		t.Fatalf("fetched %q from the pod's server, want webhost", out)
+	}
+	out = te.mustPodman("ps", "--pod", "--format", "{{.Names}} {{.PodName}}")
+	if !strings.Contains(out, "srv web") || !strings.Contains(out, "-infra web") {
+		t.Fatalf("ps --pod:\n%s", out)
+	}
+	out = te.mustPodman("pod", "ps", "--ctr-names", "--filter", "label=tier=front", "--format", "{{.Name}} {{.Status}} {{.ContainerNames}}")
+	if !strings.HasPrefix(out, "web Running") || !strings.Contains(out, "srv") {
+		t.Fatalf("pod ps --ctr-names --filter label=tier=front:\n%s", out)
+	}
+	out = te.mustPodman("pod", "ps", "--filter", "status=created", "--format", "{{.Name}}")
+	if strings.TrimSpace(out) != "bare" {
+		t.Fatalf("pod ps --filter status=created:\n%s", out)
+	}
+	if out := te.mustPodman("pod", "inspect", "web", "--format", "{{.Hostname}} {{.State}} {{.NumContainers}}"); strings.TrimSpace(out) != "webhost Running 2" {
+		t.Fatalf("pod inspect: %s", out)
+	}
+	te.mustPodman("pod", "exists", "web")
+	if _, err := te.podman("pod", "exists", "nope"); err == nil {
+		t.Fatal("pod exists nope succeeded")
+	}
+	if out := te.mustPodman("pod", "top", "web"); !strings.Contains(out, "catatonit -P") || !strings.Contains(out, "httpd") {
+		t.Fatalf("pod top:\n%s", out)
+	}
+	if out := te.mustPodman("pod", "stats", "--no-stream", "web"); !strings.Contains(out, "srv") {
+		t.Fatalf("pod stats:\n%s", out)
+	}
+	for _, cmd := range [][]string{{"pause"}, {"unpause"}, {"kill", "-s", "USR1"}, {"restart"}, {"stop", "-t", "0"}, {"start"}} {
+		te.mustPodman(append(append([]string{"pod"}, cmd...), "web")...)
+	}
+	if out := te.mustPodman("pod", "inspect", "web", "--format", "{{.State}}"); strings.TrimSpace(out) != "Running" {
+		t.Fatalf("after the lifecycle commands the pod is %s", out)
+	}
+	te.mustPodman("pod", "rm", "-f", "web")
+	te.mustPodman("pod", "prune", "-f")
+	if out := te.mustPodman("pod", "ps", "--format", "{{.Name}}"); strings.TrimSpace(out) != "bare" {
+		t.Fatalf("pods after rm -f web and prune:\n%s", out)
+	}
+	if out := te.mustPodman("ps", "-a", "--format", "{{.Names}}"); strings.TrimSpace(out) != "" {
+		t.Fatalf("containers left:\n%s", out)
+	}
+}
