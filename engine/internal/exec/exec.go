@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -112,6 +113,16 @@ type Manager struct {
 
 	mu   sync.Mutex
 	live map[string]core.ExecProcess
+	// ended lists the sessions that ended, oldest first, so that pruning
+	// touches only the sessions past retention: exec create stays O(1) in
+	// the number of sessions kept for inspection.
+	ended []endedSession
+}
+
+// endedSession is one entry of Manager.ended.
+type endedSession struct {
+	id     string
+	exited time.Time
 }
 
 // NewManager returns a Manager. notify may be nil.
@@ -122,26 +133,35 @@ func NewManager(containers core.Containers, store Store, notify Notifier, logger
 	return &Manager{containers: containers, store: store, notify: notify, logger: logger, live: map[string]core.ExecProcess{}}
 }
 
-// Recover marks sessions that were running when the engine stopped as ended:
-// their processes are no longer attached to this engine.
+// Recover marks sessions that were running when the engine stopped as ended
+// (their processes are no longer attached to this engine) and queues every
+// ended session for pruning.
 func (m *Manager) Recover(ctx context.Context) error {
 	records, err := m.store.ListExecSessions(ctx, "")
 	if err != nil {
 		return err
 	}
+	var ended []endedSession
 	for _, r := range records {
 		var s Session
-		if err := json.Unmarshal(r.Data, &s); err != nil || !s.Running {
+		if err := json.Unmarshal(r.Data, &s); err != nil || !s.Started {
 			continue
 		}
-		s.Running = false
-		s.Pid = 0
-		s.ExitCode = -1
-		s.Exited = time.Now()
-		if err := m.put(ctx, &s); err != nil {
-			return err
+		if s.Running {
+			s.Running = false
+			s.Pid = 0
+			s.ExitCode = -1
+			s.Exited = time.Now()
+			if err := m.put(ctx, &s); err != nil {
+				return err
+			}
 		}
+		ended = append(ended, endedSession{id: s.ID, exited: s.Exited})
 	}
+	sort.Slice(ended, func(i, j int) bool { return ended[i].exited.Before(ended[j].exited) })
+	m.mu.Lock()
+	m.ended = append(ended, m.ended...)
+	m.mu.Unlock()
 	return nil
 }
 
@@ -175,7 +195,7 @@ func (m *Manager) Create(ctx context.Context, nameOrID string, cfg Config) (stri
 			return "", core.InvalidArgument("User", err)
 		}
 	}
-	m.pruneEnded(ctx, c.ID)
+	m.pruneEnded(ctx)
 	id, err := newID()
 	if err != nil {
 		return "", err
@@ -187,21 +207,21 @@ func (m *Manager) Create(ctx context.Context, nameOrID string, cfg Config) (stri
 	return id, nil
 }
 
-// pruneEnded forgets the container's sessions that ended more than
-// SessionRetention ago, so repeated execs do not pile up.
-func (m *Manager) pruneEnded(ctx context.Context, containerID string) {
-	records, err := m.store.ListExecSessions(ctx, containerID)
-	if err != nil {
-		return
-	}
+// pruneEnded forgets the sessions that ended more than SessionRetention
+// ago, so repeated execs do not pile up. It looks only at those.
+func (m *Manager) pruneEnded(ctx context.Context) {
 	cutoff := time.Now().Add(-SessionRetention)
-	for _, r := range records {
-		var s Session
-		if json.Unmarshal(r.Data, &s) != nil || s.Running || !s.Started || s.Exited.IsZero() || s.Exited.After(cutoff) {
-			continue
-		}
-		if err := m.store.DeleteExecSession(ctx, s.ID); err != nil && !errors.Is(err, state.ErrNotFound) {
-			m.logger.Warn("removing ended exec session", "session", s.ID, "err", err)
+	m.mu.Lock()
+	n := 0
+	for n < len(m.ended) && m.ended[n].exited.Before(cutoff) {
+		n++
+	}
+	expired := append([]endedSession(nil), m.ended[:n]...)
+	m.ended = m.ended[n:]
+	m.mu.Unlock()
+	for _, s := range expired {
+		if err := m.store.DeleteExecSession(ctx, s.id); err != nil && !errors.Is(err, state.ErrNotFound) {
+			m.logger.Warn("removing ended exec session", "session", s.id, "err", err)
 		}
 	}
 }
@@ -353,13 +373,14 @@ func (s *Started) finish() {
 			code = 126
 		}
 	}
-	s.m.mu.Lock()
-	delete(s.m.live, s.session.ID)
-	s.m.mu.Unlock()
 	s.session.Running = false
 	s.session.Pid = 0
 	s.session.ExitCode = code
 	s.session.Exited = time.Now()
+	s.m.mu.Lock()
+	delete(s.m.live, s.session.ID)
+	s.m.ended = append(s.m.ended, endedSession{id: s.session.ID, exited: s.session.Exited})
+	s.m.mu.Unlock()
 	ctx := context.Background()
 	if perr := s.m.put(ctx, s.session); perr != nil {
 		s.m.logger.Error("storing exec session", "session", s.session.ID, "err", perr)

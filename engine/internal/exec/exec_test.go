@@ -88,7 +88,10 @@ func TestPruneEnded(t *testing.T) {
 	put("recent", Session{Started: true, Exited: time.Now()})
 	put("running", Session{Started: true, Running: true})
 	put("unstarted", Session{})
-	m.pruneEnded(ctx, "c1")
+	if err := m.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m.pruneEnded(ctx)
 	if _, err := m.Get(ctx, "old"); !errors.Is(err, core.ErrNoSuchExecSession) {
 		t.Fatalf("old ended session kept: %v", err)
 	}
