@@ -32,14 +32,14 @@ type snapshot struct {
 	layers []storage.Layer
 }
 
-// List implements core.Images. The store is read once per call (images,
+// List implements core.Images. The store is read once per change (images,
 // layers and containers together); per-image configuration and sizes come
 // from a cache keyed by image ID, so a listing costs no file reads for images
 // seen before.
 func (s *Store) List(ctx context.Context, opts core.ImageListOptions) ([]core.ImageSummary, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	snap, err := s.snapshot()
+	snap, err := s.listSnapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +58,30 @@ func (s *Store) List(ctx context.Context, opts core.ImageListOptions) ([]core.Im
 		out = append(out, summaryOf(v, s.cache.repoDigestsOf(v.img)))
 	}
 	return out, nil
+}
+
+// listSnapshot is the snapshot a listing reads: the cached images (see
+// listCache) with the current container counts, in views of its own.
+func (s *Store) listSnapshot() (*snapshot, error) {
+	if s.lists == nil {
+		return s.snapshot()
+	}
+	cached, err := s.lists.images.get(s.snapshot)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := s.lists.containers.get(s.containerCounts)
+	if err != nil {
+		return nil, err
+	}
+	snap := *cached
+	snap.views = make([]*imageView, len(cached.views))
+	for i, v := range cached.views {
+		view := *v
+		view.containers = counts[v.img.ID]
+		snap.views[i] = &view
+	}
+	return &snap, nil
 }
 
 // snapshot reads the store and computes parents, children and container use.

@@ -48,6 +48,8 @@ type Store struct {
 	// half of a multi-step operation.
 	mu    sync.RWMutex
 	cache *summaryCache
+	// lists caches the snapshot listings use; nil reads the store each time.
+	lists *listCache
 }
 
 // Open opens (creating if needed) the store under opts.Root and opts.RunRoot.
@@ -118,6 +120,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("image store: registries configuration %s: %w", regConf, err)
 	}
 	s.searchRegs = regs
+	s.lists = s.newListCache()
 	return s, nil
 }
 
@@ -179,7 +182,12 @@ func (s *Store) emit(ctx context.Context, action, id, name string) {
 
 // Changed tells the store that images were added or removed behind its back
 // (by a pull or load), so cached listing data is refreshed.
-func (s *Store) Changed() { s.cache.invalidate() }
+func (s *Store) Changed() {
+	s.cache.invalidate()
+	if s.lists != nil {
+		s.lists.drop()
+	}
+}
 
 // Shutdown unmounts what the store mounted and releases it.
 func (s *Store) Shutdown() error {
