@@ -68,7 +68,8 @@ type Healthcheck struct {
 type File struct {
 	// Path inside the image, with or without a leading slash.
 	Path string
-	// Mode is the permission bits (0644 for files, 0755 for dirs when zero).
+	// Mode is the permission bits (0644 for files, 0755 for dirs, 0777 for
+	// symlinks when zero).
 	Mode int64
 	Data []byte
 	// Content streams Size bytes, for files too big to hold in memory.
@@ -277,7 +278,9 @@ func writeEntry(tw *tar.Writer, file File, mtime time.Time) error {
 	case file.Linkname != "":
 		hdr.Typeflag = tar.TypeSymlink
 		hdr.Linkname = file.Linkname
-		hdr.Mode = 0o777
+		if hdr.Mode == 0 {
+			hdr.Mode = 0o777
+		}
 		return tw.WriteHeader(hdr)
 	}
 	hdr.Typeflag = tar.TypeReg

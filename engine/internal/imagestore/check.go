@@ -49,6 +49,7 @@ func (s *Store) check(ctx context.Context, checkOpts *storage.CheckOptions, opts
 	if err != nil {
 		return nil, fmt.Errorf("checking storage: %w", err)
 	}
+	s.dropSymlinkModeDiffs(&report)
 	out := &core.SystemCheckReport{
 		Layers:     errorStrings(report.Layers),
 		ROLayers:   errorStrings(report.ROLayers),
