@@ -15,6 +15,12 @@ var (
 	ErrNoSuchExecSession = errors.New("no such exec session")
 	// ErrNoSuchPath: a path does not exist in a container's filesystem (404).
 	ErrNoSuchPath = errors.New("no such file or directory")
+	// ErrNoSuchManifestList: no local manifest list has the given name, or
+	// the list has no instance with the given digest (404).
+	ErrNoSuchManifestList = errors.New("no such manifest list")
+	// ErrNoSuchArtifact: no artifact has the given name or digest, or the
+	// artifact has no file with the given title or digest (404).
+	ErrNoSuchArtifact = errors.New("no such artifact")
 	// ErrNameInUse: the requested name already belongs to another object (409).
 	ErrNameInUse = errors.New("name is in use")
 	// ErrStateConflict: the object is in a state that does not allow the operation (409).

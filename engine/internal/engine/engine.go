@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/artifactstore"
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/handlers"
 	"github.com/berth-project/berth/engine/internal/imagestore"
@@ -86,6 +87,16 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		return nil, err
 	}
 
+	artifacts, err := artifactstore.Open(artifactstore.Options{
+		Dir:      filepath.Join(cfg.Root, "artifacts"),
+		Registry: transfer,
+		Logger:   logger,
+	})
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+
 	ctrs, err := openContainers(ctx, logger, cfg, images, transfer)
 	if err != nil {
 		e.Close()
@@ -139,6 +150,8 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		System:      sys,
 		Images:      images,
 		Transfer:    transfer,
+		Manifests:   imagestore.NewManifestLists(transfer),
+		Artifacts:   artifacts,
 		Containers:  ctrs.manager,
 		Volumes:     ctrs.volumes,
 		Secrets:     ctrs.secrets,

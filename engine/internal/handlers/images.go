@@ -307,6 +307,8 @@ func (s *Server) removeImages(w http.ResponseWriter, r *http.Request) {
 		Ignore  bool     `query:"ignore"`
 		NoPrune bool     `query:"noprune"`
 		Images  []string `query:"images"`
+		// LookupManifest (podman manifest rm) names manifest lists only.
+		LookupManifest bool `query:"lookupmanifest"`
 	}{}
 	if err := decodeQuery(r, &query); err != nil {
 		writeError(w, err)
@@ -314,6 +316,10 @@ func (s *Server) removeImages(w http.ResponseWriter, r *http.Request) {
 	}
 	if !query.All && len(query.Images) == 0 {
 		writeError(w, core.InvalidArgument("images", errors.New("name at least one image, or set all")))
+		return
+	}
+	if query.LookupManifest {
+		s.removeManifestLists(w, r, query.Images, query.All, query.Ignore)
 		return
 	}
 	report, errs := s.deps.Images.Remove(r.Context(), query.Images, core.ImageRemoveOptions{

@@ -32,7 +32,9 @@ func statusOf(err error) int {
 		errors.Is(err, core.ErrNoSuchExecSession),
 		errors.Is(err, core.ErrNoSuchVolume),
 		errors.Is(err, core.ErrNoSuchSecret),
-		errors.Is(err, core.ErrNoSuchPath):
+		errors.Is(err, core.ErrNoSuchPath),
+		errors.Is(err, core.ErrNoSuchManifestList),
+		errors.Is(err, core.ErrNoSuchArtifact):
 		return http.StatusNotFound
 	case errors.Is(err, core.ErrNameInUse),
 		errors.Is(err, core.ErrStateConflict),

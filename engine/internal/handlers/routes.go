@@ -51,6 +51,8 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	registerSystemRoutes(r, s)
 	registerImageRoutes(r, s)
 	registerImageTransferRoutes(r, s)
+	registerManifestRoutes(r, s)
+	registerArtifactRoutes(r, s)
 	registerContainerRoutes(r, s)
 	registerContainerFileRoutes(r, s)
 	registerVolumeRoutes(r, s)

@@ -21,6 +21,10 @@ type Deps struct {
 	Images core.Images
 	// Transfer moves images in and out of the store (pull, push, load, import, export, scp).
 	Transfer core.ImageTransfer
+	// Manifests are the manifest lists.
+	Manifests core.ManifestLists
+	// Artifacts are the OCI artifacts.
+	Artifacts core.Artifacts
 	// Containers are the container lifecycle operations.
 	Containers core.Containers
 	// Volumes are the volume operations.

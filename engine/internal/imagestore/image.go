@@ -40,9 +40,14 @@ func (s *Store) readManifest(img *storage.Image) ([]byte, string) {
 }
 
 // readConfig returns img's decoded configuration. The config blob is stored
-// under its digest; the manifest names it.
+// under its digest; the manifest names it. A manifest list has none: its
+// configuration is empty.
 func (s *Store) readConfig(img *storage.Image, rawManifest []byte, mimeType string) (imageConfig, error) {
 	var cfg imageConfig
+	if manifest.MIMETypeIsMultiImage(mimeType) {
+		// A manifest list has no configuration of its own.
+		return cfg, nil
+	}
 	raw, err := s.configBlob(img, rawManifest, mimeType)
 	if err != nil {
 		return cfg, err

@@ -366,3 +366,13 @@ func (c contextReader) Read(p []byte) (int, error) {
 	}
 	return c.r.Read(p)
 }
+
+// Copy is copyImage for other backends (artifacts): copy.Image under the
+// engine's signature policy.
+func (t *Transfer) Copy(ctx context.Context, dest, src types.ImageReference, opts *copy.Options) ([]byte, error) {
+	return t.copyImage(ctx, dest, src, opts)
+}
+
+// ClassifyError maps registry errors to the engine's domain errors (see
+// classifyRegistryError).
+func (t *Transfer) ClassifyError(err error) error { return classifyRegistryError(err) }

@@ -92,3 +92,9 @@ func normalizeAuthKey(key string) string {
 	}
 	return stripped
 }
+
+// RegistryContext is registryContext for other backends (artifacts) that
+// talk to registries with the client's credentials and TLS choice.
+func (t *Transfer) RegistryContext(auth *core.RegistryAuth, tlsVerify *bool) (*types.SystemContext, func(), error) {
+	return t.registryContext(auth, tlsVerify)
+}
