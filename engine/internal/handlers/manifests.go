@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,8 +29,8 @@ func registerManifestRoutes(r chi.Router, s *Server) {
 	r.Get("/manifests/{name:.*}/exists", s.manifestExists)
 	r.Get("/manifests/{name:.*}/json", s.inspectManifest)
 	r.Post("/manifests/{name:.*}/registry/{destination:.*}", v4Only(s.pushManifest))
-	r.Post("/manifests/{name:.*}/add", byAPIVersion(s.addManifestV3, s.createManifest))
-	r.Post("/manifests/{name:.*}/push", byAPIVersion(s.pushManifestV3, s.createManifest))
+	r.Post("/manifests/{name:.*}/add", byAPIVersion(s.addManifestV3, s.createManifestEndingIn("/add")))
+	r.Post("/manifests/{name:.*}/push", byAPIVersion(s.pushManifestV3, s.createManifestEndingIn("/push")))
 	r.Post("/manifests/{name:.*}", v4Only(s.createManifest))
 	r.Put("/manifests/{name:.*}", v4Only(s.modifyManifest))
 	r.Delete("/manifests/{name:.*}", byAPIVersion(s.removeManifestDigestV3, s.deleteManifest))
@@ -231,6 +232,14 @@ func (s *Server) createManifest(w http.ResponseWriter, r *http.Request) {
 	s.createManifestNamed(w, r, pathParam(r, "name"))
 }
 
+// createManifestEndingIn is ManifestCreate (v4) reached through a v3
+// route: the list's name is the path parameter plus the route's last segment.
+func (s *Server) createManifestEndingIn(suffix string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.createManifestNamed(w, r, pathParam(r, "name")+suffix)
+	}
+}
+
 func (s *Server) createManifestNamed(w http.ResponseWriter, r *http.Request, name string) {
 	var q createQuery
 	if err := decodeQuery(r, &q); err != nil {
@@ -252,7 +261,7 @@ func (s *Server) createManifestNamed(w http.ResponseWriter, r *http.Request, nam
 	}
 	opts := core.ManifestCreateOptions{Amend: q.Amend, IndexAnnotations: indexAnnotations}
 	opts.All, opts.TLSVerify, opts.Auth = q.All, tlsVerify, auth
-	images := append(q.Images, q.Image...)
+	images := slices.Concat(q.Images, q.Image)
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
 		writeError(w, core.InvalidArgument("body", err))

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"sort"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -27,6 +28,9 @@ func slashPaths(mux *chi.Mux) http.Handler {
 		}
 		return nil
 	})
+	// Longer patterns first: "/manifests/{name:.*}/add" must win over
+	// "/manifests/{name:.*}" for a name without slashes.
+	sort.SliceStable(routes, func(i, j int) bool { return len(routes[i].segments) > len(routes[j].segments) })
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.RawPath == "" || !strings.Contains(r.URL.RawPath, "%2F") {
 			if escaped, ok := escapeWildcards(routes, r.Method, r.URL.EscapedPath()); ok {
