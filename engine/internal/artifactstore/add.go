@@ -19,6 +19,7 @@ import (
 	imgspecv1 "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/sizelimit"
 )
 
 // stagedBlob is a file received into staging, not yet in the layout.
@@ -140,16 +141,16 @@ func admit(entries []*entry, name string, opts core.ArtifactAddOptions) (imgspec
 
 // receive copies r into a staging file, hashing it, and detects its media
 // type from its first bytes unless mediaType is given. More than the store's
-// size bound is refused.
+// size bound is refused (core.ErrTooLarge, through sizelimit).
 func (s *Store) receive(ctx context.Context, r io.Reader, mediaType string) (*stagedBlob, error) {
 	f, err := os.CreateTemp(s.staging, "add-")
 	if err != nil {
 		return nil, fmt.Errorf("receiving the artifact file: %w", err)
 	}
 	hash := sha256.New()
-	limited := &io.LimitedReader{R: contextReader{ctx: ctx, r: r}, N: s.maxSize + 1}
+	bounded := sizelimit.New(s.maxSize, "artifact file").Reader(ctx, r)
 	head := make([]byte, 512)
-	n, err := io.ReadFull(limited, head)
+	n, err := io.ReadFull(bounded, head)
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		err = nil
 	}
@@ -163,11 +164,8 @@ func (s *Store) receive(ctx context.Context, r io.Reader, mediaType string) (*st
 	if err == nil {
 		hash.Write(head)
 		var copied int64
-		copied, err = io.Copy(io.MultiWriter(f, hash), limited)
+		copied, err = io.Copy(io.MultiWriter(f, hash), bounded)
 		size += copied
-	}
-	if err == nil && size > s.maxSize {
-		err = core.InvalidArgument("body", fmt.Errorf("the file exceeds the %d bytes an artifact file may have", s.maxSize))
 	}
 	if err == nil {
 		err = f.Sync()
@@ -180,7 +178,7 @@ func (s *Store) receive(ctx context.Context, r io.Reader, mediaType string) (*st
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if errors.Is(err, core.ErrInvalidArgument) {
+		if errors.Is(err, core.ErrTooLarge) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("receiving the artifact file: %w", err)

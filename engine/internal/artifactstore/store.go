@@ -28,15 +28,13 @@ import (
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
-// DefaultMaxFileSize bounds one file added to an artifact.
-const DefaultMaxFileSize int64 = 8 << 30
-
 // Options configure Open.
 type Options struct {
 	// Dir is the layout directory (ROOT/artifacts); its staging directory
 	// sits beside it (ROOT/artifacts-staging).
 	Dir string
-	// MaxFileSize bounds the bytes one add accepts (0: DefaultMaxFileSize).
+	// MaxFileSize bounds the bytes one add accepts (0: sizelimit.DefaultMax,
+	// the engine's --max-expanded-size).
 	MaxFileSize int64
 	// Registry moves artifacts to and from registries.
 	Registry Registry
@@ -73,9 +71,6 @@ func Open(opts Options) (*Store, error) {
 		maxSize:  opts.MaxFileSize,
 		registry: opts.Registry,
 		logger:   opts.Logger,
-	}
-	if s.maxSize <= 0 {
-		s.maxSize = DefaultMaxFileSize
 	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)

@@ -1,7 +1,10 @@
 package artifactstore
 
 import (
+	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -106,4 +109,33 @@ func FuzzArtifactName(f *testing.F) {
 			t.Fatalf("%q stored as %q is not found by its name: %v", name, stored, err)
 		}
 	})
+}
+
+// TestAddOverTheBound refuses a file larger than the store's bound with
+// core.ErrTooLarge and leaves no artifact, staging file or blob behind.
+func TestAddOverTheBound(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "artifacts")
+	s, err := Open(Options{Dir: dir, MaxFileSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, err = s.Add(ctx, core.ArtifactAddOptions{Name: "big", FileName: "f"}, strings.NewReader("eleven byte"))
+	if !errors.Is(err, core.ErrTooLarge) {
+		t.Fatalf("add over the bound: %v", err)
+	}
+	if _, err := s.Add(ctx, core.ArtifactAddOptions{Name: "small", FileName: "f"}, strings.NewReader("ten bytes!")); err != nil {
+		t.Fatalf("add at the bound: %v", err)
+	}
+	list, err := s.List(ctx)
+	if err != nil || len(list) != 1 || list[0].Name != "small:latest" {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	if staged, _ := os.ReadDir(dir + "-staging"); len(staged) != 0 {
+		t.Errorf("staging holds %d files", len(staged))
+	}
+	// The empty config, the file and the manifest of "small".
+	if blobs, _ := os.ReadDir(filepath.Join(dir, "blobs", "sha256")); len(blobs) != 3 {
+		t.Errorf("%d blobs, want 3", len(blobs))
+	}
 }

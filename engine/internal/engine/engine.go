@@ -88,9 +88,10 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 	}
 
 	artifacts, err := artifactstore.Open(artifactstore.Options{
-		Dir:      filepath.Join(cfg.Root, "artifacts"),
-		Registry: transfer,
-		Logger:   logger,
+		Dir:         filepath.Join(cfg.Root, "artifacts"),
+		MaxFileSize: cfg.MaxExpandedSize,
+		Registry:    transfer,
+		Logger:      logger,
 	})
 	if err != nil {
 		e.Close()
