@@ -320,11 +320,7 @@ func (s *Server) manifestExists(w http.ResponseWriter, r *http.Request) {
 	if err == nil && !found {
 		err = fmt.Errorf("%s: %w", name, core.ErrNoSuchManifestList)
 	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeNoContent(w)
+	writeExists(w, err, core.ErrNoSuchManifestList)
 }
 
 // inspectManifest is ManifestInspect: the list's manifest as stored.

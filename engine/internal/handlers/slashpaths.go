@@ -28,9 +28,7 @@ func slashPaths(mux *chi.Mux) http.Handler {
 		}
 		return nil
 	})
-	// Longer patterns first: "/manifests/{name:.*}/add" must win over
-	// "/manifests/{name:.*}" for a name without slashes.
-	sort.SliceStable(routes, func(i, j int) bool { return len(routes[i].segments) > len(routes[j].segments) })
+	longestFirst(routes)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.RawPath == "" || !strings.Contains(r.URL.RawPath, "%2F") {
 			if escaped, ok := escapeWildcards(routes, r.Method, r.URL.EscapedPath()); ok {
@@ -39,6 +37,13 @@ func slashPaths(mux *chi.Mux) http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// longestFirst orders routes so that longer patterns are tried first:
+// "/manifests/{name:.*}/add" must win over "/manifests/{name:.*}" for a
+// name without slashes.
+func longestFirst(routes []slashRoute) {
+	sort.SliceStable(routes, func(i, j int) bool { return len(routes[i].segments) > len(routes[j].segments) })
 }
 
 // escapeWildcards rewrites path so that the parts matched by {param:.*}

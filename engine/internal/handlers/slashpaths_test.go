@@ -42,6 +42,22 @@ func TestEscapeWildcards(t *testing.T) {
 	}
 }
 
+// TestLongerRoutesFirst: a suffix route wins over the bare wildcard route
+// registered before it, so "/manifests/x/add" is not read as the list "x/add".
+func TestLongerRoutesFirst(t *testing.T) {
+	var routes []slashRoute
+	for _, pattern := range []string{"/libpod/manifests/{name:.*}", "/libpod/manifests/{name:.*}/add"} {
+		routes = append(routes, slashRoute{method: "POST", segments: strings.Split(strings.TrimPrefix(pattern, "/"), "/")})
+	}
+	longestFirst(routes)
+	if got, ok := escapeWildcards(routes, "POST", "/libpod/manifests/x/add"); ok {
+		t.Errorf("/libpod/manifests/x/add was rewritten to %q", got)
+	}
+	if got, _ := escapeWildcards(routes, "POST", "/libpod/manifests/a/b/add"); got != "/libpod/manifests/a%2Fb/add" {
+		t.Errorf("/libpod/manifests/a/b/add became %q", got)
+	}
+}
+
 func FuzzEscapeWildcards(f *testing.F) {
 	for _, seed := range []string{"/libpod/images/a/b/json", "/v1/libpod/images/x", "/", "", "//", "/libpod/manifests/a/registry/b/c"} {
 		f.Add("GET", seed)

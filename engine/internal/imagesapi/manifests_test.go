@@ -305,6 +305,19 @@ func TestManifestListBadInput(t *testing.T) {
 	// amend returns the existing list; ignore makes a missing list no error.
 	e.do(http.MethodPost, api+"bad?amend=true", nil).expect(t, http.StatusOK)
 	e.do(http.MethodDelete, api+"nolist?ignore=true", nil).expect(t, http.StatusOK)
+	// rmi removes a list like an image.
+	e.do(http.MethodPost, api+"rmilist", nil).expect(t, http.StatusOK)
+	e.do(http.MethodDelete, "/v4.3.1/libpod/images/rmilist", nil).expect(t, http.StatusOK)
+	e.do(http.MethodGet, api+"rmilist/exists", nil).engineError(t, http.StatusNotFound)
+	// manifest rm (images/remove with lookupmanifest) refuses a plain image.
+	var report struct {
+		ExitCode int
+		Errors   []string
+	}
+	e.do(http.MethodDelete, "/v4.3.1/libpod/images/remove?lookupmanifest=true&images=localhost/badbase:1", nil).expect(t, http.StatusOK).json(t, &report)
+	if report.ExitCode != 1 || len(report.Errors) != 1 {
+		t.Errorf("manifest rm of an image: %+v", report)
+	}
 	// A failed create with instances leaves no list behind.
 	e.do(http.MethodPost, api+"halfmade?images=containers-storage:localhost/nothere:1", nil).engineError(t, http.StatusNotFound)
 	e.do(http.MethodGet, api+"halfmade/exists", nil).engineError(t, http.StatusNotFound)
