@@ -141,7 +141,7 @@ func TestPodmanRemoteManifestLists(t *testing.T) {
 	for _, row := range rows {
 		if id, _ := row["Id"].(string); id == listID {
 			found = row["IsManifestList"] == true
-		} else if row["IsManifestList"] != nil {
+		} else if row["IsManifestList"] == true {
 			t.Errorf("image %v is marked as a list", row["Names"])
 		}
 	}
