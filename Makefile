@@ -9,6 +9,11 @@ MODULES   := shared uploads engine contracts e2e
 BIN       := $(CURDIR)/bin
 STATE     := $(CURDIR)/.berth
 
+# Berth's version and commit, linked into both binaries (shared/buildinfo).
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -X github.com/berth-project/berth/shared/buildinfo.version=$(VERSION) -X github.com/berth-project/berth/shared/buildinfo.commit=$(COMMIT)
+
 ENGINE_LISTEN  ?= tcp://127.0.0.1:8080
 UPLOADS_LISTEN ?= tcp://127.0.0.1:8081
 
@@ -19,8 +24,8 @@ help: ## List the targets
 .PHONY: build
 build: ## Build berth-engine and berth-uploads into bin/
 	@mkdir -p $(BIN)
-	cd engine && CGO_ENABLED=0 $(GO) build -o $(BIN)/berth-engine ./cmd/berth-engine
-	cd uploads && CGO_ENABLED=0 $(GO) build -o $(BIN)/berth-uploads ./cmd/berth-uploads
+	cd engine && CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/berth-engine ./cmd/berth-engine
+	cd uploads && CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/berth-uploads ./cmd/berth-uploads
 
 .PHONY: run
 run: runtime-deps build ## Build both services and run them on loopback, state under ./.berth/ (Ctrl-C stops both)

@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/berth-project/berth/shared/buildinfo"
 )
 
 // UnmatchedRoute is the route label of requests no chi route matched, which
@@ -26,7 +28,8 @@ type Metrics struct {
 }
 
 // NewMetrics returns metrics named <namespace>_http_... in a new registry
-// that also holds the Go runtime and process collectors.
+// that also holds the Go runtime and process collectors and
+// berth_build_info{version,commit,goversion} (always 1).
 func NewMetrics(namespace string) *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
@@ -47,7 +50,14 @@ func NewMetrics(namespace string) *Metrics {
 			Help:      "HTTP requests being served now.",
 		}),
 	}
+	build := buildinfo.Get()
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "berth_build_info",
+		Help: "The build of this Berth service (always 1): version, commit and Go version.",
+	}, []string{"version", "commit", "goversion"})
+	buildInfo.WithLabelValues(build.Version, build.Commit, build.GoVersion).Set(1)
 	m.registry.MustRegister(
+		buildInfo,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.duration, m.inFlight,

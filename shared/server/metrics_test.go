@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/berth-project/berth/shared/buildinfo"
 )
 
 // scrape returns the exposition text of m's /metrics handler.
@@ -143,4 +145,10 @@ func TestMetricsRegistriesAreIndependent(t *testing.T) {
 	if first.Registry() == second.Registry() {
 		t.Fatal("shared registry")
 	}
+}
+
+func TestMetricsBuildInfo(t *testing.T) {
+	b := buildinfo.Get()
+	want := `berth_build_info{commit="` + b.Commit + `",goversion="` + b.GoVersion + `",version="` + b.Version + `"} 1`
+	assertContains(t, scrape(t, NewMetrics("berth_engine")), want)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/sizelimit"
+	"github.com/berth-project/berth/shared/buildinfo"
 	"github.com/berth-project/berth/shared/server"
 	"github.com/berth-project/berth/shared/swagger"
 )
@@ -23,6 +24,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return nil
 		}
 		return usageError{err}
+	}
+	if cfg.version {
+		fmt.Fprintln(stdout, buildinfo.Get().String("berth-engine"))
+		return nil
 	}
 	level, err := server.ParseLevel(cfg.logLevel)
 	if err != nil {
@@ -54,6 +59,8 @@ type config struct {
 	logFormat       string
 	logLevel        string
 	shutdownTimeout time.Duration
+	// version asks for the version line instead of serving.
+	version bool
 }
 
 // parseFlags reads the flags of DESIGN.md; each defaults to its environment variable.
@@ -80,6 +87,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		maxExpanded = v
 		return nil
 	})
+	fs.BoolVar(&cfg.version, "version", false, "print the version, commit and Go version, then exit")
 	timeout := env("BERTH_ENGINE_SHUTDOWN_TIMEOUT", "30s")
 	fs.Func("shutdown-timeout", "how long to wait for in-flight requests on shutdown (BERTH_ENGINE_SHUTDOWN_TIMEOUT, default 30s)", func(v string) error {
 		timeout = v

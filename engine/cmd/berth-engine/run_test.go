@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"io"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/shared/buildinfo"
 )
 
 func TestParseFlagsDefaultsAndEnvironment(t *testing.T) {
@@ -46,5 +50,14 @@ func TestParseFlagsRejectsBadValues(t *testing.T) {
 		if _, err := parseFlags(append([]string{"berth-engine"}, args...), getenv, io.Discard); err == nil {
 			t.Errorf("%v accepted", args)
 		}
+	}
+}
+
+func TestRunVersion(t *testing.T) {
+	var stdout strings.Builder
+	err := run(context.Background(), []string{"berth-engine", "--version"}, func(string) string { return "" }, &stdout, io.Discard)
+	want := buildinfo.Get().String("berth-engine") + "\n"
+	if err != nil || stdout.String() != want || !strings.Contains(want, " (commit ") {
+		t.Fatalf("--version: %q %v, want %q", stdout.String(), err, want)
 	}
 }

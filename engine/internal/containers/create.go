@@ -247,6 +247,9 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 		return nil, err
 	}
 	res.Spec.Process.Env = oci.SetEnv(res.Spec.Process.Env, env)
+	if spec.HTTPProxy {
+		res.Spec.Process.Env = oci.AddMissingEnv(res.Spec.Process.Env, proxyEnv())
+	}
 	if spec.Init {
 		res.Spec.Process.Args = append([]string{initPath, "--"}, res.Spec.Process.Args...)
 	}

@@ -54,3 +54,18 @@ func initBinary(spec *core.ContainerSpec) ([]specs.Mount, error) {
 	}
 	return []specs.Mount{{Destination: initPath, Type: "bind", Source: path, Options: []string{"bind", "rprivate", "ro"}}}, nil
 }
+
+// proxyVariables are the environment variables a container gets from the
+// engine when its request sets httpproxy, as with Podman.
+var proxyVariables = []string{"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "ftp_proxy", "FTP_PROXY", "no_proxy", "NO_PROXY"}
+
+// proxyEnv returns the engine's own proxy variables as "NAME=value".
+func proxyEnv() []string {
+	var out []string
+	for _, name := range proxyVariables {
+		if v, ok := os.LookupEnv(name); ok {
+			out = append(out, name+"="+v)
+		}
+	}
+	return out
+}

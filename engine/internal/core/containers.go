@@ -56,7 +56,9 @@ const (
 
 // ContainerSpec is the creation request: the subset of Podman's SpecGenerator
 // JSON (what `podman --remote create` sends) that the engine understands.
-// Unknown members are ignored; known ones are validated by Validate.
+// Every other member must hold its zero value or a default the engine
+// honours; the HTTP layer refuses anything else with a 400 naming it.
+// Known members are validated by Validate.
 type ContainerSpec struct {
 	Name          string            `json:"name,omitempty"`
 	Image         string            `json:"image"`
@@ -115,6 +117,9 @@ type ContainerSpec struct {
 	// engine rewrites both to refer to secrets by ID.
 	Secrets   []SecretMount     `json:"secrets,omitempty"`
 	SecretEnv map[string]string `json:"secret_env,omitempty"`
+	// HTTPProxy passes the engine's proxy variables (http_proxy, https_proxy,
+	// ftp_proxy, no_proxy, either case) to the container where not set.
+	HTTPProxy bool `json:"httpproxy,omitempty"`
 	// Init runs an init (catatonit, or the binary at InitPath) as PID 1.
 	Init     bool   `json:"init,omitempty"`
 	InitPath string `json:"init_path,omitempty"`

@@ -41,6 +41,20 @@ type Info struct {
 	Registries map[string]any `json:"registries"`
 	Plugins    Plugins        `json:"plugins"`
 	Version    EngineVersion  `json:"version"`
+	// Berth is the engine's own build, beside the API version it speaks.
+	Berth BerthInfo `json:"berth"`
+}
+
+// BerthComponent is berth-engine's name in version and info reports.
+const BerthComponent = "Berth Engine"
+
+// BerthInfo is what info reports about berth-engine itself.
+type BerthInfo struct {
+	Name       string `json:"name"`
+	Version    string `json:"version"`
+	Commit     string `json:"commit"`
+	GoVersion  string `json:"goVersion"`
+	APIVersion string `json:"apiVersion"`
 }
 
 // HostInfo describes the machine and the runtime components.

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -284,17 +285,26 @@ func (h containerHandlers) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, createResponse{ID: id, Warnings: warnings})
 }
 
-// decodeSpec reads a creation request; malformed members are a 400 that
-// names the member.
+// decodeSpec reads a creation request: malformed members are a 400 that
+// names the member, and so is a member the engine would otherwise ignore
+// (see checkSpecMembers).
 func decodeSpec(body io.Reader) (core.ContainerSpec, error) {
 	var spec core.ContainerSpec
-	if _, err := decodeJSON(body, &spec, false); err != nil {
+	var raw json.RawMessage
+	if _, err := decodeJSON(body, &raw, false); err != nil {
+		return spec, err
+	}
+	if err := json.Unmarshal(raw, &spec); err != nil {
 		if errors.Is(err, rlimit.ErrInvalid) {
 			return spec, core.InvalidArgument("r_limits", errors.Unwrap(err))
 		}
-		return spec, err
+		return spec, bodyError(err)
 	}
-	return spec, nil
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return spec, core.InvalidArgument("body", errors.New("a creation request is a JSON object"))
+	}
+	return spec, checkSpecMembers(members)
 }
 
 type listQuery struct {

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/berth-project/berth/shared/buildinfo"
 )
 
 func TestPingOnEveryPrefix(t *testing.T) {
@@ -48,6 +50,17 @@ func TestVersionShape(t *testing.T) {
 	if len(v.Components) == 0 || v.Components[0].Name != "Podman Engine" || v.Components[0].Details["APIVersion"] != "5.7.0" {
 		t.Errorf("components %+v", v.Components)
 	}
+	// Berth's own build beside the API version it speaks.
+	build := buildinfo.Get()
+	found := false
+	for _, c := range v.Components {
+		if c.Name == "Berth Engine" {
+			found = c.Version == build.Version && c.Details["Commit"] == build.Commit && c.Details["APIVersion"] == "5.7.0"
+		}
+	}
+	if !found {
+		t.Errorf("no Berth Engine component with version %s, commit %s: %+v", build.Version, build.Commit, v.Components)
+	}
 }
 
 func TestInfoDescribesStore(t *testing.T) {
@@ -68,6 +81,9 @@ func TestInfoDescribesStore(t *testing.T) {
 		} `json:"store"`
 		Registries map[string]any                       `json:"registries"`
 		Version    struct{ APIVersion, Version string } `json:"version"`
+		Berth      struct {
+			Name, Version, Commit, GoVersion, APIVersion string
+		} `json:"berth"`
 	}
 	e.do(http.MethodGet, "/libpod/info", nil).expect(t, http.StatusOK).json(t, &info)
 	if info.Host.OS != "linux" || info.Host.CPUs < 1 || info.Host.MemTotal <= 0 || info.Host.OCIRuntime.Name != "runc" {
@@ -84,6 +100,9 @@ func TestInfoDescribesStore(t *testing.T) {
 	}
 	if info.Version.APIVersion != "5.7.0" {
 		t.Errorf("version %+v", info.Version)
+	}
+	if b := buildinfo.Get(); info.Berth.Name != "Berth Engine" || info.Berth.Version != b.Version || info.Berth.Commit != b.Commit || info.Berth.APIVersion != "5.7.0" {
+		t.Errorf("berth %+v", info.Berth)
 	}
 	if _, ok := info.Registries["search"]; !ok {
 		t.Errorf("registries %v", info.Registries)

@@ -436,3 +436,18 @@ func joinNamespaces(ns []specs.LinuxNamespace, join map[specs.LinuxNamespaceType
 	}
 	return ns
 }
+
+// AddMissingEnv appends each "NAME=value" of add whose name env lacks.
+func AddMissingEnv(env, add []string) []string {
+	have := make(map[string]bool, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		have[name] = true
+	}
+	for _, kv := range add {
+		if name, _, _ := strings.Cut(kv, "="); !have[name] {
+			env = append(env, kv)
+		}
+	}
+	return env
+}

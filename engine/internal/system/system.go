@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/imagestore"
+	"github.com/berth-project/berth/shared/buildinfo"
 )
 
 // Config is what the system service reports that it cannot find out itself.
@@ -31,8 +31,9 @@ type Config struct {
 	Runtime string
 	// VolumePath is where named volumes live.
 	VolumePath string
-	// EngineVersion is berth-engine's own version.
-	EngineVersion string
+	// Build is berth-engine's own build (version, commit, Go version);
+	// zero means buildinfo.Get().
+	Build buildinfo.Info
 	// CountContainers counts containers by state; nil counts the store's containers as stopped.
 	CountContainers func(ctx context.Context) (core.ContainerCounts, error)
 	// Containers and Volumes are listed by disk usage (nil: none reported);
@@ -62,18 +63,10 @@ func New(store *imagestore.Store, cfg Config) *Service {
 	if cfg.Runtime == "" {
 		cfg.Runtime = "runc"
 	}
-	if cfg.EngineVersion == "" {
-		cfg.EngineVersion = engineVersion()
+	if cfg.Build.Version == "" {
+		cfg.Build = buildinfo.Get()
 	}
 	return &Service{store: store, cfg: cfg, started: time.Now()}
-}
-
-// engineVersion is the module version of the binary, "dev" for local builds.
-func engineVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		return info.Main.Version
-	}
-	return "0.1.0-dev"
 }
 
 // Version implements core.System.
@@ -85,7 +78,7 @@ func (s *Service) Version(ctx context.Context) (*core.VersionReport, error) {
 		Version:       core.APIVersion,
 		APIVersion:    core.CompatAPIVersion,
 		MinAPIVersion: core.MinCompatAPIVersion,
-		GitCommit:     gitCommit(),
+		GitCommit:     s.gitCommit(),
 		GoVersion:     runtime.Version(),
 		Os:            runtime.GOOS,
 		Arch:          runtime.GOARCH,
@@ -103,12 +96,23 @@ func (s *Service) Version(ctx context.Context) (*core.VersionReport, error) {
 				"Arch":          runtime.GOARCH,
 				"BuildTime":     built.Format(time.RFC3339),
 				"Experimental":  "false",
-				"GitCommit":     gitCommit(),
+				"GitCommit":     s.gitCommit(),
 				"GoVersion":     runtime.Version(),
 				"KernelVersion": kernel,
 				"MinAPIVersion": core.MinAPIVersion,
 				"Os":            runtime.GOOS,
-				"BerthVersion":  s.cfg.EngineVersion,
+				"BerthVersion":  s.cfg.Build.Version,
+				"BerthCommit":   s.cfg.Build.Commit,
+			},
+		},
+		// Berth's own name, version and commit, beside the API version it speaks.
+		{
+			Name:    core.BerthComponent,
+			Version: s.cfg.Build.Version,
+			Details: map[string]string{
+				"Commit":     s.cfg.Build.Commit,
+				"GoVersion":  s.cfg.Build.GoVersion,
+				"APIVersion": core.APIVersion,
 			},
 		},
 		{Name: "Conmon", Version: conmon.Version, Details: map[string]string{"Package": conmon.Package}},
@@ -215,11 +219,18 @@ func (s *Service) Info(ctx context.Context) (*core.Info, error) {
 			APIVersion: core.APIVersion,
 			Version:    core.APIVersion,
 			GoVersion:  runtime.Version(),
-			GitCommit:  gitCommit(),
+			GitCommit:  s.gitCommit(),
 			BuiltTime:  built.Format(time.ANSIC),
 			Built:      built.Unix(),
 			OsArch:     runtime.GOOS + "/" + runtime.GOARCH,
 			Os:         runtime.GOOS,
+		},
+		Berth: core.BerthInfo{
+			Name:       core.BerthComponent,
+			Version:    s.cfg.Build.Version,
+			Commit:     s.cfg.Build.Commit,
+			GoVersion:  s.cfg.Build.GoVersion,
+			APIVersion: core.APIVersion,
 		},
 	}
 	return info, nil
@@ -278,16 +289,13 @@ func (s *Service) builtTime() time.Time {
 	return s.started.UTC().Truncate(time.Second)
 }
 
-// gitCommit is the VCS revision recorded in the binary, if any.
-func gitCommit() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, setting := range info.Settings {
-			if setting.Key == "vcs.revision" {
-				return setting.Value
-			}
-		}
+// gitCommit is the engine's commit for Podman's GitCommit fields, empty
+// when the build does not know it.
+func (s *Service) gitCommit() string {
+	if s.cfg.Build.Commit == "unknown" {
+		return ""
 	}
-	return ""
+	return s.cfg.Build.Commit
 }
 
 // kernelVersion is the running kernel's release.

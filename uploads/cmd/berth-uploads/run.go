@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/berth-project/berth/shared/buildinfo"
 	"github.com/berth-project/berth/shared/server"
 	"github.com/berth-project/berth/uploads/internal/api"
 	"github.com/berth-project/berth/uploads/internal/files"
@@ -46,6 +47,8 @@ type options struct {
 	pollInterval    time.Duration
 	lease           time.Duration
 	workers         int
+	// version asks for the version line instead of serving.
+	version bool
 }
 
 func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
@@ -69,6 +72,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	poll := fs.String("poll-interval", env("POLL_INTERVAL", "1s"), "how often the worker looks for uploads to process ($BERTH_UPLOADS_POLL_INTERVAL)")
 	lease := fs.String("processing-lease", env("PROCESSING_LEASE", "15s"), "how long a worker's claim on an upload lasts unrenewed ($BERTH_UPLOADS_PROCESSING_LEASE)")
 	workers := fs.String("workers", env("WORKERS", "1"), "processing workers in this process ($BERTH_UPLOADS_WORKERS)")
+	fs.BoolVar(&o.version, "version", false, "print the version, commit and Go version, then exit")
 	if err := fs.Parse(args[1:]); err != nil {
 		return o, err
 	}
@@ -154,6 +158,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if err != nil {
 		return err
+	}
+	if o.version {
+		fmt.Fprintln(stdout, buildinfo.Get().String("berth-uploads"))
+		return nil
 	}
 	level, _ := server.ParseLevel(o.logLevel)
 	logger := server.NewLogger(stderr, o.logFormat, level)

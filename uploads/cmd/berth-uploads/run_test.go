@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/shared/buildinfo"
 )
 
 type syncBuffer struct {
@@ -178,5 +180,14 @@ func TestParseSize(t *testing.T) {
 		if _, err := parseSize(bad); err == nil {
 			t.Errorf("parseSize(%q) accepted", bad)
 		}
+	}
+}
+
+func TestRunVersion(t *testing.T) {
+	var stdout strings.Builder
+	err := run(context.Background(), []string{"berth-uploads", "--version"}, func(string) string { return "" }, &stdout, io.Discard)
+	want := buildinfo.Get().String("berth-uploads") + "\n"
+	if err != nil || stdout.String() != want {
+		t.Fatalf("--version: %q %v, want %q", stdout.String(), err, want)
 	}
 }

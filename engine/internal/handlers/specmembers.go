@@ -1,0 +1,236 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// Nothing in a creation request is silently ignored: every member of
+// Podman's SpecGenerator JSON that a client sends either takes effect (a
+// member of core.ContainerSpec), holds a value that matches what the engine
+// does anyway (specDefaults), or is refused with a 400 naming it. A member
+// whose value is JSON's zero (null, false, 0, "", [], {}) asks for nothing
+// and passes.
+
+// specMembers are the JSON names of core.ContainerSpec's fields: the
+// members that take effect.
+var specMembers = func() map[string]bool {
+	out := map[string]bool{}
+	t := reflect.TypeOf(core.ContainerSpec{})
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out[name] = true
+		}
+	}
+	return out
+}()
+
+// specDefaults are members the engine has no field for, with the values it
+// honours without one: what podman --remote 4.3.1 sends by default, which
+// describes what the engine does anyway. Any other value is refused.
+var specDefaults = map[string]func(json.RawMessage) error{
+	// The engine runs no systemd mode: "true" only enables it for a command
+	// that is systemd or init, which the engine then runs as any command.
+	"systemd":      stringIn("true", "false"),
+	"sdnotifyMode": stringIn("container", "ignore"),
+	// conmon writes the k8s-file log.
+	"log_configuration": func(raw json.RawMessage) error {
+		var lc struct {
+			Driver string            `json:"driver"`
+			Path   string            `json:"path"`
+			Size   int64             `json:"size"`
+			Tag    string            `json:"tag"`
+			Opts   map[string]string `json:"options"`
+		}
+		if err := strictUnmarshal(raw, &lc); err != nil {
+			return err
+		}
+		if lc.Driver != "" && lc.Driver != "k8s-file" {
+			return fmt.Errorf("log driver %q is not supported (k8s-file)", lc.Driver)
+		}
+		if lc.Path != "" || lc.Size != 0 || lc.Tag != "" || len(lc.Opts) > 0 {
+			return errors.New("log path, size, tag and options are not supported")
+		}
+		return nil
+	},
+	"seccomp_policy": stringIn("default"),
+	"cgroups_mode":   stringIn("enabled"),
+	// Storage is always volatile (see docs/engine.md).
+	"volatile": boolIs(true),
+	// The engine adds no /etc/passwd entry for users missing from it.
+	"manage_password": boolIs(true),
+	// The engine runs without user namespaces: only the host's mappings.
+	"idmappings": func(raw json.RawMessage) error {
+		var m struct {
+			HostUIDMapping bool            `json:"HostUIDMapping"`
+			HostGIDMapping bool            `json:"HostGIDMapping"`
+			UIDMap         json.RawMessage `json:"UIDMap"`
+			GIDMap         json.RawMessage `json:"GIDMap"`
+			AutoUserNs     bool            `json:"AutoUserNs"`
+			AutoUserNsOpts json.RawMessage `json:"AutoUserNsOpts"`
+		}
+		if err := strictUnmarshal(raw, &m); err != nil {
+			return err
+		}
+		if !isZeroJSON(m.UIDMap) || !isZeroJSON(m.GIDMap) || m.AutoUserNs || !zeroJSON(m.AutoUserNsOpts, true) {
+			return errors.New("user namespace mappings are not supported")
+		}
+		return nil
+	},
+	// Namespaces the engine always makes the same way.
+	"ipcns":    namespaceIn("private", "shareable"),
+	"utsns":    namespaceIn("private"),
+	"cgroupns": namespaceIn("host"),
+	"userns":   namespaceIn("host"),
+}
+
+// specRefusedValues are values of members the engine has a field for but
+// cannot honour yet; the member is named in the 400.
+var specRefusedValues = map[string]func(json.RawMessage) error{
+	// Bridge networks, and sharing another container's network, are not
+	// implemented: refused rather than run on a private namespace.
+	"netns": func(raw json.RawMessage) error {
+		var ns core.Namespace
+		if err := json.Unmarshal(raw, &ns); err != nil {
+			return nil // the typed decode reports it
+		}
+		switch ns.NSMode {
+		case "bridge", "container", "slirp4netns", "pasta":
+			return fmt.Errorf("network mode %q is not supported yet (none, host, private, path)", ns.NSMode)
+		}
+		return nil
+	},
+}
+
+// checkSpecMembers refuses the members of a creation request that would
+// otherwise be ignored, naming the first one (in name order).
+func checkSpecMembers(members map[string]json.RawMessage) error {
+	names := make([]string, 0, len(members))
+	for name := range members {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		raw := members[name]
+		if name == "" && !isZeroJSON(raw) {
+			return core.InvalidArgument("body", errors.New("a member has an empty name"))
+		}
+		if check, ok := specRefusedValues[name]; ok {
+			if err := check(raw); err != nil {
+				return core.InvalidArgument(name, err)
+			}
+		}
+		if specMembers[name] || isZeroJSON(raw) {
+			continue
+		}
+		check, ok := specDefaults[name]
+		if !ok {
+			return core.InvalidArgument(name, errors.New("this engine does not support it"))
+		}
+		if err := check(raw); err != nil {
+			return core.InvalidArgument(name, err)
+		}
+	}
+	return nil
+}
+
+// isZeroJSON reports whether raw is null, false, 0, "", an empty array or
+// an empty object. An object with members is not zero even when their values
+// are (a map's keys carry meaning: {"default": {}} names a network).
+func isZeroJSON(raw json.RawMessage) bool {
+	return zeroJSON(raw, false)
+}
+
+// zeroJSON is isZeroJSON; with deep, an object whose members are all zero
+// is zero too (for structures such as idmappings' AutoUserNsOpts).
+func zeroJSON(raw json.RawMessage, deep bool) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return true
+	}
+	switch raw[0] {
+	case '{':
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil || (!deep && len(m) > 0) {
+			return false
+		}
+		for _, v := range m {
+			if !zeroJSON(v, deep) {
+				return false
+			}
+		}
+		return true
+	case '[':
+		var a []json.RawMessage
+		return json.Unmarshal(raw, &a) == nil && len(a) == 0
+	case '"':
+		return string(raw) == `""`
+	case 'n':
+		return string(raw) == "null"
+	case 'f':
+		return string(raw) == "false"
+	default:
+		var n float64
+		return json.Unmarshal(raw, &n) == nil && n == 0
+	}
+}
+
+func strictUnmarshal(raw json.RawMessage, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return fmt.Errorf("not understood: %w", err)
+	}
+	return nil
+}
+
+func stringIn(allowed ...string) func(json.RawMessage) error {
+	return func(raw json.RawMessage) error {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return errors.New("expected a string")
+		}
+		for _, a := range allowed {
+			if s == a {
+				return nil
+			}
+		}
+		return fmt.Errorf("%q is not supported (%s)", s, strings.Join(allowed, ", "))
+	}
+}
+
+func boolIs(want bool) func(json.RawMessage) error {
+	return func(raw json.RawMessage) error {
+		var b bool
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return errors.New("expected a boolean")
+		}
+		if b != want {
+			return fmt.Errorf("only %t is supported", want)
+		}
+		return nil
+	}
+}
+
+func namespaceIn(modes ...string) func(json.RawMessage) error {
+	return func(raw json.RawMessage) error {
+		var ns core.Namespace
+		if err := strictUnmarshal(raw, &ns); err != nil {
+			return err
+		}
+		for _, m := range modes {
+			if ns.NSMode == m && ns.Value == "" {
+				return nil
+			}
+		}
+		return fmt.Errorf("mode %q is not supported (%s)", ns.NSMode, strings.Join(modes, ", "))
+	}
+}

@@ -1,0 +1,98 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// TestSpecMembersAcceptPodmanDefaults: the body podman --remote run 4.3.1
+// sends (captured, with --init and --secret) decodes without a refusal.
+func TestSpecMembersAcceptPodmanDefaults(t *testing.T) {
+	body, err := os.ReadFile("testdata/create-podman-4.3.1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := decodeSpec(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !spec.Init || !spec.HTTPProxy || len(spec.Secrets) != 2 || spec.SecretEnv["TOKEN"] != "s3" {
+		t.Fatalf("decoded %+v", spec)
+	}
+}
+
+// TestSpecMembersRefused: a member the engine would ignore is a 400 naming
+// it; zero values and the defaults it honours pass.
+func TestSpecMembersRefused(t *testing.T) {
+	for _, tc := range []struct {
+		member, value string
+		refused       bool
+	}{
+		{"colour", `"red"`, true},
+		{"colour", `""`, false},
+		{"colour", `{}`, false},
+		{"colour", `{"a":null}`, true},
+		{"devices", `[{"path":"/dev/null"}]`, true},
+		{"Networks", `{"default":{"interface_name":""}}`, true},
+		{"Networks", `{}`, false},
+		{"Networks", `null`, false},
+		{"portmappings", `[{"container_port":80,"host_port":8080}]`, true},
+		{"publish_image_ports", `true`, true},
+		{"expose", `{"90":"tcp"}`, true},
+		{"pod", `"p1"`, true},
+		{"netns", `{"nsmode":"bridge"}`, true},
+		{"netns", `{"nsmode":"container","value":"abc"}`, true},
+		{"netns", `{"nsmode":"none"}`, false},
+		{"systemd", `"always"`, true},
+		{"systemd", `"false"`, false},
+		{"sdnotifyMode", `"conmon"`, true},
+		{"log_configuration", `{"driver":"journald"}`, true},
+		{"log_configuration", `{"driver":"k8s-file"}`, false},
+		{"log_configuration", `{"driver":"k8s-file","size":100}`, true},
+		{"seccomp_policy", `"image"`, true},
+		{"cgroups_mode", `"disabled"`, true},
+		{"idmappings", `{"HostUIDMapping":false,"UIDMap":[{"container_id":0,"host_id":1000,"size":1}]}`, true},
+		{"idmappings", `{"AutoUserNs":true}`, true},
+		{"ipcns", `{"nsmode":"host"}`, true},
+		{"ipcns", `{"nsmode":"private"}`, false},
+		{"utsns", `{"nsmode":"host"}`, true},
+		{"userns", `{"nsmode":"auto"}`, true},
+		{"cgroupns", `{"nsmode":"private"}`, true},
+		{"use_image_hosts", `true`, true},
+		{"volatile", `true`, false},
+		{"manage_password", `true`, false},
+		{"init_container_type", `"always"`, true},
+	} {
+		body := `{"image":"busybox","` + tc.member + `":` + tc.value + `}`
+		_, err := decodeSpec(strings.NewReader(body))
+		var fe *core.FieldError
+		switch {
+		case tc.refused && (!errors.As(err, &fe) || fe.Field != tc.member):
+			t.Errorf("%s: %v, want a 400 naming %s", body, err, tc.member)
+		case !tc.refused && err != nil:
+			t.Errorf("%s: %v, want it accepted", body, err)
+		}
+	}
+}
+
+// TestSpecMembersTakeEffect: every member of core.ContainerSpec is known
+// to the refusal check, so none of them is refused for being unknown.
+func TestSpecMembersTakeEffect(t *testing.T) {
+	var members map[string]json.RawMessage
+	full, _ := json.Marshal(core.ContainerSpec{Name: "x", Image: "busybox", Init: true, HTTPProxy: true})
+	json.Unmarshal(full, &members)
+	for name := range members {
+		if !specMembers[name] {
+			t.Errorf("%s is not a known member", name)
+		}
+	}
+	if len(specMembers) < 50 {
+		t.Fatalf("only %d members known", len(specMembers))
+	}
+}
