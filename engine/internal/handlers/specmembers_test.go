@@ -45,7 +45,6 @@ func TestSpecMembersRefused(t *testing.T) {
 		{"portmappings", `[{"container_port":80,"host_port":8080}]`, true},
 		{"publish_image_ports", `true`, true},
 		{"expose", `{"90":"tcp"}`, true},
-		{"pod", `"p1"`, true},
 		{"netns", `{"nsmode":"bridge"}`, true},
 		{"netns", `{"nsmode":"container","value":"abc"}`, true},
 		{"netns", `{"nsmode":"none"}`, false},

@@ -217,6 +217,14 @@ func TestPodListFilters(t *testing.T) {
 		{`{"until":["-1h"]}`, "alpha,beta,gamma"},
 		{`{"network":["podman"]}`, ""},
 		{`{"name":["a"],"status":["created"]}`, "beta,gamma"},
+		// Several values of one filter: any may match (label: all must hold).
+		{`{"name":["^alpha$","^gamma$"]}`, "alpha,gamma"},
+		{`{"id":["` + a[:10] + `","nope"]}`, "alpha"},
+		{`{"status":["running","created"]}`, "alpha,beta,gamma"},
+		{`{"ctr-number":["0","2"]}`, "alpha,gamma"},
+		{`{"ctr-status":["running","created"]}`, "alpha,beta"},
+		{`{"label!":["tier=web","tier=db"]}`, "gamma"},
+		{`{"name":["^alpha$","^beta$"],"label":["env"]}`, "alpha"},
 	}
 	for _, c := range cases {
 		var list []struct{ Name string }
