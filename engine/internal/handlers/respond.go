@@ -103,7 +103,7 @@ func writeNoContent(w http.ResponseWriter) {
 
 // notFound answers unknown paths with the engine error body.
 func notFound(w http.ResponseWriter, r *http.Request) {
-	apierror.WriteEngine(w, http.StatusNotFound, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, errNoRoute))
+	apierror.WriteEngine(w, http.StatusNotFound, fmt.Errorf("%s %s: %w", apierror.Echo(r.Method), apierror.Echo(r.URL.Path), errNoRoute))
 }
 
 // methodNotAllowed answers a path that the router knows, called with another
@@ -120,7 +120,7 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if _, ok := matchSegments(pattern, path); ok {
-			apierror.WriteEngine(w, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed for %s", r.Method, r.URL.Path))
+			apierror.WriteEngine(w, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed for %s", apierror.Echo(r.Method), apierror.Echo(r.URL.Path)))
 			return
 		}
 	}

@@ -14,7 +14,7 @@ import (
 
 // A temporary left by a crashed write is removed while the service runs, not only at the
 // next start; a fresh one (a write in progress) stays.
-func TestCleanTempWhileRunning(t *testing.T) {
+func TestSweepTempWhileRunning(t *testing.T) {
 	dataDir := t.TempDir()
 	tree, err := files.New(dataDir)
 	if err != nil {
@@ -28,7 +28,7 @@ func TestCleanTempWhileRunning(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		cleanTempEvery(ctx, tree, slog.New(slog.NewTextHandler(io.Discard, nil)), 20*time.Millisecond, time.Minute)
+		sweepTempEvery(ctx, tree, slog.New(slog.NewTextHandler(io.Discard, nil)), 20*time.Millisecond)
 	}()
 	defer func() { cancel(); <-done }()
 

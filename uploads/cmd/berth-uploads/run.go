@@ -25,13 +25,10 @@ import (
 	"github.com/berth-project/berth/uploads/internal/store"
 )
 
-// staleTemp is how long a temporary file of a PUT may go untouched before the service
-// takes it for the leftover of a crash; it looks for such leftovers at start and then
-// every staleTempSweep.
-const (
-	staleTemp      = time.Hour
-	staleTempSweep = 15 * time.Minute
-)
+// tempSweep is how often the service removes the temporaries of PUTs whose
+// writer is gone (a crashed process, here or in a replica on the same host);
+// it also sweeps at start.
+const tempSweep = time.Minute
 
 // options are the command line, each flag defaulting to its environment variable.
 type options struct {
@@ -187,7 +184,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	cleanTemp(tree, logger, staleTemp)
+	sweepTemp(tree, logger)
 
 	checks := map[string]server.Check{"database": st.Ping}
 	deployer, err := newDeployer(o, logger, checks)
@@ -225,7 +222,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		cleanTempEvery(workCtx, tree, logger, staleTempSweep, staleTemp)
+		sweepTempEvery(workCtx, tree, logger, tempSweep)
 	}()
 	for _, w := range workers {
 		wg.Add(1)
@@ -242,19 +239,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return serveErr
 }
 
-// cleanTemp removes the temporaries of writes that a crash interrupted (untouched for
-// olderThan).
-func cleanTemp(tree *files.Tree, logger *slog.Logger, olderThan time.Duration) {
-	if n, err := tree.CleanTemp(olderThan); err != nil {
-		logger.Warn("cleaning stale temporary files failed", "err", err)
+// sweepTemp removes the temporaries of writes whose writer is gone.
+func sweepTemp(tree *files.Tree, logger *slog.Logger) {
+	if n, err := tree.SweepTemp(); err != nil {
+		logger.Warn("sweeping temporary files failed", "err", err)
 	} else if n > 0 {
-		logger.Info("removed stale temporary files of interrupted writes", "count", n)
+		logger.Info("removed temporary files of interrupted writes", "count", n)
 	}
 }
 
-// cleanTempEvery runs cleanTemp every interval until ctx is done, so that leftovers of a
-// crash do not wait for the next restart (which may be a long way off).
-func cleanTempEvery(ctx context.Context, tree *files.Tree, logger *slog.Logger, every, olderThan time.Duration) {
+// sweepTempEvery runs sweepTemp every interval until ctx is done, so that
+// leftovers of a crashed replica do not wait for a restart.
+func sweepTempEvery(ctx context.Context, tree *files.Tree, logger *slog.Logger, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -262,7 +258,7 @@ func cleanTempEvery(ctx context.Context, tree *files.Tree, logger *slog.Logger, 
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			cleanTemp(tree, logger, olderThan)
+			sweepTemp(tree, logger)
 		}
 	}
 }

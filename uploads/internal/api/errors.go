@@ -58,7 +58,7 @@ func problemFor(err error) (*requestError, bool) {
 			extra: map[string]any{"state": string(se.Status), "allowedStates": allowed}}, true
 	case errors.As(err, &pe):
 		return &requestError{status: http.StatusBadRequest, slug: "invalid-path", title: "Invalid file path", detail: pe.Error(),
-			extra: map[string]any{"reason": pe.Reason, "path": pe.Path}}, true
+			extra: map[string]any{"reason": pe.Reason, "path": apierror.Echo(pe.Path)}}, true
 	case errors.Is(err, files.ErrRootRefused):
 		return &requestError{status: http.StatusBadRequest, slug: "root-refused", title: "The upload root cannot be written or deleted", detail: err.Error()}, true
 	case errors.Is(err, files.ErrNotExist):
@@ -105,13 +105,13 @@ func writeProblem(w http.ResponseWriter, r *http.Request, re *requestError) {
 		extra["uuid"] = id.String()
 	}
 	if p := filePathFrom(r); p != "" {
-		extra["path"] = p
+		extra["path"] = apierror.Echo(p)
 	}
 	apierror.WriteProblem(w, apierror.Problem{Type: problemBase + re.slug, Title: re.title, Status: re.status, Detail: re.detail, Extra: extra})
 }
 
 func (s *Server) routeNotFound(w http.ResponseWriter, r *http.Request) {
-	writeProblem(w, r, &requestError{status: http.StatusNotFound, slug: "route-not-found", title: "Not found", detail: fmt.Sprintf("no endpoint at %s", r.URL.Path)})
+	writeProblem(w, r, &requestError{status: http.StatusNotFound, slug: "route-not-found", title: "Not found", detail: fmt.Sprintf("no endpoint at %s", apierror.Echo(r.URL.Path))})
 }
 
 // methodNotAllowed answers 405 with an Allow header listing every method routed for
@@ -153,7 +153,7 @@ func methodNotAllowed(routes chi.Routes) http.HandlerFunc {
 		sort.Strings(allowed)
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
 		writeProblem(w, r, &requestError{status: http.StatusMethodNotAllowed, slug: "method-not-allowed", title: "Method not allowed",
-			detail: fmt.Sprintf("%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(allowed, ", "))})
+			detail: fmt.Sprintf("%s is not allowed on %s; allowed: %s", apierror.Echo(r.Method), apierror.Echo(r.URL.Path), strings.Join(allowed, ", "))})
 	}
 }
 

@@ -130,7 +130,8 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
 		capSize = math.MaxInt64 - 1
 	}
 	if lim.MaxUploadSize > 0 {
-		room := max(lim.MaxUploadSize-uploadFrom(r).Bytes+s.tree.FileSize(id.String(), rel), 0)
+		// Temporaries (writes in progress, leftovers of killed ones) count too.
+		room := max(lim.MaxUploadSize-uploadFrom(r).Bytes-s.tree.TempBytes(id.String())+s.tree.FileSize(id.String(), rel), 0)
 		if room < capSize {
 			capSize, capLimit = room, "maxUploadSize"
 		}

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/berth-project/berth/shared/apierror"
 )
 
 // Root is the normalized name of an upload's top directory.
@@ -28,7 +30,10 @@ type PathError struct {
 	Reason string
 }
 
-func (e *PathError) Error() string { return fmt.Sprintf("invalid path %q: %s", e.Path, e.Reason) }
+// Error quotes the path, cut to apierror.MaxEcho bytes.
+func (e *PathError) Error() string {
+	return fmt.Sprintf("invalid path %q: %s", apierror.Echo(e.Path), e.Reason)
+}
 
 // Unwrap makes errors.Is(err, ErrInvalidPath) true.
 func (e *PathError) Unwrap() error { return ErrInvalidPath }

@@ -85,27 +85,66 @@ func New(dataDir string) (*Tree, error) {
 	return t, nil
 }
 
-// CleanTemp removes temporary files that no write has touched for olderThan: leftovers
-// of a process that died mid-PUT. Writes in progress (here or in another replica sharing
-// the directory) keep their temporaries fresh and are left alone. It returns how many
-// it removed.
-func (t *Tree) CleanTemp(olderThan time.Duration) (int, error) {
+// tempGrace is how young an unlocked temporary may be and still be left
+// alone by SweepTemp: the moment between its creation and its writer's lock.
+const tempGrace = 30 * time.Second
+
+// SweepTemp removes the temporaries whose writer is gone: a writer holds an
+// exclusive flock on its temporary for as long as it exists, and the kernel
+// releases it when the writer's process dies, however it dies. Temporaries
+// of writes in progress (here or in another process sharing the directory)
+// are left alone. It returns how many it removed.
+func (t *Tree) SweepTemp() (int, error) {
 	matches, err := filepath.Glob(filepath.Join(t.base, "*", tmpDir, "put-*"))
 	if err != nil {
 		return 0, err
 	}
 	removed := 0
-	cutoff := time.Now().Add(-olderThan)
+	cutoff := time.Now().Add(-tempGrace)
 	for _, m := range matches {
 		fi, err := os.Lstat(m)
 		if err != nil || !fi.Mode().IsRegular() || fi.ModTime().After(cutoff) {
 			continue
 		}
-		if err := os.Remove(m); err == nil {
+		if writerGone(m) && os.Remove(m) == nil {
 			removed++
 		}
 	}
 	return removed, nil
+}
+
+// writerGone reports whether nobody holds the lock of temporary path.
+func writerGone(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return false
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return true
+}
+
+// TempBytes is the size of upload id's temporaries: writes in progress and
+// what killed writers left until SweepTemp removes it. They count against
+// the upload's size limit while they exist.
+func (t *Tree) TempBytes(id string) int64 {
+	entries, err := os.ReadDir(filepath.Join(t.base, id, tmpDir))
+	if err != nil {
+		return 0
+	}
+	var total int64
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if info, err := e.Info(); err == nil {
+			total += info.Size()
+		}
+	}
+	return total
 }
 
 // Dir is the absolute directory holding the files of upload id.
@@ -212,7 +251,7 @@ func (t *Tree) Put(id, rel string, body io.Reader, sizeHint, maxSize int64, rese
 		return 0, err
 	}
 	defer root.Close()
-	tmpName, n, err := t.writeTemp(root, body, sizeHint, maxSize)
+	tmp, tmpName, n, err := t.writeTemp(root, body, sizeHint, maxSize)
 	if err != nil {
 		return 0, err
 	}
@@ -221,6 +260,9 @@ func (t *Tree) Put(id, rel string, body io.Reader, sizeHint, maxSize int64, rese
 		if !committed {
 			_ = root.Remove(tmpName)
 		}
+		// Closing releases the writer's lock (see SweepTemp), once the
+		// temporary is renamed into place or gone.
+		tmp.Close()
 	}()
 
 	unlock := t.lock(id)
@@ -273,32 +315,36 @@ func readErrWrite(err error) error {
 	return err
 }
 
-func (t *Tree) writeTemp(root *os.Root, body io.Reader, sizeHint, maxSize int64) (string, int64, error) {
+// writeTemp writes body into a new temporary of root and returns it open:
+// its writer's exclusive lock lasts until the caller closes it.
+func (t *Tree) writeTemp(root *os.Root, body io.Reader, sizeHint, maxSize int64) (*os.File, string, int64, error) {
 	var rnd [12]byte
 	_, _ = rand.Read(rnd[:])
 	name := path.Join(tmpDir, "put-"+hex.EncodeToString(rnd[:]))
 	if err := root.MkdirAll(tmpDir, 0o750); err != nil {
-		return "", 0, fmt.Errorf("create temporary directory: %w", err)
+		return nil, "", 0, fmt.Errorf("create temporary directory: %w", err)
 	}
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
 	if err != nil {
-		return "", 0, fmt.Errorf("create temporary file: %w", err)
+		return nil, "", 0, fmt.Errorf("create temporary file: %w", err)
 	}
-	n, err := t.copyBody(&writeback{f: f}, io.LimitReader(body, maxSize+1), sizeHint)
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	var n int64
+	if err == nil {
+		n, err = t.copyBody(&writeback{f: f}, io.LimitReader(body, maxSize+1), sizeHint)
+	}
 	if err == nil && n > maxSize {
 		err = &LimitError{Limit: "maxFileSize", Max: maxSize}
 	}
 	if err == nil {
 		err = f.Sync()
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
 		_ = root.Remove(name)
-		return "", 0, err
+		f.Close()
+		return nil, "", 0, err
 	}
-	return name, n, nil
+	return f, name, n, nil
 }
 
 // Delete removes rel of upload id, a directory with everything below it, and then tells

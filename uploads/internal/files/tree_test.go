@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -419,25 +420,83 @@ func TestPutSizeHintLies(t *testing.T) {
 	}
 }
 
-func TestCleanTemp(t *testing.T) {
+// TestSweepTemp: a temporary whose writer is gone goes at the next sweep,
+// whatever its age (before: only after an hour untouched); one whose writer
+// still holds it stays however old, and so does a fresh one.
+func TestSweepTemp(t *testing.T) {
 	tr := newTree(t)
 	tmp := filepath.Join(tr.base, testID, tmpDir)
-	old, fresh := filepath.Join(tmp, "put-old"), filepath.Join(tmp, "put-fresh")
-	for _, p := range []string{old, fresh} {
+	gone, killed, held, fresh := filepath.Join(tmp, "put-gone"), filepath.Join(tmp, "put-killed"), filepath.Join(tmp, "put-held"), filepath.Join(tmp, "put-fresh")
+	for _, p := range []string{gone, killed, held, fresh} {
 		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	past := time.Now().Add(-2 * time.Hour)
-	os.Chtimes(old, past, past)
-	n, err := tr.CleanTemp(time.Hour)
-	if err != nil || n != 1 {
-		t.Fatalf("CleanTemp = %d, %v", n, err)
+	lock := func(p string) *os.File {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			t.Fatal(err)
+		}
+		return f
 	}
-	if _, err := os.Stat(old); !os.IsNotExist(err) {
-		t.Fatal("stale temporary kept")
+	// A writer that died: its lock went with it.
+	lock(killed).Close()
+	writer := lock(held)
+	defer writer.Close()
+	past := time.Now().Add(-time.Minute)
+	for _, p := range []string{gone, killed, held} {
+		os.Chtimes(p, past, past)
 	}
-	if _, err := os.Stat(fresh); err != nil {
-		t.Fatal("fresh temporary removed")
+	if got := tr.TempBytes(testID); got != 4 {
+		t.Fatalf("TempBytes = %d, want 4", got)
+	}
+	n, err := tr.SweepTemp()
+	if err != nil || n != 2 {
+		t.Fatalf("SweepTemp = %d, %v; want 2", n, err)
+	}
+	for _, p := range []string{gone, killed} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s kept", filepath.Base(p))
+		}
+	}
+	for _, p := range []string{held, fresh} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed", filepath.Base(p))
+		}
+	}
+}
+
+// TestPutHoldsItsTemporary: while a PUT's body streams, its temporary is
+// locked (a sweep leaves it alone) and counted by TempBytes.
+func TestPutHoldsItsTemporary(t *testing.T) {
+	tr := newTree(t)
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := tr.Put(testID, "slow", pr, -1, 1<<20, func(Change) error { return nil })
+		done <- err
+	}()
+	if _, err := pw.Write([]byte("partial")); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(tr.base, testID, tmpDir)
+	matches, _ := filepath.Glob(filepath.Join(tmp, "put-*"))
+	if len(matches) != 1 {
+		t.Fatalf("temporaries %v", matches)
+	}
+	past := time.Now().Add(-time.Minute)
+	os.Chtimes(matches[0], past, past)
+	if n, _ := tr.SweepTemp(); n != 0 {
+		t.Fatal("swept the temporary of a write in progress")
+	}
+	pw.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.TempBytes(testID); got != 0 {
+		t.Fatalf("TempBytes after the write = %d", got)
 	}
 }
