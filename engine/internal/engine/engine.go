@@ -115,6 +115,11 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		e.Close()
 		return nil, err
 	}
+	builder, err := openBuilder(logger, cfg, images, transfer, ctrs)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: builder: %w", err)
+	}
 
 	sys := system.New(images, system.Config{
 		Listen:      cfg.Listen,
@@ -161,6 +166,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		Exec:        e.streams.exec,
 		Events:      e.streams.events,
 		Health:      e.streams.health,
+		Build:       builder,
 		Ready: map[string]server.Check{
 			"storage": func(context.Context) error {
 				_, err := images.Storage().GraphDriver()

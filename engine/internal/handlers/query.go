@@ -50,6 +50,18 @@ func decodeValues(values url.Values, dst any) error {
 	return nil
 }
 
+// queryNames lists the parameter names of a struct's `query` tags.
+func queryNames(v any) []string {
+	t := reflect.TypeOf(v)
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		if name := t.Field(i).Tag.Get("query"); name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
 // setField parses given into a field of one of decodeQuery's supported types.
 func setField(f reflect.Value, given []string) error {
 	last := given[len(given)-1]

@@ -65,4 +65,5 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	registerTopRoutes(r, s)
 	registerEventRoutes(r, s)
 	registerHealthcheckRoutes(r, s)
+	registerBuildRoutes(r, s)
 }

@@ -39,6 +39,8 @@ type Deps struct {
 	Exec ExecSessions
 	// Events is the engine's event stream.
 	Events EventSource
+	// Build builds images from a Containerfile.
+	Build core.Builder
 	// Health runs healthchecks on request.
 	Health HealthChecker
 	// Ready checks are reported by /readyz.
