@@ -23,15 +23,14 @@ import (
 var defaultContainerfiles = []string{"Containerfile", "Dockerfile"}
 
 // readContainerfiles reads the named files inside the context (several are
-// concatenated, as Buildah does) and returns their text and the context
-// paths they were read from.
-func readContainerfiles(contextDir string, names []string) ([]byte, []string, error) {
+// concatenated, as Buildah does).
+func readContainerfiles(contextDir string, names []string) ([]byte, error) {
 	const field = "dockerfile"
 	if len(names) == 0 {
 		for _, name := range defaultContainerfiles {
 			p, err := securejoin.SecureJoin(contextDir, name)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
 				names = []string{name}
@@ -39,32 +38,30 @@ func readContainerfiles(contextDir string, names []string) ([]byte, []string, er
 			}
 		}
 		if len(names) == 0 {
-			return nil, nil, core.InvalidArgument(field, errors.New("the context has no Containerfile or Dockerfile"))
+			return nil, core.InvalidArgument(field, errors.New("the context has no Containerfile or Dockerfile"))
 		}
 	}
 	var all bytes.Buffer
-	var read []string
 	for _, name := range names {
 		if strings.Contains(name, "://") {
-			return nil, nil, core.InvalidArgument(field, fmt.Errorf("%q: Containerfiles given by URL are not supported", name))
+			return nil, core.InvalidArgument(field, fmt.Errorf("%q: Containerfiles given by URL are not supported", name))
 		}
 		rel := strings.TrimPrefix(path.Clean("/"+name), "/")
 		p, err := securejoin.SecureJoin(contextDir, rel)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		data, err := os.ReadFile(p)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, core.InvalidArgument(field, fmt.Errorf("%q is not in the build context", name))
+			return nil, core.InvalidArgument(field, fmt.Errorf("%q is not in the build context", name))
 		}
 		if err != nil {
-			return nil, nil, core.InvalidArgument(field, fmt.Errorf("%q: %w", name, err))
+			return nil, core.InvalidArgument(field, fmt.Errorf("%q: %w", name, err))
 		}
 		all.Write(data)
 		all.WriteByte('\n')
-		read = append(read, rel)
 	}
-	return all.Bytes(), read, nil
+	return all.Bytes(), nil
 }
 
 // parseContainerfile parses text into stages and the ARGs declared before

@@ -132,13 +132,16 @@ func extractContext(r io.Reader, dir string, limit int64) (*buildContext, error)
 }
 
 // entryName cleans a tar entry name into a slash path relative to the
-// context root, refusing names that leave it.
+// context root, refusing names with ".." elements.
 func entryName(raw string) (string, error) {
 	if raw == "" || strings.ContainsRune(raw, 0) {
 		return "", core.InvalidArgument(contextField, fmt.Errorf("entry name %q is invalid", raw))
 	}
-	if path.IsAbs(raw) {
-		return "", core.InvalidArgument(contextField, fmt.Errorf("entry %q has an absolute path", raw))
+	// A leading slash is dropped, as tar does (Podman's client sends the
+	// files of secrets that way too).
+	raw = strings.TrimLeft(raw, "/")
+	if raw == "" {
+		return ".", nil
 	}
 	for _, part := range strings.Split(raw, "/") {
 		if part == ".." {

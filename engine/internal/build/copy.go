@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/containers/storage"
 	"github.com/containers/storage/pkg/archive"
@@ -256,7 +257,19 @@ func (j *job) walkSource(src *copySource, m match, visit func(rel, abs string, f
 // copyOwner is the owner and mode COPY gives what it writes.
 type copyOwner struct {
 	uid, gid int
-	mode     *os.FileMode
+	// keep keeps each source file's owner (COPY --from without --chown).
+	keep bool
+	mode *os.FileMode
+}
+
+// ownerOf is who owns a copied file.
+func (o copyOwner) ownerOf(fi fs.FileInfo) (int, int) {
+	if o.keep {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			return int(st.Uid), int(st.Gid)
+		}
+	}
+	return o.uid, o.gid
 }
 
 // parseOwner resolves --chown and --chmod against the destination rootfs.
@@ -345,6 +358,7 @@ func (j *job) copyLike(st *imageState, sc *stageContext, src *copySource, sd ins
 			if err != nil {
 				return err
 			}
+			owner.keep = chown == "" && !src.context
 			return j.copyInto(rootfs, st.doc.Config.WorkingDir, src, sd, owner, unpack)
 		})
 	}, createdBy, false)
@@ -502,7 +516,7 @@ func copyEntry(abs string, fi fs.FileInfo, dir, name string, owner copyOwner) er
 		if err != nil {
 			return err
 		}
-		err = writeInto(dir, name, f, mode, owner)
+		err = writeInto(dir, name, f, mode, copyOwner{})
 		f.Close()
 		if err != nil {
 			return err
@@ -510,7 +524,8 @@ func copyEntry(abs string, fi fs.FileInfo, dir, name string, owner copyOwner) er
 	default:
 		return fmt.Errorf("%s: only files, directories and symlinks can be copied", name)
 	}
-	if err := os.Lchown(target, owner.uid, owner.gid); err != nil {
+	uid, gid := owner.ownerOf(fi)
+	if err := os.Lchown(target, uid, gid); err != nil {
 		return err
 	}
 	mtime := fi.ModTime()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 
 	"github.com/moby/patternmatcher"
@@ -22,14 +23,16 @@ var ignoreFiles = []string{".containerignore", ".dockerignore"}
 // matched by the context's ignore file, and the files carrying secrets.
 type excluder struct {
 	matcher *patternmatcher.PatternMatcher
-	hidden  map[string]bool
+	// hidden are the secret files; they are hidden under any directory,
+	// since Podman's client also sends them under their host path.
+	hidden map[string]bool
 }
 
 // loadExcluder reads the context's ignore file, if any.
 func loadExcluder(contextDir string, hidden []string) (*excluder, error) {
 	ex := &excluder{hidden: map[string]bool{}}
 	for _, h := range hidden {
-		ex.hidden[filepath.ToSlash(filepath.Clean(h))] = true
+		ex.hidden[filepath.Base(h)] = true
 	}
 	for _, name := range ignoreFiles {
 		p, err := securejoin.SecureJoin(contextDir, name)
@@ -71,7 +74,7 @@ func (ex *excluder) excluded(rel string) bool {
 	if ex == nil {
 		return false
 	}
-	if ex.hidden[rel] {
+	if ex.hidden[path.Base(rel)] {
 		return true
 	}
 	if ex.matcher == nil || rel == "." {

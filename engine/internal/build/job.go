@@ -47,7 +47,7 @@ type job struct {
 
 // build runs a build in an unpacked (or local) context.
 func (b *Builder) build(ctx context.Context, bc *buildContext, opts core.BuildOptions) (id string, err error) {
-	text, files, err := readContainerfiles(bc.dir, opts.Containerfiles)
+	text, err := readContainerfiles(bc.dir, opts.Containerfiles)
 	if err != nil {
 		return "", err
 	}
@@ -66,7 +66,7 @@ func (b *Builder) build(ctx context.Context, bc *buildContext, opts core.BuildOp
 		}
 	}
 	j := &job{b: b, opts: opts, bc: bc, stages: stages, global: global, results: map[int]*imageState{}, secrets: map[string]string{}}
-	hidden := append([]string(nil), files...)
+	var hidden []string
 	for _, s := range opts.Secrets {
 		rel := strings.TrimPrefix(path.Clean("/"+s.Source), "/")
 		p, err := securejoin.SecureJoin(bc.dir, rel)
@@ -76,9 +76,7 @@ func (b *Builder) build(ctx context.Context, bc *buildContext, opts core.BuildOp
 		j.secrets[s.ID] = p
 		hidden = append(hidden, rel)
 	}
-	// The Containerfiles stay visible to COPY (Docker copies them when
-	// asked); only secret files are hidden.
-	if j.ex, err = loadExcluder(bc.dir, hidden[len(files):]); err != nil {
+	if j.ex, err = loadExcluder(bc.dir, hidden); err != nil {
 		return "", err
 	}
 	j.out = io.Discard

@@ -180,7 +180,7 @@ type buildErrorDetail struct {
 // buildOptions decodes and checks a build request's query.
 func buildOptions(r *http.Request) (core.BuildOptions, buildQuery, error) {
 	values := r.URL.Query()
-	q := buildQuery{Layers: true, Rm: true, IdentityLabel: true, Jobs: 1}
+	q := buildQuery{Rm: true, IdentityLabel: true, Jobs: 1}
 	if err := checkBuildParams(values); err != nil {
 		return core.BuildOptions{}, q, err
 	}
