@@ -176,10 +176,10 @@ func TestBuildSecretNeverInLayersOrHistory(t *testing.T) {
 	e := startEngine(t)
 	const secret = "s3cr3t-value-4f1c"
 	files := map[string]string{
-		"Containerfile": "FROM localhost/busybox\nRUN --mount=type=secret,id=tok echo secret-seen $(wc -c < /run/secrets/tok) bytes\nCOPY . /ctx/\nRUN --mount=type=secret,id=tok,target=/etc/tok cp /etc/tok /dev/null\n",
-		"podman-build-secret123": secret,
+		"Containerfile":                  "FROM localhost/busybox\nRUN --mount=type=secret,id=tok echo secret-seen $(wc -c < /run/secrets/tok) bytes\nCOPY . /ctx/\nRUN --mount=type=secret,id=tok,target=/etc/tok cp /etc/tok /dev/null\n",
+		"podman-build-secret123":         secret,
 		"tmp/abs/podman-build-secret123": secret,
-		"keep.txt":               "kept",
+		"keep.txt":                       "kept",
 	}
 	res := e.build(files, url.Values{"t": {"sec"}, "secrets": {`["id=tok,src=podman-build-secret123"]`}})
 	if res.err != "" || !strings.Contains(res.output, "secret-seen 17 bytes") {

@@ -261,4 +261,3 @@ func (e *testEngine) layerCount() int {
 	}
 	return len(layers)
 }
-
