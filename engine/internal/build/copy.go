@@ -323,11 +323,11 @@ func (j *job) copyStep(ctx context.Context, st *imageState, sc *stageContext, c 
 		}
 	}
 	defer src.release()
-	return j.copyLike(st, sc, src, c.SourcesAndDest, c.Chown, c.Chmod, false, key, "COPY")
+	return j.copyLike(ctx, st, sc, src, c.SourcesAndDest, c.Chown, c.Chmod, false, key, "COPY")
 }
 
 // addStep runs ADD: COPY from the context that also unpacks local archives.
-func (j *job) addStep(_ context.Context, st *imageState, sc *stageContext, c *instructions.AddCommand, key string) error {
+func (j *job) addStep(ctx context.Context, st *imageState, sc *stageContext, c *instructions.AddCommand, key string) error {
 	if c.Link || len(c.ExcludePatterns) > 0 || c.Checksum != "" || c.KeepGitDir || c.Unpack != nil {
 		return errors.New("ADD --link, --exclude, --checksum, --keep-git-dir and --unpack are not supported")
 	}
@@ -337,12 +337,12 @@ func (j *job) addStep(_ context.Context, st *imageState, sc *stageContext, c *in
 		}
 	}
 	src := j.contextSource()
-	return j.copyLike(st, sc, src, c.SourcesAndDest, c.Chown, c.Chmod, true, key, "ADD")
+	return j.copyLike(ctx, st, sc, src, c.SourcesAndDest, c.Chown, c.Chmod, true, key, "ADD")
 }
 
 // copyLike is COPY and ADD: the cache key covers the sources' content,
 // the files land in a new layer.
-func (j *job) copyLike(st *imageState, sc *stageContext, src *copySource, sd instructions.SourcesAndDest, chown, chmod string, unpack bool, key, verb string) error {
+func (j *job) copyLike(ctx context.Context, st *imageState, sc *stageContext, src *copySource, sd instructions.SourcesAndDest, chown, chmod string, unpack bool, key, verb string) error {
 	sum := ""
 	if len(sd.SourcePaths) > 0 {
 		var err error
@@ -352,14 +352,14 @@ func (j *job) copyLike(st *imageState, sc *stageContext, src *copySource, sd ins
 	}
 	key = chainKey(key, sum)
 	createdBy := fmt.Sprintf("/bin/sh -c #(nop) %s %s in %s", verb, shortSum(sum), sd.DestPath)
-	return j.finishStep(st, sc, key, func() (string, error) {
-		return j.newLayer(st.topLayer, func(rootfs string) error {
+	return j.finishStep(ctx, st, sc, key, func() (io.Reader, func(), error) {
+		return j.changes(st.topLayer, func(rootfs string) error {
 			owner, err := parseOwner(rootfs, chown, chmod)
 			if err != nil {
 				return err
 			}
 			owner.keep = chown == "" && !src.context
-			return j.copyInto(rootfs, st.doc.Config.WorkingDir, src, sd, owner, unpack)
+			return j.copyInto(rootfs, st.config.WorkingDir, src, sd, owner, unpack)
 		})
 	}, createdBy, false)
 }
@@ -594,14 +594,15 @@ func (j *job) unpackArchive(rootfs, destAbs string, m match, owner copyOwner, mk
 	return true, nil
 }
 
-// newLayer creates a layer on parent holding what apply changes in a
-// mounted working copy of it. The working layer is always removed and
-// unmounted, also when apply fails.
-func (j *job) newLayer(parent string, apply func(rootfs string) error) (_ string, err error) {
+// changes runs apply on a mounted working layer on parent and returns what
+// it changed as an uncompressed tar (a spooled file, removed by the
+// returned function). The working layer is always unmounted and removed,
+// also when apply fails.
+func (j *job) changes(parent string, apply func(rootfs string) error) (_ io.Reader, _ func(), err error) {
 	store := j.b.o.Store.Storage()
 	work, err := store.CreateLayer("", parent, nil, "", true, nil)
 	if err != nil {
-		return "", fmt.Errorf("creating a working layer: %w", err)
+		return nil, nil, fmt.Errorf("creating a working layer: %w", err)
 	}
 	defer func() {
 		if derr := store.DeleteLayer(work.ID); derr != nil && !errors.Is(derr, storage.ErrLayerUnknown) {
@@ -610,41 +611,44 @@ func (j *job) newLayer(parent string, apply func(rootfs string) error) (_ string
 	}()
 	root, err := store.Mount(work.ID, "")
 	if err != nil {
-		return "", fmt.Errorf("mounting a working layer: %w", err)
+		return nil, nil, fmt.Errorf("mounting a working layer: %w", err)
 	}
 	applyErr := apply(root)
 	if _, err := store.Unmount(work.ID, true); err != nil && applyErr == nil {
 		applyErr = err
 	}
 	if applyErr != nil {
-		return "", applyErr
+		return nil, nil, applyErr
 	}
 	// The diff reader holds the layer store's lock until it is closed, so
 	// the changes are spooled to a file before the new layer is stored.
 	spool, err := os.CreateTemp(j.b.tmpDir(), tmpPrefix+"diff-")
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
-	defer os.Remove(spool.Name())
-	defer spool.Close()
+	release := func() {
+		spool.Close()
+		os.Remove(spool.Name())
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	uncompressed := archive.Uncompressed
 	diff, err := store.Diff("", work.ID, &storage.DiffOptions{Compression: &uncompressed})
 	if err != nil {
-		return "", fmt.Errorf("reading a step's changes: %w", err)
+		return nil, nil, fmt.Errorf("reading a step's changes: %w", err)
 	}
 	_, err = io.Copy(spool, diff)
 	if cerr := diff.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return "", fmt.Errorf("reading a step's changes: %w", err)
+		return nil, nil, fmt.Errorf("reading a step's changes: %w", err)
 	}
-	if _, err := spool.Seek(0, io.SeekStart); err != nil {
-		return "", err
+	if _, err = spool.Seek(0, io.SeekStart); err != nil {
+		return nil, nil, err
 	}
-	layer, _, err := store.PutLayer("", parent, nil, "", false, nil, spool)
-	if err != nil {
-		return "", fmt.Errorf("storing a step's layer: %w", err)
-	}
-	return layer.ID, nil
+	return spool, release, nil
 }

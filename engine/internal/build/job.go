@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/containers/storage"
 	"io"
 	"path"
 	"sort"
@@ -43,6 +44,9 @@ type job struct {
 	secrets map[string]string
 	// multi tells whether step lines carry the stage number.
 	multi bool
+	// temporary are the images committed by a build without layers, removed
+	// once the final image exists.
+	temporary []string
 }
 
 // build runs a build in an unpacked (or local) context.
@@ -97,7 +101,12 @@ func (b *Builder) build(ctx context.Context, bc *buildContext, opts core.BuildOp
 	}
 	j.multi = built > 1
 	end := b.o.Transfer.Begin()
-	defer func() { end(err != nil) }()
+	defer func() {
+		if err != nil {
+			j.dropIntermediates("")
+		}
+		end(err != nil)
+	}()
 
 	stageNo := 0
 	for i := 0; i <= target; i++ {
@@ -125,8 +134,8 @@ func (j *job) stepPrefix(stageNo, stages int) string {
 	return ""
 }
 
-// runStage builds stage i; when last it also applies the build's labels,
-// annotations and names.
+// runStage builds stage i; when last its final step also gets the
+// build's labels and annotations.
 func (j *job) runStage(ctx context.Context, i, stageNo, stageCount int, last bool) (*imageState, error) {
 	stage := j.stages[i]
 	lex := shell.NewLex(parser.DefaultEscapeToken)
@@ -144,16 +153,17 @@ func (j *job) runStage(ctx context.Context, i, stageNo, stageCount int, last boo
 	st.cacheKey = chainKey(st.cacheKey, "format="+j.opts.Format)
 	sc := &stageContext{args: argEnv{}, cacheHit: j.cache != nil}
 	for n, cmd := range stage.Commands {
+		sc.final = last && n == len(stage.Commands)-1
 		code := commandText(cmd)
 		fmt.Fprintf(j.out, "%sSTEP %d/%d: %s\n", prefix, n+2, steps, code)
 		if err := j.step(ctx, st, sc, cmd, lex); err != nil {
 			return nil, stepError(code, err)
 		}
 	}
-	if st.id == "" || !j.opts.Layers {
-		// Nothing committed yet (FROM scratch with metadata only, or no
-		// intermediate images): commit the stage's result.
-		if err := j.commitAs(st, nil); err != nil {
+	if last && (len(stage.Commands) == 0 || st.id == "") {
+		// A final stage without instructions still gets the labels.
+		sc.final = true
+		if err := j.finishStep(ctx, st, sc, chainKey(st.cacheKey, "final"), nil, "", true); err != nil {
 			return nil, err
 		}
 	}
@@ -163,9 +173,8 @@ func (j *job) runStage(ctx context.Context, i, stageNo, stageCount int, last boo
 	return st, nil
 }
 
-// finish applies the build's labels and annotations to the final stage,
-// commits it and names it.
-func (j *job) finish(st *imageState) (*imageState, error) {
+// finalLabels are the labels the build adds to its image.
+func (j *job) finalLabels() map[string]string {
 	labels := map[string]string{}
 	if j.opts.IdentityLabel {
 		labels[identityLabel] = identityVersion
@@ -174,48 +183,53 @@ func (j *job) finish(st *imageState) (*imageState, error) {
 		k, v, _ := cutKV(kv)
 		labels[k] = v
 	}
+	return labels
+}
+
+// finalAnnotations are the manifest annotations the build asked for.
+func (j *job) finalAnnotations() map[string]string {
 	annotations := map[string]string{}
 	for _, kv := range j.opts.Annotations {
 		k, v, _ := cutKV(kv)
 		annotations[k] = v
 	}
-	final := st
-	if len(labels) > 0 || len(annotations) > 0 {
-		final = st.clone()
-		if final.doc.Config.Labels == nil {
-			final.doc.Config.Labels = map[string]string{}
-		}
-		for k, v := range labels {
-			final.doc.Config.Labels[k] = v
-		}
-		final.cacheKey = chainKey(st.cacheKey, "final", sortedPairs(labels), sortedPairs(annotations))
-		if id, ok := j.cached(final.cacheKey); ok {
-			cached, err := j.load(id)
-			if err != nil {
-				return nil, err
-			}
-			final = cached
-		} else {
-			t := now()
-			final.doc.Created = &t
-			if err := j.commitAs(final, annotations); err != nil {
-				return nil, err
-			}
-		}
-	}
+	return annotations
+}
+
+// finish names the final image and removes the intermediate images of a
+// build without layers.
+func (j *job) finish(st *imageState) (*imageState, error) {
+	store := j.b.o.Store.Storage()
 	if len(j.opts.Tags) > 0 {
 		fmt.Fprintf(j.out, "COMMIT %s\n", j.opts.Tags[0])
-		if err := j.b.o.Store.Storage().AddNames(final.id, j.opts.Tags); err != nil {
+		if err := store.AddNames(st.id, j.opts.Tags); err != nil {
 			return nil, fmt.Errorf("naming image: %w", err)
 		}
 	} else {
 		fmt.Fprintln(j.out, "COMMIT")
 	}
-	fmt.Fprintf(j.out, "--> %.11s\n", final.id)
+	fmt.Fprintf(j.out, "--> %.11s\n", st.id)
 	for _, tag := range j.opts.Tags {
 		fmt.Fprintf(j.out, "Successfully tagged %s\n", tag)
 	}
-	return final, nil
+	j.dropIntermediates(st.id)
+	return st, nil
+}
+
+// dropIntermediates removes the images a build without layers committed
+// on the way to keep.
+func (j *job) dropIntermediates(keep string) {
+	store := j.b.o.Store.Storage()
+	for i := len(j.temporary) - 1; i >= 0; i-- {
+		id := j.temporary[i]
+		if id == keep {
+			continue
+		}
+		if _, err := store.DeleteImage(id, true); err != nil && !errors.Is(err, storage.ErrImageUnknown) {
+			j.b.o.Logger.Warn("removing an intermediate build image", "image", id, "err", err)
+		}
+	}
+	j.temporary = nil
 }
 
 // base resolves a stage's FROM: scratch, an earlier stage or an image
@@ -226,8 +240,7 @@ func (j *job) base(ctx context.Context, i int, name string) (*imageState, error)
 	}
 	if k := stageIndex(j.stages, i, name); k >= 0 {
 		if prev, ok := j.results[k]; ok {
-			st := prev.clone()
-			return st, nil
+			return prev.clone(), nil
 		}
 	}
 	return j.image(ctx, name)
@@ -248,8 +261,7 @@ func (j *job) image(ctx context.Context, name string) (*imageState, error) {
 			return nil, fmt.Errorf("%s: %w (pull policy never)", name, core.ErrNoSuchImage)
 		}
 	}
-	ref := name
-	if _, err := j.b.o.Transfer.Pull(ctx, core.PullOptions{Reference: ref, Policy: policy, Progress: j.out}); err != nil {
+	if _, err := j.b.o.Transfer.Pull(ctx, core.PullOptions{Reference: name, Policy: policy, Progress: j.out}); err != nil {
 		return nil, err
 	}
 	img, err := store.Lookup(ctx, name)
@@ -265,42 +277,28 @@ func (j *job) load(id string) (*imageState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image %.12s: %w", id, err)
 	}
-	st, err := readState(j.b.o.Store.Storage(), img)
+	cfg, err := j.b.o.Store.RuntimeConfigOf(id)
 	if err != nil {
 		return nil, err
 	}
-	st.cacheKey = chainKey("FROM", img.ID)
-	return st, nil
+	return &imageState{id: img.ID, topLayer: img.TopLayer, config: cfg, cacheKey: chainKey("FROM", img.ID)}, nil
 }
 
 // cached returns the image a cache key names, when the cache is in use and
-// the image (with its layers) still exists.
-func (j *job) cached(key string) (string, bool) {
+// the image still exists.
+func (j *job) cached(key string) (*storage.Image, bool) {
 	if j.cache == nil {
-		return "", false
+		return nil, false
 	}
 	id, ok := j.cache[key]
 	if !ok {
-		return "", false
+		return nil, false
 	}
-	if _, err := j.b.o.Store.Storage().Image(id); err != nil {
-		return "", false
-	}
-	return id, true
-}
-
-// commitAs commits st, carrying its cache key, with the manifest
-// annotations given, and records it in the cache index.
-func (j *job) commitAs(st *imageState, annotations map[string]string) error {
-	id, err := commit(j.b.o.Store.Storage(), st, commitSpec{format: j.opts.Format, annotations: annotations, cacheKey: st.cacheKey})
+	img, err := j.b.o.Store.Storage().Image(id)
 	if err != nil {
-		return err
+		return nil, false
 	}
-	st.id = id
-	if j.cache != nil {
-		j.cache[st.cacheKey] = id
-	}
-	return nil
+	return img, true
 }
 
 // chainKey derives a cache key from the previous one and what a step adds.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -62,8 +63,8 @@ func (j *job) runStep(ctx context.Context, st *imageState, sc *stageContext, c *
 		}
 	}
 	key = chainKey(key, extra...)
-	return j.finishStep(st, sc, key, func() (string, error) {
-		return j.newLayer(st.topLayer, func(rootfs string) error {
+	return j.finishStep(ctx, st, sc, key, func() (io.Reader, func(), error) {
+		return j.changes(st.topLayer, func(rootfs string) error {
 			return j.execRun(ctx, rootfs, st, sc, env, args, mounts, network)
 		})
 	}, createdBy, false)
@@ -98,8 +99,8 @@ func runArgs(st *imageState, c *instructions.RunCommand) ([]string, string, erro
 }
 
 func shellOf(st *imageState) []string {
-	if len(st.doc.Config.Shell) > 0 {
-		return st.doc.Config.Shell
+	if len(st.config.Shell) > 0 {
+		return st.config.Shell
 	}
 	return defaultShell
 }
@@ -121,8 +122,8 @@ func (j *job) execRun(ctx context.Context, rootfs string, st *imageState, sc *st
 	spec := &core.ContainerSpec{
 		Command: args,
 		Env:     map[string]string{},
-		WorkDir: st.doc.Config.WorkingDir,
-		User:    st.doc.Config.User,
+		WorkDir: st.config.WorkingDir,
+		User:    st.config.User,
 		HostAdd: j.opts.ExtraHosts,
 		CapAdd:  j.opts.CapAdd, CapDrop: j.opts.CapDrop,
 		DNSServers: j.opts.DNSServers, DNSSearch: j.opts.DNSSearch, DNSOptions: j.opts.DNSOptions,
@@ -138,7 +139,7 @@ func (j *job) execRun(ctx context.Context, rootfs string, st *imageState, sc *st
 	for k, v := range sc.args {
 		spec.Env[k] = v
 	}
-	for _, kv := range st.doc.Config.Env {
+	for _, kv := range st.config.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		spec.Env[k] = v
 	}

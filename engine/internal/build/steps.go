@@ -2,15 +2,18 @@ package build
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path"
-	"sort"
 	"strings"
 
+	"github.com/containers/image/v5/manifest"
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/shell"
-	imgspecv1 "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/berth-project/berth/engine/internal/imagestore"
 )
 
 // stageContext is what a stage tracks beside its image configuration.
@@ -21,6 +24,8 @@ type stageContext struct {
 	cmdSet bool
 	// cacheHit stays true while every step so far came from the cache.
 	cacheHit bool
+	// final is set for the last step of the build's last stage.
+	final bool
 }
 
 // defaultShell runs the shell form of RUN, CMD and ENTRYPOINT.
@@ -41,7 +46,7 @@ func expansionEnv(st *imageState, sc *stageContext) argEnv {
 	for k, v := range sc.args {
 		env[k] = v
 	}
-	for _, kv := range st.doc.Config.Env {
+	for _, kv := range st.config.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
@@ -82,7 +87,7 @@ func (j *job) step(ctx context.Context, st *imageState, sc *stageContext, cmd in
 		}
 		// ARG values reach the image only through what later steps do
 		// with them; the step itself keeps a history entry as Buildah does.
-		return j.metadataStep(st, sc, key, "ARG "+argsText(c))
+		return j.metadataStep(ctx, st, sc, key, "ARG "+argsText(c))
 	case *instructions.RunCommand:
 		return j.runStep(ctx, st, sc, c, key, env)
 	case *instructions.CopyCommand:
@@ -90,10 +95,10 @@ func (j *job) step(ctx context.Context, st *imageState, sc *stageContext, cmd in
 	case *instructions.AddCommand:
 		return j.addStep(ctx, st, sc, c, key)
 	}
-	if err := applyMetadata(&st.doc.Config, sc, cmd, expand); err != nil {
+	if err := j.applyMetadata(&st.config, sc, cmd, expand); err != nil {
 		return err
 	}
-	return j.metadataStep(st, sc, key, code)
+	return j.metadataStep(ctx, st, sc, key, code)
 }
 
 // argsText renders ARG's declarations for the history.
@@ -110,7 +115,7 @@ func argsText(c *instructions.ArgCommand) string {
 }
 
 // applyMetadata applies an instruction that only changes the configuration.
-func applyMetadata(cfg *dockerConfig, sc *stageContext, cmd instructions.Command, expand func(string) (string, error)) error {
+func (j *job) applyMetadata(cfg *imagestore.RuntimeConfig, sc *stageContext, cmd instructions.Command, expand func(string) (string, error)) error {
 	shellCmd := func(line instructions.ShellDependantCmdLine) []string {
 		if !line.PrependShell {
 			return append([]string(nil), line.CmdLine...)
@@ -186,14 +191,32 @@ func applyMetadata(cfg *dockerConfig, sc *stageContext, cmd instructions.Command
 		}
 	case *instructions.ShellCommand:
 		cfg.Shell = append([]string(nil), c.Shell...)
+		j.warnOCI("SHELL")
 	case *instructions.HealthCheckCommand:
-		cfg.Healthcheck = c.Health
+		cfg.Healthcheck = nil
+		if h := c.Health; h != nil {
+			cfg.Healthcheck = &manifest.Schema2HealthConfig{
+				Test: h.Test, Interval: h.Interval, Timeout: h.Timeout, StartPeriod: h.StartPeriod,
+				StartInterval: h.StartInterval, Retries: h.Retries,
+			}
+		}
+		j.warnOCI("HEALTHCHECK")
 	case *instructions.OnbuildCommand:
 		cfg.OnBuild = append(cfg.OnBuild, c.Expression)
+		j.warnOCI("ONBUILD")
 	default:
 		return fmt.Errorf("instruction %s is not supported", strings.ToUpper(cmd.Name()))
 	}
 	return nil
+}
+
+// warnOCI says, as Buildah does, that an instruction only the Docker
+// format stores is not kept in an OCI image (it still applies to the rest
+// of the build).
+func (j *job) warnOCI(instruction string) {
+	if j.opts.Format == "oci" {
+		fmt.Fprintf(j.out, "WARN: %s is not supported for OCI image format, %s will be ignored. Must use `docker` format\n", instruction, strings.ToLower(instruction))
+	}
 }
 
 // exposedPorts reads an EXPOSE argument: "80", "80/udp" or "8000-8002/tcp".
@@ -235,63 +258,82 @@ func setEnv(env []string, key, value string) []string {
 	return append(env, key+"="+value)
 }
 
-// metadataStep finishes a step that adds no layer: a history entry and,
-// with layers, an intermediate image (or the cached one).
-func (j *job) metadataStep(st *imageState, sc *stageContext, key, createdBy string) error {
-	return j.finishStep(st, sc, key, func() (string, error) { return "", nil }, "/bin/sh -c #(nop) "+createdBy, true)
+// metadataStep finishes a step that adds no layer.
+func (j *job) metadataStep(ctx context.Context, st *imageState, sc *stageContext, key, createdBy string) error {
+	return j.finishStep(ctx, st, sc, key, nil, "/bin/sh -c #(nop) "+createdBy, true)
 }
 
-// finishStep completes a step: on a cache hit the cached image replaces
-// st; otherwise change runs (returning the new top layer, "" for none), a
-// history entry is added and, with layers, an intermediate image committed.
-func (j *job) finishStep(st *imageState, sc *stageContext, key string, change func() (string, error), createdBy string, empty bool) error {
+// layerChange produces a step's layer: an uncompressed tar of its changes
+// and a function that frees it.
+type layerChange func() (io.Reader, func(), error)
+
+// finishStep completes a step: on a cache hit the cached image becomes the
+// stage's image; otherwise change (nil for a step without a layer) runs and
+// an image is committed with a history entry. The stage's final step also
+// gets the build's labels and annotations.
+func (j *job) finishStep(ctx context.Context, st *imageState, sc *stageContext, key string, change layerChange, createdBy string, empty bool) error {
+	var annotations map[string]string
+	if sc.final {
+		labels := j.finalLabels()
+		annotations = j.finalAnnotations()
+		key = chainKey(key, "final", sortedPairs(labels), sortedPairs(annotations))
+		if len(labels) > 0 && st.config.Labels == nil {
+			st.config.Labels = map[string]string{}
+		}
+		for k, v := range labels {
+			st.config.Labels[k] = v
+		}
+	}
 	if sc.cacheHit {
-		if id, ok := j.cached(key); ok {
-			cached, err := j.load(id)
-			if err != nil {
-				return err
-			}
-			*st = *cached
-			st.cacheKey = key
-			fmt.Fprintf(j.out, "--> Using cache %s\n", id)
-			fmt.Fprintf(j.out, "--> %.11s\n", id)
+		if img, ok := j.cached(key); ok {
+			st.id, st.topLayer, st.cacheKey = img.ID, img.TopLayer, key
+			fmt.Fprintf(j.out, "--> Using cache %s\n", img.ID)
+			fmt.Fprintf(j.out, "--> %.11s\n", img.ID)
 			return nil
 		}
 		sc.cacheHit = false
 	}
-	layer, err := change()
-	if err != nil {
-		return err
-	}
-	t := now()
-	if !empty {
-		l, err := j.b.o.Store.Storage().Layer(layer)
+	var layer io.Reader
+	if change != nil {
+		r, release, err := change()
 		if err != nil {
 			return err
 		}
-		st.topLayer = layer
-		st.doc.RootFS.DiffIDs = append(st.doc.RootFS.DiffIDs, l.UncompressedDigest)
+		defer release()
+		layer = r
 	}
-	st.doc.Created = &t
-	st.doc.History = append(st.doc.History, imgspecv1.History{Created: &t, CreatedBy: createdBy, EmptyLayer: empty})
-	st.cacheKey = key
-	st.id = ""
-	if !j.opts.Layers {
-		return nil
-	}
-	if err := j.commitAs(st, nil); err != nil {
+	meta, err := json.Marshal(imageMetadata{CacheKey: key})
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(j.out, "--> %.11s\n", st.id)
-	return nil
-}
-
-// sortedKeys lists a set's keys in order.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	if j.cache == nil {
+		meta = nil
 	}
-	sort.Strings(keys)
-	return keys
+	config := st.clone().config
+	id, err := j.b.o.Transfer.Commit(ctx, imagestore.CommitOptions{
+		Parent:      st.id,
+		Layer:       layer,
+		Edit:        func(c *imagestore.RuntimeConfig) error { *c = config; return nil },
+		CreatedBy:   createdBy,
+		Format:      j.opts.Format,
+		Annotations: annotations,
+		Metadata:    string(meta),
+	})
+	if err != nil {
+		return err
+	}
+	img, err := j.b.o.Store.Storage().Image(id)
+	if err != nil {
+		return err
+	}
+	st.id, st.topLayer, st.cacheKey = id, img.TopLayer, key
+	if j.cache != nil {
+		j.cache[key] = id
+	}
+	if !j.opts.Layers {
+		j.temporary = append(j.temporary, id)
+		return nil
+	}
+	fmt.Fprintf(j.out, "--> %.11s\n", id)
+	return nil
 }

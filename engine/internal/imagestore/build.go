@@ -28,3 +28,14 @@ func TagName(field, name string) (string, error) {
 // runs. Calling the returned function ends it; failed sweeps the layers
 // nothing references once no writer remains.
 func (t *Transfer) Begin() (end func(failed bool)) { return t.begin() }
+
+// RuntimeConfigOf reads the runtime configuration of a stored image by ID,
+// in either format (Docker's ONBUILD, HEALTHCHECK and SHELL included).
+func (s *Store) RuntimeConfigOf(id string) (RuntimeConfig, error) {
+	img, err := s.store.Image(id)
+	if err != nil {
+		return RuntimeConfig{}, fmt.Errorf("image %s: %w", shortID(id), err)
+	}
+	committed, err := s.readCommitted(img)
+	return committed.Config, err
+}

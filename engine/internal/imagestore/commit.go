@@ -74,6 +74,12 @@ type CommitOptions struct {
 	Names []string
 	// Created is the creation time recorded; zero means now.
 	Created time.Time
+	// Annotations go into the OCI manifest (the docker format has none: an
+	// ErrInvalidArgument about "annotations").
+	Annotations map[string]string
+	// Metadata is stored with the image in containers/storage (builds keep
+	// their layer cache key there).
+	Metadata string
 }
 
 // Commit stores a new image made as opts describe and returns its ID (the
@@ -89,6 +95,9 @@ func (t *Transfer) Commit(ctx context.Context, opts CommitOptions) (id string, e
 	}
 	if format != FormatOCI && format != FormatDocker {
 		return "", core.InvalidArgument("format", fmt.Errorf("%q is not oci or docker", opts.Format))
+	}
+	if format == FormatDocker && len(opts.Annotations) > 0 {
+		return "", core.InvalidArgument("annotations", errors.New("the docker format has no annotations"))
 	}
 	names := make([]string, 0, len(opts.Names))
 	for _, n := range opts.Names {
@@ -192,7 +201,7 @@ func (t *Transfer) Commit(ctx context.Context, opts CommitOptions) (id string, e
 		Config:   cfg,
 		History:  history,
 	}
-	configBlob, manifestBlob, err := img.encode(format, layers)
+	configBlob, manifestBlob, err := img.encode(format, layers, opts.Annotations)
 	if err != nil {
 		return "", err
 	}
@@ -200,7 +209,7 @@ func (t *Transfer) Commit(ctx context.Context, opts CommitOptions) (id string, e
 	manifestDigest := digest.Canonical.FromBytes(manifestBlob)
 	id = configDigest.Encoded()
 	manifestKey := storage.ImageDigestManifestBigDataNamePrefix + "-" + manifestDigest.String()
-	_, err = st.CreateImage(id, nil, top, "", &storage.ImageOptions{
+	_, err = st.CreateImage(id, nil, top, opts.Metadata, &storage.ImageOptions{
 		CreationDate: created,
 		Digest:       manifestDigest,
 		BigData: []storage.ImageBigDataOption{
@@ -392,7 +401,7 @@ func layerDescriptors(st storage.Store, top string) ([]imgspecv1.Descriptor, err
 }
 
 // encode renders the configuration and manifest in format.
-func (img committedImage) encode(format string, layers []imgspecv1.Descriptor) (configBlob, manifestBlob []byte, err error) {
+func (img committedImage) encode(format string, layers []imgspecv1.Descriptor, annotations map[string]string) (configBlob, manifestBlob []byte, err error) {
 	diffIDs := make([]digest.Digest, len(layers))
 	for i, l := range layers {
 		diffIDs[i] = l.Digest
@@ -420,7 +429,8 @@ func (img committedImage) encode(format string, layers []imgspecv1.Descriptor) (
 			Digest:    digest.Canonical.FromBytes(configBlob),
 			Size:      int64(len(configBlob)),
 		},
-		Layers: make([]imgspecv1.Descriptor, len(layers)),
+		Layers:      make([]imgspecv1.Descriptor, len(layers)),
+		Annotations: annotations,
 	}
 	for i, l := range layers {
 		m.Layers[i] = imgspecv1.Descriptor{MediaType: imgspecv1.MediaTypeImageLayer, Digest: l.Digest, Size: l.Size}
