@@ -21,6 +21,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/imagestore"
 	"github.com/berth-project/berth/engine/internal/oci"
 	"github.com/berth-project/berth/engine/internal/runtime"
+	"github.com/berth-project/berth/engine/internal/sizelimit"
 )
 
 // Options configure a Builder.
@@ -41,7 +42,7 @@ type Options struct {
 	// RunRoot holds the bundles of RUN steps (RUNROOT/build).
 	RunRoot string
 	// MaxContextSize bounds the expanded size of a context tar stream
-	// (0 = DefaultMaxContextSize).
+	// (0 = sizelimit.DefaultMax).
 	MaxContextSize int64
 	// CgroupParent is the cgroupfs parent of RUN steps ("/berth").
 	CgroupParent string
@@ -62,9 +63,6 @@ const tmpPrefix = "build-"
 func New(o Options) (*Builder, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.MaxContextSize <= 0 {
-		o.MaxContextSize = DefaultMaxContextSize
 	}
 	if o.CgroupParent == "" {
 		o.CgroupParent = "/berth"
@@ -100,7 +98,7 @@ func (b *Builder) Build(ctx context.Context, contextTar io.Reader, opts core.Bui
 		return "", fmt.Errorf("build: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	bc, err := extractContext(contextTar, dir, b.o.MaxContextSize)
+	bc, err := extractContext(ctx, contextTar, dir, sizelimit.New(b.o.MaxContextSize, "build context"))
 	if err != nil {
 		return "", err
 	}

@@ -2,8 +2,7 @@ package build
 
 import (
 	"archive/tar"
-	"bufio"
-	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -17,11 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/sizelimit"
 )
-
-// DefaultMaxContextSize bounds the expanded size of a build context sent
-// as a tar stream: the sum of its regular files' sizes.
-const DefaultMaxContextSize int64 = 16 << 30
 
 // contextField is the field named by errors about the context's content.
 const contextField = "context"
@@ -35,25 +31,19 @@ type buildContext struct {
 	sums map[string][sha256.Size]byte
 }
 
-// extractContext unpacks a build context tar stream (plain or gzip) into
-// dir, which must exist and be empty. Entries are refused when their name
-// leaves the context ("..", absolute), when a hard link points outside it,
-// or when they are not files, directories or links; writes never follow a
-// symbolic link out of dir. The expanded size is bounded by limit.
-func extractContext(r io.Reader, dir string, limit int64) (*buildContext, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var src io.Reader = br
-	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, core.InvalidArgument(contextField, fmt.Errorf("reading gzip: %w", err))
-		}
-		defer zr.Close()
-		src = zr
+// extractContext unpacks a build context tar stream (plain or compressed)
+// into dir, which must exist and be empty. Entries are refused when their
+// name has ".." elements, when a hard link points outside the context, or
+// when they are not files, directories or links; writes never follow a
+// symbolic link out of dir. budget bounds the expanded size (413 past it).
+func extractContext(ctx context.Context, r io.Reader, dir string, budget *sizelimit.Budget) (*buildContext, error) {
+	src, err := budget.Decompress(ctx, r)
+	if err != nil {
+		return nil, err
 	}
+	defer src.Close()
 	bc := &buildContext{dir: dir, sums: map[string][sha256.Size]byte{}}
 	tr := tar.NewReader(src)
-	var total int64
 	buf := make([]byte, 256<<10)
 	for {
 		hdr, err := tr.Next()
@@ -61,6 +51,9 @@ func extractContext(r io.Reader, dir string, limit int64) (*buildContext, error)
 			return bc, nil
 		}
 		if err != nil {
+			if errors.Is(err, core.ErrTooLarge) || ctx.Err() != nil {
+				return nil, err
+			}
 			return nil, core.InvalidArgument(contextField, fmt.Errorf("reading tar: %w", err))
 		}
 		name, err := entryName(hdr.Name)
@@ -93,10 +86,6 @@ func extractContext(r io.Reader, dir string, limit int64) (*buildContext, error)
 				return nil, err
 			}
 		case tar.TypeReg:
-			total += hdr.Size
-			if total > limit {
-				return nil, core.InvalidArgument(contextField, fmt.Errorf("expands to more than %d bytes", limit))
-			}
 			sum, err := writeFile(target, tr, mode, buf)
 			if err != nil {
 				return nil, err
@@ -168,6 +157,9 @@ func writeFile(target string, r io.Reader, mode os.FileMode, buf []byte) ([sha25
 	_, err = io.CopyBuffer(io.MultiWriter(f, h), r, buf)
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if errors.Is(err, core.ErrTooLarge) || errors.Is(err, context.Canceled) {
+		return sum, err
 	}
 	if err != nil {
 		return sum, core.InvalidArgument(contextField, fmt.Errorf("reading %s: %w", filepath.Base(target), err))

@@ -21,6 +21,7 @@ func openBuilder(logger *slog.Logger, cfg Config, images *imagestore.Store, tran
 		Store: images, Transfer: transfer, Runtime: ctrs.runtime,
 		Host: host, HostResolv: resolv,
 		Root: cfg.Root, RunRoot: cfg.RunRoot,
-		Logger: logger,
+		MaxContextSize: cfg.MaxExpandedSize,
+		Logger:         logger,
 	})
 }
