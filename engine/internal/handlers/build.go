@@ -70,6 +70,9 @@ type buildQuery struct {
 	BuildContexts string   `query:"additionalbuildcontexts"`
 }
 
+// contentTypeHeader names the header a context's type is read from.
+const contentTypeHeader = "Content-Type"
+
 // podmanSeccomp is the profile path Podman's client always sends: the
 // engine's default confinement.
 const podmanSeccomp = "/usr/share/containers/seccomp.json"
@@ -100,7 +103,7 @@ var buildKnown = func() map[string]bool {
 
 // buildImage is ImageBuild: the body is the context as a tar stream.
 func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) {
-	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/x-tar" && ct != "application/tar" {
+	if ct := r.Header.Get(contentTypeHeader); ct != "" && ct != "application/x-tar" && ct != "application/tar" {
 		writeError(w, core.InvalidArgument("Content-Type", fmt.Errorf("%q is not supported, send application/x-tar", ct)))
 		return
 	}
