@@ -54,12 +54,15 @@ type Builder struct {
 	o Options
 }
 
+// runPrefix starts the runtime IDs of RUN steps.
+const runPrefix = "berth-build-"
+
 // tmpPrefix marks unpacked contexts and RUN bundles, so a restart can remove
 // what a killed engine left behind.
 const tmpPrefix = "build-"
 
-// New returns a builder and removes the temporary directories an earlier
-// engine process left behind.
+// New returns a builder and removes the RUN containers and temporary
+// directories an earlier engine process left behind.
 func New(o Options) (*Builder, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -68,6 +71,14 @@ func New(o Options) (*Builder, error) {
 		o.CgroupParent = "/berth"
 	}
 	b := &Builder{o: o}
+	if o.Runtime != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := o.Runtime.RemoveStale(ctx, runPrefix)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("build: removing RUN containers of an earlier engine: %w", err)
+		}
+	}
 	for _, dir := range []string{b.tmpDir(), b.bundleDir(), b.cacheDir()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("build: %w", err)

@@ -112,7 +112,7 @@ func (j *job) execRun(ctx context.Context, rootfs string, st *imageState, sc *st
 	if _, err := rand.Read(idBytes); err != nil {
 		return err
 	}
-	id := "berth-build-" + hex.EncodeToString(idBytes)
+	id := runPrefix + hex.EncodeToString(idBytes)
 	bundle, err := os.MkdirTemp(j.b.bundleDir(), tmpPrefix+"run-")
 	if err != nil {
 		return err

@@ -90,4 +90,3 @@ CMD ["sh", "-c", "cat /who /msg.txt"]
 		t.Fatalf("a file in .containerignore was copied:\n%s", out)
 	}
 }
-

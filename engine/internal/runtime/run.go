@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -54,4 +56,22 @@ func (r *Runtime) RunAttached(ctx context.Context, id, bundle string, stdout, st
 		return -1, fmt.Errorf("%s run: %w", r.name, waitErr)
 	}
 	return 0, nil
+}
+
+// RemoveStale force-deletes the runtime's containers whose IDs start with
+// prefix: what RunAttached left when the engine was killed in the middle.
+func (r *Runtime) RemoveStale(ctx context.Context, prefix string) error {
+	entries, err := os.ReadDir(r.stateRoot)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		if err := r.Delete(ctx, e.Name(), true); err != nil {
+			return err
+		}
+	}
+	return nil
 }
