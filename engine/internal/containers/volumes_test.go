@@ -1,9 +1,11 @@
 package containers_test
 
 import (
+	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -367,4 +369,90 @@ func TestVolumeListFilterAlternatives(t *testing.T) {
 		t.Fatalf("prune with until alternatives and label!: %+v", reports)
 	}
 	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+}
+
+// tarOf builds an uncompressed tar of the given entries (name -> content;
+// a name ending in "/" is a directory).
+func tarOf(t *testing.T, entries ...[2]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		hdr := &tar.Header{Name: e[0], Mode: 0o644, Size: int64(len(e[1])), Typeflag: tar.TypeReg}
+		if strings.HasSuffix(e[0], "/") {
+			hdr = &tar.Header{Name: e[0], Mode: 0o755, Typeflag: tar.TypeDir}
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(e[1]))
+	}
+	tw.Close()
+	return buf.Bytes()
+}
+
+// TestVolumeExportImport: export answers the volume's content as a tar;
+// import merges a tar into it (the tar wins); a tar whose entries leave the
+// volume, a malformed or truncated tar is a 400 and imports nothing.
+func TestVolumeExportImport(t *testing.T) {
+	te := startEngine(t)
+	te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "data"})
+	data := filepath.Join(te.root, "volumes", "data", "_data")
+	os.WriteFile(filepath.Join(data, "keep"), []byte("kept"), 0o600)
+	os.WriteFile(filepath.Join(data, "old"), []byte("old"), 0o644)
+
+	te.must(http.StatusNoContent, "POST", "/volumes/data/import", bytes.NewReader(tarOf(t,
+		[2]string{"sub/", ""}, [2]string{"sub/new", "new-content"}, [2]string{"/old", "replaced"})))
+	for file, want := range map[string]string{"keep": "kept", "old": "replaced", "sub/new": "new-content"} {
+		if got, err := os.ReadFile(filepath.Join(data, file)); err != nil || string(got) != want {
+			t.Fatalf("%s after import: %q %v", file, got, err)
+		}
+	}
+	if code, out := te.run(map[string]any{"command": []string{"cat", "/v/sub/new"}, "volumes": []map[string]any{{"Name": "data", "Dest": "/v"}}}); code != 0 || !strings.Contains(strings.Join(out, ""), "new-content") {
+		t.Fatalf("container reading the import: %d %q", code, out)
+	}
+
+	status, body := te.do("GET", "/volumes/data/export", nil)
+	if status != http.StatusOK {
+		t.Fatalf("export: %d %s", status, body)
+	}
+	got := map[string]string{}
+	tr := tar.NewReader(bytes.NewReader(body))
+	for {
+		hdr, err := tr.Next()
+		if err != nil {
+			break
+		}
+		content, _ := io.ReadAll(tr)
+		got[strings.TrimPrefix(hdr.Name, "./")] = string(content)
+	}
+	if got["keep"] != "kept" || got["old"] != "replaced" || got["sub/new"] != "new-content" {
+		t.Fatalf("exported entries: %v", got)
+	}
+
+	before, _ := os.ReadDir(data)
+	for name, bad := range map[string][]byte{
+		"traversal":      tarOf(t, [2]string{"fine", "x"}, [2]string{"../escaped", "evil"}),
+		"deep traversal": tarOf(t, [2]string{"a/../../escaped", "evil"}),
+		"not a tar":      []byte("this is not a tar archive, not at all, and it goes on for a while........................................................................................................................................................................................................................................................................................................................................................................................................................................................................................."),
+		"truncated":      tarOf(t, [2]string{"big", strings.Repeat("x", 4096)})[:1024],
+		"empty":          nil,
+	} {
+		status, body := te.do("POST", "/volumes/data/import", bytes.NewReader(bad))
+		if status != http.StatusBadRequest || !strings.Contains(string(body), "body") {
+			t.Errorf("%s: %d %s", name, status, body)
+		}
+	}
+	after, _ := os.ReadDir(data)
+	if len(after) != len(before) {
+		t.Fatalf("a refused import left files: %v -> %v", before, after)
+	}
+	if _, err := os.Stat(filepath.Join(te.root, "volumes", "escaped")); err == nil {
+		t.Fatal("a traversal entry was written outside the volume")
+	}
+	if staged, _ := filepath.Glob(filepath.Join(te.root, "volumes", "data", ".import-*")); len(staged) != 0 {
+		t.Fatalf("staging left: %v", staged)
+	}
+	te.must(http.StatusNotFound, "GET", "/volumes/nope/export", nil)
+	te.must(http.StatusNotFound, "POST", "/volumes/nope/import", bytes.NewReader(tarOf(t, [2]string{"f", "x"})))
 }

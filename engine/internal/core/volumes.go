@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 )
 
@@ -71,6 +72,12 @@ type Volumes interface {
 	Prune(ctx context.Context, filters map[string][]string) ([]PruneReport, error)
 	// MarkCopiedUp clears a volume's NeedsCopyUp once it got its content.
 	MarkCopiedUp(ctx context.Context, name string) error
+	// Export writes the volume's content to w as an uncompressed tar.
+	Export(ctx context.Context, name string, w io.Writer) error
+	// Import merges a tar's content into the volume (the tar's entries win).
+	// A malformed tar or an entry that would land outside the volume is an
+	// ErrInvalidArgument, and then nothing of the tar is in the volume.
+	Import(ctx context.Context, name string, r io.Reader) error
 }
 
 // VolumeUsers is what the volume backend needs from the container backend.

@@ -41,6 +41,7 @@ func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	vols.SetMaxImportSize(cfg.MaxExpandedSize)
 	secretStore, err := secrets.Open(ctx, db, filepath.Join(cfg.Root, "secrets"), logger)
 	if err != nil {
 		db.Close()

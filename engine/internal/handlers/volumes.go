@@ -20,6 +20,8 @@ func registerVolumeRoutes(r chi.Router, s *Server) {
 	r.Get("/volumes/{name}/json", h.inspect)
 	r.Get("/volumes/{name}/exists", h.exists)
 	r.Delete("/volumes/{name}", h.remove)
+	r.Get("/volumes/{name}/export", h.export)
+	r.Post("/volumes/{name}/import", h.importTar)
 }
 
 type volumeHandlers struct {
@@ -97,6 +99,29 @@ func (h volumeHandlers) remove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.v.Remove(r.Context(), pathParam(r, "name"), q.Force); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeNoContent(w)
+}
+
+// export answers the volume's content as a tar.
+func (h volumeHandlers) export(w http.ResponseWriter, r *http.Request) {
+	name := pathParam(r, "name")
+	if _, err := h.v.Inspect(r.Context(), name); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-tar")
+	w.WriteHeader(http.StatusOK)
+	// Once the tar streams, a failure can only cut it short.
+	_ = h.v.Export(r.Context(), name, w)
+}
+
+// importTar merges the tar in the body into the volume: 204, or 400 for a
+// malformed tar or one whose entries leave the volume (nothing imported).
+func (h volumeHandlers) importTar(w http.ResponseWriter, r *http.Request) {
+	if err := h.v.Import(r.Context(), pathParam(r, "name"), r.Body); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -39,6 +39,8 @@ type Store struct {
 	mu     sync.Mutex
 	users  core.VolumeUsers
 	events func(ctx context.Context, action, name string)
+	// maxImport bounds what an import may unpack (0: sizelimit's default).
+	maxImport int64
 }
 
 var _ core.Volumes = (*Store)(nil)
@@ -69,9 +71,23 @@ func Open(ctx context.Context, db *state.DB, root string, logger *slog.Logger) (
 		if !known[e.Name()] {
 			logger.Info("deleting volume directory without record", "volume", e.Name())
 			os.RemoveAll(filepath.Join(root, e.Name()))
+			continue
+		}
+		// An import cut short leaves its staging directory.
+		staged, _ := filepath.Glob(filepath.Join(root, e.Name(), importPrefix+"*"))
+		for _, dir := range staged {
+			os.RemoveAll(dir)
 		}
 	}
 	return s, nil
+}
+
+// SetMaxImportSize bounds what one import may unpack (the engine's
+// --max-expanded-size).
+func (s *Store) SetMaxImportSize(n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maxImport = n
 }
 
 // SetUsers connects the container backend, which knows which containers

@@ -145,3 +145,28 @@ func FuzzVolumeFilters(f *testing.F) {
 		}
 	})
 }
+
+// TestOpenRemovesImportStaging: an import cut short by a crash leaves its
+// staging directory beside the volume's data; the next Open deletes it and
+// leaves the data alone.
+func TestOpenRemovesImportStaging(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, db := open(t, dir)
+	v, err := s.Create(ctx, core.VolumeCreateOptions{Name: "vol"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(v.Mountpoint, "f"), []byte("data"), 0o644)
+	staging := filepath.Join(dir, "volumes", "vol", importPrefix+"123")
+	os.MkdirAll(filepath.Join(staging, "half"), 0o755)
+	db.Close()
+	_, db = open(t, dir)
+	defer db.Close()
+	if _, err := os.Stat(staging); !os.IsNotExist(err) {
+		t.Fatalf("staging after Open: %v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(v.Mountpoint, "f")); err != nil || string(got) != "data" {
+		t.Fatalf("data after Open: %q %v", got, err)
+	}
+}
