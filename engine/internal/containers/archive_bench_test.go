@@ -43,7 +43,9 @@ func BenchmarkCopyIntoContainerVsPodman(b *testing.B) {
 	}
 	var targets []target
 	for _, te := range []*testEngine{berth, podman} {
-		var out struct{ ID string `json:"Id"` }
+		var out struct {
+			ID string `json:"Id"`
+		}
 		json.Unmarshal(te.must(http.StatusCreated, "POST", "/containers/create", benchSpec("sleep", "600")), &out)
 		te.must(http.StatusNoContent, "POST", "/containers/"+out.ID+"/start", nil)
 		targets = append(targets, target{te: te, ctr: out.ID})

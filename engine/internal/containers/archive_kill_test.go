@@ -101,7 +101,9 @@ func TestKill9DuringCopyAndCommit(t *testing.T) {
 		t.Fatalf("copy after restart: %d %s", status, body)
 	}
 	q := url.Values{"container": {big}, "repo": {"localhost/after-restart"}}
-	var out struct{ ID string `json:"Id"` }
+	var out struct {
+		ID string `json:"Id"`
+	}
 	json.Unmarshal(te.must(http.StatusOK, "POST", "/commit?"+q.Encode(), nil), &out)
 	for _, id := range []string{stopped, big} {
 		te.must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
