@@ -278,6 +278,7 @@ func TestManifestListBadInput(t *testing.T) {
 	}{
 		{"unknown list inspect", http.MethodGet, api + "nolist/json", "", http.StatusNotFound},
 		{"unknown list exists", http.MethodGet, api + "nolist/exists", "", http.StatusNotFound},
+		{"unknown list in the registry", http.MethodGet, api + url.PathEscape(reg.Host+"/nolist:1") + "/json?tlsVerify=false", "", http.StatusNotFound},
 		{"plain image is not a list", http.MethodGet, api + "localhost%2Fbadbase:1/exists", "", http.StatusNotFound},
 		{"unknown list modify", http.MethodPut, api + "nolist", `{"operation":"update","images":["localhost/badbase:1"]}`, http.StatusNotFound},
 		{"unknown list delete", http.MethodDelete, api + "nolist", "", http.StatusNotFound},

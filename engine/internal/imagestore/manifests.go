@@ -16,6 +16,7 @@ import (
 	"github.com/containers/image/v5/image"
 	"github.com/containers/image/v5/manifest"
 	"github.com/containers/image/v5/pkg/compression"
+	"github.com/containers/image/v5/pkg/shortnames"
 	istorage "github.com/containers/image/v5/storage"
 	"github.com/containers/image/v5/types"
 	"github.com/containers/storage"
@@ -145,7 +146,8 @@ func (m *ManifestLists) Exists(ctx context.Context, name string) (bool, error) {
 	return err == nil, err
 }
 
-// Inspect implements core.ManifestLists.
+// Inspect implements core.ManifestLists. A name that is no local list is
+// read from its registry when it is fully qualified.
 func (m *ManifestLists) Inspect(ctx context.Context, name string, opts core.ManifestInspectOptions) ([]byte, error) {
 	s := m.t.store
 	s.mu.RLock()
@@ -169,6 +171,11 @@ func (m *ManifestLists) remoteManifest(ctx context.Context, name string, opts co
 	ref, err := RegistryReference("name", name)
 	if err != nil {
 		return nil, err
+	}
+	if shortnames.IsShortName(ref) {
+		// Only a fully qualified name is looked up in a registry: a short
+		// name that is no local list is not guessed at across registries.
+		return nil, fmt.Errorf("%s: %w (a registry is only asked for a fully qualified name)", name, core.ErrNoSuchManifestList)
 	}
 	named, err := reference.ParseNormalizedNamed(ref)
 	if err != nil {
