@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 
 // testEngine is an in-process engine on a loopback listener.
 type testEngine struct {
-	t       *testing.T
+	t       testing.TB
 	base    string // http://ADDR
 	root    string
 	runRoot string
@@ -43,6 +43,12 @@ type testEngine struct {
 func startEngine(t *testing.T) *testEngine {
 	t.Helper()
 	testdeadline.Set(t, testdeadline.Default)
+	return startBenchEngine(t)
+}
+
+// startBenchEngine starts an engine for a test or a benchmark.
+func startBenchEngine(t testing.TB) *testEngine {
+	t.Helper()
 	enginetest.RequireRuntime(t, "system API tests")
 	dir := t.TempDir()
 	te := &testEngine{t: t, root: filepath.Join(dir, "root"), runRoot: filepath.Join(dir, "run"), client: &http.Client{}}

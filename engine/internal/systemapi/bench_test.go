@@ -1,0 +1,164 @@
+package systemapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/engine/testimage"
+)
+
+// dfFixture is what both engines hold for the disk usage benchmark.
+const (
+	dfImages     = 50
+	dfContainers = 100
+	dfVolumes    = 20
+)
+
+// dfImageSet is 50 images on one shared busybox layer, one small layer each.
+func dfImageSet() []testimage.Image {
+	images := make([]testimage.Image, 0, dfImages)
+	for i := 0; i < dfImages; i++ {
+		images = append(images, testimage.Image{
+			RepoTags: []string{fmt.Sprintf("localhost/df-bench-%02d:1", i)},
+			Config:   testimage.Config{Cmd: []string{"sh"}, Labels: map[string]string{"n": fmt.Sprint(i)}},
+			Layers:   []testimage.Layer{{Files: []testimage.File{{Path: "n", Data: []byte(fmt.Sprint(i))}}}},
+		})
+	}
+	return images
+}
+
+// benchCall sends one request to base and fails b unless the status is want.
+func benchCall(b *testing.B, client *http.Client, method, url string, body any, want int) []byte {
+	b.Helper()
+	var r io.Reader
+	switch v := body.(type) {
+	case nil:
+	case []byte:
+		r = bytes.NewReader(v)
+	default:
+		data, _ := json.Marshal(v)
+		r = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, url, r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		b.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, data)
+	}
+	return data
+}
+
+// fillForDf loads the images, creates the volumes (a 1 KiB file in each)
+// and the containers (the first 20 each mount a volume) through base's API.
+func fillForDf(b *testing.B, client *http.Client, base string, archive []byte) {
+	b.Helper()
+	benchCall(b, client, "POST", base+"/images/load", archive, http.StatusOK)
+	for i := 0; i < dfVolumes; i++ {
+		var v struct{ Mountpoint string }
+		if err := json.Unmarshal(benchCall(b, client, "POST", base+"/volumes/create", map[string]any{"Name": fmt.Sprintf("df-bench-%02d", i)}, http.StatusCreated), &v); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(v.Mountpoint, "data"), bytes.Repeat([]byte("v"), 1024), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < dfContainers; i++ {
+		spec := map[string]any{
+			"image":   fmt.Sprintf("localhost/df-bench-%02d:1", i%dfImages),
+			"name":    fmt.Sprintf("df-bench-%03d", i),
+			"command": []string{"true"},
+			"netns":   map[string]any{"nsmode": "none"},
+		}
+		if i < dfVolumes {
+			spec["volumes"] = []map[string]any{{"Name": fmt.Sprintf("df-bench-%02d", i), "Dest": "/data"}}
+		}
+		benchCall(b, client, "POST", base+"/containers/create", spec, http.StatusCreated)
+	}
+}
+
+// dfOnce asks base for its disk usage and checks that all of it is there.
+func dfOnce(b *testing.B, client *http.Client, base string) {
+	var report struct {
+		Images     []json.RawMessage
+		Containers []json.RawMessage
+		Volumes    []json.RawMessage
+	}
+	if err := json.Unmarshal(benchCall(b, client, "GET", base+"/system/df", nil, http.StatusOK), &report); err != nil {
+		b.Fatal(err)
+	}
+	if len(report.Images) < dfImages || len(report.Containers) < dfContainers || len(report.Volumes) < dfVolumes {
+		b.Fatalf("%s df: %d images, %d containers, %d volumes", base, len(report.Images), len(report.Containers), len(report.Volumes))
+	}
+}
+
+// BenchmarkSystemDfVsPodman measures GET {prefix}/system/df with 50 images,
+// 100 containers and 20 volumes on berth-engine and on Podman 4.3.1
+// (BERTH_BENCH_PODMAN_URL, started by hack/bench.sh) in the same run,
+// alternating requests, and reports both latencies and the throughput ratio
+// (target: berth at least 10x Podman's throughput).
+func BenchmarkSystemDfVsPodman(b *testing.B) {
+	if os.Getenv("BERTH_BENCH") != "1" {
+		b.Skip("BERTH_BENCH=1 not set (make bench sets it)")
+	}
+	podmanURL := os.Getenv("BERTH_BENCH_PODMAN_URL")
+	if podmanURL == "" {
+		b.Fatal("BERTH_BENCH_PODMAN_URL is not set")
+	}
+	podman := "http://" + strings.TrimPrefix(podmanURL, "tcp://") + "/v4.3.1/libpod"
+	te := startBenchEngine(b)
+	berth := te.base + "/v4.3.1/libpod"
+
+	var archive bytes.Buffer
+	if err := testimage.DockerArchive(&archive, dfImageSet()...); err != nil {
+		b.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}, Timeout: 5 * time.Minute}
+	fillForDf(b, client, berth, archive.Bytes())
+	fillForDf(b, client, podman, archive.Bytes())
+	b.Cleanup(func() {
+		for i := 0; i < dfContainers; i++ {
+			req, _ := http.NewRequest("DELETE", fmt.Sprintf("%s/containers/df-bench-%03d?force=true", podman, i), nil)
+			if resp, err := client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+	})
+	for i := 0; i < 2; i++ {
+		dfOnce(b, client, berth)
+		dfOnce(b, client, podman)
+	}
+
+	var berthTime, podmanTime time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		dfOnce(b, client, berth)
+		berthTime += time.Since(start)
+		start = time.Now()
+		dfOnce(b, client, podman)
+		podmanTime += time.Since(start)
+	}
+	b.StopTimer()
+	berthPer := float64(berthTime.Nanoseconds()) / float64(b.N)
+	podmanPer := float64(podmanTime.Nanoseconds()) / float64(b.N)
+	b.ReportMetric(berthPer, "berth-ns/df")
+	b.ReportMetric(podmanPer, "podman-ns/df")
+	b.ReportMetric(podmanPer/berthPer, "x-podman-throughput")
+	b.Logf("system/df with %d images, %d containers, %d volumes: berth %.2f ms, podman %.2f ms; berth throughput = %.1fx Podman's (target >= 10x)",
+		dfImages, dfContainers, dfVolumes, berthPer/1e6, podmanPer/1e6, podmanPer/berthPer)
+}
