@@ -25,8 +25,14 @@ func (s *Service) DiskUsage(ctx context.Context) (*core.DiskUsageReport, error) 
 		Volumes:    []*core.VolumeDiskUsage{},
 	}
 	running := map[string]bool{}
+	imageSize := make(map[string]int64, len(images.Images))
+	for _, img := range images.Images {
+		imageSize[img.ImageID] = img.Size
+	}
 	if s.cfg.Containers != nil {
-		list, err := s.cfg.Containers.List(ctx, core.ListContainersOptions{All: true, Size: true})
+		// Sizes come from the image sizes above and each writable layer:
+		// the container listing's sizes would read every image again.
+		list, err := s.cfg.Containers.List(ctx, core.ListContainersOptions{All: true})
 		if err != nil {
 			return nil, fmt.Errorf("listing containers: %w", err)
 		}
@@ -41,9 +47,10 @@ func (s *Service) DiskUsage(ctx context.Context) (*core.DiskUsageReport, error) 
 			if len(c.Names) > 0 {
 				entry.Names = c.Names[0]
 			}
-			if c.Size != nil {
-				entry.Size, entry.RWSize = c.Size.RootFsSize, c.Size.RwSize
+			if rw, err := s.store.Storage().ContainerSize(c.ID); err == nil {
+				entry.RWSize = rw
 			}
+			entry.Size = imageSize[c.ImageID] + entry.RWSize
 			running[c.ID] = c.State == core.StateRunning.String()
 			report.Containers = append(report.Containers, entry)
 		}

@@ -130,11 +130,18 @@ func BenchmarkSystemDfVsPodman(b *testing.B) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}, Timeout: 5 * time.Minute}
 	fillForDf(b, client, berth, archive.Bytes())
 	fillForDf(b, client, podman, archive.Bytes())
+	// The benchmark function runs more than once: Podman's store is emptied
+	// of what it added each time.
 	b.Cleanup(func() {
-		for i := 0; i < dfContainers; i++ {
-			req, _ := http.NewRequest("DELETE", fmt.Sprintf("%s/containers/df-bench-%03d?force=true", podman, i), nil)
-			if resp, err := client.Do(req); err == nil {
-				resp.Body.Close()
+		for _, kind := range []struct {
+			path  string
+			count int
+		}{{"/containers/df-bench-%03d?force=true", dfContainers}, {"/volumes/df-bench-%02d?force=true", dfVolumes}} {
+			for i := 0; i < kind.count; i++ {
+				req, _ := http.NewRequest("DELETE", podman+fmt.Sprintf(kind.path, i), nil)
+				if resp, err := client.Do(req); err == nil {
+					resp.Body.Close()
+				}
 			}
 		}
 	})
