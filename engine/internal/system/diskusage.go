@@ -36,6 +36,10 @@ func (s *Service) DiskUsage(ctx context.Context) (*core.DiskUsageReport, error) 
 		if err != nil {
 			return nil, fmt.Errorf("listing containers: %w", err)
 		}
+		rwSizes, err := s.store.WritableLayerSizes()
+		if err != nil {
+			return nil, err
+		}
 		for _, c := range list {
 			entry := &core.ContainerDiskUsage{
 				ContainerID: c.ID,
@@ -47,9 +51,7 @@ func (s *Service) DiskUsage(ctx context.Context) (*core.DiskUsageReport, error) 
 			if len(c.Names) > 0 {
 				entry.Names = c.Names[0]
 			}
-			if rw, err := s.store.Storage().ContainerSize(c.ID); err == nil {
-				entry.RWSize = rw
-			}
+			entry.RWSize = rwSizes[c.ID]
 			entry.Size = imageSize[c.ImageID] + entry.RWSize
 			running[c.ID] = c.State == core.StateRunning.String()
 			report.Containers = append(report.Containers, entry)
