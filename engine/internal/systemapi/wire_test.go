@@ -52,7 +52,6 @@ func TestRoutesNotServedAreNoSuchRoute(t *testing.T) {
 	}{
 		{"GET", "/v4.3.1/libpod/images/search?term=busybox", http.StatusNotFound},
 		{"GET", "/libpod/images/search", http.StatusNotFound},
-		{"POST", "/v4.3.1/libpod/build", http.StatusNotFound},
 		{"GET", "/v4.3.1/libpod/no/such/route", http.StatusNotFound},
 		{"PUT", "/v4.3.1/libpod/images/a/b/c", http.StatusNotFound},
 		{"GET", "/v4.3.1/libpod/containers/create", http.StatusMethodNotAllowed},
