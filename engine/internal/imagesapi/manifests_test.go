@@ -224,6 +224,13 @@ func TestManifestListRegistryInstances(t *testing.T) {
 	if err := json.Unmarshal(skopeoRaw(t, reg.Host+"/copy:1"), &copied); err != nil || len(copied.Manifests) != 2 {
 		t.Errorf("pushed copy: %+v (%v)", copied, err)
 	}
+	// Without all only the list goes: its instances are already in the
+	// destination repository.
+	e.do(http.MethodPost, api+"every/registry/"+url.PathEscape(reg.Host+"/src:listonly")+"?tlsVerify=false", nil).expect(t, http.StatusOK)
+	var listOnly listManifest
+	if err := json.Unmarshal(skopeoRaw(t, reg.Host+"/src:listonly"), &listOnly); err != nil || len(listOnly.Manifests) != 2 {
+		t.Errorf("list pushed without all: %+v (%v)", listOnly, err)
+	}
 	// A list only in the registry is inspected there.
 	var remote listManifest
 	e.do(http.MethodGet, api+url.PathEscape(reg.Host+"/src:1")+"/json?tlsVerify=false", nil).expect(t, http.StatusOK).json(t, &remote)
