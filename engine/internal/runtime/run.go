@@ -22,7 +22,6 @@ func (r *Runtime) RunAttached(ctx context.Context, id, bundle string, stdout, st
 	cmd.Env = minimalEnv()
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return -1, fmt.Errorf("%s run: %w", r.name, err)
 	}
