@@ -30,17 +30,27 @@ func ShuttingDown(ctx context.Context) <-chan struct{} {
 // request in flight at shutdown is answered. Run returns nil after a clean
 // shutdown, an error when serving failed or the timeout forced connections
 // closed. Run closes ln.
+//
+// Run applies DefaultLimits (see RunWithLimits).
 func Run(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger, shutdownTimeout time.Duration) error {
+	return RunWithLimits(ctx, ln, h, logger, shutdownTimeout, DefaultLimits)
+}
+
+// RunWithLimits is Run with limits on slow and numerous clients: header and
+// idle timeouts, body read deadlines that move with progress and a minimum
+// body rate, and caps on connections (503 over them).
+func RunWithLimits(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger, shutdownTimeout time.Duration, limits Limits) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	shuttingDown := make(chan struct{})
 	baseCtx, cancelBase := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), shuttingDownKey{}, shuttingDown))
 	defer cancelBase()
+	ln = LimitListener(ln, limits)
 	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		Handler:           guardBodies(h, limits),
+		ReadHeaderTimeout: limits.ReadHeaderTimeout,
+		IdleTimeout:       limits.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 	}

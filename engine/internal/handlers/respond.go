@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/shared/apierror"
+	"github.com/berth-project/berth/shared/server"
 )
 
 // errInternalPanic answers a request whose handler panicked.
@@ -49,6 +50,8 @@ func statusOf(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, core.ErrUnavailable):
 		return http.StatusServiceUnavailable
+	case errors.Is(err, server.ErrSlowBody):
+		return http.StatusRequestTimeout
 	case errors.Is(err, core.ErrInvalidArgument):
 		return http.StatusBadRequest
 	default:

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // RawStreamType is the content type of a hijacked attach or exec stream.
@@ -22,6 +23,9 @@ func Hijack(w http.ResponseWriter, r *http.Request) (net.Conn, *bufio.ReadWriter
 	if err != nil {
 		return nil, nil, fmt.Errorf("hijack connection: %w", err)
 	}
+	// A hijacked stream lives as long as its session: no deadline the
+	// server set for the request's body or headers applies to it.
+	_ = conn.SetDeadline(time.Time{})
 	proto := r.Header.Get("Upgrade")
 	if proto != "" && headerHasToken(r.Header, "Connection", "upgrade") {
 		fmt.Fprintf(rw, "HTTP/1.1 101 UPGRADED\r\nContent-Type: %s\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", RawStreamType, sanitizeToken(proto))

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/berth-project/berth/shared/apierror"
+	"github.com/berth-project/berth/shared/server"
 	"github.com/berth-project/berth/uploads/internal/files"
 	"github.com/berth-project/berth/uploads/internal/store"
 	"github.com/go-chi/chi/v5"
@@ -71,6 +72,8 @@ func problemFor(err error) (*requestError, bool) {
 		return limitProblem(fle.Limit, fle.Max), true
 	case errors.As(err, &sle):
 		return limitProblem(sle.Limit, sle.Max), true
+	case errors.Is(err, server.ErrSlowBody):
+		return &requestError{status: http.StatusRequestTimeout, slug: "slow-body", title: "Request body too slow", detail: err.Error()}, true
 	case errors.As(err, &be):
 		return &requestError{status: http.StatusBadRequest, slug: "incomplete-body", title: "Request body could not be read", detail: be.Error()}, true
 	}

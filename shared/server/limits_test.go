@@ -1,0 +1,203 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// startLimited runs h under limits on a loopback listener and returns its
+// address.
+func startLimited(t *testing.T, h http.Handler, limits Limits) string {
+	t.Helper()
+	ln, err := Listen("tcp://127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- RunWithLimits(ctx, ln, h, slog.New(slog.DiscardHandler), time.Second, limits) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
+}
+
+// bodyReader answers 408 for a slow body, 200 with the body's length otherwise.
+var bodyReader = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	n, err := io.Copy(io.Discard, r.Body)
+	if errors.Is(err, ErrSlowBody) {
+		http.Error(w, err.Error(), http.StatusRequestTimeout)
+		return
+	}
+	fmt.Fprint(w, n)
+})
+
+// sendHead opens a connection and sends a PUT head announcing size bytes
+// and the first of them.
+func sendHead(t *testing.T, addr string, size int, first string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "PUT /f HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", size, first)
+	return c
+}
+
+func readStatus(t *testing.T, c net.Conn, within time.Duration) int {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(within))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer within %v: %v", within, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestStalledBodyIsCutOff: a body that stops arriving fails its read once
+// no byte came for BodyIdleTimeout (before: the request waited forever,
+// holding its descriptor).
+func TestStalledBodyIsCutOff(t *testing.T) {
+	addr := startLimited(t, bodyReader, Limits{BodyIdleTimeout: 200 * time.Millisecond})
+	c := sendHead(t, addr, 1000, "only ten b")
+	if status := readStatus(t, c, 3*time.Second); status != http.StatusRequestTimeout {
+		t.Fatalf("stalled body: %d, want 408", status)
+	}
+}
+
+// TestTrickleBelowTheMinimumRateIsCutOff: a body that keeps arriving, but
+// slower than MinBodyRate, fails after the grace period; the idle deadline
+// alone would never fire.
+func TestTrickleBelowTheMinimumRateIsCutOff(t *testing.T) {
+	addr := startLimited(t, bodyReader, Limits{BodyIdleTimeout: time.Second, MinBodyRate: 10000, BodyRateGrace: 300 * time.Millisecond})
+	c := sendHead(t, addr, 100000, "x")
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				if _, err := io.WriteString(c, "0123456789"); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	if status := readStatus(t, c, 3*time.Second); status != http.StatusRequestTimeout {
+		t.Fatalf("trickling body: %d, want 408", status)
+	}
+}
+
+// TestBodyWithinTheLimitsAndAHijackAfterIt: a body that arrives in time is
+// read whole, and the deadline is gone once it ended, so a connection taken
+// over afterwards is not cut off.
+func TestBodyWithinTheLimitsAndAHijackAfterIt(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		fmt.Fprint(rw, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n")
+		rw.Flush()
+		line, _ := rw.ReadString('\n')
+		fmt.Fprint(rw, "echo "+line)
+		rw.Flush()
+	})
+	addr := startLimited(t, h, Limits{BodyIdleTimeout: 200 * time.Millisecond})
+	c := sendHead(t, addr, 5, "hello")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("hijack: %v %v", resp, err)
+	}
+	time.Sleep(500 * time.Millisecond) // longer than the body's idle timeout
+	io.WriteString(c, "still here\n")
+	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	line, err := br.ReadString('\n')
+	if err != nil || line != "echo still here\n" {
+		t.Fatalf("hijacked stream after a pause: %q, %v", line, err)
+	}
+}
+
+// TestConnectionsOverTheCapAre503: a client past MaxConnsPerClient gets 503
+// at once (before: every stalled connection held a descriptor until the
+// process ran out), and a slot comes back when a connection closes.
+func TestConnectionsOverTheCapAre503(t *testing.T) {
+	var inHandler atomic.Int32
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inHandler.Add(1)
+		defer inHandler.Add(-1)
+		bodyReader(w, r)
+	})
+	addr := startLimited(t, h, Limits{BodyIdleTimeout: 2 * time.Second, MaxConnsPerClient: 3, MaxConns: 100})
+	var stalled []net.Conn
+	for i := 0; i < 3; i++ {
+		stalled = append(stalled, sendHead(t, addr, 1000, "x"))
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for inHandler.Load() < 3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	over := sendHead(t, addr, 1, "x")
+	if status := readStatus(t, over, 3*time.Second); status != http.StatusServiceUnavailable {
+		t.Fatalf("connection over the cap: %d, want 503", status)
+	}
+	stalled[0].Close()
+	deadline = time.Now().Add(3 * time.Second)
+	for {
+		c := sendHead(t, addr, 2, "ok")
+		status := readStatus(t, c, 3*time.Second)
+		if status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no slot came back after a connection closed: %d", status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestManyStalledUploadsHoldBoundedResources: 200 stalled bodies from one
+// client reach the handler at most MaxConnsPerClient at a time, and every
+// one of them has ended shortly after BodyIdleTimeout.
+func TestManyStalledUploadsHoldBoundedResources(t *testing.T) {
+	var inHandler, peak atomic.Int32
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inHandler.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		defer inHandler.Add(-1)
+		bodyReader(w, r)
+	})
+	addr := startLimited(t, h, Limits{BodyIdleTimeout: 300 * time.Millisecond, MaxConnsPerClient: 20, MaxConns: 1000})
+	for i := 0; i < 200; i++ {
+		sendHead(t, addr, 1000, strings.Repeat("x", 10))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for inHandler.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := inHandler.Load(); n != 0 {
+		t.Fatalf("%d stalled requests still held after the idle timeout", n)
+	}
+	if p := peak.Load(); p > 20 {
+		t.Fatalf("%d stalled requests held at once, over the cap of 20", p)
+	}
+}
