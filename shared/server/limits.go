@@ -57,7 +57,7 @@ func guardBodies(next http.Handler, limits Limits) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = &guardedBody{ReadCloser: r.Body, rc: http.NewResponseController(w), limits: limits, start: time.Now()}
+			r.Body = &guardedBody{ReadCloser: r.Body, w: w, rc: http.NewResponseController(w), limits: limits, start: time.Now()}
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -65,6 +65,7 @@ func guardBodies(next http.Handler, limits Limits) http.Handler {
 
 type guardedBody struct {
 	io.ReadCloser
+	w      http.ResponseWriter
 	rc     *http.ResponseController
 	limits Limits
 	start  time.Time
@@ -102,11 +103,12 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 }
 
 // cutOff ends a body that is too slow: the connection's reads fail from now
-// on and the body is closed, so the server neither waits for the rest of it
-// after the handler's answer nor reuses the connection.
+// on, the body is closed and the answer says Connection: close, so the
+// server neither waits for the rest of the body nor keeps the connection.
 func (b *guardedBody) cutOff(err error) error {
 	b.done = true
 	b.err = err
+	b.w.Header().Set("Connection", "close")
 	_ = b.rc.SetReadDeadline(time.Now())
 	_ = b.ReadCloser.Close()
 	return err

@@ -73,6 +73,12 @@ func TestStalledBodyIsCutOff(t *testing.T) {
 	if status := readStatus(t, c, 3*time.Second); status != http.StatusRequestTimeout {
 		t.Fatalf("stalled body: %d, want 408", status)
 	}
+	// The server closes the connection after the answer: it is not kept
+	// waiting for the rest of the body or a next request.
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("connection after a cut-off body: %v, want EOF", err)
+	}
 }
 
 // TestTrickleBelowTheMinimumRateIsCutOff: a body that keeps arriving, but
