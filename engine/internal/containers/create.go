@@ -324,6 +324,10 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 			return err
 		}
 	}
+	if err := m.mountVolumes(ctx, &rec); err != nil {
+		m.unmountVolumes(ctx, &rec)
+		return err
+	}
 	created, err := m.rt.Create(ctx, runtime.CreateOptions{
 		ID: rec.ID, Name: rec.Name, Bundle: rec.Bundle, LogPath: rec.LogPath,
 		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin,
@@ -332,6 +336,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 		// Whatever runc left (state dir, cgroup) goes; conmon exits by itself.
 		m.rt.Delete(context.WithoutCancel(ctx), rec.ID, true)
 		m.rt.Cleanup(rec.ID)
+		m.unmountVolumes(ctx, &rec)
 		msg := err.Error()
 		m.update(ctx, e, func(r *record) {
 			r.Rootfs, r.Mounted, r.Path, r.Args = rec.Rootfs, rec.Mounted, rec.Path, rec.Args

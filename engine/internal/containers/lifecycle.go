@@ -218,6 +218,7 @@ func (m *Manager) cleanupLocked(ctx context.Context, e *entry) {
 	if !runtime.WaitConmonExit(rec.ConmonPID, rec.ID, conmonExitTimeout) {
 		m.logger.Warn("conmon did not exit after its container; killed it", "container", rec.ID, "pid", rec.ConmonPID)
 	}
+	m.unmountVolumes(ctx, &rec)
 	unmount := rec.Mounted && rec.UserMounts == 0 && !m.copyHeld(e)
 	if unmount {
 		if _, err := m.store.Unmount(rec.ID, true); err != nil {

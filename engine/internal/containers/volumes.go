@@ -299,3 +299,56 @@ func (m *Manager) ContainersUsingVolume(ctx context.Context, name string) ([]str
 	sort.Strings(ids)
 	return ids, nil
 }
+
+// mountVolumes mounts the volumes of rec that have mount options, before
+// the container starts.
+func (m *Manager) mountVolumes(ctx context.Context, rec *record) error {
+	if m.volumes == nil {
+		return nil
+	}
+	for _, v := range rec.Volumes {
+		if err := m.volumes.Mount(ctx, v.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unmountVolumes unmounts the volumes of rec that no other container in
+// the runtime (created, running or paused) still uses.
+func (m *Manager) unmountVolumes(ctx context.Context, rec *record) {
+	if m.volumes == nil {
+		return
+	}
+	for _, v := range rec.Volumes {
+		if m.volumeActive(v.Name, rec.ID) {
+			continue
+		}
+		if err := m.volumes.Unmount(ctx, v.Name); err != nil {
+			m.logger.Warn("unmount volume", "volume", v.Name, "err", err)
+		}
+	}
+}
+
+// volumeActive reports whether a container other than except, in the
+// runtime now, mounts the volume.
+func (m *Manager) volumeActive(name, except string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for id, e := range m.byID {
+		if id == except {
+			continue
+		}
+		switch e.rec.State {
+		case core.StateCreated, core.StateRunning, core.StatePaused:
+		default:
+			continue
+		}
+		for _, v := range e.rec.Volumes {
+			if v.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -456,3 +456,72 @@ func TestVolumeExportImport(t *testing.T) {
 	te.must(http.StatusNotFound, "GET", "/volumes/nope/export", nil)
 	te.must(http.StatusNotFound, "POST", "/volumes/nope/import", bytes.NewReader(tarOf(t, [2]string{"f", "x"})))
 }
+
+// TestVolumeMountOptions: a tmpfs volume (type=tmpfs, o=size=...,nodev,
+// noexec, UID) and a bind volume (o=bind, device=) are mounted while a
+// container uses them and unmounted after; removing a bind volume leaves the
+// host directory's content; options the driver cannot honour are a 400.
+func TestVolumeMountOptions(t *testing.T) {
+	te := startEngine(t)
+	te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "tmp", "Options": map[string]string{"type": "tmpfs", "o": "size=2m,nodev,noexec", "UID": "1000"}})
+	data := filepath.Join(te.root, "volumes", "tmp", "_data")
+	code, out := te.run(map[string]any{"command": []string{"sh", "-c", "grep ' /data ' /proc/mounts; stat -c %u /data; echo x > /data/f && echo written"},
+		"volumes": []map[string]any{{"Name": "tmp", "Dest": "/data"}}})
+	all := strings.Join(out, "\n")
+	if code != 0 || !strings.Contains(all, "tmpfs /data tmpfs rw,nodev,noexec") || !strings.Contains(all, "size=2048k") || !strings.Contains(all, "1000") || !strings.Contains(all, "written") {
+		t.Fatalf("tmpfs volume in the container: %d %q", code, out)
+	}
+	if mountedAt(data) {
+		t.Fatal("the tmpfs volume is still mounted after its container exited")
+	}
+
+	host := t.TempDir()
+	os.WriteFile(filepath.Join(host, "from-host"), []byte("hi"), 0o644)
+	te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "bound", "Options": map[string]string{"type": "none", "o": "bind", "device": host}})
+	te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "bound-ro", "Options": map[string]string{"o": "bind,ro", "device": host}})
+	code, out = te.run(map[string]any{"command": []string{"sh", "-c", "cat /data/from-host; echo; echo c > /data/from-ctr; (touch /ro/x) 2>/dev/null || echo ro-refused"},
+		"volumes": []map[string]any{{"Name": "bound", "Dest": "/data"}, {"Name": "bound-ro", "Dest": "/ro"}}})
+	if code != 0 || !strings.Contains(strings.Join(out, " "), "hi") || !strings.Contains(strings.Join(out, " "), "ro-refused") {
+		t.Fatalf("bind volumes in the container: %d %q", code, out)
+	}
+	if got, err := os.ReadFile(filepath.Join(host, "from-ctr")); err != nil || string(got) != "c\n" {
+		t.Fatalf("the container's write on the host: %q %v", got, err)
+	}
+	te.removeAll()
+	te.must(http.StatusNoContent, "DELETE", "/volumes/bound", nil)
+	te.must(http.StatusNoContent, "DELETE", "/volumes/bound-ro", nil)
+	if entries, _ := os.ReadDir(host); len(entries) != 2 {
+		t.Fatalf("removing the bind volumes touched the host directory: %v", entries)
+	}
+
+	for _, opts := range []map[string]string{
+		{"type": "ext4", "device": "/dev/sda"},
+		{"o": "size=1m"},
+		{"type": "tmpfs", "o": "bind"},
+		{"type": "tmpfs", "o": "uid"},
+		{"o": "bind", "device": "relative"},
+		{"o": "bind", "device": filepath.Join(host, "nope")},
+		{"o": "bind,size=1m", "device": host},
+		{"type": "tmpfs", "o": "mand"},
+		{"colour": "red"},
+	} {
+		status, body := te.do("POST", "/volumes/create", map[string]any{"Name": "bad", "Options": opts})
+		if status != http.StatusBadRequest || !strings.Contains(string(body), "Options") {
+			t.Errorf("%v: %d %s", opts, status, body)
+		}
+	}
+	if got := volumeNames(te.volumes(`{"name":["bad"]}`)); len(got) != 0 {
+		t.Fatalf("a refused volume exists: %v", got)
+	}
+}
+
+// mountedAt reports whether dir is a mount point of this process's view.
+func mountedAt(dir string) bool {
+	data, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == dir {
+			return true
+		}
+	}
+	return false
+}

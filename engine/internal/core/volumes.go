@@ -72,6 +72,11 @@ type Volumes interface {
 	Prune(ctx context.Context, filters map[string][]string) ([]PruneReport, error)
 	// MarkCopiedUp clears a volume's NeedsCopyUp once it got its content.
 	MarkCopiedUp(ctx context.Context, name string) error
+	// Mount mounts a volume that has mount options (type=tmpfs, o=bind)
+	// unless it is mounted; a plain volume needs nothing.
+	Mount(ctx context.Context, name string) error
+	// Unmount undoes Mount (a no-op for a volume that is not mounted).
+	Unmount(ctx context.Context, name string) error
 	// Export writes the volume's content to w as an uncompressed tar.
 	Export(ctx context.Context, name string, w io.Writer) error
 	// Import merges a tar's content into the volume (the tar's entries win).

@@ -69,6 +69,10 @@ func Open(ctx context.Context, db *state.DB, root string, logger *slog.Logger) (
 	}
 	for _, e := range entries {
 		if !known[e.Name()] {
+			if err := unmountData(filepath.Join(root, e.Name(), "_data")); err != nil {
+				logger.Warn("volume directory without record left in place: still mounted", "volume", e.Name(), "err", err)
+				continue
+			}
 			logger.Info("deleting volume directory without record", "volume", e.Name())
 			os.RemoveAll(filepath.Join(root, e.Name()))
 			continue
@@ -153,20 +157,19 @@ func (s *Store) Create(ctx context.Context, o core.VolumeCreateOptions) (*core.V
 			} else {
 				v.GID = n
 			}
-		case "o":
-			for _, mo := range strings.Split(val, ",") {
-				switch mo {
-				case "nocopy":
-					v.NeedsCopyUp = false
-				case "copy", "":
-				default:
-					return nil, core.InvalidArgument("Options", fmt.Errorf("mount option %q is not supported by the local driver (copy, nocopy)", mo))
-				}
-			}
+		case "o", "type", "device":
 		default:
-			return nil, core.InvalidArgument("Options", fmt.Errorf("option %q is not supported by the local driver (UID, GID, o)", k))
+			return nil, core.InvalidArgument("Options", fmt.Errorf("option %q is not supported by the local driver (UID, GID, o, type, device)", k))
 		}
 		v.Options[k] = val
+	}
+	ms, err := parseMountOptions(o.Options)
+	if err != nil {
+		return nil, err
+	}
+	if ms != nil || strings.Contains(","+optionValue(o.Options, "o")+",", ",nocopy,") {
+		// A mounted volume's content lives in its mount: nothing to copy up.
+		v.NeedsCopyUp = false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -177,6 +180,9 @@ func (s *Store) Create(ctx context.Context, o core.VolumeCreateOptions) (*core.V
 	}
 	dir := filepath.Join(s.root, name)
 	// A directory without record is what a crash left behind.
+	if err := unmountData(filepath.Join(dir, "_data")); err != nil {
+		return nil, fmt.Errorf("create volume %s: %w", name, err)
+	}
 	os.RemoveAll(dir)
 	if err := os.MkdirAll(v.Mountpoint, 0o755); err != nil {
 		return nil, fmt.Errorf("create volume %s: %w", name, err)
@@ -349,7 +355,10 @@ func (s *Store) removeLocked(ctx context.Context, name string) error {
 		}
 		return err
 	}
-	if err := os.RemoveAll(filepath.Join(s.root, name)); err != nil {
+	// Never delete through a mount (a bind volume's host directory).
+	if err := unmountData(filepath.Join(s.root, name, "_data")); err != nil {
+		s.logger.Warn("volume directory left in place: still mounted", "volume", name, "err", err)
+	} else if err := os.RemoveAll(filepath.Join(s.root, name)); err != nil {
 		s.logger.Warn("delete volume directory", "volume", name, "err", err)
 	}
 	s.emit(ctx, "remove", name)
@@ -406,4 +415,14 @@ func dirSize(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// optionValue returns an option's value, its key matched case-insensitively.
+func optionValue(opts map[string]string, key string) string {
+	for k, v := range opts {
+		if strings.EqualFold(k, key) {
+			return v
+		}
+	}
+	return ""
 }
