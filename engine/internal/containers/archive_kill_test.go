@@ -93,6 +93,11 @@ func TestKill9DuringCopyAndCommit(t *testing.T) {
 	if spools, _ := filepath.Glob(filepath.Join(tmp, "transfer-*")); len(spools) > 0 {
 		t.Errorf("temporaries left after restart: %v", spools)
 	}
+	var mounted map[string]string
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
+	if len(mounted) > 0 {
+		t.Errorf("rootfs mounts after restart: %v", mounted)
+	}
 	if status, _ := te.statPath(stopped, "/partial"); status != http.StatusNotFound {
 		t.Errorf("the interrupted copy left /partial in the container: %d", status)
 	}

@@ -264,10 +264,16 @@ func (m *Manager) reconcileLocked(ctx context.Context, e *entry) {
 		})
 		m.cleanupLocked(ctx, e)
 	case core.StateExited, core.StateStopped:
-		if rec.NeedsCleanup {
+		// A rootfs still mounted without a client mount was held by a copy
+		// the crash interrupted.
+		if rec.NeedsCleanup || (rec.Mounted && rec.UserMounts == 0) {
 			m.cleanupLocked(ctx, e)
 		}
 		m.afterExitLocked(ctx, e)
+	case core.StateConfigured:
+		if rec.Mounted && rec.UserMounts == 0 {
+			m.cleanupLocked(ctx, e)
+		}
 	}
 }
 
