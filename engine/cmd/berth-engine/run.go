@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/engine"
@@ -80,6 +81,13 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&cfg.engine.StorageDriver, "storage-driver", env("BERTH_ENGINE_STORAGE_DRIVER", ""), "storage driver: overlay or vfs; empty tries overlay and falls back to vfs (BERTH_ENGINE_STORAGE_DRIVER)")
 	fs.StringVar(&cfg.engine.RegistriesConf, "registries-conf", env("BERTH_ENGINE_REGISTRIES_CONF", ""), "registries.conf for short-name resolution; empty uses ROOT/registries.conf, written on first start (BERTH_ENGINE_REGISTRIES_CONF)")
 	fs.StringVar(&cfg.engine.SwaggerSpec, "swagger-spec", env("BERTH_ENGINE_SWAGGER_SPEC", swagger.DefaultEngineSwaggerSpec), "OpenAPI document to serve; the embedded copy is served where it is missing (BERTH_ENGINE_SWAGGER_SPEC)")
+	fs.StringVar(&cfg.engine.Network.DefaultNetwork, "network-default", env("BERTH_ENGINE_NETWORK_DEFAULT", "podman"), "name of the default network, created at first start (BERTH_ENGINE_NETWORK_DEFAULT)")
+	fs.StringVar(&cfg.engine.Network.DefaultBridge, "network-default-bridge", env("BERTH_ENGINE_NETWORK_DEFAULT_BRIDGE", "podman0"), "bridge of the default network (BERTH_ENGINE_NETWORK_DEFAULT_BRIDGE)")
+	fs.StringVar(&cfg.engine.Network.DefaultSubnet, "network-default-subnet", env("BERTH_ENGINE_NETWORK_DEFAULT_SUBNET", "10.88.0.0/16"), "subnet of the default network (BERTH_ENGINE_NETWORK_DEFAULT_SUBNET)")
+	pool := env("BERTH_ENGINE_NETWORK_SUBNET_POOL", "10.89.0.0/16")
+	fs.StringVar(&pool, "network-subnet-pool", pool, "comma-separated IPv4 subnets that new networks get a /24 of (BERTH_ENGINE_NETWORK_SUBNET_POOL)")
+	fs.StringVar(&cfg.engine.Network.DefaultMode, "network-default-mode", env("BERTH_ENGINE_NETWORK_DEFAULT_MODE", "bridge"), "network mode of containers that name none: bridge (the default network) or private (loopback only) (BERTH_ENGINE_NETWORK_DEFAULT_MODE)")
+	fs.StringVar(&cfg.engine.Network.BridgePrefix, "network-bridge-prefix", env("BERTH_ENGINE_NETWORK_BRIDGE_PREFIX", "podman"), "new networks' bridges are named PREFIX1, PREFIX2 ... (BERTH_ENGINE_NETWORK_BRIDGE_PREFIX)")
 	fs.StringVar(&cfg.logFormat, "log-format", env("BERTH_ENGINE_LOG_FORMAT", "text"), "log format: text or json (BERTH_ENGINE_LOG_FORMAT)")
 	fs.StringVar(&cfg.logLevel, "log-level", env("BERTH_ENGINE_LOG_LEVEL", "info"), "log level: debug, info, warn, error (BERTH_ENGINE_LOG_LEVEL)")
 	maxExpanded := env("BERTH_ENGINE_MAX_EXPANDED_SIZE", sizelimit.FormatSize(sizelimit.DefaultMax))
@@ -106,6 +114,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	cfg.shutdownTimeout = d
 	if cfg.engine.MaxExpandedSize, err = sizelimit.ParseSize(maxExpanded); err != nil {
 		return cfg, fmt.Errorf("max-expanded-size: %w", err)
+	}
+	for _, p := range strings.Split(pool, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cfg.engine.Network.SubnetPool = append(cfg.engine.Network.SubnetPool, p)
+		}
 	}
 	switch cfg.engine.Runtime {
 	case "runc", "crun":

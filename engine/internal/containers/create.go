@@ -48,8 +48,15 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 			return "", nil, err
 		}
 	}
+	if err := checkExpose(&spec); err != nil {
+		return "", nil, err
+	}
 	img, err := m.images.Lookup(ctx, spec.Image)
 	if err != nil {
+		return "", nil, err
+	}
+	joinsPodNet := pod != nil && !spec.PodInfra && pod.Shares(core.PodShareNet)
+	if err := m.resolveNetwork(ctx, &spec, img, joinsPodNet); err != nil {
 		return "", nil, err
 	}
 	if spec.StopTimeout == nil {
@@ -236,6 +243,7 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 		ResolvConfFile: filepath.Join(netFiles, "resolv.conf"),
 		HostnameFile:   filepath.Join(rec.StaticDir, "hostname"),
 		CgroupsPath:    rec.CgroupPath,
+		NetNSPath:      m.netNSPathOf(rec),
 		Host:           m.host,
 		JoinNamespaces: joins,
 	})
@@ -328,6 +336,11 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 		m.unmountVolumes(ctx, &rec)
 		return err
 	}
+	if err := m.setupNetworkLocked(ctx, e); err != nil {
+		m.teardownNetworkLocked(ctx, e)
+		m.unmountVolumes(ctx, &rec)
+		return err
+	}
 	created, err := m.rt.Create(ctx, runtime.CreateOptions{
 		ID: rec.ID, Name: rec.Name, Bundle: rec.Bundle, LogPath: rec.LogPath,
 		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin,
@@ -337,6 +350,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 		m.rt.Delete(context.WithoutCancel(ctx), rec.ID, true)
 		m.rt.Cleanup(rec.ID)
 		m.unmountVolumes(ctx, &rec)
+		m.teardownNetworkLocked(ctx, e)
 		msg := err.Error()
 		m.update(ctx, e, func(r *record) {
 			r.Rootfs, r.Mounted, r.Path, r.Args = rec.Rootfs, rec.Mounted, rec.Path, rec.Args

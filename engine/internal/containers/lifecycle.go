@@ -201,7 +201,7 @@ func (m *Manager) pollExit(ctx context.Context, e *entry) {
 // files of an exited container. It is idempotent. The caller holds e.op.
 func (m *Manager) cleanupLocked(ctx context.Context, e *entry) {
 	rec := m.snapshot(e)
-	if !rec.NeedsCleanup && (!rec.Mounted || rec.UserMounts > 0) {
+	if !rec.NeedsCleanup && (!rec.Mounted || rec.UserMounts > 0) && rec.NetSetup == nil {
 		return
 	}
 	if rec.State == core.StateCreated || rec.State == core.StateRunning || rec.State == core.StatePaused {
@@ -215,6 +215,7 @@ func (m *Manager) cleanupLocked(ctx context.Context, e *entry) {
 		}
 		m.rt.Cleanup(rec.ID)
 	}
+	m.teardownNetworkLocked(ctx, e)
 	if !runtime.WaitConmonExit(rec.ConmonPID, rec.ID, conmonExitTimeout) {
 		m.logger.Warn("conmon did not exit after its container; killed it", "container", rec.ID, "pid", rec.ConmonPID)
 	}

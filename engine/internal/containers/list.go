@@ -91,10 +91,10 @@ func listEntry(r *record) core.ListContainer {
 		Labels:     r.Spec.Labels,
 		Mounts:     mountDestinations(r),
 		Names:      []string{r.Name},
-		Networks:   []string{},
+		Networks:   networkNames(r),
 		Pid:        r.PID,
 		Pod:        r.Pod,
-		Ports:      []any{},
+		Ports:      append([]core.PortMapping{}, r.Spec.PortMappings...),
 		State:      r.State.String(),
 		Status:     healthStatus(r),
 	}
@@ -368,26 +368,24 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 			CgroupPath: r.CgroupPath,
 		},
 		Image: r.ImageID, ImageDigest: r.ImageDigest, ImageName: r.Image, Rootfs: r.Rootfs,
-		ResolvConfPath: r.StaticDir + "/resolv.conf",
-		HostnamePath:   r.StaticDir + "/hostname",
-		HostsPath:      r.StaticDir + "/hosts",
-		StaticDir:      r.StaticDir,
-		OCIConfigPath:  r.Bundle + "/config.json",
-		OCIRuntime:     r.Runtime,
-		ConmonPidFile:  r.Bundle + "/conmon.pid",
-		PidFile:        r.Bundle + "/pidfile",
-		Name:           r.Name,
-		RestartCount:   int32(r.RestartCount),
-		Driver:         m.store.GraphDriverName(),
-		EffectiveCaps:  caps,
-		BoundingCaps:   caps,
-		ExecIDs:        []string{},
-		GraphDriver:    &core.DriverData{Name: m.store.GraphDriverName(), Data: map[string]string{}},
-		Mounts:         inspectMounts(s, r.Volumes),
-		Dependencies:   []string{},
-		NetworkSettings: &core.InspectNetworkSettings{
-			Ports: map[string][]string{},
-		},
+		ResolvConfPath:  r.StaticDir + "/resolv.conf",
+		HostnamePath:    r.StaticDir + "/hostname",
+		HostsPath:       r.StaticDir + "/hosts",
+		StaticDir:       r.StaticDir,
+		OCIConfigPath:   r.Bundle + "/config.json",
+		OCIRuntime:      r.Runtime,
+		ConmonPidFile:   r.Bundle + "/conmon.pid",
+		PidFile:         r.Bundle + "/pidfile",
+		Name:            r.Name,
+		RestartCount:    int32(r.RestartCount),
+		Driver:          m.store.GraphDriverName(),
+		EffectiveCaps:   caps,
+		BoundingCaps:    caps,
+		ExecIDs:         []string{},
+		GraphDriver:     &core.DriverData{Name: m.store.GraphDriverName(), Data: map[string]string{}},
+		Mounts:          inspectMounts(s, r.Volumes),
+		Dependencies:    []string{},
+		NetworkSettings: m.networkSettings(&r, 0),
 		Config: &core.InspectContainerConfig{
 			Hostname: hostnameOf(&r), User: s.User,
 			AttachStdin: s.Stdin, AttachStdout: true, AttachStderr: true,
@@ -405,16 +403,17 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 			StopTimeout:   derefUint(s.StopTimeout, defaultStopTimeout),
 		},
 		HostConfig: &core.InspectContainerHostConfig{
-			Binds:         binds(s, r.Volumes),
-			CgroupManager: "cgroupfs",
-			CgroupMode:    "host",
-			LogConfig:     &core.InspectLogConfig{Type: "k8s-file", Config: map[string]string{}, Path: r.LogPath, Size: "0B"},
-			NetworkMode:   netMode(s),
-			PortBindings:  map[string][]string{},
-			RestartPolicy: &core.InspectRestartPolicy{Name: restart, MaximumRetryCount: tries},
-			AutoRemove:    s.Remove,
-			VolumesFrom:   []string{},
-			CapAdd:        capAdd, CapDrop: capDrop,
+			Binds:           binds(s, r.Volumes),
+			CgroupManager:   "cgroupfs",
+			CgroupMode:      "host",
+			LogConfig:       &core.InspectLogConfig{Type: "k8s-file", Config: map[string]string{}, Path: r.LogPath, Size: "0B"},
+			NetworkMode:     netMode(s),
+			PortBindings:    portBindings(&r, false),
+			PublishAllPorts: s.PublishExposedPorts,
+			RestartPolicy:   &core.InspectRestartPolicy{Name: restart, MaximumRetryCount: tries},
+			AutoRemove:      s.Remove,
+			VolumesFrom:     []string{},
+			CapAdd:          capAdd, CapDrop: capDrop,
 			DNS: nonNil(s.DNSServers), DNSOptions: nonNil(s.DNSOptions), DNSSearch: nonNil(s.DNSSearch),
 			ExtraHosts: nonNil(s.HostAdd), GroupAdd: nonNil(s.Groups),
 			IpcMode: "private", Cgroup: "", Cgroups: "default", Links: []string{},
@@ -605,10 +604,12 @@ func (m *Manager) graphDriverData(r *record, data map[string]string) {
 
 func netMode(s *core.ContainerSpec) string {
 	switch s.NetNS.NSMode {
-	case "", "bridge", core.NetNSPrivate:
+	case "", core.NetNSPrivate:
 		return "private"
-	case "path":
+	case core.NetNSPath:
 		return "ns:" + s.NetNS.Value
+	case core.NetNSContainer:
+		return "container:" + s.NetNS.Value
 	default:
 		return s.NetNS.NSMode
 	}

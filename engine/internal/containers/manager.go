@@ -50,6 +50,13 @@ type Options struct {
 	// Commits stores the images CommitContainer makes; nil leaves commit
 	// unsupported.
 	Commits ImageCommitter
+	// Networks sets up bridged containers' namespaces; nil leaves every
+	// container without networks (a private namespace with loopback only).
+	Networks core.ContainerNetworking
+	// DefaultNetworkMode is the mode of a container that asks for none
+	// (Podman's containers.conf netns): "bridge" (the default network,
+	// the default) or "private" (its own namespace with loopback only).
+	DefaultNetworkMode string
 	// Host limits what a container may be granted; zero means DetectHost.
 	Host *oci.Host
 	// HoldEvents queues the events of Open's reconcile (containers that
@@ -81,6 +88,11 @@ type record struct {
 	ImageDigest string `json:"ImageDigest,omitempty"`
 	// PodJoin is what a pod member takes from its pod's infra container.
 	PodJoin podFields `json:"PodJoin,omitempty"`
+	// NetSetup is the network namespace as set up (addresses included),
+	// from before netavark runs until the teardown; NetStatus is what
+	// netavark reported for each network.
+	NetSetup  *core.NetworkSetup          `json:"NetSetup,omitempty"`
+	NetStatus map[string]core.StatusBlock `json:"NetStatus,omitempty"`
 }
 
 // entry is the manager's handle on one container.
@@ -112,6 +124,8 @@ type Manager struct {
 	commits      ImageCommitter
 	volumes      core.Volumes
 	secrets      SecretSource
+	nets         core.ContainerNetworking
+	privateNet   bool
 	store        storage.Store
 	rt           *runtime.Runtime
 	db           *state.DB
@@ -173,10 +187,15 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		}
 		host = h
 	}
+	switch o.DefaultNetworkMode {
+	case "", core.NetNSBridge, core.NetNSPrivate:
+	default:
+		return nil, fmt.Errorf("default network mode %q is not bridge or private", o.DefaultNetworkMode)
+	}
 	resolv, _ := os.ReadFile("/etc/resolv.conf")
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m := &Manager{
-		images: o.Images, commits: o.Commits, volumes: o.Volumes, secrets: o.Secrets, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
+		images: o.Images, commits: o.Commits, volumes: o.Volumes, secrets: o.Secrets, nets: o.Networks, privateNet: o.DefaultNetworkMode == core.NetNSPrivate, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
 		host: host, cgroupParent: o.CgroupParent, hostResolv: resolv,
 		byID: map[string]*entry{}, byName: map[string]*entry{}, reserved: map[string]bool{}, removed: map[string]removedExit{},
 		creating:        map[string][]string{},
@@ -288,6 +307,10 @@ func copyRecord(r record) record {
 	out := r
 	out.Health.Log = append([]core.HealthCheckLog(nil), r.Health.Log...)
 	out.PodJoin.Shared = append([]string(nil), r.PodJoin.Shared...)
+	if r.NetSetup != nil {
+		ns := *r.NetSetup
+		out.NetSetup = &ns
+	}
 	return out
 }
 

@@ -72,6 +72,7 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 		}
 		m.rt.Cleanup(rec.ID)
 	}
+	m.teardownNetworkLocked(ctx, e)
 	if !runtime.WaitConmonExit(rec.ConmonPID, rec.ID, conmonExitTimeout) {
 		m.logger.Warn("conmon did not exit after its container; killed it", "container", rec.ID, "pid", rec.ConmonPID)
 	}

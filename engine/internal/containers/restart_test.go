@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/enginetest"
 )
 
 // engineProcess is the real berth-engine binary, run as its own process.
@@ -21,6 +23,8 @@ type engineProcess struct {
 	root    string
 	runRoot string
 	cmd     *exec.Cmd
+	// netFlags give the engine networks of its own, chosen at the first start.
+	netFlags []string
 }
 
 func buildEngine(t *testing.T) string {
@@ -36,7 +40,12 @@ func buildEngine(t *testing.T) string {
 
 func (p *engineProcess) start() {
 	p.t.Helper()
-	p.cmd = exec.Command(p.bin, "--listen", "tcp://"+p.addr, "--root", p.root, "--runroot", p.runRoot)
+	if p.netFlags == nil {
+		nets := enginetest.UniqueNetworks(p.t)
+		nets.DefaultMode = "private"
+		p.netFlags = enginetest.NetworkFlags(nets)
+	}
+	p.cmd = exec.Command(p.bin, append([]string{"--listen", "tcp://" + p.addr, "--root", p.root, "--runroot", p.runRoot}, p.netFlags...)...)
 	p.cmd.Stdout = os.Stderr
 	p.cmd.Stderr = os.Stderr
 	if err := p.cmd.Start(); err != nil {

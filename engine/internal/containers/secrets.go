@@ -225,12 +225,3 @@ func usesSecret(spec *core.ContainerSpec, secretID string) bool {
 	}
 	return false
 }
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

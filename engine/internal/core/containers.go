@@ -129,6 +129,18 @@ type ContainerSpec struct {
 	// PodInfra marks the infra container of Pod; only the pods backend sets
 	// it (it is not part of the wire format).
 	PodInfra bool `json:"-"`
+
+	// Networks are the networks a container in bridge mode joins (none:
+	// the default network); CNINetworks is the older list of names.
+	Networks    map[string]PerNetworkOptions `json:"Networks,omitempty"`
+	CNINetworks []string                     `json:"cni_networks,omitempty"`
+	// PortMappings publish container ports on the host; with
+	// PublishExposedPorts every port the image or Expose names is
+	// published on a random host port too.
+	PortMappings        []PortMapping       `json:"portmappings,omitempty"`
+	PublishExposedPorts bool                `json:"publish_image_ports,omitempty"`
+	Expose              map[uint16]string   `json:"expose,omitempty"`
+	NetworkOptions      map[string][]string `json:"network_options,omitempty"`
 }
 
 // Container is the engine's record of one container. It is a snapshot: the

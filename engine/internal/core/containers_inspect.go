@@ -23,7 +23,7 @@ type ListContainer struct {
 	Pid        int                     `json:"Pid"`
 	Pod        string                  `json:"Pod"`
 	PodName    string                  `json:"PodName"`
-	Ports      []any                   `json:"Ports"`
+	Ports      []PortMapping           `json:"Ports"`
 	Size       *ContainerSize          `json:"Size"`
 	StartedAt  int64                   `json:"StartedAt"`
 	State      string                  `json:"State"`
@@ -142,23 +142,54 @@ type InspectMount struct {
 	Propagation string   `json:"Propagation"`
 }
 
+// InspectHostPort is one host address a container port is published on.
+type InspectHostPort struct {
+	HostIP   string `json:"HostIp"`
+	HostPort string `json:"HostPort"`
+}
+
+// InspectAddress is an extra address of a container's interface.
+type InspectAddress struct {
+	Addr         string `json:"Addr"`
+	PrefixLength int    `json:"PrefixLength"`
+}
+
+// InspectBasicNetworkConfig is a container's address on a network.
+type InspectBasicNetworkConfig struct {
+	EndpointID             string           `json:"EndpointID"`
+	Gateway                string           `json:"Gateway"`
+	IPAddress              string           `json:"IPAddress"`
+	IPPrefixLen            int              `json:"IPPrefixLen"`
+	SecondaryIPAddresses   []InspectAddress `json:"SecondaryIPAddresses,omitempty"`
+	IPv6Gateway            string           `json:"IPv6Gateway"`
+	GlobalIPv6Address      string           `json:"GlobalIPv6Address"`
+	GlobalIPv6PrefixLen    int              `json:"GlobalIPv6PrefixLen"`
+	SecondaryIPv6Addresses []InspectAddress `json:"SecondaryIPv6Addresses,omitempty"`
+	MacAddress             string           `json:"MacAddress"`
+	AdditionalMacAddresses []string         `json:"AdditionalMACAddresses,omitempty"`
+}
+
+// InspectAdditionalNetwork is a container's view of one of its networks.
+type InspectAdditionalNetwork struct {
+	InspectBasicNetworkConfig
+	NetworkID  string            `json:"NetworkID,omitempty"`
+	DriverOpts map[string]string `json:"DriverOpts"`
+	IPAMConfig map[string]string `json:"IPAMConfig"`
+	Links      []string          `json:"Links"`
+	Aliases    []string          `json:"Aliases,omitempty"`
+}
+
 // InspectNetworkSettings is the network part of an inspected container.
 type InspectNetworkSettings struct {
-	EndpointID             string              `json:"EndpointID"`
-	Gateway                string              `json:"Gateway"`
-	IPAddress              string              `json:"IPAddress"`
-	IPPrefixLen            int                 `json:"IPPrefixLen"`
-	IPv6Gateway            string              `json:"IPv6Gateway"`
-	GlobalIPv6Address      string              `json:"GlobalIPv6Address"`
-	GlobalIPv6PrefixLen    int                 `json:"GlobalIPv6PrefixLen"`
-	MacAddress             string              `json:"MacAddress"`
-	Bridge                 string              `json:"Bridge"`
-	SandboxID              string              `json:"SandboxID"`
-	HairpinMode            bool                `json:"HairpinMode"`
-	LinkLocalIPv6Address   string              `json:"LinkLocalIPv6Address"`
-	LinkLocalIPv6PrefixLen int                 `json:"LinkLocalIPv6PrefixLen"`
-	Ports                  map[string][]string `json:"Ports"`
-	SandboxKey             string              `json:"SandboxKey"`
+	InspectBasicNetworkConfig
+	Bridge                 string                               `json:"Bridge"`
+	SandboxID              string                               `json:"SandboxID"`
+	HairpinMode            bool                                 `json:"HairpinMode"`
+	LinkLocalIPv6Address   string                               `json:"LinkLocalIPv6Address"`
+	LinkLocalIPv6PrefixLen int                                  `json:"LinkLocalIPv6PrefixLen"`
+	Ports                  map[string][]InspectHostPort         `json:"Ports"`
+	SandboxKey             string                               `json:"SandboxKey"`
+	Networks               map[string]*InspectAdditionalNetwork `json:"Networks,omitempty"`
 }
 
 // InspectContainerConfig is the Config member of InspectContainerData.
@@ -214,56 +245,56 @@ type InspectUlimit struct {
 
 // InspectContainerHostConfig is the HostConfig member of InspectContainerData.
 type InspectContainerHostConfig struct {
-	Binds             []string              `json:"Binds"`
-	CgroupManager     string                `json:"CgroupManager,omitempty"`
-	CgroupMode        string                `json:"CgroupMode"`
-	ContainerIDFile   string                `json:"ContainerIDFile"`
-	LogConfig         *InspectLogConfig     `json:"LogConfig"`
-	NetworkMode       string                `json:"NetworkMode"`
-	PortBindings      map[string][]string   `json:"PortBindings"`
-	RestartPolicy     *InspectRestartPolicy `json:"RestartPolicy"`
-	AutoRemove        bool                  `json:"AutoRemove"`
-	VolumeDriver      string                `json:"VolumeDriver"`
-	VolumesFrom       []string              `json:"VolumesFrom"`
-	CapAdd            []string              `json:"CapAdd"`
-	CapDrop           []string              `json:"CapDrop"`
-	DNS               []string              `json:"Dns"`
-	DNSOptions        []string              `json:"DnsOptions"`
-	DNSSearch         []string              `json:"DnsSearch"`
-	ExtraHosts        []string              `json:"ExtraHosts"`
-	GroupAdd          []string              `json:"GroupAdd"`
-	IpcMode           string                `json:"IpcMode"`
-	Cgroup            string                `json:"Cgroup"`
-	Cgroups           string                `json:"Cgroups"`
-	Links             []string              `json:"Links"`
-	OomScoreAdj       int                   `json:"OomScoreAdj"`
-	PidMode           string                `json:"PidMode"`
-	Privileged        bool                  `json:"Privileged"`
-	PublishAllPorts   bool                  `json:"PublishAllPorts"`
-	ReadonlyRootfs    bool                  `json:"ReadonlyRootfs"`
-	SecurityOpt       []string              `json:"SecurityOpt"`
-	Tmpfs             map[string]string     `json:"Tmpfs"`
-	UTSMode           string                `json:"UTSMode"`
-	UsernsMode        string                `json:"UsernsMode"`
-	ShmSize           int64                 `json:"ShmSize"`
-	Runtime           string                `json:"Runtime"`
-	ConsoleSize       []uint                `json:"ConsoleSize"`
-	Isolation         string                `json:"Isolation"`
-	CPUShares         uint64                `json:"CpuShares"`
-	Memory            int64                 `json:"Memory"`
-	NanoCpus          int64                 `json:"NanoCpus"`
-	CgroupParent      string                `json:"CgroupParent"`
-	BlkioWeight       uint16                `json:"BlkioWeight"`
-	CPUPeriod         uint64                `json:"CpuPeriod"`
-	CPUQuota          int64                 `json:"CpuQuota"`
-	CpusetCpus        string                `json:"CpusetCpus"`
-	CpusetMems        string                `json:"CpusetMems"`
-	MemoryReservation int64                 `json:"MemoryReservation"`
-	MemorySwap        int64                 `json:"MemorySwap"`
-	MemorySwappiness  int64                 `json:"MemorySwappiness"`
-	OomKillDisable    bool                  `json:"OomKillDisable"`
-	PidsLimit         int64                 `json:"PidsLimit"`
-	Ulimits           []InspectUlimit       `json:"Ulimits"`
-	CgroupConf        map[string]string     `json:"CgroupConf"`
-	Init              bool                  `json:"Init,omitempty"`
+	Binds             []string                     `json:"Binds"`
+	CgroupManager     string                       `json:"CgroupManager,omitempty"`
+	CgroupMode        string                       `json:"CgroupMode"`
+	ContainerIDFile   string                       `json:"ContainerIDFile"`
+	LogConfig         *InspectLogConfig            `json:"LogConfig"`
+	NetworkMode       string                       `json:"NetworkMode"`
+	PortBindings      map[string][]InspectHostPort `json:"PortBindings"`
+	RestartPolicy     *InspectRestartPolicy        `json:"RestartPolicy"`
+	AutoRemove        bool                         `json:"AutoRemove"`
+	VolumeDriver      string                       `json:"VolumeDriver"`
+	VolumesFrom       []string                     `json:"VolumesFrom"`
+	CapAdd            []string                     `json:"CapAdd"`
+	CapDrop           []string                     `json:"CapDrop"`
+	DNS               []string                     `json:"Dns"`
+	DNSOptions        []string                     `json:"DnsOptions"`
+	DNSSearch         []string                     `json:"DnsSearch"`
+	ExtraHosts        []string                     `json:"ExtraHosts"`
+	GroupAdd          []string                     `json:"GroupAdd"`
+	IpcMode           string                       `json:"IpcMode"`
+	Cgroup            string                       `json:"Cgroup"`
+	Cgroups           string                       `json:"Cgroups"`
+	Links             []string                     `json:"Links"`
+	OomScoreAdj       int                          `json:"OomScoreAdj"`
+	PidMode           string                       `json:"PidMode"`
+	Privileged        bool                         `json:"Privileged"`
+	PublishAllPorts   bool                         `json:"PublishAllPorts"`
+	ReadonlyRootfs    bool                         `json:"ReadonlyRootfs"`
+	SecurityOpt       []string                     `json:"SecurityOpt"`
+	Tmpfs             map[string]string            `json:"Tmpfs"`
+	UTSMode           string                       `json:"UTSMode"`
+	UsernsMode        string                       `json:"UsernsMode"`
+	ShmSize           int64                        `json:"ShmSize"`
+	Runtime           string                       `json:"Runtime"`
+	ConsoleSize       []uint                       `json:"ConsoleSize"`
+	Isolation         string                       `json:"Isolation"`
+	CPUShares         uint64                       `json:"CpuShares"`
+	Memory            int64                        `json:"Memory"`
+	NanoCpus          int64                        `json:"NanoCpus"`
+	CgroupParent      string                       `json:"CgroupParent"`
+	BlkioWeight       uint16                       `json:"BlkioWeight"`
+	CPUPeriod         uint64                       `json:"CpuPeriod"`
+	CPUQuota          int64                        `json:"CpuQuota"`
+	CpusetCpus        string                       `json:"CpusetCpus"`
+	CpusetMems        string                       `json:"CpusetMems"`
+	MemoryReservation int64                        `json:"MemoryReservation"`
+	MemorySwap        int64                        `json:"MemorySwap"`
+	MemorySwappiness  int64                        `json:"MemorySwappiness"`
+	OomKillDisable    bool                         `json:"OomKillDisable"`
+	PidsLimit         int64                        `json:"PidsLimit"`
+	Ulimits           []InspectUlimit              `json:"Ulimits"`
+	CgroupConf        map[string]string            `json:"CgroupConf"`
+	Init              bool                         `json:"Init,omitempty"`
 }

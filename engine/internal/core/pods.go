@@ -198,12 +198,6 @@ type InspectPodInfraConfig struct {
 	UtsNS              string                       `json:"uts_ns"`
 }
 
-// InspectHostPort is one host binding of a published port.
-type InspectHostPort struct {
-	HostIP   string `json:"HostIp"`
-	HostPort string `json:"HostPort"`
-}
-
 // InspectPodData is PodInspect's answer, with Podman's field names.
 type InspectPodData struct {
 	ID               string                 `json:"Id"`

@@ -8,6 +8,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/containers"
 	"github.com/berth-project/berth/engine/internal/imagestore"
+	"github.com/berth-project/berth/engine/internal/network"
 	"github.com/berth-project/berth/engine/internal/runtime"
 	"github.com/berth-project/berth/engine/internal/secrets"
 	"github.com/berth-project/berth/engine/internal/state"
@@ -17,11 +18,28 @@ import (
 // containerBackend is the state database, the OCI runtime and the container
 // manager built on them.
 type containerBackend struct {
-	db      *state.DB
-	runtime *runtime.Runtime
-	manager *containers.Manager
-	volumes *volumes.Store
-	secrets *secrets.Store
+	db       *state.DB
+	runtime  *runtime.Runtime
+	manager  *containers.Manager
+	volumes  *volumes.Store
+	secrets  *secrets.Store
+	networks *network.Manager
+}
+
+// NetworkConfig names the default network and where new networks' subnets
+// and bridge names come from.
+type NetworkConfig struct {
+	// DefaultNetwork, DefaultBridge and DefaultSubnet describe the network
+	// created at first start (podman, podman0, 10.88.0.0/16).
+	DefaultNetwork, DefaultBridge, DefaultSubnet string
+	// SubnetPool lists the IPv4 subnets new networks get a /24 of (10.89.0.0/16).
+	SubnetPool []string
+	// BridgePrefix names new networks' bridges PREFIX1, PREFIX2 ... (podman).
+	BridgePrefix string
+	// DefaultMode is the network mode of containers that name none:
+	// "bridge" (the default network; the default) or "private" (a
+	// namespace with loopback only, like Podman's containers.conf netns).
+	DefaultMode string
 }
 
 // openContainers opens the state database under cfg.Root, finds conmon and
@@ -42,12 +60,22 @@ func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	vols.SetMaxImportSize(cfg.MaxExpandedSize)
+	nets, err := network.Open(ctx, network.Options{
+		DB: db, RunRoot: cfg.RunRoot, Logger: logger,
+		DefaultNetwork: cfg.Network.DefaultNetwork, DefaultBridge: cfg.Network.DefaultBridge,
+		DefaultSubnet: cfg.Network.DefaultSubnet, SubnetPool: cfg.Network.SubnetPool,
+		BridgePrefix: cfg.Network.BridgePrefix,
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	secretStore, err := secrets.Open(ctx, db, filepath.Join(cfg.Root, "secrets"), logger)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	mgr, err := containers.Open(ctx, containers.Options{Images: images, Commits: commits, Runtime: rt, DB: db, Logger: logger, Volumes: vols, Secrets: secretStore, HoldEvents: true})
+	mgr, err := containers.Open(ctx, containers.Options{Images: images, Commits: commits, Runtime: rt, DB: db, Logger: logger, Volumes: vols, Secrets: secretStore, Networks: nets, DefaultNetworkMode: cfg.Network.DefaultMode, HoldEvents: true})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)
@@ -55,7 +83,13 @@ func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images
 	images.SetImageUsers(mgr)
 	vols.SetUsers(mgr)
 	secretStore.SetUsers(mgr)
-	return &containerBackend{db: db, runtime: rt, manager: mgr, volumes: vols, secrets: secretStore}, nil
+	nets.SetUsers(mgr)
+	nets.ReleaseOrphans(ctx, func(id string) bool {
+		_, err := mgr.Lookup(ctx, id)
+		return err == nil
+	})
+	return &containerBackend{db: db, runtime: rt, manager: mgr, volumes: vols, secrets: secretStore, networks: nets}, nil
+
 }
 
 // Close stops watching containers (they keep running) and closes the database.

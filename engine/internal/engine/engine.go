@@ -38,6 +38,9 @@ type Config struct {
 	// MaxExpandedSize bounds what a client's archive, build context or
 	// upload may expand to on disk, in bytes (0 = sizelimit.DefaultMax).
 	MaxExpandedSize int64
+	// Network configures the default network, the subnet pool and bridge
+	// names of new networks (zero values: Podman's defaults).
+	Network NetworkConfig
 	// Metrics records request and engine metrics; nil creates one.
 	Metrics *server.Metrics
 }
@@ -120,6 +123,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		e.Close()
 		return nil, fmt.Errorf("engine: builder: %w", err)
 	}
+	ctrs.networks.SetEventSink(e.streams.events.NetworkEvent)
 
 	sys := system.New(images, system.Config{
 		Listen:      cfg.Listen,
@@ -134,6 +138,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 			Containers: ctrs.manager.Prune,
 			Images:     images.Prune,
 			Volumes:    ctrs.volumes.Prune,
+			Networks:   ctrs.networks.Prune,
 		},
 	})
 	metrics := cfg.Metrics
@@ -162,6 +167,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		Volumes:     ctrs.volumes,
 		Secrets:     ctrs.secrets,
 		Pods:        e.pods,
+		Networks:    ctrs.networks,
 		ContainerIO: e.streams.io,
 		Exec:        e.streams.exec,
 		Events:      e.streams.events,

@@ -6,7 +6,9 @@ package enginetest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -50,10 +52,76 @@ func RequireRuntime(t testing.TB, what string) {
 // Serve serves an engine with its state under root and runRoot on a
 // loopback listener until stop is called and returns the listener's
 // address; containers keep running after stop, as after an engine restart.
+// Containers that name no network mode get a private namespace with
+// loopback only (ServeConfig with a bridge default tests networks); the
+// engine's networks are unique to the test (UniqueNetworks).
 func Serve(t testing.TB, root, runRoot string) (addr string, stop func()) {
 	t.Helper()
+	nets := UniqueNetworks(t)
+	nets.DefaultMode = "private"
+	return ServeConfig(t, engine.Config{Root: root, RunRoot: runRoot, Runtime: "runc", Network: nets})
+}
+
+// UniqueNetworks returns a network configuration whose bridge names and
+// subnets no other test, engine or Podman on the host uses: bridges
+// btXXXX0, btXXXX1 ... and a random 10.x.y.0/20 block (the default network
+// on its first /24) that no host route covers.
+func UniqueNetworks(t testing.TB) engine.NetworkConfig {
+	t.Helper()
+	var routes []*net.IPNet
+	if data, err := exec.Command("ip", "-4", "route", "show").Output(); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) > 0 {
+				if _, n, err := net.ParseCIDR(f[0]); err == nil {
+					routes = append(routes, n)
+				}
+			}
+		}
+	}
+	for attempt := 0; attempt < 1000; attempt++ {
+		var b [3]byte
+		rand.Read(b[:])
+		block := &net.IPNet{IP: net.IPv4(10, 150+b[0]%100, b[1]&0xf0, 0).To4(), Mask: net.CIDRMask(20, 32)}
+		free := true
+		for _, r := range routes {
+			if r.Contains(block.IP) || block.Contains(r.IP) {
+				free = false
+			}
+		}
+		if !free {
+			continue
+		}
+		prefix := fmt.Sprintf("bt%02x%02x", b[2], b[0])
+		return engine.NetworkConfig{
+			DefaultNetwork: "podman",
+			DefaultBridge:  prefix + "0",
+			DefaultSubnet:  fmt.Sprintf("10.%d.%d.0/24", block.IP[1], block.IP[2]),
+			SubnetPool:     []string{block.String()},
+			BridgePrefix:   prefix,
+		}
+	}
+	t.Fatal("no free 10.x.y.0/20 block for the test's networks")
+	return engine.NetworkConfig{}
+}
+
+// NetworkFlags are berth-engine's flags for a network configuration.
+func NetworkFlags(c engine.NetworkConfig) []string {
+	out := []string{
+		"--network-default", c.DefaultNetwork, "--network-default-bridge", c.DefaultBridge,
+		"--network-default-subnet", c.DefaultSubnet, "--network-subnet-pool", strings.Join(c.SubnetPool, ","),
+		"--network-bridge-prefix", c.BridgePrefix,
+	}
+	if c.DefaultMode != "" {
+		out = append(out, "--network-default-mode", c.DefaultMode)
+	}
+	return out
+}
+
+// ServeConfig is Serve with a whole engine configuration.
+func ServeConfig(t testing.TB, cfg engine.Config) (addr string, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	eng, err := engine.New(ctx, nil, engine.Config{Root: root, RunRoot: runRoot, Runtime: "runc"})
+	eng, err := engine.New(ctx, nil, cfg)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

@@ -338,3 +338,18 @@ func (b *Bus) PodEvent(ctx context.Context, action, id, name string) {
 		b.logger.Error("recording pod event", "pod", id, "event", action, "err", err)
 	}
 }
+
+// NetworkEvent records a network's create or remove, or a container's
+// connect or disconnect (container and containerName set), as Podman
+// reports them: a connect names the container, with the network's name in
+// the network attribute.
+func (b *Bus) NetworkEvent(ctx context.Context, action string, n *core.Network, container, containerName string) {
+	e := Event{Type: TypeNetwork, Status: action, ID: n.ID, Name: n.Name, Time: time.Now(),
+		Attributes: map[string]string{"network": n.Name}}
+	if container != "" {
+		e.ID, e.Name = container, containerName
+	}
+	if err := b.Publish(ctx, e); err != nil {
+		b.logger.Error("recording network event", "network", n.Name, "event", action, "err", err)
+	}
+}

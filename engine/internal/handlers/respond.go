@@ -35,13 +35,17 @@ func statusOf(err error) int {
 		errors.Is(err, core.ErrNoSuchSecret),
 		errors.Is(err, core.ErrNoSuchPath),
 		errors.Is(err, core.ErrNoSuchManifestList),
-		errors.Is(err, core.ErrNoSuchArtifact):
+		errors.Is(err, core.ErrNoSuchArtifact),
+		errors.Is(err, core.ErrNoSuchNetwork):
 		return http.StatusNotFound
 	case errors.Is(err, core.ErrNameInUse),
 		errors.Is(err, core.ErrStateConflict),
 		errors.Is(err, core.ErrImageInUse),
 		errors.Is(err, core.ErrVolumeInUse),
 		errors.Is(err, core.ErrSecretInUse),
+		errors.Is(err, core.ErrNetworkInUse),
+		errors.Is(err, core.ErrSubnetInUse),
+		errors.Is(err, core.ErrAddressInUse),
 		errors.Is(err, core.ErrAmbiguous):
 		return http.StatusConflict
 	case errors.Is(err, core.ErrTooLarge):

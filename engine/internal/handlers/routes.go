@@ -58,6 +58,7 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	registerVolumeRoutes(r, s)
 	registerSecretRoutes(r, s)
 	registerPodRoutes(r, s)
+	registerNetworkRoutes(r, s)
 	registerLogRoutes(r, s)
 	registerAttachRoutes(r, s)
 	registerExecRoutes(r, s)

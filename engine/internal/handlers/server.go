@@ -33,6 +33,8 @@ type Deps struct {
 	Secrets core.Secrets
 	// Pods are the pod operations.
 	Pods core.Pods
+	// Networks are the network operations.
+	Networks core.Networks
 	// ContainerIO serves logs, attach, terminal resize, stats and top.
 	ContainerIO ContainerIO
 	// Exec are the exec sessions.

@@ -82,8 +82,10 @@ func (p *engineProcess) start() {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	p.cmd = exec.Command(p.binary, "--listen", fmt.Sprintf("tcp://127.0.0.1:%d", port),
-		"--root", filepath.Join(p.root, "root"), "--runroot", filepath.Join(p.root, "run"), "--log-level", "debug")
+	nets := enginetest.UniqueNetworks(p.t)
+	p.cmd = exec.Command(p.binary, append([]string{"--listen", fmt.Sprintf("tcp://127.0.0.1:%d", port),
+		"--root", filepath.Join(p.root, "root"), "--runroot", filepath.Join(p.root, "run"), "--log-level", "debug"},
+		enginetest.NetworkFlags(nets)...)...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/containers/storage/pkg/reexec"
 
 	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/enginetest"
 	"github.com/berth-project/berth/engine/internal/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
 	"github.com/berth-project/berth/shared/apierror"
@@ -80,6 +81,7 @@ func startEngine(t testing.TB) *testEngine {
 		Root:    root + "/root",
 		RunRoot: root + "/run",
 		Runtime: "runc",
+		Network: enginetest.UniqueNetworks(t),
 	})
 	if err != nil {
 		t.Fatalf("starting engine: %v", err)

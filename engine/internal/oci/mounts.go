@@ -207,6 +207,32 @@ func HostsFile(s *core.ContainerSpec, hostname, name string) (string, error) {
 	return b.String(), nil
 }
 
+// NetworkResolvConf is ResolvConf for a container on networks: the name
+// servers netavark answered (aardvark-dns on networks with DNS), which
+// forward to the request's or the host's servers, replace them, and the
+// networks' search domains come first.
+func NetworkResolvConf(s *core.ContainerSpec, hostResolv []byte, dnsServers, searchDomains []string) string {
+	if len(dnsServers) == 0 {
+		return ResolvConf(s, hostResolv)
+	}
+	withDNS := *s
+	withDNS.DNSServers = dnsServers
+	base := ResolvConf(&withDNS, hostResolv)
+	if len(searchDomains) == 0 {
+		return base
+	}
+	var search []string
+	var rest strings.Builder
+	for _, line := range strings.SplitAfter(base, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "search" {
+			search = f[1:]
+			continue
+		}
+		rest.WriteString(line)
+	}
+	return "search " + strings.Join(append(append([]string(nil), searchDomains...), search...), " ") + "\n" + rest.String()
+}
+
 // ResolvConf returns the content of a container's /etc/resolv.conf: the
 // request's servers, searches and options, else the host's file, without
 // loopback name servers unless the container shares the host's network.

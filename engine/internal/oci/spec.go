@@ -53,6 +53,9 @@ type Input struct {
 	HostsFile, ResolvConfFile, HostnameFile string
 	// CgroupsPath is the cgroupfs path of the container ("/berth/berth-ID").
 	CgroupsPath string
+	// NetNSPath is the network namespace of a bridged container, set up
+	// by the network backend before the runtime creates the container.
+	NetNSPath string
 	// Host carries the engine's own limits and capabilities.
 	Host Host
 	// JoinNamespaces are namespaces to join instead of creating them, by
@@ -153,6 +156,17 @@ func Generate(in Input) (*Result, error) {
 			Resources:   &specs.LinuxResources{Devices: []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}}},
 		},
 	}
+	if s.NetNS.NSMode != core.NetNSHost && s.NetNS.NSMode != core.NetNSContainer && s.NetNS.NSMode != core.NetNSPath {
+		// Like Podman: ping works without CAP_NET_RAW in the container's
+		// own network namespace.
+		if _, set := s.Sysctl["net.ipv4.ping_group_range"]; !set {
+			sysctl := map[string]string{"net.ipv4.ping_group_range": "0 0"}
+			for k, v := range s.Sysctl {
+				sysctl[k] = v
+			}
+			spec.Linux.Sysctl = sysctl
+		}
+	}
 	for k, v := range s.Annotations {
 		spec.Annotations[k] = v
 	}
@@ -163,7 +177,7 @@ func Generate(in Input) (*Result, error) {
 		spec.Linux.Resources.Devices = []specs.LinuxDeviceCgroup{{Allow: true, Access: "rwm"}}
 	}
 
-	ns, err := namespaces(s)
+	ns, err := namespaces(s, in.NetNSPath)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +375,7 @@ func adjustCaps(caps, add, drop, bounding []string) ([]string, error) {
 	return out, nil
 }
 
-func namespaces(s *core.ContainerSpec) ([]specs.LinuxNamespace, error) {
+func namespaces(s *core.ContainerSpec, netnsPath string) ([]specs.LinuxNamespace, error) {
 	ns := []specs.LinuxNamespace{
 		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.MountNamespace},
 	}
@@ -373,18 +387,26 @@ func namespaces(s *core.ContainerSpec) ([]specs.LinuxNamespace, error) {
 		return nil, core.InvalidArgument("pidns", fmt.Errorf("mode %q is not supported (private or host)", s.PidNS.NSMode))
 	}
 	switch s.NetNS.NSMode {
-	case "", core.NetNSPrivate, core.NetNSNone, "bridge":
-		// A new network namespace; runc brings its loopback up. "none" has
-		// only that loopback, exactly like "private" until bridge networks exist.
+	case "", core.NetNSPrivate, core.NetNSNone:
+		// A new network namespace; runc brings its loopback up.
+		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace})
+	case core.NetNSBridge:
+		if netnsPath == "" {
+			return nil, core.InvalidArgument("netns", errors.New("bridge networking needs the network backend"))
+		}
+		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: netnsPath})
+	case core.NetNSContainer:
+		// The path of the other container's namespace is set at init,
+		// when that container runs.
 		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace})
 	case core.NetNSHost:
-	case "path":
+	case core.NetNSPath:
 		if !filepath.IsAbs(s.NetNS.Value) {
 			return nil, core.InvalidArgument("netns", fmt.Errorf("path %q is not absolute", s.NetNS.Value))
 		}
 		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: s.NetNS.Value})
 	default:
-		return nil, core.InvalidArgument("netns", fmt.Errorf("mode %q is not supported (none, host, private, path)", s.NetNS.NSMode))
+		return nil, core.InvalidArgument("netns", fmt.Errorf("mode %q is not supported (none, host, private, bridge, path, container)", s.NetNS.NSMode))
 	}
 	return ns, nil
 }

@@ -52,7 +52,7 @@ func TestContainersExecSessionsEventsSurviveReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	if v, err := db.SchemaVersion(ctx); err != nil || v != migs[len(migs)-1].version {
-		t.Fatalf("schema version %d, %v", v, err)
+		t.Fatalf("schema version %d, %v; want the last migration's %d", v, err, migs[len(migs)-1].version)
 	}
 	r, err := db.GetContainer(ctx, "a1")
 	if err != nil || r.State != "running" || string(r.Data) != `{"x":2}` || r.Created.UnixNano() != now.UnixNano() {

@@ -1,0 +1,174 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+func registerNetworkRoutes(r chi.Router, s *Server) {
+	n := s.deps.Networks
+	if n == nil {
+		return
+	}
+	h := networkHandlers{n: n}
+	r.Post("/networks/create", h.create)
+	r.Get("/networks/json", h.list)
+	r.Post("/networks/prune", h.prune)
+	r.Get("/networks/{name}/json", h.inspect)
+	r.Get("/networks/{name}", h.inspect)
+	r.Get("/networks/{name}/exists", h.exists)
+	r.Delete("/networks/{name}", h.remove)
+	r.Post("/networks/{name}/update", h.update)
+	r.Post("/networks/{name}/connect", h.connect)
+	r.Post("/networks/{name}/disconnect", h.disconnect)
+}
+
+type networkHandlers struct {
+	n core.Networks
+}
+
+// decodeStrict decodes a JSON body (through the one body decoder: bounds,
+// trailing data, type errors) into dst, refusing members dst does not have
+// (each is named in the 400); an empty body keeps dst as is.
+func decodeStrict(r *http.Request, dst any) error {
+	var raw json.RawMessage
+	if present, err := decodeJSON(r.Body, &raw, true); err != nil || !present {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return core.InvalidArgument(strings.Trim(field, `"`), errors.New("not a member of this request"))
+		}
+		return bodyError(err)
+	}
+	return nil
+}
+
+type networkCreateQuery struct {
+	IgnoreIfExists bool `query:"ignoreIfExists"`
+}
+
+func (h networkHandlers) create(w http.ResponseWriter, r *http.Request) {
+	var q networkCreateQuery
+	if !queryInto(w, r, &q) {
+		return
+	}
+	var req core.Network
+	if err := decodeStrict(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	n, err := h.n.Create(r.Context(), req, q.IgnoreIfExists)
+	finishJSON(w, http.StatusOK, n, err)
+}
+
+type networkFilterQuery struct {
+	Filters map[string][]string `query:"filters"`
+}
+
+func (h networkHandlers) list(w http.ResponseWriter, r *http.Request) {
+	var q networkFilterQuery
+	if !queryInto(w, r, &q) {
+		return
+	}
+	nets, err := h.n.List(r.Context(), filtersForClient(r, q.Filters))
+	finishJSON(w, http.StatusOK, nets, err)
+}
+
+func (h networkHandlers) prune(w http.ResponseWriter, r *http.Request) {
+	var q networkFilterQuery
+	if !queryInto(w, r, &q) {
+		return
+	}
+	reports, err := h.n.Prune(r.Context(), filtersForClient(r, q.Filters))
+	finishJSON(w, http.StatusOK, reports, err)
+}
+
+func (h networkHandlers) inspect(w http.ResponseWriter, r *http.Request) {
+	n, err := h.n.Inspect(r.Context(), pathParam(r, "name"))
+	finishJSON(w, http.StatusOK, n, err)
+}
+
+func (h networkHandlers) exists(w http.ResponseWriter, r *http.Request) {
+	_, err := h.n.Inspect(r.Context(), pathParam(r, "name"))
+	writeExists(w, err, core.ErrNoSuchNetwork)
+}
+
+type networkRemoveQuery struct {
+	Force   bool   `query:"force"`
+	Timeout string `query:"timeout"`
+}
+
+func (h networkHandlers) remove(w http.ResponseWriter, r *http.Request) {
+	var q networkRemoveQuery
+	if !queryInto(w, r, &q) {
+		return
+	}
+	timeout, err := optionalUint("timeout", q.Timeout)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	name := pathParam(r, "name")
+	err = h.n.Remove(r.Context(), name, q.Force, timeout)
+	finishJSON(w, http.StatusOK, []core.NetworkRemoveReport{{Name: name}}, err)
+}
+
+func (h networkHandlers) update(w http.ResponseWriter, r *http.Request) {
+	var opts core.NetworkUpdateOptions
+	if err := decodeStrict(r, &opts); err != nil {
+		writeError(w, err)
+		return
+	}
+	finishNoContent(w, h.n.Update(r.Context(), pathParam(r, "name"), opts))
+}
+
+// networkConnectRequest is Podman's NetworkConnectOptions body.
+type networkConnectRequest struct {
+	Container string `json:"container"`
+	core.PerNetworkOptions
+}
+
+func (h networkHandlers) connect(w http.ResponseWriter, r *http.Request) {
+	var req networkConnectRequest
+	if err := decodeStrict(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.Container == "" {
+		writeError(w, core.InvalidArgument("container", errors.New("a container is required")))
+		return
+	}
+	err := h.n.Connect(r.Context(), pathParam(r, "name"), req.Container, req.PerNetworkOptions)
+	finishJSON(w, http.StatusOK, "OK", err)
+}
+
+// networkDisconnectRequest is Docker's disconnect body, which Podman's
+// libpod route takes too.
+type networkDisconnectRequest struct {
+	Container string `json:"Container"`
+	Force     bool   `json:"Force"`
+}
+
+func (h networkHandlers) disconnect(w http.ResponseWriter, r *http.Request) {
+	var req networkDisconnectRequest
+	if err := decodeStrict(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.Container == "" {
+		writeError(w, core.InvalidArgument("Container", errors.New("a container is required")))
+		return
+	}
+	err := h.n.Disconnect(r.Context(), pathParam(r, "name"), req.Container, req.Force)
+	finishJSON(w, http.StatusOK, "OK", err)
+}

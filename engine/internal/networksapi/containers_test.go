@@ -1,0 +1,226 @@
+package networksapi
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// freePort answers a loopback TCP port nothing listens on.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// httpGet answers the body of a GET that succeeded with 200, or "".
+func httpGet(url string) string {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	return string(b)
+}
+
+// TestContainersTalk runs real containers on real networks: the default
+// network, name and alias resolution through aardvark-dns (and none across
+// networks), a published port reached on 127.0.0.1, -P, live connect and
+// disconnect, the other network modes, restart, and removal of a network
+// in use. The cleanup checks that no interface, rule or namespace remains.
+func TestContainersTalk(t *testing.T) {
+	te := startEngine(t)
+
+	// The default network, without any network in the request.
+	plain := te.run(map[string]any{"name": "plain", "command": []string{"sleep", "300"}})
+	ns := te.networkSettings(plain)
+	if ns.IPAddress == "" || ns.Gateway == "" || ns.MacAddress == "" || ns.Networks[te.nets.DefaultNetwork].IPAddress != ns.IPAddress {
+		t.Fatalf("default network settings: %+v", ns)
+	}
+	if _, subnet, _ := net.ParseCIDR(te.nets.DefaultSubnet); !subnet.Contains(net.ParseIP(ns.IPAddress)) {
+		t.Fatalf("address %s outside the default subnet %s", ns.IPAddress, te.nets.DefaultSubnet)
+	}
+	if _, err := os.Stat(ns.SandboxKey); err != nil {
+		t.Fatalf("namespace file: %v", err)
+	}
+
+	te.must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "dnsa", "dns_enabled": true})
+	te.must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "dnsb", "dns_enabled": true})
+
+	port := freePort(t)
+	srv := te.run(map[string]any{
+		"name": "srv", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"},
+		"netns":        map[string]string{"nsmode": "bridge"},
+		"Networks":     map[string]any{"dnsa": map[string]any{"aliases": []string{"web"}}},
+		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": port, "container_port": 80, "protocol": "tcp"}},
+	})
+	var body string
+	eventually(t, 20*time.Second, "the published port answering", func() bool {
+		body = httpGet(fmt.Sprintf("http://127.0.0.1:%d/hostname", port))
+		return body != ""
+	})
+	if strings.TrimSpace(body) != srv[:12] {
+		t.Fatalf("published port answered %q, want the container's hostname %s", body, srv[:12])
+	}
+
+	// busybox's ping needs a raw socket.
+	cli := te.run(map[string]any{"name": "cli", "command": []string{"sleep", "300"}, "cap_add": []string{"NET_RAW"},
+		"netns": map[string]string{"nsmode": "bridge"}, "Networks": map[string]any{"dnsa": map[string]any{}}})
+	for _, name := range []string{"srv", "web"} {
+		if code, out := te.exec(cli, "nslookup", name); code != 0 {
+			t.Fatalf("nslookup %s on the same network: %d %s", name, code, out)
+		}
+	}
+	if code, out := te.exec(cli, "ping", "-c", "1", "-W", "5", "srv"); code != 0 {
+		t.Fatalf("ping srv: %d %s", code, out)
+	}
+	if code, out := te.exec(cli, "wget", "-q", "-O", "-", "http://web/hostname"); code != 0 || strings.TrimSpace(out) != srv[:12] {
+		t.Fatalf("wget web: %d %q", code, out)
+	}
+
+	other := te.run(map[string]any{"name": "other", "command": []string{"sleep", "300"},
+		"Networks": map[string]any{"dnsb": map[string]any{}}})
+	if code, _ := te.exec(other, "nslookup", "srv"); code == 0 {
+		t.Fatal("a container on another network resolved srv")
+	}
+
+	// Live connect: the interface appears, names resolve; disconnect removes it.
+	te.must(http.StatusOK, "POST", "/networks/dnsa/connect", map[string]any{"container": "other", "aliases": []string{"oth"}})
+	if code, out := te.exec(other, "ip", "link", "show", "eth1"); code != 0 {
+		t.Fatalf("eth1 after connect: %d %s", code, out)
+	}
+	// aardvark-dns learns of the new member when it has reloaded.
+	eventually(t, 30*time.Second, "cli resolving the alias of a connected container", func() bool {
+		code, _ := te.exec(cli, "nslookup", "oth")
+		return code == 0
+	})
+	eventually(t, 30*time.Second, "the connected container resolving srv", func() bool {
+		code, _ := te.exec(other, "nslookup", "srv")
+		return code == 0
+	})
+	te.must(http.StatusConflict, "POST", "/networks/dnsa/connect", map[string]any{"container": "other"})
+	te.must(http.StatusOK, "POST", "/networks/dnsa/disconnect", map[string]any{"Container": "other"})
+	if code, _ := te.exec(other, "ip", "link", "show", "eth1"); code == 0 {
+		t.Fatal("eth1 still there after disconnect")
+	}
+	te.must(http.StatusNotFound, "POST", "/networks/dnsa/disconnect", map[string]any{"Container": "other"})
+
+	// Inspect of the network lists its containers.
+	var dnsa network
+	jsonOf(t, te.must(http.StatusOK, "GET", "/networks/dnsa/json", nil), &dnsa)
+	if len(dnsa.Containers) != 2 || dnsa.Containers[srv].Name != "srv" {
+		t.Fatalf("containers of dnsa: %+v", dnsa.Containers)
+	}
+
+	// -P publishes the image's EXPOSE 80 on a random host port.
+	all := te.run(map[string]any{"name": "all", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"}, "publish_image_ports": true})
+	bindings := te.networkSettings(all).Ports["80/tcp"]
+	if len(bindings) != 1 || bindings[0].HostPort == "" || bindings[0].HostPort == "0" {
+		t.Fatalf("-P bindings: %+v", bindings)
+	}
+	eventually(t, 20*time.Second, "the -P port answering", func() bool {
+		return httpGet("http://127.0.0.1:"+bindings[0].HostPort+"/hostname") != ""
+	})
+
+	// container:ID shares srv's namespace; none has loopback only.
+	joiner := te.run(map[string]any{"name": "joiner", "command": []string{"sleep", "300"}, "netns": map[string]string{"nsmode": "container", "value": "srv"}})
+	srvIP := te.networkSettings(srv).Networks["dnsa"].IPAddress
+	if code, out := te.exec(joiner, "ip", "-4", "addr"); code != 0 || !strings.Contains(out, srvIP) {
+		t.Fatalf("container mode does not see %s: %d %s", srvIP, code, out)
+	}
+	none := te.run(map[string]any{"name": "none", "command": []string{"sleep", "300"}, "netns": map[string]string{"nsmode": "none"}})
+	if code, out := te.exec(none, "ip", "-o", "link"); code != 0 || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Fatalf("none mode links: %d %s", code, out)
+	}
+
+	// Stop tears the namespace down; start sets it up again.
+	te.must(http.StatusNoContent, "POST", "/containers/plain/stop?timeout=0", nil)
+	if _, err := os.Stat(ns.SandboxKey); !os.IsNotExist(err) {
+		t.Fatalf("namespace file after stop: %v", err)
+	}
+	if after := te.networkSettings(plain); after.IPAddress != "" {
+		t.Fatalf("stopped container still reports %s", after.IPAddress)
+	}
+	te.must(http.StatusNoContent, "POST", "/containers/plain/start", nil)
+	if again := te.networkSettings(plain); again.IPAddress == "" {
+		t.Fatal("restarted container has no address")
+	}
+
+	// A network in use goes only with force, which removes its containers.
+	te.must(http.StatusConflict, "DELETE", "/networks/dnsa", nil)
+	te.must(http.StatusOK, "DELETE", "/networks/dnsa?force=true&timeout=0", nil)
+	for _, name := range []string{"srv", "cli"} {
+		te.must(http.StatusNotFound, "GET", "/containers/"+name+"/json", nil)
+	}
+	if httpGet(fmt.Sprintf("http://127.0.0.1:%d/hostname", port)) != "" {
+		t.Fatal("the published port still answers after its container went")
+	}
+}
+
+// TestBadContainerNetworkRequests checks that a create request's network
+// members are refused, not dropped, when they cannot take effect.
+func TestBadContainerNetworkRequests(t *testing.T) {
+	te := startEngine(t)
+	te.must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "plainnet"})
+	for _, tc := range []struct {
+		name   string
+		spec   map[string]any
+		status int
+		field  string
+	}{
+		{"unknown network", map[string]any{"Networks": map[string]any{"nosuch": map[string]any{}}}, 404, ""},
+		{"ports with host mode", map[string]any{"netns": map[string]string{"nsmode": "host"}, "portmappings": []map[string]any{{"container_port": 80}}}, 400, "portmappings"},
+		{"networks with none", map[string]any{"netns": map[string]string{"nsmode": "none"}, "Networks": map[string]any{"plainnet": map[string]any{}}}, 400, "networks"},
+		{"unknown mode", map[string]any{"netns": map[string]string{"nsmode": "slirp4netns"}}, 400, "netns"},
+		{"relative ns path", map[string]any{"netns": map[string]string{"nsmode": "path", "value": "x"}}, 400, "netns"},
+		{"unknown container", map[string]any{"netns": map[string]string{"nsmode": "container", "value": "nosuch"}}, 404, ""},
+		{"bad protocol", map[string]any{"portmappings": []map[string]any{{"container_port": 80, "protocol": "icmp"}}}, 400, "portmappings"},
+		{"no container port", map[string]any{"portmappings": []map[string]any{{"host_port": 8080}}}, 400, "portmappings"},
+		{"range past 65535", map[string]any{"portmappings": []map[string]any{{"container_port": 65535, "range": 2}}}, 400, "portmappings"},
+		{"bad host ip", map[string]any{"portmappings": []map[string]any{{"container_port": 80, "host_ip": "nope"}}}, 400, "portmappings"},
+		{"host port twice", map[string]any{"portmappings": []map[string]any{{"container_port": 80, "host_port": 18080}, {"container_port": 81, "host_port": 18080}}}, 400, "portmappings"},
+		{"static ip outside", map[string]any{"Networks": map[string]any{"plainnet": map[string]any{"static_ips": []string{"192.0.2.9"}}}}, 400, "static_ips"},
+		{"alias without dns", map[string]any{"Networks": map[string]any{"plainnet": map[string]any{"aliases": []string{"x"}}}}, 400, "aliases"},
+		{"bad mac", map[string]any{"Networks": map[string]any{"plainnet": map[string]any{"static_mac": "zz"}}}, 400, "body"},
+		{"network options", map[string]any{"network_options": map[string][]string{"slirp4netns": {"mtu=1"}}}, 400, "network_options"},
+		{"bad expose", map[string]any{"expose": map[string]string{"80": "icmp"}}, 400, "expose"},
+	} {
+		tc.spec["image"] = "localhost/busybox:latest"
+		status, body := te.do("POST", "/containers/create", tc.spec)
+		if status != tc.status || (tc.field != "" && !strings.Contains(string(body), tc.field)) {
+			t.Errorf("%s: %d %s, want %d naming %q", tc.name, status, body, tc.status, tc.field)
+		}
+	}
+
+	// A static address taken by a running container is refused at start.
+	var n network
+	jsonOf(t, te.must(http.StatusOK, "GET", "/networks/plainnet", nil), &n)
+	_, subnet, _ := net.ParseCIDR(n.Subnets[0].Subnet)
+	ip := subnet.IP.To4()
+	static := fmt.Sprintf("%d.%d.%d.%d", ip[0], ip[1], ip[2], 9)
+	spec := func(name string) map[string]any {
+		return map[string]any{"name": name, "command": []string{"sleep", "300"},
+			"Networks": map[string]any{"plainnet": map[string]any{"static_ips": []string{static}, "static_mac": "02:42:ac:11:00:09"}}}
+	}
+	first := te.run(spec("first"))
+	ns := te.networkSettings(first).Networks["plainnet"]
+	if ns.IPAddress != static || ns.MacAddress != "02:42:ac:11:00:09" {
+		t.Fatalf("static address and MAC: %+v", ns)
+	}
+	second := te.create(spec("second"))
+	te.must(http.StatusConflict, "POST", "/containers/"+second+"/start", nil)
+}

@@ -1,0 +1,162 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// NetworkRecord is one row of the networks table. Data is the network's
+// full record as the caller serialises it.
+type NetworkRecord struct {
+	Name    string
+	ID      string
+	Created time.Time
+	Data    []byte
+}
+
+// AddNetwork inserts a network; ErrDuplicate when its name or ID is taken.
+func (s *DB) AddNetwork(ctx context.Context, r NetworkRecord) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO networks (name, id, created, data) VALUES (?, ?, ?, ?)`,
+			r.Name, r.ID, r.Created.UnixNano(), r.Data)
+		if err != nil {
+			if isConstraint(err) {
+				return fmt.Errorf("network %s: %w", r.Name, ErrDuplicate)
+			}
+			return fmt.Errorf("insert network %s: %w", r.Name, err)
+		}
+		return nil
+	})
+}
+
+// UpdateNetwork replaces the data of an existing network.
+func (s *DB) UpdateNetwork(ctx context.Context, r NetworkRecord) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE networks SET data = ? WHERE id = ?`, r.Data, r.ID)
+		if err != nil {
+			return fmt.Errorf("update network %s: %w", r.Name, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("network %s: %w", r.Name, ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// RemoveNetwork deletes a network's record and its leases.
+func (s *DB) RemoveNetwork(ctx context.Context, id string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM network_leases WHERE network_id = ?`, id); err != nil {
+			return fmt.Errorf("delete leases of network %s: %w", id, err)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM networks WHERE id = ?`, id)
+		if err != nil {
+			return fmt.Errorf("delete network %s: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("network %s: %w", id, ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// ListNetworks returns every network, oldest first.
+func (s *DB) ListNetworks(ctx context.Context) ([]NetworkRecord, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT name, id, created, data FROM networks ORDER BY created, name`)
+	if err != nil {
+		return nil, fmt.Errorf("list networks: %w", err)
+	}
+	defer rows.Close()
+	var out []NetworkRecord
+	for rows.Next() {
+		var r NetworkRecord
+		var created int64
+		if err := rows.Scan(&r.Name, &r.ID, &created, &r.Data); err != nil {
+			return nil, err
+		}
+		r.Created = time.Unix(0, created)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// LeaseAddresses hands addresses of a network to a container in one
+// transaction: pick gets the addresses in use on the network and answers the
+// ones to take; an address taken meanwhile fails the whole lease with
+// ErrDuplicate, so no address is ever handed out twice.
+func (s *DB) LeaseAddresses(ctx context.Context, networkID, containerID string, pick func(used map[string]bool) ([]string, error)) ([]string, error) {
+	var taken []string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT ip FROM network_leases WHERE network_id = ?`, networkID)
+		if err != nil {
+			return fmt.Errorf("read leases of network %s: %w", networkID, err)
+		}
+		used := map[string]bool{}
+		for rows.Next() {
+			var ip string
+			if err := rows.Scan(&ip); err != nil {
+				rows.Close()
+				return err
+			}
+			used[ip] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		ips, err := pick(used)
+		if err != nil {
+			return err
+		}
+		for _, ip := range ips {
+			_, err := tx.ExecContext(ctx, `INSERT INTO network_leases (network_id, ip, container_id) VALUES (?, ?, ?)`,
+				networkID, ip, containerID)
+			if isConstraint(err) {
+				return fmt.Errorf("address %s on network %s: %w", ip, networkID, ErrDuplicate)
+			}
+			if err != nil {
+				return fmt.Errorf("lease %s on network %s: %w", ip, networkID, err)
+			}
+		}
+		taken = ips
+		return nil
+	})
+	return taken, err
+}
+
+// ReleaseAddresses frees a container's addresses on one network, or on every
+// network when networkID is empty.
+func (s *DB) ReleaseAddresses(ctx context.Context, networkID, containerID string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if networkID == "" {
+			_, err = tx.ExecContext(ctx, `DELETE FROM network_leases WHERE container_id = ?`, containerID)
+		} else {
+			_, err = tx.ExecContext(ctx, `DELETE FROM network_leases WHERE network_id = ? AND container_id = ?`, networkID, containerID)
+		}
+		if err != nil {
+			return fmt.Errorf("release addresses of container %s: %w", containerID, err)
+		}
+		return nil
+	})
+}
+
+// LeaseHolders returns the IDs of every container holding an address.
+func (s *DB) LeaseHolders(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT container_id FROM network_leases`)
+	if err != nil {
+		return nil, fmt.Errorf("list lease holders: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
