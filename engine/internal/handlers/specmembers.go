@@ -94,21 +94,7 @@ var specDefaults = map[string]func(json.RawMessage) error{
 
 // specRefusedValues are values of members the engine has a field for but
 // cannot honour yet; the member is named in the 400.
-var specRefusedValues = map[string]func(json.RawMessage) error{
-	// Bridge networks, and sharing another container's network, are not
-	// implemented: refused rather than run on a private namespace.
-	"netns": func(raw json.RawMessage) error {
-		var ns core.Namespace
-		if err := json.Unmarshal(raw, &ns); err != nil {
-			return nil // the typed decode reports it
-		}
-		switch ns.NSMode {
-		case "bridge", "container", "slirp4netns", "pasta":
-			return fmt.Errorf("network mode %q is not supported yet (none, host, private, path)", ns.NSMode)
-		}
-		return nil
-	},
-}
+var specRefusedValues = map[string]func(json.RawMessage) error{}
 
 // checkSpecMembers refuses the members of a creation request that would
 // otherwise be ignored, naming the first one (in name order).
