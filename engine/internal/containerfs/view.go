@@ -32,6 +32,10 @@ type Mount struct {
 	Source      string
 	// ReadOnly refuses writes below Destination.
 	ReadOnly bool
+	// Unmounted marks a volume that exists only while mounted (tmpfs, or a
+	// bind of another directory) and is not mounted now: paths below
+	// Destination are refused, as Podman refuses them.
+	Unmounted bool
 }
 
 // View is a container's filesystem as seen from the host.
@@ -82,6 +86,9 @@ func (v View) locate(abs string) (place, error) {
 		dest := path.Clean("/" + m.Destination)
 		if abs != dest && !strings.HasPrefix(abs, dest+"/") && dest != "/" {
 			continue
+		}
+		if m.Unmounted {
+			return place{}, fmt.Errorf("the volume at %s is not mounted while the container does not run, cannot copy into or out of it: %w", dest, core.ErrStateConflict)
 		}
 		fi, err := os.Stat(m.Source)
 		if err != nil {

@@ -129,7 +129,8 @@ func (m *Manager) view(nameOrID string) (containerfs.View, record, func(), error
 	rec = m.snapshot(e)
 	var mounts []containerfs.Mount
 	for _, v := range rec.Volumes {
-		mounts = append(mounts, containerfs.Mount{Destination: v.Dest, Source: v.Source, ReadOnly: slices.Contains(v.Options, "ro")})
+		mounts = append(mounts, containerfs.Mount{Destination: v.Dest, Source: v.Source, ReadOnly: slices.Contains(v.Options, "ro"),
+			Unmounted: m.mountedOnUse(v.Name) && !isMountPoint(v.Source)})
 	}
 	for _, mnt := range rec.Spec.Mounts {
 		if mnt.Type == "bind" {
@@ -137,6 +138,27 @@ func (m *Manager) view(nameOrID string) (containerfs.View, record, func(), error
 		}
 	}
 	return containerfs.View{Root: rootfs, Mounts: mounts, WorkDir: workDir, ReadOnly: rec.Spec.ReadOnly}, rec, release, nil
+}
+
+// mountedOnUse reports whether a volume has mount options (tmpfs, or a
+// bind of a device directory): its content is only there while mounted.
+func (m *Manager) mountedOnUse(name string) bool {
+	if m.volumes == nil {
+		return false
+	}
+	v, err := m.volumes.Inspect(context.Background(), name)
+	return err == nil && len(v.Options) > 0
+}
+
+// isMountPoint reports whether something is mounted on dir (its mount
+// differs from its parent's).
+func isMountPoint(dir string) bool {
+	var here, parent unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, dir, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &here) != nil ||
+		unix.Statx(unix.AT_FDCWD, filepath.Dir(dir), 0, unix.STATX_MNT_ID, &parent) != nil {
+		return false
+	}
+	return here.Mnt_id != parent.Mnt_id
 }
 
 // liveRoot opens the root directory of a container's running (or created,

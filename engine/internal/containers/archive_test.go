@@ -366,3 +366,32 @@ func TestPodmanRemoteCopyCommitDiff(t *testing.T) {
 	}
 	must("rm", "-f", "-t", "0", "cp-run", "cp-stopped")
 }
+
+// TestArchiveOfVolumes: a plain volume of a stopped container is reached
+// through its directory; a tmpfs volume exists only while mounted, so a
+// copy into a stopped container's is refused (409) instead of landing
+// beneath the mount point, and works while the container runs.
+func TestArchiveOfVolumes(t *testing.T) {
+	te := startEngine(t)
+	te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "cp-plain"})
+	te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "cp-tmpfs", "Options": map[string]string{"type": "tmpfs", "device": "tmpfs"}})
+	vols := []map[string]any{{"Name": "cp-plain", "Dest": "/plain"}, {"Name": "cp-tmpfs", "Dest": "/tmpfs"}}
+	stopped := te.create(map[string]any{"command": []string{"true"}, "volumes": vols})
+	if status, body := te.putArchive(stopped, "/plain", tarBytes(t, [2]string{"f", "in volume"}), ""); status != http.StatusOK {
+		t.Fatalf("put into a plain volume: %d %s", status, body)
+	}
+	if status, body := te.putArchive(stopped, "/tmpfs", tarBytes(t, [2]string{"f", "x"}), ""); status != http.StatusConflict {
+		t.Errorf("put into the tmpfs volume of a stopped container: %d %s", status, body)
+	}
+	running := te.create(map[string]any{"command": []string{"sleep", "600"}, "volumes": vols})
+	te.must(http.StatusNoContent, "POST", "/containers/"+running+"/start", nil)
+	if _, got := te.getArchive(running, "/plain/f"); got["f"] != "in volume" {
+		t.Errorf("the plain volume seen from a running container: %v", got)
+	}
+	if status, body := te.putArchive(running, "/tmpfs", tarBytes(t, [2]string{"f", "in tmpfs"}), ""); status != http.StatusOK {
+		t.Errorf("put into the tmpfs volume of a running container: %d %s", status, body)
+	}
+	if _, got := te.getArchive(running, "/tmpfs/f"); got["f"] != "in tmpfs" {
+		t.Errorf("tmpfs volume file: %v", got)
+	}
+}
