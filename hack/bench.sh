@@ -64,6 +64,11 @@ main() {
   trap 'log "interrupted"; exit 130' INT TERM
 
   cat >"$PODMAN_DIR/containers.conf" <<EOF
+  [containers]
+  # The service applies these to the infra containers of pods (their create
+  # requests carry no r_limits); within this machine's hard limits.
+  default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
+
   [engine]
   cgroup_manager = "cgroupfs"
   events_logger = "file"

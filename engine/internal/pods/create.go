@@ -53,49 +53,55 @@ func (m *Manager) Create(ctx context.Context, spec core.PodSpec) (string, error)
 			return "", err
 		}
 	}
-	data, err := json.Marshal(pod)
-	if err != nil {
-		return "", err
-	}
+	// The name is held in memory while the infra container is created (it
+	// resolves the pod through Membership); the record is written once,
+	// complete. Open removes infra containers whose pod was never recorded.
 	e := &entry{rec: pod}
 	m.mu.Lock()
 	if _, taken := m.byName[pod.Name]; taken {
 		m.mu.Unlock()
 		return "", fmt.Errorf("name %q is in use: pod already exists: %w", pod.Name, core.ErrNameInUse)
 	}
-	if err := m.o.DB.AddPod(ctx, state.PodRecord{ID: id, Name: pod.Name, Created: pod.Created, Data: data}); err != nil {
-		m.mu.Unlock()
-		if errors.Is(err, state.ErrDuplicate) {
-			return "", fmt.Errorf("name %q is in use: pod already exists: %w", pod.Name, core.ErrNameInUse)
-		}
-		return "", err
-	}
 	m.byID[id] = e
 	m.byName[pod.Name] = e
 	m.mu.Unlock()
 	if !spec.NoInfra {
 		infraID, err := m.createInfra(ctx, &pod, image)
-		if err == nil {
-			pod.InfraID = infraID
-			err = m.save(ctx, &pod)
-		}
 		if err != nil {
-			if pod.InfraID != "" {
-				m.o.Containers.Remove(ctx, pod.InfraID, core.RemoveContainerOptions{Force: true, WithPod: true})
-			}
-			m.forget(ctx, e)
+			m.forget(e)
 			return "", err
 		}
-		m.mu.Lock()
-		e.rec.InfraID = infraID
-		m.mu.Unlock()
+		pod.InfraID = infraID
 	}
+	if err := m.add(ctx, &pod); err != nil {
+		if pod.InfraID != "" {
+			m.o.Containers.Remove(ctx, pod.InfraID, core.RemoveContainerOptions{Force: true, WithPod: true})
+		}
+		m.forget(e)
+		return "", err
+	}
+	m.mu.Lock()
+	e.rec = pod
+	m.mu.Unlock()
 	m.o.Events(ctx, "create", pod.ID, pod.Name)
 	return id, nil
 }
 
-// forget drops a pod's record.
-func (m *Manager) forget(ctx context.Context, e *entry) {
+// add inserts a pod's record.
+func (m *Manager) add(ctx context.Context, pod *core.Pod) error {
+	data, err := json.Marshal(pod)
+	if err != nil {
+		return err
+	}
+	err = m.o.DB.AddPod(ctx, state.PodRecord{ID: pod.ID, Name: pod.Name, Created: pod.Created, Data: data})
+	if errors.Is(err, state.ErrDuplicate) {
+		return fmt.Errorf("name %q is in use: pod already exists: %w", pod.Name, core.ErrNameInUse)
+	}
+	return err
+}
+
+// forget drops a pod that was never recorded.
+func (m *Manager) forget(e *entry) {
 	m.mu.Lock()
 	e.removing = true
 	delete(m.byID, e.rec.ID)
@@ -103,9 +109,6 @@ func (m *Manager) forget(ctx context.Context, e *entry) {
 		delete(m.byName, e.rec.Name)
 	}
 	m.mu.Unlock()
-	if err := m.o.DB.RemovePod(context.WithoutCancel(ctx), e.rec.ID); err != nil && !errors.Is(err, state.ErrNotFound) {
-		m.logger.Warn("removing pod record", "pod", e.rec.ID, "err", err)
-	}
 }
 
 // createInfra creates the container that holds the pod's namespaces. The
@@ -160,15 +163,21 @@ func (m *Manager) infraImage(ctx context.Context, requested string) (string, err
 		}
 		return requested, nil
 	}
+	m.infraMu.Lock()
+	defer m.infraMu.Unlock()
+	if m.infraName != "" {
+		if _, err := m.o.Images.Lookup(ctx, m.infraName); err == nil {
+			return m.infraName, nil
+		}
+	}
 	bin, err := os.ReadFile(m.o.Catatonit)
 	if err != nil {
 		return "", fmt.Errorf("infra image: reading catatonit: %w", err)
 	}
 	sum := sha256.Sum256(bin)
 	name := infraImageRepo + ":" + hex.EncodeToString(sum[:])[:12]
-	m.infraMu.Lock()
-	defer m.infraMu.Unlock()
 	if _, err := m.o.Images.Lookup(ctx, name); err == nil {
+		m.infraName = name
 		return name, nil
 	}
 	var layer bytes.Buffer
@@ -189,5 +198,6 @@ func (m *Manager) infraImage(ctx context.Context, requested string) (string, err
 	}); err != nil {
 		return "", fmt.Errorf("building the infra image: %w", err)
 	}
+	m.infraName = name
 	return name, nil
 }

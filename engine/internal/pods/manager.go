@@ -74,8 +74,10 @@ type Manager struct {
 	byID   map[string]*entry
 	byName map[string]*entry
 
-	// infraMu serialises building the default infra image.
-	infraMu sync.Mutex
+	// infraMu serialises building the default infra image; infraName is
+	// its name once known (the binary is hashed once per engine run).
+	infraMu   sync.Mutex
+	infraName string
 
 	bg          sync.WaitGroup
 	unsubscribe func()
@@ -110,34 +112,27 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	members := o.Members.PodMembers()
 	for _, r := range recs {
 		var pod core.Pod
 		if err := json.Unmarshal(r.Data, &pod); err != nil {
 			return nil, fmt.Errorf("pod %s: decode state: %w", r.ID, err)
 		}
-		if !pod.Spec.NoInfra && pod.InfraID == "" {
-			// The engine stopped between recording the pod and recording its
-			// infra container: adopt the infra container if it made it.
-			for _, c := range members[pod.ID] {
-				if c.IsInfra {
-					pod.InfraID = c.ID
-				}
-			}
-			if pod.InfraID == "" {
-				m.logger.Warn("removing a pod whose creation was cut short", "pod", pod.ID)
-				if err := o.DB.RemovePod(ctx, pod.ID); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if err := m.save(ctx, &pod); err != nil {
-				return nil, err
-			}
-		}
 		e := &entry{rec: pod}
 		m.byID[pod.ID] = e
 		m.byName[pod.Name] = e
+	}
+	// An engine stopped between creating an infra container and recording
+	// its pod leaves the container behind: it goes.
+	for podID, ctrs := range o.Members.PodMembers() {
+		if _, ok := m.byID[podID]; ok {
+			continue
+		}
+		for _, c := range ctrs {
+			m.logger.Warn("removing a container of a pod that was never recorded", "pod", podID, "container", c.ID)
+			if err := o.Containers.Remove(ctx, c.ID, core.RemoveContainerOptions{Force: true, WithPod: true}); err != nil && !errors.Is(err, core.ErrNoSuchContainer) {
+				return nil, fmt.Errorf("pod %s: removing container %s: %w", podID, c.ID, err)
+			}
+		}
 	}
 	o.Members.SetPods(m)
 	m.unsubscribe = o.Containers.Subscribe(m.onContainerEvent)
@@ -151,15 +146,6 @@ func (m *Manager) Close() error {
 	}
 	m.bg.Wait()
 	return nil
-}
-
-// save persists a pod's record.
-func (m *Manager) save(ctx context.Context, pod *core.Pod) error {
-	data, err := json.Marshal(pod)
-	if err != nil {
-		return err
-	}
-	return m.o.DB.UpdatePod(context.WithoutCancel(ctx), state.PodRecord{ID: pod.ID, Name: pod.Name, Created: pod.Created, Data: data})
 }
 
 // lookup finds a pod by full name, full ID or unique ID prefix.

@@ -36,13 +36,10 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemovePo
 	}
 	pod := m.snapshot(e)
 	infra, others := m.split(pod.ID)
-	if active := runningOrPaused(withInfra(infra, others)); len(active) > 0 {
-		if !opts.Force {
-			return nil, fmt.Errorf("pod %s has containers that are not ready to be removed: %d running or paused (force removes them): %w", pod.ID, len(active), core.ErrStateConflict)
-		}
-		if errs := m.stopLocked(ctx, pod, infra, others, opts.Timeout).Errs; len(errs) > 0 {
-			return nil, fmt.Errorf("stopping pod %s: %s", pod.ID, strings.Join(errs, "; "))
-		}
+	// A forced removal stops each container as it removes it: the others
+	// together first, the infra container last.
+	if active := runningOrPaused(withInfra(infra, others)); len(active) > 0 && !opts.Force {
+		return nil, fmt.Errorf("pod %s has containers that are not ready to be removed: %d running or paused (force removes them): %w", pod.ID, len(active), core.ErrStateConflict)
 	}
 	// New containers can no longer join while the members go.
 	m.mu.Lock()

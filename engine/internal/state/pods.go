@@ -31,20 +31,6 @@ func (s *DB) AddPod(ctx context.Context, r PodRecord) error {
 	})
 }
 
-// UpdatePod replaces the data of an existing pod.
-func (s *DB) UpdatePod(ctx context.Context, r PodRecord) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE pods SET data = ? WHERE id = ?`, r.Data, r.ID)
-		if err != nil {
-			return fmt.Errorf("update pod %s: %w", r.ID, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("pod %s: %w", r.ID, ErrNotFound)
-		}
-		return nil
-	})
-}
-
 // RemovePod deletes a pod's record.
 func (s *DB) RemovePod(ctx context.Context, id string) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
@@ -75,24 +61,6 @@ func (s *DB) ListPods(ctx context.Context) ([]PodRecord, error) {
 		}
 		r.Created = time.Unix(0, created)
 		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
-// PodContainerIDs lists the IDs of the containers recorded in a pod.
-func (s *DB) PodContainerIDs(ctx context.Context, podID string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM containers WHERE pod_id = ? ORDER BY created`, podID)
-	if err != nil {
-		return nil, fmt.Errorf("containers of pod %s: %w", podID, err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("containers of pod %s: %w", podID, err)
-		}
-		out = append(out, id)
 	}
 	return out, rows.Err()
 }

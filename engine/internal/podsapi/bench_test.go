@@ -1,0 +1,143 @@
+package podsapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The benchmarks compare Berth with Podman 4.3.1 serving the same API on the
+// same machine (hack/bench.sh starts it and exports BERTH_BENCH=1 and
+// BERTH_BENCH_PODMAN_URL).
+
+func requireBench(b *testing.B) {
+	if os.Getenv("BERTH_BENCH") != "1" {
+		b.Skip("set BERTH_BENCH=1 (make bench) to compare with Podman")
+	}
+}
+
+// podmanEngine returns a client of the reference Podman service, with the
+// busybox test image loaded.
+func podmanEngine(b *testing.B) *testEngine {
+	u := os.Getenv("BERTH_BENCH_PODMAN_URL")
+	if u == "" {
+		b.Fatal("BERTH_BENCH_PODMAN_URL is not set (hack/bench.sh sets it)")
+	}
+	addr := strings.TrimPrefix(u, "tcp://")
+	te := &testEngine{t: b, addr: addr, url: "http://" + addr + "/v4.3.1/libpod", client: &http.Client{}}
+	te.loadBusybox()
+	b.Cleanup(te.removeAll)
+	return te
+}
+
+// podCycle creates, starts and force-removes one empty pod. Both engines
+// get the pod without a network (netns none), so the cycle measures the
+// pod and its infra container, not network setup.
+func podCycle(te *testEngine, n int) time.Duration {
+	start := time.Now()
+	id := te.createPod(map[string]any{"name": fmt.Sprintf("cycle%d", n), "netns": map[string]string{"nsmode": "none"}})
+	te.must(http.StatusOK, "POST", "/pods/"+id+"/start", nil)
+	te.must(http.StatusOK, "DELETE", "/pods/"+id+"?force=true", nil)
+	return time.Since(start)
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkPodCycleVsPodman: pod create + pod start + pod rm -f of an empty
+// pod. Goal: Berth's median at most 0.3x Podman's.
+func BenchmarkPodCycleVsPodman(b *testing.B) {
+	requireBench(b)
+	berth := startEngine(b)
+	podman := podmanEngine(b)
+	const rounds = 9
+	podCycle(berth, -1) // warm up both (the infra image, first mounts)
+	podCycle(podman, -1)
+	var bs, ps []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < rounds; j++ {
+			n := i*rounds + j
+			bs = append(bs, podCycle(berth, n))
+			time.Sleep(200 * time.Millisecond)
+			ps = append(ps, podCycle(podman, n))
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	b.StopTimer()
+	mb, mp := median(bs), median(ps)
+	ratio := float64(mb) / float64(mp)
+	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
+	b.ReportMetric(float64(mp.Microseconds())/1000, "podman-ms")
+	b.ReportMetric(ratio, "ratio")
+	fmt.Printf("pod create+start+rm -f: berth median %v, podman median %v, ratio %.3f (goal <= 0.3) over %d runs each\n", mb, mp, ratio, len(bs))
+}
+
+// podListThroughput issues GET /pods/json from 4 clients for d and returns
+// complete listings per second.
+func podListThroughput(te *testEngine, want int, d time.Duration) float64 {
+	var n atomic.Int64
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := &http.Client{}
+			for time.Now().Before(deadline) {
+				resp, err := client.Get(te.url + "/pods/json")
+				if err != nil {
+					return
+				}
+				var list []json.RawMessage
+				json.NewDecoder(resp.Body).Decode(&list)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK && len(list) >= want {
+					n.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n.Load()) / d.Seconds()
+}
+
+// BenchmarkPodListVsPodman: pod ps with 50 pods of 2 containers (the infra
+// container and one more). Goal: throughput at least 10x Podman's.
+func BenchmarkPodListVsPodman(b *testing.B) {
+	requireBench(b)
+	berth := startEngine(b)
+	podman := podmanEngine(b)
+	const pods = 50
+	for _, te := range []*testEngine{berth, podman} {
+		for i := 0; i < pods; i++ {
+			name := fmt.Sprintf("list%d", i)
+			te.createPod(map[string]any{"name": name, "netns": map[string]string{"nsmode": "none"}, "labels": map[string]string{"bench": "list"}})
+			te.createIn(name, name+"-app", "busybox", "sleep", "600")
+		}
+	}
+	b.ResetTimer()
+	var rb, rp float64
+	for i := 0; i < b.N; i++ {
+		rb = podListThroughput(berth, pods, 2*time.Second)
+		rp = podListThroughput(podman, pods, 2*time.Second)
+	}
+	b.StopTimer()
+	if rp == 0 {
+		b.Fatal("podman answered no complete listing")
+	}
+	b.ReportMetric(rb, "berth-req/s")
+	b.ReportMetric(rp, "podman-req/s")
+	b.ReportMetric(rb/rp, "ratio")
+	fmt.Printf("pod ps, 50 pods of 2 containers: berth %.0f req/s, podman %.0f req/s, ratio %.1f (goal >= 10)\n", rb, rp, rb/rp)
+}
