@@ -161,12 +161,19 @@ func (m *Manager) Kill(ctx context.Context, nameOrID, signal string) (*core.PodA
 		return nil, core.InvalidArgument("signal", err)
 	}
 	return m.locked(ctx, nameOrID, func(ctx context.Context, pod core.Pod, infra *core.PodMember, others []core.PodMember) (*core.PodActionReport, error) {
-		targets := runningOnly(withInfra(infra, others))
-		if len(targets) == 0 {
+		if len(runningOnly(withInfra(infra, others))) == 0 {
 			return nil, fmt.Errorf("cannot kill a pod with no running containers: %s: %w", pod.ID, core.ErrStateConflict)
 		}
+		// The members first, then the infra container: with a shared PID
+		// namespace its end takes every member with it. A container that
+		// exited meanwhile is not a failure.
+		kill := func(id string) error { return m.o.Containers.Kill(ctx, id, signal) }
+		gone := func(err error) bool { return errors.Is(err, core.ErrStateConflict) || errors.Is(err, core.ErrNoSuchContainer) }
 		report := &core.PodActionReport{ID: pod.ID}
-		report.Errs = each(targets, "killing", func(id string) error { return m.o.Containers.Kill(ctx, id, signal) }, notModified)
+		report.Errs = each(runningOnly(others), "killing", kill, gone)
+		if infra != nil && infra.State == core.StateRunning {
+			report.Errs = append(report.Errs, each([]core.PodMember{*infra}, "killing", kill, gone)...)
+		}
 		m.o.Events(ctx, "kill", pod.ID, pod.Name)
 		return report, nil
 	})

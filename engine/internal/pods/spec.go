@@ -113,8 +113,9 @@ func checkNamespaces(spec *core.PodSpec) error {
 			return core.InvalidArgument(field, fmt.Errorf("mode %q is not supported (private)", ns.NSMode))
 		}
 	}
-	if spec.UserNS.NSMode != "" && spec.UserNS.NSMode != core.NetNSHost {
-		return core.InvalidArgument("userns", fmt.Errorf("mode %q is not supported (host)", spec.UserNS.NSMode))
+	// "default" is the engine's default: the host's user namespace.
+	if m := spec.UserNS.NSMode; m != "" && m != "default" && m != core.NetNSHost {
+		return core.InvalidArgument("userns", fmt.Errorf("mode %q is not supported (host)", m))
 	}
 	switch spec.NetNS.NSMode {
 	case "", core.NetNSPrivate, core.NetNSNone, core.NetNSHost:
