@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -24,6 +25,7 @@ type Metrics struct {
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	streams  *prometheus.HistogramVec
 	inFlight prometheus.Gauge
 }
 
@@ -44,6 +46,12 @@ func NewMetrics(namespace string) *Metrics {
 			Help:      "Time from receiving a request to its handler returning, by route pattern and method.",
 			Buckets:   prometheus.DefBuckets,
 		}, []string{"route", "method"}),
+		streams: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace,
+			Name:      "http_stream_duration_seconds",
+			Help:      "How long streamed (flushed before the end) and hijacked responses lasted, by route pattern and method; kept out of http_request_duration_seconds, whose latency they are not.",
+			Buckets:   []float64{0.1, 1, 10, 60, 300, 900, 3600, 4 * 3600},
+		}, []string{"route", "method"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace,
 			Name:      "http_requests_in_flight",
@@ -60,7 +68,7 @@ func NewMetrics(namespace string) *Metrics {
 		buildInfo,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.duration, m.inFlight,
+		m.requests, m.duration, m.streams, m.inFlight,
 	)
 	return m
 }
@@ -94,17 +102,52 @@ func (m *Metrics) Middleware(next http.Handler) http.Handler {
 		rec := newRecorder(w)
 		completed := false
 		defer func() {
-			route := routeCtx.RoutePattern()
-			if route == "" {
-				route = UnmatchedRoute
-			}
+			route := routeLabel(routeCtx.RoutePattern())
 			method := methodLabel(r.Method)
-			m.duration.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
+			took := time.Since(start).Seconds()
+			if rec.hijacked || rec.flushed {
+				m.streams.WithLabelValues(route, method).Observe(took)
+			} else {
+				m.duration.WithLabelValues(route, method).Observe(took)
+			}
 			m.requests.WithLabelValues(route, method, codeLabel(rec, completed)).Inc()
 		}()
 		next.ServeHTTP(rec, r)
 		completed = true
 	})
+}
+
+// routeLabel is a chi route pattern as a label: UnmatchedRoute when no
+// route matched, and without the regular expressions of parameters
+// ("/images/{name:.*}/push" is "/images/{name}/push").
+func routeLabel(pattern string) string {
+	if pattern == "" {
+		return UnmatchedRoute
+	}
+	var b strings.Builder
+	depth := 0
+	skipping := false
+	for _, c := range pattern {
+		switch {
+		case c == '{':
+			depth++
+			if depth == 1 {
+				skipping = false
+			}
+		case c == '}':
+			depth--
+			if depth == 0 {
+				skipping = false
+			}
+		case c == ':' && depth == 1:
+			skipping = true
+		}
+		if skipping && depth >= 1 {
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 // codeLabel is the status code label: "hijacked" for a connection taken over

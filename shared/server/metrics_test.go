@@ -152,3 +152,65 @@ func TestMetricsBuildInfo(t *testing.T) {
 	want := `berth_build_info{commit="` + b.Commit + `",goversion="` + b.GoVersion + `",version="` + b.Version + `"} 1`
 	assertContains(t, scrape(t, NewMetrics("berth_engine")), want)
 }
+
+func TestRouteLabel(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                       UnmatchedRoute,
+		"/v1/uploads/{uuid}":     "/v1/uploads/{uuid}",
+		"/images/{name:.*}/push": "/images/{name}/push",
+		"/v{version}/libpod/images/{name:[a-z]{2,}}/json": "/v{version}/libpod/images/{name}/json",
+		"/files/*": "/files/*",
+	} {
+		if got := routeLabel(in); got != want {
+			t.Errorf("routeLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestStreamsAreNotLatency: a response that streams (flushes before the
+// end) or a hijacked connection goes into http_stream_duration_seconds,
+// not into the latency histogram, so a followed log or an attach session
+// does not make the request latency look slow; regex route parameters do
+// not show in the route label.
+func TestStreamsAreNotLatency(t *testing.T) {
+	m := NewMetrics("berth_engine")
+	router := chi.NewRouter()
+	router.Use(m.Middleware)
+	router.Get("/containers/{name}/logs", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "line")
+		http.NewResponseController(w).Flush()
+		fmt.Fprintln(w, "line")
+	})
+	router.Post("/containers/{name}/attach", func(w http.ResponseWriter, r *http.Request) {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+	})
+	router.Get("/images/{name:.*}/json", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "{}") })
+	srv := httptest.NewServer(router)
+	defer srv.Close()
+	for _, req := range []struct{ method, path string }{
+		{"GET", "/containers/a/logs"}, {"POST", "/containers/a/attach"}, {"GET", "/images/busybox/json"},
+	} {
+		r, _ := http.NewRequest(req.method, srv.URL+req.path, nil)
+		if resp, err := http.DefaultClient.Do(r); err == nil {
+			resp.Body.Close()
+		}
+	}
+	text := scrape(t, m)
+	assertContains(t, text,
+		`berth_engine_http_stream_duration_seconds_count{method="GET",route="/containers/{name}/logs"} 1`,
+		`berth_engine_http_stream_duration_seconds_count{method="POST",route="/containers/{name}/attach"} 1`,
+		`berth_engine_http_request_duration_seconds_count{method="GET",route="/images/{name}/json"} 1`,
+		`berth_engine_http_requests_total{code="hijacked",method="POST",route="/containers/{name}/attach"} 1`,
+	)
+	for _, unwanted := range []string{
+		`berth_engine_http_request_duration_seconds_count{method="GET",route="/containers/{name}/logs"}`,
+		`berth_engine_http_request_duration_seconds_count{method="POST",route="/containers/{name}/attach"}`,
+		`{name:.*}`,
+	} {
+		if strings.Contains(text, unwanted) {
+			t.Errorf("metrics hold %s", unwanted)
+		}
+	}
+}

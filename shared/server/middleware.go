@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 )
 
@@ -110,7 +111,9 @@ func Recover(logger *slog.Logger, onPanic func(http.ResponseWriter, *http.Reques
 }
 
 // AccessLog logs one line per request once it has been answered: method,
-// path, status, bytes, duration, request id and remote address. Hijacked
+// path, status, bytes, duration, request id and remote address. Probes
+// answered without an error (_ping, /healthz, /readyz, /metrics), which
+// clients and orchestrators send every few seconds, log at debug. Hijacked
 // connections are logged when their handler returns, marked hijacked; a
 // request whose handler panicked is logged as such (and status 500 when it
 // had not answered yet) before the panic goes on to Recover or net/http.
@@ -146,10 +149,24 @@ func AccessLog(logger *slog.Logger) func(http.Handler) http.Handler {
 				if !completed {
 					attrs = append(attrs, "panicked", true)
 				}
-				logger.InfoContext(r.Context(), "request", attrs...)
+				level := slog.LevelInfo
+				if isProbe(r.URL.Path) && status < http.StatusBadRequest {
+					level = slog.LevelDebug
+				}
+				logger.Log(r.Context(), level, "request", attrs...)
 			}()
 			next.ServeHTTP(rec, r)
 			completed = true
 		})
 	}
+}
+
+// isProbe reports whether path is a liveness, readiness or metrics probe,
+// or an engine _ping under any API prefix.
+func isProbe(path string) bool {
+	switch path {
+	case "/healthz", "/readyz", "/metrics":
+		return true
+	}
+	return path == "/_ping" || strings.HasSuffix(path, "/_ping")
 }

@@ -482,3 +482,37 @@ func TestFileDownloadThroughFullChain(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestAccessLogProbesAtDebug: probes answered without an error do not log
+// a line each at info (before: every _ping and /healthz did); a failing
+// probe and other requests still do, and at debug level probes are logged.
+func TestAccessLogProbesAtDebug(t *testing.T) {
+	for _, tc := range []struct {
+		level slog.Level
+		want  []string
+	}{
+		{slog.LevelInfo, []string{"/readyz", "/v1/uploads"}},
+		{slog.LevelDebug, []string{"/_ping", "/v4.3.1/libpod/_ping", "/healthz", "/metrics", "/readyz", "/v1/uploads"}},
+	} {
+		var logs syncBuffer
+		logger := NewLogger(&logs, "json", tc.level)
+		router := chi.NewRouter()
+		for _, p := range []string{"/_ping", "/v4.3.1/libpod/_ping", "/healthz", "/metrics", "/v1/uploads"} {
+			router.Get(p, func(w http.ResponseWriter, r *http.Request) {})
+		}
+		router.Get("/readyz", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
+		h := AccessLog(logger)(router)
+		for _, p := range []string{"/_ping", "/v4.3.1/libpod/_ping", "/healthz", "/metrics", "/readyz", "/v1/uploads"} {
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, p, nil))
+		}
+		var got []string
+		for _, rec := range logs.records(t) {
+			if rec["msg"] == "request" {
+				got = append(got, rec["path"].(string))
+			}
+		}
+		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("at %v logged %v, want %v", tc.level, got, tc.want)
+		}
+	}
+}

@@ -21,6 +21,8 @@ type responseRecorder struct {
 	bytes       int64
 	wroteHeader bool
 	hijacked    bool
+	// flushed: the handler flushed before returning, so it streamed.
+	flushed bool
 }
 
 // newRecorder wraps w.
@@ -73,6 +75,7 @@ func (rw *responseRecorder) Flush() {
 
 // FlushError is Flush reporting failure; http.ResponseController prefers it.
 func (rw *responseRecorder) FlushError() error {
+	rw.flushed = true
 	if !rw.wroteHeader {
 		rw.status = http.StatusOK
 		rw.wroteHeader = true
