@@ -50,7 +50,7 @@ func TestPrometheusScrapesBothServices(t *testing.T) {
 	// The uploads service counted its create (201) and knows the done upload.
 	waitForQuery(t, promURL, `sum(berth_uploads_http_requests_total{method="POST",code="201"})`, func(v float64) bool { return v >= 1 })
 	// Processing metrics: the finished upload by state, and one processing run timed.
-	waitForQuery(t, promURL, `sum(berth_uploads_uploads{state="done"})`, func(v float64) bool { return v >= 1 })
+	waitForQuery(t, promURL, `sum(berth_uploads_uploads_in_state{state="done"})`, func(v float64) bool { return v >= 1 })
 	waitForQuery(t, promURL, `sum(berth_uploads_processing_duration_seconds_count)`, func(v float64) bool { return v >= 1 })
 }
 

@@ -194,10 +194,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	metrics := server.NewMetrics("berth_uploads")
 	observe := api.RegisterMetrics(logger, metrics.Registry(), st)
+	onFile := api.RegisterFileMetrics(metrics.Registry())
 	workers := make([]*processor.Worker, o.workers)
 	for i := range workers {
 		workers[i] = processor.New(logger.With("component", "processor"), st, tree, deployer,
-			processor.Config{PollInterval: o.pollInterval, Lease: o.lease, Observe: observe})
+			processor.Config{PollInterval: o.pollInterval, Lease: o.lease, Observe: observe, OnFile: onFile})
 	}
 	handler := api.NewServer(logger, st, tree, api.Config{
 		Limits:      o.limits,

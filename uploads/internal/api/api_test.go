@@ -57,7 +57,8 @@ func newEnv(t *testing.T, o envOpts) *env {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	metrics := server.NewMetrics("berth_uploads")
 	observe := api.RegisterMetrics(logger, metrics.Registry(), st)
-	w := processor.New(logger, st, tree, processor.Unsupported{}, processor.Config{PollInterval: 20 * time.Millisecond, Observe: observe})
+	onFile := api.RegisterFileMetrics(metrics.Registry())
+	w := processor.New(logger, st, tree, processor.Unsupported{}, processor.Config{PollInterval: 20 * time.Millisecond, Observe: observe, OnFile: onFile})
 	h := api.NewServer(logger, st, tree, api.Config{
 		Limits:      o.limits,
 		Tokens:      o.tokens,
@@ -329,7 +330,7 @@ func testUploads(t *testing.T, e *env) {
 		t.Fatalf("readyz %d %s", r.status, r.body)
 	}
 	r = e.do("GET", "/metrics", nil)
-	for _, want := range []string{`berth_uploads_uploads{state="open"} 29`, "berth_uploads_bytes_stored 0", `berth_uploads_http_requests_total{code="201",method="POST",route="/v1/uploads"} 30`} {
+	for _, want := range []string{`berth_uploads_uploads_in_state{state="open"} 29`, "berth_uploads_stored_bytes 0", `berth_uploads_http_requests_total{code="201",method="POST",route="/v1/uploads"} 30`} {
 		if !bytes.Contains(r.body, []byte(want)) {
 			t.Errorf("metrics lack %q:\n%s", want, r.body)
 		}
@@ -539,6 +540,18 @@ func testProcessing(t *testing.T, e *env) {
 	e.do("GET", "/v1/uploads/"+id+"/files/b.txt", nil).problem(t, 409)
 	if r := e.do("GET", "/metrics", nil); !bytes.Contains(r.body, []byte("berth_uploads_processing_duration_seconds_count 1")) {
 		t.Fatal("processing duration not observed")
+	}
+	// Every file's outcome is counted by kind.
+	r = e.do("GET", "/metrics", nil)
+	for _, want := range []string{
+		`berth_uploads_files_processed_total{kind="image-archive",outcome="unsupported"} 1`,
+		`berth_uploads_files_processed_total{kind="quadlet",outcome="unsupported"} 1`,
+		`berth_uploads_files_processed_total{kind="kube",outcome="unsupported"} 1`,
+		`berth_uploads_files_processed_total{kind="other",outcome="unsupported"} 1`,
+	} {
+		if !bytes.Contains(r.body, []byte(want)) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 }
 

@@ -46,16 +46,16 @@ func (c *uploadCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(total))
 }
 
-// RegisterMetrics adds the uploads metrics to reg: berth_uploads_uploads{state},
-// berth_uploads_bytes_stored and berth_uploads_processing_duration_seconds. It returns
+// RegisterMetrics adds the uploads metrics to reg: berth_uploads_uploads_in_state{state},
+// berth_uploads_stored_bytes and berth_uploads_processing_duration_seconds. It returns
 // the function the processor calls with the duration of each finished upload.
 func RegisterMetrics(logger *slog.Logger, reg prometheus.Registerer, st store.Store) (observeProcessing func(time.Duration)) {
 	const ns = "berth_uploads"
 	reg.MustRegister(&uploadCollector{
 		logger:  logger,
 		store:   st,
-		uploads: prometheus.NewDesc(ns+"_uploads", "Uploads by state.", []string{"state"}, nil),
-		bytes:   prometheus.NewDesc(ns+"_bytes_stored", "Bytes of files stored in all uploads.", nil, nil),
+		uploads: prometheus.NewDesc(ns+"_uploads_in_state", "Uploads in each state now.", []string{"state"}, nil),
+		bytes:   prometheus.NewDesc(ns+"_stored_bytes", "Bytes of files stored in all uploads.", nil, nil),
 	})
 	hist := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: ns,
@@ -66,3 +66,17 @@ func RegisterMetrics(logger *slog.Logger, reg prometheus.Registerer, st store.St
 	reg.MustRegister(hist)
 	return func(d time.Duration) { hist.Observe(d.Seconds()) }
 }
+
+// RegisterFileMetrics adds berth_uploads_files_processed_total{kind,outcome}
+// to reg and returns the function the processor calls for every file it
+// recorded (processor.Config.OnFile).
+func RegisterFileMetrics(reg prometheus.Registerer) func(kind, outcome string) {
+	files := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "berth_uploads",
+		Name:      "files_processed_total",
+		Help:      "Files of uploads processed, by kind (image-archive, quadlet, kube, other) and outcome (deployed, failed, unsupported).",
+	}, []string{"kind", "outcome"})
+	reg.MustRegister(files)
+	return func(kind, outcome string) { files.WithLabelValues(kind, outcome).Inc() }
+}
+

@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/berth-project/berth/uploads/internal/store"
@@ -63,6 +65,9 @@ type Config struct {
 	RetryMin, RetryMax time.Duration
 	// Observe, if set, gets the duration of every completed processing run.
 	Observe Observer
+	// OnFile, if set, is told the kind (see FileKind) and outcome
+	// ("deployed", "failed" or "unsupported") of every file once recorded.
+	OnFile func(kind, outcome string)
 }
 
 // Worker processes uploads one at a time.
@@ -215,6 +220,16 @@ func (w *Worker) process(ctx context.Context, log *slog.Logger, u store.Upload) 
 		if err := w.store.RecordFile(ctx, u.ID, w.owner, i, entry, images, w.cfg.Lease); err != nil {
 			return false, err
 		}
+		if w.cfg.OnFile != nil {
+			outcome := "deployed"
+			switch {
+			case errors.Is(deployErr, ErrUnsupported):
+				outcome = "unsupported"
+			case deployErr != nil:
+				outcome = "failed"
+			}
+			w.cfg.OnFile(FileKind(rel), outcome)
+		}
 	}
 	if err := w.store.Finish(ctx, u.ID, w.owner); err != nil {
 		return false, err
@@ -271,3 +286,22 @@ func (w *Worker) backoff(attempts int) time.Duration {
 	}
 	return min(d, w.cfg.RetryMax)
 }
+
+// FileKind names what a file of an upload is by its name, as a metric label:
+// image-archive (*.tar, *.tar.gz, *.tgz), quadlet (.container, .pod,
+// .volume, .network, .kube, .image, .build), kube (.yaml, .yml) or other.
+func FileKind(rel string) string {
+	name := strings.ToLower(path.Base(rel))
+	switch {
+	case strings.HasSuffix(name, ".tar") || strings.HasSuffix(name, ".tar.gz") || strings.HasSuffix(name, ".tgz"):
+		return "image-archive"
+	case strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml"):
+		return "kube"
+	}
+	switch path.Ext(name) {
+	case ".container", ".pod", ".volume", ".network", ".kube", ".image", ".build":
+		return "quadlet"
+	}
+	return "other"
+}
+
