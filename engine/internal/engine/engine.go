@@ -17,6 +17,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/handlers"
 	"github.com/berth-project/berth/engine/internal/imagestore"
 	"github.com/berth-project/berth/engine/internal/pods"
+	"github.com/berth-project/berth/engine/internal/quadlets"
 	"github.com/berth-project/berth/engine/internal/system"
 	"github.com/berth-project/berth/shared/server"
 )
@@ -125,6 +126,12 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 	}
 	ctrs.networks.SetEventSink(e.streams.events.NetworkEvent)
 
+	quadletStore, err := quadlets.Open(filepath.Join(cfg.Root, "quadlets"))
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+
 	sys := system.New(images, system.Config{
 		Listen:      cfg.Listen,
 		Runtime:     cfg.Runtime,
@@ -173,6 +180,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		Events:      e.streams.events,
 		Health:      e.streams.health,
 		Build:       builder,
+		Quadlets:    quadletStore,
 		Ready: map[string]server.Check{
 			"storage": func(context.Context) error {
 				_, err := images.Storage().GraphDriver()

@@ -36,7 +36,8 @@ func statusOf(err error) int {
 		errors.Is(err, core.ErrNoSuchPath),
 		errors.Is(err, core.ErrNoSuchManifestList),
 		errors.Is(err, core.ErrNoSuchArtifact),
-		errors.Is(err, core.ErrNoSuchNetwork):
+		errors.Is(err, core.ErrNoSuchNetwork),
+		errors.Is(err, core.ErrNoSuchQuadlet):
 		return http.StatusNotFound
 	case errors.Is(err, core.ErrNameInUse),
 		errors.Is(err, core.ErrStateConflict),

@@ -67,4 +67,5 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	registerEventRoutes(r, s)
 	registerHealthcheckRoutes(r, s)
 	registerBuildRoutes(r, s)
+	registerQuadletRoutes(r, s)
 }

@@ -41,6 +41,8 @@ type Deps struct {
 	Exec ExecSessions
 	// Events is the engine's event stream.
 	Events EventSource
+	// Quadlets keeps quadlet units.
+	Quadlets core.Quadlets
 	// Build builds images from a Containerfile.
 	Build core.Builder
 	// Health runs healthchecks on request.
