@@ -164,6 +164,10 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		e.Close()
 		return nil, fmt.Errorf("engine: container metrics: %w", err)
 	}
+	if err := e.streams.events.RegisterMetrics(metrics.Registry()); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: event metrics: %w", err)
+	}
 	e.handler = handlers.NewServer(logger, handlers.Deps{
 		System:      sys,
 		Images:      images,

@@ -113,6 +113,8 @@ type Bus struct {
 
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
+
+	metrics *busMetrics
 }
 
 type subscriber struct {
@@ -125,7 +127,7 @@ func NewBus(store Store, logger *slog.Logger) *Bus {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Bus{store: store, logger: logger, subs: map[*subscriber]struct{}{}}
+	return &Bus{store: store, logger: logger, subs: map[*subscriber]struct{}{}, metrics: newBusMetrics()}
 }
 
 // Publish stores e and delivers it to live readers. A zero Time is now.
@@ -147,11 +149,13 @@ func (b *Bus) Publish(ctx context.Context, e Event) error {
 		return fmt.Errorf("store event: %w", err)
 	}
 	e.Seq = seq
+	b.metrics.observe(e)
 	for s := range b.subs {
 		select {
 		case s.ch <- e:
 		default:
 			s.dropped = true
+			b.metrics.dropped.Inc()
 			close(s.ch)
 			delete(b.subs, s)
 		}
