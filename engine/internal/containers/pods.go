@@ -38,8 +38,14 @@ func (m *Manager) PodMembers() map[string][]core.PodMember {
 		if r.Pod == "" {
 			continue
 		}
+		var nets []string
+		for n := range r.Spec.Networks {
+			nets = append(nets, n)
+		}
+		sort.Strings(nets)
 		out[r.Pod] = append(out[r.Pod], core.PodMember{
 			ID: r.ID, Name: r.Name, State: r.State, IsInfra: r.IsInfra, Created: r.Created, StartedAt: r.StartedAt,
+			Networks: nets,
 		})
 	}
 	m.mu.RUnlock()

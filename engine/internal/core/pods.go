@@ -65,11 +65,13 @@ type PodSpec struct {
 	UtsNS         Namespace `json:"utsns"`
 	UserNS        Namespace `json:"userns"`
 	// NetNS is the infra container's network namespace, shared by the members.
-	NetNS        Namespace       `json:"netns"`
-	PortMappings json.RawMessage `json:"portmappings,omitempty"`
-	Networks     json.RawMessage `json:"Networks,omitempty"`
-	CNINetworks  []string        `json:"cni_networks,omitempty"`
-	// NetworkOptions are per-driver network options (refused).
+	NetNS Namespace `json:"netns"`
+	// PortMappings are published on the infra container; Networks (or the
+	// older CNINetworks) are the networks it joins in bridge mode.
+	PortMappings []PortMapping               `json:"portmappings,omitempty"`
+	Networks     map[string]PerNetworkOptions `json:"Networks,omitempty"`
+	CNINetworks  []string                     `json:"cni_networks,omitempty"`
+	// NetworkOptions are per-driver network options (slirp4netns, pasta).
 	NetworkOptions     map[string][]string `json:"network_options,omitempty"`
 	DNSServers         []string            `json:"dns_server,omitempty"`
 	DNSSearch          []string            `json:"dns_search,omitempty"`
@@ -161,6 +163,8 @@ type PodMember struct {
 	IsInfra   bool
 	Created   time.Time
 	StartedAt time.Time
+	// Networks are the networks the container is on, sorted.
+	Networks []string
 }
 
 // PodContainers is what the pods backend needs of the container backend

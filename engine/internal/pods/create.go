@@ -127,6 +127,13 @@ func (m *Manager) createInfra(ctx context.Context, pod *core.Pod, image string) 
 		Labels:     s.Labels,
 		NetNS:      s.NetNS,
 		PidNS:      s.PidNS,
+		// The pod's network: the container backend resolves it (bridge on
+		// the default network unless the request or the engine says
+		// otherwise, free host ports) as for any container.
+		Networks:       s.Networks,
+		CNINetworks:    s.CNINetworks,
+		PortMappings:   s.PortMappings,
+		NetworkOptions: s.NetworkOptions,
 		DNSServers: s.DNSServers,
 		DNSSearch:  s.DNSSearch,
 		DNSOptions: s.DNSOptions,

@@ -91,7 +91,7 @@ func (m *Manager) List(_ context.Context, filters map[string][]string) ([]core.L
 		}
 		row := core.ListPodsReport{
 			Cgroup: pod.CgroupParent, Created: pod.Created, ID: pod.ID, InfraID: pod.InfraID, Name: pod.Name,
-			Networks: networksOf(&pod), Status: status, Labels: pod.Spec.Labels,
+			Networks: networksOf(ctrs), Status: status, Labels: pod.Spec.Labels,
 			Containers: make([]core.ListPodContainer, 0, len(ctrs)),
 		}
 		if row.Labels == nil {
@@ -105,9 +105,13 @@ func (m *Manager) List(_ context.Context, filters map[string][]string) ([]core.L
 	return out, nil
 }
 
-// networksOf names the networks the pod's infra container is on (none until
-// pods get bridge networks).
-func networksOf(*core.Pod) []string {
+// networksOf names the networks the pod's infra container is on.
+func networksOf(ctrs []core.PodMember) []string {
+	for _, c := range ctrs {
+		if c.IsInfra && c.Networks != nil {
+			return c.Networks
+		}
+	}
 	return []string{}
 }
 
@@ -232,8 +236,8 @@ func compileFilters(filters map[string][]string) (podPredicate, error) {
 			})
 		case "network":
 			vals := vals
-			preds = append(preds, func(p *core.Pod, _ []core.PodMember, _ string) bool {
-				for _, n := range networksOf(p) {
+			preds = append(preds, func(_ *core.Pod, ctrs []core.PodMember, _ string) bool {
+				for _, n := range networksOf(ctrs) {
 					for _, v := range vals {
 						if n == v {
 							return true
@@ -290,7 +294,7 @@ func parseUntil(v string) (time.Time, error) {
 }
 
 // Inspect describes a pod in Podman's shape.
-func (m *Manager) Inspect(_ context.Context, nameOrID string) (*core.InspectPodData, error) {
+func (m *Manager) Inspect(ctx context.Context, nameOrID string) (*core.InspectPodData, error) {
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		return nil, err
@@ -312,8 +316,11 @@ func (m *Manager) Inspect(_ context.Context, nameOrID string) (*core.InspectPodD
 			HostNetwork:  s.NetNS.NSMode == core.NetNSHost,
 			DNSServer:    s.DNSServers, DNSSearch: s.DNSSearch, DNSOption: s.DNSOptions,
 			HostAdd:  s.HostAdd,
-			Networks: networksOf(&pod),
+			Networks: networksOf(ctrs),
 			PidNS:    nsModeOf(s.PidNS), UserNS: "host", UtsNS: nsModeOf(s.UtsNS),
+		}
+		if infra, err := m.o.Containers.Lookup(ctx, pod.InfraID); err == nil {
+			data.InfraConfig.PortBindings = portBindings(infra.Spec.PortMappings)
 		}
 	}
 	for _, c := range ctrs {
@@ -327,4 +334,25 @@ func nsModeOf(ns core.Namespace) string {
 		return "private"
 	}
 	return ns.NSMode
+}
+
+// portBindings shows published ports as Podman's inspect does:
+// "PORT/PROTO" -> [{HostIp, HostPort}], one entry per port of a range.
+func portBindings(ports []core.PortMapping) map[string][]core.InspectHostPort {
+	out := map[string][]core.InspectHostPort{}
+	for _, p := range ports {
+		n := p.Range
+		if n == 0 {
+			n = 1
+		}
+		proto := p.Protocol
+		if proto == "" {
+			proto = "tcp"
+		}
+		for i := uint16(0); i < n; i++ {
+			key := fmt.Sprintf("%d/%s", p.ContainerPort+i, proto)
+			out[key] = append(out[key], core.InspectHostPort{HostIP: p.HostIP, HostPort: strconv.Itoa(int(p.HostPort + i))})
+		}
+	}
+	return out
 }

@@ -62,6 +62,8 @@ func normalize(spec *core.PodSpec) error {
 			"shared_namespaces": len(spec.SharedNamespaces) > 0, "netns": spec.NetNS.NSMode != "",
 			"dns_server": len(spec.DNSServers) > 0, "dns_search": len(spec.DNSSearch) > 0, "dns_option": len(spec.DNSOptions) > 0,
 			"hostadd": len(spec.HostAdd) > 0, "hostname": spec.Hostname != "",
+			"portmappings": len(spec.PortMappings) > 0, "Networks": len(spec.Networks) > 0,
+			"cni_networks": len(spec.CNINetworks) > 0, "network_options": len(spec.NetworkOptions) > 0,
 		} {
 			if set {
 				return core.InvalidArgument(field, errors.New("a pod without an infra container cannot set it"))
@@ -118,9 +120,9 @@ func checkNamespaces(spec *core.PodSpec) error {
 		return core.InvalidArgument("userns", fmt.Errorf("mode %q is not supported (host)", m))
 	}
 	switch spec.NetNS.NSMode {
-	case "", core.NetNSPrivate, core.NetNSNone, core.NetNSHost:
+	case "", core.NetNSBridge, core.NetNSPrivate, core.NetNSNone, core.NetNSHost:
 	default:
-		return core.InvalidArgument("netns", fmt.Errorf("mode %q is not supported for pods (private, none, host)", spec.NetNS.NSMode))
+		return core.InvalidArgument("netns", fmt.Errorf("mode %q is not supported for pods (bridge, private, none, host)", spec.NetNS.NSMode))
 	}
 	return nil
 }
@@ -131,10 +133,6 @@ func refuseUnsupported(spec *core.PodSpec) error {
 		field string
 		set   bool
 	}{
-		{"portmappings", !emptyJSON(spec.PortMappings)},
-		{"Networks", !emptyJSON(spec.Networks)},
-		{"cni_networks", len(spec.CNINetworks) > 0},
-		{"network_options", len(spec.NetworkOptions) > 0},
 		{"no_manage_resolv_conf", spec.NoManageResolvConf},
 		{"no_manage_hosts", spec.NoManageHosts},
 		{"no_manage_hostname", spec.NoManageHostname},

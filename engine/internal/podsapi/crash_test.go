@@ -20,7 +20,8 @@ import (
 // (one member exits while no engine watches), starts it again, and checks
 // that the pods and their containers are adopted with the right states,
 // that a member created afterwards joins the old infra container's
-// namespaces, and that pod stop and pod rm leave nothing behind.
+// namespaces, and that pod stop and pod rm leave nothing behind (cgroups,
+// conmon, runc state, mounts, the network namespace).
 func TestPodsSurviveEngineKill(t *testing.T) {
 	testdeadline.Set(t, testdeadline.Default)
 	requireRuntime(t)
@@ -41,9 +42,12 @@ func TestPodsSurviveEngineKill(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	root, runRoot := filepath.Join(dir, "root"), filepath.Join(dir, "run")
+	// The pod is on the default bridge network, with names unique to the test.
+	nets := enginetest.UniqueNetworks(t)
+	args := append([]string{"--listen", "tcp://" + addr, "--root", root, "--runroot", runRoot}, enginetest.NetworkFlags(nets)...)
 	var cmd *exec.Cmd
 	start := func() {
-		cmd = exec.Command(bin, "--listen", "tcp://"+addr, "--root", root, "--runroot", runRoot)
+		cmd = exec.Command(bin, args...)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -110,6 +114,9 @@ func TestPodsSurviveEngineKill(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		l := leaks(root, runRoot, []string{podID}, ids)
+		if _, err := os.Stat(filepath.Join(runRoot, "netns", "berth-"+pod.InfraContainerID)); !os.IsNotExist(err) {
+			l = append(l, "network namespace of the infra container")
+		}
 		if len(l) == 0 {
 			break
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/containers/storage/pkg/reexec"
 
+	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/enginetest"
 	"github.com/berth-project/berth/engine/internal/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
@@ -32,9 +33,10 @@ func TestMain(m *testing.M) {
 type testEngine struct {
 	t      testing.TB
 	url    string
-	addr   string
-	root   string
-	client *http.Client
+	addr    string
+	root    string
+	runRoot string
+	client  *http.Client
 }
 
 // requireRuntime skips (or fails under BERTH_TEST_STRICT=1) without root,
@@ -50,6 +52,8 @@ func requireRuntime(t testing.TB) {
 	}
 }
 
+// startEngine serves an engine whose containers default to a private
+// network namespace (loopback only).
 func startEngine(t testing.TB) *testEngine {
 	t.Helper()
 	testdeadline.Set(t, testdeadline.Default)
@@ -57,7 +61,34 @@ func startEngine(t testing.TB) *testEngine {
 	dir := t.TempDir()
 	root := filepath.Join(dir, "root")
 	addr, stop := enginetest.Serve(t, root, filepath.Join(dir, "run"))
-	te := &testEngine{t: t, addr: addr, url: "http://" + addr + "/v4.3.1/libpod", root: root, client: &http.Client{}}
+	return newTestEngine(t, dir, addr, stop)
+}
+
+// startBridgedEngine serves an engine with networks unique to the test,
+// whose pods and containers default to the bridge network.
+func startBridgedEngine(t testing.TB) *testEngine {
+	t.Helper()
+	testdeadline.Set(t, testdeadline.Default)
+	requireRuntime(t)
+	for _, p := range []string{"/usr/lib/podman/netavark", "/usr/lib/podman/aardvark-dns"} {
+		if _, err := os.Stat(p); err != nil {
+			if os.Getenv("BERTH_TEST_STRICT") == "1" {
+				t.Fatalf("pod network tests need %s (BERTH_TEST_STRICT=1)", p)
+			}
+			t.Skipf("pod network tests need %s", p)
+		}
+	}
+	dir := t.TempDir()
+	addr, stop := enginetest.ServeConfig(t, engine.Config{
+		Root: filepath.Join(dir, "root"), RunRoot: filepath.Join(dir, "run"), Runtime: "runc", Network: enginetest.UniqueNetworks(t),
+	})
+	return newTestEngine(t, dir, addr, stop)
+}
+
+func newTestEngine(t testing.TB, dir, addr string, stop func()) *testEngine {
+	t.Helper()
+	root := filepath.Join(dir, "root")
+	te := &testEngine{t: t, addr: addr, url: "http://" + addr + "/v4.3.1/libpod", root: root, runRoot: filepath.Join(dir, "run"), client: &http.Client{}}
 	t.Cleanup(func() {
 		te.removeAll()
 		stop()

@@ -13,6 +13,11 @@ func TestPodmanRemotePods(t *testing.T) {
 	te := startEngine(t)
 	te.mustPodman("pod", "create", "--name", "web", "--label", "tier=front", "--hostname", "webhost", "--share", "net,ipc,uts,pid")
 	te.mustPodman("pod", "create", "--name", "bare", "--infra=false")
+	te.mustPodman("pod", "create", "--name", "pub", "-p", "127.0.0.1:18931:80")
+	if out := te.mustPodman("pod", "inspect", "pub", "--format", "{{.InfraConfig.PortBindings}}"); !strings.Contains(out, "18931") {
+		t.Fatalf("pod create -p: port bindings %s", out)
+	}
+	te.mustPodman("pod", "rm", "pub")
 	if _, err := te.podman("pod", "create", "--name", "web"); err == nil {
 		t.Fatal("a second pod named web was created")
 	}
