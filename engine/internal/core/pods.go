@@ -68,7 +68,7 @@ type PodSpec struct {
 	NetNS Namespace `json:"netns"`
 	// PortMappings are published on the infra container; Networks (or the
 	// older CNINetworks) are the networks it joins in bridge mode.
-	PortMappings []PortMapping               `json:"portmappings,omitempty"`
+	PortMappings []PortMapping                `json:"portmappings,omitempty"`
 	Networks     map[string]PerNetworkOptions `json:"Networks,omitempty"`
 	CNINetworks  []string                     `json:"cni_networks,omitempty"`
 	// NetworkOptions are per-driver network options (slirp4netns, pasta).

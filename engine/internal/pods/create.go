@@ -121,12 +121,12 @@ func (m *Manager) createInfra(ctx context.Context, pod *core.Pod, image string) 
 		name = pod.ID[:12] + "-infra"
 	}
 	cs := core.ContainerSpec{
-		Name:       name,
-		Image:      image,
-		Hostname:   s.Hostname,
-		Labels:     s.Labels,
-		NetNS:      s.NetNS,
-		PidNS:      s.PidNS,
+		Name:     name,
+		Image:    image,
+		Hostname: s.Hostname,
+		Labels:   s.Labels,
+		NetNS:    s.NetNS,
+		PidNS:    s.PidNS,
 		// The pod's network: the container backend resolves it (bridge on
 		// the default network unless the request or the engine says
 		// otherwise, free host ports) as for any container.
@@ -134,12 +134,12 @@ func (m *Manager) createInfra(ctx context.Context, pod *core.Pod, image string) 
 		CNINetworks:    s.CNINetworks,
 		PortMappings:   s.PortMappings,
 		NetworkOptions: s.NetworkOptions,
-		DNSServers: s.DNSServers,
-		DNSSearch:  s.DNSSearch,
-		DNSOptions: s.DNSOptions,
-		HostAdd:    s.HostAdd,
-		Pod:        pod.ID,
-		PodInfra:   true,
+		DNSServers:     s.DNSServers,
+		DNSSearch:      s.DNSSearch,
+		DNSOptions:     s.DNSOptions,
+		HostAdd:        s.HostAdd,
+		Pod:            pod.ID,
+		PodInfra:       true,
 	}
 	switch {
 	case len(s.InfraCommand) > 0:

@@ -168,7 +168,9 @@ func (m *Manager) Kill(ctx context.Context, nameOrID, signal string) (*core.PodA
 		// namespace its end takes every member with it. A container that
 		// exited meanwhile is not a failure.
 		kill := func(id string) error { return m.o.Containers.Kill(ctx, id, signal) }
-		gone := func(err error) bool { return errors.Is(err, core.ErrStateConflict) || errors.Is(err, core.ErrNoSuchContainer) }
+		gone := func(err error) bool {
+			return errors.Is(err, core.ErrStateConflict) || errors.Is(err, core.ErrNoSuchContainer)
+		}
 		report := &core.PodActionReport{ID: pod.ID}
 		report.Errs = each(runningOnly(others), "killing", kill, gone)
 		if infra != nil && infra.State == core.StateRunning {

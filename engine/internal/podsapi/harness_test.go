@@ -31,8 +31,8 @@ func TestMain(m *testing.M) {
 
 // testEngine talks to an engine serving on a loopback listener.
 type testEngine struct {
-	t      testing.TB
-	url    string
+	t       testing.TB
+	url     string
 	addr    string
 	root    string
 	runRoot string
