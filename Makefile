@@ -63,6 +63,10 @@ e2e: ## Run only the testcontainers e2e tests (starts dockerd, builds images)
 bench: deps build ## Run the benchmarks against the reference peers (dd, Podman 4.3.1) and print ratios
 	@hack/bench.sh
 
+.PHONY: soak
+soak: ## Run the bounded (<= 10 min) soak: 3,000 execs, 500 log reads, 200 container cycles, 100 image list readers; RSS, fds, zombies, mounts, cgroups before and after
+	cd engine && BERTH_SOAK=1 $(GO) test -count=1 -run '^TestSoak$$' -timeout 12m -v ./internal/containers/
+
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 20s) each
 	@hack/fuzz.sh $${FUZZTIME:-20s}
