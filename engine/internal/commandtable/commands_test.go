@@ -17,6 +17,7 @@ import (
 
 	"github.com/containers/storage/pkg/reexec"
 
+	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/enginetest"
 	"github.com/berth-project/berth/engine/internal/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
@@ -76,7 +77,9 @@ func TestReadmePodmanCommands(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	addr, stop := enginetest.Serve(t, filepath.Join(dir, "root"), filepath.Join(dir, "run"))
+	// Containers join the default bridge network, as they do for a user.
+	addr, stop := enginetest.ServeConfig(t, engine.Config{Root: filepath.Join(dir, "root"), RunRoot: filepath.Join(dir, "run"),
+		Runtime: "runc", Network: enginetest.UniqueNetworks(t)})
 	sh := newShell(t, dir, podman, "tcp://"+addr)
 	t.Cleanup(func() {
 		sh.cleanup()

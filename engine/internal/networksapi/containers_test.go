@@ -92,6 +92,15 @@ func TestContainersTalk(t *testing.T) {
 		t.Fatalf("wget web: %d %q", code, out)
 	}
 
+	// The traffic shows in the container's network stats.
+	var stats struct {
+		Stats []struct{ NetInput, NetOutput uint64 }
+	}
+	jsonOf(t, te.must(http.StatusOK, "GET", "/containers/stats?stream=false&containers=cli", nil), &stats)
+	if len(stats.Stats) != 1 || stats.Stats[0].NetInput == 0 || stats.Stats[0].NetOutput == 0 {
+		t.Fatalf("network stats of cli: %+v", stats)
+	}
+
 	other := te.run(map[string]any{"name": "other", "command": []string{"sleep", "300"},
 		"Networks": map[string]any{"dnsb": map[string]any{}}})
 	if code, _ := te.exec(other, "nslookup", "srv"); code == 0 {
