@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -75,12 +76,29 @@ type networkFilterQuery struct {
 	Filters map[string][]string `query:"filters"`
 }
 
+// networkListEncoder is a Networks that answers listings already encoded.
+type networkListEncoder interface {
+	ListJSON(ctx context.Context, filters map[string][]string) ([]byte, error)
+}
+
 func (h networkHandlers) list(w http.ResponseWriter, r *http.Request) {
 	var q networkFilterQuery
 	if !queryInto(w, r, &q) {
 		return
 	}
-	nets, err := h.n.List(r.Context(), filtersForClient(r, q.Filters))
+	filters := filtersForClient(r, q.Filters)
+	if enc, ok := h.n.(networkListEncoder); ok {
+		data, err := enc.ListJSON(r.Context(), filters)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		w.Write(append(data, '\n'))
+		return
+	}
+	nets, err := h.n.List(r.Context(), filters)
 	finishJSON(w, http.StatusOK, nets, err)
 }
 

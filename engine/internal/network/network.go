@@ -6,6 +6,7 @@
 package network
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -70,8 +71,11 @@ type Manager struct {
 	// mu guards networks and serialises changes to them.
 	mu       sync.RWMutex
 	networks map[string]*core.Network // by name
-	users    core.NetworkUsers
-	events   func(ctx context.Context, action string, n *core.Network, container, containerName string)
+	// encoded holds each network's JSON (its database record, which is
+	// the wire form), so listings are answered without encoding.
+	encoded map[string][]byte
+	users   core.NetworkUsers
+	events  func(ctx context.Context, action string, n *core.Network, container, containerName string)
 
 	// setupMu serialises netavark runs: aardvark-dns's configuration and
 	// the firewall chains are shared between them.
@@ -117,6 +121,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		defName:  o.DefaultNetwork,
 		prefix:   o.BridgePrefix,
 		networks: map[string]*core.Network{},
+		encoded:  map[string][]byte{},
 	}
 	for _, p := range o.SubnetPool {
 		_, n, err := net.ParseCIDR(p)
@@ -143,6 +148,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 			return nil, fmt.Errorf("network %s: decode state: %w", r.Name, err)
 		}
 		m.networks[n.Name] = &n
+		m.encoded[n.Name] = r.Data
 	}
 	if _, ok := m.networks[m.defName]; !ok {
 		sub, err := core.ParseIPNet(o.DefaultSubnet)
@@ -324,6 +330,7 @@ func (m *Manager) createLocked(ctx context.Context, req core.Network, ignoreIfEx
 	}
 	n := req
 	m.networks[n.Name] = &n
+	m.encoded[n.Name] = data
 	return copyNetwork(&n), true, nil
 }
 
@@ -576,6 +583,40 @@ func (m *Manager) List(ctx context.Context, filters map[string][]string) ([]*cor
 	return out, nil
 }
 
+// ListJSON is List answered as the JSON array the API sends, built from
+// each network's stored encoding.
+func (m *Manager) ListJSON(ctx context.Context, filters map[string][]string) ([]byte, error) {
+	match, err := m.compile(filters, "name", "id", "driver", "label", "label!", "until", "dangling")
+	if err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	names := make([]string, 0, len(m.networks))
+	for name := range m.networks {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	for _, name := range names {
+		ok, err := match(ctx, m.networks[name])
+		if err != nil {
+			m.mu.RUnlock()
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		if buf.Len() > 1 {
+			buf.WriteByte(',')
+		}
+		buf.Write(m.encoded[name])
+	}
+	m.mu.RUnlock()
+	buf.WriteByte(']')
+	return buf.Bytes(), nil
+}
+
 // Remove removes a network.
 func (m *Manager) Remove(ctx context.Context, nameOrID string, force bool, timeout *uint) error {
 	ctx = context.WithoutCancel(ctx)
@@ -611,6 +652,7 @@ func (m *Manager) Remove(ctx context.Context, nameOrID string, force bool, timeo
 		return err
 	}
 	delete(m.networks, n.Name)
+	delete(m.encoded, n.Name)
 	m.mu.Unlock()
 	m.emit(ctx, "remove", n, "", "")
 	return nil
@@ -658,6 +700,7 @@ func (m *Manager) Update(ctx context.Context, nameOrID string, opts core.Network
 		return err
 	}
 	m.networks[next.Name] = next
+	m.encoded[next.Name] = data
 	m.mu.Unlock()
 	return m.refreshDNS(ctx, next)
 }
