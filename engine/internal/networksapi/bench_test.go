@@ -1,9 +1,10 @@
 package networksapi
 
 import (
+	"bytes"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -153,10 +154,11 @@ func listThroughput(te *testEngine, d time.Duration, want int) float64 {
 				if err != nil {
 					return
 				}
-				var list []json.RawMessage
-				json.NewDecoder(resp.Body).Decode(&list)
+				// Counting the networks instead of decoding them keeps the
+				// client's cost, which both engines share, small.
+				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK && len(list) >= want {
+				if resp.StatusCode == http.StatusOK && bytes.Count(body, []byte(`"dns_enabled":`)) >= want {
 					n.Add(1)
 				}
 			}
