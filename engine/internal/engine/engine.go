@@ -19,6 +19,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/pods"
 	"github.com/berth-project/berth/engine/internal/quadlets"
 	"github.com/berth-project/berth/engine/internal/system"
+	"github.com/berth-project/berth/engine/internal/systemdgen"
 	"github.com/berth-project/berth/shared/server"
 )
 
@@ -185,6 +186,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		Health:      e.streams.health,
 		Build:       builder,
 		Quadlets:    quadletStore,
+		Systemd:     systemdgen.New(ctrs.manager, e.pods, cfg.Listen),
 		Ready: map[string]server.Check{
 			"storage": func(context.Context) error {
 				_, err := images.Storage().GraphDriver()

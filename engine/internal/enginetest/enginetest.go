@@ -117,17 +117,22 @@ func NetworkFlags(c engine.NetworkConfig) []string {
 	return out
 }
 
-// ServeConfig is Serve with a whole engine configuration.
+// ServeConfig is Serve with a whole engine configuration; an empty Listen
+// becomes the loopback listener's tcp:// address.
 func ServeConfig(t testing.TB, cfg engine.Config) (addr string, stop func()) {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "tcp://" + ln.Addr().String()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	eng, err := engine.New(ctx, nil, cfg)
 	if err != nil {
 		cancel()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+		ln.Close()
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: eng.Handler()}

@@ -68,4 +68,5 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	registerHealthcheckRoutes(r, s)
 	registerBuildRoutes(r, s)
 	registerQuadletRoutes(r, s)
+	registerGenerateRoutes(r, s)
 }

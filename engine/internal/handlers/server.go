@@ -41,6 +41,8 @@ type Deps struct {
 	Exec ExecSessions
 	// Events is the engine's event stream.
 	Events EventSource
+	// Systemd writes systemd units for containers and pods.
+	Systemd core.SystemdGenerator
 	// Quadlets keeps quadlet units.
 	Quadlets core.Quadlets
 	// Build builds images from a Containerfile.
