@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,8 @@ type Limits struct {
 	// client address (TCP only: every unix socket client shares the local
 	// address). A connection over a cap is answered 503 and closed.
 	MaxConns, MaxConnsPerClient int
+	// TLS, when set, serves HTTPS with it, inside the connection caps.
+	TLS *tls.Config
 }
 
 // DefaultLimits suit both services: far above what a client does, far

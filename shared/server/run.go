@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,6 +48,9 @@ func RunWithLimits(ctx context.Context, ln net.Listener, h http.Handler, logger 
 	baseCtx, cancelBase := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), shuttingDownKey{}, shuttingDown))
 	defer cancelBase()
 	ln = LimitListener(ln, limits)
+	if limits.TLS != nil {
+		ln = tls.NewListener(ln, limits.TLS)
+	}
 	srv := &http.Server{
 		Handler:           guardBodies(h, limits),
 		ReadHeaderTimeout: limits.ReadHeaderTimeout,

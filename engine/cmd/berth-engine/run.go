@@ -44,6 +44,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.engine.Listen, err)
 	}
+	apiAuth, err := newAPIAuth(cfg.auth, ln, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	eng, err := engine.New(ctx, logger, cfg.engine)
 	if err != nil {
 		ln.Close()
@@ -51,12 +56,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer eng.Close()
 	fmt.Fprintf(stdout, "berth-engine listening on %s (root %s, storage driver %s)\n", cfg.engine.Listen, cfg.engine.Root, eng.StorageDriver())
-	return server.Run(ctx, ln, eng.Handler(), logger, cfg.shutdownTimeout)
+	return server.RunWithLimits(ctx, ln, apiAuth.handler(eng.Handler()), logger, cfg.shutdownTimeout, apiAuth.limits())
 }
 
 // config is the parsed command line.
 type config struct {
 	engine          engine.Config
+	auth            authFlags
 	logFormat       string
 	logLevel        string
 	shutdownTimeout time.Duration
@@ -95,6 +101,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		maxExpanded = v
 		return nil
 	})
+	cfg.auth.register(fs, env)
 	fs.BoolVar(&cfg.version, "version", false, "print the version, commit and Go version, then exit")
 	timeout := env("BERTH_ENGINE_SHUTDOWN_TIMEOUT", "30s")
 	fs.Func("shutdown-timeout", "how long to wait for in-flight requests on shutdown (BERTH_ENGINE_SHUTDOWN_TIMEOUT, default 30s)", func(v string) error {
@@ -129,6 +136,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	case "", "overlay", "vfs":
 	default:
 		return cfg, fmt.Errorf("storage-driver %q: want overlay or vfs", cfg.engine.StorageDriver)
+	}
+	if err := cfg.auth.check(cfg.engine.Listen); err != nil {
+		return cfg, err
 	}
 	if cfg.engine.Root == "" || cfg.engine.RunRoot == "" {
 		return cfg, errors.New("root and runroot must not be empty")

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/berth-project/berth/shared/auth"
 	"github.com/berth-project/berth/shared/buildinfo"
 	"github.com/berth-project/berth/shared/server"
 	"github.com/berth-project/berth/uploads/internal/api"
@@ -171,7 +172,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	var tokens []string
 	if o.tokensFile != "" {
-		if tokens, err = api.LoadTokens(o.tokensFile); err != nil {
+		if tokens, err = auth.LoadTokens(o.tokensFile); err != nil {
 			return err
 		}
 	}

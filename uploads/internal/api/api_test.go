@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/shared/auth"
 	"github.com/berth-project/berth/shared/server"
 	"github.com/berth-project/berth/uploads/internal/api"
 	"github.com/berth-project/berth/uploads/internal/files"
@@ -741,11 +742,11 @@ func TestAuth(t *testing.T) {
 
 	f := filepath.Join(t.TempDir(), "tokens")
 	os.WriteFile(f, []byte("# comment\n\n  tok-a  \ntok-b\n"), 0o600)
-	if toks, err := api.LoadTokens(f); err != nil || strings.Join(toks, ",") != "tok-a,tok-b" {
+	if toks, err := auth.LoadTokens(f); err != nil || strings.Join(toks, ",") != "tok-a,tok-b" {
 		t.Fatalf("LoadTokens = %v, %v", toks, err)
 	}
 	os.WriteFile(f, []byte("# only a comment\n"), 0o600)
-	if _, err := api.LoadTokens(f); err == nil {
+	if _, err := auth.LoadTokens(f); err == nil {
 		t.Fatal("empty tokens file accepted")
 	}
 }

@@ -2,13 +2,12 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"mime"
 	"net/http"
 	"strings"
 
+	"github.com/berth-project/berth/shared/auth"
 	"github.com/berth-project/berth/uploads/internal/files"
 	"github.com/berth-project/berth/uploads/internal/store"
 	"github.com/go-chi/chi/v5"
@@ -124,31 +123,6 @@ func requireContentType(want string) func(http.Handler) http.Handler {
 	}
 }
 
-// tokenSet holds the SHA-256 digests of the accepted bearer tokens. Comparing digests
-// of equal length in constant time, and always against every token, reveals neither
-// a token's content nor its length through timing.
-type tokenSet struct{ digests [][sha256.Size]byte }
-
-func newTokenSet(tokens []string) *tokenSet {
-	if len(tokens) == 0 {
-		return nil
-	}
-	ts := &tokenSet{}
-	for _, t := range tokens {
-		ts.digests = append(ts.digests, sha256.Sum256([]byte(t)))
-	}
-	return ts
-}
-
-func (ts *tokenSet) valid(token string) bool {
-	d := sha256.Sum256([]byte(token))
-	match := 0
-	for i := range ts.digests {
-		match |= subtle.ConstantTimeCompare(d[:], ts.digests[i][:])
-	}
-	return match == 1
-}
-
 // authenticate requires "Authorization: Bearer <token>" with a known token when tokens
 // are configured: 401 otherwise.
 func (s *Server) authenticate(next http.Handler) http.Handler {
@@ -156,8 +130,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || !s.auth.valid(strings.TrimSpace(token)) {
+		token, ok := auth.Bearer(r)
+		if !ok || !s.auth.Valid(token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="berth-uploads"`)
 			detail := "a valid bearer token is required"
 			if r.Header.Get("Authorization") == "" {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/berth-project/berth/shared/auth"
 	"github.com/berth-project/berth/shared/server"
 	"github.com/berth-project/berth/uploads/internal/files"
 	"github.com/berth-project/berth/uploads/internal/store"
@@ -40,7 +41,7 @@ type Server struct {
 	store  store.Store
 	tree   *files.Tree
 	cfg    Config
-	auth   *tokenSet
+	auth   *auth.Tokens
 }
 
 // NewServer returns the HTTP handler of the uploads service.
@@ -51,6 +52,6 @@ func NewServer(logger *slog.Logger, st store.Store, tree *files.Tree, cfg Config
 	if cfg.OnPending == nil {
 		cfg.OnPending = func() {}
 	}
-	s := &Server{logger: logger, store: st, tree: tree, cfg: cfg, auth: newTokenSet(cfg.Tokens)}
+	s := &Server{logger: logger, store: st, tree: tree, cfg: cfg, auth: auth.NewTokens(cfg.Tokens)}
 	return s.routes()
 }
