@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -261,5 +262,67 @@ func TestParseAuthFlags(t *testing.T) {
 		if _, err := parseFlags(append([]string{"berth-engine"}, args...), func(string) string { return "" }, io.Discard); err == nil {
 			t.Errorf("%v accepted", args)
 		}
+	}
+}
+
+// requireTool skips (fails under BERTH_TEST_STRICT=1) without bin.
+func requireTool(t *testing.T, bin string) {
+	t.Helper()
+	if _, err := exec.LookPath(bin); err == nil {
+		return
+	}
+	if os.Getenv("BERTH_TEST_STRICT") == "1" {
+		t.Fatalf("%s is not installed (BERTH_TEST_STRICT=1)", bin)
+	}
+	t.Skipf("%s is not installed", bin)
+}
+
+// TestPodmanThroughTLSProxy is the documented way for podman 4.3.1, which
+// has no TLS options for tcp://, to reach an engine that requires client
+// certificates: socat on the client's machine terminates TLS with the
+// client certificate and offers a unix socket that podman --remote uses.
+// podman straight at the TLS port fails.
+func TestPodmanThroughTLSProxy(t *testing.T) {
+	testdeadline.Set(t, testdeadline.Default)
+	requireTool(t, "podman")
+	requireTool(t, "socat")
+	certs := authtest.Certs(t)
+	addr, _ := startEngine(t, "127.0.0.1", "--tls-cert", certs.ServerCert, "--tls-key", certs.ServerKey, "--tls-client-ca", certs.CA)
+	host, port, _ := net.SplitHostPort(addr)
+	sock := filepath.Join(t.TempDir(), "engine.sock")
+	proxy := exec.Command("socat", "UNIX-LISTEN:"+sock+",fork",
+		"OPENSSL:"+host+":"+port+",cert="+certs.ClientCert+",key="+certs.ClientKey+",cafile="+certs.CA)
+	var proxyLog syncBuffer
+	proxy.Stderr = &proxyLog
+	if err := proxy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		proxy.Process.Kill()
+		proxy.Wait()
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("socat made no socket: %s", &proxyLog)
+		}
+	}
+	podman := func(url string, args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "podman", append([]string{"--remote", "--url", url}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	out, err := podman("unix://"+sock, "version", "--format", "{{.Server.APIVersion}}")
+	if err != nil || strings.TrimSpace(out) == "" {
+		t.Fatalf("podman through the proxy: %v\n%s\nsocat: %s", err, out, &proxyLog)
+	}
+	if out, err := podman("unix://"+sock, "ps", "-a", "--format", "{{.ID}}"); err != nil {
+		t.Fatalf("podman ps through the proxy: %v\n%s", err, out)
+	}
+	if out, err := podman("tcp://"+addr, "ps", "-a"); err == nil {
+		t.Errorf("podman at the TLS port itself succeeded:\n%s", out)
 	}
 }
