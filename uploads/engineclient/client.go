@@ -15,6 +15,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/berth-project/berth/shared/auth"
 )
 
 // DefaultAPIPrefix is the versioned libpod prefix the client calls under.
@@ -42,6 +44,14 @@ type Config struct {
 	Backoff time.Duration
 	// UserAgent is sent with every request; "berth-uploads" when empty.
 	UserAgent string
+	// CAFile holds the PEM CAs an https:// engine's certificate must chain
+	// to; the system's when empty.
+	CAFile string
+	// CertFile and KeyFile are the PEM client certificate and key presented
+	// to an https:// engine that requires one (--tls-client-ca).
+	CertFile, KeyFile string
+	// Token, when set, is sent as "Authorization: Bearer <Token>".
+	Token string
 }
 
 // Client calls the engine API. It is safe for concurrent use.
@@ -54,6 +64,7 @@ type Client struct {
 	attempts    int
 	backoff     time.Duration
 	userAgent   string
+	token       string
 }
 
 // New returns a Client for cfg. It does not contact the engine.
@@ -97,6 +108,9 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("engine url %q: %w", cfg.URL, err)
 	}
 	base := &url.URL{}
+	if parsed.Scheme != "https" && (cfg.CAFile != "" || cfg.CertFile != "" || cfg.KeyFile != "") {
+		return nil, fmt.Errorf("engine url %q: a CA or client certificate needs an https:// url", cfg.URL)
+	}
 	switch parsed.Scheme {
 	case "tcp", "http":
 		if parsed.Host == "" {
@@ -108,6 +122,9 @@ func New(cfg Config) (*Client, error) {
 			return nil, fmt.Errorf("engine url %q: missing host:port", cfg.URL)
 		}
 		base.Scheme, base.Host = "https", parsed.Host
+		if transport.TLSClientConfig, err = auth.ClientTLS(cfg.CAFile, cfg.CertFile, cfg.KeyFile); err != nil {
+			return nil, fmt.Errorf("engine url %q: %w", cfg.URL, err)
+		}
 	case "unix":
 		socket := parsed.Path
 		if socket == "" {
@@ -134,6 +151,7 @@ func New(cfg Config) (*Client, error) {
 		attempts:    cfg.Attempts,
 		backoff:     cfg.Backoff,
 		userAgent:   cfg.UserAgent,
+		token:       cfg.Token,
 	}, nil
 }
 
@@ -227,6 +245,9 @@ func (c *Client) once(ctx context.Context, req request, target string) (*http.Re
 		httpReq.Header.Set("Content-Type", req.contentType)
 	}
 	httpReq.Header.Set("User-Agent", c.userAgent)
+	if c.token != "" {
+		httpReq.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.http.Do(httpReq)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {

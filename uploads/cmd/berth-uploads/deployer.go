@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 
+	"github.com/berth-project/berth/shared/auth"
 	"github.com/berth-project/berth/shared/server"
 	"github.com/berth-project/berth/uploads/engineclient"
 	"github.com/berth-project/berth/uploads/internal/deploy"
@@ -14,9 +17,23 @@ import (
 // the engine through engineclient, and the engine joins the readiness checks.
 func newDeployer(o options, logger *slog.Logger, checks map[string]server.Check) (processor.Deployer, error) {
 	if o.engineURL == "" {
+		if o.engineTLS != [3]string{} || o.engineTokenFile != "" {
+			return nil, errors.New("engine-ca, engine-cert, engine-key and engine-token-file need engine-url")
+		}
 		return processor.Unsupported{}, nil
 	}
-	client, err := engineclient.New(engineclient.Config{URL: o.engineURL})
+	cfg := engineclient.Config{URL: o.engineURL, CAFile: o.engineTLS[0], CertFile: o.engineTLS[1], KeyFile: o.engineTLS[2]}
+	if o.engineTokenFile != "" {
+		tokens, err := auth.LoadTokens(o.engineTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("engine-token-file: %w", err)
+		}
+		if len(tokens) != 1 {
+			return nil, fmt.Errorf("engine-token-file %s: holds %d tokens, want one", o.engineTokenFile, len(tokens))
+		}
+		cfg.Token = tokens[0]
+	}
+	client, err := engineclient.New(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,8 @@ type options struct {
 	dataDir         string
 	database        string
 	engineURL       string
+	engineTLS       [3]string // CA, client certificate, client key
+	engineTokenFile string
 	tokensFile      string
 	logFormat       string
 	logLevel        string
@@ -58,6 +60,10 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.StringVar(&o.dataDir, "data-dir", env("DATA_DIR", "/var/lib/berth-uploads"), "directory of the upload trees and the default SQLite database ($BERTH_UPLOADS_DATA_DIR)")
 	fs.StringVar(&o.database, "database", env("DATABASE", ""), "postgres://... or a SQLite file; default DATA_DIR/uploads.db ($BERTH_UPLOADS_DATABASE)")
 	fs.StringVar(&o.engineURL, "engine-url", env("ENGINE_URL", ""), "berth-engine to deploy into: tcp://, http:// or unix:// URL; without it every file is \"unsupported file type\" ($BERTH_UPLOADS_ENGINE_URL)")
+	fs.StringVar(&o.engineTLS[0], "engine-ca", env("ENGINE_CA", ""), "PEM CAs the https:// engine's certificate must chain to; the system's when empty ($BERTH_UPLOADS_ENGINE_CA)")
+	fs.StringVar(&o.engineTLS[1], "engine-cert", env("ENGINE_CERT", ""), "PEM client certificate for an engine with --tls-client-ca; needs --engine-key ($BERTH_UPLOADS_ENGINE_CERT)")
+	fs.StringVar(&o.engineTLS[2], "engine-key", env("ENGINE_KEY", ""), "PEM key of --engine-cert ($BERTH_UPLOADS_ENGINE_KEY)")
+	fs.StringVar(&o.engineTokenFile, "engine-token-file", env("ENGINE_TOKEN_FILE", ""), "file holding the bearer token for an engine with --tokens-file ($BERTH_UPLOADS_ENGINE_TOKEN_FILE)")
 	fs.StringVar(&o.tokensFile, "tokens-file", env("TOKENS_FILE", ""), "file of bearer tokens, one a line; when set /v1 requires one ($BERTH_UPLOADS_TOKENS_FILE)")
 	fs.StringVar(&o.logFormat, "log-format", env("LOG_FORMAT", "text"), "log format: text or json ($BERTH_UPLOADS_LOG_FORMAT)")
 	fs.StringVar(&o.logLevel, "log-level", env("LOG_LEVEL", "info"), "log level: debug, info, warn or error ($BERTH_UPLOADS_LOG_LEVEL)")
