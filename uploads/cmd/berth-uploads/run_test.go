@@ -152,6 +152,10 @@ func TestRunTokensAndLimits(t *testing.T) {
 
 func TestRunRejectsBadOptions(t *testing.T) {
 	dir := t.TempDir()
+	twoTokens := filepath.Join(t.TempDir(), "engine-token")
+	if err := os.WriteFile(twoTokens, []byte("one\ntwo\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{
 		{"--max-file-size", "lots"},
 		{"--max-files", "-1"},
@@ -162,6 +166,11 @@ func TestRunRejectsBadOptions(t *testing.T) {
 		{"--listen", "ftp://x"},
 		{"--workers", "0"},
 		{"extra-arg"},
+		{"--engine-ca", "ca.pem"},
+		{"--engine-token-file", twoTokens},
+		{"--engine-url", "https://127.0.0.1:1", "--engine-token-file", twoTokens},
+		{"--engine-url", "tcp://127.0.0.1:1", "--engine-cert", "c.pem", "--engine-key", "k.pem"},
+		{"--engine-url", "https://127.0.0.1:1", "--engine-cert", "c.pem"},
 	} {
 		err := run(context.Background(), append([]string{"berth-uploads", "--data-dir", dir}, args...), func(string) string { return "" }, io.Discard, io.Discard)
 		if err == nil {
