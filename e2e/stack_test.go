@@ -121,7 +121,10 @@ func startStack(t *testing.T, ctx context.Context) *stack {
 			ExposedPorts:   []string{enginePort},
 			Networks:       []string{net.Name},
 			NetworkAliases: map[string][]string{net.Name: {engineAlias}},
-			Mounts:         testcontainers.ContainerMounts{testcontainers.VolumeMount(volume, "/var/lib/berth")},
+			// The engine listens on 0.0.0.0 inside its container, which it refuses
+			// without client authentication; this flow runs it without (docs/deploy.md).
+			Env:    map[string]string{"BERTH_ENGINE_INSECURE": "true"},
+			Mounts: testcontainers.ContainerMounts{testcontainers.VolumeMount(volume, "/var/lib/berth")},
 			HostConfigModifier: func(hc *container.HostConfig) {
 				hc.CapAdd = []string{"ALL"}
 				hc.CapDrop = []string{"SYS_RESOURCE"}
