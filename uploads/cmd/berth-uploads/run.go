@@ -59,7 +59,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.StringVar(&o.listen, "listen", env("LISTEN", "tcp://127.0.0.1:8081"), "address to serve on: tcp://HOST:PORT or unix:///PATH ($BERTH_UPLOADS_LISTEN)")
 	fs.StringVar(&o.dataDir, "data-dir", env("DATA_DIR", "/var/lib/berth-uploads"), "directory of the upload trees and the default SQLite database ($BERTH_UPLOADS_DATA_DIR)")
 	fs.StringVar(&o.database, "database", env("DATABASE", ""), "postgres://... or a SQLite file; default DATA_DIR/uploads.db ($BERTH_UPLOADS_DATABASE)")
-	fs.StringVar(&o.engineURL, "engine-url", env("ENGINE_URL", ""), "berth-engine to deploy into: tcp://, http:// or unix:// URL; without it every file is \"unsupported file type\" ($BERTH_UPLOADS_ENGINE_URL)")
+	fs.StringVar(&o.engineURL, "engine-url", env("ENGINE_URL", ""), "berth-engine to deploy into: tcp://, http://, https:// or unix:// URL; without it every file is \"unsupported file type\" ($BERTH_UPLOADS_ENGINE_URL)")
 	fs.StringVar(&o.engineTLS[0], "engine-ca", env("ENGINE_CA", ""), "PEM CAs the https:// engine's certificate must chain to; the system's when empty ($BERTH_UPLOADS_ENGINE_CA)")
 	fs.StringVar(&o.engineTLS[1], "engine-cert", env("ENGINE_CERT", ""), "PEM client certificate for an engine with --tls-client-ca; needs --engine-key ($BERTH_UPLOADS_ENGINE_CERT)")
 	fs.StringVar(&o.engineTLS[2], "engine-key", env("ENGINE_KEY", ""), "PEM key of --engine-cert ($BERTH_UPLOADS_ENGINE_KEY)")
