@@ -83,8 +83,9 @@ func measure(te *testEngine, cycled []string) resources {
 // 10% (plus a small absolute slack) of where they started.
 func TestSoak(t *testing.T) {
 	scale := soakScale(t)
-	te := startEngine(t)
+	// Before startEngine, which would give the test the default deadline.
 	testdeadline.Set(t, 11*time.Minute)
+	te := startEngine(t)
 	n := func(full int) int { return max(1, int(math.Round(float64(full)*scale))) }
 	long := te.create(map[string]any{"command": []string{"sh", "-c", "while true; do echo tick; sleep 1; done"}})
 	te.must(http.StatusNoContent, "POST", "/containers/"+long+"/start", nil)
