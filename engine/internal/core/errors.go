@@ -36,8 +36,6 @@ var (
 	ErrAmbiguous = errors.New("more than one result for the given name or ID prefix")
 	// ErrTooLarge: a request body, or what it expands to, exceeds the engine's limit (413).
 	ErrTooLarge = errors.New("request too large")
-	// ErrUnavailable: the engine is at capacity for this kind of request; retry later (503).
-	ErrUnavailable = errors.New("service unavailable")
 )
 
 // FieldError is an ErrInvalidArgument that names the offending field.

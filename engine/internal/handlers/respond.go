@@ -53,8 +53,6 @@ func statusOf(err error) int {
 		// Before ErrInvalidArgument: an over-limit archive may also be
 		// reported against the argument that carried it.
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, core.ErrUnavailable):
-		return http.StatusServiceUnavailable
 	case errors.Is(err, server.ErrSlowBody):
 		return http.StatusRequestTimeout
 	case errors.Is(err, core.ErrInvalidArgument):
