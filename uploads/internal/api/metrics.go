@@ -79,4 +79,3 @@ func RegisterFileMetrics(reg prometheus.Registerer) func(kind, outcome string) {
 	reg.MustRegister(files)
 	return func(kind, outcome string) { files.WithLabelValues(kind, outcome).Inc() }
 }
-

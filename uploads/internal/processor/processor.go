@@ -304,4 +304,3 @@ func FileKind(rel string) string {
 	}
 	return "other"
 }
-
