@@ -36,7 +36,7 @@ func TestPrometheusScrapesBothServices(t *testing.T) {
 	id := s.createUpload(map[string][]byte{"junk.txt": []byte("junk\n")})
 	s.markForProcessing(id)
 	s.waitFor(id, time.Minute, "status done", func(u upload) bool { return u.Status == "done" })
-	call(t, http.MethodGet, s.engineURL()+"/v4.0.0/libpod/images/json", "", nil)
+	s.callEngine(http.MethodGet, "/v4.0.0/libpod/images/json")
 
 	promURL := startPrometheus(t, map[string]string{
 		"berth-engine":  hostPort(t, s.engine, enginePort),

@@ -85,9 +85,12 @@ func missingPrerequisite() string {
 
 // stack is one engine and one uploads container on a private network.
 type stack struct {
-	t       *testing.T
-	engine  testcontainers.Container
-	uploads testcontainers.Container
+	t *testing.T
+	// engineToken is the bearer token the engine accepts (its --tokens-file) and
+	// the uploads service presents (its --engine-token-file).
+	engineToken string
+	engine      testcontainers.Container
+	uploads     testcontainers.Container
 }
 
 func randomSuffix() string {
@@ -114,6 +117,13 @@ func startStack(t *testing.T, ctx context.Context) *stack {
 	// the host's cgroups, and its root on a volume (overlay cannot stack on
 	// the container's own overlay root).
 	volume := "berth-e2e-engine-" + suffix
+	// The engine listens on 0.0.0.0 inside its container, which it refuses
+	// without client authentication: the stack runs with a bearer token, as
+	// deploy/compose.yaml does.
+	token := randomSuffix() + randomSuffix() + randomSuffix() + randomSuffix()
+	tokenFile := func(path string) testcontainers.ContainerFile {
+		return testcontainers.ContainerFile{Reader: strings.NewReader(token + "\n"), ContainerFilePath: path, FileMode: 0o444}
+	}
 	engine, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
 			Name:           "berth-e2e-engine-" + suffix,
@@ -121,10 +131,9 @@ func startStack(t *testing.T, ctx context.Context) *stack {
 			ExposedPorts:   []string{enginePort},
 			Networks:       []string{net.Name},
 			NetworkAliases: map[string][]string{net.Name: {engineAlias}},
-			// The engine listens on 0.0.0.0 inside its container, which it refuses
-			// without client authentication; this flow runs it without (docs/deploy.md).
-			Env:    map[string]string{"BERTH_ENGINE_INSECURE": "true"},
-			Mounts: testcontainers.ContainerMounts{testcontainers.VolumeMount(volume, "/var/lib/berth")},
+			Env:            map[string]string{"BERTH_ENGINE_TOKENS_FILE": "/run/berth/tokens"},
+			Files:          []testcontainers.ContainerFile{tokenFile("/run/berth/tokens")},
+			Mounts:         testcontainers.ContainerMounts{testcontainers.VolumeMount(volume, "/var/lib/berth")},
 			HostConfigModifier: func(hc *container.HostConfig) {
 				hc.CapAdd = []string{"ALL"}
 				hc.CapDrop = []string{"SYS_RESOURCE"}
@@ -132,7 +141,8 @@ func startStack(t *testing.T, ctx context.Context) *stack {
 				hc.CgroupnsMode = container.CgroupnsModeHost
 				hc.Binds = append(hc.Binds, "/sys/fs/cgroup:/sys/fs/cgroup:rw")
 			},
-			WaitingFor: wait.ForHTTP(enginePing).WithPort(enginePort).WithStartupTimeout(60 * time.Second),
+			WaitingFor: wait.ForHTTP(enginePing).WithPort(enginePort).
+				WithHeaders(map[string]string{"Authorization": "Bearer " + token}).WithStartupTimeout(60 * time.Second),
 		},
 		Started: true,
 	})
@@ -148,9 +158,11 @@ func startStack(t *testing.T, ctx context.Context) *stack {
 			ExposedPorts: []string{uploadsPort},
 			Networks:     []string{net.Name},
 			Env: map[string]string{
-				"BERTH_UPLOADS_ENGINE_URL":    "tcp://" + engineAlias + ":8080",
-				"BERTH_UPLOADS_POLL_INTERVAL": "250ms",
+				"BERTH_UPLOADS_ENGINE_URL":        "tcp://" + engineAlias + ":8080",
+				"BERTH_UPLOADS_POLL_INTERVAL":     "250ms",
+				"BERTH_UPLOADS_ENGINE_TOKEN_FILE": "/run/berth/engine-token",
 			},
+			Files:      []testcontainers.ContainerFile{tokenFile("/run/berth/engine-token")},
 			WaitingFor: wait.ForHTTP("/readyz").WithPort(uploadsPort).WithStartupTimeout(60 * time.Second),
 		},
 		Started: true,
@@ -159,7 +171,10 @@ func startStack(t *testing.T, ctx context.Context) *stack {
 	if err != nil {
 		t.Fatalf("starting uploads container: %v", err)
 	}
-	s := &stack{t: t, engine: engine, uploads: uploads}
+	s := &stack{t: t, engineToken: token, engine: engine, uploads: uploads}
+	if status, body := call(t, http.MethodGet, s.engineURL()+enginePing, "", nil); status != http.StatusUnauthorized {
+		t.Fatalf("engine API without a token: %d %s, want 401", status, body)
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			s.dumpLogs()
@@ -203,8 +218,20 @@ func hostPort(t *testing.T, c testcontainers.Container, port string) string {
 func (s *stack) engineURL() string  { return "http://" + hostPort(s.t, s.engine, enginePort) }
 func (s *stack) uploadsURL() string { return "http://" + hostPort(s.t, s.uploads, uploadsPort) }
 
+// callEngine sends one request with the stack's engine token to path on the engine.
+func (s *stack) callEngine(method, path string) (int, []byte) {
+	s.t.Helper()
+	return callWith(s.t, method, s.engineURL()+path, "", nil, http.Header{"Authorization": {"Bearer " + s.engineToken}})
+}
+
 // call sends one request and returns status and body.
 func call(t *testing.T, method, url, contentType string, body []byte) (int, []byte) {
+	t.Helper()
+	return callWith(t, method, url, contentType, body, nil)
+}
+
+// callWith is call with extra request headers.
+func callWith(t *testing.T, method, url, contentType string, body []byte, header http.Header) (int, []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -215,6 +242,9 @@ func call(t *testing.T, method, url, contentType string, body []byte) (int, []by
 	req, err := http.NewRequestWithContext(ctx, method, url, reader)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for key, values := range header {
+		req.Header[key] = values
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
@@ -321,7 +351,7 @@ func (s *stack) uploadErrors(id string) []fileError {
 // engineImageNames lists every name of every image in the engine.
 func (s *stack) engineImageNames() []string {
 	s.t.Helper()
-	status, body := call(s.t, http.MethodGet, s.engineURL()+"/v4.0.0/libpod/images/json", "", nil)
+	status, body := s.callEngine(http.MethodGet, "/v4.0.0/libpod/images/json")
 	if status != http.StatusOK {
 		s.t.Fatalf("engine images/json: %d %s", status, body)
 	}
