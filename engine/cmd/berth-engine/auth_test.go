@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-project/berth/engine/internal/enginetest"
-	"github.com/berth-project/berth/engine/internal/testdeadline"
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 	"github.com/berth-project/berth/shared/apierror"
 	"github.com/berth-project/berth/shared/auth"
 	"github.com/berth-project/berth/shared/auth/authtest"

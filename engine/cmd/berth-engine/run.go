@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/backend/sizelimit"
 	"github.com/berth-project/berth/engine/internal/engine"
-	"github.com/berth-project/berth/engine/internal/sizelimit"
 	"github.com/berth-project/berth/shared/buildinfo"
 	"github.com/berth-project/berth/shared/server"
 	"github.com/berth-project/berth/shared/swagger"

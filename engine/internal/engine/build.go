@@ -4,9 +4,9 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/berth-project/berth/engine/internal/build"
-	"github.com/berth-project/berth/engine/internal/imagestore"
-	"github.com/berth-project/berth/engine/internal/oci"
+	"github.com/berth-project/berth/engine/internal/backend/build"
+	"github.com/berth-project/berth/engine/internal/backend/imagestore"
+	"github.com/berth-project/berth/engine/internal/backend/oci"
 )
 
 // openBuilder builds images with the engine's store, transfer (for FROM

@@ -6,13 +6,13 @@ import (
 	"log/slog"
 	"path/filepath"
 
-	"github.com/berth-project/berth/engine/internal/containers"
-	"github.com/berth-project/berth/engine/internal/imagestore"
-	"github.com/berth-project/berth/engine/internal/network"
-	"github.com/berth-project/berth/engine/internal/runtime"
-	"github.com/berth-project/berth/engine/internal/secrets"
-	"github.com/berth-project/berth/engine/internal/state"
-	"github.com/berth-project/berth/engine/internal/volumes"
+	"github.com/berth-project/berth/engine/internal/backend/containers"
+	"github.com/berth-project/berth/engine/internal/backend/imagestore"
+	"github.com/berth-project/berth/engine/internal/backend/network"
+	"github.com/berth-project/berth/engine/internal/backend/runtime"
+	"github.com/berth-project/berth/engine/internal/backend/secrets"
+	"github.com/berth-project/berth/engine/internal/backend/state"
+	"github.com/berth-project/berth/engine/internal/backend/volumes"
 )
 
 // containerBackend is the state database, the OCI runtime and the container

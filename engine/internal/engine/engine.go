@@ -12,14 +12,14 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/berth-project/berth/engine/internal/artifactstore"
+	"github.com/berth-project/berth/engine/internal/backend/artifactstore"
+	"github.com/berth-project/berth/engine/internal/backend/imagestore"
+	"github.com/berth-project/berth/engine/internal/backend/pods"
+	"github.com/berth-project/berth/engine/internal/backend/quadlets"
+	"github.com/berth-project/berth/engine/internal/backend/system"
+	"github.com/berth-project/berth/engine/internal/backend/systemdgen"
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/handlers"
-	"github.com/berth-project/berth/engine/internal/imagestore"
-	"github.com/berth-project/berth/engine/internal/pods"
-	"github.com/berth-project/berth/engine/internal/quadlets"
-	"github.com/berth-project/berth/engine/internal/system"
-	"github.com/berth-project/berth/engine/internal/systemdgen"
 	"github.com/berth-project/berth/shared/server"
 )
 

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/berth-project/berth/engine/internal/imagestore"
-	"github.com/berth-project/berth/engine/internal/pods"
+	"github.com/berth-project/berth/engine/internal/backend/imagestore"
+	"github.com/berth-project/berth/engine/internal/backend/pods"
 )
 
 // infraImages finds images in the store and imports the infra image.

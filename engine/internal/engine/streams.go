@@ -5,13 +5,13 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/berth-project/berth/engine/internal/containerio"
-	"github.com/berth-project/berth/engine/internal/containers"
-	"github.com/berth-project/berth/engine/internal/events"
-	"github.com/berth-project/berth/engine/internal/exec"
-	"github.com/berth-project/berth/engine/internal/health"
-	"github.com/berth-project/berth/engine/internal/restart"
-	"github.com/berth-project/berth/engine/internal/state"
+	"github.com/berth-project/berth/engine/internal/backend/containerio"
+	"github.com/berth-project/berth/engine/internal/backend/containers"
+	"github.com/berth-project/berth/engine/internal/backend/events"
+	"github.com/berth-project/berth/engine/internal/backend/exec"
+	"github.com/berth-project/berth/engine/internal/backend/health"
+	"github.com/berth-project/berth/engine/internal/backend/restart"
+	"github.com/berth-project/berth/engine/internal/backend/state"
 )
 
 // eventRetention is how long events are kept; older ones are pruned at

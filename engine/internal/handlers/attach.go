@@ -8,10 +8,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/berth-project/berth/engine/internal/containerio"
+	"github.com/berth-project/berth/engine/internal/backend/containerio"
+	"github.com/berth-project/berth/engine/internal/backend/logs"
+	"github.com/berth-project/berth/engine/internal/backend/stream"
 	"github.com/berth-project/berth/engine/internal/core"
-	"github.com/berth-project/berth/engine/internal/logs"
-	"github.com/berth-project/berth/engine/internal/stream"
 )
 
 // registerAttachRoutes serves AttachContainer and the container terminal

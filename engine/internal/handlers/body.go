@@ -7,8 +7,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/berth-project/berth/engine/internal/backend/sizelimit"
 	"github.com/berth-project/berth/engine/internal/core"
-	"github.com/berth-project/berth/engine/internal/sizelimit"
 )
 
 // maxJSONBody bounds every JSON request body; a container creation request,

@@ -8,8 +8,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/berth-project/berth/engine/internal/backend/events"
 	"github.com/berth-project/berth/engine/internal/core"
-	"github.com/berth-project/berth/engine/internal/events"
 )
 
 // EventSource reads the engine's events (events.Bus implements it).

@@ -8,9 +8,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/berth-project/berth/engine/internal/backend/exec"
+	"github.com/berth-project/berth/engine/internal/backend/stream"
 	"github.com/berth-project/berth/engine/internal/core"
-	"github.com/berth-project/berth/engine/internal/exec"
-	"github.com/berth-project/berth/engine/internal/stream"
 )
 
 // ExecSessions are the exec session operations (exec.Manager implements them).

@@ -7,8 +7,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/berth-project/berth/engine/internal/backend/restart"
 	"github.com/berth-project/berth/engine/internal/core"
-	"github.com/berth-project/berth/engine/internal/restart"
 )
 
 // HealthChecker runs a container's healthcheck (health.Checker implements it).

@@ -11,12 +11,12 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/berth-project/berth/engine/internal/containerio"
+	"github.com/berth-project/berth/engine/internal/backend/containerio"
+	"github.com/berth-project/berth/engine/internal/backend/logs"
+	"github.com/berth-project/berth/engine/internal/backend/stats"
+	"github.com/berth-project/berth/engine/internal/backend/stream"
+	"github.com/berth-project/berth/engine/internal/backend/top"
 	"github.com/berth-project/berth/engine/internal/core"
-	"github.com/berth-project/berth/engine/internal/logs"
-	"github.com/berth-project/berth/engine/internal/stats"
-	"github.com/berth-project/berth/engine/internal/stream"
-	"github.com/berth-project/berth/engine/internal/top"
 )
 
 // ContainerIO is what the log, attach, resize, stats and top handlers need

@@ -8,8 +8,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/berth-project/berth/engine/internal/backend/stats"
 	"github.com/berth-project/berth/engine/internal/core"
-	"github.com/berth-project/berth/engine/internal/stats"
 )
 
 // registerStatsRoutes serves StatsContainer for one or many containers.

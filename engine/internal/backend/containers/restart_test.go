@@ -1,0 +1,167 @@
+package containers_test
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+)
+
+// engineProcess is the real berth-engine binary, run as its own process.
+type engineProcess struct {
+	t       *testing.T
+	bin     string
+	addr    string
+	root    string
+	runRoot string
+	cmd     *exec.Cmd
+	// netFlags give the engine networks of its own, chosen at the first start.
+	netFlags []string
+}
+
+func buildEngine(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "berth-engine")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/berth-project/berth/engine/cmd/berth-engine")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build berth-engine: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func (p *engineProcess) start() {
+	p.t.Helper()
+	if p.netFlags == nil {
+		nets := enginetest.UniqueNetworks(p.t)
+		nets.DefaultMode = "private"
+		p.netFlags = enginetest.NetworkFlags(nets)
+	}
+	p.cmd = exec.Command(p.bin, append([]string{"--listen", "tcp://" + p.addr, "--root", p.root, "--runroot", p.runRoot}, p.netFlags...)...)
+	p.cmd.Stdout = os.Stderr
+	p.cmd.Stderr = os.Stderr
+	if err := p.cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		resp, err := http.Get("http://" + p.addr + "/libpod/_ping")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("engine did not answer _ping: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (p *engineProcess) kill9() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+}
+
+func (p *engineProcess) stop() {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		p.kill9()
+	}
+}
+
+func freeAddr(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestRestartSafety kills the engine with SIGKILL while containers run and
+// exit, starts it again, and checks that every container has its real state
+// and exit code, that running ones kept running and logging under conmon,
+// and that removing them leaves nothing behind.
+func TestRestartSafety(t *testing.T) {
+	requireRuntime(t)
+	if testing.Short() {
+		t.Skip("builds and runs the engine binary")
+	}
+	dir := t.TempDir()
+	p := &engineProcess{t: t, bin: buildEngine(t), addr: freeAddr(t), root: filepath.Join(dir, "root"), runRoot: filepath.Join(dir, "run")}
+	p.start()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.stop()
+		}
+		unmountUnder(dir)
+	})
+	te := &testEngine{t: t, url: "http://" + p.addr + "/v4.3.1/libpod", root: p.root, runRoot: p.runRoot, client: &http.Client{}}
+	te.loadBusybox()
+
+	ticker := te.create(map[string]any{"name": "ticker", "command": []string{"sh", "-c", "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.1; done"}})
+	quitter := te.create(map[string]any{"name": "quitter", "command": []string{"sh", "-c", "sleep 1.5; exit 7"}})
+	done := te.create(map[string]any{"name": "done", "command": []string{"sh", "-c", "exit 3"}})
+	idle := te.create(map[string]any{"name": "idle", "command": []string{"true"}})
+	for _, id := range []string{ticker, quitter, done} {
+		te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	}
+	if code := te.wait(done); code != 3 {
+		t.Fatalf("done: exit %d", code)
+	}
+	te.waitLog(ticker, 2)
+	tickerPid := te.inspect(ticker).State.Pid
+
+	p.kill9()
+	// quitter exits while no engine watches; ticker keeps logging.
+	time.Sleep(2500 * time.Millisecond)
+	p.start()
+
+	d := te.inspect(ticker)
+	if d.State.Status != "running" || d.State.Pid != tickerPid {
+		t.Fatalf("ticker after restart: %+v (pid before %d)", d.State, tickerPid)
+	}
+	before := len(te.logLines(ticker))
+	te.waitLog(ticker, before+3)
+	if d := te.inspect(quitter); d.State.Status != "exited" || d.State.ExitCode != 7 {
+		t.Fatalf("quitter after restart: %+v", d.State)
+	}
+	if d := te.inspect(done); d.State.Status != "exited" || d.State.ExitCode != 3 {
+		t.Fatalf("done after restart: %+v", d.State)
+	}
+	if d := te.inspect(idle); d.State.Status != "created" {
+		t.Fatalf("idle after restart: %+v", d.State)
+	}
+	// The engine still controls the survivors.
+	te.must(http.StatusNoContent, "POST", "/containers/ticker/stop?timeout=0", nil)
+	if d := te.inspect(ticker); d.State.Status != "exited" || d.State.ExitCode != 137 {
+		t.Fatalf("ticker after stop: %+v", d.State)
+	}
+	te.must(http.StatusNoContent, "POST", "/containers/quitter/start", nil)
+	if code := te.wait(quitter); code != 7 {
+		t.Fatalf("quitter second run: exit %d", code)
+	}
+	for _, id := range []string{ticker, quitter, done, idle} {
+		te.must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
+	}
+	if l := leaks(p.root, p.runRoot, ticker, quitter, done, idle); len(l) > 0 {
+		t.Fatalf("leaked after removal:\n%s", strings.Join(l, "\n"))
+	}
+	p.stop()
+	if st := p.cmd.ProcessState; st == nil || !st.Success() {
+		t.Fatalf("engine exit after SIGTERM: %v", fmt.Sprint(st))
+	}
+}

@@ -1,0 +1,185 @@
+package containers_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
+)
+
+// soakScale reads BERTH_SOAK: unset skips the soak (it is not part of make
+// test); "1" runs the full workload; a fraction such as 0.05 a smaller one.
+func soakScale(t *testing.T) float64 {
+	v := os.Getenv("BERTH_SOAK")
+	if v == "" {
+		t.Skip("set BERTH_SOAK=1 (make soak) to run the soak workload")
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f <= 0 || f > 1 {
+		t.Fatalf("BERTH_SOAK=%q: want a number in (0, 1]", v)
+	}
+	return f
+}
+
+// resources is what a leak would grow: the engine's (this process's) RSS and
+// descriptors, zombie children, mounts under the engine's root and the
+// cgroups of removed containers.
+type resources struct {
+	RSSKiB, FDs, Zombies, Mounts, Cgroups int
+}
+
+// measure reads the resources; cgroups are counted for the containers in
+// cycled (other engines on the host have their own).
+func measure(te *testEngine, cycled []string) resources {
+	var r resources
+	status, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			r.RSSKiB, _ = strconv.Atoi(f[1])
+		}
+	}
+	fds, _ := os.ReadDir("/proc/self/fd")
+	r.FDs = len(fds)
+	procs, _ := os.ReadDir("/proc")
+	self := strconv.Itoa(os.Getpid())
+	for _, p := range procs {
+		stat, err := os.ReadFile(filepath.Join("/proc", p.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		rest := string(stat)[strings.LastIndexByte(string(stat), ')')+1:]
+		if f := strings.Fields(rest); len(f) >= 2 && f[0] == "Z" && f[1] == self {
+			r.Zombies++
+		}
+	}
+	mounts, _ := os.ReadFile("/proc/self/mounts")
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], filepath.Dir(te.root)) {
+			r.Mounts++
+		}
+	}
+	for _, id := range cycled {
+		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/memory/berth", "berth-"+id)); err == nil {
+			r.Cgroups++
+		}
+	}
+	return r
+}
+
+// TestSoak runs the workload of issue 14's "Checked by" — 3,000 execs, 500
+// log reads, 200 container cycles and 100 readers of the image list — and
+// checks that RSS, descriptors, zombies, mounts and cgroups come back within
+// 10% (plus a small absolute slack) of where they started.
+func TestSoak(t *testing.T) {
+	scale := soakScale(t)
+	// Before startEngine, which would give the test the default deadline.
+	testdeadline.Set(t, 11*time.Minute)
+	te := startEngine(t)
+	n := func(full int) int { return max(1, int(math.Round(float64(full)*scale))) }
+	long := te.create(map[string]any{"command": []string{"sh", "-c", "while true; do echo tick; sleep 1; done"}})
+	te.must(http.StatusNoContent, "POST", "/containers/"+long+"/start", nil)
+	// Warm up once so first-use allocations are not counted as growth.
+	te.run(map[string]any{"command": []string{"true"}})
+	var cycled []string
+	before := measure(te, cycled)
+	start := time.Now()
+	// The soak is bounded: on a slow machine it stops each phase at its
+	// share of 9 minutes and says how much it did.
+	budget := func(share float64) time.Time { return time.Now().Add(time.Duration(share * float64(9*time.Minute))) }
+	done := map[string]int{}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() { // 100 readers of the image list, for the whole run
+		defer wg.Done()
+		var readers sync.WaitGroup
+		for i := 0; i < 100; i++ {
+			readers.Add(1)
+			go func() {
+				defer readers.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					resp, err := te.client.Get(te.url + "/images/json")
+					if err != nil {
+						errs <- err
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					time.Sleep(50 * time.Millisecond)
+				}
+			}()
+		}
+		readers.Wait()
+	}()
+	for until := budget(0.6); done["execs"] < n(3000) && time.Now().Before(until); done["execs"]++ {
+		var created struct{ ID string }
+		json.Unmarshal(te.must(http.StatusCreated, "POST", "/containers/"+long+"/exec", map[string]any{"Cmd": []string{"true"}}), &created)
+		te.must(http.StatusOK, "POST", "/exec/"+created.ID+"/start", map[string]any{"Detach": true})
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			var ins struct{ Running bool }
+			json.Unmarshal(te.must(http.StatusOK, "GET", "/exec/"+created.ID+"/json", nil), &ins)
+			if !ins.Running {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("exec %s still running after 10s", created.ID)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for until := budget(0.1); done["logs"] < n(500) && time.Now().Before(until); done["logs"]++ {
+		te.must(http.StatusOK, "GET", "/containers/"+long+"/logs?stdout=true&tail=10", nil)
+	}
+	for until := budget(0.3); done["cycles"] < n(200) && time.Now().Before(until); done["cycles"]++ {
+		id := te.create(map[string]any{"command": []string{"true"}})
+		te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+		te.wait(id)
+		te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+		cycled = append(cycled, id)
+	}
+	close(stop)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatalf("image list reader: %v", err)
+	default:
+	}
+	te.client.CloseIdleConnections()
+	time.Sleep(2 * time.Second) // let exits and cleanups settle
+	after := measure(te, cycled)
+	fmt.Printf("soak (scale %.2f, %v, done %v of %d execs, %d logs, %d cycles, 100 image list readers throughout):\n  before %+v\n  after  %+v\n",
+		scale, time.Since(start).Round(time.Second), done, n(3000), n(500), n(200), before, after)
+	for _, c := range []struct {
+		name          string
+		before, after int
+		slack         int
+	}{
+		{"RSS KiB", before.RSSKiB, after.RSSKiB, 16 << 10},
+		{"fds", before.FDs, after.FDs, 16},
+		{"zombies", before.Zombies, after.Zombies, 0},
+		{"mounts", before.Mounts, after.Mounts, 0},
+		{"cgroups", before.Cgroups, after.Cgroups, 0},
+	} {
+		if limit := c.before + c.before/10 + c.slack; c.after > limit {
+			t.Errorf("%s grew from %d to %d (limit %d)", c.name, c.before, c.after, limit)
+		}
+	}
+}

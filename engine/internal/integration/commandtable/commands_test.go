@@ -1,0 +1,246 @@
+package commandtable
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containers/storage/pkg/reexec"
+
+	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
+	"github.com/berth-project/berth/engine/testimage"
+)
+
+func TestMain(m *testing.M) {
+	if reexec.Init() {
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// commandTimeout bounds one setup or command; a command that hangs counts
+// as failed.
+const commandTimeout = 20 * time.Second
+
+// fixtures are the files every row finds in its working directory.
+var fixtures = map[string]string{
+	"file.txt":      "hello\n",
+	"Containerfile": "FROM localhost/busybox:latest\nRUN echo built > /built\n",
+	"kube.yaml": `apiVersion: v1
+kind: Pod
+metadata:
+  name: kube-pod
+spec:
+  containers:
+  - name: app
+    image: localhost/busybox:latest
+    command: ["sleep", "60"]
+`,
+}
+
+// TestReadmePodmanCommands runs the README's table: every row's setup, then
+// its command, with podman --remote against one engine, in table order.
+// BERTH_COMMANDS_RUN=REGEX runs only the rows whose command matches (their
+// setups included); BERTH_COMMANDS_REPORT=1 logs every row's outcome.
+func TestReadmePodmanCommands(t *testing.T) {
+	testdeadline.Set(t, 6*time.Minute)
+	enginetest.RequireRuntime(t, "the README's podman commands")
+	podman, err := exec.LookPath("podman")
+	if err != nil {
+		if os.Getenv("BERTH_TEST_STRICT") == "1" {
+			t.Fatal("podman 4.3.1 is required (BERTH_TEST_STRICT=1)")
+		}
+		t.Skip("podman not installed")
+	}
+	rows, err := readTable(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if only := os.Getenv("BERTH_COMMANDS_RUN"); only != "" {
+		re, err := regexp.Compile(only)
+		if err != nil {
+			t.Fatalf("BERTH_COMMANDS_RUN: %v", err)
+		}
+		rows = filterRows(rows, re)
+	}
+
+	dir := t.TempDir()
+	// Containers join the default bridge network, as they do for a user.
+	addr, stop := enginetest.ServeConfig(t, engine.Config{Root: filepath.Join(dir, "root"), RunRoot: filepath.Join(dir, "run"),
+		Runtime: "runc", Network: enginetest.UniqueNetworks(t)})
+	sh := newShell(t, dir, podman, "tcp://"+addr)
+	t.Cleanup(func() {
+		sh.cleanup()
+		client := &http.Client{Timeout: 30 * time.Second}
+		enginetest.RemoveAll(func(method, path string, body any) (int, []byte) {
+			return enginetest.Do(t, client, method, "http://"+addr+"/v4.3.1/libpod", path, body)
+		})
+		stop()
+		enginetest.UnmountUnder(dir, 3)
+	})
+	loadBusybox(t, addr)
+
+	report := os.Getenv("BERTH_COMMANDS_REPORT") == "1"
+	for _, r := range rows {
+		worked, detail := sh.runRow(r)
+		if report {
+			t.Logf("line %d: %-60s worked=%v %s", r.line, r.command, worked, detail)
+		}
+		switch {
+		case r.status == statusWorks && !worked:
+			t.Errorf("README line %d says %q works, but it failed: %s", r.line, r.command, detail)
+		case r.status == statusNotYet && worked:
+			t.Errorf("README line %d says %q does not work yet, but it succeeded: mark it works", r.line, r.command)
+		}
+	}
+}
+
+// filterRows keeps the rows whose command matches re.
+func filterRows(rows []row, re *regexp.Regexp) []row {
+	var out []row
+	for _, r := range rows {
+		if re.MatchString(r.command) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// shell runs rows with sh -c in a working directory holding the fixtures,
+// where "podman" is podman --remote pointed at the engine.
+type shell struct {
+	t   *testing.T
+	dir string
+	env []string
+}
+
+func newShell(t *testing.T, dir, podman, url string) *shell {
+	t.Helper()
+	work := filepath.Join(dir, "work")
+	bin := filepath.Join(dir, "bin")
+	config := filepath.Join(dir, "config")
+	for _, d := range []string{work, bin, config} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wrapper := fmt.Sprintf("#!/bin/sh\nexec %s --remote --url %s \"$@\"\n", podman, url)
+	if err := os.WriteFile(filepath.Join(bin, "podman"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range fixtures {
+		if err := os.WriteFile(filepath.Join(work, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(work, "rootfs.tar"), rootfsTar(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(),
+		"PATH="+bin+":"+os.Getenv("PATH"),
+		"CONTAINERS_CONF=/dev/null",
+		"XDG_CONFIG_HOME="+config,
+	)
+	return &shell{t: t, dir: work, env: env}
+}
+
+// run runs one shell command line and returns its output and error.
+func (s *shell) run(line string) (stdout, stderr string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", line)
+	cmd.Dir, cmd.Env = s.dir, s.env
+	cmd.WaitDelay = 2 * time.Second
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("timed out after %v", commandTimeout)
+	}
+	return out.String(), errOut.String(), err
+}
+
+// runRow runs a row's setup and command; worked is true when both succeed
+// and the output holds the expected text.
+func (s *shell) runRow(r row) (worked bool, detail string) {
+	if r.setup != "" {
+		if _, errOut, err := s.run(r.setup); err != nil {
+			return false, fmt.Sprintf("setup %q: %v: %s", r.setup, err, tail(errOut))
+		}
+	}
+	out, errOut, err := s.run(r.command)
+	if err != nil {
+		return false, fmt.Sprintf("%v: %s", err, tail(errOut))
+	}
+	if r.expect != "" && !strings.Contains(out, r.expect) {
+		return false, fmt.Sprintf("output lacks %q: %s", r.expect, tail(out))
+	}
+	return true, ""
+}
+
+// cleanup removes what the rows created, through the same client; what
+// fails here is left to the API cleanup that follows.
+func (s *shell) cleanup() {
+	for _, line := range []string{
+		"podman pod rm -a -f",
+		"podman rm -a -f -t 0",
+		"podman network ls --format '{{.Name}}' | grep -vx podman | xargs -r podman network rm -f",
+		"podman secret ls --format '{{.Name}}' | xargs -r podman secret rm",
+		"podman volume rm -a -f",
+		"podman manifest ls -q 2>/dev/null | xargs -r podman manifest rm",
+	} {
+		_, _, _ = s.run(line)
+	}
+}
+
+// tail is the end of a command's output, for failure messages.
+func tail(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 300 {
+		s = "..." + s[len(s)-300:]
+	}
+	return s
+}
+
+// loadBusybox loads localhost/busybox:latest, the image the rows use.
+func loadBusybox(t *testing.T, addr string) {
+	t.Helper()
+	var buf bytes.Buffer
+	img := testimage.Busybox("localhost/busybox:latest", "sh")
+	if err := testimage.DockerArchive(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	status, body := enginetest.Do(t, &http.Client{}, "POST", "http://"+addr, "/v4.3.1/libpod/images/load", &buf)
+	if status != http.StatusOK {
+		t.Fatalf("load busybox: %d %s", status, body)
+	}
+}
+
+// rootfsTar is a one-file root filesystem for import rows.
+func rootfsTar(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	data := []byte("imported\n")
+	err := errors.Join(
+		tw.WriteHeader(&tar.Header{Name: "imported.txt", Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}),
+		func() error { _, err := tw.Write(data); return err }(),
+		tw.Close(),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}

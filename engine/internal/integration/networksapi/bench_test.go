@@ -1,0 +1,205 @@
+package networksapi
+
+import (
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+)
+
+// The benchmarks compare Berth with Podman 4.3.1 serving the same API on the
+// same machine (hack/bench.sh starts it and exports BERTH_BENCH=1,
+// BERTH_BENCH_PODMAN_URL and the rlimits its containers may ask for).
+
+func requireBench(b *testing.B) {
+	if os.Getenv("BERTH_BENCH") != "1" {
+		b.Skip("set BERTH_BENCH=1 (make bench) to compare with Podman")
+	}
+}
+
+// podmanEngine is a client of the reference Podman service with the test
+// image loaded.
+func podmanEngine(b *testing.B) *testEngine {
+	u := os.Getenv("BERTH_BENCH_PODMAN_URL")
+	if u == "" {
+		b.Fatal("BERTH_BENCH_PODMAN_URL is not set (hack/bench.sh sets it)")
+	}
+	te := &testEngine{t: b, url: "http://" + strings.TrimPrefix(u, "tcp://") + "/v4.3.1/libpod", client: &http.Client{Timeout: 2 * time.Minute}}
+	te.loadBusybox()
+	b.Cleanup(func() { enginetest.RemoveAll(te.do) })
+	return te
+}
+
+// benchEngine is a Berth engine whose pool holds a whole /16 of a random
+// 10.x block (the test default holds 16 networks).
+func benchEngine(b *testing.B) *testEngine {
+	nets := enginetest.UniqueNetworks(b)
+	var x [1]byte
+	rand.Read(x[:])
+	nets.SubnetPool = []string{fmt.Sprintf("10.%d.0.0/16", 50+int(x[0])%40)}
+	dir := b.TempDir()
+	te := &testEngine{t: b, nets: nets, client: &http.Client{Timeout: 2 * time.Minute}, dir: dir}
+	addr, stop := enginetest.ServeConfig(b, engine.Config{
+		Root: filepath.Join(dir, "root"), RunRoot: filepath.Join(dir, "run"), Runtime: "runc", Network: nets,
+	})
+	te.addr, te.url = addr, "http://"+addr+"/v4.3.1/libpod"
+	b.Cleanup(func() {
+		enginetest.RemoveAll(te.do)
+		te.removeNetworks()
+		stop()
+		enginetest.UnmountUnder(dir, 2)
+	})
+	te.loadBusybox()
+	return te
+}
+
+// benchSpec is the create request both engines get: no network mode, so
+// each puts the container on its default bridge network. Podman gives
+// containers rlimits above this machine's hard limits unless asked.
+func benchSpec(cmd ...string) map[string]any {
+	spec := map[string]any{"image": "localhost/busybox:latest", "command": cmd}
+	var rl []map[string]any
+	for _, l := range []struct{ env, typ string }{{"BERTH_BENCH_RLIMIT_NOFILE", "nofile"}, {"BERTH_BENCH_RLIMIT_NPROC", "nproc"}} {
+		if v, err := strconv.ParseUint(os.Getenv(l.env), 10, 64); err == nil {
+			rl = append(rl, map[string]any{"type": l.typ, "hard": v, "soft": v})
+		}
+	}
+	if rl != nil {
+		spec["r_limits"] = rl
+	}
+	return spec
+}
+
+// runCycle creates, starts, waits for and removes one `true` container.
+func runCycle(te *testEngine) time.Duration {
+	start := time.Now()
+	id := te.create(benchSpec("true"))
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	var code int
+	jsonOf(te.t, te.must(http.StatusOK, "POST", "/containers/"+id+"/wait", nil), &code)
+	if code != 0 {
+		te.t.Fatalf("true exited %d", code)
+	}
+	status, body := te.do("DELETE", "/containers/"+id, nil)
+	if status != http.StatusOK && status != http.StatusNoContent {
+		te.t.Fatalf("remove: %d %s", status, body)
+	}
+	return time.Since(start)
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkRunTrueBridge: create + start + wait + remove of a `true`
+// container on each engine's default bridge network. Goal: Berth's median
+// at most 0.3x Podman's.
+func BenchmarkRunTrueBridge(b *testing.B) {
+	requireBench(b)
+	requireNetworking(b)
+	berth := benchEngine(b)
+	podman := podmanEngine(b)
+	const rounds = 10
+	runCycle(berth)
+	runCycle(podman)
+	var bs, ps []time.Duration
+	b.ResetTimer()
+	// Alternating runs see the same machine load; the pauses let Podman's
+	// background cleanup (and Berth's) finish before the next measurement.
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < rounds; j++ {
+			bs = append(bs, runCycle(berth))
+			time.Sleep(500 * time.Millisecond)
+			ps = append(ps, runCycle(podman))
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	b.StopTimer()
+	mb, mp := median(bs), median(ps)
+	ratio := float64(mb) / float64(mp)
+	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
+	b.ReportMetric(float64(mp.Microseconds())/1000, "podman-ms")
+	b.ReportMetric(ratio, "ratio")
+	fmt.Printf("run true on the default bridge: berth median %v, podman median %v, ratio %.3f (goal <= 0.3) over %d runs each\n", mb, mp, ratio, len(bs))
+}
+
+// listThroughput issues GET /networks/json from 4 clients for d and answers
+// requests per second (only answers with at least want networks count).
+func listThroughput(te *testEngine, d time.Duration, want int) float64 {
+	var n atomic.Int64
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := &http.Client{}
+			for time.Now().Before(deadline) {
+				resp, err := client.Get(te.url + "/networks/json")
+				if err != nil {
+					return
+				}
+				// Counting the networks instead of decoding them keeps the
+				// client's cost, which both engines share, small.
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK && bytes.Count(body, []byte(`"dns_enabled":`)) >= want {
+					n.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n.Load()) / d.Seconds()
+}
+
+// BenchmarkListNetworks100: ListNetworks with 100 networks on each engine.
+// Goal: Berth's throughput at least 10x Podman's.
+func BenchmarkListNetworks100(b *testing.B) {
+	requireBench(b)
+	requireNetworking(b)
+	berth := benchEngine(b)
+	podman := podmanEngine(b)
+	var x [2]byte
+	rand.Read(x[:])
+	prefix := fmt.Sprintf("bnl%02x%02x", x[0], x[1])
+	for i := 0; i < 100; i++ {
+		for _, te := range []*testEngine{berth, podman} {
+			te.must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": fmt.Sprintf("%s-%d", prefix, i), "labels": map[string]string{"bench": "1"}})
+		}
+	}
+	b.Cleanup(func() {
+		for i := 0; i < 100; i++ {
+			podman.do("DELETE", fmt.Sprintf("/networks/%s-%d", prefix, i), nil)
+		}
+	})
+	b.ResetTimer()
+	var bt, pt float64
+	for i := 0; i < b.N; i++ {
+		bt = listThroughput(berth, 3*time.Second, 100)
+		pt = listThroughput(podman, 3*time.Second, 100)
+	}
+	b.StopTimer()
+	if pt == 0 {
+		b.Fatal("podman answered no listing")
+	}
+	b.ReportMetric(bt, "berth-req/s")
+	b.ReportMetric(pt, "podman-req/s")
+	b.ReportMetric(bt/pt, "ratio")
+	fmt.Printf("list 100 networks: berth %.0f req/s, podman %.0f req/s, ratio %.1f (goal >= 10)\n", bt, pt, bt/pt)
+}
