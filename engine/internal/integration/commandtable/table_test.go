@@ -10,7 +10,7 @@ import (
 )
 
 // readmePath is the README holding the table, relative to this package.
-const readmePath = "../../../README.md"
+const readmePath = "../../../../README.md"
 
 // Markers around the table in the README.
 const (
