@@ -264,12 +264,19 @@ func requirePodman(t testing.TB) {
 // eventually retries check until it holds or d passes.
 func eventually(t testing.TB, d time.Duration, what string, check func() bool) {
 	t.Helper()
+	if !within(d, check) {
+		t.Fatalf("%s did not happen within %s", what, d)
+	}
+}
+
+// within polls check every 100 ms until it holds (true) or d has passed (false).
+func within(d time.Duration, check func() bool) bool {
 	for deadline := time.Now().Add(d); ; {
 		if check() {
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within %s", what, d)
+			return false
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
