@@ -49,20 +49,24 @@ func (q reloadQuery) check() error {
 	return nil
 }
 
+// quadletQueryInto decodes a quadlet route's own parameters into q, then its
+// systemd reload switch, which is refused when set.
+func quadletQueryInto(r *http.Request, q any) error {
+	if err := decodeQuery(r, q); err != nil {
+		return err
+	}
+	var rq reloadQuery
+	if err := decodeQuery(r, &rq); err != nil {
+		return err
+	}
+	return rq.check()
+}
+
 func (h quadletHandlers) install(w http.ResponseWriter, r *http.Request) {
 	var q struct {
 		Replace bool `query:"replace"`
 	}
-	var rq reloadQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := decodeQuery(r, &rq); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := rq.check(); err != nil {
+	if err := quadletQueryInto(r, &q); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -109,16 +113,7 @@ func (h quadletHandlers) remove(w http.ResponseWriter, r *http.Request) {
 		Force  bool `query:"force"`
 		Ignore bool `query:"ignore"`
 	}
-	var rq reloadQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := decodeQuery(r, &rq); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := rq.check(); err != nil {
+	if err := quadletQueryInto(r, &q); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -139,16 +134,7 @@ func (h quadletHandlers) removeMany(w http.ResponseWriter, r *http.Request) {
 		Force    bool     `query:"force"`
 		Ignore   bool     `query:"ignore"`
 	}
-	var rq reloadQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := decodeQuery(r, &rq); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := rq.check(); err != nil {
+	if err := quadletQueryInto(r, &q); err != nil {
 		writeError(w, err)
 		return
 	}
