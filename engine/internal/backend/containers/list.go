@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/backend/listfilter"
 	"github.com/berth-project/berth/engine/internal/backend/oci"
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -281,7 +282,7 @@ func compileFilters(filters map[string][]string, m *Manager) (func(*record) bool
 		case "until":
 			var limits []time.Time
 			for _, v := range vals {
-				t, err := parseUntil(v)
+				t, err := listfilter.Until(v)
 				if err != nil {
 					return nil, core.InvalidArgument("filters", err)
 				}
@@ -307,20 +308,6 @@ func compileFilters(filters map[string][]string, m *Manager) (func(*record) bool
 		}
 		return true
 	}, nil
-}
-
-// parseUntil reads a timestamp (RFC 3339, Unix seconds) or a duration ago.
-func parseUntil(v string) (time.Time, error) {
-	if d, err := time.ParseDuration(v); err == nil {
-		return time.Now().Add(-d), nil
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		return time.Unix(n, 0), nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t, nil
-	}
-	return time.Time{}, fmt.Errorf("until=%q is not a timestamp or duration", v)
 }
 
 // Inspect returns a container's details in Podman's shape.

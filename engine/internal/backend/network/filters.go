@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/berth-project/berth/engine/internal/backend/listfilter"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -19,7 +20,7 @@ type matcher func(ctx context.Context, n *core.Network) (bool, error)
 func (m *Manager) compile(filters map[string][]string, allowed ...string) (matcher, error) {
 	var preds []matcher
 	for key, vals := range filters {
-		if !contains(allowed, key) {
+		if !slices.Contains(allowed, key) {
 			return nil, core.InvalidArgument("filters", fmt.Errorf("%q is not a valid network filter (%s)", key, strings.Join(allowed, ", ")))
 		}
 		if len(vals) == 0 {
@@ -50,22 +51,22 @@ func (m *Manager) compile(filters map[string][]string, allowed ...string) (match
 			})
 		case "driver":
 			preds = append(preds, func(_ context.Context, n *core.Network) (bool, error) {
-				return contains(vals, n.Driver), nil
+				return slices.Contains(vals, n.Driver), nil
 			})
 		case "label", "label!":
 			want := key == "label"
 			preds = append(preds, func(_ context.Context, n *core.Network) (bool, error) {
 				for _, val := range vals {
-					if hasLabel(n.Labels, val) != want {
+					if listfilter.HasLabel(n.Labels, val) != want {
 						return false, nil
 					}
 				}
 				return true, nil
 			})
 		case "until":
-			limit, err := parseUntil(vals[len(vals)-1])
+			limit, err := listfilter.Until(vals[len(vals)-1])
 			if err != nil {
-				return nil, err
+				return nil, core.InvalidArgument("filters", err)
 			}
 			preds = append(preds, func(_ context.Context, n *core.Network) (bool, error) {
 				return n.Created.Before(limit), nil
@@ -99,22 +100,6 @@ func (m *Manager) compile(filters map[string][]string, allowed ...string) (match
 	}, nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// hasLabel reports whether labels hold "key" (any value) or "key=value".
-func hasLabel(labels map[string]string, f string) bool {
-	k, val, withValue := strings.Cut(f, "=")
-	got, ok := labels[k]
-	return ok && (!withValue || got == val)
-}
-
 func parseBools(key string, vals []string) (bool, error) {
 	var out bool
 	for i, val := range vals {
@@ -128,21 +113,4 @@ func parseBools(key string, vals []string) (bool, error) {
 		out = b
 	}
 	return out, nil
-}
-
-// parseUntil reads a time as Podman's until filter does: RFC 3339 (with or
-// without zone, date only), Unix seconds, or a duration before now.
-func parseUntil(val string) (time.Time, error) {
-	if d, err := time.ParseDuration(val); err == nil {
-		return time.Now().Add(-d), nil
-	}
-	if secs, err := strconv.ParseFloat(val, 64); err == nil {
-		return time.Unix(0, int64(secs*float64(time.Second))), nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, val, time.Local); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, core.InvalidArgument("filters", fmt.Errorf("until=%q is not a time, Unix timestamp or duration", val))
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/backend/listfilter"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -249,7 +250,7 @@ func compileFilters(filters map[string][]string) (podPredicate, error) {
 		case "until":
 			limits := make([]time.Time, 0, len(vals))
 			for _, v := range vals {
-				t, err := parseUntil(v)
+				t, err := listfilter.Until(v)
 				if err != nil {
 					return nil, core.InvalidArgument("filters", err)
 				}
@@ -275,22 +276,6 @@ func compileFilters(filters map[string][]string) (podPredicate, error) {
 		}
 		return true
 	}, nil
-}
-
-// parseUntil reads a timestamp (RFC 3339, Unix seconds) or a duration ago.
-func parseUntil(v string) (time.Time, error) {
-	if d, err := time.ParseDuration(v); err == nil {
-		return time.Now().Add(-d), nil
-	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		return time.Unix(secs, 0), nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, time.RFC3339, "2006-01-02T15:04:05", "2006-01-02"} {
-		if t, err := time.Parse(layout, v); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("until %q is not a timestamp or a duration", v)
 }
 
 // Inspect describes a pod in Podman's shape.

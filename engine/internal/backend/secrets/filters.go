@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 
+	"github.com/berth-project/berth/engine/internal/backend/listfilter"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -54,7 +54,7 @@ func compileFilters(filters map[string][]string) (func(*core.Secret) bool, error
 			want := key == "label"
 			preds = append(preds, func(sec *core.Secret) bool {
 				for _, v := range vals {
-					if hasLabel(sec.Spec.Labels, v) != want {
+					if listfilter.HasLabel(sec.Spec.Labels, v) != want {
 						return false
 					}
 				}
@@ -72,11 +72,4 @@ func compileFilters(filters map[string][]string) (func(*core.Secret) bool, error
 		}
 		return true
 	}, nil
-}
-
-// hasLabel reports whether labels hold "key" (any value) or "key=value".
-func hasLabel(labels map[string]string, f string) bool {
-	k, val, withValue := strings.Cut(f, "=")
-	got, ok := labels[k]
-	return ok && (!withValue || got == val)
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/backend/listfilter"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -20,7 +22,7 @@ type matcher func(ctx context.Context, v *core.Volume) (bool, error)
 func (s *Store) compile(filters map[string][]string, allowed ...string) (matcher, error) {
 	var preds []matcher
 	for key, vals := range filters {
-		if !contains(allowed, key) {
+		if !slices.Contains(allowed, key) {
 			return nil, core.InvalidArgument("filters", fmt.Errorf("%q is not a valid volume filter (%s)", key, strings.Join(allowed, ", ")))
 		}
 		if len(vals) == 0 {
@@ -42,17 +44,17 @@ func (s *Store) compile(filters map[string][]string, allowed ...string) (matcher
 			})
 		case "driver":
 			preds = append(preds, func(_ context.Context, v *core.Volume) (bool, error) {
-				return contains(vals, v.Driver), nil
+				return slices.Contains(vals, v.Driver), nil
 			})
 		case "scope":
 			preds = append(preds, func(_ context.Context, v *core.Volume) (bool, error) {
-				return contains(vals, v.Scope), nil
+				return slices.Contains(vals, v.Scope), nil
 			})
 		case "label", "label!":
 			want := key == "label"
 			preds = append(preds, func(_ context.Context, v *core.Volume) (bool, error) {
 				for _, val := range vals {
-					if hasLabel(v.Labels, val) != want {
+					if listfilter.HasLabel(v.Labels, val) != want {
 						return false, nil
 					}
 				}
@@ -80,9 +82,9 @@ func (s *Store) compile(filters map[string][]string, allowed ...string) (matcher
 			// Alternatives: created before any of the times.
 			var limit time.Time
 			for _, val := range vals {
-				t, err := parseUntil(val)
+				t, err := listfilter.Until(val)
 				if err != nil {
-					return nil, err
+					return nil, core.InvalidArgument("filters", err)
 				}
 				if t.After(limit) {
 					limit = t
@@ -104,22 +106,6 @@ func (s *Store) compile(filters map[string][]string, allowed ...string) (matcher
 	}, nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// hasLabel reports whether labels hold "key" (any value) or "key=value".
-func hasLabel(labels map[string]string, f string) bool {
-	k, val, withValue := strings.Cut(f, "=")
-	got, ok := labels[k]
-	return ok && (!withValue || got == val)
-}
-
 // parseBools reads a boolean filter's values: the set of values wanted
 // (true and false both: every volume).
 func parseBools(key string, vals []string) (map[bool]bool, error) {
@@ -132,21 +118,4 @@ func parseBools(key string, vals []string) (map[bool]bool, error) {
 		out[b] = true
 	}
 	return out, nil
-}
-
-// parseUntil reads a time as Podman's until filter does: RFC 3339 (with or
-// without zone, date only), Unix seconds, or a duration before now.
-func parseUntil(val string) (time.Time, error) {
-	if d, err := time.ParseDuration(val); err == nil {
-		return time.Now().Add(-d), nil
-	}
-	if secs, err := strconv.ParseFloat(val, 64); err == nil {
-		return time.Unix(0, int64(secs*float64(time.Second))), nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, val, time.Local); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, core.InvalidArgument("filters", fmt.Errorf("until=%q is not a time, Unix timestamp or duration", val))
 }
