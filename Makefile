@@ -48,7 +48,7 @@ test-unit: ## Run the Go tests of shared, uploads and engine (starts a throwaway
 	@hack/test.sh unit
 
 .PHONY: checks
-checks: ## gofmt, go vet, promtool rules and rule tests, deploy/ manifest and dashboard checks
+checks: ## gofmt, go vet, go mod tidy, promtool rules and rule tests, deploy/ manifest and dashboard checks
 	@hack/test.sh checks
 
 .PHONY: contracts

@@ -10,6 +10,7 @@ require (
 )
 
 require (
+	github.com/berth-project/berth/shared v0.0.0 // indirect
 	github.com/hashicorp/go-version v1.7.0 // indirect
 	github.com/hashicorp/logutils v1.0.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect

@@ -3,7 +3,7 @@
 #   hack/test.sh unit       shared, uploads, engine (with a throwaway PostgreSQL)
 #   hack/test.sh contracts  Pact consumer tests and the provider verification (cgo + libpact_ffi)
 #   hack/test.sh e2e        starts dockerd if needed, builds the images, runs the e2e module
-#   hack/test.sh checks     gofmt, go vet, promtool rules and unit tests, deploy/ manifest checks
+#   hack/test.sh checks     gofmt, go vet, go mod tidy, promtool rules and unit tests, deploy/ manifest checks
 #   hack/test.sh all        checks, then all of the above
 # Exports BERTH_TEST_STRICT=1: a test whose component is missing fails instead of skipping.
 # Environment: BERTH_TEST_VERBOSE=1 adds -v; BERTH_TEST_RUN=REGEX adds -run REGEX.
@@ -101,6 +101,15 @@ go_vet() {
   local m rc=0
   for m in $(existing_modules); do
     (cd "$m" && "$GO" vet ./...) || rc=1
+  done
+  return $rc
+}
+
+# go_mod_tidy: every module's go.mod and go.sum are what `go mod tidy` would write.
+go_mod_tidy() {
+  local m rc=0
+  for m in $(existing_modules); do
+    (cd "$m" && "$GO" mod tidy -diff) || { echo "$m: go.mod/go.sum not tidy (run go mod tidy)" >&2; rc=1; }
   done
   return $rc
 }
@@ -224,6 +233,7 @@ run_e2e() {
 run_checks() {
   step "gofmt" gofmt_check
   step "go vet" go_vet
+  step "go mod tidy" go_mod_tidy
   step "promtool" promtool_check
   step "manifests" manifest_check
 }
