@@ -41,6 +41,12 @@ type BuildOptions struct {
 	Target string
 	// PullPolicy decides whether FROM images are pulled.
 	PullPolicy PullPolicy
+	// Auth are the client's registry credentials for pulling FROM (and
+	// COPY --from) images; nil means none.
+	Auth *RegistryAuth
+	// TLSVerify, when not nil, overrides the registries configuration for
+	// those pulls.
+	TLSVerify *bool
 	// NoCache rebuilds every step without looking at earlier results.
 	NoCache bool
 	// Layers keeps an intermediate image per instruction, the layer cache.

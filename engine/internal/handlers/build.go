@@ -33,6 +33,7 @@ type buildQuery struct {
 	Target        string   `query:"target"`
 	Pull          bool     `query:"pull"`
 	PullPolicy    string   `query:"pullpolicy"`
+	TLSVerify     bool     `query:"tlsVerify"`
 	NoCache       bool     `query:"nocache"`
 	Layers        bool     `query:"layers"`
 	Rm            bool     `query:"rm"`
@@ -86,7 +87,7 @@ var buildUnsupported = map[string]string{
 	"unsetlabel": "", "setenv": "", "envs": "", "remote": "", "allplatforms": "0",
 	"compression": "", "from": "", "osfeature": "", "osversion": "", "rusage": "0",
 	"rusagelogfile": "", "excludes": "", "ignorefile": "", "registry": "", "squash-all": "0",
-	"cppflags": "", "sbom": "", "retry": "", "retry-delay": "", "tlsVerify": "", "volume": "",
+	"cppflags": "", "sbom": "", "retry": "", "retry-delay": "", "volume": "",
 	"layerLabel": "", "groupadd": "", "inheritlabels": "1", "inheritannotations": "1",
 	"createdannotation": "1", "sourcedateepoch": "", "rewritetimestamp": "0",
 	"unsetannotation": "", "compatvolumes": "0", "noHosts": "0", "nohosts": "0",
@@ -183,7 +184,7 @@ type buildErrorDetail struct {
 // buildOptions decodes and checks a build request's query.
 func buildOptions(r *http.Request) (core.BuildOptions, buildQuery, error) {
 	values := r.URL.Query()
-	q := buildQuery{Rm: true, IdentityLabel: true, Jobs: 1}
+	q := buildQuery{Rm: true, IdentityLabel: true, Jobs: 1, TLSVerify: true}
 	if err := checkBuildParams(values); err != nil {
 		return core.BuildOptions{}, q, err
 	}
@@ -231,6 +232,14 @@ func buildOptions(r *http.Request) (core.BuildOptions, buildQuery, error) {
 	}
 	if opts.PullPolicy, err = buildPullPolicy(values, q); err != nil {
 		return opts, q, err
+	}
+	// Podman's client sends --creds as X-Registry-Auth and --authfile (or
+	// the default auth file) as X-Registry-Config; both reach FROM pulls.
+	if opts.Auth, err = registryAuth(r.Header); err != nil {
+		return opts, q, err
+	}
+	if _, set := values["tlsVerify"]; set {
+		opts.TLSVerify = &q.TLSVerify
 	}
 	if opts.Format, err = buildFormat(q); err != nil {
 		return opts, q, err

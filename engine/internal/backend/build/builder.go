@@ -109,11 +109,14 @@ func (b *Builder) Build(ctx context.Context, contextTar io.Reader, opts core.Bui
 		return "", fmt.Errorf("build: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	bc, err := extractContext(ctx, contextTar, dir, sizelimit.New(b.o.MaxContextSize, "build context"))
+	ph := newPhases()
+	bc, err := extractContext(ctx, timedReader{contextTar, ph}, dir, sizelimit.New(b.o.MaxContextSize, "build context"), ph)
 	if err != nil {
 		return "", err
 	}
-	return b.build(ctx, bc, opts)
+	id, err := b.build(ctx, bc, opts, ph)
+	ph.log(b.o.Logger, "build finished", "image", id, "failed", err != nil)
+	return id, err
 }
 
 // BuildDir implements core.Builder: dir must be an absolute, clean path to
@@ -125,7 +128,10 @@ func (b *Builder) BuildDir(ctx context.Context, dir string, opts core.BuildOptio
 	if err := checkLocalDir(dir); err != nil {
 		return "", err
 	}
-	return b.build(ctx, &buildContext{dir: dir}, opts)
+	ph := newPhases()
+	id, err := b.build(ctx, &buildContext{dir: dir}, opts, ph)
+	ph.log(b.o.Logger, "build finished", "image", id, "failed", err != nil)
+	return id, err
 }
 
 // checkLocalDir accepts an absolute path without "." or ".." elements that

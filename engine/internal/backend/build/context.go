@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	"golang.org/x/sys/unix"
@@ -36,7 +37,7 @@ type buildContext struct {
 // name has ".." elements, when a hard link points outside the context, or
 // when they are not files, directories or links; writes never follow a
 // symbolic link out of dir. budget bounds the expanded size (413 past it).
-func extractContext(ctx context.Context, r io.Reader, dir string, budget *sizelimit.Budget) (*buildContext, error) {
+func extractContext(ctx context.Context, r io.Reader, dir string, budget *sizelimit.Budget, ph *phases) (*buildContext, error) {
 	src, err := budget.Decompress(ctx, r)
 	if err != nil {
 		return nil, err
@@ -86,7 +87,7 @@ func extractContext(ctx context.Context, r io.Reader, dir string, budget *sizeli
 				return nil, err
 			}
 		case tar.TypeReg:
-			sum, err := writeFile(target, tr, mode, buf)
+			sum, err := writeFile(target, tr, mode, buf, ph)
 			if err != nil {
 				return nil, err
 			}
@@ -142,7 +143,7 @@ func entryName(raw string) (string, error) {
 
 // writeFile creates (or replaces) a regular file with r's content and
 // returns the content's SHA-256.
-func writeFile(target string, r io.Reader, mode os.FileMode, buf []byte) ([sha256.Size]byte, error) {
+func writeFile(target string, r io.Reader, mode os.FileMode, buf []byte, ph *phases) ([sha256.Size]byte, error) {
 	var sum [sha256.Size]byte
 	if fi, err := os.Lstat(target); err == nil && (fi.IsDir() || fi.Mode()&os.ModeSymlink != 0) {
 		if err := os.RemoveAll(target); err != nil {
@@ -154,7 +155,26 @@ func writeFile(target string, r io.Reader, mode os.FileMode, buf []byte) ([sha25
 		return sum, err
 	}
 	h := sha256.New()
-	_, err = io.CopyBuffer(io.MultiWriter(f, h), r, buf)
+	for {
+		n, rerr := r.Read(buf)
+		if n > 0 {
+			start := time.Now()
+			h.Write(buf[:n])
+			ph.since(phaseHash, start)
+			start = time.Now()
+			_, err = f.Write(buf[:n])
+			ph.since(phaseExtract, start)
+			if err != nil {
+				break
+			}
+		}
+		if rerr != nil {
+			if rerr != io.EOF {
+				err = rerr
+			}
+			break
+		}
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

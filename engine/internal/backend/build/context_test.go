@@ -83,7 +83,7 @@ func TestExtractContextRefusesEscapes(t *testing.T) {
 	for name, data := range cases {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			_, err := extractContext(context.Background(), bytes.NewReader(data), dir, sizelimit.New(1<<20, "build context"))
+			_, err := extractContext(context.Background(), bytes.NewReader(data), dir, sizelimit.New(1<<20, "build context"), newPhases())
 			if !errors.Is(err, core.ErrInvalidArgument) {
 				t.Fatalf("got %v, want an invalid argument", err)
 			}
@@ -93,7 +93,7 @@ func TestExtractContextRefusesEscapes(t *testing.T) {
 	dir := t.TempDir()
 	data := tarOf(t, tar.Header{Name: "d", Typeflag: tar.TypeSymlink, Linkname: outside}, file("d/planted", "x"),
 		tar.Header{Name: "up", Typeflag: tar.TypeSymlink, Linkname: "../../../../.."}, file("up/tmp/planted2", "y"))
-	if _, err := extractContext(context.Background(), bytes.NewReader(data), dir, sizelimit.New(1<<20, "build context")); err != nil {
+	if _, err := extractContext(context.Background(), bytes.NewReader(data), dir, sizelimit.New(1<<20, "build context"), newPhases()); err != nil {
 		t.Fatal(err)
 	}
 	if left, _ := os.ReadDir(outside); len(left) > 0 {
@@ -106,7 +106,7 @@ func TestExtractContextRefusesEscapes(t *testing.T) {
 
 func TestExtractContextBoundsExpandedSize(t *testing.T) {
 	data := tarOf(t, file("big", strings.Repeat("x", 4096)))
-	_, err := extractContext(context.Background(), bytes.NewReader(data), t.TempDir(), sizelimit.New(1024, "build context"))
+	_, err := extractContext(context.Background(), bytes.NewReader(data), t.TempDir(), sizelimit.New(1024, "build context"), newPhases())
 	if !errors.Is(err, core.ErrTooLarge) {
 		t.Fatalf("got %v, want ErrTooLarge", err)
 	}
@@ -202,7 +202,7 @@ func FuzzExtractContext(f *testing.F) {
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		_, _ = extractContext(context.Background(), bytes.NewReader(data), dir, sizelimit.New(1<<20, "build context"))
+		_, _ = extractContext(context.Background(), bytes.NewReader(data), dir, sizelimit.New(1<<20, "build context"), newPhases())
 		err := filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err

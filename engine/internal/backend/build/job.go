@@ -11,6 +11,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
@@ -47,10 +48,12 @@ type job struct {
 	// temporary are the images committed by a build without layers, removed
 	// once the final image exists.
 	temporary []string
+	// ph adds up the time of the build's phases.
+	ph *phases
 }
 
 // build runs a build in an unpacked (or local) context.
-func (b *Builder) build(ctx context.Context, bc *buildContext, opts core.BuildOptions) (id string, err error) {
+func (b *Builder) build(ctx context.Context, bc *buildContext, opts core.BuildOptions, ph *phases) (id string, err error) {
 	text, err := readContainerfiles(bc.dir, opts.Containerfiles)
 	if err != nil {
 		return "", err
@@ -69,7 +72,7 @@ func (b *Builder) build(ctx context.Context, bc *buildContext, opts core.BuildOp
 			return "", core.InvalidArgument("target", fmt.Errorf("no stage is named %q", opts.Target))
 		}
 	}
-	j := &job{b: b, opts: opts, bc: bc, stages: stages, global: global, results: map[int]*imageState{}, secrets: map[string]string{}}
+	j := &job{b: b, opts: opts, bc: bc, stages: stages, global: global, results: map[int]*imageState{}, secrets: map[string]string{}, ph: ph}
 	var hidden []string
 	for _, s := range opts.Secrets {
 		rel := strings.TrimPrefix(path.Clean("/"+s.Source), "/")
@@ -87,10 +90,18 @@ func (b *Builder) build(ctx context.Context, bc *buildContext, opts core.BuildOp
 	if opts.Progress != nil && !opts.Quiet {
 		j.out = opts.Progress
 	}
-	if opts.Layers && !opts.NoCache {
-		if j.cache, err = cacheIndex(b.o.Store.Storage()); err != nil {
-			return "", err
+	if opts.Layers {
+		// A nocache build looks nothing up but still records its steps'
+		// keys, so that the next build can reuse them (as Buildah's
+		// intermediate images are).
+		start := time.Now()
+		j.cache = map[string]string{}
+		if !opts.NoCache {
+			if j.cache, err = cacheIndex(b.o.Store.Storage()); err != nil {
+				return "", err
+			}
 		}
+		ph.since(phaseCache, start)
 	}
 	need := neededStages(stages, target, func(i int) []string { return stageRefs(stages[i], global) })
 	built := 0
@@ -261,7 +272,9 @@ func (j *job) image(ctx context.Context, name string) (*imageState, error) {
 			return nil, fmt.Errorf("%s: %w (pull policy never)", name, core.ErrNoSuchImage)
 		}
 	}
-	if _, err := j.b.o.Transfer.Pull(ctx, core.PullOptions{Reference: name, Policy: policy, Progress: j.out}); err != nil {
+	if _, err := j.b.o.Transfer.Pull(ctx, core.PullOptions{
+		Reference: name, Policy: policy, Auth: j.opts.Auth, TLSVerify: j.opts.TLSVerify, Progress: j.out,
+	}); err != nil {
 		return nil, err
 	}
 	img, err := store.Lookup(ctx, name)
@@ -287,7 +300,8 @@ func (j *job) load(id string) (*imageState, error) {
 // cached returns the image a cache key names, when the cache is in use and
 // the image still exists.
 func (j *job) cached(key string) (*storage.Image, bool) {
-	if j.cache == nil {
+	defer j.ph.since(phaseCache, time.Now())
+	if j.cache == nil || j.opts.NoCache {
 		return nil, false
 	}
 	id, ok := j.cache[key]

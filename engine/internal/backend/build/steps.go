@@ -8,6 +8,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/containers/image/v5/manifest"
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
@@ -295,7 +296,9 @@ func (j *job) finishStep(ctx context.Context, st *imageState, sc *stageContext, 
 	}
 	var layer io.Reader
 	if change != nil {
+		start := time.Now()
 		r, release, err := change()
+		j.ph.since(phaseRun, start)
 		if err != nil {
 			return err
 		}
@@ -310,6 +313,7 @@ func (j *job) finishStep(ctx context.Context, st *imageState, sc *stageContext, 
 		meta = nil
 	}
 	config := st.clone().config
+	defer j.ph.since(phaseCommit, time.Now())
 	id, err := j.b.o.Transfer.Commit(ctx, imagestore.CommitOptions{
 		Parent:      st.id,
 		Layer:       layer,

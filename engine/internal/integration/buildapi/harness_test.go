@@ -46,10 +46,16 @@ type testEngine struct {
 
 func startEngine(t testing.TB) *testEngine {
 	t.Helper()
+	return startEngineLogging(t, slog.New(slog.DiscardHandler))
+}
+
+// startEngineLogging starts an engine that logs to logger.
+func startEngineLogging(t testing.TB, logger *slog.Logger) *testEngine {
+	t.Helper()
 	testdeadline.Set(t, testdeadline.Default)
 	enginetest.RequireRuntime(t, "build tests")
 	root := t.TempDir()
-	eng, err := engine.New(context.Background(), slog.New(slog.DiscardHandler), engine.Config{
+	eng, err := engine.New(context.Background(), logger, engine.Config{
 		Listen: "tcp://127.0.0.1:0", Root: root + "/root", RunRoot: root + "/run", Runtime: "runc",
 	})
 	if err != nil {
