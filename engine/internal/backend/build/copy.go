@@ -34,8 +34,12 @@ type copySource struct {
 	// context is true for the build context (ignore rules and the
 	// extraction's checksums apply).
 	context bool
-	// id names a stage's or image's content for cache keys.
-	id      string
+	// id names a stage's or image's content (or a download's or clone's)
+	// for cache keys.
+	id string
+	// fromImage is true for a stage's or image's rootfs, whose owners
+	// COPY --from keeps.
+	fromImage bool
 	release func()
 }
 
@@ -63,7 +67,7 @@ func (j *job) fromSource(ctx context.Context, ref string) (*copySource, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &copySource{root: dir, id: st.cacheKey, release: func() { os.RemoveAll(dir) }}, nil
+		return &copySource{root: dir, id: st.cacheKey, fromImage: true, release: func() { os.RemoveAll(dir) }}, nil
 	}
 	store := j.b.o.Store.Storage()
 	root, err := store.Mount(st.topLayer, "")
@@ -71,7 +75,7 @@ func (j *job) fromSource(ctx context.Context, ref string) (*copySource, error) {
 		return nil, fmt.Errorf("mounting %s: %w", ref, err)
 	}
 	layer := st.topLayer
-	return &copySource{root: root, id: st.cacheKey, release: func() { _, _ = store.Unmount(layer, false) }}, nil
+	return &copySource{root: root, id: st.cacheKey, fromImage: true, release: func() { _, _ = store.Unmount(layer, false) }}, nil
 }
 
 // match is one source path a COPY resolved.
@@ -326,40 +330,107 @@ func (j *job) copyStep(ctx context.Context, st *imageState, sc *stageContext, c 
 	return j.copyLike(ctx, st, sc, src, c.SourcesAndDest, c.Chown, c.Chmod, false, key, "COPY")
 }
 
-// addStep runs ADD: COPY from the context that also unpacks local archives.
+// addStep runs ADD: COPY from the context that also unpacks local
+// archives, downloads http(s) URLs (never unpacked) and clones git
+// repositories.
 func (j *job) addStep(ctx context.Context, st *imageState, sc *stageContext, c *instructions.AddCommand, key string) error {
-	if c.Link || len(c.ExcludePatterns) > 0 || c.Checksum != "" || c.KeepGitDir || c.Unpack != nil {
-		return errors.New("ADD --link, --exclude, --checksum, --keep-git-dir and --unpack are not supported")
+	if c.Link || len(c.ExcludePatterns) > 0 || c.Unpack != nil {
+		return errors.New("ADD --link, --exclude and --unpack are not supported")
 	}
-	for _, s := range c.SourcePaths {
-		if strings.Contains(s, "://") || strings.HasPrefix(s, "git@") {
-			return fmt.Errorf("ADD %s: remote sources are not supported", s)
+	var local []string
+	var remote []*fetched
+	defer func() {
+		for _, f := range remote {
+			f.src.release()
 		}
-	}
-	src := j.contextSource()
-	return j.copyLike(ctx, st, sc, src, c.SourcesAndDest, c.Chown, c.Chmod, true, key, "ADD")
-}
-
-// copyLike is COPY and ADD: the cache key covers the sources' content,
-// the files land in a new layer.
-func (j *job) copyLike(ctx context.Context, st *imageState, sc *stageContext, src *copySource, sd instructions.SourcesAndDest, chown, chmod string, unpack bool, key, verb string) error {
-	sum := ""
-	if len(sd.SourcePaths) > 0 {
-		var err error
-		if sum, err = j.sourceDigest(src, sd.SourcePaths); err != nil {
+	}()
+	for _, s := range c.SourcePaths {
+		kind, err := sourceKind(s)
+		if err != nil {
 			return err
 		}
+		switch {
+		case kind == localSource && c.Checksum != "":
+			return errors.New("ADD --checksum is only supported for URL sources")
+		case kind == gitSource && c.Checksum != "":
+			return errors.New("ADD --checksum is not supported for git repositories")
+		case kind != gitSource && c.KeepGitDir:
+			return errors.New("ADD --keep-git-dir is only supported for git repositories")
+		case kind == localSource:
+			local = append(local, s)
+			continue
+		}
+		f, err := j.fetchRemote(ctx, kind, s, c.Checksum, c.KeepGitDir)
+		if err != nil {
+			return err
+		}
+		remote = append(remote, f)
+	}
+	if len(remote) == 0 {
+		return j.copyLike(ctx, st, sc, j.contextSource(), c.SourcesAndDest, c.Chown, c.Chmod, true, key, "ADD")
+	}
+	// Several sources always go into a directory, whatever their kind.
+	dest := c.DestPath
+	if len(c.SourcePaths)+len(c.SourceContents) > 1 && !strings.HasSuffix(dest, "/") {
+		dest += "/"
+	}
+	parts := []copyPart{{src: j.contextSource(), sd: instructions.SourcesAndDest{DestPath: dest, SourcePaths: local, SourceContents: c.SourceContents}, unpack: true}}
+	for _, f := range remote {
+		parts = append(parts, copyPart{src: f.src, sd: instructions.SourcesAndDest{DestPath: dest, SourcePaths: []string{f.name}}})
+	}
+	return j.copyParts(ctx, st, sc, parts, c.Chown, c.Chmod, key, "ADD", c.DestPath)
+}
+
+// copyPart is one group of sources of a COPY or ADD that read from the
+// same tree.
+type copyPart struct {
+	src    *copySource
+	sd     instructions.SourcesAndDest
+	unpack bool
+}
+
+// copyLike is COPY and ADD of one tree: the cache key covers the sources'
+// content, the files land in a new layer.
+func (j *job) copyLike(ctx context.Context, st *imageState, sc *stageContext, src *copySource, sd instructions.SourcesAndDest, chown, chmod string, unpack bool, key, verb string) error {
+	return j.copyParts(ctx, st, sc, []copyPart{{src: src, sd: sd, unpack: unpack}}, chown, chmod, key, verb, sd.DestPath)
+}
+
+// copyParts copies groups of sources in one step.
+func (j *job) copyParts(ctx context.Context, st *imageState, sc *stageContext, parts []copyPart, chown, chmod, key, verb, dest string) error {
+	var sums []string
+	for _, p := range parts {
+		if len(p.sd.SourcePaths) == 0 {
+			continue
+		}
+		sum, err := j.sourceDigest(p.src, p.sd.SourcePaths)
+		if err != nil {
+			return err
+		}
+		sums = append(sums, sum)
+	}
+	sum := strings.Join(sums, " ")
+	if len(sums) > 1 {
+		sum = chainKey("", sums...)
 	}
 	key = chainKey(key, sum)
-	createdBy := fmt.Sprintf("/bin/sh -c #(nop) %s %s in %s", verb, shortSum(sum), sd.DestPath)
+	createdBy := fmt.Sprintf("/bin/sh -c #(nop) %s %s in %s", verb, shortSum(sum), dest)
 	return j.finishStep(ctx, st, sc, key, func() (io.Reader, func(), error) {
 		return j.changes(st.topLayer, func(rootfs string) error {
 			owner, err := parseOwner(rootfs, chown, chmod)
 			if err != nil {
 				return err
 			}
-			owner.keep = chown == "" && !src.context
-			return j.copyInto(rootfs, st.config.WorkingDir, src, sd, owner, unpack)
+			for _, p := range parts {
+				if len(p.sd.SourcePaths) == 0 && len(p.sd.SourceContents) == 0 {
+					continue
+				}
+				o := owner
+				o.keep = chown == "" && !p.src.context && p.src.fromImage
+				if err := j.copyInto(rootfs, st.config.WorkingDir, p.src, p.sd, o, p.unpack); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	}, createdBy, false)
 }
