@@ -40,7 +40,7 @@ type copySource struct {
 	// fromImage is true for a stage's or image's rootfs, whose owners
 	// COPY --from keeps.
 	fromImage bool
-	release func()
+	release   func()
 }
 
 func (j *job) contextSource() *copySource {
