@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -101,6 +102,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		maxExpanded = v
 		return nil
 	})
+	activateEnv := env("BERTH_ENGINE_ACTIVATE_QUADLETS", "false")
+	activate, activateErr := strconv.ParseBool(activateEnv)
+	fs.BoolVar(&cfg.engine.ActivateQuadlets, "activate-quadlets", activate, "activate quadlets at install (create and start what they describe) unless the install says activate=false (BERTH_ENGINE_ACTIVATE_QUADLETS)")
 	cfg.auth.register(fs, env)
 	fs.BoolVar(&cfg.version, "version", false, "print the version, commit and Go version, then exit")
 	timeout := env("BERTH_ENGINE_SHUTDOWN_TIMEOUT", "30s")
@@ -119,6 +123,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return cfg, fmt.Errorf("shutdown-timeout %q is not a duration", timeout)
 	}
 	cfg.shutdownTimeout = d
+	if activateErr != nil {
+		return cfg, fmt.Errorf("BERTH_ENGINE_ACTIVATE_QUADLETS %q is not a boolean", activateEnv)
+	}
 	if cfg.engine.MaxExpandedSize, err = sizelimit.ParseSize(maxExpanded); err != nil {
 		return cfg, fmt.Errorf("max-expanded-size: %w", err)
 	}

@@ -11,7 +11,8 @@ var ErrNoSuchQuadlet = errors.New("no such quadlet")
 
 // Quadlets keeps quadlet units (Podman's systemd-style .container, .pod,
 // .volume, .network, .kube, .image and .build files) in the engine's quadlet
-// directory. Units are validated and kept, not activated.
+// directory. Units are validated and kept; activated ones are also turned
+// into the engine objects they describe, and torn down with them.
 type Quadlets interface {
 	// Install unpacks a tar archive of one quadlet unit and the files it
 	// references. Invalid units are ErrInvalidArgument naming file, line
@@ -31,6 +32,12 @@ type Quadlets interface {
 type QuadletInstallOptions struct {
 	// Replace replaces an installed quadlet of the same name.
 	Replace bool
+	// Activate turns the unit into the engine objects it describes; nil
+	// takes the engine's default (its --activate-quadlets flag).
+	Activate *bool
+	// ReloadSystemd hands the unit to systemd (its generated service and a
+	// daemon-reload), only where systemd runs.
+	ReloadSystemd bool
 }
 
 // QuadletInstallReport is InstallQuadlets' answer: the archive path of
@@ -54,14 +61,21 @@ type QuadletListEntry struct {
 type QuadletRemoveOptions struct {
 	// All removes every installed quadlet.
 	All bool
-	// Force removes running quadlets too (none runs: units are not activated).
+	// Force removes active quadlets too, tearing down what their
+	// activation created; without it an active quadlet is ErrStateConflict.
 	Force bool
 	// Ignore skips names that are not installed.
 	Ignore bool
+	// ReloadSystemd removes the quadlet's generated service from systemd
+	// (a daemon-reload), only where systemd runs.
+	ReloadSystemd bool
 }
 
 // QuadletRemoveReport is RemoveQuadlet(s)' answer.
 type QuadletRemoveReport struct {
 	Removed []string          `json:"Removed"`
 	Errors  map[string]string `json:"Errors"`
+	// Causes holds the error behind each entry of Errors, so a single
+	// removal is answered with its status (404, 409, ...).
+	Causes map[string]error `json:"-"`
 }

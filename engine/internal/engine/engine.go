@@ -15,7 +15,6 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/artifactstore"
 	"github.com/berth-project/berth/engine/internal/backend/imagestore"
 	"github.com/berth-project/berth/engine/internal/backend/pods"
-	"github.com/berth-project/berth/engine/internal/backend/quadlets"
 	"github.com/berth-project/berth/engine/internal/backend/system"
 	"github.com/berth-project/berth/engine/internal/backend/systemdgen"
 	"github.com/berth-project/berth/engine/internal/core"
@@ -43,6 +42,9 @@ type Config struct {
 	// Network configures the default network, the subnet pool and bridge
 	// names of new networks (zero values: Podman's defaults).
 	Network NetworkConfig
+	// ActivateQuadlets activates quadlets at install unless the request
+	// says otherwise (activate=false).
+	ActivateQuadlets bool
 	// Metrics records request and engine metrics; nil creates one.
 	Metrics *server.Metrics
 }
@@ -127,10 +129,10 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 	}
 	ctrs.networks.SetEventSink(e.streams.events.NetworkEvent)
 
-	quadletStore, err := quadlets.Open(filepath.Join(cfg.Root, "quadlets"))
+	quadletManager, err := openQuadlets(ctx, logger, cfg, ctrs, e.pods, images, transfer, builder)
 	if err != nil {
 		e.Close()
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, err
 	}
 
 	sys := system.New(images, system.Config{
@@ -185,7 +187,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		Events:      e.streams.events,
 		Health:      e.streams.health,
 		Build:       builder,
-		Quadlets:    quadletStore,
+		Quadlets:    quadletManager,
 		Systemd:     systemdgen.New(ctrs.manager, e.pods, cfg.Listen),
 		Ready: map[string]server.Check{
 			"storage": func(context.Context) error {

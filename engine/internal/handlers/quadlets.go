@@ -28,47 +28,40 @@ type quadletHandlers struct {
 	q core.Quadlets
 }
 
-// errNoSystemd refuses reload-systemd: no systemd runs beside the engine.
-var errNoSystemd = errors.New("no systemd runs here: quadlets are kept by the engine, not handed to systemd")
-
 // reloadQuery is the systemd reload switch Podman's quadlet routes take
 // (reload-systemd; reloadSystemd as the issue spells it). Unlike Podman it
-// defaults to false, and true is refused.
+// defaults to false; the core refuses true where systemd does not run.
 type reloadQuery struct {
 	Reload      bool `query:"reload-systemd"`
 	ReloadCamel bool `query:"reloadSystemd"`
 }
 
-func (q reloadQuery) check() error {
-	if q.Reload {
-		return core.InvalidArgument("reload-systemd", errNoSystemd)
-	}
-	if q.ReloadCamel {
-		return core.InvalidArgument("reloadSystemd", errNoSystemd)
-	}
-	return nil
-}
-
-// quadletQueryInto decodes a quadlet route's own parameters into q, then its
-// systemd reload switch, which is refused when set.
-func quadletQueryInto(r *http.Request, q any) error {
+// quadletQueryInto decodes a quadlet route's own parameters into q, then
+// its systemd reload switch.
+func quadletQueryInto(r *http.Request, q any) (reload bool, err error) {
 	if err := decodeQuery(r, q); err != nil {
-		return err
+		return false, err
 	}
 	var rq reloadQuery
 	if err := decodeQuery(r, &rq); err != nil {
-		return err
+		return false, err
 	}
-	return rq.check()
+	return rq.Reload || rq.ReloadCamel, nil
 }
 
 func (h quadletHandlers) install(w http.ResponseWriter, r *http.Request) {
 	var q struct {
-		Replace bool `query:"replace"`
+		Replace  bool `query:"replace"`
+		Activate bool `query:"activate"`
 	}
-	if err := quadletQueryInto(r, &q); err != nil {
+	reload, err := quadletQueryInto(r, &q)
+	if err != nil {
 		writeError(w, err)
 		return
+	}
+	opts := core.QuadletInstallOptions{Replace: q.Replace, ReloadSystemd: reload}
+	if r.URL.Query().Has("activate") {
+		opts.Activate = &q.Activate
 	}
 	headers := r.Header
 	if ct := headers.Get("Content-Type"); ct != "" {
@@ -77,7 +70,7 @@ func (h quadletHandlers) install(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	report, err := h.q.Install(r.Context(), r.Body, core.QuadletInstallOptions{Replace: q.Replace})
+	report, err := h.q.Install(r.Context(), r.Body, opts)
 	answerJSON(w, report, err)
 }
 
@@ -113,16 +106,15 @@ func (h quadletHandlers) remove(w http.ResponseWriter, r *http.Request) {
 		Force  bool `query:"force"`
 		Ignore bool `query:"ignore"`
 	}
-	if err := quadletQueryInto(r, &q); err != nil {
+	reload, err := quadletQueryInto(r, &q)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
 	name := pathParam(r, "name")
-	report, err := h.q.Remove(r.Context(), []string{name}, core.QuadletRemoveOptions{Force: q.Force, Ignore: q.Ignore})
-	if msg := report.Errors[name]; err == nil && msg != "" {
-		if err = h.q.Exists(r.Context(), name); err == nil {
-			err = errors.New(msg)
-		}
+	report, err := h.q.Remove(r.Context(), []string{name}, core.QuadletRemoveOptions{Force: q.Force, Ignore: q.Ignore, ReloadSystemd: reload})
+	if cause := report.Causes[name]; err == nil && cause != nil {
+		err = cause
 	}
 	answerJSON(w, report, err)
 }
@@ -134,7 +126,8 @@ func (h quadletHandlers) removeMany(w http.ResponseWriter, r *http.Request) {
 		Force    bool     `query:"force"`
 		Ignore   bool     `query:"ignore"`
 	}
-	if err := quadletQueryInto(r, &q); err != nil {
+	reload, err := quadletQueryInto(r, &q)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -146,6 +139,6 @@ func (h quadletHandlers) removeMany(w http.ResponseWriter, r *http.Request) {
 		writeError(w, core.InvalidArgument("all", errors.New("when setting all=true, you may not pass any quadlet names")))
 		return
 	}
-	report, err := h.q.Remove(r.Context(), q.Quadlets, core.QuadletRemoveOptions{All: q.All, Force: q.Force, Ignore: q.Ignore})
+	report, err := h.q.Remove(r.Context(), q.Quadlets, core.QuadletRemoveOptions{All: q.All, Force: q.Force, Ignore: q.Ignore, ReloadSystemd: reload})
 	answerJSON(w, report, err)
 }

@@ -3,7 +3,7 @@
 // with the files they reference. Each installed quadlet is a directory
 // named after its unit file under the store's root, so one rename makes an
 // install or a replacement visible at once. Units are validated and kept;
-// turning them into engine objects (activation) is not done here.
+// turning them into engine objects (activation) is package quadletactivate's.
 package quadlets
 
 import (
@@ -106,7 +106,14 @@ func checkName(name string) error {
 // Install unpacks a tar archive holding exactly one quadlet unit and the
 // files it references, validates the unit and makes it visible at once
 // (staged, then renamed). A unit of that name is replaced only with replace.
-func (s *Store) Install(_ context.Context, archive io.Reader, opts core.QuadletInstallOptions) (core.QuadletInstallReport, error) {
+func (s *Store) Install(ctx context.Context, archive io.Reader, opts core.QuadletInstallOptions) (core.QuadletInstallReport, error) {
+	return s.InstallChecked(ctx, archive, opts, nil)
+}
+
+// InstallChecked is Install with one more check of the unit (its archive
+// path and content) after validation and before it becomes visible; the
+// check's error refuses the install.
+func (s *Store) InstallChecked(_ context.Context, archive io.Reader, opts core.QuadletInstallOptions, check func(unitPath string, data []byte) error) (core.QuadletInstallReport, error) {
 	staging, err := os.MkdirTemp(s.dir, stagingPrefix)
 	if err != nil {
 		return core.QuadletInstallReport{}, fmt.Errorf("quadlets: %w", err)
@@ -142,6 +149,11 @@ func (s *Store) Install(_ context.Context, archive io.Reader, opts core.QuadletI
 	}
 	if errs := Validate(unitPath, data); len(errs) > 0 {
 		return core.QuadletInstallReport{}, core.InvalidArgument("quadlet", joinUnitErrors(errs))
+	}
+	if check != nil {
+		if err := check(unitPath, data); err != nil {
+			return core.QuadletInstallReport{}, err
+		}
 	}
 
 	s.mu.Lock()
@@ -346,6 +358,20 @@ func (s *Store) Exists(_ context.Context, name string) error {
 // List answers the installed quadlets that pass filters (name, status,
 // pod: regular expressions, as Podman matches them).
 func (s *Store) List(_ context.Context, filters map[string][]string) ([]core.QuadletListEntry, error) {
+	return s.list(filters, nil)
+}
+
+// ListStatus is List with each quadlet's Status answered by status (a
+// quadlet it answers "" for keeps "Not loaded"); the status filter
+// applies to those answers.
+func (s *Store) ListStatus(filters map[string][]string, status func(name string) string) ([]core.QuadletListEntry, error) {
+	return s.list(filters, status)
+}
+
+// UnitFile answers the path of the unit file of installed quadlet name.
+func (s *Store) UnitFile(name string) (string, error) { return s.unitPath(name) }
+
+func (s *Store) list(filters map[string][]string, status func(string) string) ([]core.QuadletListEntry, error) {
 	matchers := map[string][]*regexp.Regexp{}
 	for key, values := range filters {
 		switch key {
@@ -376,6 +402,11 @@ func (s *Store) List(_ context.Context, filters map[string][]string) ([]core.Qua
 		}
 		if err != nil {
 			return nil, err
+		}
+		if status != nil {
+			if st := status(q.Name); st != "" {
+				q.Status = st
+			}
 		}
 		fields := map[string]string{"name": q.Name, "status": q.Status, "pod": q.Pod}
 		keep := true
@@ -448,13 +479,13 @@ func ServiceName(name, override string) string {
 
 // Remove removes the named quadlets (every one with all) and the files
 // installed with them. A missing quadlet is an error in the report unless
-// ignore; force is accepted for Podman's clients and changes nothing, as
-// no quadlet is ever running here (units are not activated).
+// ignore. Whether a quadlet may go (force for an active one) is decided
+// by the caller that activates units; the store only deletes files.
 func (s *Store) Remove(ctx context.Context, names []string, opts core.QuadletRemoveOptions) (core.QuadletRemoveReport, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if opts.All {
-		list, err := s.List(ctx, nil)
+		list, err := s.list(nil, nil)
 		if err != nil {
 			return core.QuadletRemoveReport{}, err
 		}
@@ -463,22 +494,26 @@ func (s *Store) Remove(ctx context.Context, names []string, opts core.QuadletRem
 			names = append(names, q.Name)
 		}
 	}
-	report := core.QuadletRemoveReport{Removed: []string{}, Errors: map[string]string{}}
+	report := core.QuadletRemoveReport{Removed: []string{}, Errors: map[string]string{}, Causes: map[string]error{}}
+	fail := func(name string, err error) {
+		report.Errors[name] = err.Error()
+		report.Causes[name] = err
+	}
 	for _, name := range names {
 		if _, err := s.unitPath(name); err != nil {
 			if errors.Is(err, core.ErrNoSuchQuadlet) && opts.Ignore {
 				continue
 			}
-			report.Errors[name] = err.Error()
+			fail(name, err)
 			continue
 		}
 		trash := filepath.Join(s.dir, trashPrefix+"rm"+randomTag()+"-"+name)
 		if err := os.Rename(filepath.Join(s.dir, name), trash); err != nil {
-			report.Errors[name] = err.Error()
+			fail(name, fmt.Errorf("quadlets: %w", err))
 			continue
 		}
 		if err := os.RemoveAll(trash); err != nil {
-			report.Errors[name] = err.Error()
+			fail(name, fmt.Errorf("quadlets: %w", err))
 			continue
 		}
 		report.Removed = append(report.Removed, name)

@@ -129,6 +129,10 @@ func Validate(name string, data []byte) []*UnitError {
 			checkValue(e, add)
 		case e.section == "Service" && unsupportedServiceKeys[e.key]:
 			add(e, "not supported in the Service section of a quadlet")
+		case e.section == "Service" && e.key == "Restart":
+			if _, err := RestartPolicy(kind, e.value); err != nil {
+				add(e, "%v", err)
+			}
 		}
 	}
 	for _, reason := range requiredKeys(kind, values) {
@@ -164,7 +168,52 @@ func checkValue(e entry, add func(entry, string, ...any)) {
 	}
 }
 
-// parseBool reads a systemd boolean.
+// RestartPolicy maps a [Service] Restart= value of a unit of the given
+// kind (its section name) to the engine's restart policy. Only a
+// container's service is restarted in a way the engine can do itself (no,
+// on-failure, always); the other kinds are started once.
+func RestartPolicy(kind, value string) (string, error) {
+	v := strings.TrimSpace(value)
+	switch {
+	case v == "no" || v == "":
+		return "no", nil
+	case kind != "Container":
+		return "", fmt.Errorf("Restart=%s: only a .container unit is restarted by the engine (want no)", v)
+	case v == "always" || v == "on-failure":
+		return v, nil
+	case v == "on-success", v == "on-abnormal", v == "on-abort", v == "on-watchdog":
+		return "", fmt.Errorf("Restart=%s has no engine restart policy (want no, on-failure or always)", v)
+	}
+	return "", fmt.Errorf("Restart=%s is not a systemd restart setting", v)
+}
+
+// Entry is one key=value line of a unit file: its line number, section,
+// key and value (continuation lines joined).
+type Entry struct {
+	Line    int
+	Section string
+	Key     string
+	Value   string
+}
+
+// Entries parses a unit file into its entries, in file order. The file
+// must have passed Validate; lines that are not entries are skipped.
+func Entries(data []byte) []Entry {
+	_, entries := scanEntries(data)
+	out := make([]Entry, len(entries))
+	for i, e := range entries {
+		out[i] = Entry{Line: e.line, Section: e.section, Key: e.key, Value: e.value}
+	}
+	return out
+}
+
+// Kind is the section that describes the object of unit file name
+// ("Container" for web.container), "" for an unknown extension.
+func Kind(name string) string { return sectionOf[filepath.Ext(name)] }
+
+// ParseBool reads a systemd boolean; ok is false for anything else.
+func ParseBool(v string) (value, ok bool) { return parseBool(v) }
+
 func parseBool(v string) (bool, bool) {
 	switch strings.ToLower(v) {
 	case "1", "yes", "y", "true", "t", "on":

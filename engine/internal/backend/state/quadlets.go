@@ -1,0 +1,122 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// QuadletActivation is the record of one activated quadlet: its status
+// (the activator's words: activating, active, removing), whether the
+// activation came with the unit's install (a failed or interrupted one
+// removes the unit too), and the engine objects it created, in order.
+type QuadletActivation struct {
+	Name     string
+	Status   string
+	OwnsUnit bool
+	Created  time.Time
+	Objects  []QuadletObject
+}
+
+// QuadletObject is one engine object an activation created (or was about
+// to create: it is recorded first): its kind and name.
+type QuadletObject struct {
+	Kind   string
+	Object string
+}
+
+// BeginQuadletActivation records that quadlet name is being activated;
+// ErrDuplicate when it has a record already.
+func (s *DB) BeginQuadletActivation(ctx context.Context, name, status string, ownsUnit bool) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO quadlet_activations (name, status, owns_unit, created) VALUES (?, ?, ?, ?)`,
+			name, status, ownsUnit, time.Now().UnixNano())
+		if err != nil {
+			if isConstraint(err) {
+				return fmt.Errorf("quadlet activation %s: %w", name, ErrDuplicate)
+			}
+			return fmt.Errorf("insert quadlet activation %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// AddQuadletObject appends an object to quadlet name's record.
+func (s *DB) AddQuadletObject(ctx context.Context, name string, obj QuadletObject) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO quadlet_objects (quadlet, seq, kind, object)
+			SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ? FROM quadlet_objects WHERE quadlet = ?`,
+			name, obj.Kind, obj.Object, name)
+		if err != nil {
+			return fmt.Errorf("record object of quadlet %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// SetQuadletStatus changes the status of quadlet name's record.
+func (s *DB) SetQuadletStatus(ctx context.Context, name, status string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE quadlet_activations SET status = ? WHERE name = ?`, status, name)
+		if err != nil {
+			return fmt.Errorf("update quadlet activation %s: %w", name, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("quadlet activation %s: %w", name, ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// RemoveQuadletActivation deletes quadlet name's record and its objects.
+func (s *DB) RemoveQuadletActivation(ctx context.Context, name string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM quadlet_activations WHERE name = ?`, name); err != nil {
+			return fmt.Errorf("delete quadlet activation %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// QuadletActivations returns every activation record with its objects,
+// oldest first.
+func (s *DB) QuadletActivations(ctx context.Context) ([]QuadletActivation, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT name, status, owns_unit, created FROM quadlet_activations ORDER BY created, name`)
+	if err != nil {
+		return nil, fmt.Errorf("list quadlet activations: %w", err)
+	}
+	var out []QuadletActivation
+	index := map[string]int{}
+	for rows.Next() {
+		var a QuadletActivation
+		var created int64
+		if err := rows.Scan(&a.Name, &a.Status, &a.OwnsUnit, &created); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		a.Created = time.Unix(0, created)
+		index[a.Name] = len(out)
+		out = append(out, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	objs, err := s.db.QueryContext(ctx, `SELECT quadlet, kind, object FROM quadlet_objects ORDER BY quadlet, seq`)
+	if err != nil {
+		return nil, fmt.Errorf("list quadlet objects: %w", err)
+	}
+	defer objs.Close()
+	for objs.Next() {
+		var name string
+		var o QuadletObject
+		if err := objs.Scan(&name, &o.Kind, &o.Object); err != nil {
+			return nil, err
+		}
+		if i, ok := index[name]; ok {
+			out[i].Objects = append(out[i].Objects, o)
+		}
+	}
+	return out, objs.Err()
+}

@@ -1,0 +1,43 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/berth-project/berth/engine/internal/backend/build"
+	"github.com/berth-project/berth/engine/internal/backend/imagestore"
+	"github.com/berth-project/berth/engine/internal/backend/pods"
+	"github.com/berth-project/berth/engine/internal/backend/quadletactivate"
+	"github.com/berth-project/berth/engine/internal/backend/quadlets"
+)
+
+// openQuadlets opens the quadlet directory and the activator that turns
+// its units into containers, pods, networks, volumes and images; an
+// activation the last run left unfinished is settled here.
+func openQuadlets(ctx context.Context, logger *slog.Logger, cfg Config, ctrs *containerBackend, podMgr *pods.Manager,
+	images *imagestore.Store, transfer *imagestore.Transfer, builder *build.Builder) (*quadletactivate.Manager, error) {
+	store, err := quadlets.Open(filepath.Join(cfg.Root, "quadlets"))
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	mgr, err := quadletactivate.Open(ctx, quadletactivate.Options{
+		Store:             store,
+		Records:           ctrs.db,
+		Containers:        ctrs.manager,
+		Pods:              podMgr,
+		Networks:          ctrs.networks,
+		Volumes:           ctrs.volumes,
+		Images:            images,
+		Transfer:          transfer,
+		Builder:           builder,
+		Systemd:           quadletactivate.Systemd{EngineURL: cfg.Listen},
+		ActivateOnInstall: cfg.ActivateQuadlets,
+		Logger:            logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("engine: quadlets: %w", err)
+	}
+	return mgr, nil
+}

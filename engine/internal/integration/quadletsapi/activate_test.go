@@ -1,0 +1,240 @@
+package quadletsapi
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// quadletStatus lists the quadlets and answers name -> Status.
+func (te *testEngine) quadletStatus() map[string]string {
+	te.t.Helper()
+	var list []struct{ Name, Status string }
+	if err := json.Unmarshal(te.must(http.StatusOK, "GET", "/quadlets/json", nil), &list); err != nil {
+		te.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, q := range list {
+		out[q.Name] = q.Status
+	}
+	return out
+}
+
+// exists answers whether GET path/exists is 204.
+func (te *testEngine) exists(path string) bool {
+	te.t.Helper()
+	status, _ := te.do("GET", path+"/exists", nil)
+	return status == http.StatusNoContent
+}
+
+// removeQuadletsAtCleanup force-removes every quadlet when the test ends,
+// so activated networks (host bridges) and containers go.
+func (te *testEngine) removeQuadletsAtCleanup() {
+	te.t.Cleanup(func() { te.do("DELETE", "/quadlets?all=true&force=true", nil) })
+}
+
+// getBody fetches url within a deadline, retrying while the server starts.
+func getBody(t *testing.T, url string) string {
+	t.Helper()
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return string(data)
+			}
+			err = &httpStatusError{resp.StatusCode}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+type httpStatusError struct{ status int }
+
+func (e *httpStatusError) Error() string { return http.StatusText(e.status) }
+
+const (
+	bqaNetwork = "[Unit]\nDescription=bqa network\n[Network]\nLabel=app=bqa\n"
+	bqaVolume  = "[Volume]\nLabel=app=bqa\n"
+	bqaWeb     = `[Unit]
+Description=bqa web server
+After=network-online.target
+[Container]
+Image=localhost/busybox:latest
+ContainerName=bqa-web
+Network=bqa-net.network
+Volume=bqa-data.volume:/data
+PublishPort=127.0.0.1:18301:8080
+Environment=GREETING="quadlet ok" OTHER=1
+EnvironmentFile=web.env
+Label=app=bqa
+HealthCmd=true
+Exec=sh -c "echo $GREETING $FROM_FILE > /data/index.html && exec busybox httpd -f -p 8080 -h /data"
+[Service]
+Restart=always
+TimeoutStartSec=60
+[Install]
+WantedBy=default.target
+`
+)
+
+// TestQuadletActivation installs a .network, a .volume and a .container
+// that references both with activate=true, reaches the container's web
+// server through its published port on 127.0.0.1, checks what each key
+// became (restart policy, labels, environment, healthcheck), the listed
+// statuses, the 409 of a plain removal and the teardown of a forced one.
+func TestQuadletActivation(t *testing.T) {
+	te := startEngine(t)
+	te.loadBusybox()
+	te.removeQuadletsAtCleanup()
+
+	te.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-net.network", bqaNetwork))
+	te.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-data.volume", bqaVolume))
+	te.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-web.container", bqaWeb, "web.env", "FROM_FILE=env-file\n"))
+	if !te.exists("/networks/systemd-bqa-net") || !te.exists("/volumes/systemd-bqa-data") {
+		t.Fatal("the network or the volume was not created with Podman's systemd- names")
+	}
+	if got := getBody(t, "http://127.0.0.1:18301/index.html"); strings.TrimSpace(got) != "quadlet ok env-file" {
+		t.Fatalf("the container's server answered %q", got)
+	}
+	var inspect struct {
+		Config struct {
+			Labels      map[string]string
+			Env         []string
+			Healthcheck struct{ Test []string }
+		}
+		HostConfig struct {
+			RestartPolicy struct{ Name string }
+		}
+		NetworkSettings struct{ Networks map[string]any }
+		Mounts          []struct{ Name, Destination string }
+	}
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/bqa-web/json", nil), &inspect)
+	if inspect.HostConfig.RestartPolicy.Name != "always" || inspect.Config.Labels["app"] != "bqa" ||
+		len(inspect.Config.Healthcheck.Test) == 0 || inspect.NetworkSettings.Networks["systemd-bqa-net"] == nil ||
+		len(inspect.Mounts) != 1 || inspect.Mounts[0].Name != "systemd-bqa-data" {
+		t.Fatalf("container as created: %+v", inspect)
+	}
+	if env := strings.Join(inspect.Config.Env, " "); !strings.Contains(env, "OTHER=1") || !strings.Contains(env, "FROM_FILE=env-file") {
+		t.Fatalf("environment: %s", env)
+	}
+	status := te.quadletStatus()
+	if status["bqa-web.container"] != "active/running" || status["bqa-net.network"] != "active/exited" || status["bqa-data.volume"] != "active/exited" {
+		t.Fatalf("statuses: %v", status)
+	}
+	var list []struct{ Name string }
+	json.Unmarshal(te.must(http.StatusOK, "GET", `/quadlets/json?filters={"status":["^active/running$"]}`, nil), &list)
+	if len(list) != 1 || list[0].Name != "bqa-web.container" {
+		t.Fatalf("status filter: %+v", list)
+	}
+
+	te.mustFail(http.StatusConflict, "DELETE", "/quadlets/bqa-web.container", nil, "is running and force is not set")
+	te.mustFail(http.StatusConflict, "DELETE", "/quadlets/bqa-net.network", nil, "is running and force is not set")
+	te.must(http.StatusOK, "DELETE", "/quadlets/bqa-web.container?force=true", nil)
+	if te.exists("/containers/bqa-web") {
+		t.Fatal("the container outlived its quadlet")
+	}
+	var rm struct {
+		Removed []string
+		Errors  map[string]string
+	}
+	json.Unmarshal(te.must(http.StatusOK, "DELETE", "/quadlets?quadlets=bqa-net.network&quadlets=bqa-data.volume&force=true", nil), &rm)
+	if len(rm.Removed) != 2 || len(rm.Errors) != 0 {
+		t.Fatalf("batch removal: %+v", rm)
+	}
+	if te.exists("/networks/systemd-bqa-net") || te.exists("/volumes/systemd-bqa-data") {
+		t.Fatal("the network or the volume outlived its quadlet")
+	}
+	if entries, _ := os.ReadDir(filepath.Join(te.root, "quadlets")); len(entries) != 0 {
+		t.Fatalf("left in the quadlet directory: %v", entries)
+	}
+}
+
+// TestQuadletPodActivation activates a .container whose Pod= names an
+// installed .pod: the pod is activated first (created, started, with the
+// port it publishes), the member joins it, and a forced removal of the
+// pod's quadlet takes the pod down.
+func TestQuadletPodActivation(t *testing.T) {
+	te := startEngine(t)
+	te.loadBusybox()
+	te.removeQuadletsAtCleanup()
+	te.must(http.StatusOK, "POST", "/quadlets", tarOf(t, "bqa-pod.pod", "[Pod]\nPodName=bqa-pod\nLabel=app=bqa\n"))
+	te.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-member.container",
+		"[Container]\nImage=localhost/busybox:latest\nPod=bqa-pod.pod\nExec=sleep 1000\n[Service]\nRestart=on-failure\n"))
+	var pod struct {
+		State      string
+		Containers []struct{ Name, State string }
+	}
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/bqa-pod/json", nil), &pod)
+	member := false
+	for _, c := range pod.Containers {
+		member = member || (c.Name == "systemd-bqa-member" && c.State == "running")
+	}
+	if pod.State != "Running" || !member {
+		t.Fatalf("pod after activation: %+v", pod)
+	}
+	var inspect struct {
+		HostConfig struct{ RestartPolicy struct{ Name string } }
+	}
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/systemd-bqa-member/json", nil), &inspect)
+	if inspect.HostConfig.RestartPolicy.Name != "on-failure" {
+		t.Fatalf("Restart=on-failure became %q", inspect.HostConfig.RestartPolicy.Name)
+	}
+	if st := te.quadletStatus(); st["bqa-pod.pod"] != "active/running" || st["bqa-member.container"] != "active/running" {
+		t.Fatalf("statuses: %v", st)
+	}
+	te.must(http.StatusOK, "DELETE", "/quadlets/bqa-pod.pod?force=true", nil)
+	if te.exists("/pods/bqa-pod") || te.exists("/containers/systemd-bqa-member") {
+		t.Fatal("the pod or its member outlived the pod's quadlet")
+	}
+	if st := te.quadletStatus(); st["bqa-member.container"] != "inactive/dead" {
+		t.Fatalf("the member's quadlet after its pod went: %v", st)
+	}
+	te.must(http.StatusOK, "DELETE", "/quadlets/bqa-member.container?force=true", nil)
+}
+
+// TestQuadletActivationRefusals sends units activation refuses (400, the
+// unit not installed) and one whose activation fails half way: what it
+// made (the network it activated as a dependency) is gone, the unit is
+// not installed, the dependency's unit stays, inactive.
+func TestQuadletActivationRefusals(t *testing.T) {
+	te := startEngine(t)
+	te.loadBusybox()
+	te.removeQuadletsAtCleanup()
+	for _, c := range []struct{ name, unit, want string }{
+		{"bad1.container", "[Container]\nImage=localhost/busybox:latest\nNetwork=missing.network\n", "bad1.container line 3: [Container] key Network: references missing.network, which is not installed"},
+		{"bad2.container", "[Container]\nImage=localhost/busybox:latest\nMemory=1g\n", "bad2.container line 3: [Container] key Memory: not supported by activation"},
+		{"bad3.container", "[Container]\nImage=localhost/busybox:latest\n[Service]\nRestart=on-abnormal\n", "bad3.container line 4: [Service] key Restart: Restart=on-abnormal has no engine restart policy"},
+		{"bad4.container", "[Container]\nImage=localhost/busybox:latest\nPublishPort=99999:80\n", "bad4.container line 3: [Container] key PublishPort"},
+		{"bad5.container", "[Container]\nImage=localhost/busybox:latest\nEnvironment=\"A=1\n", "bad5.container line 3: [Container] key Environment: unterminated quote"},
+		{"bad6.network", "[Network]\nSubnet=10.0.0.0/33\n", "bad6.network line 2: [Network] key Subnet"},
+		{"bad7.container", "[Container]\nImage=localhost/busybox:latest\n[Service]\nRestartSec=5\n", "bad7.container line 4: [Service] key RestartSec: not supported by activation"},
+	} {
+		te.mustFail(http.StatusBadRequest, "POST", "/quadlets?activate=true", tarOf(t, c.name, c.unit), c.want)
+		te.mustFail(http.StatusNotFound, "GET", "/quadlets/"+c.name+"/exists", nil, "no such quadlet")
+	}
+	te.mustFail(http.StatusBadRequest, "POST", "/quadlets", tarOf(t, "bad8.network", "[Network]\n[Service]\nRestart=always\n"), "only a .container unit is restarted")
+	te.mustFail(http.StatusBadRequest, "POST", "/quadlets?activate=true&reloadSystemd=true", tarOf(t, "r.container", "[Container]\nImage=x\n"), "reloadSystemd", "no systemd runs here")
+
+	te.must(http.StatusOK, "POST", "/quadlets", tarOf(t, "bqa-dep.network", "[Network]\n"))
+	te.mustFail(http.StatusNotFound, "POST", "/quadlets?activate=true", tarOf(t, "bqa-fail.container",
+		"[Container]\nImage=localhost/nope:1\nPull=never\nNetwork=bqa-dep.network\n"), "bqa-fail.container: activation failed, the unit was not installed", "localhost/nope:1")
+	if te.exists("/networks/systemd-bqa-dep") {
+		t.Fatal("a failed activation left the network it made")
+	}
+	st := te.quadletStatus()
+	if _, ok := st["bqa-fail.container"]; ok || st["bqa-dep.network"] != "Not loaded" {
+		t.Fatalf("after the failed activation: %v", st)
+	}
+}
