@@ -4,6 +4,7 @@ go 1.25.0
 
 require (
 	github.com/berth-project/berth/shared v0.0.0
+	github.com/coreos/go-systemd/v22 v22.5.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0

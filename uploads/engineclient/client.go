@@ -1,8 +1,8 @@
 // Package engineclient is the typed client of the berth-engine (libpod) API.
 // It is the only way the uploads service reaches the engine: everything that
-// crosses that boundary (ping, image load, image exists and inspect) goes
-// through a Client, so the Pact contract in contracts/ pins exactly what
-// uploads depends on.
+// crosses that boundary (ping, image load, image exists and inspect, quadlet
+// install, kube play) goes through a Client, so the Pact contract in
+// contracts/ pins exactly what uploads depends on.
 package engineclient
 
 import (

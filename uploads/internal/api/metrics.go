@@ -74,7 +74,7 @@ func RegisterFileMetrics(reg prometheus.Registerer) func(kind, outcome string) {
 	files := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "berth_uploads",
 		Name:      "files_processed_total",
-		Help:      "Files of uploads processed, by kind (image-archive, quadlet, kube, other) and outcome (deployed, failed, unsupported).",
+		Help:      "Files of uploads processed, by kind (image-archive, quadlet, kube, other) and outcome (deployed, failed, unsupported, bundled: sent with the unit that references it).",
 	}, []string{"kind", "outcome"})
 	reg.MustRegister(files)
 	return func(kind, outcome string) { files.WithLabelValues(kind, outcome).Inc() }

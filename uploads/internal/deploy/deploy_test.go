@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -84,13 +85,35 @@ func clientFor(t *testing.T, url string) *engineclient.Client {
 	return client
 }
 
-func writeFile(t *testing.T, name string, content []byte) string {
+// writeUpload writes the files (slash path -> content) of an upload tree into a
+// fresh directory and returns it with the paths in lexical order.
+func writeUpload(t *testing.T, files map[string]string) (string, []string) {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, content, 0o600); err != nil {
+	dir := t.TempDir()
+	var rels []string
+	for rel, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rels = append(rels, rel)
+	}
+	slices.Sort(rels)
+	return dir, rels
+}
+
+// deployOne plans an upload holding only rel (with content) and deploys it.
+func deployOne(t *testing.T, d *Deployer, rel string, content []byte) ([]string, error) {
+	t.Helper()
+	dir, files := writeUpload(t, map[string]string{rel: string(content)})
+	p, err := d.Plan(dir, files)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return p.Deploy(context.Background(), rel)
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -104,7 +127,7 @@ func TestDeployLoadsImageArchive(t *testing.T) {
 		func(_ context.Context, rel string, names []string) { gotRel, gotNames = rel, names })
 
 	content := []byte("pretend docker-archive bytes")
-	names, err := deployer.Deploy(context.Background(), "images/busybox.tar.gz", writeFile(t, "busybox.tar.gz", content))
+	names, err := deployOne(t, deployer, "images/busybox.tar.gz", content)
 	if err != nil {
 		t.Fatalf("Deploy: %v", err)
 	}
@@ -125,8 +148,8 @@ func TestDeployLoadsImageArchive(t *testing.T) {
 func TestDeployUnsupportedNeedsNoEngine(t *testing.T) {
 	// Nothing listens at this address: an unsupported file must not try it.
 	deployer := New(clientFor(t, "tcp://127.0.0.1:1"), quietLogger(), nil)
-	for _, rel := range []string{"junk.txt", "app.container", "kube.yaml"} {
-		_, err := deployer.Deploy(context.Background(), rel, writeFile(t, "f", []byte("x")))
+	for _, rel := range []string{"junk.txt", "notes.md", "archive.tar.bz2"} {
+		_, err := deployOne(t, deployer, rel, []byte("x"))
 		if !errors.Is(err, processor.ErrUnsupported) || errors.Is(err, processor.ErrUnavailable) {
 			t.Errorf("Deploy(%q) err = %v, want ErrUnsupported", rel, err)
 		}
@@ -142,7 +165,7 @@ func TestDeployCorruptArchiveIsFileError(t *testing.T) {
 		deployer := New(clientFor(t, stub.srv.URL), quietLogger(), func(context.Context, string, []string) {
 			t.Errorf("onLoaded called for a refused archive")
 		})
-		_, err := deployer.Deploy(context.Background(), "bad.tar", writeFile(t, "bad.tar", []byte("not a tar")))
+		_, err := deployOne(t, deployer, "bad.tar", []byte("not a tar"))
 		if err == nil || errors.Is(err, processor.ErrUnavailable) || errors.Is(err, processor.ErrUnsupported) {
 			t.Fatalf("status %d: err = %v, want a plain error entry", status, err)
 		}
@@ -164,9 +187,11 @@ func TestDeployEngineDown(t *testing.T) {
 	ln.Close()
 	deployer := New(clientFor(t, "tcp://"+addr), quietLogger(), nil)
 
-	_, err = deployer.Deploy(context.Background(), "busybox.tar", writeFile(t, "busybox.tar", []byte("x")))
-	if !errors.Is(err, processor.ErrUnavailable) {
-		t.Fatalf("Deploy with the engine down: err = %v, want processor.ErrUnavailable", err)
+	for _, rel := range []string{"busybox.tar", "web.container", "pod.yaml"} {
+		_, err = deployOne(t, deployer, rel, []byte("x"))
+		if !errors.Is(err, processor.ErrUnavailable) {
+			t.Fatalf("Deploy(%q) with the engine down: err = %v, want processor.ErrUnavailable", rel, err)
+		}
 	}
 	if err := deployer.Ready(context.Background()); !errors.Is(err, engineclient.ErrUnavailable) {
 		t.Errorf("Ready with the engine down = %v, want ErrUnavailable", err)
@@ -176,9 +201,19 @@ func TestDeployEngineDown(t *testing.T) {
 func TestDeployMissingFile(t *testing.T) {
 	stub := newEngineStub(t, http.StatusOK, `{"Names":["x"]}`)
 	deployer := New(clientFor(t, stub.srv.URL), quietLogger(), nil)
-	_, err := deployer.Deploy(context.Background(), "gone.tar", filepath.Join(t.TempDir(), "gone.tar"))
-	if err == nil || errors.Is(err, processor.ErrUnavailable) {
-		t.Fatalf("err = %v, want a file error", err)
+	dir, files := writeUpload(t, map[string]string{"gone.tar": "x", "gone.container": "x", "gone.yaml": "x"})
+	p, err := deployer.Plan(dir, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range files {
+		if err := os.Remove(filepath.Join(dir, rel)); err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Deploy(context.Background(), rel)
+		if err == nil || errors.Is(err, processor.ErrUnavailable) {
+			t.Fatalf("Deploy(%q) err = %v, want a file error", rel, err)
+		}
 	}
 	if stub.requests.Load() != 0 {
 		t.Errorf("engine contacted for a missing file")

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,11 +18,25 @@ import (
 	"github.com/google/uuid"
 )
 
-// Deployer deploys one file of an upload. rel is the file's path in the upload, absPath
-// where it is on disk. It returns the names of the images the file loaded; they are
-// recorded with the file's progress.
+// Deployer deploys the files of uploads. Files of one upload may depend on each other
+// (a unit needs the image an archive loads, a unit sends the files it references along),
+// so the Deployer first sees all of them and plans their deployment.
 type Deployer interface {
-	Deploy(ctx context.Context, rel, absPath string) ([]string, error)
+	// Plan returns how the files of the upload whose tree is at dir are deployed. files
+	// are the upload's regular files in lexical order of their slash-separated paths.
+	// The plan must depend on the files' names and contents only, so that a resumed run
+	// deploys them in the same order.
+	Plan(dir string, files []string) (Plan, error)
+}
+
+// Plan deploys the files of one upload.
+type Plan interface {
+	// Files returns every file of the upload exactly once, in the order they are
+	// deployed.
+	Files() []string
+	// Deploy deploys the file at rel (a path Files returned) and returns the names of
+	// the images it loaded; they are recorded with the file's progress.
+	Deploy(ctx context.Context, rel string) ([]string, error)
 }
 
 var (
@@ -34,14 +47,26 @@ var (
 	// neither recorded nor skipped; the upload stays processing and is retried later with
 	// a growing delay.
 	ErrUnavailable = errors.New("deploy target unavailable")
+	// ErrBundled: the file is deployed together with another one that references it (a
+	// quadlet unit's YAML or environment file) and has no deployment of its own. It gets
+	// no error entry: the referencing file's entry, if any, speaks for both.
+	ErrBundled = errors.New("deployed with the file that references it")
 )
 
 // Unsupported is the Deployer used when no engine is configured: every file is an
 // "unsupported file type" error entry.
 type Unsupported struct{}
 
-// Deploy refuses every file with ErrUnsupported.
-func (Unsupported) Deploy(context.Context, string, string) ([]string, error) {
+// Plan returns a plan that refuses every file, in lexical order, with ErrUnsupported.
+func (Unsupported) Plan(_ string, files []string) (Plan, error) {
+	return unsupportedPlan(files), nil
+}
+
+type unsupportedPlan []string
+
+func (p unsupportedPlan) Files() []string { return p }
+
+func (unsupportedPlan) Deploy(context.Context, string) ([]string, error) {
 	return nil, ErrUnsupported
 }
 
@@ -65,8 +90,8 @@ type Config struct {
 	RetryMin, RetryMax time.Duration
 	// Observe, if set, gets the duration of every completed processing run.
 	Observe Observer
-	// OnFile, if set, is told the kind (see FileKind) and outcome
-	// ("deployed", "failed" or "unsupported") of every file once recorded.
+	// OnFile, if set, is told the kind (see FileKind) and outcome ("deployed",
+	// "failed", "unsupported" or "bundled") of every file once recorded.
 	OnFile func(kind, outcome string)
 }
 
@@ -174,9 +199,17 @@ func (w *Worker) process(ctx context.Context, log *slog.Logger, u store.Upload) 
 		}
 	}()
 	id := u.ID.String()
-	files, err := w.tree.Walk(id)
+	walked, err := w.tree.Walk(id)
 	if err != nil {
 		return false, err
+	}
+	plan, err := w.deployer.Plan(w.tree.Dir(id), walked)
+	if err != nil {
+		return false, fmt.Errorf("planning the deployment: %w", err)
+	}
+	files := plan.Files()
+	if len(files) != len(walked) {
+		return false, fmt.Errorf("deployment plan holds %d files, the upload %d", len(files), len(walked))
 	}
 	if u.FilesTotal == nil {
 		if err := w.store.SetTotal(ctx, u.ID, w.owner, len(files)); err != nil {
@@ -193,7 +226,7 @@ func (w *Worker) process(ctx context.Context, log *slog.Logger, u store.Upload) 
 	}
 	for i := u.FilesProcessed; i < len(files); i++ {
 		rel := files[i]
-		names, deployErr := w.deploy(ctx, u.ID, rel, filepath.Join(w.tree.Dir(id), filepath.FromSlash(rel)))
+		names, deployErr := w.deploy(ctx, u.ID, plan, rel)
 		if ctx.Err() != nil {
 			// Shutting down: hand the upload back at once; the unfinished file is
 			// deployed again when processing resumes.
@@ -206,6 +239,7 @@ func (w *Worker) process(ctx context.Context, log *slog.Logger, u store.Upload) 
 		}
 		var entry *store.FileError
 		switch {
+		case errors.Is(deployErr, ErrBundled):
 		case errors.Is(deployErr, ErrUnsupported):
 			entry = &store.FileError{File: rel, Message: ErrUnsupported.Error()}
 		case deployErr != nil:
@@ -223,6 +257,8 @@ func (w *Worker) process(ctx context.Context, log *slog.Logger, u store.Upload) 
 		if w.cfg.OnFile != nil {
 			outcome := "deployed"
 			switch {
+			case errors.Is(deployErr, ErrBundled):
+				outcome = "bundled"
 			case errors.Is(deployErr, ErrUnsupported):
 				outcome = "unsupported"
 			case deployErr != nil:
@@ -248,7 +284,7 @@ func (w *Worker) handBack(ctx context.Context, id uuid.UUID) error {
 
 // deploy runs the deployer while renewing the claim, so a slow deployment does not lose
 // its upload to another replica.
-func (w *Worker) deploy(ctx context.Context, id uuid.UUID, rel, abs string) ([]string, error) {
+func (w *Worker) deploy(ctx context.Context, id uuid.UUID, plan Plan, rel string) ([]string, error) {
 	renewCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() {
@@ -265,18 +301,18 @@ func (w *Worker) deploy(ctx context.Context, id uuid.UUID, rel, abs string) ([]s
 			}
 		}
 	}()
-	return safeDeploy(ctx, w.deployer, rel, abs)
+	return safeDeploy(ctx, plan, rel)
 }
 
 // safeDeploy turns a panicking deployer into an error entry for the file instead of a
 // crashed process that would retry the same file forever.
-func safeDeploy(ctx context.Context, d Deployer, rel, abs string) (names []string, err error) {
+func safeDeploy(ctx context.Context, plan Plan, rel string) (names []string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			names, err = nil, fmt.Errorf("deployer panicked: %v", p)
 		}
 	}()
-	return d.Deploy(ctx, rel, abs)
+	return plan.Deploy(ctx, rel)
 }
 
 func (w *Worker) backoff(attempts int) time.Duration {

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,15 +23,34 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// recorder is a Deployer that logs its calls and lets a test decide each outcome. A
-// file deployed without error loaded one image, named after the file.
+// recorder is a Deployer that logs its calls and lets a test decide each outcome. It
+// deploys files in lexical order, or in the order reorder gives. A file deployed without
+// error loaded one image, named after the file.
 type recorder struct {
-	mu     sync.Mutex
-	calls  []string
-	decide func(ctx context.Context, rel string, n int) error
+	mu      sync.Mutex
+	calls   []string
+	decide  func(ctx context.Context, rel string, n int) error
+	reorder func(files []string) []string
 }
 
-func (r *recorder) Deploy(ctx context.Context, rel, abs string) ([]string, error) {
+func (r *recorder) Plan(dir string, files []string) (processor.Plan, error) {
+	order := files
+	if r.reorder != nil {
+		order = r.reorder(append([]string(nil), files...))
+	}
+	return &recorderPlan{r: r, dir: dir, files: order}, nil
+}
+
+type recorderPlan struct {
+	r     *recorder
+	dir   string
+	files []string
+}
+
+func (p *recorderPlan) Files() []string { return p.files }
+
+func (p *recorderPlan) Deploy(ctx context.Context, rel string) ([]string, error) {
+	r := p.r
 	r.mu.Lock()
 	r.calls = append(r.calls, rel)
 	n := 0
@@ -38,8 +60,8 @@ func (r *recorder) Deploy(ctx context.Context, rel, abs string) ([]string, error
 		}
 	}
 	r.mu.Unlock()
-	if !strings.HasSuffix(abs, rel) {
-		return nil, fmt.Errorf("absPath %q does not end in %q", abs, rel)
+	if _, err := os.Stat(filepath.Join(p.dir, filepath.FromSlash(rel))); err != nil {
+		return nil, fmt.Errorf("file %q not in the planned tree: %w", rel, err)
 	}
 	if r.decide == nil {
 		return nil, processor.ErrUnsupported
@@ -126,6 +148,8 @@ func TestProcessor(t *testing.T) {
 			t.Run("Unavailable", func(t *testing.T) { testUnavailable(t, mk(t)) })
 			t.Run("ReplicasNeverShare", func(t *testing.T) { testReplicas(t, mk(t)) })
 			t.Run("PanickingDeployer", func(t *testing.T) { testPanic(t, mk(t)) })
+			t.Run("PlannedOrderResumes", func(t *testing.T) { testPlannedOrder(t, mk(t)) })
+			t.Run("BundledFiles", func(t *testing.T) { testBundled(t, mk(t)) })
 		})
 	}
 }
@@ -355,5 +379,71 @@ func testPanic(t *testing.T, f fixture) {
 	errs := errorsOf(t, f.st, id)
 	if u.FilesProcessed != 2 || len(errs) != 1 || errs[0].File != "a" || !strings.Contains(errs[0].Message, "boom") {
 		t.Fatalf("final %+v, errors %v", u, errs)
+	}
+}
+
+// Files are deployed in the plan's order, not the tree's, and a worker that stops midway
+// leaves the next one to resume at the same place of that order.
+func testPlannedOrder(t *testing.T, f fixture) {
+	id := newUpload(t, f, "a", "b", "c", "d")
+	reverse := func(files []string) []string { slices.Reverse(files); return files }
+	blocked := make(chan struct{})
+	first := &recorder{reorder: reverse, decide: func(ctx context.Context, rel string, _ int) error {
+		if rel == "b" {
+			close(blocked)
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
+	}}
+	w1 := processor.New(quiet, f.st, f.tree, first, processor.Config{PollInterval: 10 * time.Millisecond, Lease: time.Hour})
+	stop := run(t, w1)
+	<-blocked
+	stop()
+	second := &recorder{reorder: reverse, decide: func(context.Context, string, int) error { return nil }}
+	w2 := processor.New(quiet, f.st, f.tree, second, processor.Config{PollInterval: 10 * time.Millisecond, Lease: time.Hour})
+	defer run(t, w2)()
+	u := waitDone(t, f.st, id)
+	if got := strings.Join(first.Calls(), ","); got != "d,c,b" {
+		t.Fatalf("first worker deployed %s", got)
+	}
+	if got := strings.Join(second.Calls(), ","); got != "b,a" {
+		t.Fatalf("second worker deployed %s", got)
+	}
+	if u.FilesProcessed != 4 || u.Errors != 0 {
+		t.Fatalf("final %+v", u)
+	}
+}
+
+// A bundled file (sent along with the file that references it) gets no error entry and
+// no images, and is counted as processed; OnFile reports it as "bundled".
+func testBundled(t *testing.T, f fixture) {
+	id := newUpload(t, f, "app.env", "web.container", "junk")
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	rec := &recorder{decide: func(_ context.Context, rel string, _ int) error {
+		switch rel {
+		case "app.env":
+			return processor.ErrBundled
+		case "junk":
+			return processor.ErrUnsupported
+		}
+		return nil
+	}}
+	w := processor.New(quiet, f.st, f.tree, rec, processor.Config{PollInterval: 10 * time.Millisecond,
+		OnFile: func(kind, outcome string) { mu.Lock(); outcomes[kind+"/"+outcome]++; mu.Unlock() }})
+	defer run(t, w)()
+	u := waitDone(t, f.st, id)
+	if u.FilesProcessed != 3 || u.Errors != 1 || u.Images != 1 {
+		t.Fatalf("final %+v", u)
+	}
+	if errs := errorsOf(t, f.st, id); len(errs) != 1 || errs[0].File != "junk" {
+		t.Fatalf("errors = %v", errs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string]int{"other/bundled": 1, "quadlet/deployed": 1, "other/unsupported": 1}
+	if fmt.Sprint(outcomes) != fmt.Sprint(want) {
+		t.Errorf("outcomes = %v, want %v", outcomes, want)
 	}
 }
