@@ -256,7 +256,7 @@ func TestDeployUnitWithReferencedFiles(t *testing.T) {
 
 func TestDeployUnitRefused(t *testing.T) {
 	for name, a := range map[string]answer{
-		"400": {400, `{"cause":"unsupported key","message":"web.container line 2: [Container] key Imagee: unsupported key in a .container unit","response":400}`},
+		"400":                    {400, `{"cause":"unsupported key","message":"web.container line 2: [Container] key Imagee: unsupported key in a .container unit","response":400}`},
 		"200 with QuadletErrors": {200, `{"InstalledQuadlets":{},"QuadletErrors":{"web.container":"web.container line 2: [Container] key Imagee: unsupported key in a .container unit"}}`},
 	} {
 		t.Run(name, func(t *testing.T) {
