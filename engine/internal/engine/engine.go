@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/artifactstore"
 	"github.com/berth-project/berth/engine/internal/backend/imagestore"
+	"github.com/berth-project/berth/engine/internal/backend/kube"
 	"github.com/berth-project/berth/engine/internal/backend/pods"
 	"github.com/berth-project/berth/engine/internal/backend/system"
 	"github.com/berth-project/berth/engine/internal/backend/systemdgen"
@@ -129,6 +130,20 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 	}
 	ctrs.networks.SetEventSink(e.streams.events.NetworkEvent)
 
+	kubePlayer := kube.New(kube.Options{
+		Pods:            e.pods,
+		Containers:      ctrs.manager,
+		Images:          images,
+		Transfer:        transfer,
+		Volumes:         ctrs.volumes,
+		Secrets:         ctrs.secrets,
+		Networks:        ctrs.networks,
+		Builder:         builder,
+		TempDir:         cfg.RunRoot,
+		MaxExpandedSize: cfg.MaxExpandedSize,
+		Logger:          logger,
+	})
+
 	quadletManager, err := openQuadlets(ctx, logger, cfg, ctrs, e.pods, images, transfer, builder)
 	if err != nil {
 		e.Close()
@@ -188,6 +203,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		Health:      e.streams.health,
 		Build:       builder,
 		Quadlets:    quadletManager,
+		Kube:        kubePlayer,
 		Systemd:     systemdgen.New(ctrs.manager, e.pods, cfg.Listen),
 		Ready: map[string]server.Check{
 			"storage": func(context.Context) error {

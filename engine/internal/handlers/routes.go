@@ -69,4 +69,5 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	registerBuildRoutes(r, s)
 	registerQuadletRoutes(r, s)
 	registerGenerateRoutes(r, s)
+	registerKubePlayRoutes(r, s)
 }

@@ -45,6 +45,8 @@ type Deps struct {
 	Systemd core.SystemdGenerator
 	// Quadlets keeps quadlet units.
 	Quadlets core.Quadlets
+	// Kube plays and tears down Kubernetes YAML.
+	Kube core.KubePlayer
 	// Build builds images from a Containerfile.
 	Build core.Builder
 	// Health runs healthchecks on request.

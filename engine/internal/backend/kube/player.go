@@ -1,0 +1,145 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// DefaultNetwork is the network kube pods join when the request names
+// none, as Podman names it; it is created with DNS on first use.
+const DefaultNetwork = "podman-default-kube-network"
+
+// Options are the Player's dependencies.
+type Options struct {
+	Pods       core.Pods
+	Containers core.Containers
+	Images     core.Images
+	Transfer   core.ImageTransfer
+	Volumes    core.Volumes
+	Secrets    core.Secrets
+	Networks   core.Networks
+	// Builder builds images from Containerfiles in a played archive; nil
+	// refuses build.
+	Builder core.Builder
+	// TempDir is where archives are unpacked ("" = os.TempDir()).
+	TempDir string
+	// MaxExpandedSize bounds what an archive may expand to (bytes; 0 = 1 GiB).
+	MaxExpandedSize int64
+	Logger          *slog.Logger
+}
+
+// Player implements core.KubePlayer on the engine's core interfaces.
+type Player struct {
+	o Options
+	// mu serializes plays and downs: a play checks names, then creates.
+	mu sync.Mutex
+}
+
+var _ core.KubePlayer = (*Player)(nil)
+
+// New returns a Player.
+func New(o Options) *Player {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxExpandedSize <= 0 {
+		o.MaxExpandedSize = 1 << 30
+	}
+	return &Player{o: o}
+}
+
+// PlayArchive unpacks the archive into a temporary directory and plays
+// the YAML it holds with that directory as the context.
+func (p *Player) PlayArchive(ctx context.Context, archive io.Reader, opts core.KubePlayOptions) (*core.KubePlayReport, error) {
+	dir, err := os.MkdirTemp(p.o.TempDir, "berth-kube-")
+	if err != nil {
+		return nil, fmt.Errorf("kube play: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	data, err := unpack(archive, dir, p.o.MaxExpandedSize)
+	if err != nil {
+		return nil, err
+	}
+	opts.ContextDir = dir
+	return p.Play(ctx, data, opts)
+}
+
+// Play creates what the YAML describes; see core.KubePlayer.
+func (p *Player) Play(ctx context.Context, data []byte, opts core.KubePlayOptions) (*core.KubePlayReport, error) {
+	if err := checkPlayOptions(&opts, p.o.Builder != nil); err != nil {
+		return nil, err
+	}
+	docs, err := parseDocuments(data)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	plan, err := p.plan(ctx, docs, opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Replace {
+		if _, err := p.down(ctx, docs, core.KubeDownOptions{}, true); err != nil {
+			return nil, fmt.Errorf("kube play: replacing: %w", err)
+		}
+	}
+	run := &playRun{p: p, plan: plan, opts: opts}
+	report, err := run.create(ctx)
+	if err != nil {
+		if rbErr := run.rollback(context.WithoutCancel(ctx)); rbErr != nil {
+			p.o.Logger.Warn("kube play: removing what a failed play created", "error", rbErr)
+		}
+		return nil, err
+	}
+	if opts.Wait && (opts.Start == nil || *opts.Start) {
+		code, err := run.wait(ctx)
+		report.ExitCode = &code
+		if rbErr := run.rollback(context.WithoutCancel(ctx)); rbErr != nil && err == nil {
+			err = rbErr
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return report, nil
+}
+
+// checkPlayOptions refuses the options the engine cannot honour.
+func checkPlayOptions(opts *core.KubePlayOptions, canBuild bool) error {
+	switch opts.LogDriver {
+	case "", "k8s-file":
+	default:
+		return core.InvalidArgument("logDriver", fmt.Errorf("%q: containers log to k8s-file only", opts.LogDriver))
+	}
+	if len(opts.LogOptions) > 0 {
+		return core.InvalidArgument("logOptions", errors.New("log driver options are not supported"))
+	}
+	switch opts.Userns {
+	case "", "host":
+	default:
+		return core.InvalidArgument("userns", fmt.Errorf("%q: containers run in the host's user namespace only", opts.Userns))
+	}
+	if opts.NoHosts {
+		return core.InvalidArgument("noHosts", errors.New("the engine always writes /etc/hosts of pods"))
+	}
+	if opts.Build != nil && *opts.Build && !canBuild {
+		return core.InvalidArgument("build", errors.New("no builder is configured"))
+	}
+	if opts.Wait && opts.Start != nil && !*opts.Start {
+		return core.InvalidArgument("wait", errors.New("wait needs the pods started"))
+	}
+	for k := range opts.Annotations {
+		if k == "" {
+			return core.InvalidArgument("annotations", errors.New("an annotation needs a key"))
+		}
+	}
+	return nil
+}
