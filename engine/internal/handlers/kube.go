@@ -69,7 +69,8 @@ func (h kubePlayHandlers) play(w http.ResponseWriter, r *http.Request) {
 	}
 	var report *core.KubePlayReport
 	media := ""
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	headers := r.Header
+	if ct := headers.Get("Content-Type"); ct != "" {
 		media, _, _ = mime.ParseMediaType(ct)
 	}
 	switch media {
