@@ -1,8 +1,11 @@
 package engineclient
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -80,6 +83,7 @@ func TestRealEngineWithTLSAndToken(t *testing.T) {
 	if _, err := withToken.Ping(ctx); err != nil {
 		t.Errorf("ping with the token: %v", err)
 	}
+	checkDeployCalls(ctx, t, withToken)
 	for name, c := range map[string]*Client{
 		"neither":     newTestClient(t, "https://"+addr, func(c *Config) { c.CAFile = certs.CA }),
 		"wrong token": newTestClient(t, "https://"+addr, func(c *Config) { c.CAFile, c.Token = certs.CA, "guess" }),
@@ -102,5 +106,33 @@ func TestTLSOptionsNeedHTTPS(t *testing.T) {
 	}
 	if _, err := New(Config{URL: "https://127.0.0.1:1", CertFile: "c.pem"}); err == nil {
 		t.Error("a client certificate without its key accepted")
+	}
+}
+
+// checkDeployCalls installs an activated quadlet unit (a volume: nothing to pull or run)
+// and one the engine refuses, as the uploads deployer sends them.
+func checkDeployCalls(ctx context.Context, t *testing.T, c *Client) {
+	t.Helper()
+	opts := QuadletInstallOptions{Replace: true, Activate: true}
+	unitTar := func(name, unit string) Opener {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(unit))}); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = tw.Write([]byte(unit))
+		_ = tw.Close()
+		return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil }
+	}
+	for round := 1; round <= 2; round++ { // the second install replaces the first
+		report, err := c.InstallQuadlets(ctx, unitTar("uploads-data.volume", "[Volume]\n"), opts)
+		if err != nil || report.Installed["uploads-data.volume"] == "" {
+			t.Errorf("install %d of a volume unit: %+v, %v", round, report, err)
+		}
+	}
+	_, err := c.InstallQuadlets(ctx, unitTar("bad.container", "[Container]\nImage=x\nImagee=y\n"), opts)
+	var apiErr *Error
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest || !strings.Contains(apiErr.Message, "Imagee") {
+		t.Errorf("install of a unit with an unknown key: %v, want 400 naming the key", err)
 	}
 }
