@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +30,12 @@ const (
 
 	busyboxImage = "localhost/busybox:latest"
 	missingImage = "localhost/nosuch:latest"
+
+	// contractUnit is the quadlet unit the install interaction sends: a
+	// container of the busybox image, activated by the engine.
+	contractUnit = "[Unit]\nDescription=berth contract container\n\n[Container]\nImage=" + busyboxImage + "\nExec=sleep 1000\n"
+	// badUnit names a key no .container unit has.
+	badUnit = "[Container]\nImage=" + busyboxImage + "\nImagee=typo\n"
 )
 
 // pactFile is the committed contract, written by TestConsumer.
@@ -167,6 +175,72 @@ func TestConsumer(t *testing.T) {
 		}
 	})
 
+	t.Run("quadlet install", func(t *testing.T) {
+		archive := quadletArchive(t, "berth-contract.container", contractUnit)
+		err := mock.AddInteraction().
+			Given(stateBusyboxExists).
+			UponReceiving("a quadlet install of a .container unit, activated").
+			WithRequest("POST", apiPrefix+"/quadlets", func(b *consumer.V3RequestBuilder) {
+				b.Query("activate", matchers.S("true"))
+				b.Query("replace", matchers.S("true"))
+				b.BinaryBody(archive)
+				b.Header("Content-Type", matchers.S("application/x-tar"))
+			}).
+			WillRespondWith(200, func(b *consumer.V3ResponseBuilder) {
+				b.Header("Content-Type", matchers.Regex("application/json", `^application/json`))
+				b.JSONBody(matchers.Map{
+					"InstalledQuadlets": matchers.Like(map[string]string{
+						"berth-contract.container": "/var/lib/berth/quadlets/berth-contract/berth-contract.container",
+					}),
+				})
+			}).
+			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
+				report, err := clientFor(t, cfg).InstallQuadlets(ctx, openBytes(archive), engineclient.QuadletInstallOptions{Replace: true, Activate: true})
+				if err != nil {
+					return err
+				}
+				if report.Installed["berth-contract.container"] == "" || len(report.Errors) != 0 {
+					return fmt.Errorf("install report = %+v", report)
+				}
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("quadlet install refused", func(t *testing.T) {
+		archive := quadletArchive(t, "berth-bad.container", badUnit)
+		err := mock.AddInteraction().
+			Given(stateEngineRunning).
+			UponReceiving("a quadlet install of a unit with an unknown key").
+			WithRequest("POST", apiPrefix+"/quadlets", func(b *consumer.V3RequestBuilder) {
+				b.Query("activate", matchers.S("true"))
+				b.Query("replace", matchers.S("true"))
+				b.BinaryBody(archive)
+				b.Header("Content-Type", matchers.S("application/x-tar"))
+			}).
+			WillRespondWith(400, func(b *consumer.V3ResponseBuilder) {
+				b.Header("Content-Type", matchers.Regex("application/json", `^application/json`))
+				b.JSONBody(matchers.Map{
+					"cause":    matchers.Like("unsupported key"),
+					"message":  matchers.Regex("berth-bad.container line 3: [Container] key Imagee: unsupported key in a .container unit", `^.*berth-bad\.container.*Imagee.*$`),
+					"response": matchers.Integer(400),
+				})
+			}).
+			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
+				_, err := clientFor(t, cfg).InstallQuadlets(ctx, openBytes(archive), engineclient.QuadletInstallOptions{Replace: true, Activate: true})
+				var apiErr *engineclient.Error
+				if !errors.As(err, &apiErr) || !errors.Is(err, engineclient.ErrBadRequest) || !strings.Contains(apiErr.Message, "Imagee") {
+					return fmt.Errorf("install of a bad unit: err = %v, want a 400 naming the key", err)
+				}
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("image exists", func(t *testing.T) {
 		err := mock.AddInteraction().
 			Given(stateBusyboxExists).
@@ -253,6 +327,18 @@ func TestConsumer(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// openBytes is an engineclient.Opener of data.
+func openBytes(data []byte) engineclient.Opener {
+	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+}
+
+// quadletArchive is the tar InstallQuadlets takes, holding one unit, with V7
+// headers for the same reason as the image archive (see v7TarOf).
+func quadletArchive(t *testing.T, name, unit string) []byte {
+	t.Helper()
+	return v7TarOf(t, []tarEntry{{name: name, body: []byte(unit)}})
 }
 
 // publishPact replaces the committed pact file with the one just written.

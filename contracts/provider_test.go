@@ -3,6 +3,7 @@ package contracts
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -38,6 +39,13 @@ func TestProvider(t *testing.T) {
 	}
 	engine := startEngine(t)
 	states := &stateSetup{base: engine.url + apiPrefix}
+	// The quadlet and kube play interactions start containers: remove them
+	// (and what the quadlets' activation made) before the engine stops.
+	t.Cleanup(func() {
+		if err := states.removeWorkloads(); err != nil {
+			t.Errorf("removing the verification's workloads: %v", err)
+		}
+	})
 
 	request := provider.VerifyRequest{
 		ProviderBaseURL: engine.url,
@@ -135,6 +143,36 @@ func (s *stateSetup) noSuchImage(setup bool, _ models.ProviderState) (models.Pro
 	return nil, nil
 }
 
+// removeWorkloads removes every quadlet (tearing down its activation), pod
+// and container of the engine.
+func (s *stateSetup) removeWorkloads() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	status, body, err := s.call(http.MethodDelete, "/quadlets?all=true&force=true", nil)
+	if err != nil || status != http.StatusOK {
+		return fmt.Errorf("remove quadlets: %d %s %v", status, body, err)
+	}
+	for _, kind := range []string{"pods", "containers"} {
+		status, body, err := s.call(http.MethodGet, "/"+kind+"/json?all=true", nil)
+		if err != nil || status != http.StatusOK {
+			return fmt.Errorf("list %s: %d %s %v", kind, status, body, err)
+		}
+		var objects []struct {
+			ID string `json:"Id"`
+		}
+		if err := json.Unmarshal([]byte(body), &objects); err != nil {
+			return fmt.Errorf("list %s: %w", kind, err)
+		}
+		for _, o := range objects {
+			status, body, err := s.call(http.MethodDelete, "/"+kind+"/"+o.ID+"?force=true", nil)
+			if err != nil || status != http.StatusOK {
+				return fmt.Errorf("remove %s %s: %d %s %v", kind, o.ID, status, body, err)
+			}
+		}
+	}
+	return nil
+}
+
 func (s *stateSetup) call(method, path string, body []byte) (int, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -191,6 +229,9 @@ func startEngine(t *testing.T) *runningEngine {
 		"--listen", fmt.Sprintf("tcp://127.0.0.1:%d", port),
 		"--root", filepath.Join(state, "root"),
 		"--runroot", filepath.Join(state, "runroot"),
+		// Containers the interactions start get a loopback-only network
+		// namespace: nothing host-global (bridges, iptables) is made.
+		"--network-default-mode", "private",
 	)
 	cmd.Stdout, cmd.Stderr = output, output
 	cmd.Env = os.Environ()
