@@ -44,7 +44,8 @@ type UnitStore interface {
 
 // Records keeps activation records (the state database).
 type Records interface {
-	BeginQuadletActivation(ctx context.Context, name, status string, ownsUnit bool) error
+	BeginQuadletActivation(ctx context.Context, r state.QuadletActivation) error
+	ReleaseQuadletDependencies(ctx context.Context, owner string) error
 	AddQuadletObject(ctx context.Context, name string, obj state.QuadletObject) error
 	SetQuadletStatus(ctx context.Context, name, status string) error
 	RemoveQuadletActivation(ctx context.Context, name string) error
@@ -86,8 +87,9 @@ type Manager struct {
 }
 
 // Open finishes what an engine killed during an activation or a removal
-// left: an activation cut short is torn down (and its unit removed when it
-// came with the unit's install), a removal cut short is completed.
+// left: an activation cut short is torn down with the dependencies it
+// activated (and its unit removed when it came with the unit's install),
+// a removal cut short is completed.
 func Open(ctx context.Context, o Options) (*Manager, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -97,9 +99,16 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("quadlet activations: %w", err)
 	}
+	interrupted := map[string]bool{}
 	for _, rec := range recs {
+		if rec.Status == statusActivating && rec.ActivatedBy == "" {
+			interrupted[rec.Name] = true
+		}
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		rec := recs[i]
 		_, unitErr := o.Store.UnitFile(rec.Name)
-		if rec.Status == statusActive && unitErr == nil {
+		if rec.Status == statusActive && unitErr == nil && !interrupted[rec.ActivatedBy] {
 			continue
 		}
 		o.Logger.Warn("finishing an interrupted quadlet activation or removal", "quadlet", rec.Name, "status", rec.Status)
@@ -187,8 +196,12 @@ func (m *Manager) Install(ctx context.Context, archive io.Reader, opts core.Quad
 		}
 	}
 	if activate {
-		r := &run{m: m, ctx: ctx, recs: recs, visiting: map[string]bool{}}
-		if err := r.activate(ctx, name, true); err != nil {
+		r := &run{m: m, ctx: ctx, owner: name, recs: recs, visiting: map[string]bool{}}
+		err := r.activate(ctx, name, true)
+		if err == nil {
+			err = m.o.Records.ReleaseQuadletDependencies(ctx, name)
+		}
+		if err != nil {
 			r.rollback()
 			dropUnit()
 			return core.QuadletInstallReport{}, fmt.Errorf("%s: activation failed, the unit was not installed: %w", name, err)

@@ -15,8 +15,10 @@ import (
 // references (and, for a pod, its member containers), each recorded under
 // its own name. A failure rolls back every unit this run activated.
 type run struct {
-	m        *Manager
-	ctx      context.Context
+	m   *Manager
+	ctx context.Context
+	// owner is the quadlet the run was asked to activate.
+	owner    string
 	recs     map[string]state.QuadletActivation
 	visiting map[string]bool
 	started  []string
@@ -60,7 +62,11 @@ func (r *run) activate(ctx context.Context, name string, ownsUnit bool) error {
 			return fmt.Errorf("activating %s, which %s references: %w", dep, name, err)
 		}
 	}
-	if err := r.m.o.Records.BeginQuadletActivation(r.ctx, name, statusActivating, ownsUnit); err != nil {
+	rec := state.QuadletActivation{Name: name, Status: statusActivating, OwnsUnit: ownsUnit}
+	if name != r.owner {
+		rec.ActivatedBy = r.owner
+	}
+	if err := r.m.o.Records.BeginQuadletActivation(r.ctx, rec); err != nil {
 		return err
 	}
 	r.started = append(r.started, name)

@@ -15,8 +15,11 @@ type QuadletActivation struct {
 	Name     string
 	Status   string
 	OwnsUnit bool
-	Created  time.Time
-	Objects  []QuadletObject
+	// ActivatedBy is the quadlet whose activation activated this one as
+	// a dependency, until that activation finished ("" for none).
+	ActivatedBy string
+	Created     time.Time
+	Objects     []QuadletObject
 }
 
 // QuadletObject is one engine object an activation created (or was about
@@ -28,10 +31,11 @@ type QuadletObject struct {
 
 // BeginQuadletActivation records that quadlet name is being activated;
 // ErrDuplicate when it has a record already.
-func (s *DB) BeginQuadletActivation(ctx context.Context, name, status string, ownsUnit bool) error {
+func (s *DB) BeginQuadletActivation(ctx context.Context, r QuadletActivation) error {
+	name := r.Name
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO quadlet_activations (name, status, owns_unit, created) VALUES (?, ?, ?, ?)`,
-			name, status, ownsUnit, time.Now().UnixNano())
+		_, err := tx.ExecContext(ctx, `INSERT INTO quadlet_activations (name, status, owns_unit, activated_by, created) VALUES (?, ?, ?, ?, ?)`,
+			name, r.Status, r.OwnsUnit, r.ActivatedBy, time.Now().UnixNano())
 		if err != nil {
 			if isConstraint(err) {
 				return fmt.Errorf("quadlet activation %s: %w", name, ErrDuplicate)
@@ -69,6 +73,17 @@ func (s *DB) SetQuadletStatus(ctx context.Context, name, status string) error {
 	})
 }
 
+// ReleaseQuadletDependencies ends the tie of the quadlets activated as
+// dependencies of owner, once owner's activation finished.
+func (s *DB) ReleaseQuadletDependencies(ctx context.Context, owner string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE quadlet_activations SET activated_by = '' WHERE activated_by = ?`, owner); err != nil {
+			return fmt.Errorf("release dependencies of quadlet %s: %w", owner, err)
+		}
+		return nil
+	})
+}
+
 // RemoveQuadletActivation deletes quadlet name's record and its objects.
 func (s *DB) RemoveQuadletActivation(ctx context.Context, name string) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
@@ -82,7 +97,7 @@ func (s *DB) RemoveQuadletActivation(ctx context.Context, name string) error {
 // QuadletActivations returns every activation record with its objects,
 // oldest first.
 func (s *DB) QuadletActivations(ctx context.Context) ([]QuadletActivation, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT name, status, owns_unit, created FROM quadlet_activations ORDER BY created, name`)
+	rows, err := s.db.QueryContext(ctx, `SELECT name, status, owns_unit, activated_by, created FROM quadlet_activations ORDER BY created, name`)
 	if err != nil {
 		return nil, fmt.Errorf("list quadlet activations: %w", err)
 	}
@@ -91,7 +106,7 @@ func (s *DB) QuadletActivations(ctx context.Context) ([]QuadletActivation, error
 	for rows.Next() {
 		var a QuadletActivation
 		var created int64
-		if err := rows.Scan(&a.Name, &a.Status, &a.OwnsUnit, &created); err != nil {
+		if err := rows.Scan(&a.Name, &a.Status, &a.OwnsUnit, &a.ActivatedBy, &created); err != nil {
 			rows.Close()
 			return nil, err
 		}

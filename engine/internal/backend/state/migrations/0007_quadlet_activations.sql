@@ -2,6 +2,7 @@ CREATE TABLE quadlet_activations (
 	name       TEXT PRIMARY KEY,
 	status     TEXT NOT NULL,
 	owns_unit  INTEGER NOT NULL,
+	activated_by TEXT NOT NULL,
 	created    INTEGER NOT NULL
 );
 
