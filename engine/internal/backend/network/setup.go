@@ -252,6 +252,9 @@ func (m *Manager) Setup(ctx context.Context, s core.NetworkSetup) (core.NetworkS
 	m.setupMu.Lock()
 	status := map[string]core.StatusBlock{}
 	err = m.nv.run(ctx, "setup", s.NetNSPath, m.options(out, nets), &status)
+	if err == nil {
+		m.pinBridges(nets)
+	}
 	m.setupMu.Unlock()
 	if err != nil {
 		removeNetNS(s.NetNSPath)
@@ -259,6 +262,18 @@ func (m *Manager) Setup(ctx context.Context, s core.NetworkSetup) (core.NetworkS
 	}
 	ok = true
 	return out, status, nil
+}
+
+// pinBridges fixes the hardware address of the networks' bridges after a
+// setup (see pinBridgeMAC); the caller holds setupMu, so no other setup
+// adds a port in between. A failure is logged: the container runs, only
+// its neighbours may lose the gateway for a while when it changes.
+func (m *Manager) pinBridges(nets map[string]*core.Network) {
+	for _, n := range nets {
+		if err := pinBridgeMAC(n.NetworkInterface); err != nil {
+			m.logger.Warn("pin bridge address", "network", n.Name, "err", err)
+		}
+	}
 }
 
 // Teardown undoes Setup; networks removed since are skipped.
@@ -300,6 +315,9 @@ func (m *Manager) Attach(ctx context.Context, s core.NetworkSetup, network strin
 	status := map[string]core.StatusBlock{}
 	m.setupMu.Lock()
 	err = m.nv.run(ctx, "setup", s.NetNSPath, m.options(one, nets), &status)
+	if err == nil {
+		m.pinBridges(nets)
+	}
 	m.setupMu.Unlock()
 	if err != nil {
 		m.db.ReleaseAddresses(ctx, nets[network].ID, s.ContainerID)
