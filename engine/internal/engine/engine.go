@@ -144,7 +144,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		Logger:          logger,
 	})
 
-	quadletManager, err := openQuadlets(ctx, logger, cfg, ctrs, e.pods, images, transfer, builder)
+	quadletManager, err := openQuadlets(ctx, logger, cfg, ctrs, e.pods, images, transfer, builder, kubePlayer)
 	if err != nil {
 		e.Close()
 		return nil, err

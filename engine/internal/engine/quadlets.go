@@ -11,13 +11,14 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/pods"
 	"github.com/berth-project/berth/engine/internal/backend/quadletactivate"
 	"github.com/berth-project/berth/engine/internal/backend/quadlets"
+	"github.com/berth-project/berth/engine/internal/core"
 )
 
 // openQuadlets opens the quadlet directory and the activator that turns
 // its units into containers, pods, networks, volumes and images; an
 // activation the last run left unfinished is settled here.
 func openQuadlets(ctx context.Context, logger *slog.Logger, cfg Config, ctrs *containerBackend, podMgr *pods.Manager,
-	images *imagestore.Store, transfer *imagestore.Transfer, builder *build.Builder) (*quadletactivate.Manager, error) {
+	images *imagestore.Store, transfer *imagestore.Transfer, builder *build.Builder, kube core.KubePlayer) (*quadletactivate.Manager, error) {
 	store, err := quadlets.Open(filepath.Join(cfg.Root, "quadlets"))
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
@@ -32,6 +33,7 @@ func openQuadlets(ctx context.Context, logger *slog.Logger, cfg Config, ctrs *co
 		Images:            images,
 		Transfer:          transfer,
 		Builder:           builder,
+		Kube:              kube,
 		Systemd:           quadletactivate.Systemd{EngineURL: cfg.Listen},
 		ActivateOnInstall: cfg.ActivateQuadlets,
 		Logger:            logger,

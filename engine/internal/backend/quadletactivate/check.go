@@ -25,7 +25,7 @@ var activatedKeys = map[string]map[string]bool{
 		"PublishPort", "ServiceName"),
 	"Build": set("Annotation", "Arch", "BuildArg", "File", "ImageTag", "Label", "Pull", "ServiceName",
 		"SetWorkingDirectory", "Target"),
-	"Kube":    set("ServiceName", "Yaml"),
+	"Kube":    set("KubeDownForce", "Network", "PublishPort", "ServiceName", "Yaml"),
 	"Quadlet": set("DefaultDependencies"),
 	// systemd's own sections: descriptions, ordering and boot targets are
 	// systemd's business (activation orders units by their references and

@@ -30,6 +30,12 @@ const (
 	objVolume    = "volume"
 	objPod       = "pod"
 	objContainer = "container"
+	// objKube is a played YAML (the object is the YAML itself), taken down
+	// with kube down; objKubeForce with kube down --force.
+	objKube      = "kube"
+	objKubeForce = "kube-force"
+	// objKubePod is a pod a play made: its status, the kube down removes it.
+	objKubePod = "kube-pod"
 )
 
 // UnitStore is the quadlet directory (package quadlets' Store).
@@ -52,13 +58,6 @@ type Records interface {
 	QuadletActivations(ctx context.Context) ([]state.QuadletActivation, error)
 }
 
-// KubePlayer plays and takes down Kubernetes YAML (.kube units); nil
-// refuses .kube activation.
-type KubePlayer interface {
-	// Play plays the YAML file and answers the names of the pods it made.
-	Play(ctx context.Context, yamlFile string) ([]string, error)
-}
-
 // Options are the Manager's dependencies: the unit store, the records,
 // and the engine's domains it creates objects through.
 type Options struct {
@@ -71,7 +70,8 @@ type Options struct {
 	Images     core.Images
 	Transfer   core.ImageTransfer
 	Builder    core.Builder
-	Kube       KubePlayer
+	// Kube plays .kube units' YAML; nil refuses their activation.
+	Kube core.KubePlayer
 	// Systemd hands generated services to systemd where it runs.
 	Systemd Systemd
 	// ActivateOnInstall is the default of an install's Activate.
@@ -264,7 +264,7 @@ func (m *Manager) status(ctx context.Context, rec state.QuadletActivation) strin
 		return "active/running"
 	case "Kube":
 		for _, o := range rec.Objects {
-			if o.Kind == objPod {
+			if o.Kind == objKubePod {
 				if p, err := m.o.Pods.Inspect(ctx, o.Object); err == nil && (p.State == "Running" || p.State == "Degraded") {
 					return "active/running"
 				}
@@ -397,14 +397,29 @@ func (m *Manager) teardown(ctx context.Context, rec state.QuadletActivation) err
 			if errors.Is(err, core.ErrNoSuchNetwork) {
 				err = nil
 			}
+		case objKube, objKubeForce:
+			_, err = m.o.Kube.Down(ctx, []byte(o.Object), core.KubeDownOptions{Force: o.Kind == objKubeForce})
+			if errors.Is(err, core.ErrNoSuchPod) {
+				err = nil
+			}
+		case objKubePod:
+			// the kube down of the play recorded before it removes the pod
 		case objImage:
 			if _, errs := m.o.Images.Remove(ctx, []string{o.Object}, core.ImageRemoveOptions{Ignore: true}); len(errs) > 0 {
 				m.o.Logger.Info("an image a quadlet pulled stays", "quadlet", rec.Name, "image", o.Object, "reason", errors.Join(errs...))
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("quadlet %s: removing %s %s: %w", rec.Name, o.Kind, o.Object, err)
+			return fmt.Errorf("quadlet %s: removing %s %s: %w", rec.Name, o.Kind, objectLabel(o), err)
 		}
 	}
 	return m.o.Records.RemoveQuadletActivation(ctx, rec.Name)
+}
+
+// objectLabel names a recorded object in messages (a played YAML by its size).
+func objectLabel(o state.QuadletObject) string {
+	if o.Kind == objKube || o.Kind == objKubeForce {
+		return fmt.Sprintf("(%d bytes of YAML)", len(o.Object))
+	}
+	return o.Object
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/berth-project/berth/engine/internal/backend/quadlets"
@@ -155,18 +156,37 @@ func (r *run) create(ctx context.Context, u *unit, p *plan) error {
 		if _, err := o.Builder.BuildDir(ctx, p.build.dir, p.build.opts); err != nil {
 			return fmt.Errorf("building %s: %w", p.build.opts.Tags[0], err)
 		}
-	case p.kubeYAML != "":
-		if o.Kube == nil {
-			return core.InvalidArgument("quadlet", fmt.Errorf("%s: this engine cannot play kube YAML", u.name))
-		}
-		pods, err := o.Kube.Play(ctx, p.kubeYAML)
-		for _, pod := range pods {
-			if recErr := r.record(u.name, objPod, pod); recErr != nil {
-				return recErr
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("playing %s: %w", p.kubeYAML, err)
+	case p.kube != nil:
+		return r.playKube(ctx, u, p.kube)
+	}
+	return nil
+}
+
+// playKube activates a .kube unit: the YAML is recorded (its teardown is
+// kube down of it), then played with the unit's directory as context.
+func (r *run) playKube(ctx context.Context, u *unit, k *kubePlan) error {
+	o := r.m.o
+	if o.Kube == nil {
+		return core.InvalidArgument("quadlet", fmt.Errorf("%s: this engine cannot play kube YAML", u.name))
+	}
+	yaml, err := os.ReadFile(k.yamlFile)
+	if err != nil {
+		return core.InvalidArgument("quadlet", fmt.Errorf("%s: reading Yaml=%s: %w", u.name, k.yamlFile, err))
+	}
+	kind := objKube
+	if k.downForce {
+		kind = objKubeForce
+	}
+	if err := r.record(u.name, kind, string(yaml)); err != nil {
+		return err
+	}
+	report, err := o.Kube.Play(ctx, yaml, k.opts)
+	if err != nil {
+		return fmt.Errorf("playing %s: %w", k.yamlFile, err)
+	}
+	for _, pod := range report.Pods {
+		if err := r.record(u.name, objKubePod, pod.ID); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -39,7 +39,15 @@ type plan struct {
 	pod        *core.PodSpec
 	image      *imagePlan
 	build      *buildPlan
-	kubeYAML   string
+	kube       *kubePlan
+}
+
+// kubePlan plays yamlFile with opts; its teardown is kube down, forced
+// with downForce (KubeDownForce=).
+type kubePlan struct {
+	yamlFile  string
+	opts      core.KubePlayOptions
+	downForce bool
 }
 
 // imagePlan pulls Pull.Reference and names the result Tag ("" for none).
@@ -114,7 +122,7 @@ func translate(u *unit, r resolver) (*plan, error) {
 	case "Build":
 		err = translateBuild(u, p)
 	case "Kube":
-		p.kubeYAML = u.hostPath(u.value("Yaml"))
+		err = translateKube(u, p, ref)
 	default:
 		err = fmt.Errorf("quadlet %s: unknown kind", u.name)
 	}
@@ -710,6 +718,30 @@ func translateBuild(u *unit, p *plan) error {
 		b.opts.PullPolicy = pol
 	}
 	p.build = b
+	return nil
+}
+
+func translateKube(u *unit, p *plan, ref refFunc) error {
+	k := &kubePlan{yamlFile: u.hostPath(u.value("Yaml")), downForce: u.boolean("KubeDownForce")}
+	k.opts.ContextDir = filepath.Dir(k.yamlFile)
+	for _, e := range u.all("PublishPort") {
+		if _, err := parsePort(e.Value); err != nil {
+			return u.errAt(e, err)
+		}
+		k.opts.PublishPorts = append(k.opts.PublishPorts, e.Value)
+	}
+	for _, e := range u.all("Network") {
+		name, opts, _ := strings.Cut(e.Value, ":")
+		if opts != "" || name == "" {
+			return u.errAt(e, fmt.Errorf("%q: a network name or .network unit, without options", e.Value))
+		}
+		resolved, _, err := ref(e, name, ".network")
+		if err != nil {
+			return err
+		}
+		k.opts.Networks = append(k.opts.Networks, resolved)
+	}
+	p.kube = k
 	return nil
 }
 

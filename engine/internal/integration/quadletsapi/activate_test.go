@@ -238,3 +238,40 @@ func TestQuadletActivationRefusals(t *testing.T) {
 		t.Fatalf("after the failed activation: %v", st)
 	}
 }
+
+const bqaKubeYAML = `apiVersion: v1
+kind: Pod
+metadata:
+  name: bqa-kpod
+spec:
+  containers:
+  - name: main
+    image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "1000"]
+`
+
+// TestQuadletKubeActivation activates a .kube unit: its YAML is played
+// through the engine's kube player (the pod runs), and a forced removal
+// takes the pod down with kube down.
+func TestQuadletKubeActivation(t *testing.T) {
+	te := startEngine(t)
+	te.loadBusybox()
+	te.removeQuadletsAtCleanup()
+	te.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-kube.kube", "[Kube]\nYaml=app/bqa.yaml\n", "app/bqa.yaml", bqaKubeYAML))
+	var pod struct{ State string }
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/bqa-kpod/json", nil), &pod)
+	if pod.State != "Running" {
+		t.Fatalf("the played pod is %q", pod.State)
+	}
+	if st := te.quadletStatus(); st["bqa-kube.kube"] != "active/running" {
+		t.Fatalf("statuses: %v", st)
+	}
+	te.mustFail(http.StatusConflict, "DELETE", "/quadlets/bqa-kube.kube", nil, "force is not set")
+	te.must(http.StatusOK, "DELETE", "/quadlets/bqa-kube.kube?force=true", nil)
+	if te.exists("/pods/bqa-kpod") {
+		t.Fatal("the pod outlived its .kube quadlet")
+	}
+	te.mustFail(http.StatusBadRequest, "POST", "/quadlets?activate=true", tarOf(t, "bqa-bad.kube", "[Kube]\nYaml=missing.yaml\n"), "bqa-bad.kube", "missing.yaml")
+	te.mustFail(http.StatusNotFound, "GET", "/quadlets/bqa-bad.kube/exists", nil)
+}
