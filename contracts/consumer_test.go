@@ -36,6 +36,20 @@ const (
 	contractUnit = "[Unit]\nDescription=berth contract container\n\n[Container]\nImage=" + busyboxImage + "\nExec=sleep 1000\n"
 	// badUnit names a key no .container unit has.
 	badUnit = "[Container]\nImage=" + busyboxImage + "\nImagee=typo\n"
+	// contractKube is the Kubernetes YAML the kube play interaction sends: a
+	// pod of one busybox container.
+	contractKube = `apiVersion: v1
+kind: Pod
+metadata:
+  name: berth-contract
+spec:
+  containers:
+  - name: sleeper
+    image: localhost/busybox:latest
+    command: ["sleep", "1000"]
+`
+	// invalidKube is YAML that does not even parse.
+	invalidKube = "apiVersion: v1\nkind: Pod\nmetadata: [unclosed\n"
 )
 
 // pactFile is the committed contract, written by TestConsumer.
@@ -233,6 +247,63 @@ func TestConsumer(t *testing.T) {
 				var apiErr *engineclient.Error
 				if !errors.As(err, &apiErr) || !errors.Is(err, engineclient.ErrBadRequest) || !strings.Contains(apiErr.Message, "Imagee") {
 					return fmt.Errorf("install of a bad unit: err = %v, want a 400 naming the key", err)
+				}
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("kube play", func(t *testing.T) {
+		err := mock.AddInteraction().
+			Given(stateBusyboxExists).
+			UponReceiving("a kube play of a pod").
+			WithRequest("POST", apiPrefix+"/kube/play", func(b *consumer.V3RequestBuilder) {
+				b.Query("replace", matchers.S("true"))
+				b.Body("application/yaml", []byte(contractKube))
+			}).
+			WillRespondWith(200, func(b *consumer.V3ResponseBuilder) {
+				b.Header("Content-Type", matchers.Regex("application/json", `^application/json`))
+				b.JSONBody(matchers.Map{
+					"Pods": matchers.EachLike(matchers.Map{
+						"ID":         matchers.Regex(strings.Repeat("ab", 32), `^[0-9a-f]{64}$`),
+						"Containers": matchers.EachLike(matchers.Regex(strings.Repeat("cd", 32), `^[0-9a-f]{64}$`), 1),
+					}, 1),
+				})
+			}).
+			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
+				report, err := clientFor(t, cfg).KubePlay(ctx, openBytes([]byte(contractKube)), engineclient.KubePlayOptions{Replace: true})
+				if err != nil {
+					return err
+				}
+				if len(report.Pods) != 1 || len(report.Pods[0].ID) != 64 || len(report.Pods[0].Containers) == 0 {
+					return fmt.Errorf("play report = %+v", report)
+				}
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("kube play of invalid YAML", func(t *testing.T) {
+		err := mock.AddInteraction().
+			Given(stateEngineRunning).
+			UponReceiving("a kube play of invalid YAML").
+			WithRequest("POST", apiPrefix+"/kube/play", func(b *consumer.V3RequestBuilder) {
+				b.Query("replace", matchers.S("true"))
+				b.Body("application/yaml", []byte(invalidKube))
+			}).
+			WillRespondWith(400, func(b *consumer.V3ResponseBuilder) {
+				b.Header("Content-Type", matchers.Regex("application/json", `^application/json`))
+				b.JSONBody(engineErrorBody(400))
+			}).
+			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
+				_, err := clientFor(t, cfg).KubePlay(ctx, openBytes([]byte(invalidKube)), engineclient.KubePlayOptions{Replace: true})
+				var apiErr *engineclient.Error
+				if !errors.As(err, &apiErr) || !errors.Is(err, engineclient.ErrBadRequest) || apiErr.Message == "" {
+					return fmt.Errorf("play of invalid YAML: err = %v, want a 400 with the engine's message", err)
 				}
 				return nil
 			})
