@@ -110,7 +110,8 @@ func TestTLSOptionsNeedHTTPS(t *testing.T) {
 }
 
 // checkDeployCalls installs an activated quadlet unit (a volume: nothing to pull or run)
-// and one the engine refuses, as the uploads deployer sends them.
+// and one the engine refuses, and plays YAML the engine refuses, as the uploads deployer
+// sends them.
 func checkDeployCalls(ctx context.Context, t *testing.T, c *Client) {
 	t.Helper()
 	opts := QuadletInstallOptions{Replace: true, Activate: true}
@@ -134,5 +135,9 @@ func checkDeployCalls(ctx context.Context, t *testing.T, c *Client) {
 	var apiErr *Error
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest || !strings.Contains(apiErr.Message, "Imagee") {
 		t.Errorf("install of a unit with an unknown key: %v, want 400 naming the key", err)
+	}
+	_, err = c.KubePlay(ctx, func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("kind: Pod\nmetadata: [\n")), nil }, KubePlayOptions{Replace: true})
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest || apiErr.Message == "" {
+		t.Errorf("kube play of YAML that does not parse: %v, want 400 with the engine's message", err)
 	}
 }
