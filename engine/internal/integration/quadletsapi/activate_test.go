@@ -275,3 +275,61 @@ func TestQuadletKubeActivation(t *testing.T) {
 	te.mustFail(http.StatusBadRequest, "POST", "/quadlets?activate=true", tarOf(t, "bqa-bad.kube", "[Kube]\nYaml=missing.yaml\n"), "bqa-bad.kube", "missing.yaml")
 	te.mustFail(http.StatusNotFound, "GET", "/quadlets/bqa-bad.kube/exists", nil)
 }
+
+// TestQuadletImageBuildActivation activates a .image (an ImageTag given
+// to a present image, no pull), a .build whose Containerfile starts FROM
+// that tag, and a .container running the built image with an env secret
+// and a tmpfs; it checks the container's output, the statuses, and that
+// forced removals take the tag and the built image away.
+func TestQuadletImageBuildActivation(t *testing.T) {
+	te := startEngine(t)
+	te.loadBusybox()
+	te.removeQuadletsAtCleanup()
+	te.must(http.StatusOK, "POST", "/secrets/create?name=bqa-s", "s3cret")
+	t.Cleanup(func() { te.do("DELETE", "/secrets/bqa-s", nil) })
+	te.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-img.image", "[Image]\nImage=localhost/busybox:latest\nImageTag=localhost/bqa-tagged:1\n"))
+	te.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t,
+		"bqa-b.build", "[Build]\nImageTag=localhost/bqa-built:1\nFile=ctx/Containerfile\nSetWorkingDirectory=file\nBuildArg=WORD=built-by-quadlet\nLabel=from=quadlet\n",
+		"ctx/Containerfile", "FROM localhost/bqa-tagged:1\nARG WORD\nRUN echo $WORD > /built\n"))
+	te.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-run.container",
+		"[Container]\nImage=bqa-b.build\nSecret=bqa-s,type=env,target=S\nTmpfs=/t\nUser=0\nWorkingDir=/t\n"+
+			"Exec=sh -c \"busybox cat /built; echo secret=$S; busybox grep -c ' /t tmpfs' /proc/mounts; pwd\"\n"))
+	var code int
+	json.Unmarshal(te.must(http.StatusOK, "POST", "/containers/systemd-bqa-run/wait", nil), &code)
+	logs := te.logs("systemd-bqa-run")
+	for _, want := range []string{"built-by-quadlet", "secret=s3cret", "1\n/t"} {
+		if !strings.Contains(logs, want) {
+			t.Fatalf("the container's output lacks %q (exit %d):\n%s", want, code, logs)
+		}
+	}
+	var img struct{ Config struct{ Labels map[string]string } }
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/images/localhost/bqa-built:1/json", nil), &img)
+	if img.Config.Labels["from"] != "quadlet" {
+		t.Fatalf("built image labels: %v", img.Config.Labels)
+	}
+	st := te.quadletStatus()
+	if st["bqa-run.container"] != "inactive/dead" || st["bqa-b.build"] != "active/exited" || st["bqa-img.image"] != "active/exited" {
+		t.Fatalf("statuses: %v", st)
+	}
+	te.must(http.StatusOK, "DELETE", "/quadlets?quadlets=bqa-run.container&quadlets=bqa-b.build&quadlets=bqa-img.image&force=true", nil)
+	if te.exists("/images/localhost/bqa-built:1") || te.exists("/images/localhost/bqa-tagged:1") || !te.exists("/images/localhost/busybox:latest") {
+		t.Fatal("after removal: the built image or the tag stayed, or the image the .image named went")
+	}
+}
+
+// logs answers a container's standard output and error (the multiplexed
+// stream without its frame headers).
+func (te *testEngine) logs(name string) string {
+	te.t.Helper()
+	data := te.must(http.StatusOK, "GET", "/containers/"+name+"/logs?stdout=true&stderr=true", nil)
+	var out strings.Builder
+	for len(data) >= 8 {
+		n := int(data[4])<<24 | int(data[5])<<16 | int(data[6])<<8 | int(data[7])
+		if 8+n > len(data) {
+			break
+		}
+		out.Write(data[8 : 8+n])
+		data = data[8+n:]
+	}
+	return out.String()
+}
