@@ -3,21 +3,18 @@ package containers
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/berth-project/berth/engine/internal/backend/listfilter"
 	"github.com/berth-project/berth/engine/internal/backend/oci"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
 // List returns the containers matching opts, newest first.
 func (m *Manager) List(ctx context.Context, opts core.ListContainersOptions) ([]core.ListContainer, error) {
-	match, err := compileFilters(opts.Filters, m)
+	match, err := m.compileFilters(opts.Filters, listFilters...)
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +26,12 @@ func (m *Manager) List(ctx context.Context, opts core.ListContainersOptions) ([]
 				continue
 			}
 		}
-		if match(&e.rec) {
+		ok, err := match(ctx, &e.rec)
+		if err != nil {
+			m.mu.RUnlock()
+			return nil, err
+		}
+		if ok {
 			recs = append(recs, e.rec)
 		}
 	}
@@ -156,158 +158,6 @@ func humanDuration(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%d days", s/86400)
 	}
-}
-
-// compileFilters turns list/prune filters into a predicate. Values of one
-// filter are ORed, except label (every label must match); filters are ANDed.
-func compileFilters(filters map[string][]string, m *Manager) (func(*record) bool, error) {
-	var preds []func(*record) bool
-	for key, vals := range filters {
-		if len(vals) == 0 {
-			continue
-		}
-		switch key {
-		case "id", "name":
-			// Like Podman, each value is an unanchored regular expression.
-			res := make([]*regexp.Regexp, 0, len(vals))
-			for _, v := range vals {
-				re, err := regexp.Compile(v)
-				if err != nil {
-					return nil, core.InvalidArgument("filters", fmt.Errorf("%s=%q is not a regular expression: %w", key, v, err))
-				}
-				res = append(res, re)
-			}
-			byID := key == "id"
-			preds = append(preds, func(r *record) bool {
-				s := r.Name
-				if byID {
-					s = r.ID
-				}
-				for _, re := range res {
-					if re.MatchString(s) {
-						return true
-					}
-				}
-				return false
-			})
-		case "label", "label!":
-			neg := key == "label!"
-			preds = append(preds, func(r *record) bool {
-				for _, v := range vals {
-					k, want, hasVal := strings.Cut(v, "=")
-					got, ok := r.Spec.Labels[k]
-					hit := ok && (!hasVal || got == want)
-					if hit == neg {
-						return false
-					}
-				}
-				return true
-			})
-		case "pod":
-			pods := m.podResolver()
-			preds = append(preds, func(r *record) bool {
-				if r.Pod == "" {
-					return false
-				}
-				for _, v := range vals {
-					if strings.HasPrefix(r.Pod, v) || (pods != nil && pods.PodName(r.Pod) == v) {
-						return true
-					}
-				}
-				return false
-			})
-		case "status":
-			for _, v := range vals {
-				switch v {
-				case "created", "running", "paused", "exited", "stopped", "configured", "removing", "stopping", "unknown", "restarting", "dead":
-				default:
-					return nil, core.InvalidArgument("filters", fmt.Errorf("%q is not a valid status", v))
-				}
-			}
-			preds = append(preds, func(r *record) bool {
-				for _, v := range vals {
-					if r.State.String() == v || string(r.State) == v {
-						return true
-					}
-				}
-				return false
-			})
-		case "exited":
-			codes := make([]int32, 0, len(vals))
-			for _, v := range vals {
-				n, err := strconv.Atoi(v)
-				if err != nil {
-					return nil, core.InvalidArgument("filters", fmt.Errorf("exited=%q is not an exit code", v))
-				}
-				codes = append(codes, int32(n))
-			}
-			preds = append(preds, func(r *record) bool {
-				if r.State != core.StateExited && r.State != core.StateStopped {
-					return false
-				}
-				for _, c := range codes {
-					if r.ExitCode == c {
-						return true
-					}
-				}
-				return false
-			})
-		case "ancestor":
-			preds = append(preds, func(r *record) bool {
-				for _, v := range vals {
-					if ancestorMatches(r, v) {
-						return true
-					}
-				}
-				return false
-			})
-		case "before", "since":
-			var refs []time.Time
-			for _, v := range vals {
-				e, err := m.lookup(v)
-				if err != nil {
-					return nil, core.InvalidArgument("filters", fmt.Errorf("%s=%s: %w", key, v, err))
-				}
-				refs = append(refs, m.snapshot(e).Created)
-			}
-			before := key == "before"
-			preds = append(preds, func(r *record) bool {
-				for _, t := range refs {
-					if before && r.Created.Before(t) || !before && r.Created.After(t) {
-						return true
-					}
-				}
-				return false
-			})
-		case "until":
-			var limits []time.Time
-			for _, v := range vals {
-				t, err := listfilter.Until(v)
-				if err != nil {
-					return nil, core.InvalidArgument("filters", err)
-				}
-				limits = append(limits, t)
-			}
-			preds = append(preds, func(r *record) bool {
-				for _, t := range limits {
-					if r.Created.Before(t) {
-						return true
-					}
-				}
-				return false
-			})
-		default:
-			return nil, core.InvalidArgument("filters", fmt.Errorf("%q is not a supported filter", key))
-		}
-	}
-	return func(r *record) bool {
-		for _, p := range preds {
-			if !p(r) {
-				return false
-			}
-		}
-		return true
-	}, nil
 }
 
 // Inspect returns a container's details in Podman's shape.

@@ -158,12 +158,7 @@ func (m *Manager) reapOrphans() {
 func (m *Manager) Prune(ctx context.Context, filters map[string][]string) ([]core.PruneReport, error) {
 	// A client that goes away must not leave a change half done.
 	ctx = context.WithoutCancel(ctx)
-	for k := range filters {
-		if k != "label" && k != "label!" && k != "until" {
-			return nil, core.InvalidArgument("filters", fmt.Errorf("%q is not a valid prune filter (label, label!, until)", k))
-		}
-	}
-	match, err := compileFilters(filters, m)
+	match, err := m.compileFilters(filters, "label", "label!", "until")
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +168,12 @@ func (m *Manager) Prune(ctx context.Context, filters map[string][]string) ([]cor
 		st := e.rec.State
 		// Infra containers go with their pod (pod prune), never alone.
 		if !e.rec.IsInfra && (st == core.StateExited || st == core.StateStopped || st == core.StateConfigured || st == core.StateCreated) {
-			if match(&e.rec) {
+			ok, err := match(ctx, &e.rec)
+			if err != nil {
+				m.mu.RUnlock()
+				return nil, err
+			}
+			if ok {
 				victims = append(victims, e)
 			}
 		}

@@ -3,13 +3,9 @@ package pods
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
-	"strings"
-	"time"
 
-	"github.com/berth-project/berth/engine/internal/backend/listfilter"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -77,7 +73,7 @@ func (m *Manager) snapshots() []core.Pod {
 
 // List answers the pod listing; filters are ANDed across names and ORed
 // within one name (labels must all match).
-func (m *Manager) List(_ context.Context, filters map[string][]string) ([]core.ListPodsReport, error) {
+func (m *Manager) List(ctx context.Context, filters map[string][]string) ([]core.ListPodsReport, error) {
 	match, err := compileFilters(filters)
 	if err != nil {
 		return nil, err
@@ -87,7 +83,11 @@ func (m *Manager) List(_ context.Context, filters map[string][]string) ([]core.L
 	for _, pod := range m.snapshots() {
 		ctrs := members[pod.ID]
 		status := Status(statesOf(ctrs))
-		if !match(&pod, ctrs, status) {
+		ok, err := match(ctx, podView{pod: &pod, ctrs: ctrs, status: status})
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			continue
 		}
 		row := core.ListPodsReport{
@@ -114,168 +114,6 @@ func networksOf(ctrs []core.PodMember) []string {
 		}
 	}
 	return []string{}
-}
-
-type podPredicate func(p *core.Pod, ctrs []core.PodMember, status string) bool
-
-// compileFilters builds the listing's filter. Names, IDs and container names
-// are unanchored regular expressions, as Podman reads them.
-func compileFilters(filters map[string][]string) (podPredicate, error) {
-	var preds []podPredicate
-	for key, vals := range filters {
-		if len(vals) == 0 {
-			continue
-		}
-		switch key {
-		case "id", "name", "ctr-names", "ctr-ids":
-			res := make([]*regexp.Regexp, 0, len(vals))
-			for _, v := range vals {
-				re, err := regexp.Compile(v)
-				if err != nil {
-					return nil, core.InvalidArgument("filters", fmt.Errorf("%s filter %q: %w", key, v, err))
-				}
-				res = append(res, re)
-			}
-			anyMatch := func(s string) bool {
-				for _, re := range res {
-					if re.MatchString(s) {
-						return true
-					}
-				}
-				return false
-			}
-			switch key {
-			case "id":
-				preds = append(preds, func(p *core.Pod, _ []core.PodMember, _ string) bool { return anyMatch(p.ID) })
-			case "name":
-				preds = append(preds, func(p *core.Pod, _ []core.PodMember, _ string) bool { return anyMatch(p.Name) })
-			case "ctr-names":
-				preds = append(preds, func(_ *core.Pod, ctrs []core.PodMember, _ string) bool {
-					for _, c := range ctrs {
-						if anyMatch(c.Name) {
-							return true
-						}
-					}
-					return false
-				})
-			case "ctr-ids":
-				preds = append(preds, func(_ *core.Pod, ctrs []core.PodMember, _ string) bool {
-					for _, c := range ctrs {
-						if anyMatch(c.ID) {
-							return true
-						}
-					}
-					return false
-				})
-			}
-		case "label", "label!":
-			negate := key == "label!"
-			vals := vals
-			preds = append(preds, func(p *core.Pod, _ []core.PodMember, _ string) bool {
-				for _, v := range vals {
-					k, want, hasValue := strings.Cut(v, "=")
-					got, ok := p.Spec.Labels[k]
-					holds := ok && (!hasValue || got == want)
-					if holds == negate {
-						return false
-					}
-				}
-				return true
-			})
-		case "status":
-			for _, v := range vals {
-				switch v {
-				case "created", "running", "stopped", "paused", "exited", "dead", "degraded", "error":
-				default:
-					return nil, core.InvalidArgument("filters", fmt.Errorf("%q is not a pod status (created, running, stopped, paused, exited, dead, degraded, error)", v))
-				}
-			}
-			vals := vals
-			preds = append(preds, func(_ *core.Pod, _ []core.PodMember, status string) bool {
-				for _, v := range vals {
-					if strings.EqualFold(status, v) {
-						return true
-					}
-				}
-				return false
-			})
-		case "ctr-status":
-			for _, v := range vals {
-				switch v {
-				case "created", "running", "paused", "stopped", "exited", "unknown", "initialized", "configured", "removing":
-				default:
-					return nil, core.InvalidArgument("filters", fmt.Errorf("%q is not a container status", v))
-				}
-			}
-			vals := vals
-			preds = append(preds, func(_ *core.Pod, ctrs []core.PodMember, _ string) bool {
-				for _, c := range ctrs {
-					for _, v := range vals {
-						if c.State.String() == v || string(c.State) == v {
-							return true
-						}
-					}
-				}
-				return false
-			})
-		case "ctr-number":
-			nums := make([]int, 0, len(vals))
-			for _, v := range vals {
-				n, err := strconv.Atoi(v)
-				if err != nil || n < 0 {
-					return nil, core.InvalidArgument("filters", fmt.Errorf("ctr-number %q is not a non-negative integer", v))
-				}
-				nums = append(nums, n)
-			}
-			preds = append(preds, func(_ *core.Pod, ctrs []core.PodMember, _ string) bool {
-				for _, n := range nums {
-					if len(ctrs) == n {
-						return true
-					}
-				}
-				return false
-			})
-		case "network":
-			vals := vals
-			preds = append(preds, func(_ *core.Pod, ctrs []core.PodMember, _ string) bool {
-				for _, n := range networksOf(ctrs) {
-					for _, v := range vals {
-						if n == v {
-							return true
-						}
-					}
-				}
-				return false
-			})
-		case "until":
-			limits := make([]time.Time, 0, len(vals))
-			for _, v := range vals {
-				t, err := listfilter.Until(v)
-				if err != nil {
-					return nil, core.InvalidArgument("filters", err)
-				}
-				limits = append(limits, t)
-			}
-			preds = append(preds, func(p *core.Pod, _ []core.PodMember, _ string) bool {
-				for _, t := range limits {
-					if p.Created.Before(t) {
-						return true
-					}
-				}
-				return false
-			})
-		default:
-			return nil, core.InvalidArgument("filters", fmt.Errorf("%q is not a pod filter (id, name, label, label!, status, network, ctr-names, ctr-ids, ctr-status, ctr-number, until)", key))
-		}
-	}
-	return func(p *core.Pod, ctrs []core.PodMember, status string) bool {
-		for _, pred := range preds {
-			if !pred(p, ctrs, status) {
-				return false
-			}
-		}
-		return true
-	}, nil
 }
 
 // Inspect describes a pod in Podman's shape.

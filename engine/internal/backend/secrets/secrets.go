@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -233,7 +232,11 @@ func (s *Store) List(ctx context.Context, filters map[string][]string) ([]*core.
 	}
 	out := make([]*core.Secret, 0, len(all))
 	for _, sec := range all {
-		if match(sec) {
+		ok, err := match(ctx, sec)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
 			s.present(sec)
 			out = append(out, sec)
 		}
@@ -442,12 +445,3 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// sortedKeys returns a map's keys in order (stable error messages).
-func sortedKeys(m map[string][]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

@@ -273,6 +273,8 @@ func FuzzSecretFilters(f *testing.F) {
 			}
 			return
 		}
-		match(sec)
+		if _, err := match(context.Background(), sec); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
 	})
 }
