@@ -444,4 +444,3 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
-
