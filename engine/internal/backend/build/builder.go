@@ -36,7 +36,7 @@ type Options struct {
 	// HostResolv is the resolv.conf RUN steps start from.
 	HostResolv []byte
 	// Root is the engine's persistent state directory: build contexts are
-	// unpacked under ROOT/tmp and RUN --mount=type=cache directories live in
+	// spooled and unpacked under ROOT/tmp and RUN --mount=type=cache directories live in
 	// ROOT/build-cache.
 	Root string
 	// RunRoot holds the bundles of RUN steps (RUNROOT/build).
@@ -110,12 +110,13 @@ func (b *Builder) Build(ctx context.Context, contextTar io.Reader, opts core.Bui
 	}
 	defer os.RemoveAll(dir)
 	ph := newPhases()
-	bc, err := extractContext(ctx, timedReader{contextTar, ph}, dir, sizelimit.New(b.o.MaxContextSize, "build context"), ph)
+	bc, err := receiveContext(ctx, timedReader{contextTar, ph}, dir, b.tmpDir(), sizelimit.New(b.o.MaxContextSize, "build context"), ph)
 	if err != nil {
 		return "", err
 	}
+	defer bc.close()
 	id, err := b.build(ctx, bc, opts, ph)
-	ph.log(b.o.Logger, "build finished", "image", id, "failed", err != nil)
+	ph.log(b.o.Logger, "build finished", "image", id, "failed", err != nil, "context_extracted", bc.extracted)
 	return id, err
 }
 

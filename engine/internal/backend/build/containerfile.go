@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strconv"
@@ -24,15 +23,15 @@ var defaultContainerfiles = []string{"Containerfile", "Dockerfile"}
 
 // readContainerfiles reads the named files inside the context (several are
 // concatenated, as Buildah does).
-func readContainerfiles(contextDir string, names []string) ([]byte, error) {
+func readContainerfiles(files tree, contextDir string, names []string) ([]byte, error) {
 	const field = "dockerfile"
 	if len(names) == 0 {
 		for _, name := range defaultContainerfiles {
-			p, err := securejoin.SecureJoin(contextDir, name)
+			p, err := securejoin.SecureJoinVFS(contextDir, name, files)
 			if err != nil {
 				return nil, err
 			}
-			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			if fi, err := files.Lstat(p); err == nil && fi.Mode().IsRegular() {
 				names = []string{name}
 				break
 			}
@@ -47,11 +46,11 @@ func readContainerfiles(contextDir string, names []string) ([]byte, error) {
 			return nil, core.InvalidArgument(field, fmt.Errorf("%q: Containerfiles given by URL are not supported", name))
 		}
 		rel := strings.TrimPrefix(path.Clean("/"+name), "/")
-		p, err := securejoin.SecureJoin(contextDir, rel)
+		p, err := securejoin.SecureJoinVFS(contextDir, rel, files)
 		if err != nil {
 			return nil, err
 		}
-		data, err := os.ReadFile(p)
+		data, err := files.readFile(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, core.InvalidArgument(field, fmt.Errorf("%q is not in the build context", name))
 		}

@@ -83,7 +83,7 @@ func TestExtractContextRefusesEscapes(t *testing.T) {
 	for name, data := range cases {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			_, err := extractContext(context.Background(), bytes.NewReader(data), dir, sizelimit.New(1<<20, "build context"), newPhases())
+			err := extractContext(context.Background(), bytes.NewReader(data), dir, sizelimit.New(1<<20, "build context"))
 			if !errors.Is(err, core.ErrInvalidArgument) {
 				t.Fatalf("got %v, want an invalid argument", err)
 			}
@@ -93,7 +93,7 @@ func TestExtractContextRefusesEscapes(t *testing.T) {
 	dir := t.TempDir()
 	data := tarOf(t, tar.Header{Name: "d", Typeflag: tar.TypeSymlink, Linkname: outside}, file("d/planted", "x"),
 		tar.Header{Name: "up", Typeflag: tar.TypeSymlink, Linkname: "../../../../.."}, file("up/tmp/planted2", "y"))
-	if _, err := extractContext(context.Background(), bytes.NewReader(data), dir, sizelimit.New(1<<20, "build context"), newPhases()); err != nil {
+	if err := extractContext(context.Background(), bytes.NewReader(data), dir, sizelimit.New(1<<20, "build context")); err != nil {
 		t.Fatal(err)
 	}
 	if left, _ := os.ReadDir(outside); len(left) > 0 {
@@ -106,7 +106,7 @@ func TestExtractContextRefusesEscapes(t *testing.T) {
 
 func TestExtractContextBoundsExpandedSize(t *testing.T) {
 	data := tarOf(t, file("big", strings.Repeat("x", 4096)))
-	_, err := extractContext(context.Background(), bytes.NewReader(data), t.TempDir(), sizelimit.New(1024, "build context"), newPhases())
+	err := extractContext(context.Background(), bytes.NewReader(data), t.TempDir(), sizelimit.New(1024, "build context"))
 	if !errors.Is(err, core.ErrTooLarge) {
 		t.Fatalf("got %v, want ErrTooLarge", err)
 	}
@@ -117,7 +117,7 @@ func TestExcluder(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ".dockerignore"), []byte("# comment\n*.log\nbuild/\n!build/keep.txt\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ex, err := loadExcluder(dir, []string{"podman-build-secret1"})
+	ex, err := loadExcluder(diskTree{}, dir, []string{"podman-build-secret1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestExcluder(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ".containerignore"), []byte("main.go\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ex, err = loadExcluder(dir, nil)
+	ex, err = loadExcluder(diskTree{}, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func FuzzExtractContext(f *testing.F) {
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		_, _ = extractContext(context.Background(), bytes.NewReader(data), dir, sizelimit.New(1<<20, "build context"), newPhases())
+		_ = extractContext(context.Background(), bytes.NewReader(data), dir, sizelimit.New(1<<20, "build context"))
 		err := filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -229,7 +229,7 @@ func FuzzExcluder(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, ".containerignore"), []byte(patterns), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		ex, err := loadExcluder(dir, nil)
+		ex, err := loadExcluder(diskTree{}, dir, nil)
 		if err != nil {
 			return
 		}

@@ -40,11 +40,30 @@ type copySource struct {
 	// fromImage is true for a stage's or image's rootfs, whose owners
 	// COPY --from keeps.
 	fromImage bool
-	release   func()
+	// files is the tree the sources are looked up in (nil: the disk).
+	files   tree
+	release func()
 }
 
+// contextSource is the context as its index describes it (for cache
+// keys); onDisk gives the extracted files to copy.
 func (j *job) contextSource() *copySource {
-	return &copySource{root: j.bc.dir, context: true, release: func() {}}
+	return &copySource{root: j.bc.dir, context: true, files: j.bc.files(), release: func() {}}
+}
+
+// onDisk is the source read from the disk (the context once extracted).
+func (s *copySource) onDisk() *copySource {
+	out := *s
+	out.files = nil
+	return &out
+}
+
+// tree is where the source's paths are looked up.
+func (s *copySource) tree() tree {
+	if s.files == nil {
+		return diskTree{}
+	}
+	return s.files
 }
 
 // fromSource mounts the final state of a stage, or an image, named by ref.
@@ -108,7 +127,7 @@ func (j *job) resolveSources(src *copySource, sources []string) ([]match, error)
 			continue
 		}
 		var found []match
-		err := filepath.WalkDir(src.root, func(p string, d fs.DirEntry, err error) error {
+		err := src.tree().walkDir(src.root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
@@ -148,7 +167,7 @@ func (j *job) resolveOne(src *copySource, rel string) (match, error) {
 	if src.context && j.ex.excluded(rel) {
 		return match{}, fmt.Errorf("%q is excluded from the build context", rel)
 	}
-	abs, err := securejoin.SecureJoin(src.root, rel)
+	abs, err := securejoin.SecureJoinVFS(src.root, rel, src.tree())
 	if err != nil {
 		return match{}, err
 	}
@@ -157,7 +176,7 @@ func (j *job) resolveOne(src *copySource, rel string) (match, error) {
 			return match{}, fmt.Errorf("%q resolves to a path excluded from the build context", rel)
 		}
 	}
-	fi, err := os.Lstat(abs)
+	fi, err := src.tree().Lstat(abs)
 	if err != nil {
 		return match{}, fmt.Errorf("checking on sources under %q: %w", rel, errors.Unwrap(err))
 	}
@@ -181,13 +200,13 @@ func (j *job) sourceDigest(src *copySource, sources []string) (string, error) {
 			fmt.Fprintf(h, "%s\x00%o\x00", rel, fi.Mode())
 			switch {
 			case fi.Mode().IsRegular():
-				sum, err := j.fileSum(abs)
+				sum, err := fileSum(src.tree(), abs)
 				if err != nil {
 					return err
 				}
 				h.Write(sum[:])
 			case fi.Mode()&fs.ModeSymlink != 0:
-				target, err := os.Readlink(abs)
+				target, err := src.tree().Readlink(abs)
 				if err != nil {
 					return err
 				}
@@ -202,12 +221,10 @@ func (j *job) sourceDigest(src *copySource, sources []string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// fileSum is a context file's SHA-256, from the extraction when known.
-func (j *job) fileSum(abs string) ([sha256.Size]byte, error) {
-	if rel, err := filepath.Rel(j.bc.dir, abs); err == nil {
-		if sum, ok := j.bc.sums[filepath.ToSlash(rel)]; ok {
-			return sum, nil
-		}
+// fileSum is a file's SHA-256: from the context's index, else read.
+func fileSum(t tree, abs string) ([sha256.Size]byte, error) {
+	if sum, ok := t.sum(abs); ok {
+		return sum, nil
 	}
 	var sum [sha256.Size]byte
 	f, err := os.Open(abs)
@@ -238,7 +255,7 @@ func (j *job) walkSource(src *copySource, m match, visit func(rel, abs string, f
 		}
 		ctxRel = filepath.ToSlash(r)
 	}
-	return filepath.WalkDir(m.abs, func(p string, d fs.DirEntry, err error) error {
+	return src.tree().walkDir(m.abs, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -426,7 +443,7 @@ func (j *job) copyParts(ctx context.Context, st *imageState, sc *stageContext, p
 				}
 				o := owner
 				o.keep = chown == "" && !p.src.context && p.src.fromImage
-				if err := j.copyInto(rootfs, st.config.WorkingDir, p.src, p.sd, o, p.unpack); err != nil {
+				if err := j.copyInto(rootfs, st.config.WorkingDir, p.src.onDisk(), p.sd, o, p.unpack); err != nil {
 					return err
 				}
 			}

@@ -1,10 +1,10 @@
 package build
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 
@@ -29,25 +29,24 @@ type excluder struct {
 }
 
 // loadExcluder reads the context's ignore file, if any.
-func loadExcluder(contextDir string, hidden []string) (*excluder, error) {
+func loadExcluder(files tree, contextDir string, hidden []string) (*excluder, error) {
 	ex := &excluder{hidden: map[string]bool{}}
 	for _, h := range hidden {
 		ex.hidden[filepath.Base(h)] = true
 	}
 	for _, name := range ignoreFiles {
-		p, err := securejoin.SecureJoin(contextDir, name)
+		p, err := securejoin.SecureJoinVFS(contextDir, name, files)
 		if err != nil {
 			return nil, err
 		}
-		f, err := os.Open(p)
+		data, err := files.readFile(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		patterns, err := ignorefile.ReadAll(f)
-		f.Close()
+		patterns, err := ignorefile.ReadAll(bytes.NewReader(data))
 		if err != nil {
 			return nil, core.InvalidArgument(name, err)
 		}

@@ -41,7 +41,7 @@ type job struct {
 	results map[int]*imageState
 	// cache maps cache keys to images; nil when the cache is not used.
 	cache map[string]string
-	// secrets maps a secret's id to its file.
+	// secrets maps a secret's id to its file, once the context is on disk.
 	secrets map[string]string
 	// multi tells whether step lines carry the stage number.
 	multi bool
@@ -54,7 +54,7 @@ type job struct {
 
 // build runs a build in an unpacked (or local) context.
 func (b *Builder) build(ctx context.Context, bc *buildContext, opts core.BuildOptions, ph *phases) (id string, err error) {
-	text, err := readContainerfiles(bc.dir, opts.Containerfiles)
+	text, err := readContainerfiles(bc.files(), bc.dir, opts.Containerfiles)
 	if err != nil {
 		return "", err
 	}
@@ -72,18 +72,12 @@ func (b *Builder) build(ctx context.Context, bc *buildContext, opts core.BuildOp
 			return "", core.InvalidArgument("target", fmt.Errorf("no stage is named %q", opts.Target))
 		}
 	}
-	j := &job{b: b, opts: opts, bc: bc, stages: stages, global: global, results: map[int]*imageState{}, secrets: map[string]string{}, ph: ph}
+	j := &job{b: b, opts: opts, bc: bc, stages: stages, global: global, results: map[int]*imageState{}, ph: ph}
 	var hidden []string
 	for _, s := range opts.Secrets {
-		rel := strings.TrimPrefix(path.Clean("/"+s.Source), "/")
-		p, err := securejoin.SecureJoin(bc.dir, rel)
-		if err != nil {
-			return "", err
-		}
-		j.secrets[s.ID] = p
-		hidden = append(hidden, rel)
+		hidden = append(hidden, secretPath(s))
 	}
-	if j.ex, err = loadExcluder(bc.dir, hidden); err != nil {
+	if j.ex, err = loadExcluder(bc.files(), bc.dir, hidden); err != nil {
 		return "", err
 	}
 	j.out = io.Discard
@@ -135,6 +129,32 @@ func (b *Builder) build(ctx context.Context, bc *buildContext, opts core.BuildOp
 	final := j.results[target]
 	b.o.Store.Changed()
 	return "sha256:" + final.id, nil
+}
+
+// secretPath is a secret's file as a path relative to the context.
+func secretPath(s core.BuildSecret) string {
+	return strings.TrimPrefix(path.Clean("/"+s.Source), "/")
+}
+
+// materialize puts the context on disk for a step that runs (its files
+// are copied or mounted) and resolves the secrets' files in it.
+func (j *job) materialize(ctx context.Context) error {
+	if j.secrets != nil {
+		return nil
+	}
+	if err := j.bc.materialize(ctx); err != nil {
+		return err
+	}
+	secrets := map[string]string{}
+	for _, s := range j.opts.Secrets {
+		p, err := securejoin.SecureJoin(j.bc.dir, secretPath(s))
+		if err != nil {
+			return err
+		}
+		secrets[s.ID] = p
+	}
+	j.secrets = secrets
+	return nil
 }
 
 // stepPrefix is what a step line starts with.

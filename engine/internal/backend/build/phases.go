@@ -9,7 +9,7 @@ import (
 
 // phases adds up where a build's time goes, so that a slow build can be
 // explained from the engine's log: receiving the context, hashing it,
-// extracting it to disk, looking steps up in the cache, running steps and
+// keeping it for a later extraction, extracting it to disk, looking steps up in the cache, running steps and
 // committing their images.
 type phases struct {
 	mu    sync.Mutex
@@ -21,6 +21,7 @@ type phases struct {
 const (
 	phaseReceive = "receive"
 	phaseHash    = "hash"
+	phaseSpool   = "spool"
 	phaseExtract = "extract"
 	phaseCache   = "cache"
 	phaseRun     = "run"
@@ -46,7 +47,7 @@ func (p *phases) log(logger *slog.Logger, msg string, attrs ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	attrs = append(attrs, "total_ms", ms(time.Since(p.start)))
-	for _, name := range []string{phaseReceive, phaseHash, phaseExtract, phaseCache, phaseRun, phaseCommit} {
+	for _, name := range []string{phaseReceive, phaseHash, phaseSpool, phaseExtract, phaseCache, phaseRun, phaseCommit} {
 		attrs = append(attrs, name+"_ms", ms(p.spent[name]))
 	}
 	logger.Info(msg, attrs...)

@@ -296,6 +296,9 @@ func (j *job) finishStep(ctx context.Context, st *imageState, sc *stageContext, 
 	}
 	var layer io.Reader
 	if change != nil {
+		if err := j.materialize(ctx); err != nil {
+			return err
+		}
 		start := time.Now()
 		r, release, err := change()
 		j.ph.since(phaseRun, start)
