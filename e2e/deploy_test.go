@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUploadDeploysUnitsAndKube: one upload holds an image archive, a .container unit
+// running that image, a Kubernetes pod of the same image and a unit with a typo. It ends
+// done with one error entry (the typo, with the engine's message); the unit's container
+// and the pod's container are both running in the engine.
+func TestUploadDeploysUnitsAndKube(t *testing.T) {
+	ctx := context.Background()
+	s := startStack(t, ctx)
+	const tag = "localhost/berth-e2e-app:latest"
+	unit := "[Unit]\nDescription=berth e2e container\n\n[Container]\nImage=" + tag + "\nExec=sleep 600\n"
+	kube := `apiVersion: v1
+kind: Pod
+metadata:
+  name: berth-e2e-kube
+spec:
+  containers:
+  - name: sleeper
+    image: ` + tag + `
+    command: ["sleep", "600"]
+`
+	const brokenUnit = "units/broken.container"
+	// Lexical order would deploy the units and the YAML before the archive
+	// (images/ sorts after deploy/): the processor deploys archives first.
+	id := s.createUpload(map[string][]byte{
+		"images/app.tar":       busyboxArchive(t, tag),
+		"deploy/web.container": []byte(unit),
+		"deploy/app.yaml":      []byte(kube),
+		brokenUnit:             []byte("[Container]\nImage=" + tag + "\nImagee=typo\n"),
+	})
+	s.markForProcessing(id)
+	u := s.waitFor(id, 3*time.Minute, "status done", func(u upload) bool { return u.Status == "done" })
+	if intOf(u.FilesTotal) != 4 || intOf(u.FilesProcessed) != 4 || intOf(u.Errors) != 1 {
+		t.Errorf("done upload counts: total %d processed %d errors %d; want 4, 4, 1",
+			intOf(u.FilesTotal), intOf(u.FilesProcessed), intOf(u.Errors))
+	}
+	errs := s.uploadErrors(id)
+	if len(errs) != 1 || errs[0].File != brokenUnit || !strings.Contains(errs[0].Message, "Imagee") ||
+		!strings.HasPrefix(errs[0].Message, "quadlet unit refused by the engine (400)") {
+		t.Errorf("upload errors = %+v, want exactly one for %s naming the key Imagee", errs, brokenUnit)
+	}
+
+	// The unit's container: running, of the image, in no pod.
+	running := s.runningContainers()
+	var unitContainer, podContainer bool
+	for _, c := range running {
+		if c.Image != tag {
+			continue
+		}
+		if c.PodName == "" {
+			unitContainer = true
+		} else if c.PodName == "berth-e2e-kube" {
+			podContainer = true
+		}
+	}
+	if !unitContainer || !podContainer {
+		t.Errorf("running containers = %+v; want one of %s from web.container (no pod) and one in pod berth-e2e-kube", running, tag)
+	}
+	status, body := s.callEngine(http.MethodGet, "/v4.0.0/libpod/quadlets/web.container/exists")
+	if status != http.StatusNoContent {
+		t.Errorf("quadlet web.container exists: %d %s", status, body)
+	}
+	status, body = s.callEngine(http.MethodGet, "/v4.0.0/libpod/quadlets/broken.container/exists")
+	if status != http.StatusNotFound {
+		t.Errorf("refused quadlet broken.container exists: %d %s, want 404", status, body)
+	}
+	pods := decode[[]struct {
+		Name   string `json:"Name"`
+		Status string `json:"Status"`
+	}](t, s.mustEngine("/v4.0.0/libpod/pods/json"))
+	var podRunning bool
+	for _, p := range pods {
+		podRunning = podRunning || (p.Name == "berth-e2e-kube" && p.Status == "Running")
+	}
+	if !podRunning {
+		t.Errorf("pods = %+v, want berth-e2e-kube Running", pods)
+	}
+}
+
+// engineContainer is the part of the engine's container list the tests read.
+type engineContainer struct {
+	Names   []string `json:"Names"`
+	Image   string   `json:"Image"`
+	State   string   `json:"State"`
+	PodName string   `json:"PodName"`
+}
+
+// runningContainers lists the engine's running containers.
+func (s *stack) runningContainers() []engineContainer {
+	s.t.Helper()
+	return decode[[]engineContainer](s.t, s.mustEngine("/v4.0.0/libpod/containers/json"))
+}
+
+// mustEngine GETs path on the engine and returns the body of its 200 answer.
+func (s *stack) mustEngine(path string) []byte {
+	s.t.Helper()
+	status, body := s.callEngine(http.MethodGet, path)
+	if status != http.StatusOK {
+		s.t.Fatalf("engine GET %s: %d %s", path, status, body)
+	}
+	return body
+}
