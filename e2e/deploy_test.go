@@ -48,21 +48,19 @@ spec:
 		t.Errorf("upload errors = %+v, want exactly one for %s naming the key Imagee", errs, brokenUnit)
 	}
 
-	// The unit's container: running, of the image, in no pod.
-	running := s.runningContainers()
-	var unitContainer, podContainer bool
-	for _, c := range running {
-		if c.Image != tag {
-			continue
-		}
-		if c.PodName == "" {
-			unitContainer = true
-		} else if c.PodName == "berth-e2e-kube" {
-			podContainer = true
-		}
+	// The unit's container: running, of the image, in no pod; the pod's beside it.
+	unitCtr, podCtr := s.checkWorkloads(tag)
+
+	// Uploading the same unit and YAML again replaces what the first upload
+	// made: no conflict, and again exactly one of each running, new ones.
+	again := s.createUpload(map[string][]byte{"web.container": []byte(unit), "app.yaml": []byte(kube)})
+	s.markForProcessing(again)
+	u = s.waitFor(again, 3*time.Minute, "status done", func(u upload) bool { return u.Status == "done" })
+	if intOf(u.FilesProcessed) != 2 || intOf(u.Errors) != 0 {
+		t.Errorf("re-upload: processed %d, errors %d %+v; want 2, 0", intOf(u.FilesProcessed), intOf(u.Errors), s.uploadErrors(again))
 	}
-	if !unitContainer || !podContainer {
-		t.Errorf("running containers = %+v; want one of %s from web.container (no pod) and one in pod berth-e2e-kube", running, tag)
+	if unitAgain, podAgain := s.checkWorkloads(tag); unitAgain == unitCtr || podAgain == podCtr {
+		t.Errorf("re-upload left containers running: unit's %s then %s, pod's %s then %s; want both replaced", unitCtr, unitAgain, podCtr, podAgain)
 	}
 	status, body := s.callEngine(http.MethodGet, "/v4.0.0/libpod/quadlets/web.container/exists")
 	if status != http.StatusNoContent {
@@ -71,6 +69,28 @@ spec:
 	status, body = s.callEngine(http.MethodGet, "/v4.0.0/libpod/quadlets/broken.container/exists")
 	if status != http.StatusNotFound {
 		t.Errorf("refused quadlet broken.container exists: %d %s, want 404", status, body)
+	}
+}
+
+// checkWorkloads checks that exactly one container of image runs outside any pod (the
+// unit's) and one in pod berth-e2e-kube (the YAML's), that the pod is Running, and
+// returns their IDs.
+func (s *stack) checkWorkloads(image string) (unitContainer, podContainer string) {
+	t := s.t
+	t.Helper()
+	var unitIDs, podIDs []string
+	running := s.runningContainers()
+	for _, c := range running {
+		switch {
+		case c.Image != image:
+		case c.PodName == "":
+			unitIDs = append(unitIDs, c.ID)
+		case c.PodName == "berth-e2e-kube":
+			podIDs = append(podIDs, c.ID)
+		}
+	}
+	if len(unitIDs) != 1 || len(podIDs) != 1 {
+		t.Errorf("running containers = %+v; want one of %s from web.container (no pod) and one in pod berth-e2e-kube", running, image)
 	}
 	pods := decode[[]struct {
 		Name   string `json:"Name"`
@@ -83,10 +103,12 @@ spec:
 	if !podRunning {
 		t.Errorf("pods = %+v, want berth-e2e-kube Running", pods)
 	}
+	return strings.Join(unitIDs, ","), strings.Join(podIDs, ",")
 }
 
 // engineContainer is the part of the engine's container list the tests read.
 type engineContainer struct {
+	ID      string   `json:"Id"`
 	Names   []string `json:"Names"`
 	Image   string   `json:"Image"`
 	State   string   `json:"State"`

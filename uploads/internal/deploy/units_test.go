@@ -152,6 +152,8 @@ type recordingEngine struct {
 	mu      sync.Mutex
 	reqs    []recorded
 	answers map[string]answer
+	// refuse, when set, may answer a request instead of answers.
+	refuse func(recorded) *answer
 }
 
 type recorded struct {
@@ -172,9 +174,15 @@ func newRecordingEngine(t *testing.T, answers map[string]answer) *recordingEngin
 		body, _ := io.ReadAll(r.Body)
 		path := strings.TrimPrefix(r.URL.Path, "/v4.0.0/libpod")
 		e.mu.Lock()
-		e.reqs = append(e.reqs, recorded{path: path, contentType: r.Header.Get("Content-Type"), query: r.URL.Query(), body: body})
+		rec := recorded{path: path, contentType: r.Header.Get("Content-Type"), query: r.URL.Query(), body: body}
+		e.reqs = append(e.reqs, rec)
 		e.mu.Unlock()
 		a, ok := e.answers[r.Method+" "+path]
+		if e.refuse != nil {
+			if refused := e.refuse(rec); refused != nil {
+				a, ok = *refused, true
+			}
+		}
 		if !ok {
 			http.NotFound(w, r)
 			return
