@@ -54,7 +54,9 @@ type document struct {
 	Service    *v1.Service
 }
 
-// docError is an ErrInvalidArgument naming the document and its field.
+// docError is an ErrInvalidArgument naming the document and its field;
+// the reason is kept as text only, so that a wrapped sentinel (a missing
+// image) does not turn the refusal into another status.
 func docError(index int, kind, name, field string, err error) error {
 	where := fmt.Sprintf("document %d", index)
 	if kind != "" {
@@ -67,7 +69,7 @@ func docError(index int, kind, name, field string, err error) error {
 	if field != "" {
 		where += " field " + field
 	}
-	return core.InvalidArgument(where, err)
+	return core.InvalidArgument(where, errors.New(err.Error()))
 }
 
 func (d *document) fail(field string, err error) error {
