@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -28,9 +29,10 @@ func (p *Player) down(ctx context.Context, docs []*document, opts core.KubeDownO
 		RmReport:   []*core.PodRmReport{},
 	}
 	names := podNames(docs)
-	found := 0
+	// Every pod is looked up first, then all are removed concurrently
+	// (a forced removal stops the members, then the infra container).
+	var ids []string
 	var missing []string
-	zero := uint(0)
 	for _, name := range names {
 		pod, err := p.o.Pods.Inspect(ctx, name)
 		if errors.Is(err, core.ErrNoSuchPod) {
@@ -40,18 +42,30 @@ func (p *Player) down(ctx context.Context, docs []*document, opts core.KubeDownO
 		if err != nil {
 			return nil, err
 		}
-		found++
-		if _, err := p.o.Pods.Stop(ctx, pod.ID, &zero); err != nil && !errors.Is(err, core.ErrNotModified) {
-			return nil, fmt.Errorf("stopping pod %s: %w", name, err)
-		}
-		report.StopReport = append(report.StopReport, &core.KubePodStopReport{Errs: []string{}, ID: pod.ID})
-		if _, err := p.o.Pods.Remove(ctx, pod.ID, core.RemovePodOptions{Force: true, Timeout: &zero}); err != nil && !errors.Is(err, core.ErrNoSuchPod) {
-			return nil, fmt.Errorf("removing pod %s: %w", name, err)
-		}
-		report.RmReport = append(report.RmReport, &core.PodRmReport{ID: pod.ID})
+		ids = append(ids, pod.ID)
 	}
-	if len(names) > 0 && found == 0 && !missingOK {
+	if len(names) > 0 && len(ids) == 0 && !missingOK {
 		return nil, fmt.Errorf("no pod with name %q found: %w", missing[0], core.ErrNoSuchPod)
+	}
+	zero := uint(0)
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := p.o.Pods.Remove(ctx, id, core.RemovePodOptions{Force: true, Timeout: &zero}); err != nil && !errors.Is(err, core.ErrNoSuchPod) {
+				errs[i] = fmt.Errorf("removing pod %s: %w", id, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		report.StopReport = append(report.StopReport, &core.KubePodStopReport{Errs: []string{}, ID: id})
+		report.RmReport = append(report.RmReport, &core.PodRmReport{ID: id})
 	}
 	for _, d := range docs {
 		if d.Kind != kindSecret {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	v1 "k8s.io/api/core/v1"
@@ -125,10 +126,11 @@ type playRun struct {
 	plan *plan
 	opts core.KubePlayOptions
 
+	// mu guards createdPods: pods are created concurrently.
+	mu             sync.Mutex
 	createdPods    []string
 	createdVolumes []string
 	createdSecrets []string
-	containers     []string
 }
 
 func (r *playRun) create(ctx context.Context) (*core.KubePlayReport, error) {
@@ -171,17 +173,31 @@ func (r *playRun) create(ctx context.Context) (*core.KubePlayReport, error) {
 			}
 		}
 	}
-	for _, pp := range r.plan.pods {
-		pod, err := r.createPod(ctx, pp)
-		if err != nil {
-			return nil, fmt.Errorf("pod %s: %w", pp.name, err)
-		}
-		report.Pods = append(report.Pods, *pod)
+	// Pods are independent of each other: they are created and started
+	// concurrently (the runtime and network setup of one overlap the
+	// others'), and reported in the YAML's order.
+	report.Pods = make([]core.KubePlayPod, len(r.plan.pods))
+	errs := make([]error, len(r.plan.pods))
+	start := r.opts.Start == nil || *r.opts.Start
+	var wg sync.WaitGroup
+	for i, pp := range r.plan.pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pod, err := r.createPod(ctx, pp)
+			if err != nil {
+				errs[i] = fmt.Errorf("pod %s: %w", pp.name, err)
+				return
+			}
+			if start {
+				r.startPod(ctx, pp, pod)
+			}
+			report.Pods[i] = *pod
+		}()
 	}
-	if r.opts.Start == nil || *r.opts.Start {
-		for i, pp := range r.plan.pods {
-			r.startPod(ctx, pp, &report.Pods[i])
-		}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return report, nil
 }
@@ -197,7 +213,9 @@ func (r *playRun) createPod(ctx context.Context, pp *podPlan) (*core.KubePlayPod
 	if err != nil {
 		return nil, err
 	}
+	r.mu.Lock()
 	r.createdPods = append(r.createdPods, id)
+	r.mu.Unlock()
 	out := &core.KubePlayPod{ID: id, Containers: []string{}, InitContainers: []string{}, Logs: append([]string{}, pp.logs...), ContainerErrors: []string{}}
 	create := func(cs core.ContainerSpec) (string, error) {
 		cs.Pod = id
@@ -208,7 +226,6 @@ func (r *playRun) createPod(ctx context.Context, pp *podPlan) (*core.KubePlayPod
 		for _, w := range warnings {
 			out.Logs = append(out.Logs, w+"\n")
 		}
-		r.containers = append(r.containers, cid)
 		return cid, nil
 	}
 	for _, cs := range pp.initContainers {
