@@ -9,9 +9,10 @@ import (
 )
 
 // TestUploadDeploysUnitsAndKube: one upload holds an image archive, a .container unit
-// running that image, a Kubernetes pod of the same image and a unit with a typo. It ends
-// done with one error entry (the typo, with the engine's message); the unit's container
-// and the pod's container are both running in the engine.
+// running that image, a Kubernetes pod of the same image, a .kube unit with the YAML it
+// names and a unit with a typo. It ends done with one error entry (the typo, with the
+// engine's message); the unit's container, the YAML's pod and the .kube unit's pod all
+// run in the engine.
 func TestUploadDeploysUnitsAndKube(t *testing.T) {
 	ctx := context.Background()
 	s := startStack(t, ctx)
@@ -35,11 +36,14 @@ spec:
 		"deploy/web.container": []byte(unit),
 		"deploy/app.yaml":      []byte(kube),
 		brokenUnit:             []byte("[Container]\nImage=" + tag + "\nImagee=typo\n"),
+		// A .kube unit and the YAML it names: sent together, played once, by the unit.
+		"deploy/play.kube":         []byte("[Kube]\nYaml=k8s/unit-pod.yaml\n"),
+		"deploy/k8s/unit-pod.yaml": []byte(strings.Replace(kube, "name: berth-e2e-kube", "name: berth-e2e-kubeunit", 1)),
 	})
 	s.markForProcessing(id)
 	u := s.waitFor(id, 3*time.Minute, "status done", func(u upload) bool { return u.Status == "done" })
-	if intOf(u.FilesTotal) != 4 || intOf(u.FilesProcessed) != 4 || intOf(u.Errors) != 1 {
-		t.Errorf("done upload counts: total %d processed %d errors %d; want 4, 4, 1",
+	if intOf(u.FilesTotal) != 6 || intOf(u.FilesProcessed) != 6 || intOf(u.Errors) != 1 {
+		t.Errorf("done upload counts: total %d processed %d errors %d; want 6, 6, 1",
 			intOf(u.FilesTotal), intOf(u.FilesProcessed), intOf(u.Errors))
 	}
 	errs := s.uploadErrors(id)
@@ -50,6 +54,9 @@ spec:
 
 	// The unit's container: running, of the image, in no pod; the pod's beside it.
 	unitCtr, podCtr := s.checkWorkloads(tag)
+	if !s.podRunning("berth-e2e-kubeunit") {
+		t.Errorf("pod berth-e2e-kubeunit of play.kube is not running")
+	}
 
 	// Uploading the same unit and YAML again replaces what the first upload
 	// made: no conflict, and again exactly one of each running, new ones.
@@ -92,18 +99,26 @@ func (s *stack) checkWorkloads(image string) (unitContainer, podContainer string
 	if len(unitIDs) != 1 || len(podIDs) != 1 {
 		t.Errorf("running containers = %+v; want one of %s from web.container (no pod) and one in pod berth-e2e-kube", running, image)
 	}
+	if !s.podRunning("berth-e2e-kube") {
+		t.Errorf("pod berth-e2e-kube is not running")
+	}
+	return strings.Join(unitIDs, ","), strings.Join(podIDs, ",")
+}
+
+// podRunning reports whether the engine lists pod name as Running.
+func (s *stack) podRunning(name string) bool {
+	s.t.Helper()
 	pods := decode[[]struct {
 		Name   string `json:"Name"`
 		Status string `json:"Status"`
-	}](t, s.mustEngine("/v4.0.0/libpod/pods/json"))
-	var podRunning bool
+	}](s.t, s.mustEngine("/v4.0.0/libpod/pods/json"))
 	for _, p := range pods {
-		podRunning = podRunning || (p.Name == "berth-e2e-kube" && p.Status == "Running")
+		if p.Name == name && p.Status == "Running" {
+			return true
+		}
 	}
-	if !podRunning {
-		t.Errorf("pods = %+v, want berth-e2e-kube Running", pods)
-	}
-	return strings.Join(unitIDs, ","), strings.Join(podIDs, ",")
+	s.t.Logf("pods = %+v", pods)
+	return false
 }
 
 // engineContainer is the part of the engine's container list the tests read.
