@@ -82,23 +82,33 @@ type PodSpec struct {
 	NoManageHostname   bool                `json:"no_manage_hostname,omitempty"`
 	HostsFile          string              `json:"hostsFile,omitempty"`
 	// CgroupParent is the cgroup under which the pod's cgroup is created.
-	CgroupParent       string                `json:"cgroup_parent,omitempty"`
-	ResourceLimits     *specs.LinuxResources `json:"resource_limits,omitempty"`
-	InfraConmonPidFile string                `json:"infra_conmon_pid_file,omitempty"`
-	RestartPolicy      string                `json:"restart_policy,omitempty"`
-	RestartTries       *uint                 `json:"restart_tries,omitempty"`
-	Devices            []string              `json:"pod_devices,omitempty"`
-	Sysctl             map[string]string     `json:"sysctl,omitempty"`
-	Mounts             json.RawMessage       `json:"mounts,omitempty"`
-	Volumes            json.RawMessage       `json:"volumes,omitempty"`
-	OverlayVolumes     json.RawMessage       `json:"overlay_volumes,omitempty"`
-	ImageVolumes       json.RawMessage       `json:"image_volumes,omitempty"`
-	VolumesFrom        []string              `json:"volumes_from,omitempty"`
-	ShmSize            *int64                `json:"shm_size,omitempty"`
-	ShmSizeSystemd     *int64                `json:"shm_size_systemd,omitempty"`
-	SecurityOpt        []string              `json:"security_opt,omitempty"`
-	IDMappings         *PodIDMappings        `json:"idmappings,omitempty"`
-	ServiceContainerID string                `json:"serviceContainerID,omitempty"`
+	CgroupParent string `json:"cgroup_parent,omitempty"`
+	// ResourceLimits (CPU shares, quota, period, cpuset, memory, swap,
+	// pids) are written to the pod's own cgroup, which every member's
+	// cgroup is nested in, so they bind the pod as a whole.
+	ResourceLimits *specs.LinuxResources `json:"resource_limits,omitempty"`
+	// CPUPeriod and CPUQuota are what the client derives from --cpus; they
+	// repeat resource_limits.cpu's period and quota.
+	CPUPeriod uint64 `json:"cpu_period,omitempty"`
+	CPUQuota  int64  `json:"cpu_quota,omitempty"`
+	// ThrottleReadBpsDevice (--device-read-bps) is refused: pods take no
+	// block I/O limits.
+	ThrottleReadBpsDevice json.RawMessage   `json:"throttleReadBpsDevice,omitempty"`
+	InfraConmonPidFile    string            `json:"infra_conmon_pid_file,omitempty"`
+	RestartPolicy         string            `json:"restart_policy,omitempty"`
+	RestartTries          *uint             `json:"restart_tries,omitempty"`
+	Devices               []string          `json:"pod_devices,omitempty"`
+	Sysctl                map[string]string `json:"sysctl,omitempty"`
+	Mounts                json.RawMessage   `json:"mounts,omitempty"`
+	Volumes               json.RawMessage   `json:"volumes,omitempty"`
+	OverlayVolumes        json.RawMessage   `json:"overlay_volumes,omitempty"`
+	ImageVolumes          json.RawMessage   `json:"image_volumes,omitempty"`
+	VolumesFrom           []string          `json:"volumes_from,omitempty"`
+	ShmSize               *int64            `json:"shm_size,omitempty"`
+	ShmSizeSystemd        *int64            `json:"shm_size_systemd,omitempty"`
+	SecurityOpt           []string          `json:"security_opt,omitempty"`
+	IDMappings            *PodIDMappings    `json:"idmappings,omitempty"`
+	ServiceContainerID    string            `json:"serviceContainerID,omitempty"`
 }
 
 // Pod is the engine's record of a pod. It is a snapshot.
@@ -222,6 +232,14 @@ type InspectPodData struct {
 	SharedNamespaces []string               `json:"SharedNamespaces,omitempty"`
 	NumContainers    int                    `json:"NumContainers"`
 	Containers       []PodContainerInfo     `json:"Containers"`
+	// The pod cgroup's limits, as Podman shows them.
+	CPUPeriod   uint64 `json:"cpu_period,omitempty"`
+	CPUQuota    int64  `json:"cpu_quota,omitempty"`
+	CPUShares   uint64 `json:"cpu_shares,omitempty"`
+	CPUSetCPUs  string `json:"cpuset_cpus,omitempty"`
+	CPUSetMems  string `json:"cpuset_mems,omitempty"`
+	MemoryLimit uint64 `json:"memory_limit,omitempty"`
+	MemorySwap  uint64 `json:"memory_swap,omitempty"`
 }
 
 // ListPodContainer is one container of a ListPodsReport.

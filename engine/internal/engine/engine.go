@@ -119,7 +119,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 	ctrs.volumes.SetEventSink(e.streams.events.VolumeEvent)
 	images.SetEventSink(e.streams.events)
 	ctrs.secrets.SetEventSink(e.streams.events)
-	if e.pods, err = openPods(ctx, logger, ctrs, images, transfer, e.streams); err != nil {
+	if e.pods, err = openPods(ctx, logger, cfg.RunRoot, ctrs, images, transfer, e.streams); err != nil {
 		e.Close()
 		return nil, err
 	}

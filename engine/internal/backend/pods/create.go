@@ -65,20 +65,43 @@ func (m *Manager) Create(ctx context.Context, spec core.PodSpec) (string, error)
 	m.byID[id] = e
 	m.byName[pod.Name] = e
 	m.mu.Unlock()
+	// The pod's cgroup is noted before it exists (Open removes the cgroup
+	// of a pod never recorded) and carries the limits before any member
+	// is created under it.
+	undo := func() {
+		if pod.InfraID != "" {
+			m.o.Containers.Remove(ctx, pod.InfraID, core.RemoveContainerOptions{Force: true, WithPod: true})
+		}
+		if pod.CgroupPath != "" {
+			m.removeCgroup(pod.CgroupPath)
+			m.dropCgroupNote(pod.ID)
+		}
+		m.forget(e)
+	}
+	if pod.CgroupPath != "" {
+		if err := m.noteCgroup(pod.ID, pod.CgroupPath); err != nil {
+			m.forget(e)
+			return "", fmt.Errorf("pod %s: noting its cgroup: %w", pod.ID, err)
+		}
+		if err := m.createCgroup(pod.CgroupPath, spec.ResourceLimits); err != nil {
+			undo()
+			return "", err
+		}
+	}
 	if !spec.NoInfra {
 		infraID, err := m.createInfra(ctx, &pod, image)
 		if err != nil {
-			m.forget(e)
+			undo()
 			return "", err
 		}
 		pod.InfraID = infraID
 	}
 	if err := m.add(ctx, &pod); err != nil {
-		if pod.InfraID != "" {
-			m.o.Containers.Remove(ctx, pod.InfraID, core.RemoveContainerOptions{Force: true, WithPod: true})
-		}
-		m.forget(e)
+		undo()
 		return "", err
+	}
+	if pod.CgroupPath != "" {
+		m.dropCgroupNote(pod.ID)
 	}
 	m.mu.Lock()
 	e.rec = pod

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -149,7 +151,35 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string) (*core.InspectPo
 	for _, c := range ctrs {
 		data.Containers = append(data.Containers, core.PodContainerInfo{ID: c.ID, Name: c.Name, State: c.State.String()})
 	}
+	inspectLimits(data, s.ResourceLimits)
 	return data, nil
+}
+
+// inspectLimits shows the pod cgroup's limits in Podman's fields.
+func inspectLimits(data *core.InspectPodData, r *specs.LinuxResources) {
+	if r == nil {
+		return
+	}
+	if c := r.CPU; c != nil {
+		data.CPUSetCPUs, data.CPUSetMems = c.Cpus, c.Mems
+		if c.Period != nil {
+			data.CPUPeriod = *c.Period
+		}
+		if c.Quota != nil {
+			data.CPUQuota = *c.Quota
+		}
+		if c.Shares != nil {
+			data.CPUShares = *c.Shares
+		}
+	}
+	if m := r.Memory; m != nil {
+		if m.Limit != nil {
+			data.MemoryLimit = uint64(*m.Limit)
+		}
+		if m.Swap != nil && *m.Swap > 0 {
+			data.MemorySwap = uint64(*m.Swap)
+		}
+	}
 }
 
 func nsModeOf(ns core.Namespace) string {

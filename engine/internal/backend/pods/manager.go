@@ -51,6 +51,9 @@ type Options struct {
 	CgroupParent string
 	// CgroupRoot is where the cgroup hierarchies are mounted ("/sys/fs/cgroup").
 	CgroupRoot string
+	// StateDir is the engine's run directory, where a pod's cgroup is noted
+	// while the pod is created.
+	StateDir string
 	// Catatonit is the binary the default infra image is built from
 	// ("/usr/bin/catatonit").
 	Catatonit string
@@ -92,6 +95,9 @@ var (
 // whose infra container was never recorded), connects itself to the
 // container backend and watches member exits for the stop exit policy.
 func Open(ctx context.Context, o Options) (*Manager, error) {
+	if o.StateDir == "" {
+		return nil, errors.New("pods: the state directory is required")
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -134,6 +140,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 			}
 		}
 	}
+	m.settleCgroups()
 	o.Members.SetPods(m)
 	m.unsubscribe = o.Containers.Subscribe(m.onContainerEvent)
 	return m, nil

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/state"
 	"github.com/berth-project/berth/engine/internal/core"
@@ -82,27 +79,6 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemovePo
 	m.mu.Unlock()
 	m.o.Events(ctx, "remove", pod.ID, pod.Name)
 	return &core.PodRmReport{ID: pod.ID}, nil
-}
-
-// removeCgroup removes the pod's cgroup from every hierarchy. Its members'
-// cgroups are gone by now; the kernel may need a moment to release them.
-func (m *Manager) removeCgroup(rel string) {
-	dirs, _ := filepath.Glob(filepath.Join(m.o.CgroupRoot, "*"))
-	deadline := time.Now().Add(2 * time.Second)
-	for _, d := range dirs {
-		p := filepath.Join(d, rel)
-		for {
-			err := os.Remove(p)
-			if err == nil || errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			if time.Now().After(deadline) {
-				m.logger.Warn("removing pod cgroup", "path", p, "err", err)
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 }
 
 // Prune removes every pod whose containers have all exited or stopped.

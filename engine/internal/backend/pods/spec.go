@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
-
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -47,6 +45,9 @@ func normalize(spec *core.PodSpec) error {
 		}
 	}
 	if err := refuseUnsupported(spec); err != nil {
+		return err
+	}
+	if err := normalizeResources(spec); err != nil {
 		return err
 	}
 	if err := checkNamespaces(spec); err != nil {
@@ -137,7 +138,6 @@ func refuseUnsupported(spec *core.PodSpec) error {
 		{"no_manage_hosts", spec.NoManageHosts},
 		{"no_manage_hostname", spec.NoManageHostname},
 		{"hostsFile", spec.HostsFile != ""},
-		{"resource_limits", !emptyResources(spec.ResourceLimits)},
 		{"infra_conmon_pid_file", spec.InfraConmonPidFile != ""},
 		{"restart_policy", spec.RestartPolicy != ""},
 		{"restart_tries", spec.RestartTries != nil},
@@ -166,16 +166,6 @@ func refuseUnsupported(spec *core.PodSpec) error {
 func emptyJSON(raw json.RawMessage) bool {
 	t := bytes.TrimSpace(raw)
 	return len(t) == 0 || bytes.Equal(t, []byte("null")) || bytes.Equal(t, []byte("[]")) || bytes.Equal(t, []byte("{}"))
-}
-
-// emptyResources accepts what the client sends when no limit is given
-// ({"cpu":{}}).
-func emptyResources(r *specs.LinuxResources) bool {
-	if r == nil {
-		return true
-	}
-	data, err := json.Marshal(r)
-	return err == nil && (string(data) == "{}" || string(data) == `{"cpu":{}}`)
 }
 
 // hostIDMappings accepts the host's own user namespace (what a rootful

@@ -20,8 +20,10 @@ import (
 // (one member exits while no engine watches), starts it again, and checks
 // that the pods and their containers are adopted with the right states,
 // that a member created afterwards joins the old infra container's
-// namespaces, and that pod stop and pod rm leave nothing behind (cgroups,
-// conmon, runc state, mounts, the network namespace).
+// namespaces, that the pod's cgroup keeps its limits, that the cgroup of a
+// pod whose creation the kill interrupted goes, and that pod stop and pod rm
+// leave nothing behind (cgroups, conmon, runc state, mounts, the network
+// namespace).
 func TestPodsSurviveEngineKill(t *testing.T) {
 	testdeadline.Set(t, testdeadline.Default)
 	requireRuntime(t)
@@ -78,7 +80,8 @@ func TestPodsSurviveEngineKill(t *testing.T) {
 	t.Cleanup(te.removeAll)
 	te.loadBusybox()
 
-	podID := te.createPod(map[string]any{"name": "steady", "shared_namespaces": []string{"net", "ipc", "uts", "pid"}})
+	podID := te.createPod(map[string]any{"name": "steady", "shared_namespaces": []string{"net", "ipc", "uts", "pid"},
+		"resource_limits": map[string]any{"memory": map[string]any{"limit": 64 << 20}, "pids": map[string]any{"limit": 100}}})
 	long := te.createIn("steady", "long", "busybox", "sleep", "1000")
 	short := te.createIn("steady", "short", "busybox", "sleep", "1.5")
 	te.must(http.StatusOK, "POST", "/pods/steady/start", nil)
@@ -88,8 +91,28 @@ func TestPodsSurviveEngineKill(t *testing.T) {
 	}
 
 	kill9()
+	// A pod whose creation the kill interrupted: its cgroup exists, noted
+	// in the run directory, and no record names it.
+	halfID := strings.Repeat("0bad", 16)
+	halfCgroup := "/berth/berth-pod-" + halfID
+	for _, c := range []string{"memory", "pids"} {
+		if err := os.MkdirAll(filepath.Join("/sys/fs/cgroup", c, halfCgroup), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(filepath.Join("/sys/fs/cgroup", c, halfCgroup)) })
+	}
+	os.MkdirAll(filepath.Join(runRoot, "pod-cgroups"), 0o700)
+	if err := os.WriteFile(filepath.Join(runRoot, "pod-cgroups", halfID), []byte(halfCgroup), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(2500 * time.Millisecond) // short exits while no engine watches
 	start()
+	if l := leaks(root, runRoot, []string{halfID}, nil); len(l) > 0 {
+		t.Fatalf("the cgroup of a pod never recorded survived the restart:\n%s", strings.Join(l, "\n"))
+	}
+	if limit, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/memory", pod.CgroupPath, "memory.limit_in_bytes")); err != nil || strings.TrimSpace(string(limit)) != "67108864" {
+		t.Fatalf("the pod's memory limit after the restart: %q %v", limit, err)
+	}
 
 	after := te.inspectPod("steady")
 	states := map[string]string{}
