@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -77,16 +78,47 @@ func (h podHandlers) prune(w http.ResponseWriter, r *http.Request) {
 type podStatsQuery struct {
 	All        bool     `query:"all"`
 	NamesOrIDs []string `query:"namesOrIDs"`
+	Stream     bool     `query:"stream"`
+	Delay      int      `query:"delay"`
 }
 
-// stats answers one sample (podman pod stats polls it when streaming).
+// stats answers one sample of the pods' containers, or, with stream, one
+// JSON array every delay seconds (Podman's default 5) until the client goes.
 func (h podHandlers) stats(w http.ResponseWriter, r *http.Request) {
-	var q podStatsQuery
+	q := podStatsQuery{Delay: 5}
 	if !queryInto(w, r, &q) {
 		return
 	}
+	if q.Delay < 1 || q.Delay > 3600 {
+		writeError(w, core.InvalidArgument("delay", errors.New("must be between 1 and 3600 seconds")))
+		return
+	}
 	reports, err := h.p.Stats(r.Context(), q.All, q.NamesOrIDs)
-	finishJSON(w, http.StatusOK, reports, err)
+	if err != nil || !q.Stream {
+		finishJSON(w, http.StatusOK, reports, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	ticker := time.NewTicker(time.Duration(q.Delay) * time.Second)
+	defer ticker.Stop()
+	for {
+		if enc.Encode(reports) != nil {
+			return
+		}
+		_ = rc.Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-ticker.C:
+		}
+		// A pod removed meanwhile ends the stream, as in Podman.
+		if reports, err = h.p.Stats(r.Context(), q.All, q.NamesOrIDs); err != nil {
+			return
+		}
+	}
 }
 
 type podRemoveQuery struct {

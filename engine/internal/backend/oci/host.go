@@ -66,14 +66,23 @@ func boundingCaps() ([]string, error) {
 			}
 		}
 	}
+	return CapabilityNames(mask), nil
+}
+
+// CapabilityNames names the capabilities set in a /proc status mask
+// ("CAP_CHOWN" ...), in bit order; bits unknown to the engine are left out.
+func CapabilityNames(mask uint64) []string {
 	var out []string
 	for i, name := range capabilityNames {
-		if name != "" && mask&(1<<uint(i)) != 0 {
+		if mask&(1<<uint(i)) != 0 {
 			out = append(out, name)
 		}
 	}
-	return out, nil
+	return out
 }
+
+// AllCapabilities is the mask of every capability the engine knows.
+const AllCapabilities = uint64(1)<<41 - 1
 
 // capabilityNames is indexed by capability number.
 var capabilityNames = []string{

@@ -1,6 +1,7 @@
 // Package top lists the processes of a container, read from its cgroup and
 // /proc, with the descriptors Podman's top accepts (user, pid, ppid, pcpu,
-// etime, tty, time, args, comm, ...).
+// etime, tty, time, args, comm, ... and the capability, seccomp, label and
+// group sets: every descriptor of Podman 4.3.1's top).
 package top
 
 import (
@@ -16,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/berth-project/berth/engine/internal/backend/oci"
 	"github.com/berth-project/berth/engine/internal/backend/rootfs"
 )
 
@@ -59,6 +61,57 @@ var descriptors = map[string]descriptor{
 	"tty":    {"TTY", func(p *proc, _ *renderCtx) string { return ttyName(p.ttyNr) }},
 	"user":   {"USER", func(p *proc, c *renderCtx) string { return c.userName(p.euid, c.users) }},
 	"vsz":    {"VSZ", func(p *proc, _ *renderCtx) string { return strconv.FormatUint(p.vszKiB, 10) }},
+	"groups": {"GROUPS", func(p *proc, c *renderCtx) string {
+		names := make([]string, len(p.groups))
+		for i, g := range p.groups {
+			names[i] = c.groupName(g, c.groups)
+		}
+		return strings.Join(names, ",")
+	}},
+	"hgroups": {"HGROUPS", func(p *proc, _ *renderCtx) string {
+		ids := make([]string, len(p.groups))
+		for i, g := range p.groups {
+			ids[i] = strconv.Itoa(g)
+		}
+		return strings.Join(ids, ",")
+	}},
+	"capamb":  {"AMBIENT CAPS", func(p *proc, _ *renderCtx) string { return capSet(p.caps["CapAmb"]) }},
+	"capinh":  {"INHERITED CAPS", func(p *proc, _ *renderCtx) string { return capSet(p.caps["CapInh"]) }},
+	"capprm":  {"PERMITTED CAPS", func(p *proc, _ *renderCtx) string { return capSet(p.caps["CapPrm"]) }},
+	"capeff":  {"EFFECTIVE CAPS", func(p *proc, _ *renderCtx) string { return capSet(p.caps["CapEff"]) }},
+	"capbnd":  {"BOUNDING CAPS", func(p *proc, _ *renderCtx) string { return capSet(p.caps["CapBnd"]) }},
+	"seccomp": {"SECCOMP", func(p *proc, _ *renderCtx) string { return seccompModes[p.seccomp] }},
+	"label":   {"LABEL", func(p *proc, _ *renderCtx) string { return securityLabel(p.hostPID) }},
+	"stime":   {"STIME", func(p *proc, c *renderCtx) string { return c.started(p).String() }},
+}
+
+// seccompModes renders the Seccomp field of /proc/PID/status as ps shows it.
+var seccompModes = map[string]string{"0": "disabled", "1": "strict", "2": "filter", "": "?"}
+
+// capSet renders a capability mask as Podman's top does: "full", "none",
+// or the names without CAP_, sorted.
+func capSet(mask uint64) string {
+	switch mask {
+	case 0:
+		return "none"
+	case oci.AllCapabilities:
+		return "full"
+	}
+	names := oci.CapabilityNames(mask)
+	for i, n := range names {
+		names[i] = strings.TrimPrefix(n, "CAP_")
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}
+
+// securityLabel is the process's LSM label, or "?" where there is none.
+func securityLabel(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/attr/current", pid))
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimRight(string(data), "\n\x00")
 }
 
 // ParseDescriptors splits the client's ps_args (comma or space separated)
@@ -173,6 +226,10 @@ type proc struct {
 	vszKiB, rssKiB uint64
 	ruid, euid     int
 	rgid, egid     int
+	groups         []int
+	// caps maps CapInh, CapPrm, CapEff, CapBnd and CapAmb to their masks.
+	caps    map[string]uint64
+	seccomp string
 }
 
 func (p *proc) args() string {
@@ -193,7 +250,7 @@ func readProc(pid int) (*proc, error) {
 	if open < 0 || closeIdx < open {
 		return nil, fmt.Errorf("malformed %s/stat", dir)
 	}
-	p := &proc{hostPID: pid, nsPID: pid, comm: string(stat[open+1 : closeIdx])}
+	p := &proc{hostPID: pid, nsPID: pid, comm: string(stat[open+1 : closeIdx]), caps: map[string]uint64{}}
 	f := strings.Fields(string(stat[closeIdx+1:]))
 	if len(f) < 22 {
 		return nil, fmt.Errorf("short %s/stat", dir)
@@ -230,6 +287,19 @@ func readProc(pid int) (*proc, error) {
 				if len(fields) >= 2 {
 					p.rgid, p.egid = atoi(fields[0]), atoi(fields[1])
 				}
+			case "Groups":
+				for _, g := range fields {
+					p.groups = append(p.groups, atoi(g))
+				}
+			case "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb":
+				if len(fields) == 1 {
+					mask, _ := strconv.ParseUint(fields[0], 16, 64)
+					p.caps[key] = mask
+				}
+			case "Seccomp":
+				if len(fields) == 1 {
+					p.seccomp = fields[0]
+				}
 			case "NSpid":
 				if len(fields) > 0 {
 					p.nsPID = atoi(fields[len(fields)-1])
@@ -261,6 +331,11 @@ func (c *renderCtx) elapsed(p *proc) time.Duration {
 		return d
 	}
 	return 0
+}
+
+// started is when the process started, to the second, in local time.
+func (c *renderCtx) started(p *proc) time.Time {
+	return time.Unix(c.boot.Unix()+int64(p.startTicks/100), 0)
 }
 
 func (c *renderCtx) cpuTime(p *proc) time.Duration {

@@ -58,4 +58,43 @@ func TestListRealCgroup(t *testing.T) {
 	if row[0] != "root" || row[2] != strconv.Itoa(cmd.Process.Pid) || row[3] != "sleep 30" || row[4] != "?" {
 		t.Fatalf("row %v", row)
 	}
+	// The descriptors beyond ps(1)'s: the process's capability sets,
+	// seccomp mode, label, groups and start time, from its /proc status.
+	descs, err = ParseDescriptors([]string{"capbnd,capamb,seccomp,label,groups,hgroups,stime"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = List(Options{CgroupPath: name}, descs)
+	if err != nil || len(res.Processes) != 1 || len(res.Processes[0]) != 7 {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	self, err := readProc(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	row = res.Processes[0]
+	if row[0] != capSet(self.caps["CapBnd"]) || row[1] != "none" || row[2] != seccompModes[self.seccomp] || row[2] == "?" {
+		t.Fatalf("caps and seccomp %v, want bounding %s, ambient none, seccomp %s", row, capSet(self.caps["CapBnd"]), seccompModes[self.seccomp])
+	}
+	if row[3] == "" {
+		t.Fatalf("empty label: %v", row)
+	}
+	started, err := time.Parse("2006-01-02 15:04:05 -0700 MST", row[6])
+	if err != nil || time.Since(started) > time.Minute || time.Until(started) > 2*time.Second {
+		t.Fatalf("stime %q (%v)", row[6], err)
+	}
+}
+
+func TestCapSet(t *testing.T) {
+	for mask, want := range map[uint64]string{
+		0:                 "none",
+		1<<41 - 1:         "full",
+		1<<0 | 1<<21:      "CHOWN,SYS_ADMIN",
+		1<<13 | 1<<10:     "NET_BIND_SERVICE,NET_RAW",
+		1<<41 - 1 - 1<<24: "AUDIT_CONTROL,AUDIT_READ,AUDIT_WRITE,BLOCK_SUSPEND,BPF,CHECKPOINT_RESTORE,CHOWN,DAC_OVERRIDE,DAC_READ_SEARCH,FOWNER,FSETID,IPC_LOCK,IPC_OWNER,KILL,LEASE,LINUX_IMMUTABLE,MAC_ADMIN,MAC_OVERRIDE,MKNOD,NET_ADMIN,NET_BIND_SERVICE,NET_BROADCAST,NET_RAW,PERFMON,SETFCAP,SETGID,SETPCAP,SETUID,SYSLOG,SYS_ADMIN,SYS_BOOT,SYS_CHROOT,SYS_MODULE,SYS_NICE,SYS_PACCT,SYS_PTRACE,SYS_RAWIO,SYS_TIME,SYS_TTY_CONFIG,WAKE_ALARM",
+	} {
+		if got := capSet(mask); got != want {
+			t.Errorf("capSet(%#x) = %s, want %s", mask, got, want)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package podsapi
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -49,8 +50,29 @@ func TestPodmanRemotePods(t *testing.T) {
 	if out := te.mustPodman("pod", "top", "web"); !strings.Contains(out, "catatonit -P") || !strings.Contains(out, "httpd") {
 		t.Fatalf("pod top:\n%s", out)
 	}
+	out = te.mustPodman("pod", "top", "web", "user", "pid", "args")
+	if lines := strings.Split(out, "\n"); strings.Join(strings.Fields(lines[0]), " ") != "USER PID COMMAND" ||
+		!strings.Contains(out, "catatonit -P") || !strings.Contains(out, "httpd -f") {
+		t.Fatalf("pod top web user pid args:\n%s", out)
+	}
+	out = te.mustPodman("pod", "top", "web", "capeff", "capbnd", "seccomp", "label", "groups", "hgroups", "stime", "huser", "hpid")
+	for _, title := range []string{"EFFECTIVE CAPS", "BOUNDING CAPS", "SECCOMP", "LABEL", "GROUPS", "HGROUPS", "STIME", "HUSER", "HPID"} {
+		if !strings.Contains(out, title) {
+			t.Fatalf("pod top with Podman's other descriptors lacks %s:\n%s", title, out)
+		}
+	}
+	if !strings.Contains(out, "CHOWN,DAC_OVERRIDE") || !strings.Contains(out, " root ") ||
+		!(strings.Contains(out, "disabled") || strings.Contains(out, "filter")) {
+		t.Fatalf("pod top: the members' capabilities, seccomp mode or host user are missing:\n%s", out)
+	}
 	if out := te.mustPodman("pod", "stats", "--no-stream", "web"); !strings.Contains(out, "srv") {
 		t.Fatalf("pod stats:\n%s", out)
+	}
+	// pod stats without --no-stream samples every second until stopped.
+	streamed, _ := exec.Command("timeout", "5", "podman", "--remote", "--url", "tcp://"+te.addr,
+		"pod", "stats", "--no-reset", "--format", "{{.Name}} {{.CPU}}", "web").CombinedOutput()
+	if n := strings.Count(string(streamed), "srv "); n < 2 {
+		t.Fatalf("pod stats streamed %d samples of srv in 5 s:\n%s", n, streamed)
 	}
 	for _, cmd := range [][]string{{"pause"}, {"unpause"}, {"kill", "-s", "USR1"}, {"restart"}, {"stop", "-t", "0"}, {"start"}} {
 		te.mustPodman(append(append([]string{"pod"}, cmd...), "web")...)

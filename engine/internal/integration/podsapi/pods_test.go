@@ -1,12 +1,14 @@
 package podsapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestPodSharesNamespaces runs a server and a client in one pod sharing
@@ -125,6 +127,27 @@ func TestPodLifecycleReports(t *testing.T) {
 	if len(st) != 2 || st[0]["Pod"] != pod.ID[:12] || !strings.HasSuffix(st[0]["CPU"], "%") {
 		t.Fatalf("stats: %+v", st)
 	}
+	// stream=true: one array every delay seconds until the client goes.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", te.url+"/pods/stats?namesOrIDs=life&stream=true&delay=1", nil)
+	resp, err := te.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	dec := json.NewDecoder(resp.Body)
+	for i := 0; i < 3; i++ {
+		var sample []map[string]string
+		if err := dec.Decode(&sample); err != nil || len(sample) != 2 || sample[1]["Pod"] != pod.ID[:12] {
+			t.Fatalf("streamed sample %d: %+v, %v", i, sample, err)
+		}
+	}
+	if took := time.Since(began); took < 1500*time.Millisecond {
+		t.Fatalf("3 samples 1 s apart came in %v", took)
+	}
+	cancel()
+	resp.Body.Close()
 	te.must(http.StatusOK, "DELETE", "/pods/life?force=true&timeout=0", nil)
 	if l := leaks(te.root, "", []string{pod.ID}, []string{good, bad, pod.InfraContainerID}); len(l) > 0 {
 		t.Fatalf("left behind:\n%s", strings.Join(l, "\n"))
@@ -170,6 +193,7 @@ func TestPodBadInput(t *testing.T) {
 		{"POST", "/pods/taken/kill?signal=BOGUS", nil, 400, "signal"},
 		{"GET", "/pods/stats?all=true&namesOrIDs=taken", nil, 400, "all"},
 		{"GET", "/pods/stats?namesOrIDs=nope", nil, 404, "no such pod"},
+		{"GET", "/pods/stats?namesOrIDs=taken&stream=true&delay=0", nil, 400, "delay"},
 		{"GET", "/pods/json?filters=" + `{"bogus":["x"]}`, nil, 400, "bogus"},
 		{"GET", "/pods/json?filters=" + `{"status":["sleeping"]}`, nil, 400, "sleeping"},
 		{"POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "pod": "nope"}, 404, "no such pod"},
