@@ -354,6 +354,13 @@ func (r *Runtime) State(ctx context.Context, id string) (State, error) {
 
 // Kill sends sig to the container's init process (all: to every process).
 func (r *Runtime) Kill(ctx context.Context, id string, sig syscall.Signal, all bool) error {
+	if r.name == "runc" && !all {
+		err := r.signalInit(id, sig)
+		if err == nil {
+			return nil
+		}
+		r.logger.Debug("in-process kill failed, using the runtime", "container", id, "err", err)
+	}
 	args := []string{"kill"}
 	if all {
 		args = append(args, "--all")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -160,7 +161,21 @@ func TestCreateStartExecKillDelete(t *testing.T) {
 		}
 	}
 
-	if err := r.Kill(ctx, id, syscall.SIGKILL, false); err != nil {
+	// The in-process kill signals the container's own init only: a state
+	// naming its PID with another start time (a reused PID) is refused.
+	reused := id + "-reused"
+	if err := os.MkdirAll(filepath.Join(r.stateRoot, reused), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(filepath.Join(r.stateRoot, reused))
+	os.WriteFile(filepath.Join(r.stateRoot, reused, "state.json"), []byte(fmt.Sprintf(`{"init_process_pid":%d,"init_process_start":1}`, created.PID)), 0o600)
+	if err := r.signalInit(reused, syscall.SIGKILL); err == nil {
+		t.Fatal("signalled a PID whose start time is not the container's")
+	}
+	if st, err := r.State(ctx, id); err != nil || st.Status != "running" {
+		t.Fatalf("state after a refused signal: %+v %v", st, err)
+	}
+	if err := r.signalInit(id, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	if code := waitExit(t, r, id); code != 137 {
