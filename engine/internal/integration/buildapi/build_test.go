@@ -2,6 +2,7 @@ package buildapi
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -278,11 +279,28 @@ func TestBuildRefusesWhatItDoesNotImplement(t *testing.T) {
 		{"ulimits=" + url.QueryEscape(`["bogus=1"]`), "ulimits"},
 		{"dockerfile=" + url.QueryEscape(`["missing.file"]`), "dockerfile"},
 		{"localcontextdir=/tmp", "localcontextdir"},
+		{"tlsVerify=maybe", "tlsVerify"},
 	}
 	for _, tc := range cases {
 		r := e.do(http.MethodPost, "/v4.3.1/libpod/build?"+tc.query, "application/x-tar", bytes.NewReader(ctx))
 		if r.status != http.StatusBadRequest || !bytes.Contains(r.body, []byte(tc.field)) {
 			t.Errorf("%s: %d %s", tc.query, r.status, r.body)
+		}
+	}
+	for _, header := range []string{"X-Registry-Auth", "X-Registry-Config"} {
+		req, err := http.NewRequest(http.MethodPost, e.url+"/v4.3.1/libpod/build", bytes.NewReader(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set(header, "not base64 json!")
+		resp, err := e.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !bytes.Contains(body, []byte(header)) {
+			t.Errorf("a malformed %s: %d %s", header, resp.StatusCode, body)
 		}
 	}
 	r := e.do(http.MethodPost, "/v4.3.1/libpod/build", "application/x-www-form-urlencoded", bytes.NewReader(ctx))
