@@ -20,8 +20,8 @@ type playReport struct {
 		InitContainers  []string
 		ContainerErrors []string
 	}
-	Volumes []struct{ Name string }
-	Secrets []struct{ CreateReport struct{ ID string } }
+	Volumes  []struct{ Name string }
+	Secrets  []struct{ CreateReport struct{ ID string } }
 	ExitCode *int32
 }
 
