@@ -76,7 +76,9 @@ func (h kubePlayHandlers) play(w http.ResponseWriter, r *http.Request) {
 	switch media {
 	case "application/x-tar", "application/tar":
 		report, err = h.k.PlayArchive(r.Context(), r.Body, opts)
-	case "", "text/plain", "application/json", "application/yaml", "application/x-yaml", "application/text", "text/yaml", "text/x-yaml":
+	// curl --data-binary sends form-urlencoded, other clients octet-stream.
+	case "", "text/plain", "application/json", "application/yaml", "application/x-yaml", "application/text", "text/yaml", "text/x-yaml",
+		"application/x-www-form-urlencoded", "application/octet-stream":
 		var data []byte
 		if data, err = readKubeYAML(r.Body); err == nil {
 			report, err = h.k.Play(r.Context(), data, opts)
