@@ -105,8 +105,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 			interrupted[rec.Name] = true
 		}
 	}
-	for i := len(recs) - 1; i >= 0; i-- {
-		rec := recs[i]
+	for _, rec := range teardownOrder(recs) {
 		_, unitErr := o.Store.UnitFile(rec.Name)
 		if rec.Status == statusActive && unitErr == nil && !interrupted[rec.ActivatedBy] {
 			continue
@@ -414,6 +413,19 @@ func (m *Manager) teardown(ctx context.Context, rec state.QuadletActivation) err
 		}
 	}
 	return m.o.Records.RemoveQuadletActivation(ctx, rec.Name)
+}
+
+// teardownOrder orders records for teardown: newest first, and users
+// before what they use (containers and kube plays, then pods, then
+// volumes and networks, then images).
+func teardownOrder(recs []state.QuadletActivation) []state.QuadletActivation {
+	out := slices.Clone(recs)
+	slices.Reverse(out)
+	rank := map[string]int{".container": 0, ".kube": 0, ".pod": 1, ".volume": 2, ".network": 2, ".image": 3, ".build": 3}
+	slices.SortStableFunc(out, func(a, b state.QuadletActivation) int {
+		return rank[path.Ext(a.Name)] - rank[path.Ext(b.Name)]
+	})
+	return out
 }
 
 // objectLabel names a recorded object in messages (a played YAML by its size).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/berth-project/berth/engine/internal/backend/quadlets"
@@ -58,11 +59,8 @@ func (r *run) activate(ctx context.Context, name string, ownsUnit bool) error {
 		ctx, cancel = context.WithTimeout(ctx, p.timeout)
 		defer cancel()
 	}
-	for _, dep := range p.refs {
-		if err := r.activate(ctx, dep, false); err != nil {
-			return fmt.Errorf("activating %s, which %s references: %w", dep, name, err)
-		}
-	}
+	// The record comes first: a kill -9 from here on is settled at start
+	// by tearing down this unit and the dependencies it activated.
 	rec := state.QuadletActivation{Name: name, Status: statusActivating, OwnsUnit: ownsUnit}
 	if name != r.owner {
 		rec.ActivatedBy = r.owner
@@ -72,6 +70,11 @@ func (r *run) activate(ctx context.Context, name string, ownsUnit bool) error {
 	}
 	r.started = append(r.started, name)
 	r.recs[name] = state.QuadletActivation{Name: name}
+	for _, dep := range p.refs {
+		if err := r.activate(ctx, dep, false); err != nil {
+			return fmt.Errorf("activating %s, which %s references: %w", dep, name, err)
+		}
+	}
 	if err := r.create(ctx, u, p); err != nil {
 		return err
 	}
@@ -271,15 +274,13 @@ func (r *run) rollback() {
 		r.m.o.Logger.Error("rolling back a quadlet activation", "error", err)
 		return
 	}
-	byName := map[string]state.QuadletActivation{}
+	var mine []state.QuadletActivation
 	for _, rec := range recs {
-		byName[rec.Name] = rec
-	}
-	for i := len(r.started) - 1; i >= 0; i-- {
-		rec, ok := byName[r.started[i]]
-		if !ok {
-			continue
+		if slices.Contains(r.started, rec.Name) {
+			mine = append(mine, rec)
 		}
+	}
+	for _, rec := range teardownOrder(mine) {
 		if err := r.m.teardown(r.ctx, rec); err != nil {
 			r.m.o.Logger.Error("rolling back a quadlet activation", "quadlet", rec.Name, "error", err)
 		}

@@ -3,6 +3,7 @@ package quadletsapi
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -80,6 +81,7 @@ Environment=GREETING="quadlet ok" OTHER=1
 EnvironmentFile=web.env
 Label=app=bqa
 HealthCmd=true
+StopTimeout=1
 Exec=sh -c "echo $GREETING $FROM_FILE > /data/index.html && exec busybox httpd -f -p 8080 -h /data"
 [Service]
 Restart=always
@@ -139,6 +141,18 @@ func TestQuadletActivation(t *testing.T) {
 		t.Fatalf("status filter: %+v", list)
 	}
 
+	// Replacing an active quadlet tears its activation down and activates
+	// the new unit: the server moves to the new port.
+	te.must(http.StatusOK, "POST", "/quadlets?activate=true&replace=true", tarOf(t, "bqa-web.container",
+		strings.Replace(bqaWeb, "18301", "18302", 1), "web.env", "FROM_FILE=replaced\n"))
+	if got := getBody(t, "http://127.0.0.1:18302/index.html"); strings.TrimSpace(got) != "quadlet ok replaced" {
+		t.Fatalf("the replaced container's server answered %q", got)
+	}
+	if conn, err := net.DialTimeout("tcp", "127.0.0.1:18301", time.Second); err == nil {
+		conn.Close()
+		t.Fatal("the replaced container's port is still published")
+	}
+
 	te.mustFail(http.StatusConflict, "DELETE", "/quadlets/bqa-web.container", nil, "is running and force is not set")
 	te.mustFail(http.StatusConflict, "DELETE", "/quadlets/bqa-net.network", nil, "is running and force is not set")
 	te.must(http.StatusOK, "DELETE", "/quadlets/bqa-web.container?force=true", nil)
@@ -171,7 +185,7 @@ func TestQuadletPodActivation(t *testing.T) {
 	te.removeQuadletsAtCleanup()
 	te.must(http.StatusOK, "POST", "/quadlets", tarOf(t, "bqa-pod.pod", "[Pod]\nPodName=bqa-pod\nLabel=app=bqa\n"))
 	te.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-member.container",
-		"[Container]\nImage=localhost/busybox:latest\nPod=bqa-pod.pod\nExec=sleep 1000\n[Service]\nRestart=on-failure\n"))
+		"[Container]\nImage=localhost/busybox:latest\nPod=bqa-pod.pod\nExec=sleep 1000\nStopTimeout=1\n[Service]\nRestart=on-failure\n"))
 	var pod struct {
 		State      string
 		Containers []struct{ Name, State string }
@@ -302,7 +316,9 @@ func TestQuadletImageBuildActivation(t *testing.T) {
 			t.Fatalf("the container's output lacks %q (exit %d):\n%s", want, code, logs)
 		}
 	}
-	var img struct{ Config struct{ Labels map[string]string } }
+	var img struct {
+		Config struct{ Labels map[string]string }
+	}
 	json.Unmarshal(te.must(http.StatusOK, "GET", "/images/localhost/bqa-built:1/json", nil), &img)
 	if img.Config.Labels["from"] != "quadlet" {
 		t.Fatalf("built image labels: %v", img.Config.Labels)
