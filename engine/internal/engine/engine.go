@@ -15,6 +15,8 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/artifactstore"
 	"github.com/berth-project/berth/engine/internal/backend/imagestore"
 	"github.com/berth-project/berth/engine/internal/backend/kube"
+	"github.com/berth-project/berth/engine/internal/backend/kubeapply"
+	"github.com/berth-project/berth/engine/internal/backend/kubegen"
 	"github.com/berth-project/berth/engine/internal/backend/pods"
 	"github.com/berth-project/berth/engine/internal/backend/system"
 	"github.com/berth-project/berth/engine/internal/backend/systemdgen"
@@ -186,6 +188,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		e.Close()
 		return nil, fmt.Errorf("engine: event metrics: %w", err)
 	}
+	kubeGen := kubegen.New(ctrs.manager, e.pods, ctrs.volumes)
 	e.handler = handlers.NewServer(logger, handlers.Deps{
 		System:      sys,
 		Images:      images,
@@ -205,6 +208,10 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		Quadlets:    quadletManager,
 		Kube:        kubePlayer,
 		Systemd:     systemdgen.New(ctrs.manager, e.pods, cfg.Listen),
+
+		KubeGenerator: kubeGen,
+		KubeApplier:   kubeapply.New(kubeGen),
+
 		Ready: map[string]server.Check{
 			"storage": func(context.Context) error {
 				_, err := images.Storage().GraphDriver()

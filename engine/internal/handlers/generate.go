@@ -3,8 +3,6 @@ package handlers
 import (
 	"errors"
 	"net/http"
-	"net/url"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -45,11 +43,7 @@ func (h generateHandlers) systemd(w http.ResponseWriter, r *http.Request) {
 	}{StopTimeout: 10, ContainerPrefix: "container", PodPrefix: "pod", Separator: "-"}
 	// Podman's bindings send the names lowercased (usename), its server
 	// matches them without case: so does this one.
-	lowered := url.Values{}
-	for k, v := range r.URL.Query() {
-		lowered[strings.ToLower(k)] = append(lowered[strings.ToLower(k)], v...)
-	}
-	if err := decodeValues(lowered, &q); err != nil {
+	if err := decodeQueryFold(r, &q); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -50,6 +50,17 @@ func decodeValues(values url.Values, dst any) error {
 	return nil
 }
 
+// decodeQueryFold is decodeQuery for parameters Podman's bindings send
+// lowercased (usename, notrunc): names match without case, so the tags of
+// dst must be lowercase.
+func decodeQueryFold(r *http.Request, dst any) error {
+	lowered := url.Values{}
+	for k, v := range r.URL.Query() {
+		lowered[strings.ToLower(k)] = append(lowered[strings.ToLower(k)], v...)
+	}
+	return decodeValues(lowered, dst)
+}
+
 // queryNames lists the parameter names of a struct's `query` tags.
 func queryNames(v any) []string {
 	t := reflect.TypeOf(v)

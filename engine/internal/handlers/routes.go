@@ -70,4 +70,5 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	registerQuadletRoutes(r, s)
 	registerGenerateRoutes(r, s)
 	registerKubePlayRoutes(r, s)
+	registerKubeGenerateRoutes(r, s)
 }

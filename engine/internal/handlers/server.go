@@ -43,6 +43,9 @@ type Deps struct {
 	Events EventSource
 	// Systemd writes systemd units for containers and pods.
 	Systemd core.SystemdGenerator
+	// KubeGenerator writes Kubernetes YAML; KubeApplier sends it to a cluster.
+	KubeGenerator core.KubeGenerator
+	KubeApplier   core.KubeApplier
 	// Quadlets keeps quadlet units.
 	Quadlets core.Quadlets
 	// Kube plays and tears down Kubernetes YAML.
