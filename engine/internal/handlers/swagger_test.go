@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 // TestEveryRouteIsDocumented reads the route registrations of this package
@@ -16,7 +18,7 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	documented := swaggerOperations(string(spec))
+	documented := swaggerOperations(t, spec)
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -45,23 +47,25 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 	}
 }
 
-// swaggerOperations reads the paths section of a Swagger 2 document written in
-// this repository's style: two-space indented paths, four-space methods.
-func swaggerOperations(spec string) map[string]map[string]bool {
+// swaggerOperations parses the Swagger 2 document (a document that does not
+// parse fails the test) and returns its paths' methods.
+func swaggerOperations(t *testing.T, spec []byte) map[string]map[string]bool {
+	t.Helper()
+	var doc struct {
+		Swagger string                    `json:"swagger"`
+		Paths   map[string]map[string]any `json:"paths"`
+	}
+	if err := yaml.Unmarshal(spec, &doc); err != nil {
+		t.Fatalf("engine/api/swagger.yaml: %v", err)
+	}
+	if doc.Swagger != "2.0" {
+		t.Fatalf("engine/api/swagger.yaml: swagger is %q, want 2.0", doc.Swagger)
+	}
 	out := map[string]map[string]bool{}
-	inPaths := false
-	current := ""
-	for _, line := range strings.Split(spec, "\n") {
-		switch {
-		case line == "paths:":
-			inPaths = true
-		case inPaths && len(line) > 0 && line[0] != ' ':
-			inPaths = false
-		case inPaths && strings.HasPrefix(line, "  /") && strings.HasSuffix(line, ":"):
-			current = strings.TrimSuffix(strings.TrimSpace(line), ":")
-			out[current] = map[string]bool{}
-		case inPaths && current != "" && strings.HasPrefix(line, "    ") && !strings.HasPrefix(line, "     ") && strings.HasSuffix(line, ":"):
-			out[current][strings.TrimSuffix(strings.TrimSpace(line), ":")] = true
+	for path, methods := range doc.Paths {
+		out[path] = map[string]bool{}
+		for method := range methods {
+			out[path][method] = true
 		}
 	}
 	return out
