@@ -72,6 +72,46 @@ type runcState struct {
 	InitStart   uint64            `json:"init_process_start"`
 }
 
+// signalInit waits at most initSignalWait for runc's init to become the
+// container's process, and at most handlerWait more for that process to
+// block or catch the signal.
+const (
+	initSignalWait = 500 * time.Millisecond
+	handlerWait    = 100 * time.Millisecond
+)
+
+// initTakes tells whether a container's init process pid is still runc's
+// own init, and whether it receives sig: it is the container's process and
+// not the init of a PID namespace, or it blocks or catches sig, or sig cannot
+// be ignored.
+func initTakes(pid int, sig syscall.Signal) (runtimeInit, takes bool) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false, true
+	}
+	var blocked, caught uint64
+	nsInit := false
+	for _, line := range strings.Split(string(status), "\n") {
+		key, val, _ := strings.Cut(line, ":")
+		val = strings.TrimSpace(val)
+		switch key {
+		case "Name":
+			if val == "runc" || strings.HasPrefix(val, "runc:") {
+				return true, false
+			}
+		case "SigBlk":
+			blocked, _ = strconv.ParseUint(val, 16, 64)
+		case "SigCgt":
+			caught, _ = strconv.ParseUint(val, 16, 64)
+		case "NSpid":
+			f := strings.Fields(val)
+			nsInit = len(f) > 1 && f[len(f)-1] == "1"
+		}
+	}
+	bit := uint64(1) << (uint(sig) - 1)
+	return false, !nsInit || sig == syscall.SIGKILL || sig == syscall.SIGSTOP || (blocked|caught)&bit != 0
+}
+
 // signalInit sends sig to a runc container's init process in-process, as
 // "runc kill" does without --all, saving the runtime's start-up on every
 // stop. Like runc it checks that the PID still belongs to the container's
@@ -105,6 +145,29 @@ func (r *Runtime) signalInit(id string, sig syscall.Signal) error {
 	}
 	if fields[0] == "Z" || fields[0] == "X" {
 		return errors.New("the init process has exited")
+	}
+	// A PID namespace's init ignores a signal it neither blocks nor
+	// catches (the kernel drops it), and runc's init, which the container
+	// process replaces only once started, does not pass it on: a
+	// container stopped right after its start may still be runc, or may not
+	// have set up its handlers yet (catatonit blocks the signals it
+	// forwards). Wait for that a moment, so the signal is not lost.
+	deadline := time.Now().Add(initSignalWait)
+	var execed time.Time
+	for time.Now().Before(deadline) {
+		runtimeInit, takes := initTakes(st.InitPID, sig)
+		if takes {
+			break
+		}
+		if !runtimeInit {
+			// A process that never handles sig is not waited for long.
+			if execed.IsZero() {
+				execed = time.Now()
+			} else if time.Since(execed) > handlerWait {
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	return unix.Kill(st.InitPID, sig)
 }

@@ -224,3 +224,39 @@ func TestCreateReportsRuntimeError(t *testing.T) {
 		t.Fatalf("create error %v", err)
 	}
 }
+
+// TestKillRightAfterStart: a SIGTERM sent the moment a container is started
+// reaches its init once that init handles it; it is not dropped while runc's
+// init is still replacing itself or before the process has set its trap
+// (a PID namespace's init ignores signals it does not handle).
+func TestKillRightAfterStart(t *testing.T) {
+	requireTools(t)
+	r, err := New(Options{RunRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		id := fmt.Sprintf("berth-runtime-test-term-%d", i)
+		dir := bundle(t, id, false, "sh", "-c", "trap 'exit 7' TERM; while true; do sleep 0.05; done")
+		if _, err := r.Create(ctx, CreateOptions{ID: id, Name: "t", Bundle: dir, LogPath: filepath.Join(dir, "ctr.log")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Kill(ctx, id, syscall.SIGTERM, false); err != nil {
+			t.Fatal(err)
+		}
+		if code := waitExit(t, r, id); code != 7 {
+			t.Fatalf("run %d: exit code %d after SIGTERM, want 7 (the trap's)", i, code)
+		}
+		if err := r.DeleteExited(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parents, _ := filepath.Glob("/sys/fs/cgroup/*/berth-runtime-test")
+	for _, p := range parents {
+		exec.Command("rmdir", p).Run()
+	}
+}
