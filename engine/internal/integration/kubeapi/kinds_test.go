@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -121,7 +123,7 @@ func TestKubePlayDeploymentService(t *testing.T) {
 	}
 }
 
-// TestKubePlayKindsAndOptions covers DaemonSet, Job, start=false,
+// TestKubePlayKindsAndOptions covers DaemonSet, Job (with a hostPath volume), start=false,
 // publishAllPorts, publishPorts, wait and the archive form.
 func TestKubePlayKindsAndOptions(t *testing.T) {
 	te := startEngine(t)
@@ -142,18 +144,27 @@ spec:
 	}
 	te.must(http.StatusOK, "DELETE", "/kube/play", strings.NewReader(ds))
 
-	job := `apiVersion: batch/v1
+	out := filepath.Join(t.TempDir(), "made")
+	job := fmt.Sprintf(`apiVersion: batch/v1
 kind: Job
 metadata: {name: bkp-job}
 spec:
   template:
     spec:
       restartPolicy: Never
-      containers: [{name: c, image: localhost/busybox:latest, command: [sh, -c, "exit 3"]}]
-`
+      volumes: [{name: out, hostPath: {path: %s, type: DirectoryOrCreate}}]
+      containers:
+      - name: c
+        image: localhost/busybox:latest
+        command: [sh, -c, "echo job > /out/result; exit 3"]
+        volumeMounts: [{name: out, mountPath: /out}]
+`, out)
 	r := te.play("?wait=true", job)
 	if r.ExitCode == nil || *r.ExitCode != 3 || len(te.pods()) != 0 {
 		t.Fatalf("wait: exit %v, pods %v", r.ExitCode, te.podNames())
+	}
+	if data, err := os.ReadFile(filepath.Join(out, "result")); err != nil || string(data) != "job\n" {
+		t.Fatalf("the hostPath volume holds %q (%v)", data, err)
 	}
 
 	all, extra := freePort(t), freePort(t)
