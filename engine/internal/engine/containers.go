@@ -92,8 +92,10 @@ func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images
 
 }
 
-// Close stops watching containers (they keep running) and closes the database.
+// Close stops watching containers (they keep running), releases the bridges
+// no container uses and closes the database.
 func (b *containerBackend) Close() error {
 	b.manager.Close()
+	b.networks.Close()
 	return b.db.Close()
 }

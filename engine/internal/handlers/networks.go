@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -93,9 +94,12 @@ func (h networkHandlers) list(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
+		// data may be shared: the newline goes in a write of its own.
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)+1))
 		w.WriteHeader(http.StatusOK)
-		w.Write(append(data, '\n'))
+		w.Write(data)
+		w.Write([]byte{'\n'})
 		return
 	}
 	nets, err := h.n.List(r.Context(), filters)

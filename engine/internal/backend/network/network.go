@@ -64,6 +64,7 @@ type Manager struct {
 	logger   *slog.Logger
 	nv       *netavark
 	netnsDir string
+	keepDir  string
 	defName  string
 	pools    []*net.IPNet
 	prefix   string
@@ -74,12 +75,18 @@ type Manager struct {
 	// encoded holds each network's JSON (its database record, which is
 	// the wire form), so listings are answered without encoding.
 	encoded map[string][]byte
+	// listAll is the unfiltered listing, built on demand from encoded and
+	// dropped whenever a network changes.
+	listAll []byte
 	users   core.NetworkUsers
 	events  func(ctx context.Context, action string, n *core.Network, container, containerName string)
 
 	// setupMu serialises netavark runs: aardvark-dns's configuration and
-	// the firewall chains are shared between them.
+	// the firewall chains are shared between them. It guards keepers.
 	setupMu sync.Mutex
+	// keepers hold the bridges of networks the direct path serves, by
+	// network name (see direct.go).
+	keepers map[string]*keeper
 }
 
 var (
@@ -118,6 +125,8 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		db: o.DB, logger: o.Logger,
 		nv:       &netavark{binary: o.Netavark, aardvark: o.Aardvark, configDir: filepath.Join(o.RunRoot, "networks")},
 		netnsDir: filepath.Join(o.RunRoot, "netns"),
+		keepDir:  filepath.Join(o.RunRoot, "netns-keep"),
+		keepers:  map[string]*keeper{},
 		defName:  o.DefaultNetwork,
 		prefix:   o.BridgePrefix,
 		networks: map[string]*core.Network{},
@@ -133,7 +142,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		}
 		m.pools = append(m.pools, n)
 	}
-	for _, dir := range []string{m.netnsDir, m.nv.configDir} {
+	for _, dir := range []string{m.netnsDir, m.keepDir, m.nv.configDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("network: %w", err)
 		}
@@ -150,6 +159,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		m.networks[n.Name] = &n
 		m.encoded[n.Name] = r.Data
 	}
+	m.dropStaleKeepers(ctx)
 	if _, ok := m.networks[m.defName]; !ok {
 		sub, err := core.ParseIPNet(o.DefaultSubnet)
 		if err != nil {
@@ -331,6 +341,7 @@ func (m *Manager) createLocked(ctx context.Context, req core.Network, ignoreIfEx
 	n := req
 	m.networks[n.Name] = &n
 	m.encoded[n.Name] = data
+	m.listAll = nil
 	return copyNetwork(&n), true, nil
 }
 
@@ -584,24 +595,49 @@ func (m *Manager) List(ctx context.Context, filters map[string][]string) ([]*cor
 }
 
 // ListJSON is List answered as the JSON array the API sends, built from
-// each network's stored encoding.
+// each network's stored encoding; the unfiltered listing is kept between
+// changes. Callers must not modify the answer.
 func (m *Manager) ListJSON(ctx context.Context, filters map[string][]string) ([]byte, error) {
 	match, err := m.compile(filters, "name", "id", "driver", "label", "label!", "until", "dangling")
 	if err != nil {
 		return nil, err
 	}
+	if len(filters) > 0 {
+		m.mu.RLock()
+		defer m.mu.RUnlock()
+		return m.encodeLocked(ctx, match)
+	}
 	m.mu.RLock()
+	cached := m.listAll
+	m.mu.RUnlock()
+	if cached != nil {
+		return cached, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.listAll == nil {
+		if m.listAll, err = m.encodeLocked(ctx, match); err != nil {
+			return nil, err
+		}
+	}
+	return m.listAll, nil
+}
+
+// encodeLocked joins the stored encodings of the networks match accepts,
+// sorted by name, into a JSON array.
+func (m *Manager) encodeLocked(ctx context.Context, match matcher) ([]byte, error) {
 	names := make([]string, 0, len(m.networks))
-	for name := range m.networks {
+	size := 2
+	for name, data := range m.encoded {
 		names = append(names, name)
+		size += len(data) + 1
 	}
 	sort.Strings(names)
-	var buf bytes.Buffer
+	buf := bytes.NewBuffer(make([]byte, 0, size))
 	buf.WriteByte('[')
 	for _, name := range names {
 		ok, err := match(ctx, m.networks[name])
 		if err != nil {
-			m.mu.RUnlock()
 			return nil, err
 		}
 		if !ok {
@@ -612,7 +648,6 @@ func (m *Manager) ListJSON(ctx context.Context, filters map[string][]string) ([]
 		}
 		buf.Write(m.encoded[name])
 	}
-	m.mu.RUnlock()
 	buf.WriteByte(']')
 	return buf.Bytes(), nil
 }
@@ -646,6 +681,12 @@ func (m *Manager) Remove(ctx context.Context, nameOrID string, force bool, timeo
 			}
 		}
 	}
+	m.setupMu.Lock()
+	err = m.dropKeeperLocked(ctx, n)
+	m.setupMu.Unlock()
+	if err != nil {
+		m.logger.Warn("tear down the keeper of a network", "network", n.Name, "err", err)
+	}
 	m.mu.Lock()
 	if err := m.db.RemoveNetwork(ctx, n.ID); err != nil && !errors.Is(err, state.ErrNotFound) {
 		m.mu.Unlock()
@@ -653,6 +694,7 @@ func (m *Manager) Remove(ctx context.Context, nameOrID string, force bool, timeo
 	}
 	delete(m.networks, n.Name)
 	delete(m.encoded, n.Name)
+	m.listAll = nil
 	m.mu.Unlock()
 	m.emit(ctx, "remove", n, "", "")
 	return nil
@@ -701,6 +743,7 @@ func (m *Manager) Update(ctx context.Context, nameOrID string, opts core.Network
 	}
 	m.networks[next.Name] = next
 	m.encoded[next.Name] = data
+	m.listAll = nil
 	m.mu.Unlock()
 	return m.refreshDNS(ctx, next)
 }

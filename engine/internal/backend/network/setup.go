@@ -251,9 +251,23 @@ func (m *Manager) Setup(ctx context.Context, s core.NetworkSetup) (core.NetworkS
 	}
 	m.setupMu.Lock()
 	status := map[string]core.StatusBlock{}
-	err = m.nv.run(ctx, "setup", s.NetNSPath, m.options(out, nets), &status)
-	if err == nil {
-		m.pinBridges(nets)
+	direct := false
+	if n, ok := directNetwork(out, nets); ok {
+		if direct, err = m.ensureKeeperLocked(ctx, n); err != nil {
+			m.logger.Warn("set up the keeper of a network; netavark sets up the container", "network", n.Name, "err", err)
+			direct = false
+		}
+		if direct {
+			var st core.StatusBlock
+			st, err = directSetup(out, n)
+			status[n.Name] = st
+		}
+	}
+	if !direct {
+		err = m.nv.run(ctx, "setup", s.NetNSPath, m.options(out, nets), &status)
+		if err == nil {
+			m.pinBridges(nets)
+		}
 	}
 	m.setupMu.Unlock()
 	if err != nil {
@@ -283,7 +297,14 @@ func (m *Manager) Teardown(ctx context.Context, s core.NetworkSetup) error {
 	nets, _ := m.networksOf(namesOf(s.Networks), true)
 	if len(nets) > 0 && isNetNSMount(s.NetNSPath) && m.nv.binary != "" {
 		m.setupMu.Lock()
-		err := m.nv.run(ctx, "teardown", s.NetNSPath, m.options(s, nets), nil)
+		var err error
+		if n, ok := directNetwork(s, nets); ok && m.keepers[n.Name] != nil {
+			// The keeper holds the bridge and the rules: only the
+			// container's interface goes.
+			err = directTeardown(s, n)
+		} else {
+			err = m.nv.run(ctx, "teardown", s.NetNSPath, m.options(s, nets), nil)
+		}
 		m.setupMu.Unlock()
 		if err != nil {
 			errs = append(errs, err)
@@ -358,8 +379,15 @@ func (m *Manager) ReleaseOrphans(ctx context.Context, exists func(containerID st
 	if err != nil {
 		m.logger.Warn("list address leases", "err", err)
 	}
+	m.mu.RLock()
+	networkIDs := map[string]bool{}
+	for _, n := range m.networks {
+		networkIDs[n.ID] = true
+	}
+	m.mu.RUnlock()
 	for _, id := range holders {
-		if !exists(id) {
+		// A network's ID holds its keeper's addresses.
+		if !exists(id) && !networkIDs[id] {
 			m.logger.Info("releasing addresses of a container that no longer exists", "container", id)
 			m.db.ReleaseAddresses(ctx, "", id)
 		}

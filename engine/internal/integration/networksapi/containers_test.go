@@ -57,6 +57,15 @@ func TestContainersTalk(t *testing.T) {
 	if _, err := os.Stat(ns.SandboxKey); err != nil {
 		t.Fatalf("namespace file: %v", err)
 	}
+	// Containers on the default network (the engine plumbs them without
+	// netavark, see docs/engine.md) reach each other and the gateway.
+	peer := te.run(map[string]any{"name": "peer", "command": []string{"sleep", "300"}, "cap_add": []string{"NET_RAW"}})
+	for _, addr := range []string{ns.IPAddress, ns.Gateway} {
+		if code, out := te.exec(peer, "ping", "-c", "1", "-W", "5", addr); code != 0 {
+			t.Fatalf("ping %s from another container on the default network: %d %s", addr, code, out)
+		}
+	}
+	te.must(http.StatusOK, "DELETE", "/containers/peer?force=true&timeout=0", nil)
 
 	te.must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "dnsa", "dns_enabled": true})
 	te.must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "dnsb", "dns_enabled": true})
