@@ -2,12 +2,14 @@ package handlers
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-chi/chi/v5"
 
@@ -19,7 +21,7 @@ func registerNetworkRoutes(r chi.Router, s *Server) {
 	if n == nil {
 		return
 	}
-	h := networkHandlers{n: n}
+	h := networkHandlers{n: n, listGzip: &gzipMemo{}}
 	r.Post("/networks/create", h.create)
 	r.Get("/networks/json", h.list)
 	r.Post("/networks/prune", h.prune)
@@ -34,6 +36,44 @@ func registerNetworkRoutes(r chi.Router, s *Server) {
 
 type networkHandlers struct {
 	n core.Networks
+	// listGzip holds the compressed unfiltered listing.
+	listGzip *gzipMemo
+}
+
+// gzipMemo compresses a listing once for as long as it stays the same: the
+// network backend answers an unchanged listing with the same slice.
+type gzipMemo struct {
+	mu  sync.Mutex
+	src []byte
+	gz  []byte
+}
+
+// of answers data and a newline, gzip-compressed.
+func (g *gzipMemo) of(data []byte) []byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(data) > 0 && len(g.src) == len(data) && &g.src[0] == &data[0] {
+		return g.gz
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	zw.Write(data)
+	zw.Write([]byte{'\n'})
+	zw.Close()
+	g.src, g.gz = data, buf.Bytes()
+	return g.gz
+}
+
+// acceptsGzip reports whether the request's Accept-Encoding takes gzip.
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(coding), "gzip") {
+			q := strings.ReplaceAll(params, " ", "")
+			return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+		}
+	}
+	return false
 }
 
 // decodeStrict decodes a JSON body (through the one body decoder: bounds,
@@ -94,8 +134,20 @@ func (h networkHandlers) list(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		// data may be shared: the newline goes in a write of its own.
 		w.Header().Set("Content-Type", "application/json")
+		if len(filters) == 0 {
+			w.Header().Set("Vary", "Accept-Encoding")
+			if acceptsGzip(r) {
+				// The unfiltered listing is compressed once a change.
+				gz := h.listGzip.of(data)
+				w.Header().Set("Content-Encoding", "gzip")
+				w.Header().Set("Content-Length", strconv.Itoa(len(gz)))
+				w.WriteHeader(http.StatusOK)
+				w.Write(gz)
+				return
+			}
+		}
+		// data may be shared: the newline goes in a write of its own.
 		w.Header().Set("Content-Length", strconv.Itoa(len(data)+1))
 		w.WriteHeader(http.StatusOK)
 		w.Write(data)

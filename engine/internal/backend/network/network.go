@@ -362,6 +362,10 @@ func checkOptions(req *core.Network) error {
 			if v != "true" && v != "false" {
 				return core.InvalidArgument("options", fmt.Errorf("isolate=%q must be true or false", v))
 			}
+		case "vlan":
+			// Bridge VLANs arrived in netavark 1.14; Debian 12's 1.4 has
+			// none and would drop the option without a word.
+			return core.InvalidArgument("options", fmt.Errorf("vlan=%q: the netavark here (1.4) cannot put a bridge network on a VLAN (netavark 1.14 can)", v))
 		default:
 			return core.InvalidArgument("options", fmt.Errorf("%q is not a bridge option (mtu, metric, isolate)", k))
 		}

@@ -183,6 +183,7 @@ func TestNetworkRoutes(t *testing.T) {
 		{"mode as name", "POST", "/networks/create", map[string]any{"name": "host"}, 400, "name"},
 		{"unknown driver", "POST", "/networks/create", map[string]any{"name": "x1", "driver": "ipvlan"}, 400, "driver"},
 		{"unknown option", "POST", "/networks/create", map[string]any{"name": "x1", "options": map[string]string{"foo": "1"}}, 400, "options"},
+		{"vlan", "POST", "/networks/create", map[string]any{"name": "x1", "options": map[string]string{"vlan": "5"}}, 400, "netavark"},
 		{"bad mtu", "POST", "/networks/create", map[string]any{"name": "x1", "options": map[string]string{"mtu": "big"}}, 400, "options"},
 		{"unknown ipam driver", "POST", "/networks/create", map[string]any{"name": "x1", "ipam_options": map[string]string{"driver": "dhcp"}}, 400, "ipam_options"},
 		{"unknown member", "POST", "/networks/create", `{"name":"x1","colour":"red"}`, 400, "colour"},
