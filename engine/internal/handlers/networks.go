@@ -66,7 +66,7 @@ func (g *gzipMemo) of(data []byte) []byte {
 
 // acceptsGzip reports whether the request's Accept-Encoding takes gzip.
 func acceptsGzip(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+	for _, part := range strings.Split(strings.Join(r.Header.Values("Accept-Encoding"), ","), ",") {
 		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
 		if strings.EqualFold(strings.TrimSpace(coding), "gzip") {
 			q := strings.ReplaceAll(params, " ", "")
