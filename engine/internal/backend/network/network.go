@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/backend/listfilter"
 	"github.com/berth-project/berth/engine/internal/backend/state"
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -629,7 +630,7 @@ func (m *Manager) ListJSON(ctx context.Context, filters map[string][]string) ([]
 
 // encodeLocked joins the stored encodings of the networks match accepts,
 // sorted by name, into a JSON array.
-func (m *Manager) encodeLocked(ctx context.Context, match matcher) ([]byte, error) {
+func (m *Manager) encodeLocked(ctx context.Context, match listfilter.Test[*core.Network]) ([]byte, error) {
 	names := make([]string, 0, len(m.networks))
 	size := 2
 	for name, data := range m.encoded {
