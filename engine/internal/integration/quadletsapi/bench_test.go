@@ -1,0 +1,89 @@
+package quadletsapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkQuadletActivationVsPodman: install and activate a .container
+// unit, then remove it with force (create, start, stop, remove of its
+// container), against what the service Podman's generator makes of the
+// same unit asks of Podman 4.3.1 (podman run -d --replace --rm, then
+// podman rm -f): container create, start, then forced removal. hack/bench.sh
+// starts the Podman service and exports BERTH_BENCH=1 and
+// BERTH_BENCH_PODMAN_URL. The issue sets no goal; the ratio is reported.
+func BenchmarkQuadletActivationVsPodman(b *testing.B) {
+	if os.Getenv("BERTH_BENCH") != "1" {
+		b.Skip("set BERTH_BENCH=1 (make bench) to compare with Podman")
+	}
+	u := os.Getenv("BERTH_BENCH_PODMAN_URL")
+	if u == "" {
+		b.Fatal("BERTH_BENCH_PODMAN_URL is not set (hack/bench.sh sets it)")
+	}
+	berth := startEngine(b)
+	berth.loadBusybox()
+	berth.removeQuadletsAtCleanup()
+	podman := &testEngine{t: b, url: "http://" + strings.TrimPrefix(u, "tcp://") + "/v4.3.1/libpod", client: &http.Client{}}
+	podman.loadBusybox()
+
+	unit := "[Container]\nImage=localhost/busybox:latest\nNetwork=none\nExec=sleep 1000\nStopTimeout=0\n"
+	berthCycle := func(n int) time.Duration {
+		name := fmt.Sprintf("bqa-bench%d.container", n)
+		start := time.Now()
+		berth.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(b, name, unit))
+		berth.must(http.StatusOK, "DELETE", "/quadlets/"+name+"?force=true", nil)
+		return time.Since(start)
+	}
+	spec := map[string]any{"image": "localhost/busybox:latest", "command": []string{"sleep", "1000"},
+		"netns": map[string]string{"nsmode": "none"}, "stop_timeout": 0}
+	var rl []map[string]any
+	for _, l := range []struct{ env, typ string }{{"BERTH_BENCH_RLIMIT_NOFILE", "nofile"}, {"BERTH_BENCH_RLIMIT_NPROC", "nproc"}} {
+		if v, err := strconv.ParseUint(os.Getenv(l.env), 10, 64); err == nil {
+			rl = append(rl, map[string]any{"type": l.typ, "hard": v, "soft": v})
+		}
+	}
+	if rl != nil {
+		spec["r_limits"] = rl
+	}
+	podmanCycle := func(n int) time.Duration {
+		spec["name"] = fmt.Sprintf("systemd-bqa-bench%d", n)
+		start := time.Now()
+		var created struct {
+			ID string `json:"Id"`
+		}
+		json.Unmarshal(podman.must(http.StatusCreated, "POST", "/containers/create", spec), &created)
+		podman.must(http.StatusNoContent, "POST", "/containers/"+created.ID+"/start", nil)
+		podman.must(http.StatusOK, "DELETE", "/containers/"+created.ID+"?force=true&timeout=0", nil)
+		return time.Since(start)
+	}
+	berthCycle(-1)
+	podmanCycle(-1)
+	const rounds = 7
+	var bs, ps []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < rounds; j++ {
+			n := i*rounds + j
+			bs = append(bs, berthCycle(n))
+			time.Sleep(200 * time.Millisecond)
+			ps = append(ps, podmanCycle(n))
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	b.StopTimer()
+	slices.Sort(bs)
+	slices.Sort(ps)
+	mb, mp := bs[len(bs)/2], ps[len(ps)/2]
+	ratio := float64(mb) / float64(mp)
+	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
+	b.ReportMetric(float64(mp.Microseconds())/1000, "podman-ms")
+	b.ReportMetric(ratio, "ratio")
+	fmt.Printf("quadlet activate+force-remove of a .container vs podman create+start+rm -f: berth median %v, podman median %v, ratio %.3f over %d runs each\n", mb, mp, ratio, len(bs))
+}
