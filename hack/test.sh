@@ -49,6 +49,7 @@ cleanup() {
   CLEANED=1
   stop_postgres
   stop_dockerd
+  [ -z "$KUBE_APISERVER_PID" ] || kill "$KUBE_APISERVER_PID" 2>/dev/null
   if [ -d "$LOGDIR" ]; then
     if [ "$FAILED" -eq 0 ]; then rm -rf "$LOGDIR"; else log "logs kept in $LOGDIR"; fi
   fi
@@ -199,10 +200,32 @@ run_logged() {
   return "${PIPESTATUS[0]}"
 }
 
+# start_kube_apiserver_build builds (or finds cached) the kube-apiserver of the kube apply tests in
+# the background, so the ~6-minute first build overlaps the checks and the other modules' tests;
+# wait_kube_apiserver exports BERTH_KUBE_APISERVER (its path) before the engine tests.
+KUBE_APISERVER_PID=""
+start_kube_apiserver_build() {
+  "$ROOT/hack/kube-apiserver.sh" >"$LOGDIR/kube-apiserver.path" 2>"$LOGDIR/kube-apiserver.log" &
+  KUBE_APISERVER_PID=$!
+}
+wait_kube_apiserver() {
+  [ -n "$KUBE_APISERVER_PID" ] || start_kube_apiserver_build
+  local rc=0
+  wait "$KUBE_APISERVER_PID" || rc=$?
+  KUBE_APISERVER_PID=""
+  if [ $rc -ne 0 ]; then
+    cat "$LOGDIR/kube-apiserver.log" >&2
+    return $rc
+  fi
+  BERTH_KUBE_APISERVER=$(tail -n 1 "$LOGDIR/kube-apiserver.path")
+  export BERTH_KUBE_APISERVER
+}
+
 run_unit() {
   [ -n "$PG_DIR" ] || step "start PostgreSQL" start_postgres || return 1
   gotest shared
   gotest uploads
+  step "build kube-apiserver" wait_kube_apiserver
   gotest engine
 }
 
@@ -242,6 +265,7 @@ run_checks() {
 # last line), so editing this file during a run cannot change the running script.
 main() {
   log "berth tests: $what (go: $("$GO" version | cut -d' ' -f3), GOFLAGS=$GOFLAGS)"
+  case "$what" in unit | all) start_kube_apiserver_build ;; esac
   step "go mod download" go_mod_download
   case "$what" in
   unit) run_unit ;;

@@ -14,11 +14,22 @@ type allow map[string]allow
 // anyContent marks a member whose content is free (labels, command lines).
 var anyContent allow
 
+// falseOnly marks a boolean member honoured only as false, which is what the
+// engine does anyway (no service account token, no service links); Podman's
+// kube generate writes both as false.
+var falseOnly = allow{"=false": nil}
+
 // unsupported walks a decoded JSON value and names the first member that
 // allow does not list, as a path (spec.containers[0].lifecycle).
 func unsupported(v any, shape allow, path string) string {
 	if shape == nil {
 		return ""
+	}
+	if _, ok := shape["=false"]; ok && len(shape) == 1 {
+		if b, isBool := v.(bool); isBool && !b {
+			return ""
+		}
+		return path
 	}
 	switch val := v.(type) {
 	case map[string]any:
@@ -112,9 +123,11 @@ var (
 			"configMap":             with(leaves("name", "optional", "defaultMode"), allow{"items": itemsShape}),
 			"secret":                with(leaves("secretName", "optional", "defaultMode"), allow{"items": itemsShape}),
 		}),
-		"hostAliases":     leaves("ip", "hostnames"),
-		"dnsConfig":       leaves("nameservers", "searches"),
-		"securityContext": leaves("runAsUser", "runAsGroup", "supplementalGroups"),
+		"automountServiceAccountToken": falseOnly,
+		"enableServiceLinks":           falseOnly,
+		"hostAliases":                  leaves("ip", "hostnames"),
+		"dnsConfig":                    leaves("nameservers", "searches"),
+		"securityContext":              leaves("runAsUser", "runAsGroup", "supplementalGroups"),
 	})
 	templateShape = allow{"metadata": metaShape, "spec": podSpecShape}
 	typeShape     = leaves("apiVersion", "kind")
