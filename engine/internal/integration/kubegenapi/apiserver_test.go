@@ -191,4 +191,3 @@ func tail(b []byte, n int) []byte {
 	}
 	return b
 }
-

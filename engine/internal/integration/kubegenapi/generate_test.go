@@ -25,9 +25,9 @@ func webPod(te *testEngine, hostPort int) string {
 	te.create(map[string]any{
 		"image": "localhost/busybox:latest", "name": "bkgweb-app", "pod": "bkgweb",
 		"command": []string{"sleep", "1000"}, "env": map[string]string{"GREETING": "hello"},
-		"volumes": []map[string]any{{"Name": "bkgdata", "Dest": "/data"}},
-		"mounts":  []map[string]any{{"type": "bind", "source": os.TempDir(), "destination": "/hosttmp", "options": []string{"ro"}}},
-		"cap_add": []string{"NET_ADMIN"},
+		"volumes":         []map[string]any{{"Name": "bkgdata", "Dest": "/data"}},
+		"mounts":          []map[string]any{{"type": "bind", "source": os.TempDir(), "destination": "/hosttmp", "options": []string{"ro"}}},
+		"cap_add":         []string{"NET_ADMIN"},
 		"resource_limits": map[string]any{"memory": map[string]any{"limit": 64 << 20}},
 		"restart_policy":  "always",
 	})
@@ -208,4 +208,3 @@ func keys[V any](m map[string]V) []string {
 	slices.Sort(out)
 	return out
 }
-

@@ -1,0 +1,80 @@
+package kubegen
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// TestCheckOptions: the query rules of kube generate.
+func TestCheckOptions(t *testing.T) {
+	for _, tc := range []struct {
+		opts     core.KubeGenerateOptions
+		field    string
+		typ      string
+		replicas int32
+	}{
+		{opts: core.KubeGenerateOptions{NamesOrIDs: []string{"a"}}, typ: "pod", replicas: 1},
+		{opts: core.KubeGenerateOptions{NamesOrIDs: []string{"a"}, Type: "deployment", Replicas: 3}, typ: "deployment", replicas: 3},
+		{opts: core.KubeGenerateOptions{NamesOrIDs: []string{"a"}, Type: "job", Replicas: 1}, typ: "job", replicas: 1},
+		{opts: core.KubeGenerateOptions{}, field: "names"},
+		{opts: core.KubeGenerateOptions{NamesOrIDs: []string{""}}, field: "names"},
+		{opts: core.KubeGenerateOptions{NamesOrIDs: []string{"a"}, Type: "StatefulSet"}, field: "type"},
+		{opts: core.KubeGenerateOptions{NamesOrIDs: []string{"a"}, Replicas: 2}, field: "replicas"},
+		{opts: core.KubeGenerateOptions{NamesOrIDs: []string{"a"}, Type: "deployment", Replicas: -1}, field: "replicas"},
+	} {
+		opts := tc.opts
+		err := checkOptions(&opts)
+		var fe *core.FieldError
+		switch {
+		case tc.field != "":
+			if !errors.As(err, &fe) || fe.Field != tc.field {
+				t.Errorf("%+v: %v, want an error naming %s", tc.opts, err, tc.field)
+			}
+		case err != nil || opts.Type != tc.typ || opts.Replicas != tc.replicas:
+			t.Errorf("%+v: %+v %v", tc.opts, opts, err)
+		}
+	}
+}
+
+// TestContainerFields: names, ports, limits and capabilities as Podman writes them.
+func TestContainerFields(t *testing.T) {
+	for path, want := range map[string]string{"/": "root", "/mnt/data/": "mnt-data", "/var/my_dir": "var-my-dir"} {
+		if got := hostPathName(path); got != want {
+			t.Errorf("hostPathName(%q) = %q, want %q", path, got, want)
+		}
+	}
+	ports := containerPorts([]core.PortMapping{{ContainerPort: 80, HostPort: 8080, Range: 2, Protocol: "tcp,udp"}})
+	if len(ports) != 4 || ports[1].ContainerPort != 81 || ports[1].HostPort != 8081 || ports[2].Protocol != corev1.ProtocolUDP || ports[0].Protocol != "" {
+		t.Errorf("ports %+v", ports)
+	}
+	limit, quota, period := int64(128<<20), int64(50000), uint64(100000)
+	res := resources(core.ContainerSpec{Resources: &specs.LinuxResources{
+		Memory: &specs.LinuxMemory{Limit: &limit}, CPU: &specs.LinuxCPU{Quota: &quota, Period: &period},
+	}})
+	if res.Limits.Memory().String() != "128Mi" || res.Limits.Cpu().String() != "500m" {
+		t.Errorf("limits %v", res.Limits)
+	}
+	sc := securityContext(core.ContainerSpec{CapAdd: []string{"net_admin"}, CapDrop: []string{"CAP_CHOWN"}, User: "1000:50", ReadOnly: true})
+	if strings.Join(capNames(sc.Capabilities.Add), ",") != "CAP_NET_ADMIN" ||
+		strings.Join(capNames(sc.Capabilities.Drop), ",") != "CAP_MKNOD,CAP_NET_RAW,CAP_AUDIT_WRITE,CAP_CHOWN" ||
+		*sc.RunAsUser != 1000 || *sc.RunAsGroup != 50 || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("security context %+v", sc)
+	}
+	if sc := securityContext(core.ContainerSpec{Privileged: true}); sc.Capabilities != nil || !*sc.Privileged {
+		t.Errorf("privileged %+v", sc)
+	}
+}
+
+func capNames(caps []corev1.Capability) []string {
+	out := make([]string, len(caps))
+	for i, c := range caps {
+		out[i] = string(c)
+	}
+	return out
+}
