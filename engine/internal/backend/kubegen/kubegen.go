@@ -130,7 +130,11 @@ func (g *Generator) GenerateKube(ctx context.Context, opts core.KubeGenerateOpti
 	if opts.Service {
 		nodePorts := map[int32]bool{}
 		for _, w := range works {
-			if svc := service(w, now, nodePorts); svc != nil {
+			svc, err := service(w, now, nodePorts)
+			if err != nil {
+				return nil, err
+			}
+			if svc != nil {
 				docs = append(docs, svc)
 			}
 		}
@@ -602,9 +606,15 @@ func volumeClaim(v *core.Volume, now metav1.Time) *corev1.PersistentVolumeClaim 
 	}
 }
 
+// Kubernetes' NodePort range.
+const (
+	firstNodePort = 30000
+	lastNodePort  = 32767
+)
+
 // service is the NodePort Service for a workload's ports (nil without
 // ports): node ports are drawn from Kubernetes' 30000-32767, one each.
-func service(w workload, now metav1.Time, used map[int32]bool) *corev1.Service {
+func service(w workload, now metav1.Time, used map[int32]bool) (*corev1.Service, error) {
 	ports := w.ports
 	if len(ports) == 0 {
 		for _, c := range w.pod.Spec.Containers {
@@ -612,7 +622,10 @@ func service(w workload, now metav1.Time, used map[int32]bool) *corev1.Service {
 		}
 	}
 	if len(ports) == 0 {
-		return nil
+		return nil, nil
+	}
+	if len(used)+len(ports) > lastNodePort-firstNodePort+1 {
+		return nil, core.InvalidArgument("service", fmt.Errorf("%d ports are more than the %d node ports Kubernetes has", len(used)+len(ports), lastNodePort-firstNodePort+1))
 	}
 	app := w.pod.Labels["app"]
 	svc := &corev1.Service{
@@ -626,7 +639,7 @@ func service(w workload, now metav1.Time, used map[int32]bool) *corev1.Service {
 	for _, p := range ports {
 		var node int32
 		for {
-			node = 30000 + rand.Int32N(32767-30000+1)
+			node = firstNodePort + rand.Int32N(lastNodePort-firstNodePort+1)
 			if !used[node] {
 				used[node] = true
 				break
@@ -644,7 +657,7 @@ func service(w workload, now metav1.Time, used map[int32]bool) *corev1.Service {
 			NodePort:   node,
 		})
 	}
-	return svc
+	return svc, nil
 }
 
 // asKind wraps the pod into the requested workload kind, named as Podman

@@ -7,6 +7,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -77,4 +78,31 @@ func capNames(caps []corev1.Capability) []string {
 		out[i] = string(c)
 	}
 	return out
+}
+
+// TestServiceNodePorts: node ports are distinct and in range; more ports
+// than the range holds is refused, not looped on.
+func TestServiceNodePorts(t *testing.T) {
+	pod := newPod("p", false)
+	var ports []corev1.ContainerPort
+	for i := int32(1); i <= 100; i++ {
+		ports = append(ports, corev1.ContainerPort{ContainerPort: i})
+	}
+	used := map[int32]bool{}
+	svc, err := service(workload{pod: pod, ports: ports}, metav1.Now(), used)
+	if err != nil || len(svc.Spec.Ports) != 100 || len(used) != 100 {
+		t.Fatalf("%v %v", svc, err)
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort < firstNodePort || p.NodePort > lastNodePort {
+			t.Errorf("node port %d", p.NodePort)
+		}
+	}
+	many := make([]corev1.ContainerPort, lastNodePort-firstNodePort+1)
+	if _, err := service(workload{pod: pod, ports: many}, metav1.Now(), used); !errors.Is(err, core.ErrInvalidArgument) {
+		t.Errorf("too many ports: %v", err)
+	}
+	if svc, err := service(workload{pod: pod}, metav1.Now(), used); svc != nil || err != nil {
+		t.Errorf("no ports: %v %v", svc, err)
+	}
 }
