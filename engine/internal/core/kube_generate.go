@@ -79,6 +79,7 @@ type ClusterError struct {
 	Err error
 }
 
+// Error names the object, the server's status and its message.
 func (e *ClusterError) Error() string {
 	if e.Status == 0 {
 		return fmt.Sprintf("kube apply %s: %v", e.Object, e.Err)
