@@ -134,6 +134,13 @@ func AccessLog(logger *slog.Logger) func(http.Handler) http.Handler {
 						status = http.StatusInternalServerError
 					}
 				}
+				level := slog.LevelInfo
+				if isProbe(r.URL.Path) && status < http.StatusBadRequest {
+					level = slog.LevelDebug
+				}
+				if !logger.Enabled(r.Context(), level) {
+					return
+				}
 				attrs := []any{
 					"method", r.Method,
 					"path", r.URL.Path,
@@ -148,10 +155,6 @@ func AccessLog(logger *slog.Logger) func(http.Handler) http.Handler {
 				}
 				if !completed {
 					attrs = append(attrs, "panicked", true)
-				}
-				level := slog.LevelInfo
-				if isProbe(r.URL.Path) && status < http.StatusBadRequest {
-					level = slog.LevelDebug
 				}
 				logger.Log(r.Context(), level, "request", attrs...)
 			}()

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -62,6 +63,19 @@ func (g *gzipMemo) of(data []byte) []byte {
 	zw.Close()
 	g.src, g.gz = data, buf.Bytes()
 	return g.gz
+}
+
+// localPeer reports whether the request came over a local socket (a Unix
+// socket or a loopback address), where bytes cost nothing and compressing
+// them would only spend both sides' CPU.
+func localPeer(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		// Unix sockets have no host:port peer ("@" or empty).
+		return r.RemoteAddr == "" || r.RemoteAddr == "@"
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // acceptsGzip reports whether the request's Accept-Encoding takes gzip.
@@ -137,7 +151,7 @@ func (h networkHandlers) list(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if len(filters) == 0 {
 			w.Header().Set("Vary", "Accept-Encoding")
-			if acceptsGzip(r) {
+			if acceptsGzip(r) && !localPeer(r) {
 				// The unfiltered listing is compressed once a change.
 				gz := h.listGzip.of(data)
 				w.Header().Set("Content-Encoding", "gzip")

@@ -30,6 +30,24 @@ func TestAcceptsGzip(t *testing.T) {
 	}
 }
 
+// TestLocalPeer: loopback and Unix socket peers get the plain listing; any
+// other address may get it compressed.
+func TestLocalPeer(t *testing.T) {
+	for _, tc := range []struct {
+		remote string
+		want   bool
+	}{
+		{"127.0.0.1:40000", true}, {"127.9.8.7:1", true}, {"[::1]:40000", true}, {"@", true}, {"", true},
+		{"10.0.0.5:40000", false}, {"[2001:db8::1]:443", false}, {"192.168.1.2:80", false}, {"garbage", false},
+	} {
+		r, _ := http.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tc.remote
+		if got := localPeer(r); got != tc.want {
+			t.Errorf("RemoteAddr %q: local %v, want %v", tc.remote, got, tc.want)
+		}
+	}
+}
+
 // TestGzipMemo checks that a listing is compressed once while it is the same
 // slice and again when it changes, and that it inflates to itself and a
 // newline.
