@@ -365,8 +365,11 @@ func checkOptions(req *core.Network) error {
 			}
 		case "vlan":
 			// Bridge VLANs arrived in netavark 1.14; Debian 12's 1.4 has
-			// none and would drop the option without a word.
-			return core.InvalidArgument("options", fmt.Errorf("vlan=%q: the netavark here (1.4) cannot put a bridge network on a VLAN (netavark 1.14 can)", v))
+			// none and would drop the option without a word. Nor can the
+			// engine set them itself here: this kernel is built without
+			// bridge VLAN filtering (no bridge/vlan_filtering attribute;
+			// setting it is "operation not supported").
+			return core.InvalidArgument("options", fmt.Errorf("vlan=%q: bridge VLANs need bridge VLAN filtering in the kernel, which this kernel lacks, and netavark 1.14 or later (this one is 1.4)", v))
 		default:
 			return core.InvalidArgument("options", fmt.Errorf("%q is not a bridge option (mtu, metric, isolate)", k))
 		}
