@@ -65,7 +65,7 @@ bench: deps build ## Run the benchmarks against the reference peers (dd, Podman 
 
 .PHONY: soak
 soak: ## Run the bounded (<= 10 min) soak: 3,000 execs, 500 log reads, 200 container cycles, 100 image list readers; RSS, fds, zombies, mounts, cgroups before and after
-	cd engine && BERTH_SOAK=1 $(GO) test -count=1 -run '^TestSoak$$' -timeout 12m -v ./internal/backend/containers/
+	cd engine && BERTH_SOAK=1 $(GO) test -count=1 -run '^TestSoak$$' -timeout 12m -v ./internal/backend/lifecycle/containers/
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 20s) each

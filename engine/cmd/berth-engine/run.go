@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/berth-project/berth/engine/internal/backend/sizelimit"
+	"github.com/berth-project/berth/engine/internal/backend/platform/sizelimit"
 	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/shared/buildinfo"
 	"github.com/berth-project/berth/shared/server"

@@ -4,9 +4,9 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/berth-project/berth/engine/internal/backend/build"
-	"github.com/berth-project/berth/engine/internal/backend/imagestore"
-	"github.com/berth-project/berth/engine/internal/backend/oci"
+	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
+	"github.com/berth-project/berth/engine/internal/backend/images/build"
+	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 )
 
 // openBuilder builds images with the engine's store, transfer (for FROM

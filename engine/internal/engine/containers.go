@@ -6,13 +6,13 @@ import (
 	"log/slog"
 	"path/filepath"
 
-	"github.com/berth-project/berth/engine/internal/backend/containers"
-	"github.com/berth-project/berth/engine/internal/backend/imagestore"
-	"github.com/berth-project/berth/engine/internal/backend/network"
-	"github.com/berth-project/berth/engine/internal/backend/runtime"
-	"github.com/berth-project/berth/engine/internal/backend/secrets"
-	"github.com/berth-project/berth/engine/internal/backend/state"
-	"github.com/berth-project/berth/engine/internal/backend/volumes"
+	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
+	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
+	"github.com/berth-project/berth/engine/internal/backend/lifecycle/containers"
+	"github.com/berth-project/berth/engine/internal/backend/platform/state"
+	"github.com/berth-project/berth/engine/internal/backend/resources/network"
+	"github.com/berth-project/berth/engine/internal/backend/resources/secrets"
+	"github.com/berth-project/berth/engine/internal/backend/resources/volumes"
 )
 
 // containerBackend is the state database, the OCI runtime and the container

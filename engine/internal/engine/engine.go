@@ -12,14 +12,14 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/berth-project/berth/engine/internal/backend/artifactstore"
-	"github.com/berth-project/berth/engine/internal/backend/imagestore"
-	"github.com/berth-project/berth/engine/internal/backend/kube"
-	"github.com/berth-project/berth/engine/internal/backend/kubeapply"
-	"github.com/berth-project/berth/engine/internal/backend/kubegen"
-	"github.com/berth-project/berth/engine/internal/backend/pods"
-	"github.com/berth-project/berth/engine/internal/backend/system"
-	"github.com/berth-project/berth/engine/internal/backend/systemdgen"
+	"github.com/berth-project/berth/engine/internal/backend/deploy/kube"
+	"github.com/berth-project/berth/engine/internal/backend/deploy/kubeapply"
+	"github.com/berth-project/berth/engine/internal/backend/deploy/kubegen"
+	"github.com/berth-project/berth/engine/internal/backend/deploy/systemdgen"
+	"github.com/berth-project/berth/engine/internal/backend/images/artifactstore"
+	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
+	"github.com/berth-project/berth/engine/internal/backend/lifecycle/pods"
+	"github.com/berth-project/berth/engine/internal/backend/platform/system"
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/handlers"
 	"github.com/berth-project/berth/shared/server"
@@ -48,6 +48,9 @@ type Config struct {
 	// ActivateQuadlets activates quadlets at install unless the request
 	// says otherwise (activate=false).
 	ActivateQuadlets bool
+	// ExecRetention is how long ended exec sessions stay inspectable
+	// (0: Podman's five minutes).
+	ExecRetention time.Duration
 	// Metrics records request and engine metrics; nil creates one.
 	Metrics *server.Metrics
 }
@@ -114,7 +117,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		return nil, err
 	}
 	e.containers = ctrs
-	if e.streams, err = openStreams(ctx, logger, ctrs.db, ctrs.manager); err != nil {
+	if e.streams, err = openStreams(ctx, logger, ctrs.db, ctrs.manager, cfg.ExecRetention); err != nil {
 		e.Close()
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/berth-project/berth/engine/internal/backend/imagestore"
+	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 )
 
 // imageStoreCollector reports the number of images and the bytes the image

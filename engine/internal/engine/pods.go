@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/berth-project/berth/engine/internal/backend/imagestore"
-	"github.com/berth-project/berth/engine/internal/backend/pods"
+	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
+	"github.com/berth-project/berth/engine/internal/backend/lifecycle/pods"
 )
 
 // infraImages finds images in the store and imports the infra image.

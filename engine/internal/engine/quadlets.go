@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"path/filepath"
 
-	"github.com/berth-project/berth/engine/internal/backend/build"
-	"github.com/berth-project/berth/engine/internal/backend/imagestore"
-	"github.com/berth-project/berth/engine/internal/backend/pods"
-	"github.com/berth-project/berth/engine/internal/backend/quadletactivate"
-	"github.com/berth-project/berth/engine/internal/backend/quadlets"
+	"github.com/berth-project/berth/engine/internal/backend/deploy/quadletactivate"
+	"github.com/berth-project/berth/engine/internal/backend/deploy/quadlets"
+	"github.com/berth-project/berth/engine/internal/backend/images/build"
+	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
+	"github.com/berth-project/berth/engine/internal/backend/lifecycle/pods"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 

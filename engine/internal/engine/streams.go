@@ -5,13 +5,13 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/berth-project/berth/engine/internal/backend/containerio"
-	"github.com/berth-project/berth/engine/internal/backend/containers"
-	"github.com/berth-project/berth/engine/internal/backend/events"
-	"github.com/berth-project/berth/engine/internal/backend/exec"
-	"github.com/berth-project/berth/engine/internal/backend/health"
-	"github.com/berth-project/berth/engine/internal/backend/restart"
-	"github.com/berth-project/berth/engine/internal/backend/state"
+	"github.com/berth-project/berth/engine/internal/backend/execution/containerio"
+	"github.com/berth-project/berth/engine/internal/backend/lifecycle/containers"
+	"github.com/berth-project/berth/engine/internal/backend/lifecycle/exec"
+	"github.com/berth-project/berth/engine/internal/backend/lifecycle/health"
+	"github.com/berth-project/berth/engine/internal/backend/lifecycle/restart"
+	"github.com/berth-project/berth/engine/internal/backend/platform/events"
+	"github.com/berth-project/berth/engine/internal/backend/platform/state"
 )
 
 // eventRetention is how long events are kept; older ones are pruned at
@@ -33,7 +33,7 @@ type streamServices struct {
 // openStreams connects the services to the container manager's events and
 // resumes what must run from engine start: healthcheck schedules, and
 // containers whose restart policy is always.
-func openStreams(ctx context.Context, logger *slog.Logger, db *state.DB, mgr *containers.Manager) (*streamServices, error) {
+func openStreams(ctx context.Context, logger *slog.Logger, db *state.DB, mgr *containers.Manager, execRetention time.Duration) (*streamServices, error) {
 	bus := events.NewBus(db, logger)
 	s := &streamServices{
 		events:   bus,
@@ -42,6 +42,7 @@ func openStreams(ctx context.Context, logger *slog.Logger, db *state.DB, mgr *co
 		restarts: restart.NewSupervisor(mgr, logger),
 		io:       containerio.New(mgr, ""),
 	}
+	s.exec.SetRetention(execRetention)
 	// The event log first, so hooks that act on an event see it recorded.
 	s.unsubscribe = append(s.unsubscribe,
 		mgr.Subscribe(bus.ContainerHook),

@@ -8,9 +8,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/berth-project/berth/engine/internal/backend/containerio"
-	"github.com/berth-project/berth/engine/internal/backend/logs"
-	"github.com/berth-project/berth/engine/internal/backend/stream"
+	"github.com/berth-project/berth/engine/internal/backend/execution/containerio"
+	"github.com/berth-project/berth/engine/internal/backend/execution/logs"
+	"github.com/berth-project/berth/engine/internal/backend/execution/stream"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 

@@ -7,7 +7,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/berth-project/berth/engine/internal/backend/sizelimit"
+	"github.com/berth-project/berth/engine/internal/backend/platform/sizelimit"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/berth-project/berth/engine/internal/backend/events"
+	"github.com/berth-project/berth/engine/internal/backend/platform/events"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/berth-project/berth/engine/internal/backend/exec"
-	"github.com/berth-project/berth/engine/internal/backend/stream"
+	"github.com/berth-project/berth/engine/internal/backend/execution/stream"
+	"github.com/berth-project/berth/engine/internal/backend/lifecycle/exec"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/berth-project/berth/engine/internal/backend/restart"
+	"github.com/berth-project/berth/engine/internal/backend/lifecycle/restart"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/berth-project/berth/engine/internal/backend/stats"
+	"github.com/berth-project/berth/engine/internal/backend/execution/stats"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 

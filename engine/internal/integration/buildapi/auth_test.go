@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berth-project/berth/engine/internal/backend/imagestore/registrytest"
+	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
 )
 
 // requirePodman skips (or under BERTH_TEST_STRICT fails) without podman.

@@ -20,7 +20,7 @@ import (
 	imgspec "github.com/opencontainers/image-spec/specs-go"
 	imgspecv1 "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/berth-project/berth/engine/internal/backend/imagestore/registrytest"
+	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
 )
 
 // BenchmarkArtifactTransferVsSkopeo measures, in one run, the push of a

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-project/berth/engine/internal/backend/imagestore/registrytest"
+	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 

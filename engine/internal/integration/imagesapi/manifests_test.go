@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-project/berth/engine/internal/backend/imagestore/registrytest"
+	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/testimage"
 )

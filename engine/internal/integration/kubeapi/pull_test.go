@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berth-project/berth/engine/internal/backend/imagestore/registrytest"
+	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
 )
 
 // TestKubePlayPullsMissingImage plays a Pod whose image is only in a real

@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/berth-project/berth/engine/internal/backend/kubeapply"
+	"github.com/berth-project/berth/engine/internal/backend/deploy/kubeapply"
 	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"

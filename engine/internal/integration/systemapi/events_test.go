@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-project/berth/engine/internal/backend/events"
+	"github.com/berth-project/berth/engine/internal/backend/platform/events"
 	"github.com/berth-project/berth/engine/testimage"
 )
 

@@ -1,0 +1,217 @@
+package quadletactivate
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/berth-project/berth/engine/internal/backend/deploy/quadlets"
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+func TestParsePort(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want core.PortMapping
+		err  bool
+	}{
+		{in: "80", want: core.PortMapping{ContainerPort: 80, Protocol: "tcp"}},
+		{in: "8080:80", want: core.PortMapping{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}},
+		{in: "127.0.0.1:8080:80/udp", want: core.PortMapping{HostIP: "127.0.0.1", HostPort: 8080, ContainerPort: 80, Protocol: "udp"}},
+		{in: "127.0.0.1::80", want: core.PortMapping{HostIP: "127.0.0.1", ContainerPort: 80, Protocol: "tcp"}},
+		{in: "[::1]:8080:80", want: core.PortMapping{HostIP: "::1", HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}},
+		{in: "9000-9002:7000-7002/sctp", want: core.PortMapping{HostPort: 9000, ContainerPort: 7000, Range: 3, Protocol: "sctp"}},
+		{in: "9000-9001:7000-7002", err: true},
+		{in: "99999:80", err: true},
+		{in: "0", err: true},
+		{in: "80/icmp", err: true},
+		{in: "a:b:c:d", err: true},
+		{in: "300.1.1.1:80:80", err: true},
+		{in: "[::1:80", err: true},
+	} {
+		got, err := parsePort(c.in)
+		if (err != nil) != c.err || (!c.err && got != c.want) {
+			t.Errorf("parsePort(%q) = %+v, %v; want %+v, error %v", c.in, got, err, c.want, c.err)
+		}
+		if !c.err {
+			if back, err := parsePort(formatPort(got)); err != nil || back != got {
+				t.Errorf("formatPort(%+v) = %q does not read back: %+v, %v", got, formatPort(got), back, err)
+			}
+		}
+	}
+}
+
+func TestSplitWords(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+		err  bool
+	}{
+		{in: `a b  c`, want: []string{"a", "b", "c"}},
+		{in: `A="x y" B='z' C=w\ v`, want: []string{"A=x y", "B=z", "C=w v"}},
+		{in: `sh -c "echo \"hi\""`, want: []string{"sh", "-c", `echo "hi"`}},
+		{in: `""`, want: []string{""}},
+		{in: `"open`, err: true},
+		{in: `x\`, err: true},
+	} {
+		got, err := splitWords(c.in)
+		if (err != nil) != c.err || (!c.err && !reflect.DeepEqual(got, c.want)) {
+			t.Errorf("splitWords(%q) = %q, %v; want %q, error %v", c.in, got, err, c.want, c.err)
+		}
+	}
+}
+
+func TestRestartMapping(t *testing.T) {
+	for _, c := range []struct{ kind, value, want string }{
+		{"Container", "no", "no"}, {"Container", "always", "always"}, {"Container", "on-failure", "on-failure"},
+		{"Container", "on-abnormal", ""}, {"Container", "on-success", ""}, {"Container", "on-watchdog", ""},
+		{"Container", "on-abort", ""}, {"Container", "sometimes", ""}, {"Network", "no", "no"}, {"Network", "always", ""},
+		{"Pod", "on-failure", ""},
+	} {
+		got, err := quadlets.RestartPolicy(c.kind, c.value)
+		if got != c.want || (err != nil) != (c.want == "") {
+			t.Errorf("RestartPolicy(%s, %s) = %q, %v; want %q", c.kind, c.value, got, err, c.want)
+		}
+	}
+}
+
+// TestCheck: what activation refuses, each named by file, line and key.
+func TestCheck(t *testing.T) {
+	for _, c := range []struct{ name, unit, want string }{
+		{"a.container", "[Container]\nImage=x\nExec=sleep 1\nVolume=d.volume:/d:ro\nSecret=s,type=env,target=S\n", ""},
+		{"a.container", "[Container]\nImage=x\nRootfs=/r\n", "a.container line 3: [Container] key Rootfs: not supported by activation"},
+		{"a.container", "[Container]\nImage=x\nNotify=true\n", "a.container line 3: [Container] key Notify"},
+		{"a.container", "[Container]\nImage=x\nVolume=rel/dir\n", "destination \"rel/dir\" is not an absolute path"},
+		{"a.container", "[Container]\nImage=x\nSecret=s,type=file\n", "type=file: want mount or env"},
+		{"a.container", "[Container]\nImage=x\nHealthInterval=5s\n", "needs HealthCmd"},
+		{"a.container", "[Container]\nImage=x\nNetwork=n.network:ip=1.2.3.4\n", "network options"},
+		{"a.container", "[Container]\nImage=x\nNetwork=none\nNetwork=b\n", "cannot be combined"},
+		{"a.container", "[Container]\nImage=x\nNetworkAlias=w\n", "NetworkAlias needs a Network="},
+		{"a.container", "[Container]\nImage=x\n[Service]\nTimeoutStartSec=5min\n", ""},
+		{"a.container", "[Container]\nImage=x\n[Service]\nTimeoutStartSec=soon\n", "not a time span"},
+		{"a.container", "[Container]\nImage=x\n[Unit]\nConditionPathExists=/x\n", "[Unit] key ConditionPathExists: not supported by activation"},
+		{"a.container", "[Container]\nImage=x\n[Other]\nK=v\n", "section [Other] is not supported"},
+		{"a.volume", "[Volume]\nDriver=image\nImage=x\n", "a.volume line 3: [Volume] key Image: not supported by activation"},
+		{"n.network", "[Network]\nGateway=10.0.0.1\n", "a Gateway needs a Subnet"},
+		{"i.image", "[Image]\nImage=x\nAllTags=true\nImageTag=y\n", "ImageTag cannot name every tag"},
+		{"b.build", "[Build]\nImageTag=x\nFile=../../Containerfile\n", "outside the build context"},
+	} {
+		err := Check(c.name, []byte(c.unit))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s %q: %v", c.name, c.unit, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s %q: %v, want %q", c.name, c.unit, err, c.want)
+		}
+	}
+}
+
+// FuzzCheck: activation's reading of any unit the installer accepts never
+// panics, and every refusal names the file.
+func FuzzCheck(f *testing.F) {
+	f.Add(".container", "[Container]\nImage=x\nPublishPort=[::1]:80:80/udp\nEnvironment=\"A=b c\"\nVolume=v.volume:/d:ro,z\n")
+	f.Add(".network", "[Network]\nSubnet=10.1.0.0/24\nGateway=10.1.0.1\nOptions=mtu=1400\n")
+	f.Add(".container", "[Container]\nImage=x.image\nSecret=a,type=mount,mode=0400,uid=1\nHealthCmd=true\nHealthRetries=3\n")
+	f.Fuzz(func(t *testing.T, ext, data string) {
+		name := "fuzz" + ext
+		if len(quadlets.Validate(name, []byte(data))) > 0 {
+			return
+		}
+		if err := Check(name, []byte(data)); err != nil && !strings.Contains(err.Error(), name) {
+			t.Fatalf("refusal %q does not name %s", err, name)
+		}
+	})
+}
+
+// TestGenerateService: the service generated for a .container (with
+// references to an installed .network and .volume) is accepted by
+// systemd-analyze verify and runs podman against the engine with the
+// unit's options.
+func TestGenerateService(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		if os.Getenv("BERTH_TEST_STRICT") == "1" {
+			t.Fatal("systemd-analyze is not installed (BERTH_TEST_STRICT=1)")
+		}
+		t.Skip("systemd-analyze is not installed")
+	}
+	dir := t.TempDir()
+	store, err := quadlets.Open(filepath.Join(dir, "quadlets"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := func(files ...string) {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for i := 0; i < len(files); i += 2 {
+			tw.WriteHeader(&tar.Header{Name: files[i], Mode: 0o644, Size: int64(len(files[i+1])), Typeflag: tar.TypeReg})
+			tw.Write([]byte(files[i+1]))
+		}
+		tw.Close()
+		if _, err := store.Install(context.Background(), &buf, core.QuadletInstallOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	install("db.network", "[Network]\nNetworkName=dbnet\n")
+	install("data.volume", "[Volume]\n")
+	install("web.container", `[Unit]
+Description=web 100%
+[Container]
+Image=docker.io/library/nginx:latest
+ContainerName=web
+Network=db.network
+Volume=data.volume:/data:ro
+Volume=./site:/site
+PublishPort=127.0.0.1:8080:80
+Environment=A="x y" B=$HOME
+Label=app=web
+Secret=token,type=env,target=TOKEN
+HealthCmd=curl -f http://localhost/
+HealthInterval=30s
+Exec=nginx -g "daemon off;"
+[Service]
+Restart=on-failure
+[Install]
+WantedBy=multi-user.target
+`, "site/index.html", "hi")
+	service, err := GenerateService(store, "web.container", "tcp://127.0.0.1:8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"[X-Container]\nImage=docker.io/library/nginx:latest",
+		"Requires=db-network.service\nAfter=db-network.service",
+		"ExecStart=/usr/bin/podman --url tcp://127.0.0.1:8080 run --name web --replace --rm --pull missing",
+		`--env "A=x y" --env B=$$HOME`, "--network dbnet", "--volume systemd-data:/data:ro",
+		"--volume " + filepath.Join(dir, "quadlets", "web.container", "site") + ":/site",
+		"--publish 127.0.0.1:8080:80/tcp", "--secret token,type=env,target=TOKEN",
+		`--health-cmd "curl -f http://localhost/"`, `docker.io/library/nginx:latest nginx -g "daemon off;"`,
+		"ExecStop=/usr/bin/podman --url tcp://127.0.0.1:8080 rm -v -f -i web", "Restart=on-failure", "[Install]\nWantedBy=multi-user.target",
+		"Description=web 100%",
+	} {
+		if !strings.Contains(service, want) {
+			t.Errorf("the service lacks %q:\n%s", want, service)
+		}
+	}
+	units := filepath.Join(dir, "units")
+	os.MkdirAll(units, 0o755)
+	for _, dep := range []string{"db-network.service", "data-volume.service"} {
+		os.WriteFile(filepath.Join(units, dep), []byte("[Service]\nType=oneshot\nExecStart=/bin/true\n"), 0o644)
+	}
+	file := filepath.Join(units, ServiceUnitName(filepath.Join(dir, "quadlets", "web.container", "web.container")))
+	if err := os.WriteFile(file, []byte(service), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(analyze, "verify", file).CombinedOutput(); err != nil {
+		t.Fatalf("systemd-analyze verify: %v\n%s\n%s", err, out, service)
+	}
+	if _, err := GenerateService(store, "data.volume", ""); err == nil {
+		t.Fatal("a .volume service was generated")
+	}
+}

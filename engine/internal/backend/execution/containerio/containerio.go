@@ -1,0 +1,385 @@
+// Package containerio is the engine's service for a container's streams and
+// observations: its log, attaching to its standard streams through conmon,
+// terminal resizing, resource statistics and its process table. It works on
+// the records core.Containers keeps and the files conmon and the kernel
+// write; handlers reach containers' files only through it.
+package containerio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/berth-project/berth/engine/internal/backend/execution/logs"
+	"github.com/berth-project/berth/engine/internal/backend/execution/stats"
+	"github.com/berth-project/berth/engine/internal/backend/execution/stream"
+	"github.com/berth-project/berth/engine/internal/backend/execution/top"
+	"github.com/berth-project/berth/engine/internal/backend/lifecycle/exec"
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// Service serves container streams and observations.
+type Service struct {
+	containers core.Containers
+	cgroupRoot string
+
+	statsMu sync.Mutex
+	// lastStats keeps each container's previous sample so CPU percentages
+	// cover the time between two requests.
+	lastStats map[string]stats.ContainerStats
+}
+
+// New returns a Service over containers; cgroupRoot is the cgroup v1 mount
+// ("" for /sys/fs/cgroup).
+func New(containers core.Containers, cgroupRoot string) *Service {
+	return &Service{containers: containers, cgroupRoot: cgroupRoot, lastStats: map[string]stats.ContainerStats{}}
+}
+
+// running reports whether a container's process is alive.
+func running(s core.ContainerState) bool {
+	return s == core.StateRunning || s == core.StatePaused
+}
+
+// exitWatch returns a channel closed when the container stops running (or
+// is removed), and a function to stop watching.
+func (s *Service) exitWatch(ctx context.Context, id string) (*core.Container, <-chan struct{}, func(), error) {
+	done := make(chan struct{})
+	var once sync.Once
+	unsubscribe := s.containers.Subscribe(func(_ context.Context, ev core.ContainerEvent) {
+		if ev.ID != id {
+			return
+		}
+		switch ev.Type {
+		case core.EventDied, core.EventStop, core.EventRemove, core.EventCleanup:
+			once.Do(func() { close(done) })
+		}
+	})
+	// Look after subscribing so an exit in between is not missed.
+	c, err := s.containers.Lookup(ctx, id)
+	if err != nil {
+		unsubscribe()
+		return nil, nil, nil, err
+	}
+	if !running(c.State) && c.State != core.StateCreated {
+		once.Do(func() { close(done) })
+	}
+	return c, done, unsubscribe, nil
+}
+
+// LogOptions select log records.
+type LogOptions struct {
+	Since, Until time.Time
+	Tail         int
+	Follow       bool
+}
+
+// Logs delivers the container's log records to emit; with Follow it keeps
+// going until the container stops or ctx ends.
+func (s *Service) Logs(ctx context.Context, nameOrID string, opts LogOptions, emit func(logs.Line) error) error {
+	c, err := s.containers.Lookup(ctx, nameOrID)
+	if err != nil {
+		return err
+	}
+	readOpts := logs.Options{Since: opts.Since, Until: opts.Until, Tail: opts.Tail, Follow: opts.Follow}
+	if opts.Follow {
+		_, done, unsubscribe, err := s.exitWatch(ctx, c.ID)
+		if err != nil {
+			return err
+		}
+		defer unsubscribe()
+		readOpts.Done = done
+	}
+	return logs.Read(ctx, c.LogPath, readOpts, emit)
+}
+
+// Session is an open attach connection to a container's conmon.
+type Session struct {
+	Container *core.Container
+	conn      *net.UnixConn
+	svc       *Service
+}
+
+// Attach prepares a container for attaching, as Podman does: a container
+// that is configured, stopped or exited is initialised again (conmon and the
+// runtime's instance exist, the process waits for start); then it connects
+// to conmon's attach socket. Errors here come before any byte is sent to
+// the client.
+func (s *Service) Attach(ctx context.Context, nameOrID string) (*Session, error) {
+	c, err := s.containers.Lookup(ctx, nameOrID)
+	if err != nil {
+		return nil, err
+	}
+	switch c.State {
+	case core.StateConfigured, core.StateExited, core.StateStopped:
+		if err := s.containers.Init(ctx, c.ID); err != nil {
+			return nil, fmt.Errorf("preparing container %s for attach: %w", c.ID, err)
+		}
+		if c, err = s.containers.Lookup(ctx, c.ID); err != nil {
+			return nil, err
+		}
+	case core.StateCreated, core.StateRunning:
+	default:
+		return nil, fmt.Errorf("can only attach to created or running containers, %s is %s: %w", c.ID, c.State, core.ErrStateConflict)
+	}
+	conn, err := stream.DialAttach(c.AttachSocket)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{Container: c, conn: conn, svc: s}, nil
+}
+
+// AttachStreams are the client's ends; nil members are not attached.
+type AttachStreams struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// DetachKeys end the session (the container keeps running) when the
+	// client types them; empty disables detaching.
+	DetachKeys []byte
+	// StdinDone, when not nil, is called once the client's input ended.
+	StdinDone func()
+}
+
+// Close drops the connection to conmon.
+func (a *Session) Close() error { return a.conn.Close() }
+
+// Run copies between the client and the container until the container's
+// streams end (it exited), the client detaches (stream.ErrDetach), or
+// writing to the client fails.
+func (a *Session) Run(streams AttachStreams) error {
+	outDone := make(chan error, 1)
+	go func() {
+		outDone <- stream.CopyFromConmon(a.conn, stream.Output{Stdout: streams.Stdout, Stderr: streams.Stderr})
+	}()
+	inDone := make(chan error, 1)
+	if streams.Stdin != nil {
+		go func() {
+			_, err := stream.CopyDetachable(a.conn, streams.Stdin, streams.DetachKeys)
+			inDone <- err
+		}()
+	}
+	for {
+		select {
+		case err := <-outDone:
+			return err
+		case err := <-inDone:
+			if errors.Is(err, stream.ErrDetach) {
+				// Closing the socket ends the output copy; wait for it so
+				// nothing writes to the client after Run returns.
+				a.conn.Close()
+				<-outDone
+				return err
+			}
+			// The client's input ended: conmon closes the container's
+			// stdin when its writer half-closes; output keeps flowing.
+			_ = a.conn.CloseWrite()
+			if streams.StdinDone != nil {
+				streams.StdinDone()
+			}
+			inDone = nil
+		}
+	}
+}
+
+// Resize sets the terminal size of a container started with a terminal.
+func (s *Service) Resize(ctx context.Context, nameOrID string, height, width uint16) error {
+	c, err := s.containers.Lookup(ctx, nameOrID)
+	if err != nil {
+		return err
+	}
+	if c.State != core.StateCreated && c.State != core.StateRunning {
+		return fmt.Errorf("container %s is %s, cannot resize its terminal: %w", c.ID, c.State, core.ErrStateConflict)
+	}
+	if !c.Spec.Terminal {
+		return fmt.Errorf("container %s has no terminal: %w", c.ID, core.ErrStateConflict)
+	}
+	return stream.ResizeTerminal(filepath.Join(c.Bundle, "ctl"), height, width)
+}
+
+// Stats samples the named containers, or every running one when none is
+// named. A named container that is not running reports zero usage.
+func (s *Service) Stats(ctx context.Context, nameOrIDs []string) ([]stats.ContainerStats, error) {
+	var targets []*core.Container
+	if len(nameOrIDs) == 0 {
+		list, err := s.containers.List(ctx, core.ListContainersOptions{})
+		if err != nil {
+			return nil, err
+		}
+		for _, row := range list {
+			c, err := s.containers.Lookup(ctx, row.ID)
+			if err != nil || !running(c.State) {
+				continue
+			}
+			targets = append(targets, c)
+		}
+	} else {
+		for _, n := range nameOrIDs {
+			c, err := s.containers.Lookup(ctx, n)
+			if err != nil {
+				return nil, err
+			}
+			targets = append(targets, c)
+		}
+	}
+	out := make([]stats.ContainerStats, 0, len(targets))
+	reader := stats.Reader{Root: s.cgroupRoot}
+	for _, c := range targets {
+		if !running(c.State) {
+			out = append(out, stats.ContainerStats{ContainerID: c.ID, Name: c.Name})
+			continue
+		}
+		sample, err := reader.Read(c.CgroupPath, c.PID)
+		if errors.Is(err, stats.ErrNoCgroup) {
+			out = append(out, stats.ContainerStats{ContainerID: c.ID, Name: c.Name})
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("stats of container %s: %w", c.ID, err)
+		}
+		s.statsMu.Lock()
+		prev, ok := s.lastStats[c.ID]
+		var prevPtr *stats.ContainerStats
+		if ok {
+			prevPtr = &prev
+		}
+		cur := stats.Compute(c.ID, c.Name, c.StartedAt, sample, prevPtr)
+		s.lastStats[c.ID] = cur
+		s.statsMu.Unlock()
+		out = append(out, cur)
+	}
+	return out, nil
+}
+
+// DockerStats samples one running container in the Docker-compatible shape;
+// prev is the previous report of the same stream (nil for the first).
+func (s *Service) DockerStats(ctx context.Context, nameOrID string, prev *stats.DockerStats) (*stats.DockerStats, error) {
+	c, err := s.containers.Lookup(ctx, nameOrID)
+	if err != nil {
+		return nil, err
+	}
+	if !running(c.State) {
+		return nil, fmt.Errorf("container %s is %s, it has no stats: %w", c.ID, c.State, core.ErrStateConflict)
+	}
+	sample, err := stats.Reader{Root: s.cgroupRoot}.Read(c.CgroupPath, c.PID)
+	if errors.Is(err, stats.ErrNoCgroup) {
+		return nil, fmt.Errorf("container %s has no cgroup: %w", c.ID, core.ErrStateConflict)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stats of container %s: %w", c.ID, err)
+	}
+	var prevStats *stats.ContainerStats
+	if prev != nil {
+		prevStats = &stats.ContainerStats{CPUNano: prev.CPUStats.CPUUsage.TotalUsage, SystemNano: uint64(prev.Read.UnixNano())}
+	}
+	cs := stats.Compute(c.ID, c.Name, c.StartedAt, sample, prevStats)
+	d := stats.Docker(cs, sample, prev)
+	return &d, nil
+}
+
+// Top lists the processes of a running container. Descriptors top does not
+// know are taken as ps(1) options and run as ps inside the container, as
+// Podman does; its lines come back whole.
+func (s *Service) Top(ctx context.Context, nameOrID string, psArgs []string) (*top.Result, error) {
+	descs, descErr := top.ParseDescriptors(psArgs)
+	if descErr != nil && !errors.Is(descErr, top.ErrUnknownDescriptor) {
+		return nil, core.InvalidArgument("ps_args", descErr)
+	}
+	c, err := s.containers.Lookup(ctx, nameOrID)
+	if err != nil {
+		return nil, err
+	}
+	if !running(c.State) {
+		return nil, fmt.Errorf("top can only be used on running containers, %s is %s: %w", c.ID, c.State, core.ErrStateConflict)
+	}
+	if descErr == nil {
+		return top.List(top.Options{CgroupRoot: s.cgroupRoot, CgroupPath: c.CgroupPath, Rootfs: c.Rootfs}, descs)
+	}
+	// podman joins its arguments with commas: "-o,pid,args" is "-o pid,args".
+	var args []string
+	for _, a := range psArgs {
+		for _, f := range strings.Fields(a) {
+			if opt, rest, ok := strings.Cut(f, ","); ok && strings.HasPrefix(opt, "-") && rest != "" {
+				args = append(args, opt, rest)
+				continue
+			}
+			args = append(args, f)
+		}
+	}
+	res, err := s.psInContainer(ctx, c, args)
+	if err != nil {
+		return nil, core.InvalidArgument("ps_args", fmt.Errorf("%w, and ps(1) in the container failed: %w", descErr, err))
+	}
+	return res, nil
+}
+
+// maxPSOutput bounds what ps(1) may print.
+const maxPSOutput = 1 << 20
+
+// psInContainer runs ps with args inside c and returns its lines, leaving
+// out the ps process itself.
+func (s *Service) psInContainer(ctx context.Context, c *core.Container, args []string) (*top.Result, error) {
+	var out, errOut limitedBuffer
+	p, err := s.containers.Exec(ctx, c.ID, core.ExecRequest{
+		Process: exec.ProcessFor(c, append([]string{"ps"}, args...), false),
+		Stdout:  &out,
+		Stderr:  &errOut,
+	})
+	if err != nil {
+		return nil, err
+	}
+	code, err := p.Wait()
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		return nil, fmt.Errorf("ps exited with %d: %s", code, strings.TrimSpace(errOut.String()))
+	}
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	self := strings.Join(append([]string{"ps"}, args...), " ")
+	res := &top.Result{Titles: []string{lines[0]}, Processes: [][]string{}}
+	for _, line := range lines[1:] {
+		if line == "" || strings.Contains(line, self) {
+			continue
+		}
+		res.Processes = append(res.Processes, []string{line})
+	}
+	return res, nil
+}
+
+// limitedBuffer keeps the first maxPSOutput bytes written to it.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := maxPSOutput - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (b *limitedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Hook forgets what the service keeps about a container once it is removed;
+// register it with containers.Subscribe.
+func (s *Service) Hook(_ context.Context, ev core.ContainerEvent) {
+	if ev.Type != core.EventRemove {
+		return
+	}
+	s.statsMu.Lock()
+	delete(s.lastStats, ev.ID)
+	s.statsMu.Unlock()
+}

@@ -1,0 +1,391 @@
+package containers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/containers/storage"
+	imgspec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
+	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
+	"github.com/berth-project/berth/engine/internal/backend/platform/state"
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// defaultStopTimeout is the stop timeout of a container whose request sets none.
+const defaultStopTimeout = 10
+
+// Create creates a container from the request: a storage container on the
+// image's top layer, its mounted rootfs, and a validated OCI spec. Nothing is
+// left behind when any step fails.
+func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, []string, error) {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
+	defer m.metrics.observe("create", time.Now())
+	err := spec.Validate()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := checkOnHost(&spec); err != nil {
+		return "", nil, err
+	}
+	if spec.Remove && spec.RestartPolicy != "" && spec.RestartPolicy != core.RestartPolicyNo {
+		return "", nil, core.InvalidArgument("restart_policy", errors.New("the --rm option conflicts with a restart policy"))
+	}
+	if spec.OCIRuntime != "" && spec.OCIRuntime != m.rt.Name() {
+		return "", nil, core.InvalidArgument("oci_runtime", fmt.Errorf("the engine runs %s, not %s", m.rt.Name(), spec.OCIRuntime))
+	}
+	var pod *core.PodMembership
+	if spec.Pod != "" {
+		if pod, err = m.joinPod(ctx, &spec); err != nil {
+			return "", nil, err
+		}
+	}
+	if err := checkExpose(&spec); err != nil {
+		return "", nil, err
+	}
+	img, err := m.images.Lookup(ctx, spec.Image)
+	if err != nil {
+		return "", nil, err
+	}
+	joinsPodNet := pod != nil && !spec.PodInfra && pod.Shares(core.PodShareNet)
+	if err := m.resolveNetwork(ctx, &spec, img, joinsPodNet); err != nil {
+		return "", nil, err
+	}
+	if spec.StopTimeout == nil {
+		t := uint(defaultStopTimeout)
+		spec.StopTimeout = &t
+	}
+	if spec.Hostname == "" && spec.NetNS.NSMode == core.NetNSHost {
+		// Like Podman: a container on the host's network is named like the host.
+		if h, err := os.Hostname(); err == nil {
+			spec.Hostname = h
+		}
+	}
+	if spec.HealthConfig == nil && img.HealthCheck != nil && len(img.HealthCheck.Test) > 0 && img.HealthCheck.Test[0] != "NONE" {
+		hc := *img.HealthCheck
+		spec.HealthConfig = &hc
+	}
+	if _, err := oci.ProcessArgs(&spec, img.Config.Config); err != nil {
+		return "", nil, err
+	}
+
+	id := newID()
+	releaseSecrets, err := m.resolveSecrets(ctx, id, &spec)
+	if err != nil {
+		return "", nil, err
+	}
+	defer releaseSecrets()
+	release, err := m.reserveName(&spec)
+	if err != nil {
+		return "", nil, err
+	}
+	defer release()
+
+	// Volatile: the container's storage metadata is written without fsync
+	// and its overlay is mounted "volatile". Its writable layer is scratch
+	// space that a power loss may lose, like the state database's last
+	// commits; an engine crash loses nothing (see docs/engine.md).
+	// Names live in the state database only, so a name is free again the
+	// moment its container is removed, while the storage is deleted behind.
+	sc, err := m.store.CreateContainer(id, nil, img.ID, "", "", &storage.ContainerOptions{Volatile: true})
+	if err != nil {
+		return "", nil, fmt.Errorf("create container storage: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			m.store.Unmount(id, true)
+			m.store.DeleteContainer(sc.ID)
+		}
+	}()
+	defer m.releaseVolumes(id)
+	vols, createdVols, err := m.resolveVolumes(ctx, id, &spec, img)
+	if err != nil {
+		return "", nil, err
+	}
+	defer func() {
+		if !ok {
+			m.dropVolumes(ctx, id, createdVols)
+		}
+	}()
+	bundle, static, err := m.containerDirs(id)
+	if err != nil {
+		return "", nil, err
+	}
+	given := spec.Image
+	if spec.RawImageName != "" {
+		given = spec.RawImageName
+	}
+	imageName := imageNameFor(given, img)
+	rec := record{Container: core.Container{
+		ID: id, Name: spec.Name, Created: time.Now(),
+		Image: imageName, ImageID: img.ID,
+		Spec:            spec,
+		ImageEntrypoint: img.Config.Config.Entrypoint,
+		ImageCmd:        img.Config.Config.Cmd,
+		Runtime:         m.rt.Name(),
+		Bundle:          bundle,
+		StaticDir:       static,
+		LogPath:         filepath.Join(static, "ctr.log"),
+		AttachSocket:    m.rt.AttachSocket(id),
+		ExitFile:        m.rt.ExitFile(id),
+		CgroupPath:      m.cgroupsPath(id),
+		State:           core.StateConfigured,
+	},
+		ImageEnv:        img.Config.Config.Env,
+		ImageWorkDir:    img.Config.Config.WorkingDir,
+		ImageUser:       img.Config.Config.User,
+		ImageStopSignal: img.Config.Config.StopSignal,
+		ImageDigest:     img.Digest,
+		Volumes:         vols,
+	}
+	m.applyPod(&rec, pod)
+	warnings, err := m.prepare(ctx, &rec, img)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := m.copyUp(ctx, rec.Rootfs, vols); err != nil {
+		return "", nil, err
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return "", nil, err
+	}
+	m.mu.Lock()
+	if _, taken := m.byName[spec.Name]; taken {
+		m.mu.Unlock()
+		return "", nil, fmt.Errorf("container name %q: %w", spec.Name, core.ErrNameInUse)
+	}
+	err = m.db.AddContainer(ctx, state.ContainerRecord{ID: id, Name: rec.Name, State: string(rec.State), Created: rec.Created, Data: data, PodID: rec.Pod})
+	if err != nil {
+		m.mu.Unlock()
+		if errors.Is(err, state.ErrDuplicate) {
+			return "", nil, fmt.Errorf("container name %q: %w", spec.Name, core.ErrNameInUse)
+		}
+		return "", nil, err
+	}
+	e := &entry{rec: rec, changed: make(chan struct{})}
+	m.byID[id] = e
+	m.byName[rec.Name] = e
+	m.mu.Unlock()
+	ok = true
+	m.emit(ctx, core.EventCreate, rec, nil)
+	return id, warnings, nil
+}
+
+// prepare mounts the rootfs (if it is not mounted), writes the generated
+// /etc files and config.json. It fills rec's Rootfs, Path, Args and Mounted.
+func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]string, error) {
+	if !rec.Mounted {
+		rootfs, err := m.store.Mount(rec.ID, "")
+		if err != nil {
+			return nil, fmt.Errorf("mount container rootfs: %w", err)
+		}
+		rec.Rootfs = rootfs
+		rec.Mounted = true
+	}
+	imgCfg := imageConfigOf(rec, img)
+	hostname := hostnameOf(rec)
+	hosts, err := oci.HostsFile(&rec.Spec, hostname, rec.Name)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string]string{
+		"hosts":       hosts,
+		"resolv.conf": oci.ResolvConf(&rec.Spec, m.hostResolv),
+		"hostname":    hostname + "\n",
+	}
+	if err := os.MkdirAll(rec.StaticDir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(rec.Bundle, 0o700); err != nil {
+		return nil, err
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(rec.StaticDir, name), []byte(content), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	spec := volumeBinds(rec.Spec, rec.Volumes)
+	extra, err := m.secretMounts(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	initMount, err := initBinary(&spec)
+	if err != nil {
+		return nil, err
+	}
+	extra = append(extra, initMount...)
+	if len(extra) > 0 {
+		spec.Mounts = append(slices.Clone(spec.Mounts), extra...)
+	}
+	if rec.PodJoin.Hostname != "" {
+		spec.Hostname = rec.PodJoin.Hostname
+	}
+	// A pod member sharing the network uses the infra container's hosts and
+	// resolv.conf, so that the pod's DNS and host entries reach it.
+	netFiles := rec.StaticDir
+	joins, infra := m.joinedNamespaces(rec)
+	if infra != nil && slices.Contains(rec.PodJoin.Shared, core.PodShareNet) {
+		netFiles = infra.StaticDir
+	}
+	res, err := oci.Generate(oci.Input{
+		ID: rec.ID, Spec: &spec, Image: imgCfg, Rootfs: rec.Rootfs,
+		HostsFile:      filepath.Join(netFiles, "hosts"),
+		ResolvConfFile: filepath.Join(netFiles, "resolv.conf"),
+		HostnameFile:   filepath.Join(rec.StaticDir, "hostname"),
+		CgroupsPath:    rec.CgroupPath,
+		NetNSPath:      m.netNSPathOf(rec),
+		Host:           m.host,
+		JoinNamespaces: joins,
+	})
+	if err != nil {
+		return nil, err
+	}
+	env, err := m.secretEnv(ctx, &spec)
+	if err != nil {
+		return nil, err
+	}
+	res.Spec.Process.Env = oci.SetEnv(res.Spec.Process.Env, env)
+	if spec.HTTPProxy {
+		res.Spec.Process.Env = oci.AddMissingEnv(res.Spec.Process.Env, proxyEnv())
+	}
+	if spec.Init {
+		res.Spec.Process.Args = append([]string{initPath, "--"}, res.Spec.Process.Args...)
+	}
+	data, err := json.Marshal(res.Spec)
+	if err != nil {
+		return nil, err
+	}
+	// config.json may hold secret environment variables: root only.
+	if err := os.WriteFile(filepath.Join(rec.Bundle, "config.json"), data, 0o600); err != nil {
+		return nil, err
+	}
+	rec.Path = res.Spec.Process.Args[0]
+	rec.Args = res.Spec.Process.Args[1:]
+	return res.Warnings, nil
+}
+
+// imageConfigOf rebuilds the image configuration a container needs. At
+// create the image is at hand; later (init after a restart) the image may be
+// gone, so the parts used are also kept in the record.
+func imageConfigOf(rec *record, img *core.Image) (cfg imgspec.ImageConfig) {
+	if img != nil {
+		return img.Config.Config
+	}
+	cfg.Entrypoint = rec.ImageEntrypoint
+	cfg.Cmd = rec.ImageCmd
+	cfg.Env = rec.ImageEnv
+	cfg.WorkingDir = rec.ImageWorkDir
+	cfg.User = rec.ImageUser
+	return cfg
+}
+
+// Init creates the container in the OCI runtime (conmon + runtime create).
+func (m *Manager) Init(ctx context.Context, nameOrID string) error {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
+	e, rec, unlock, err := m.lockedLookup(nameOrID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	switch rec.State {
+	case core.StateConfigured:
+	case core.StateExited, core.StateStopped:
+		m.cleanupLocked(ctx, e)
+	default:
+		return fmt.Errorf("container %s is %s: %w", rec.Name, rec.State, core.ErrStateConflict)
+	}
+	return m.initLocked(ctx, e)
+}
+
+func (m *Manager) initLocked(ctx context.Context, e *entry) error {
+	rec := m.snapshot(e)
+	if err := checkOnHost(&rec.Spec); err != nil {
+		return err
+	}
+	if rec.PodJoin.InfraID != "" {
+		// The infra container's namespaces must exist, and the spec must
+		// name them by the infra process of this run.
+		if err := m.ensureInfraRunning(ctx, &rec); err != nil {
+			return err
+		}
+		if _, err := m.prepare(ctx, &rec, nil); err != nil {
+			return err
+		}
+	} else if !rec.Mounted || rec.Rootfs == "" {
+		if _, err := m.prepare(ctx, &rec, nil); err != nil {
+			return err
+		}
+	} else if _, err := os.Stat(filepath.Join(rec.Bundle, "config.json")); err != nil {
+		// The run directory is on tmpfs and may be gone after a reboot.
+		if _, err := m.prepare(ctx, &rec, nil); err != nil {
+			return err
+		}
+	}
+	if err := m.mountVolumes(ctx, &rec); err != nil {
+		m.unmountVolumes(ctx, &rec)
+		return err
+	}
+	if err := m.setupNetworkLocked(ctx, e); err != nil {
+		m.teardownNetworkLocked(ctx, e)
+		m.unmountVolumes(ctx, &rec)
+		return err
+	}
+	created, err := m.rt.Create(ctx, runtime.CreateOptions{
+		ID: rec.ID, Name: rec.Name, Bundle: rec.Bundle, LogPath: rec.LogPath,
+		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin,
+	})
+	if err != nil {
+		// Whatever runc left (state dir, cgroup) goes; conmon exits by itself.
+		m.rt.Delete(context.WithoutCancel(ctx), rec.ID, true)
+		m.rt.Cleanup(rec.ID)
+		m.unmountVolumes(ctx, &rec)
+		m.teardownNetworkLocked(ctx, e)
+		msg := err.Error()
+		m.update(ctx, e, func(r *record) {
+			r.Rootfs, r.Mounted, r.Path, r.Args = rec.Rootfs, rec.Mounted, rec.Path, rec.Args
+			r.State = core.StateConfigured
+			r.Error = msg
+		})
+		var ce *runtime.CreateError
+		if errors.As(err, &ce) {
+			return &StartError{Name: rec.Name, Message: ce.Message}
+		}
+		return err
+	}
+	if err := m.update(ctx, e, func(r *record) {
+		r.Rootfs, r.Mounted, r.Path, r.Args = rec.Rootfs, rec.Mounted, rec.Path, rec.Args
+		r.State = core.StateCreated
+		r.PID = created.PID
+		r.ConmonPID = created.ConmonPID
+		r.NeedsCleanup = true
+		r.Error = ""
+		r.ExitCode = 0
+	}); err != nil {
+		return err
+	}
+	m.emit(ctx, core.EventInit, m.snapshot(e), nil)
+	return nil
+}
+
+// StartError is a container that could not be started because the OCI
+// runtime refused it (the command does not exist, a mount failed ...). The
+// container stays in state created and can be removed.
+type StartError struct {
+	Name    string
+	Message string
+}
+
+func (e *StartError) Error() string {
+	return fmt.Sprintf("container %s failed to start: %s", e.Name, e.Message)
+}

@@ -1,0 +1,243 @@
+package containers_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containers/storage/pkg/reexec"
+
+	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
+	"github.com/berth-project/berth/engine/testimage"
+)
+
+func TestMain(m *testing.M) {
+	if reexec.Init() {
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// requireRuntime skips (or fails under BERTH_TEST_STRICT=1) without root,
+// runc, conmon or busybox-static.
+func requireRuntime(t testing.TB) {
+	t.Helper()
+	enginetest.RequireRuntime(t, "container tests")
+}
+
+// testEngine is an in-process engine serving on a real loopback listener.
+type testEngine struct {
+	t       testing.TB
+	url     string
+	root    string
+	runRoot string
+	client  *http.Client
+}
+
+func startEngine(t testing.TB, tweaks ...func(*engine.Config)) *testEngine {
+	t.Helper()
+	testdeadline.Set(t, testdeadline.Default)
+	requireRuntime(t)
+	dir := t.TempDir()
+	te := &testEngine{t: t, root: filepath.Join(dir, "root"), runRoot: filepath.Join(dir, "run"), client: &http.Client{}}
+	nets := enginetest.UniqueNetworks(t)
+	nets.DefaultMode = "private"
+	cfg := engine.Config{Root: te.root, RunRoot: te.runRoot, Runtime: "runc", Network: nets}
+	for _, tweak := range tweaks {
+		tweak(&cfg)
+	}
+	addr, stop := enginetest.ServeConfig(t, cfg)
+	te.url = "http://" + addr + "/v4.3.1/libpod"
+	t.Cleanup(func() {
+		te.removeAll()
+		stop()
+		unmountUnder(dir)
+	})
+	te.loadBusybox()
+	return te
+}
+
+// unmountUnder lazily unmounts whatever is still mounted below dir so that
+// t.TempDir can be removed even after a failed test.
+func unmountUnder(dir string) { enginetest.UnmountUnder(dir, 1) }
+
+func (te *testEngine) loadBusybox() {
+	te.t.Helper()
+	var buf bytes.Buffer
+	img := testimage.Busybox("localhost/busybox:latest", "sh")
+	img.Config.StopSignal = ""
+	if err := testimage.DockerArchive(&buf, img); err != nil {
+		te.t.Fatal(err)
+	}
+	status, body := te.do("POST", "/images/load", &buf)
+	if status != http.StatusOK {
+		te.t.Fatalf("load busybox: %d %s", status, body)
+	}
+}
+
+func (te *testEngine) removeAll() { enginetest.RemoveAll(te.do) }
+
+// do sends a request; a non-nil body that is not an io.Reader is sent as JSON.
+func (te *testEngine) do(method, path string, body any) (int, []byte) {
+	te.t.Helper()
+	return enginetest.Do(te.t, te.client, method, te.url, path, body)
+}
+
+// must sends a request and fails unless the answer has the wanted status.
+func (te *testEngine) must(want int, method, path string, body any) []byte {
+	te.t.Helper()
+	return enginetest.Must(te.t, te.do, want, method, path, body)
+}
+
+func (te *testEngine) create(spec map[string]any) string {
+	te.t.Helper()
+	if _, ok := spec["image"]; !ok {
+		spec["image"] = "busybox"
+	}
+	var out struct {
+		ID       string `json:"Id"`
+		Warnings []string
+	}
+	json.Unmarshal(te.must(http.StatusCreated, "POST", "/containers/create", spec), &out)
+	if len(out.ID) != 64 {
+		te.t.Fatalf("create returned id %q", out.ID)
+	}
+	return out.ID
+}
+
+type inspectData struct {
+	ID    string `json:"Id"`
+	Name  string
+	State struct {
+		Status     string
+		Running    bool
+		Paused     bool
+		Pid        int
+		ConmonPid  int
+		ExitCode   int32
+		Error      string
+		StartedAt  time.Time
+		FinishedAt time.Time
+		CgroupPath string
+	}
+	HostConfig struct {
+		LogConfig struct{ Path string }
+		Ulimits   []struct {
+			Name       string
+			Soft, Hard int64
+		}
+		Memory int64
+	}
+	Rootfs string
+}
+
+func (te *testEngine) inspect(id string) inspectData {
+	te.t.Helper()
+	var d inspectData
+	if err := json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d); err != nil {
+		te.t.Fatal(err)
+	}
+	return d
+}
+
+func (te *testEngine) wait(id string, conditions ...string) int32 {
+	te.t.Helper()
+	q := ""
+	for i, c := range conditions {
+		if i == 0 {
+			q += "?"
+		} else {
+			q += "&"
+		}
+		q += "condition=" + c
+	}
+	var code int32
+	if err := json.Unmarshal(te.must(http.StatusOK, "POST", "/containers/"+id+"/wait"+q, nil), &code); err != nil {
+		te.t.Fatal(err)
+	}
+	return code
+}
+
+// logLines returns the message part of each line of a container's k8s-file log.
+func (te *testEngine) logLines(id string) []string {
+	te.t.Helper()
+	data, err := os.ReadFile(te.inspect(id).HostConfig.LogConfig.Path)
+	if err != nil {
+		te.t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		parts := strings.SplitN(line, " ", 4)
+		if len(parts) == 4 {
+			out = append(out, parts[3])
+		}
+	}
+	return out
+}
+
+// run creates, starts and waits for a container and returns its exit code and output.
+func (te *testEngine) run(spec map[string]any) (int32, []string) {
+	te.t.Helper()
+	id := te.create(spec)
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	code := te.wait(id)
+	lines := te.logLines(id)
+	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+	return code, lines
+}
+
+// leaks lists what removed containers may have left behind: rootfs mounts
+// under the engine's root, their cgroup directories, conmon or runc
+// processes, runtime state.
+func leaks(root, runRoot string, ids ...string) []string {
+	var out []string
+	data, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && strings.HasPrefix(f[4], root+"/") && strings.HasSuffix(f[4], "/merged") {
+			out = append(out, "mount: "+f[4])
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, id := range ids {
+		cg, _ := filepath.Glob("/sys/fs/cgroup/*/berth/berth-" + id)
+		for _, d := range cg {
+			out = append(out, "cgroup: "+d)
+		}
+		for _, p := range procs {
+			cmd, _ := os.ReadFile(p)
+			if bytes.Contains(cmd, []byte(id)) {
+				out = append(out, fmt.Sprintf("process: %s %q", p, bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
+			}
+		}
+		if _, err := os.Stat(filepath.Join(runRoot, "runc", id)); err == nil {
+			out = append(out, "runc state: "+id)
+		}
+		if _, err := os.Stat(filepath.Join(runRoot, "exits", id)); err == nil {
+			out = append(out, "exit file: "+id)
+		}
+	}
+	return out
+}
+
+// waitLog waits until a container's log has at least n lines.
+func (te *testEngine) waitLog(id string, n int) []string {
+	te.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if lines := te.logLines(id); len(lines) >= n {
+			return lines
+		}
+		if time.Now().After(deadline) {
+			te.t.Fatalf("container %s logged fewer than %d lines", id, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,229 @@
+package containers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/containers/storage"
+
+	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
+	"github.com/berth-project/berth/engine/internal/backend/platform/state"
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// removedRetention is how long the exit code of a removed container stays
+// available to Wait.
+const removedRetention = 5 * time.Minute
+
+// Remove removes a container: a running one only with Force (it is stopped
+// first), then its runtime state, cgroup, rootfs, storage and record.
+func (m *Manager) Remove(ctx context.Context, nameOrID string, opts core.RemoveContainerOptions) error {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
+	defer m.metrics.observe("remove", time.Now())
+	e, err := m.lookup(nameOrID)
+	if err != nil {
+		if opts.Ignore && errors.Is(err, core.ErrNoSuchContainer) {
+			return nil
+		}
+		return err
+	}
+	e.op.Lock()
+	defer e.op.Unlock()
+	if m.isRemoved(e) {
+		if opts.Ignore {
+			return nil
+		}
+		return fmt.Errorf("%q: %w", nameOrID, core.ErrNoSuchContainer)
+	}
+	return m.removeLocked(ctx, e, opts)
+}
+
+func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveContainerOptions) error {
+	ctx = context.WithoutCancel(ctx)
+	rec := m.snapshot(e)
+	if m.isRemoved(e) {
+		return nil
+	}
+	if rec.IsInfra && !opts.WithPod {
+		return fmt.Errorf("container %s is the infra container of pod %s and cannot be removed without removing the pod: %w", rec.ID, rec.Pod, core.ErrStateConflict)
+	}
+	switch rec.State {
+	case core.StateRunning, core.StatePaused:
+		if !opts.Force {
+			return fmt.Errorf("cannot remove container %s as it is %s - running or paused containers cannot be removed without force: %w", rec.ID, rec.State, core.ErrContainerStateImproper)
+		}
+		if err := m.stopLocked(ctx, e, opts.Timeout); err != nil && !errors.Is(err, core.ErrNotModified) {
+			return err
+		}
+		if m.isRemoved(e) {
+			return nil
+		}
+	case core.StateCreated:
+		// Created but never started: conmon waits on runc; delete --force ends both.
+	}
+	rec = m.snapshot(e)
+	if rec.NeedsCleanup {
+		if err := m.rt.Delete(ctx, rec.ID, true); err != nil {
+			return fmt.Errorf("remove container %s from the runtime: %w", rec.Name, err)
+		}
+		m.rt.Cleanup(rec.ID)
+	}
+	m.teardownNetworkLocked(ctx, e)
+	if !runtime.WaitConmonExit(rec.ConmonPID, rec.ID, conmonExitTimeout) {
+		m.logger.Warn("conmon did not exit after its container; killed it", "container", rec.ID, "pid", rec.ConmonPID)
+	}
+	if rec.Mounted {
+		// A container whose storage is gone (system check repairs those) has nothing to unmount.
+		if _, err := m.store.Unmount(rec.ID, true); err != nil && !errors.Is(err, storage.ErrContainerUnknown) && !errors.Is(err, storage.ErrLayerUnknown) {
+			return fmt.Errorf("unmount container %s: %w", rec.Name, err)
+		}
+	}
+	if err := m.db.RemoveContainer(ctx, rec.ID); err != nil && !errors.Is(err, state.ErrNotFound) {
+		return err
+	}
+	// The unmounted writable layer and the container's directories go in
+	// the background; a crash before that is repaired by reapOrphans.
+	m.deleting.Add(1)
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		defer m.deleting.Done()
+		m.deleteStorage(rec.ID, rec.Bundle, rec.StaticDir)
+	}()
+	m.mu.Lock()
+	e.removed = true
+	delete(m.byID, rec.ID)
+	if m.byName[rec.Name] == e {
+		delete(m.byName, rec.Name)
+	}
+	now := time.Now()
+	for id, r := range m.removed {
+		if now.Sub(r.at) > removedRetention {
+			delete(m.removed, id)
+		}
+	}
+	if rec.State == core.StateExited || rec.State == core.StateStopped {
+		m.removed[rec.ID] = removedExit{name: rec.Name, code: rec.ExitCode, at: now}
+	}
+	close(e.changed)
+	e.changed = make(chan struct{})
+	m.mu.Unlock()
+	m.emit(ctx, core.EventRemove, rec, nil)
+	if opts.Volumes {
+		m.removeAnonymousVolumes(ctx, rec)
+	}
+	return nil
+}
+
+// deleteStorage deletes a removed container's storage and directories.
+func (m *Manager) deleteStorage(id, bundle, static string) {
+	if err := m.store.DeleteContainer(id); err != nil && !errors.Is(err, storage.ErrContainerUnknown) && !errors.Is(err, storage.ErrNotAContainer) {
+		m.logger.Warn("delete container storage", "container", id, "err", err)
+	}
+	os.RemoveAll(bundle)
+	os.RemoveAll(static)
+}
+
+// reapOrphans deletes storage containers that have no record: containers
+// whose removal was cut short by a crash, or whose creation never committed.
+func (m *Manager) reapOrphans() {
+	list, err := m.store.Containers()
+	if err != nil {
+		m.logger.Warn("list storage containers", "err", err)
+		return
+	}
+	for _, sc := range list {
+		m.mu.RLock()
+		_, known := m.byID[sc.ID]
+		m.mu.RUnlock()
+		if known {
+			continue
+		}
+		m.store.Unmount(sc.ID, true)
+		bundle, static, err := m.containerDirs(sc.ID)
+		if err != nil {
+			continue
+		}
+		m.logger.Info("deleting storage of a container without record", "container", sc.ID)
+		m.deleteStorage(sc.ID, bundle, static)
+	}
+}
+
+// Prune removes every container that is not running, paused or created and
+// matches the filters (label, until).
+func (m *Manager) Prune(ctx context.Context, filters map[string][]string) ([]core.PruneReport, error) {
+	// A client that goes away must not leave a change half done.
+	ctx = context.WithoutCancel(ctx)
+	match, err := m.compileFilters(filters, "label", "label!", "until")
+	if err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	var victims []*entry
+	for _, e := range m.byID {
+		st := e.rec.State
+		// Infra containers go with their pod (pod prune), never alone.
+		if !e.rec.IsInfra && (st == core.StateExited || st == core.StateStopped || st == core.StateConfigured || st == core.StateCreated) {
+			ok, err := match(ctx, &e.rec)
+			if err != nil {
+				m.mu.RUnlock()
+				return nil, err
+			}
+			if ok {
+				victims = append(victims, e)
+			}
+		}
+	}
+	m.mu.RUnlock()
+	reports := []core.PruneReport{}
+	for _, e := range victims {
+		e.op.Lock()
+		rec := m.snapshot(e)
+		var size int64
+		if sz, err := m.store.ContainerSize(rec.ID); err == nil {
+			size = sz
+		}
+		st := rec.State
+		var rerr error
+		if st == core.StateExited || st == core.StateStopped || st == core.StateConfigured || st == core.StateCreated {
+			rerr = m.removeLocked(ctx, e, core.RemoveContainerOptions{Volumes: true})
+		} else {
+			e.op.Unlock()
+			continue
+		}
+		e.op.Unlock()
+		r := core.PruneReport{ID: rec.ID, Size: uint64(max(size, 0))}
+		if rerr != nil {
+			r.Err = rerr.Error()
+			r.Size = 0
+		}
+		reports = append(reports, r)
+	}
+	return reports, nil
+}
+
+// ContainersUsingImage returns the IDs of the containers created from imageID
+// (core.ImageUsers, for image removal).
+func (m *Manager) ContainersUsingImage(ctx context.Context, imageID string) ([]string, error) {
+	// A removed container's layer may still be on its way out of storage.
+	m.deleting.Wait()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var ids []string
+	for id, e := range m.byID {
+		if e.rec.ImageID == imageID {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// RemoveContainer stops and removes a container (core.ImageUsers, for a
+// forced image removal).
+func (m *Manager) RemoveContainer(ctx context.Context, containerID string) error {
+	return m.Remove(ctx, containerID, core.RemoveContainerOptions{Force: true, Ignore: true})
+}

@@ -1,0 +1,327 @@
+// Package health runs container healthchecks: on request (RunHealthCheck)
+// and on each container's interval while it runs, keeping State.Health
+// (status, failing streak, the last results) and emitting health_status
+// events when the status changes.
+package health
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/berth-project/berth/engine/internal/backend/lifecycle/exec"
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// Health states, as Podman names them.
+const (
+	Healthy   = "healthy"
+	Unhealthy = "unhealthy"
+	Starting  = "starting"
+)
+
+// Defaults used when a healthconfig leaves a field zero.
+const (
+	DefaultTimeout = 30 * time.Second
+	DefaultRetries = 3
+	// MaxLogEntries and MaxOutput bound what State.Health keeps.
+	MaxLogEntries = 5
+	MaxOutput     = 500
+)
+
+// ErrNoHealthcheck is returned for a container without a healthcheck.
+var ErrNoHealthcheck = fmt.Errorf("container has no defined healthcheck: %w", core.ErrStateConflict)
+
+// Notifier is told about health results (the event bus).
+type Notifier interface {
+	HealthEvent(ctx context.Context, c *core.Container, status string)
+}
+
+// Checker runs healthchecks and schedules them.
+type Checker struct {
+	containers core.Containers
+	notify     Notifier
+	logger     *slog.Logger
+
+	// runMu serialises checks of one container so results apply in order.
+	runMu sync.Map // id -> *sync.Mutex
+
+	mu        sync.Mutex
+	schedules map[string]context.CancelFunc
+	wg        sync.WaitGroup
+	closed    bool
+}
+
+// NewChecker returns a Checker; register its Hook with
+// containers.Subscribe. notify may be nil.
+func NewChecker(containers core.Containers, notify Notifier, logger *slog.Logger) *Checker {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Checker{containers: containers, notify: notify, logger: logger, schedules: map[string]context.CancelFunc{}}
+}
+
+// Command returns the process a healthconfig's Test runs, or nil when the
+// container has no healthcheck ("NONE", empty).
+func Command(test []string) []string {
+	if len(test) == 0 {
+		return nil
+	}
+	var cmd []string
+	switch test[0] {
+	case "", "NONE":
+		return nil
+	case "CMD":
+		cmd = test[1:]
+	case "CMD-SHELL":
+		if len(test) < 2 {
+			return nil
+		}
+		cmd = []string{"/bin/sh", "-c", strings.Join(test[1:], " ")}
+	default:
+		cmd = test
+	}
+	if len(cmd) == 0 || cmd[0] == "" {
+		return nil
+	}
+	return cmd
+}
+
+// Run performs one healthcheck of a running container and records it.
+// The result's Status is this check's outcome (healthy or unhealthy), as
+// Podman's RunHealthCheck answers; FailingStreak and Log are the
+// container's state after it.
+func (k *Checker) Run(ctx context.Context, nameOrID string) (core.HealthCheckResults, error) {
+	c, err := k.containers.Lookup(ctx, nameOrID)
+	if err != nil {
+		return core.HealthCheckResults{}, err
+	}
+	cfg := c.Spec.HealthConfig
+	if cfg == nil || Command(cfg.Test) == nil {
+		return core.HealthCheckResults{}, fmt.Errorf("container %s: %w", c.ID, ErrNoHealthcheck)
+	}
+	if c.State != core.StateRunning {
+		return core.HealthCheckResults{}, fmt.Errorf("container %s is not running: %w", c.ID, core.ErrStateConflict)
+	}
+	lock, _ := k.runMu.LoadOrStore(c.ID, &sync.Mutex{})
+	lock.(*sync.Mutex).Lock()
+	defer lock.(*sync.Mutex).Unlock()
+
+	entry := k.execute(ctx, c, Command(cfg.Test), cfg.Timeout)
+	// Read again: the record may have changed while the check ran.
+	cur, err := k.containers.Lookup(ctx, c.ID)
+	if err != nil {
+		return core.HealthCheckResults{}, err
+	}
+	inStartPeriod := cfg.StartPeriod > 0 && time.Now().Before(cur.StartedAt.Add(cfg.StartPeriod))
+	next := apply(cur.Health, entry, inStartPeriod, retries(cfg))
+	if err := k.containers.SetHealth(ctx, c.ID, next); err != nil {
+		return core.HealthCheckResults{}, err
+	}
+	if k.notify != nil {
+		k.notify.HealthEvent(ctx, cur, next.Status)
+	}
+	result := next
+	result.Status = Healthy
+	if entry.ExitCode != 0 {
+		result.Status = Unhealthy
+	}
+	return result, nil
+}
+
+func retries(cfg *core.HealthConfig) int {
+	if cfg.Retries <= 0 {
+		return DefaultRetries
+	}
+	return cfg.Retries
+}
+
+// apply folds one result into the health state, as Podman does: success
+// resets the streak; a failure outside the start period extends it and
+// makes the container unhealthy once it reaches retries.
+func apply(h core.HealthCheckResults, entry core.HealthCheckLog, inStartPeriod bool, retries int) core.HealthCheckResults {
+	if entry.ExitCode == 0 {
+		h.Status = Healthy
+		h.FailingStreak = 0
+	} else {
+		if h.Status == "" {
+			h.Status = Starting
+		}
+		if !inStartPeriod {
+			h.FailingStreak++
+			if h.FailingStreak >= retries {
+				h.Status = Unhealthy
+			}
+		}
+	}
+	h.Log = append(append([]core.HealthCheckLog(nil), h.Log...), entry)
+	if len(h.Log) > MaxLogEntries {
+		h.Log = h.Log[len(h.Log)-MaxLogEntries:]
+	}
+	return h
+}
+
+// limitedBuffer keeps the first MaxOutput bytes written to it.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := MaxOutput - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (b *limitedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.TrimRight(b.buf.String(), "\n")
+}
+
+// execute runs the check command and returns its log entry: exit code 0
+// for success, 1 for failure, -1 when it ran past the timeout (then it is
+// killed).
+func (k *Checker) execute(ctx context.Context, c *core.Container, cmd []string, timeout time.Duration) core.HealthCheckLog {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	var out limitedBuffer
+	start := time.Now()
+	entry := func(code int, output string) core.HealthCheckLog {
+		return core.HealthCheckLog{Start: start.Format(time.RFC3339Nano), End: time.Now().Format(time.RFC3339Nano), ExitCode: code, Output: output}
+	}
+	proc, err := k.containers.Exec(context.WithoutCancel(ctx), c.ID, core.ExecRequest{
+		Process: exec.ProcessFor(c, cmd, false),
+		Stdout:  &out,
+		Stderr:  &out,
+	})
+	if err != nil {
+		return entry(1, err.Error())
+	}
+	type result struct {
+		code int
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, err := proc.Wait()
+		done <- result{code, err}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil || r.code != 0 {
+			return entry(1, out.String())
+		}
+		return entry(0, out.String())
+	case <-timer.C:
+		_ = proc.Signal(syscall.SIGKILL)
+		<-done
+		return entry(-1, fmt.Sprintf("healthcheck command exceeded timeout of %s", timeout))
+	}
+}
+
+// Hook starts the schedule of a container when it starts and stops it when
+// the container stops or goes away.
+func (k *Checker) Hook(ctx context.Context, ev core.ContainerEvent) {
+	switch ev.Type {
+	case core.EventStart, core.EventRestart:
+		c, err := k.containers.Lookup(ctx, ev.ID)
+		if err != nil {
+			return
+		}
+		k.schedule(c)
+	case core.EventDied, core.EventStop:
+		k.unschedule(ev.ID)
+	case core.EventRemove:
+		k.unschedule(ev.ID)
+		k.runMu.Delete(ev.ID)
+	}
+}
+
+// StartAll schedules every running container with a healthcheck (engine
+// start).
+func (k *Checker) StartAll(ctx context.Context) error {
+	list, err := k.containers.List(ctx, core.ListContainersOptions{})
+	if err != nil {
+		return err
+	}
+	for _, row := range list {
+		if c, err := k.containers.Lookup(ctx, row.ID); err == nil && c.State == core.StateRunning {
+			k.schedule(c)
+		}
+	}
+	return nil
+}
+
+func (k *Checker) schedule(c *core.Container) {
+	cfg := c.Spec.HealthConfig
+	if cfg == nil || Command(cfg.Test) == nil || cfg.Interval <= 0 {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed {
+		return
+	}
+	if cancel, ok := k.schedules[c.ID]; ok {
+		cancel()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	k.schedules[c.ID] = cancel
+	// A fresh start begins in "starting" until the first result.
+	if c.Health.Status == "" || c.Health.Status == Unhealthy || c.Health.Status == Healthy {
+		_ = k.containers.SetHealth(ctx, c.ID, core.HealthCheckResults{Status: Starting, Log: c.Health.Log})
+	}
+	k.wg.Add(1)
+	go func(id string, interval time.Duration) {
+		defer k.wg.Done()
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+				if _, err := k.Run(ctx, id); err != nil && !errors.Is(err, context.Canceled) {
+					k.logger.Debug("scheduled healthcheck", "container", id, "err", err)
+					if errors.Is(err, core.ErrNoSuchContainer) {
+						return
+					}
+				}
+			}
+		}
+	}(c.ID, cfg.Interval)
+}
+
+func (k *Checker) unschedule(id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if cancel, ok := k.schedules[id]; ok {
+		cancel()
+		delete(k.schedules, id)
+	}
+}
+
+// Close stops every schedule and waits for running checks.
+func (k *Checker) Close() {
+	k.mu.Lock()
+	k.closed = true
+	for id, cancel := range k.schedules {
+		cancel()
+		delete(k.schedules, id)
+	}
+	k.mu.Unlock()
+	k.wg.Wait()
+}

@@ -1,0 +1,403 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/berth-project/berth/engine/internal/backend/platform/state"
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// NetNSPath is where the engine keeps a container's network namespace.
+func (m *Manager) NetNSPath(containerID string) string {
+	return filepath.Join(m.netnsDir, "berth-"+containerID)
+}
+
+// validAlias matches a DNS name a container may be known by.
+var validAlias = validName
+
+// Resolve checks the networks a container asks for; no network means the
+// default one. Networks are keyed by name in the answer, interfaces get
+// names eth0, eth1 ... in the order of the network names where unset.
+func (m *Manager) Resolve(ctx context.Context, requested map[string]core.PerNetworkOptions) (map[string]core.PerNetworkOptions, error) {
+	if len(requested) == 0 {
+		requested = map[string]core.PerNetworkOptions{m.defName: {}}
+	}
+	out := make(map[string]core.PerNetworkOptions, len(requested))
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for key, opts := range requested {
+		n, err := m.lookupLocked(key)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := out[n.Name]; dup {
+			return nil, core.InvalidArgument("networks", fmt.Errorf("network %s is named twice", n.Name))
+		}
+		if err := checkPerNetwork(n, &opts); err != nil {
+			return nil, err
+		}
+		out[n.Name] = opts
+	}
+	names := make([]string, 0, len(out))
+	used := map[string]bool{}
+	for name, o := range out {
+		names = append(names, name)
+		if o.InterfaceName != "" {
+			if used[o.InterfaceName] {
+				return nil, core.InvalidArgument("interface_name", fmt.Errorf("interface %s is named twice", o.InterfaceName))
+			}
+			used[o.InterfaceName] = true
+		}
+	}
+	sort.Strings(names)
+	next := 0
+	for _, name := range names {
+		o := out[name]
+		if o.InterfaceName != "" {
+			continue
+		}
+		for used[fmt.Sprintf("eth%d", next)] {
+			next++
+		}
+		o.InterfaceName = fmt.Sprintf("eth%d", next)
+		used[o.InterfaceName] = true
+		out[name] = o
+	}
+	return out, nil
+}
+
+// checkPerNetwork validates how a container joins network n.
+func checkPerNetwork(n *core.Network, o *core.PerNetworkOptions) error {
+	if o.InterfaceName != "" && !validBridge.MatchString(o.InterfaceName) {
+		return core.InvalidArgument("interface_name", fmt.Errorf("%q is not a valid interface name", o.InterfaceName))
+	}
+	for _, a := range o.Aliases {
+		if !validAlias.MatchString(a) {
+			return core.InvalidArgument("aliases", fmt.Errorf("%q is not a valid name", a))
+		}
+	}
+	if len(o.Aliases) > 0 && !n.DNSEnabled {
+		return core.InvalidArgument("aliases", fmt.Errorf("network %s has DNS disabled, so aliases would not resolve", n.Name))
+	}
+	if o.StaticMAC != nil && len(o.StaticMAC) != 6 {
+		return core.InvalidArgument("static_mac", fmt.Errorf("%s is not a 6-byte MAC address", o.StaticMAC))
+	}
+	seen := map[int]bool{}
+	for i, ip := range o.StaticIPs {
+		ip = normalizeIP(ip)
+		o.StaticIPs[i] = ip
+		idx := -1
+		for j, s := range n.Subnets {
+			if s.Subnet.Contains(ip) {
+				idx = j
+			}
+		}
+		if idx < 0 {
+			return core.InvalidArgument("static_ips", fmt.Errorf("%s is in no subnet of network %s", ip, n.Name))
+		}
+		if seen[idx] {
+			return core.InvalidArgument("static_ips", fmt.Errorf("two addresses in subnet %s of network %s", &n.Subnets[idx].Subnet.IPNet, n.Name))
+		}
+		seen[idx] = true
+		if err := checkStaticAddress(n.Subnets[idx], ip); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lease hands a container one address in each subnet of n: its static
+// address where it asked for one, else the lowest free one.
+func (m *Manager) lease(ctx context.Context, n *core.Network, containerID string, static []net.IP) ([]net.IP, error) {
+	if len(n.Subnets) == 0 {
+		return nil, nil
+	}
+	// Addresses left by an interrupted earlier setup of this container go first.
+	if err := m.db.ReleaseAddresses(ctx, n.ID, containerID); err != nil {
+		return nil, err
+	}
+	var picked []net.IP
+	_, err := m.db.LeaseAddresses(ctx, n.ID, containerID, func(used map[string]bool) ([]string, error) {
+		picked = nil
+		var out []string
+		for _, s := range n.Subnets {
+			var ip net.IP
+			for _, want := range static {
+				if s.Subnet.Contains(want) {
+					ip = want
+				}
+			}
+			if ip != nil {
+				if used[ip.String()] {
+					return nil, fmt.Errorf("IP address %s on network %s: %w", ip, n.Name, core.ErrAddressInUse)
+				}
+			} else {
+				var err error
+				if ip, err = pickAddress(s, used); err != nil {
+					return nil, err
+				}
+			}
+			picked = append(picked, ip)
+			out = append(out, ip.String())
+		}
+		return out, nil
+	})
+	if errors.Is(err, state.ErrDuplicate) {
+		return nil, fmt.Errorf("network %s: %w", n.Name, core.ErrAddressInUse)
+	}
+	return picked, err
+}
+
+// options builds netavark's input for the given networks of a setup.
+func (m *Manager) options(s core.NetworkSetup, nets map[string]*core.Network) netavarkOptions {
+	opts := netavarkOptions{
+		ContainerID: s.ContainerID, ContainerName: s.ContainerName,
+		Networks:     map[string]netavarkPerNetwork{},
+		NetworkInfo:  map[string]netavarkNetwork{},
+		PortMappings: s.PortMappings,
+		DNSServers:   s.DNSServers,
+	}
+	for name, n := range nets {
+		po := s.Networks[name]
+		pn := netavarkPerNetwork{InterfaceName: po.InterfaceName}
+		for _, ip := range po.StaticIPs {
+			pn.StaticIPs = append(pn.StaticIPs, ip.String())
+		}
+		if n.DNSEnabled {
+			pn.Aliases = append(append([]string(nil), po.Aliases...), s.ContainerID[:12])
+		}
+		if po.StaticMAC != nil {
+			pn.StaticMAC = po.StaticMAC.String()
+		}
+		opts.Networks[name] = pn
+		info := netavarkNetwork{
+			Name: n.Name, ID: n.ID, Driver: n.Driver, NetworkInterface: n.NetworkInterface,
+			Subnets: n.Subnets, IPv6Enabled: n.IPv6Enabled, Internal: n.Internal, DNSEnabled: n.DNSEnabled,
+			NetworkDNSServers: n.NetworkDNSServers, Options: n.Options,
+			IPAMOptions: map[string]string{"driver": "host-local"},
+		}
+		if n.IPAMOptions["driver"] == "none" {
+			info.IPAMOptions["driver"] = "none"
+		}
+		opts.NetworkInfo[name] = info
+	}
+	return opts
+}
+
+// networksOf looks up the networks of a setup; missing ones are left out
+// when tolerate is set, else they are an error.
+func (m *Manager) networksOf(names []string, tolerate bool) (map[string]*core.Network, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := map[string]*core.Network{}
+	for _, name := range names {
+		n, ok := m.networks[name]
+		if !ok {
+			if tolerate {
+				continue
+			}
+			return nil, fmt.Errorf("unable to find network with name %s: %w", name, core.ErrNoSuchNetwork)
+		}
+		out[name] = copyNetwork(n)
+	}
+	return out, nil
+}
+
+func namesOf(nets map[string]core.PerNetworkOptions) []string {
+	out := make([]string, 0, len(nets))
+	for name := range nets {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Setup creates the container's namespace, leases its addresses and runs
+// netavark setup.
+func (m *Manager) Setup(ctx context.Context, s core.NetworkSetup) (core.NetworkSetup, map[string]core.StatusBlock, error) {
+	ctx = context.WithoutCancel(ctx)
+	if m.nv.binary == "" {
+		return s, nil, errors.New("netavark is not installed (looked in /usr/lib/podman, /usr/libexec/podman and PATH)")
+	}
+	nets, err := m.networksOf(namesOf(s.Networks), false)
+	if err != nil {
+		return s, nil, err
+	}
+	out := s
+	out.Networks = make(map[string]core.PerNetworkOptions, len(s.Networks))
+	ok := false
+	defer func() {
+		if !ok {
+			m.db.ReleaseAddresses(context.WithoutCancel(ctx), "", s.ContainerID)
+		}
+	}()
+	for name, po := range s.Networks {
+		ips, err := m.lease(ctx, nets[name], s.ContainerID, po.StaticIPs)
+		if err != nil {
+			return s, nil, err
+		}
+		po.StaticIPs = ips
+		out.Networks[name] = po
+	}
+	if err := createNetNS(s.NetNSPath); err != nil {
+		return s, nil, err
+	}
+	m.setupMu.Lock()
+	status := map[string]core.StatusBlock{}
+	direct := false
+	if n, ok := directNetwork(out, nets); ok {
+		if direct, err = m.ensureKeeperLocked(ctx, n); err != nil {
+			m.logger.Warn("set up the keeper of a network; netavark sets up the container", "network", n.Name, "err", err)
+			direct = false
+		}
+		if direct {
+			var st core.StatusBlock
+			st, err = directSetup(out, n)
+			status[n.Name] = st
+		}
+	}
+	if !direct {
+		err = m.nv.run(ctx, "setup", s.NetNSPath, m.options(out, nets), &status)
+		if err == nil {
+			m.pinBridges(nets)
+		}
+	}
+	m.setupMu.Unlock()
+	if err != nil {
+		removeNetNS(s.NetNSPath)
+		return s, nil, err
+	}
+	ok = true
+	return out, status, nil
+}
+
+// pinBridges fixes the hardware address of the networks' bridges after a
+// setup (see pinBridgeMAC); the caller holds setupMu, so no other setup
+// adds a port in between. A failure is logged: the container runs, only
+// its neighbours may lose the gateway for a while when it changes.
+func (m *Manager) pinBridges(nets map[string]*core.Network) {
+	for _, n := range nets {
+		if err := pinBridgeMAC(n.NetworkInterface); err != nil {
+			m.logger.Warn("pin bridge address", "network", n.Name, "err", err)
+		}
+	}
+}
+
+// Teardown undoes Setup; networks removed since are skipped.
+func (m *Manager) Teardown(ctx context.Context, s core.NetworkSetup) error {
+	ctx = context.WithoutCancel(ctx)
+	var errs []error
+	nets, _ := m.networksOf(namesOf(s.Networks), true)
+	if len(nets) > 0 && isNetNSMount(s.NetNSPath) && m.nv.binary != "" {
+		m.setupMu.Lock()
+		var err error
+		if n, ok := directNetwork(s, nets); ok && m.keepers[n.Name] != nil {
+			// The keeper holds the bridge and the rules: only the
+			// container's interface goes.
+			err = directTeardown(s, n)
+		} else {
+			err = m.nv.run(ctx, "teardown", s.NetNSPath, m.options(s, nets), nil)
+		}
+		m.setupMu.Unlock()
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := m.db.ReleaseAddresses(ctx, "", s.ContainerID); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeNetNS(s.NetNSPath); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Attach joins a set-up namespace to one more network.
+func (m *Manager) Attach(ctx context.Context, s core.NetworkSetup, network string, po core.PerNetworkOptions) (core.PerNetworkOptions, core.StatusBlock, error) {
+	ctx = context.WithoutCancel(ctx)
+	nets, err := m.networksOf([]string{network}, false)
+	if err != nil {
+		return po, core.StatusBlock{}, err
+	}
+	ips, err := m.lease(ctx, nets[network], s.ContainerID, po.StaticIPs)
+	if err != nil {
+		return po, core.StatusBlock{}, err
+	}
+	po.StaticIPs = ips
+	one := s
+	one.Networks = map[string]core.PerNetworkOptions{network: po}
+	status := map[string]core.StatusBlock{}
+	m.setupMu.Lock()
+	err = m.nv.run(ctx, "setup", s.NetNSPath, m.options(one, nets), &status)
+	if err == nil {
+		m.pinBridges(nets)
+	}
+	m.setupMu.Unlock()
+	if err != nil {
+		m.db.ReleaseAddresses(ctx, nets[network].ID, s.ContainerID)
+		return po, core.StatusBlock{}, err
+	}
+	return po, status[network], nil
+}
+
+// Detach removes a set-up namespace from one of its networks.
+func (m *Manager) Detach(ctx context.Context, s core.NetworkSetup, network string) error {
+	ctx = context.WithoutCancel(ctx)
+	nets, err := m.networksOf([]string{network}, true)
+	if err != nil || len(nets) == 0 {
+		return err
+	}
+	one := s
+	one.Networks = map[string]core.PerNetworkOptions{network: s.Networks[network]}
+	m.setupMu.Lock()
+	err = m.nv.run(ctx, "teardown", s.NetNSPath, m.options(one, nets), nil)
+	m.setupMu.Unlock()
+	if rerr := m.db.ReleaseAddresses(ctx, nets[network].ID, s.ContainerID); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// refreshDNS hands a network's DNS servers to a running aardvark-dns.
+func (m *Manager) refreshDNS(ctx context.Context, n *core.Network) error {
+	m.setupMu.Lock()
+	defer m.setupMu.Unlock()
+	return m.nv.updateDNSServers(n.Name, n.NetworkDNSServers)
+}
+
+// ReleaseOrphans frees what containers that no longer exist left behind: a
+// crash between a setup and its record leaves leases and namespace files.
+func (m *Manager) ReleaseOrphans(ctx context.Context, exists func(containerID string) bool) {
+	holders, err := m.db.LeaseHolders(ctx)
+	if err != nil {
+		m.logger.Warn("list address leases", "err", err)
+	}
+	m.mu.RLock()
+	networkIDs := map[string]bool{}
+	for _, n := range m.networks {
+		networkIDs[n.ID] = true
+	}
+	m.mu.RUnlock()
+	for _, id := range holders {
+		// A network's ID holds its keeper's addresses.
+		if !exists(id) && !networkIDs[id] {
+			m.logger.Info("releasing addresses of a container that no longer exists", "container", id)
+			m.db.ReleaseAddresses(ctx, "", id)
+		}
+	}
+	entries, _ := os.ReadDir(m.netnsDir)
+	for _, e := range entries {
+		id, ok := strings.CutPrefix(e.Name(), "berth-")
+		if ok && !exists(id) {
+			m.logger.Info("removing the network namespace of a container that no longer exists", "container", id)
+			removeNetNS(filepath.Join(m.netnsDir, e.Name()))
+		}
+	}
+}
