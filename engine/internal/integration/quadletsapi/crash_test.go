@@ -149,13 +149,17 @@ func TestQuadletActivationSurvivesKill(t *testing.T) {
 }
 
 // leftovers lists what a removed container may leave: its conmon, runc
-// state, network namespace and mounts under the engine's directories.
+// state, network namespace and mounts under the engine's directories, and
+// an aardvark-dns serving the engine's networks (none has DNS once the
+// quadlet's network is gone).
 func leftovers(root, runRoot, id string) []string {
 	var out []string
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		data, _ := os.ReadFile(p)
-		if cmd := strings.ReplaceAll(string(data), "\x00", " "); strings.Contains(cmd, "conmon") && strings.Contains(cmd, id) {
+		cmd := strings.ReplaceAll(string(data), "\x00", " ")
+		if strings.Contains(cmd, "conmon") && strings.Contains(cmd, id) ||
+			strings.Contains(cmd, "aardvark-dns") && strings.Contains(cmd, runRoot) {
 			out = append(out, "process "+cmd)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -93,6 +94,14 @@ func (n *netavark) run(ctx context.Context, command, netns string, opts netavark
 	cmd.Stderr = &stderr
 	// netavark looks for iptables and ip in PATH.
 	cmd.Env = append(os.Environ(), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	// netavark dies with the engine: one left running by a killed engine
+	// could finish a setup after the restarted engine has torn it down (and
+	// start an aardvark-dns nobody stops). The signal follows the thread
+	// that forked it, so this goroutine keeps that thread until netavark
+	// is done: no other goroutine can lock it and make it exit.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := cmd.Run(); err != nil {
 		var answer struct {
 			Error string `json:"error"`
