@@ -65,6 +65,9 @@ func TestPodmanRemotePods(t *testing.T) {
 		!(strings.Contains(out, "disabled") || strings.Contains(out, "filter")) {
 		t.Fatalf("pod top: the members' capabilities, seccomp mode or host user are missing:\n%s", out)
 	}
+	if out, err := te.podman("pod", "top", "web", "nosuchdescriptor"); err == nil || !strings.Contains(out, "nosuchdescriptor") {
+		t.Fatalf("pod top with an unknown descriptor: err %v\n%s", err, out)
+	}
 	if out := te.mustPodman("pod", "stats", "--no-stream", "web"); !strings.Contains(out, "srv") {
 		t.Fatalf("pod stats:\n%s", out)
 	}

@@ -183,6 +183,8 @@ func TestPodBadInput(t *testing.T) {
 		{"POST", "/pods/nope/start", nil, 404, "no such pod"},
 		{"DELETE", "/pods/nope", nil, 404, "no such pod"},
 		{"GET", "/pods/nope/top", nil, 404, "no such pod"},
+		{"GET", "/pods/taken/top?ps_args=-eo,pid,bogus", nil, 400, "ps_args"},
+		{"GET", "/pods/taken/top?ps_args=nosuchdescriptor", nil, 400, "nosuchdescriptor"},
 		{"POST", "/pods/create", map[string]any{"name": "taken"}, 409, "in use"},
 		{"POST", "/pods/create", map[string]any{"name": "x", "no_such_option": true}, 400, "no_such_option"},
 		{"POST", "/pods/create", map[string]any{"name": "x", "infra_conmon_pid_file": "/tmp/x"}, 400, "infra_conmon_pid_file"},

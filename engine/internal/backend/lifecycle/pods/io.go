@@ -6,12 +6,18 @@ import (
 
 	"github.com/docker/go-units"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/top"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
 // Top lists the processes of every running container of the pod, the
-// infra container first, in one table.
+// infra container first, in one table. Only descriptors top knows are
+// taken: unlike a container's top, a pod's runs no ps(1) in its members
+// for the others (as Podman), so an unknown one is a bad argument.
 func (m *Manager) Top(ctx context.Context, nameOrID string, psArgs []string) (*core.PodTopReport, error) {
+	if _, err := top.ParseDescriptors(psArgs); err != nil {
+		return nil, core.InvalidArgument("ps_args", err)
+	}
 	e, err := m.lookup(nameOrID)
 	if err != nil {
 		return nil, err
