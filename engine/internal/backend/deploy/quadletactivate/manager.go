@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"path"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/berth-project/berth/engine/internal/backend/deploy/quadlets"
@@ -185,9 +184,9 @@ func (m *Manager) Install(ctx context.Context, archive io.Reader, opts core.Quad
 		}
 	}
 	if opts.ReloadSystemd {
-		service, err := GenerateService(m.o.Store, name, m.o.Systemd.EngineURL)
+		services, err := m.generate(name)
 		if err == nil {
-			err = m.o.Systemd.install(m.serviceName(name), service)
+			err = m.o.Systemd.apply(services, nil)
 		}
 		if err != nil {
 			dropUnit()
@@ -337,9 +336,9 @@ func (m *Manager) Remove(ctx context.Context, names []string, opts core.QuadletR
 				continue
 			}
 		}
-		service := ""
-		if opts.ReloadSystemd && strings.HasSuffix(name, ".container") {
-			service = m.serviceName(name)
+		service, pod := "", ""
+		if opts.ReloadSystemd {
+			service, pod = m.serviceName(name), m.podOf(name)
 		}
 		one, err := m.o.Store.Remove(ctx, []string{name}, core.QuadletRemoveOptions{Ignore: opts.Ignore})
 		if err != nil {
@@ -351,12 +350,57 @@ func (m *Manager) Remove(ctx context.Context, names []string, opts core.QuadletR
 			report.Causes[n] = one.Causes[n]
 		}
 		if service != "" && len(one.Removed) > 0 {
-			if err := m.o.Systemd.remove(service); err != nil {
+			if err := m.unhand(service, pod); err != nil {
 				fail(name, err)
 			}
 		}
 	}
 	return report, nil
+}
+
+// generate answers the services to hand to systemd for installed quadlet
+// name: its own and, for a pod member whose pod's service systemd has,
+// the pod's again (its Wants=/Before= list its members).
+func (m *Manager) generate(name string) (map[string]string, error) {
+	service, err := GenerateService(m.o.Store, name, m.o.Systemd.EngineURL)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{m.serviceName(name): service}
+	if pod := m.podOf(name); pod != "" && m.o.Systemd.has(m.serviceName(pod)) {
+		podService, err := GenerateService(m.o.Store, pod, m.o.Systemd.EngineURL)
+		if err != nil {
+			return nil, fmt.Errorf("%s: regenerating the service of its pod: %w", name, err)
+		}
+		out[m.serviceName(pod)] = podService
+	}
+	return out, nil
+}
+
+// unhand removes service from systemd and regenerates the service of pod
+// (the removed unit's pod, "" for none) when systemd has it.
+func (m *Manager) unhand(service, pod string) error {
+	write := map[string]string{}
+	if pod != "" && m.o.Systemd.has(m.serviceName(pod)) {
+		podService, err := GenerateService(m.o.Store, pod, m.o.Systemd.EngineURL)
+		if err != nil {
+			return fmt.Errorf("regenerating the service of %s: %w", pod, err)
+		}
+		write[m.serviceName(pod)] = podService
+	}
+	return m.o.Systemd.apply(write, []string{service})
+}
+
+// podOf is the .pod an installed .container names in Pod= ("" for none).
+func (m *Manager) podOf(name string) string {
+	if path.Ext(name) != ".container" {
+		return ""
+	}
+	u, err := readUnit(m.o.Store, name)
+	if err != nil {
+		return ""
+	}
+	return u.value("Pod")
 }
 
 // serviceName is the service installed quadlet name is generated as.

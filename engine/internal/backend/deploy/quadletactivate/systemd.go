@@ -36,23 +36,29 @@ func (s Systemd) check() error {
 	return nil
 }
 
-// install writes service unit name and reloads systemd.
-func (s Systemd) install(name, content string) error {
+// apply writes the services of write (name -> content), removes those of
+// remove, and reloads systemd once.
+func (s Systemd) apply(write map[string]string, remove []string) error {
 	if err := os.MkdirAll(s.unitDir(), 0o755); err != nil {
 		return fmt.Errorf("systemd unit directory: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(s.unitDir(), name), []byte(content), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
+	for name, content := range write {
+		if err := os.WriteFile(filepath.Join(s.unitDir(), name), []byte(content), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	for _, name := range remove {
+		if err := os.Remove(filepath.Join(s.unitDir(), name)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("removing %s: %w", name, err)
+		}
 	}
 	return daemonReload()
 }
 
-// remove deletes service unit name and reloads systemd.
-func (s Systemd) remove(name string) error {
-	if err := os.Remove(filepath.Join(s.unitDir(), name)); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("removing %s: %w", name, err)
-	}
-	return daemonReload()
+// has reports whether service name was handed to systemd.
+func (s Systemd) has(name string) bool {
+	_, err := os.Stat(filepath.Join(s.unitDir(), name))
+	return err == nil
 }
 
 func (s Systemd) unitDir() string {
