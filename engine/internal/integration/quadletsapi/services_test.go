@@ -183,7 +183,9 @@ func TestGeneratedServicesRun(t *testing.T) {
 	te.must(http.StatusNoContent, "GET", "/images/"+pulled+"/exists", nil)
 
 	runLines(t, services["qsvc.build"], "ExecStart")
-	var built struct{ Config struct{ Labels map[string]string } }
+	var built struct {
+		Config struct{ Labels map[string]string }
+	}
 	json.Unmarshal(te.must(http.StatusOK, "GET", "/images/localhost/qsvc-built:1/json", nil), &built)
 	if built.Config.Labels["greeting"] != "built" || built.Config.Labels["stage"] != "qsvc" {
 		t.Fatalf("built image labels: %v", built.Config.Labels)
