@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -130,7 +131,7 @@ func TestGeneratedServicesRun(t *testing.T) {
 		{"qsvc.volume", "[Volume]\nVolumeName=qsvc-data\nLabel=app=\"it's $HOME\"\n"},
 		{"qsvc.image", "[Image]\nImage=localhost/busybox:latest\nImageTag=localhost/qsvc-tagged:1\nPolicy=missing\n"},
 		{"qsvc-reg.image", "[Image]\nImage=" + pulled + "\nTLSVerify=false\n"},
-		{"qsvc.build", "[Build]\nImageTag=localhost/qsvc-built:1\nFile=Containerfile\nBuildArg=GREETING=built\nLabel=stage=qsvc\nPull=never\n[Unit]\nAfter=qsvc.image\n",
+		{"qsvc.build", "[Build]\nImageTag=localhost/qsvc-built:1\nFile=Containerfile\nBuildArg=GREETING=built\nLabel=stage=qsvc\nPull=never\nArch=" + runtime.GOARCH + "\n[Unit]\nAfter=qsvc.image\n",
 			"Containerfile", "FROM localhost/qsvc-tagged:1\nARG GREETING\nLABEL greeting=$GREETING\n"},
 		{"qsvc.pod", "[Pod]\nPodName=qsvc-pod\nLabel=app=qsvc\n"},
 		{"qsvc-member.container", "[Container]\nImage=qsvc.build\nContainerName=qsvc-member\nPod=qsvc.pod\nVolume=qsvc.volume:/data\nExec=sleep 1000\nStopTimeout=1\n"},

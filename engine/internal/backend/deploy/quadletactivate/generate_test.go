@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -53,7 +54,7 @@ func TestGenerateServices(t *testing.T) {
 	installUnit(t, store, "base.image", "[Image]\nImage=docker.io/library/busybox:latest\nImageTag=localhost/tagged:1\nPolicy=missing\nArch=amd64\nTLSVerify=false\n")
 	installUnit(t, store, "pulled.image", "[Image]\nImage=docker.io/library/alpine:3\nAllTags=false\nServiceName=alpine-pull\n")
 	installUnit(t, store, "local.image", "[Image]\nImage=localhost/only:1\nPolicy=never\n")
-	installUnit(t, store, "app.build", "[Build]\nImageTag=localhost/app:1\nFile=Containerfile\nBuildArg=A=1\nLabel=l=1\nAnnotation=an=1\nTarget=final\nPull=never\nArch=arm64\n[Unit]\nAfter=base.image\nRequires=base.image\n",
+	installUnit(t, store, "app.build", "[Build]\nImageTag=localhost/app:1\nFile=Containerfile\nBuildArg=A=1\nLabel=l=1\nAnnotation=an=1\nTarget=final\nPull=never\nArch="+runtime.GOARCH+"\n[Unit]\nAfter=base.image\nRequires=base.image\n",
 		"Containerfile", "FROM localhost/tagged:1\n")
 	installUnit(t, store, "web.pod", "[Pod]\nPodName=web\nPublishPort=127.0.0.1:8080:80\nNetwork=db.network\nLabel=tier=web\nHostName=webhost\nDNS=10.0.0.53\nAddHost=h:10.0.0.9\n[Install]\nWantedBy=multi-user.target\n")
 	installUnit(t, store, "m.container", "[Container]\nImage=app.build\nPod=web.pod\nVolume=data.volume:/d\n[Service]\nKillMode=control-group\n")
@@ -93,7 +94,7 @@ func TestGenerateServices(t *testing.T) {
 		{"app.build", "app-build.service", []string{
 			"After=base-image.service\nRequires=base-image.service\n",
 			"[Service]\nType=oneshot\nSyslogIdentifier=%N\n",
-			"ExecStart=" + podman + " build --pull=never --arch arm64 --target final --tag localhost/app:1 --label l=1 --annotation an=1 --build-arg A=1 --file " +
+			"ExecStart=" + podman + " build --pull=never --arch " + runtime.GOARCH + " --target final --tag localhost/app:1 --label l=1 --annotation an=1 --build-arg A=1 --file " +
 				q + "/app.build/Containerfile " + q + "/app.build\n",
 		}, []string{"RemainAfterExit"}},
 		{"web.pod", "web-pod.service", []string{
@@ -204,6 +205,7 @@ func TestGenerateServiceRefusals(t *testing.T) {
 		{"c5.container", "[Container]\nImage=x\n[Unit]\nAfter=ok.network missing.network\n", "c5.container line 4: [Unit] key After: names missing.network, which is not installed"},
 		{"c6.container", "[Container]\nImage=x\nNetwork=missing.network\n", "c6.container line 3: [Container] key Network: references missing.network, which is not installed"},
 		{"v1.volume", "[Volume]\n[Service]\nType=simple\n", "v1.volume line 3: [Service] key Type: the generated service of a .volume unit is Type=oneshot"},
+		{"b1.build", "[Build]\nImageTag=x\nSetWorkingDirectory=unit\nArch=" + otherArch() + "\n", "b1.build line 4: [Build] key Arch: Arch=" + otherArch() + ": the engine builds for its own architecture only"},
 		{"p1.pod", "[Pod]\n[Service]\nPIDFile=/run/p.pid\n", "p1.pod line 3: [Service] key PIDFile: set by the generated service"},
 	} {
 		files := []string{c.name, c.unit}
@@ -252,4 +254,12 @@ func keysOf(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// otherArch is an architecture this host is not.
+func otherArch() string {
+	if runtime.GOARCH == "arm64" {
+		return "amd64"
+	}
+	return "arm64"
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -710,6 +711,11 @@ func translateBuild(u *unit, p *plan) error {
 		return err
 	}
 	b.opts.Target = u.value("Target")
+	if es := u.all("Arch"); len(es) > 0 {
+		if arch := es[len(es)-1].Value; arch != runtime.GOARCH {
+			return u.errAt(es[len(es)-1], fmt.Errorf("Arch=%s: the engine builds for its own architecture only (%s)", arch, runtime.GOARCH))
+		}
+	}
 	if es := u.all("Pull"); len(es) > 0 {
 		pol, err := core.ParsePullPolicy(es[len(es)-1].Value)
 		if err != nil {

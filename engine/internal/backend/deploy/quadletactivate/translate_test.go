@@ -101,6 +101,7 @@ func TestCheck(t *testing.T) {
 		{"n.network", "[Network]\nGateway=10.0.0.1\n", "a Gateway needs a Subnet"},
 		{"i.image", "[Image]\nImage=x\nAllTags=true\nImageTag=y\n", "ImageTag cannot name every tag"},
 		{"b.build", "[Build]\nImageTag=x\nFile=../../Containerfile\n", "outside the build context"},
+		{"b.build", "[Build]\nImageTag=x\nFile=Containerfile\nArch=" + otherArch() + "\n", "b.build line 4: [Build] key Arch: Arch=" + otherArch() + ": the engine builds for its own architecture only"},
 	} {
 		err := Check(c.name, []byte(c.unit))
 		switch {
