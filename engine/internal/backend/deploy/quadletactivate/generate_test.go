@@ -263,3 +263,95 @@ func otherArch() string {
 	}
 	return "arm64"
 }
+
+// readExec splits an Exec*= value as systemd does (a leading "-" dropped,
+// double quotes grouping, backslashes escaping, %% and $$ single).
+func readExec(v string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord, quoted, escaped := false, false, false
+	for _, r := range strings.TrimPrefix(v, "-") {
+		switch {
+		case escaped:
+			cur.WriteRune(r)
+			escaped = false
+		case r == '\\':
+			escaped, inWord = true, true
+		case r == '"':
+			quoted, inWord = !quoted, true
+		case r == ' ' && !quoted:
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quoted || escaped {
+		return nil, errors.New("unbalanced quoting")
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	for i, w := range words {
+		words[i] = strings.NewReplacer("%%", "%", "$$", "$").Replace(w)
+	}
+	return words, nil
+}
+
+// FuzzGenerateService: generating the service of any unit the installer
+// accepts never panics, a refusal names the unit's file, and a generated
+// service has ExecStart lines, each reading back as systemd reads it and
+// starting podman or sh.
+func FuzzGenerateService(f *testing.F) {
+	f.Add(".container", "[Container]\nImage=x\nPublishPort=[::1]:80:80/udp\nEnvironment=\"A=b c\" B=$x%y\nLabel=l=\"it's\"\n[Unit]\nAfter=a.network\n")
+	f.Add(".network", "[Network]\nSubnet=10.1.0.0/24\nGateway=10.1.0.1\nOptions=mtu=1400\nLabel=a=\"b c\"\n")
+	f.Add(".volume", "[Volume]\nVolumeName=v\nLabel=x=\"$y 'z'\"\n[Service]\nRemainAfterExit=no\n")
+	f.Add(".image", "[Image]\nImage=a/b:c\nImageTag=d\nPolicy=missing\nTLSVerify=false\n")
+	f.Add(".pod", "[Pod]\nPublishPort=8080:80\nDNS=1.1.1.1\nHostName=h\n[Install]\nWantedBy=x.target\n")
+	f.Add(".kube", "[Kube]\nYaml=k.yaml\nNetwork=n\n")
+	f.Add(".build", "[Build]\nImageTag=t\nSetWorkingDirectory=unit\nBuildArg=A=\"1 2\"\n")
+	f.Fuzz(func(t *testing.T, ext, data string) {
+		name := "fuzz" + ext
+		if len(quadlets.Validate(name, []byte(data))) > 0 {
+			return
+		}
+		store, err := quadlets.Open(filepath.Join(t.TempDir(), "q"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg})
+		tw.Write([]byte(data))
+		tw.Close()
+		if _, err := store.Install(context.Background(), &buf, core.QuadletInstallOptions{}); err != nil {
+			return
+		}
+		service, err := GenerateService(store, name, genURL)
+		if err != nil {
+			if !strings.Contains(err.Error(), name) {
+				t.Fatalf("refusal %q does not name %s", err, name)
+			}
+			return
+		}
+		starts := 0
+		for _, line := range strings.Split(service, "\n") {
+			v, ok := strings.CutPrefix(line, "ExecStart=")
+			if !ok {
+				continue
+			}
+			words, err := readExec(v)
+			if err != nil || len(words) == 0 || (words[0] != podmanBinary && words[0] != "/bin/sh") {
+				t.Fatalf("ExecStart=%s reads back as %q, %v", v, words, err)
+			}
+			starts++
+		}
+		if starts == 0 {
+			t.Fatalf("no ExecStart:\n%s", service)
+		}
+	})
+}
