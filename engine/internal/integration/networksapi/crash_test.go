@@ -115,13 +115,21 @@ func TestKillEngineKeepsNetworks(t *testing.T) {
 	if code, out := te.exec(cli, "wget", "-q", "-O", "-", "http://web/hostname"); code != 0 || strings.TrimSpace(out) != srv[:12] {
 		t.Fatalf("name resolution after the restart: %d %q", code, out)
 	}
-	third := te.run(map[string]any{"name": "third", "command": []string{"sleep", "600"}, "Networks": map[string]any{"crashnet": map[string]any{}}})
+	// third publishes a port, so netavark sets it up and no keeper comes
+	// back on crashnet.
+	third := te.run(map[string]any{"name": "third", "command": []string{"sleep", "600"}, "Networks": map[string]any{"crashnet": map[string]any{}},
+		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": freePort(t), "container_port": 80}}})
 	seen := map[string]bool{srvIP: true, te.networkSettings(cli).Networks["crashnet"].IPAddress: true}
 	if ip := te.networkSettings(third).Networks["crashnet"].IPAddress; ip == "" || seen[ip] {
 		t.Fatalf("the new container got %q, one of %v", ip, seen)
 	}
-
-	for _, name := range []string{"srv", "cli", "third"} {
+	// cli was plumbed on the direct path before the kill; without a keeper
+	// netavark tears it down, and its entry goes.
+	te.must(http.StatusNoContent, "POST", "/containers/cli/stop?timeout=0", nil)
+	if ids := te.dnsEntryIDs("crashnet"); ids[cli] || !ids[srv] || !ids[third] {
+		t.Fatalf("aardvark-dns entries after cli's stop: %v", ids)
+	}
+	for _, name := range []string{"srv", "third"} {
 		te.must(http.StatusNoContent, "POST", "/containers/"+name+"/stop?timeout=0", nil)
 	}
 	if httpGet(url) != "" {
@@ -130,10 +138,16 @@ func TestKillEngineKeepsNetworks(t *testing.T) {
 	if entries, _ := os.ReadDir(filepath.Join(dir, "run", "netns")); len(entries) > 0 {
 		t.Fatalf("namespaces left after stop: %v", entries)
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, "run", "networks", "aardvark-dns", "crashnet")); err == nil && strings.Count(strings.TrimSpace(string(data)), "\n") > 0 {
-		t.Fatalf("aardvark-dns entries left after stop:\n%s", data)
+	// The network's keeper keeps its own entry while the network exists.
+	for _, id := range []string{srv, cli, third} {
+		if te.dnsEntryIDs("crashnet")[id] {
+			t.Fatalf("aardvark-dns entry of %s left after stop", id[:12])
+		}
 	}
 	enginetest.RemoveAll(te.do)
 	te.must(http.StatusOK, "DELETE", "/networks/crashnet", nil)
+	if ids := te.dnsEntryIDs("crashnet"); ids != nil {
+		t.Fatalf("aardvark-dns entries left after the network's removal: %v", ids)
+	}
 	te.assertNoLeftovers()
 }

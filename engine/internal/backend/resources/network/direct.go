@@ -20,15 +20,17 @@ import (
 // The direct path: a netavark run costs a process, its netlink work and a
 // dozen iptables execs that only (re)check the network's firewall chains,
 // which is most of a short-lived container's life on a loaded machine.
-// For the plain case — one IPv4 bridge network without DNS, options, lease
+// For the plain case — one IPv4 bridge network without options, lease
 // range or published ports — the engine plumbs the container itself: a
-// veth pair onto the bridge, the leased address, the default route. What
-// netavark would do for the network (the bridge, its gateway address,
-// forwarding and masquerading rules) is kept in place between containers
-// by a keeper: a namespace of the engine's on that network, set up by
-// netavark once and torn down by netavark when the network is removed or
-// the engine stops, which removes the bridge and the rules as netavark does
-// after its last container.
+// veth pair onto the bridge, the leased address, the default route, and on
+// a DNS network the container's aardvark-dns entry. What netavark would do
+// for the network (the bridge, its gateway address, forwarding and
+// masquerading rules, a running aardvark-dns) is kept in place between
+// containers by a keeper: a namespace of the engine's on that network
+// (with a DNS entry of its own), set up by netavark once and torn down by
+// netavark when the network is removed or the engine stops, which removes
+// the bridge and the rules (and stops aardvark-dns) as netavark does after
+// its last container.
 
 // keeper is the namespace that holds a network's bridge and firewall rules
 // in place.
@@ -43,7 +45,7 @@ func directNetwork(s core.NetworkSetup, nets map[string]*core.Network) (*core.Ne
 		return nil, false
 	}
 	for _, n := range nets {
-		if n.Driver != Driver || n.Internal || n.DNSEnabled || n.IPv6Enabled || len(n.Options) > 0 ||
+		if n.Driver != Driver || n.Internal || n.IPv6Enabled || len(n.Options) > 0 ||
 			n.IPAMOptions["driver"] == "none" || len(n.Subnets) == 0 {
 			return nil, false
 		}
@@ -267,12 +269,53 @@ func plumbContainerEnd(ns netns.NsHandle, s core.NetworkSetup, n *core.Network, 
 		}
 	}
 	status := core.StatusBlock{Interfaces: map[string]core.NetInterface{po.InterfaceName: iface}}
-	for _, d := range s.DNSServers {
-		if ip := net.ParseIP(d); ip != nil {
-			status.DNSServerIPs = append(status.DNSServerIPs, ip)
-		}
+	if n.DNSEnabled {
+		// aardvark-dns answers on the gateways (netavark's answer).
+		status.DNSServerIPs = gateways(n)
+		status.DNSSearchDomains = []string{dnsSearchDomain}
+	} else {
+		status.DNSServerIPs = parseIPs(s.DNSServers)
 	}
 	return status, nil
+}
+
+// dnsSearchDomain is the search domain netavark answers for DNS networks.
+const dnsSearchDomain = "dns.podman"
+
+// gateways answers the gateway addresses of n's subnets.
+func gateways(n *core.Network) []net.IP {
+	var out []net.IP
+	for _, sub := range n.Subnets {
+		if sub.Gateway != nil {
+			out = append(out, sub.Gateway)
+		}
+	}
+	return out
+}
+
+// parseIPs answers the addresses among ss.
+func parseIPs(ss []string) []net.IP {
+	var out []net.IP
+	for _, s := range ss {
+		if ip := net.ParseIP(s); ip != nil {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// addDirectDNSEntry writes the container's aardvark-dns entry on n, as
+// netavark's setup would: its addresses, its name and DNS aliases, its own
+// upstream servers.
+func (m *Manager) addDirectDNSEntry(s core.NetworkSetup, n *core.Network) error {
+	po := s.Networks[n.Name]
+	e := dnsEntry{
+		containerID: s.ContainerID,
+		ips:         po.StaticIPs,
+		names:       append([]string{s.ContainerName}, dnsAliases(s, po)...),
+		servers:     parseIPs(s.DNSServers),
+	}
+	return m.nv.addDNSEntry(n.Name, dnsHeader(gateways(n), n.NetworkDNSServers), e)
 }
 
 // directTeardown removes the container's interface on n (its peer on the

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -125,45 +124,38 @@ func (n *netavark) run(ctx context.Context, command, netns string, opts netavark
 
 // updateDNSServers rewrites the upstream servers of a network in
 // aardvark-dns's configuration (the second column of the file's first line,
-// as netavark writes it) and asks a running aardvark-dns to reload.
+// as netavark writes it) under netavark's lock and asks a running
+// aardvark-dns to reload.
 func (n *netavark) updateDNSServers(network string, servers []string) error {
-	dir := filepath.Join(n.configDir, "aardvark-dns")
-	file := filepath.Join(dir, network)
-	data, err := os.ReadFile(file)
-	if errors.Is(err, os.ErrNotExist) {
-		// No container runs on the network: the next setup passes them.
-		return nil
-	}
-	if err != nil {
+	file := filepath.Join(n.configDir, "aardvark-dns", network)
+	missing := false
+	err := n.withDNSConfigLock(func() error {
+		data, err := os.ReadFile(file)
+		if errors.Is(err, os.ErrNotExist) {
+			// No container runs on the network: the next setup passes them.
+			missing = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		lines := strings.SplitAfterN(string(data), "\n", 2)
+		bind, _, _ := strings.Cut(strings.TrimSuffix(lines[0], "\n"), " ")
+		first := bind
+		if len(servers) > 0 {
+			first += " " + strings.Join(servers, ",")
+		}
+		rest := ""
+		if len(lines) > 1 {
+			rest = lines[1]
+		}
+		return replaceFile(file, []byte(first+"\n"+rest))
+	})
+	if err != nil || missing {
 		return err
 	}
-	lines := strings.SplitAfterN(string(data), "\n", 2)
-	bind, _, _ := strings.Cut(strings.TrimSuffix(lines[0], "\n"), " ")
-	first := bind
-	if len(servers) > 0 {
-		first += " " + strings.Join(servers, ",")
-	}
-	rest := ""
-	if len(lines) > 1 {
-		rest = lines[1]
-	}
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, []byte(first+"\n"+rest), 0o644); err != nil {
+	if err := n.reloadAardvark(); err != nil && !errors.Is(err, errAardvarkNotRunning) {
 		return err
-	}
-	if err := os.Rename(tmp, file); err != nil {
-		return err
-	}
-	pidData, err := os.ReadFile(filepath.Join(dir, "aardvark.pid"))
-	if err != nil {
-		return nil
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(pidData)))
-	if err != nil || pid <= 0 {
-		return nil
-	}
-	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("reload aardvark-dns: %w", err)
 	}
 	return nil
 }

@@ -171,7 +171,7 @@ func (m *Manager) options(s core.NetworkSetup, nets map[string]*core.Network) ne
 			pn.StaticIPs = append(pn.StaticIPs, ip.String())
 		}
 		if n.DNSEnabled {
-			pn.Aliases = append(append([]string(nil), po.Aliases...), s.ContainerID[:12])
+			pn.Aliases = dnsAliases(s, po)
 		}
 		if po.StaticMAC != nil {
 			pn.StaticMAC = po.StaticMAC.String()
@@ -189,6 +189,12 @@ func (m *Manager) options(s core.NetworkSetup, nets map[string]*core.Network) ne
 		opts.NetworkInfo[name] = info
 	}
 	return opts
+}
+
+// dnsAliases are the names a container is known by on a DNS network
+// besides its own: its aliases there, then its short ID.
+func dnsAliases(s core.NetworkSetup, po core.PerNetworkOptions) []string {
+	return append(append([]string(nil), po.Aliases...), s.ContainerID[:12])
 }
 
 // networksOf looks up the networks of a setup; missing ones are left out
@@ -257,9 +263,18 @@ func (m *Manager) Setup(ctx context.Context, s core.NetworkSetup) (core.NetworkS
 			m.logger.Warn("set up the keeper of a network; netavark sets up the container", "network", n.Name, "err", err)
 			direct = false
 		}
+		if direct && n.DNSEnabled && m.nv.aardvarkPID() == 0 {
+			// aardvark-dns is gone (killed): netavark's setup starts it again.
+			direct = false
+		}
 		if direct {
 			var st core.StatusBlock
 			st, err = directSetup(out, n)
+			if err == nil && n.DNSEnabled {
+				if err = m.addDirectDNSEntry(out, n); err != nil {
+					directTeardown(out, n)
+				}
+			}
 			status[n.Name] = st
 		}
 	}
@@ -299,9 +314,12 @@ func (m *Manager) Teardown(ctx context.Context, s core.NetworkSetup) error {
 		m.setupMu.Lock()
 		var err error
 		if n, ok := directNetwork(s, nets); ok && m.keepers[n.Name] != nil {
-			// The keeper holds the bridge and the rules: only the
-			// container's interface goes.
+			// The keeper holds the bridge, the rules and aardvark-dns:
+			// only the container's interface and DNS entry go.
 			err = directTeardown(s, n)
+			if n.DNSEnabled {
+				err = errors.Join(err, m.nv.removeDNSEntry(n.Name, s.ContainerID))
+			}
 		} else {
 			err = m.nv.run(ctx, "teardown", s.NetNSPath, m.options(s, nets), nil)
 		}
@@ -309,6 +327,19 @@ func (m *Manager) Teardown(ctx context.Context, s core.NetworkSetup) error {
 		if err != nil {
 			errs = append(errs, err)
 		}
+	} else if len(nets) > 0 {
+		// Without its namespace netavark cannot tear the container down;
+		// its DNS entries go all the same, or its names would keep
+		// resolving.
+		m.setupMu.Lock()
+		for _, n := range nets {
+			if n.DNSEnabled {
+				if err := m.nv.removeDNSEntry(n.Name, s.ContainerID); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		m.setupMu.Unlock()
 	}
 	if err := m.db.ReleaseAddresses(ctx, "", s.ContainerID); err != nil {
 		errs = append(errs, err)
