@@ -371,6 +371,9 @@ func joinNetworks(u *unit, ref refFunc, ns *core.Namespace, nets *map[string]cor
 		case "":
 			return u.errAt(e, errors.New("empty network name"))
 		}
+		if quadlets.IsQuadletFile(name) && filepath.Ext(name) != ".network" {
+			return u.errAt(e, fmt.Errorf("%q: joining another unit's network namespace is not supported (a .network unit or a network name)", name))
+		}
 		ns.NSMode = core.NetNSBridge
 		if name == core.NetNSBridge {
 			continue
@@ -738,7 +741,7 @@ func translateKube(u *unit, p *plan, ref refFunc) error {
 	}
 	for _, e := range u.all("Network") {
 		name, opts, _ := strings.Cut(e.Value, ":")
-		if opts != "" || name == "" {
+		if opts != "" || name == "" || (quadlets.IsQuadletFile(name) && filepath.Ext(name) != ".network") {
 			return u.errAt(e, fmt.Errorf("%q: a network name or .network unit, without options", e.Value))
 		}
 		resolved, _, err := ref(e, name, ".network")

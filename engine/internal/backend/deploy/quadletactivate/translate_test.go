@@ -92,6 +92,8 @@ func TestCheck(t *testing.T) {
 		{"a.container", "[Container]\nImage=x\nHealthInterval=5s\n", "needs HealthCmd"},
 		{"a.container", "[Container]\nImage=x\nNetwork=n.network:ip=1.2.3.4\n", "network options"},
 		{"a.container", "[Container]\nImage=x\nNetwork=none\nNetwork=b\n", "cannot be combined"},
+		{"a.container", "[Container]\nImage=x\nNetwork=db.container\n", "a.container line 3: [Container] key Network: \"db.container\": joining another unit's network namespace is not supported"},
+		{"k.kube", "[Kube]\nYaml=k.yaml\nNetwork=db.container\n", "k.kube line 3: [Kube] key Network"},
 		{"a.container", "[Container]\nImage=x\nNetworkAlias=w\n", "NetworkAlias needs a Network="},
 		{"a.container", "[Container]\nImage=x\n[Service]\nTimeoutStartSec=5min\n", ""},
 		{"a.container", "[Container]\nImage=x\n[Service]\nTimeoutStartSec=soon\n", "not a time span"},
