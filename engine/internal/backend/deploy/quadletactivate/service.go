@@ -193,8 +193,7 @@ func formatPort(pm core.PortMapping) string {
 
 // commandLine quotes words for an Exec*= line: systemd splits on
 // whitespace and reads double quotes and backslashes; % and $ are
-// specifiers and variables, doubled to stay literal. The first word and
-// the cidfile specifiers the generator writes keep their meaning.
+// specifiers and variables, doubled to stay literal.
 func commandLine(words []string) string {
 	out := make([]string, len(words))
 	for i, w := range words {
