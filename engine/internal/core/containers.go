@@ -129,6 +129,14 @@ type ContainerSpec struct {
 	// PodInfra marks the infra container of Pod; only the pods backend sets
 	// it (it is not part of the wire format).
 	PodInfra bool `json:"-"`
+	// InitContainerType makes a pod member an init container: the pod's
+	// start runs it to completion before the other members, at every start
+	// ("always") or at the first only, after which it is removed ("once").
+	InitContainerType string `json:"init_container_type,omitempty"`
+	// Devices are host devices the container gets, each Path being
+	// "source[:destination][:permissions]" (permissions of r, w, m) as
+	// podman's --device sends it.
+	Devices []specs.LinuxDevice `json:"devices,omitempty"`
 
 	// Networks are the networks a container in bridge mode joins (none:
 	// the default network); CNINetworks is the older list of names.
@@ -427,6 +435,12 @@ const (
 	RestartPolicyUnlessStopped = "unless-stopped"
 )
 
+// Init container types (ContainerSpec.InitContainerType).
+const (
+	InitContainerAlways = "always"
+	InitContainerOnce   = "once"
+)
+
 // Validate checks the request fields that do not need the image or the
 // host; each error names its field (core.FieldError).
 func (s *ContainerSpec) Validate() error {
@@ -455,6 +469,17 @@ func (s *ContainerSpec) Validate() error {
 	}
 	if s.Entrypoint != nil && len(s.Entrypoint) > 0 && s.Entrypoint[0] == "" && len(s.Entrypoint) > 1 {
 		return InvalidArgument("entrypoint", errors.New("the first element must not be empty"))
+	}
+	switch s.InitContainerType {
+	case "":
+	case InitContainerAlways, InitContainerOnce:
+	default:
+		return InvalidArgument("init_container_type", fmt.Errorf("%q is not always or once", s.InitContainerType))
+	}
+	for _, d := range s.Devices {
+		if _, _, _, err := ParseDevice(d.Path); err != nil {
+			return InvalidArgument("devices", err)
+		}
 	}
 	if hc := s.HealthConfig; hc != nil {
 		if hc.Interval < 0 || hc.Timeout < 0 || hc.StartPeriod < 0 || hc.Retries < 0 {

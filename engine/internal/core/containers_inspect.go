@@ -243,6 +243,14 @@ type InspectUlimit struct {
 	Hard int64  `json:"Hard"`
 }
 
+// InspectDevice is a device given to a container, as Podman's inspect
+// shows it.
+type InspectDevice struct {
+	PathOnHost        string `json:"PathOnHost"`
+	PathInContainer   string `json:"PathInContainer"`
+	CgroupPermissions string `json:"CgroupPermissions"`
+}
+
 // InspectContainerHostConfig is the HostConfig member of InspectContainerData.
 type InspectContainerHostConfig struct {
 	Binds             []string                     `json:"Binds"`
@@ -258,6 +266,7 @@ type InspectContainerHostConfig struct {
 	VolumesFrom       []string                     `json:"VolumesFrom"`
 	CapAdd            []string                     `json:"CapAdd"`
 	CapDrop           []string                     `json:"CapDrop"`
+	Devices           []InspectDevice              `json:"Devices"`
 	DNS               []string                     `json:"Dns"`
 	DNSOptions        []string                     `json:"DnsOptions"`
 	DNSSearch         []string                     `json:"DnsSearch"`

@@ -139,3 +139,40 @@ func CPUSetMax(list string) (int, error) {
 	}
 	return highest, nil
 }
+
+// ParseDevice reads a device request, "source[:destination][:permissions]"
+// (podman's --device): the destination defaults to the source, the
+// permissions (a combination of r, w and m) to rwm.
+func ParseDevice(device string) (source, dest, perms string, err error) {
+	parts := strings.Split(device, ":")
+	if len(parts) > 3 || parts[0] == "" {
+		return "", "", "", fmt.Errorf("%q is not source[:destination][:permissions]", device)
+	}
+	source, dest, perms = parts[0], parts[0], "rwm"
+	switch {
+	case len(parts) == 3:
+		dest, perms = parts[1], parts[2]
+	case len(parts) == 2 && strings.HasPrefix(parts[1], "/"):
+		dest = parts[1]
+	case len(parts) == 2:
+		perms = parts[1]
+	}
+	if !strings.HasPrefix(source, "/") || !strings.HasPrefix(dest, "/") || strings.ContainsRune(device, 0) {
+		return "", "", "", fmt.Errorf("%q: source and destination are absolute paths", device)
+	}
+	if !validDeviceMode(perms) {
+		return "", "", "", fmt.Errorf("%q: permissions %q are not a combination of r, w and m", device, perms)
+	}
+	return source, dest, perms, nil
+}
+
+func validDeviceMode(mode string) bool {
+	seen := map[rune]bool{}
+	for _, c := range mode {
+		if (c != 'r' && c != 'w' && c != 'm') || seen[c] {
+			return false
+		}
+		seen[c] = true
+	}
+	return mode != ""
+}

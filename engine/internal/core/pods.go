@@ -167,10 +167,12 @@ type PodResolver interface {
 
 // PodMember is one container of a pod as the pods backend sees it.
 type PodMember struct {
-	ID        string
-	Name      string
-	State     ContainerState
-	IsInfra   bool
+	ID      string
+	Name    string
+	State   ContainerState
+	IsInfra bool
+	// InitType is the member's init container type ("" for a regular member).
+	InitType  string
 	Created   time.Time
 	StartedAt time.Time
 	// Networks are the networks the container is on, sorted.

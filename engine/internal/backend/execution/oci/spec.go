@@ -191,6 +191,9 @@ func Generate(in Input) (*Result, error) {
 	if err := resources(spec.Linux.Resources, s, in.Host, &res.Warnings); err != nil {
 		return nil, err
 	}
+	if err := addDevices(spec, s); err != nil {
+		return nil, err
+	}
 
 	mounts, err := Mounts(s, in.HostsFile, in.ResolvConfFile, in.HostnameFile)
 	if err != nil {

@@ -42,6 +42,9 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	if spec.OCIRuntime != "" && spec.OCIRuntime != m.rt.Name() {
 		return "", nil, core.InvalidArgument("oci_runtime", fmt.Errorf("the engine runs %s, not %s", m.rt.Name(), spec.OCIRuntime))
 	}
+	if spec.InitContainerType != "" && (spec.Pod == "" || spec.PodInfra) {
+		return "", nil, core.InvalidArgument("init_container_type", errors.New("an init container must be a member of a pod"))
+	}
 	var pod *core.PodMembership
 	if spec.Pod != "" {
 		if pod, err = m.joinPod(ctx, &spec); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -27,6 +28,11 @@ func checkOnHost(s *core.ContainerSpec) error {
 				return core.InvalidArgument("sysctl", fmt.Errorf("%s does not exist on this host", key))
 			}
 			return core.InvalidArgument("sysctl", err)
+		}
+	}
+	for _, d := range s.Devices {
+		if _, err := oci.ResolveDevice(d.Path); err != nil {
+			return err
 		}
 	}
 	if s.NetNS.NSMode == "path" {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -250,7 +252,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 			RestartPolicy:   &core.InspectRestartPolicy{Name: restart, MaximumRetryCount: tries},
 			AutoRemove:      s.Remove,
 			VolumesFrom:     []string{},
-			CapAdd:          capAdd, CapDrop: capDrop,
+			CapAdd:          capAdd, CapDrop: capDrop, Devices: inspectDevices(s.Devices),
 			DNS: nonNil(s.DNSServers), DNSOptions: nonNil(s.DNSOptions), DNSSearch: nonNil(s.DNSSearch),
 			ExtraHosts: nonNil(s.HostAdd), GroupAdd: nonNil(s.Groups),
 			IpcMode: "private", Cgroup: "", Cgroups: "default", Links: []string{},
@@ -487,4 +489,15 @@ func deref64(p *int64) int64 {
 		return 0
 	}
 	return *p
+}
+
+// inspectDevices lists the requested devices as Podman's inspect does.
+func inspectDevices(devices []specs.LinuxDevice) []core.InspectDevice {
+	out := []core.InspectDevice{}
+	for _, d := range devices {
+		if src, dst, perms, err := core.ParseDevice(d.Path); err == nil {
+			out = append(out, core.InspectDevice{PathOnHost: src, PathInContainer: dst, CgroupPermissions: perms})
+		}
+	}
+	return out
 }

@@ -44,7 +44,7 @@ func (m *Manager) PodMembers() map[string][]core.PodMember {
 		}
 		sort.Strings(nets)
 		out[r.Pod] = append(out[r.Pod], core.PodMember{
-			ID: r.ID, Name: r.Name, State: r.State, IsInfra: r.IsInfra, Created: r.Created, StartedAt: r.StartedAt,
+			ID: r.ID, Name: r.Name, State: r.State, IsInfra: r.IsInfra, InitType: r.Spec.InitContainerType, Created: r.Created, StartedAt: r.StartedAt,
 			Networks: nets,
 		})
 	}

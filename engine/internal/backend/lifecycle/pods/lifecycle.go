@@ -114,9 +114,54 @@ func (m *Manager) startLocked(ctx context.Context, pod core.Pod, infra *core.Pod
 			return report
 		}
 	}
-	report.Errs = append(report.Errs, each(others, "starting", func(id string) error { return m.o.Containers.Start(ctx, id) }, notModified)...)
+	inits, regular := splitInit(others)
+	for i, c := range inits {
+		if err := m.runInit(ctx, c); err != nil {
+			report.Errs = append(report.Errs, fmt.Sprintf("starting init container %s: %v", c.ID, err))
+			for _, rest := range append(inits[i+1:len(inits):len(inits)], regular...) {
+				report.Errs = append(report.Errs, fmt.Sprintf("starting container %s: an init container of the pod failed: %v", rest.ID, core.ErrContainerStateImproper))
+			}
+			return report
+		}
+	}
+	report.Errs = append(report.Errs, each(regular, "starting", func(id string) error { return m.o.Containers.Start(ctx, id) }, notModified)...)
 	m.o.Events(ctx, "start", pod.ID, pod.Name)
 	return report
+}
+
+// splitInit separates a pod's init containers (oldest first, the order
+// they run in) from its regular members.
+func splitInit(members []core.PodMember) (inits, regular []core.PodMember) {
+	for _, c := range members {
+		if c.InitType != "" {
+			inits = append(inits, c)
+		} else {
+			regular = append(regular, c)
+		}
+	}
+	return inits, regular
+}
+
+// runInit runs an init container to completion, as Podman does before a
+// pod's other members start: a non-zero exit fails the pod's start, and a
+// "once" container that succeeded is removed so that it never runs again.
+func (m *Manager) runInit(ctx context.Context, c core.PodMember) error {
+	if err := m.o.Containers.Start(ctx, c.ID); err != nil && !notModified(err) {
+		return err
+	}
+	code, err := m.o.Containers.Wait(ctx, c.ID, nil)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("init container %s exited with code %d", c.Name, code)
+	}
+	if c.InitType == core.InitContainerOnce {
+		if err := m.o.Containers.Remove(ctx, c.ID, core.RemoveContainerOptions{Force: true}); err != nil && !errors.Is(err, core.ErrNoSuchContainer) {
+			return fmt.Errorf("removing once init container %s: %w", c.Name, err)
+		}
+	}
+	return nil
 }
 
 // Stop stops the other containers together, then the infra container.
@@ -224,6 +269,7 @@ func (m *Manager) onContainerEvent(ctx context.Context, ev core.ContainerEvent) 
 		e.op.Lock()
 		defer e.op.Unlock()
 		infra, others := m.split(podID)
+		_, others = splitInit(others)
 		if infra == nil || len(others) == 0 || len(runningOrPaused(others)) > 0 {
 			return
 		}

@@ -51,10 +51,14 @@ func Status(states []core.ContainerState) string {
 	}
 }
 
+// statesOf lists the members' states, leaving init containers out as
+// Podman does: one that ran to completion does not make the pod Degraded.
 func statesOf(members []core.PodMember) []core.ContainerState {
-	out := make([]core.ContainerState, len(members))
-	for i, c := range members {
-		out[i] = c.State
+	out := make([]core.ContainerState, 0, len(members))
+	for _, c := range members {
+		if c.InitType == "" {
+			out = append(out, c.State)
+		}
 	}
 	return out
 }
