@@ -38,7 +38,7 @@ func TestSpecMembersRefused(t *testing.T) {
 		{"colour", `""`, false},
 		{"colour", `{}`, false},
 		{"colour", `{"a":null}`, true},
-		{"devices", `[{"path":"/dev/null"}]`, true},
+		{"devices", `[{"path":"/dev/null"}]`, false},
 		{"Networks", `{"default":{"interface_name":""}}`, false},
 		{"Networks", `{}`, false},
 		{"Networks", `null`, false},
@@ -66,7 +66,7 @@ func TestSpecMembersRefused(t *testing.T) {
 		{"use_image_hosts", `true`, true},
 		{"volatile", `true`, false},
 		{"manage_password", `true`, false},
-		{"init_container_type", `"always"`, true},
+		{"init_container_type", `"always"`, false},
 	} {
 		body := `{"image":"busybox","` + tc.member + `":` + tc.value + `}`
 		_, err := decodeSpec(strings.NewReader(body))

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -259,11 +260,20 @@ func (pl *planner) pod(ctx context.Context, d *document, t podTemplate, out *pla
 	}
 	names := map[string]bool{}
 	for i, c := range spec.InitContainers {
-		cs, err := pl.container(ctx, d, t, fmt.Sprintf("%s.initContainers[%d]", t.path, i), c, names, mounts, annotations, labels)
+		field := fmt.Sprintf("%s.initContainers[%d]", t.path, i)
+		for probeField, set := range map[string]bool{"livenessProbe": c.LivenessProbe != nil, "readinessProbe": c.ReadinessProbe != nil, "startupProbe": c.StartupProbe != nil} {
+			if set {
+				return nil, d.fail(field+"."+probeField, errors.New("an init container runs to completion: it has no probes"))
+			}
+		}
+		cs, err := pl.container(ctx, d, t, field, c, names, mounts, annotations, labels)
 		if err != nil {
 			return nil, err
 		}
 		cs.RestartPolicy = core.RestartPolicyNo
+		if cs.InitContainerType, err = initContainerType(annotations, c.Name); err != nil {
+			return nil, d.fail("metadata.annotations", err)
+		}
 		pp.initContainers = append(pp.initContainers, cs)
 	}
 	if len(spec.Containers) == 0 {
@@ -278,6 +288,28 @@ func (pl *planner) pod(ctx context.Context, d *document, t podTemplate, out *pla
 		pp.containers = append(pp.containers, cs)
 	}
 	return pp, nil
+}
+
+// InitContainerTypeAnnotation chooses the type of a pod's init containers
+// (always or once; once by default), as Podman's kube play reads it; the
+// engine also reads it suffixed "/CONTAINER" for one init container, which
+// is how kube generate writes it.
+const InitContainerTypeAnnotation = "io.podman.annotations.init.container.type"
+
+func initContainerType(annotations map[string]string, container string) (string, error) {
+	key := InitContainerTypeAnnotation + "/" + container
+	typ, ok := annotations[key]
+	if !ok {
+		key = InitContainerTypeAnnotation
+		typ = annotations[key]
+	}
+	switch typ {
+	case "":
+		return core.InitContainerOnce, nil
+	case core.InitContainerAlways, core.InitContainerOnce:
+		return typ, nil
+	}
+	return "", fmt.Errorf("%s: %q is not always or once", key, typ)
 }
 
 // network sets the pod's network namespace, networks and static addresses.
@@ -424,6 +456,9 @@ func parsePublish(s string) (core.PortMapping, error) {
 // mountSource is how a pod volume is mounted into containers.
 type mountSource struct {
 	hostPath string
+	// device is a hostPath of type CharDevice or BlockDevice: the device
+	// is given to the container at the mount path, as Podman does.
+	device   string
 	named    string
 	tmpfs    string
 	readOnly bool
@@ -456,6 +491,10 @@ func (pl *planner) volumes(d *document, t podTemplate, pp *podPlan, out *plan, v
 			}
 			if typ == v1.HostPathDirectoryOrCreate {
 				pp.hostDirs = append(pp.hostDirs, hp.Path)
+			}
+			if typ == v1.HostPathCharDev || typ == v1.HostPathBlockDev {
+				src.device = filepath.Clean(hp.Path)
+				break
 			}
 			src.hostPath = filepath.Clean(hp.Path)
 		case v.EmptyDir != nil:
@@ -559,8 +598,16 @@ func checkHostPath(path string, typ v1.HostPathType) error {
 		if err != nil || fi.Mode()&os.ModeSocket == 0 {
 			return fmt.Errorf("%q is not an existing socket", path)
 		}
+	case v1.HostPathCharDev:
+		if err != nil || fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice == 0 {
+			return fmt.Errorf("%q is not an existing character device", path)
+		}
+	case v1.HostPathBlockDev:
+		if err != nil || fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
+			return fmt.Errorf("%q is not an existing block device", path)
+		}
 	default:
-		return fmt.Errorf("type %q is not supported (\"\", Directory, DirectoryOrCreate, File, Socket)", typ)
+		return fmt.Errorf("type %q is not supported (\"\", Directory, DirectoryOrCreate, File, FileOrCreate, Socket, CharDevice, BlockDevice)", typ)
 	}
 	return nil
 }
@@ -683,6 +730,13 @@ func (pl *planner) container(ctx context.Context, d *document, t podTemplate, fi
 		ro := vm.ReadOnly || src.readOnly
 		switch {
 		case src.optional:
+		case src.device != "":
+			// A read-only device may be read, not written nor created.
+			perms := "rwm"
+			if ro {
+				perms = "r"
+			}
+			cs.Devices = append(cs.Devices, specs.LinuxDevice{Path: src.device + ":" + vm.MountPath + ":" + perms})
 		case src.hostPath != "":
 			opts := []string{"rbind"}
 			if ro {

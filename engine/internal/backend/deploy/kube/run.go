@@ -245,32 +245,11 @@ func (r *playRun) createPod(ctx context.Context, pp *podPlan) (*core.KubePlayPod
 	return out, nil
 }
 
-// startPod starts the pod's init containers one after the other, each
-// to completion, then the pod. Failures are the pod's ContainerErrors.
+// startPod starts the pod: the engine runs its init containers one after
+// the other, each to completion, before the other members (and removes the
+// "once" ones). Failures are the pod's ContainerErrors.
 func (r *playRun) startPod(ctx context.Context, pp *podPlan, out *core.KubePlayPod) {
-	o := r.p.o
-	for _, cid := range out.InitContainers {
-		if err := o.Containers.Start(ctx, cid); err != nil && !errors.Is(err, core.ErrNotModified) {
-			out.ContainerErrors = append(out.ContainerErrors, fmt.Sprintf("starting init container %s: %v", cid, err))
-			return
-		}
-		code, err := o.Containers.Wait(ctx, cid, nil)
-		if err != nil {
-			out.ContainerErrors = append(out.ContainerErrors, fmt.Sprintf("waiting for init container %s: %v", cid, err))
-			return
-		}
-		if code != 0 {
-			out.ContainerErrors = append(out.ContainerErrors, fmt.Sprintf("init container %s exited with code %d", cid, code))
-			return
-		}
-		// Like Podman's default ("once"), an init container that did its
-		// work goes, so that starting the pod does not run it again.
-		if err := o.Containers.Remove(ctx, cid, core.RemoveContainerOptions{Force: true}); err != nil {
-			out.ContainerErrors = append(out.ContainerErrors, fmt.Sprintf("removing init container %s: %v", cid, err))
-			return
-		}
-	}
-	rep, err := o.Pods.Start(ctx, out.ID)
+	rep, err := r.p.o.Pods.Start(ctx, out.ID)
 	if err != nil && !errors.Is(err, core.ErrNotModified) {
 		out.ContainerErrors = append(out.ContainerErrors, fmt.Sprintf("starting pod %s: %v", pp.name, err))
 		return

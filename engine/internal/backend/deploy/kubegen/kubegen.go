@@ -211,19 +211,36 @@ func (g *Generator) podWorkload(ctx context.Context, p *core.InspectPodData, opt
 	pod := newPod(p.Name, hostNetwork)
 	pod.Spec.Hostname = p.Hostname
 	vols := volumeSet{}
-	for i, c := range members {
+	var first *core.Container
+	for _, c := range members {
 		kc := g.container(c, &vols, opts)
+		addAnnotations(pod, c, opts, p.ID)
 		// The infra container publishes the pod's ports: Podman lists them
-		// on the first member.
+		// on the first regular member.
 		kc.Ports = nil
-		if i == 0 {
+		if c.Spec.InitContainerType != "" {
+			// Init containers run once each, in the order they were
+			// created; kube play makes "once" ones by default, so an
+			// "always" one is named in the annotation it reads back.
+			// Kubernetes (and kube play) refuse probes on init containers.
+			kc.LivenessProbe = nil
+			if c.Spec.InitContainerType == core.InitContainerAlways {
+				setAnnotation(pod, initTypeAnnotation+"/"+kc.Name, c.Spec.InitContainerType, opts)
+			}
+			pod.Spec.InitContainers = append(pod.Spec.InitContainers, kc)
+			continue
+		}
+		if first == nil {
+			first = c
 			kc.Ports = ports
 		}
 		pod.Spec.Containers = append(pod.Spec.Containers, kc)
-		addAnnotations(pod, c, opts, p.ID)
+	}
+	if first == nil {
+		return workload{}, core.InvalidArgument("names", fmt.Errorf("pod %s has only init containers: Kubernetes needs a container that is not one", p.Name))
 	}
 	pod.Spec.Volumes = vols.list
-	switch members[0].Spec.RestartPolicy {
+	switch first.Spec.RestartPolicy {
 	case "always", "unless-stopped":
 		pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	case "on-failure":
@@ -327,20 +344,28 @@ func dnsConfig(servers, searches, options []string) *corev1.PodDNSConfig {
 	return cfg
 }
 
+// initTypeAnnotation is the annotation kube play reads an init
+// container's type from (kube.InitContainerTypeAnnotation).
+const initTypeAnnotation = "io.podman.annotations.init.container.type"
+
+// setAnnotation sets a pod annotation, its value cut to 63 characters
+// unless noTrunc.
+func setAnnotation(pod *corev1.Pod, k, v string, opts core.KubeGenerateOptions) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	v = strings.TrimSpace(v)
+	if !opts.NoTrunc && utf8.RuneCountInString(v) > maxAnnotation {
+		v = string([]rune(v)[:maxAnnotation])
+	}
+	pod.Annotations[k] = v
+}
+
 // addAnnotations adds a member's annotations to the pod, keyed
 // "KEY/CONTAINER" as Podman does.
 func addAnnotations(pod *corev1.Pod, c *core.Container, opts core.KubeGenerateOptions, podID string) {
 	name := kubeName(c.Name)
-	set := func(k, v string) {
-		if pod.Annotations == nil {
-			pod.Annotations = map[string]string{}
-		}
-		v = strings.TrimSpace(v)
-		if !opts.NoTrunc && utf8.RuneCountInString(v) > maxAnnotation {
-			v = string([]rune(v)[:maxAnnotation])
-		}
-		pod.Annotations[k+"/"+name] = v
-	}
+	set := func(k, v string) { setAnnotation(pod, k+"/"+name, v, opts) }
 	for k, v := range c.Spec.Annotations {
 		set(k, v)
 	}
@@ -414,8 +439,24 @@ func (g *Generator) container(c *core.Container, vols *volumeSet, opts core.Kube
 	kc.Ports = containerPorts(s.PortMappings)
 	kc.SecurityContext = securityContext(s)
 	kc.Resources = resources(s)
+	kc.LivenessProbe = livenessProbe(s.HealthConfig)
 
 	hostIndex := 0
+	for _, d := range s.Devices {
+		src, dst, perms, err := core.ParseDevice(d.Path)
+		if err != nil {
+			continue
+		}
+		// A device is a hostPath volume of type CharDevice or BlockDevice
+		// mounted where the container sees it: what Podman's kube play
+		// turns back into a device.
+		name := hostPathName(src) + "-host-" + strconv.Itoa(hostIndex)
+		hostIndex++
+		kc.VolumeMounts = append(kc.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: dst, ReadOnly: !strings.Contains(perms, "w")})
+		vols.add(corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: src, Type: deviceType(src)},
+		}})
+	}
 	for _, m := range s.Mounts {
 		ro := slices.Contains(m.Options, "ro")
 		switch m.Type {
@@ -446,6 +487,61 @@ func (g *Generator) container(c *core.Container, vols *volumeSet, opts core.Kube
 		}})
 	}
 	return kc
+}
+
+// deviceType is CharDevice or BlockDevice for the device at path (through
+// a symbolic link, as the engine resolves it).
+func deviceType(path string) *corev1.HostPathType {
+	t := corev1.HostPathCharDev
+	if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0 {
+		t = corev1.HostPathBlockDev
+	}
+	return &t
+}
+
+// livenessProbe is the container's healthcheck as an exec probe: the
+// command (a CMD-SHELL one through /bin/sh -c), its interval, timeout,
+// retries and start period as periodSeconds, timeoutSeconds,
+// failureThreshold and initialDelaySeconds, which kube play maps back.
+// The engine's defaults (a 30 s timeout, 3 retries) are written out, as
+// Kubernetes' differ.
+func livenessProbe(hc *core.HealthConfig) *corev1.Probe {
+	if hc == nil || len(hc.Test) == 0 {
+		return nil
+	}
+	var command []string
+	switch hc.Test[0] {
+	case "NONE":
+		return nil
+	case "CMD":
+		command = hc.Test[1:]
+	case "CMD-SHELL":
+		command = []string{"/bin/sh", "-c", strings.Join(hc.Test[1:], " ")}
+	default:
+		command = hc.Test
+	}
+	if len(command) == 0 {
+		return nil
+	}
+	seconds := func(d time.Duration) int32 {
+		return int32((d + time.Second - 1) / time.Second)
+	}
+	p := &corev1.Probe{
+		ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: command}},
+		PeriodSeconds:    seconds(hc.Interval),
+		TimeoutSeconds:   seconds(hc.Timeout),
+		FailureThreshold: int32(hc.Retries),
+	}
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = 30
+	}
+	if p.FailureThreshold <= 0 {
+		p.FailureThreshold = 3
+	}
+	if hc.StartPeriod > 0 {
+		p.InitialDelaySeconds = seconds(hc.StartPeriod)
+	}
+	return p
 }
 
 // hostPathName turns a path into a volume name: /mnt/data/ -> mnt-data.

@@ -2,8 +2,10 @@ package kubegen
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
@@ -104,5 +106,36 @@ func TestServiceNodePorts(t *testing.T) {
 	}
 	if svc, err := service(workload{pod: pod}, metav1.Now(), used); svc != nil || err != nil {
 		t.Errorf("no ports: %v %v", svc, err)
+	}
+}
+
+// TestLivenessProbe: a healthcheck becomes an exec probe with its timings
+// in whole seconds and the engine's defaults written out; none, NONE and
+// an empty command make no probe.
+func TestLivenessProbe(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hc   *core.HealthConfig
+		want *corev1.Probe
+	}{
+		{"none", nil, nil},
+		{"NONE", &core.HealthConfig{Test: []string{"NONE"}}, nil},
+		{"empty CMD", &core.HealthConfig{Test: []string{"CMD"}}, nil},
+		{"CMD", &core.HealthConfig{Test: []string{"CMD", "pgrep", "nginx"}, Interval: 30 * time.Second, Timeout: 5 * time.Second, Retries: 4, StartPeriod: 1500 * time.Millisecond},
+			&corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"pgrep", "nginx"}}},
+				PeriodSeconds: 30, TimeoutSeconds: 5, FailureThreshold: 4, InitialDelaySeconds: 2}},
+		{"CMD-SHELL with defaults", &core.HealthConfig{Test: []string{"CMD-SHELL", "curl -f localhost"}},
+			&corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "curl -f localhost"}}},
+				TimeoutSeconds: 30, FailureThreshold: 3}},
+		{"plain command", &core.HealthConfig{Test: []string{"/bin/check"}, Interval: time.Second},
+			&corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/check"}}},
+				PeriodSeconds: 1, TimeoutSeconds: 30, FailureThreshold: 3}},
+	} {
+		if got := livenessProbe(tc.hc); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+	if got := *deviceType("/dev/null"); got != corev1.HostPathCharDev {
+		t.Errorf("/dev/null is %s", got)
 	}
 }
