@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/berth-project/berth/engine/internal/backend/deploy/quadlets"
+	"github.com/berth-project/berth/engine/internal/backend/platform/state"
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 )
@@ -354,4 +355,52 @@ func FuzzGenerateService(f *testing.F) {
 			t.Fatalf("no ExecStart:\n%s", service)
 		}
 	})
+}
+
+// TestReplaceDropsRenamedService: replacing a unit handed to systemd whose
+// ServiceName= changed removes the old service file, so systemd is not
+// left with a service for a unit that no longer exists.
+func TestReplaceDropsRenamedService(t *testing.T) {
+	testdeadline.Set(t, testdeadline.Default)
+	dir := t.TempDir()
+	store, err := quadlets.Open(filepath.Join(dir, "q"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := state.Open(context.Background(), filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runDir := filepath.Join(dir, "run-systemd")
+	os.MkdirAll(runDir, 0o755)
+	reloads := 0
+	m := &Manager{o: Options{Store: store, Records: db, Systemd: Systemd{
+		UnitDir: filepath.Join(dir, "units"), RunDir: runDir, EngineURL: genURL,
+		Reload: func() error { reloads++; return nil },
+	}}}
+	install := func(body string, replace bool) error {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		tw.WriteHeader(&tar.Header{Name: "web.container", Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
+		tw.Write([]byte(body))
+		tw.Close()
+		_, err := m.Install(context.Background(), &buf, core.QuadletInstallOptions{ReloadSystemd: true, Replace: replace})
+		return err
+	}
+	if err := install("[Container]\nImage=x\n[Service]\n", false); err != nil {
+		t.Fatal(err)
+	}
+	if !m.o.Systemd.has("web.service") {
+		t.Fatal("web.service was not written")
+	}
+	if err := install("[Container]\nImage=x\nServiceName=front\n", true); err != nil {
+		t.Fatal(err)
+	}
+	if m.o.Systemd.has("web.service") || !m.o.Systemd.has("front.service") {
+		t.Fatalf("after the rename: web.service kept %v, front.service written %v", m.o.Systemd.has("web.service"), m.o.Systemd.has("front.service"))
+	}
+	if reloads != 2 {
+		t.Fatalf("systemd reloaded %d times, want 2", reloads)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path"
 	"slices"
 	"sync"
@@ -153,9 +154,14 @@ func (m *Manager) Install(ctx context.Context, archive io.Reader, opts core.Quad
 		}
 		activate = false
 	}
-	var name string
+	var name, oldService string
 	check := func(unitPath string, data []byte) error {
 		name = path.Base(unitPath)
+		if file, err := m.o.Store.UnitFile(name); err == nil && opts.ReloadSystemd && opts.Replace && exists(file) {
+			// The replaced unit's service, whose name may change with
+			// ServiceName=.
+			oldService = m.serviceName(name)
+		}
 		if activate {
 			return Check(name, data)
 		}
@@ -186,7 +192,11 @@ func (m *Manager) Install(ctx context.Context, archive io.Reader, opts core.Quad
 	if opts.ReloadSystemd {
 		services, err := m.generate(name)
 		if err == nil {
-			err = m.o.Systemd.apply(services, nil)
+			var stale []string
+			if _, kept := services[oldService]; oldService != "" && !kept {
+				stale = append(stale, oldService)
+			}
+			err = m.o.Systemd.apply(services, stale)
 		}
 		if err != nil {
 			dropUnit()
@@ -478,4 +488,10 @@ func objectLabel(o state.QuadletObject) string {
 		return fmt.Sprintf("(%d bytes of YAML)", len(o.Object))
 	}
 	return o.Object
+}
+
+// exists reports whether path names a file.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

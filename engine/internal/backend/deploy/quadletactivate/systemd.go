@@ -19,6 +19,9 @@ type Systemd struct {
 	// RunDir is systemd's runtime directory (/run/systemd/system); it
 	// exists only where systemd is the init system.
 	RunDir string
+	// Reload asks systemd to read the unit files again; nil runs
+	// "systemctl daemon-reload".
+	Reload func() error
 }
 
 // errNoSystemd: the host does not run systemd.
@@ -51,6 +54,9 @@ func (s Systemd) apply(write map[string]string, remove []string) error {
 		if err := os.Remove(filepath.Join(s.unitDir(), name)); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("removing %s: %w", name, err)
 		}
+	}
+	if s.Reload != nil {
+		return s.Reload()
 	}
 	return daemonReload()
 }
