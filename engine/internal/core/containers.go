@@ -110,8 +110,14 @@ type ContainerSpec struct {
 	Rlimits      []rlimit.Rlimit       `json:"r_limits,omitempty"`
 	OOMScoreAdj  *int                  `json:"oom_score_adj,omitempty"`
 	HealthConfig *HealthConfig         `json:"healthconfig,omitempty"`
-	CPUPeriod    uint64                `json:"cpu_period,omitempty"`
-	CPUQuota     int64                 `json:"cpu_quota,omitempty"`
+	// HealthCheckOnFailureAction is what the engine does when the
+	// healthcheck makes the container unhealthy (Podman's numbers).
+	HealthCheckOnFailureAction HealthOnFailure `json:"health_check_on_failure_action,omitempty"`
+	// StartupHealthConfig is a check run instead of the healthcheck from
+	// each start until it passes (Podman 5's startup healthcheck).
+	StartupHealthConfig *StartupHealthConfig `json:"startupHealthConfig,omitempty"`
+	CPUPeriod           uint64               `json:"cpu_period,omitempty"`
+	CPUQuota            int64                `json:"cpu_quota,omitempty"`
 	// Secrets are secrets mounted as read-only files; SecretEnv maps an
 	// environment variable to the secret that is its value. At create the
 	// engine rewrites both to refer to secrets by ID.
@@ -435,6 +441,42 @@ const (
 	RestartPolicyUnlessStopped = "unless-stopped"
 )
 
+// HealthOnFailure is an action on a container that turned unhealthy,
+// numbered on the wire as Podman numbers them (1 is Podman's "invalid").
+type HealthOnFailure int
+
+// Healthcheck on-failure actions.
+const (
+	HealthOnFailureNone    HealthOnFailure = 0
+	HealthOnFailureKill    HealthOnFailure = 2
+	HealthOnFailureRestart HealthOnFailure = 3
+	HealthOnFailureStop    HealthOnFailure = 4
+)
+
+// String is the action's name as Podman's inspect shows it.
+func (a HealthOnFailure) String() string {
+	switch a {
+	case HealthOnFailureNone:
+		return "none"
+	case HealthOnFailureKill:
+		return "kill"
+	case HealthOnFailureRestart:
+		return "restart"
+	case HealthOnFailureStop:
+		return "stop"
+	}
+	return "invalid"
+}
+
+// StartupHealthConfig is a startup healthcheck: it runs on its interval
+// from the container's start until it has succeeded Successes times in a
+// row (0: once); Retries failures in a row restart the container. The
+// regular healthcheck begins after it passed.
+type StartupHealthConfig struct {
+	HealthConfig
+	Successes int `json:"Successes,omitempty"`
+}
+
 // Init container types (ContainerSpec.InitContainerType).
 const (
 	InitContainerAlways = "always"
@@ -479,6 +521,19 @@ func (s *ContainerSpec) Validate() error {
 	for _, d := range s.Devices {
 		if _, _, _, err := ParseDevice(d.Path); err != nil {
 			return InvalidArgument("devices", err)
+		}
+	}
+	if s.HealthCheckOnFailureAction.String() == "invalid" {
+		return InvalidArgument("health_check_on_failure_action", fmt.Errorf("%d is not none (0), kill (2), restart (3) or stop (4)", s.HealthCheckOnFailureAction))
+	}
+	if sc := s.StartupHealthConfig; sc != nil {
+		switch {
+		case s.HealthConfig == nil || len(s.HealthConfig.Test) == 0 || s.HealthConfig.Test[0] == "NONE":
+			return InvalidArgument("startupHealthConfig", errors.New("a startup healthcheck needs a healthcheck"))
+		case len(sc.Test) == 0 || sc.Test[0] == "NONE" || sc.Test[0] == "":
+			return InvalidArgument("startupHealthConfig", errors.New("the startup healthcheck needs a command"))
+		case sc.Interval < 0 || sc.Timeout < 0 || sc.StartPeriod < 0 || sc.Retries < 0 || sc.Successes < 0:
+			return InvalidArgument("startupHealthConfig", errors.New("durations, retries and successes must not be negative"))
 		}
 	}
 	if hc := s.HealthConfig; hc != nil {

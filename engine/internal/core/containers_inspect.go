@@ -195,30 +195,34 @@ type InspectNetworkSettings struct {
 // InspectContainerConfig is the Config member of InspectContainerData.
 // Entrypoint is one string, as Podman 4 sends it.
 type InspectContainerConfig struct {
-	Hostname      string              `json:"Hostname"`
-	DomainName    string              `json:"Domainname"`
-	User          string              `json:"User"`
-	AttachStdin   bool                `json:"AttachStdin"`
-	AttachStdout  bool                `json:"AttachStdout"`
-	AttachStderr  bool                `json:"AttachStderr"`
-	Tty           bool                `json:"Tty"`
-	OpenStdin     bool                `json:"OpenStdin"`
-	StdinOnce     bool                `json:"StdinOnce"`
-	Env           []string            `json:"Env"`
-	Cmd           []string            `json:"Cmd"`
-	Image         string              `json:"Image"`
-	Volumes       map[string]struct{} `json:"Volumes"`
-	WorkingDir    string              `json:"WorkingDir"`
-	Entrypoint    string              `json:"Entrypoint"`
-	OnBuild       *string             `json:"OnBuild"`
-	Labels        map[string]string   `json:"Labels"`
-	Annotations   map[string]string   `json:"Annotations"`
-	StopSignal    uint                `json:"StopSignal"`
-	Healthcheck   *HealthConfig       `json:"Healthcheck,omitempty"`
-	CreateCommand []string            `json:"CreateCommand,omitempty"`
-	Umask         string              `json:"Umask,omitempty"`
-	Timeout       uint                `json:"Timeout"`
-	StopTimeout   uint                `json:"StopTimeout"`
+	Hostname     string              `json:"Hostname"`
+	DomainName   string              `json:"Domainname"`
+	User         string              `json:"User"`
+	AttachStdin  bool                `json:"AttachStdin"`
+	AttachStdout bool                `json:"AttachStdout"`
+	AttachStderr bool                `json:"AttachStderr"`
+	Tty          bool                `json:"Tty"`
+	OpenStdin    bool                `json:"OpenStdin"`
+	StdinOnce    bool                `json:"StdinOnce"`
+	Env          []string            `json:"Env"`
+	Cmd          []string            `json:"Cmd"`
+	Image        string              `json:"Image"`
+	Volumes      map[string]struct{} `json:"Volumes"`
+	WorkingDir   string              `json:"WorkingDir"`
+	Entrypoint   string              `json:"Entrypoint"`
+	OnBuild      *string             `json:"OnBuild"`
+	Labels       map[string]string   `json:"Labels"`
+	Annotations  map[string]string   `json:"Annotations"`
+	StopSignal   uint                `json:"StopSignal"`
+	Healthcheck  *HealthConfig       `json:"Healthcheck,omitempty"`
+	// HealthcheckOnFailureAction names the on-failure action ("none" ...).
+	HealthcheckOnFailureAction string `json:"HealthcheckOnFailureAction,omitempty"`
+	// StartupHealthCheck is the startup healthcheck, as Podman 5 shows it.
+	StartupHealthCheck *StartupHealthConfig `json:"StartupHealthCheck,omitempty"`
+	CreateCommand      []string             `json:"CreateCommand,omitempty"`
+	Umask              string               `json:"Umask,omitempty"`
+	Timeout            uint                 `json:"Timeout"`
+	StopTimeout        uint                 `json:"StopTimeout"`
 }
 
 // InspectRestartPolicy is a container's restart policy.

@@ -108,6 +108,7 @@ var (
 		"volumeMounts":   leaves("name", "mountPath", "readOnly"),
 		"livenessProbe":  probeShape,
 		"readinessProbe": probeShape,
+		"startupProbe":   with(probeShape, leaves("successThreshold")),
 		"securityContext": with(leaves("runAsUser", "runAsGroup", "readOnlyRootFilesystem", "privileged", "allowPrivilegeEscalation"), allow{
 			"capabilities": leaves("add", "drop"),
 		}),

@@ -285,6 +285,11 @@ func (pl *planner) pod(ctx context.Context, d *document, t podTemplate, out *pla
 			return nil, err
 		}
 		cs.RestartPolicy = restart
+		// A failing liveness probe restarts the container where the pod
+		// restarts its containers (Always, OnFailure), as Podman maps it.
+		if c.LivenessProbe != nil && restart != core.RestartPolicyNo {
+			cs.HealthCheckOnFailureAction = core.HealthOnFailureRestart
+		}
 		pp.containers = append(pp.containers, cs)
 	}
 	return pp, nil
@@ -705,18 +710,8 @@ func (pl *planner) container(ctx context.Context, d *document, t podTemplate, fi
 		return cs, d.fail(field+".resources", err)
 	}
 	securityContext(&cs, c.SecurityContext, t.spec.SecurityContext)
-	probe, probeField := c.LivenessProbe, ".livenessProbe"
-	if probe == nil {
-		probe, probeField = c.ReadinessProbe, ".readinessProbe"
-	} else if c.ReadinessProbe != nil {
-		return cs, d.fail(field+".readinessProbe", errors.New("a container has one healthcheck: give livenessProbe or readinessProbe"))
-	}
-	if probe != nil {
-		hc, err := healthcheck(probe, c.Ports)
-		if err != nil {
-			return cs, d.fail(field+probeField, err)
-		}
-		cs.HealthConfig = hc
+	if err := probes(&cs, c, d, field); err != nil {
+		return cs, err
 	}
 	for i, vm := range c.VolumeMounts {
 		src, ok := mounts[vm.Name]
@@ -961,6 +956,44 @@ func securityContext(cs *core.ContainerSpec, sc *v1.SecurityContext, psc *v1.Pod
 	for _, g := range psc.SupplementalGroups {
 		cs.Groups = append(cs.Groups, strconv.FormatInt(g, 10))
 	}
+}
+
+// probes maps a container's probes to its healthchecks. livenessProbe
+// and readinessProbe are the healthcheck (the container's health status;
+// the caller adds the restart on failure of a liveness probe, as Podman
+// does); a container has one healthcheck, so both together are refused.
+// startupProbe is the startup healthcheck, which runs from each start
+// until it passes; without another probe the healthcheck is "exit 0" on
+// the startup probe's timings, as Podman 5 makes it.
+func probes(cs *core.ContainerSpec, c v1.Container, d *document, field string) error {
+	probe, probeField := c.LivenessProbe, ".livenessProbe"
+	if probe == nil {
+		probe, probeField = c.ReadinessProbe, ".readinessProbe"
+	} else if c.ReadinessProbe != nil {
+		return d.fail(field+".readinessProbe", errors.New("a container has one healthcheck, which livenessProbe takes: "+
+			"readinessProbe is honoured (as the health status) only without livenessProbe"))
+	}
+	if probe != nil {
+		hc, err := healthcheck(probe, c.Ports)
+		if err != nil {
+			return d.fail(field+probeField, err)
+		}
+		cs.HealthConfig = hc
+	}
+	if sp := c.StartupProbe; sp != nil {
+		hc, err := healthcheck(sp, c.Ports)
+		if err != nil {
+			return d.fail(field+".startupProbe", err)
+		}
+		if sp.SuccessThreshold < 0 {
+			return d.fail(field+".startupProbe.successThreshold", errors.New("is negative"))
+		}
+		cs.StartupHealthConfig = &core.StartupHealthConfig{HealthConfig: *hc, Successes: int(sp.SuccessThreshold)}
+		if cs.HealthConfig == nil {
+			cs.HealthConfig = probeTimes(&core.HealthConfig{Test: []string{"CMD-SHELL", "exit 0"}}, sp)
+		}
+	}
+	return nil
 }
 
 // healthcheck turns a probe into the container's healthcheck.

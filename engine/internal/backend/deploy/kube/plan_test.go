@@ -3,8 +3,10 @@ package kube
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -83,6 +85,67 @@ func TestPlanDevicesAndInitContainers(t *testing.T) {
 		}
 		if strings.Join(types, ",") != strings.Join(tc.initTypes, ",") {
 			t.Errorf("%s: init container types %v, want %v", tc.name, types, tc.initTypes)
+		}
+	}
+}
+
+// TestPlanProbes: how each probe becomes a healthcheck. livenessProbe and
+// readinessProbe are the healthcheck, a liveness probe restarting the
+// container where the pod restarts containers (Podman's mapping);
+// startupProbe is the startup healthcheck (with "exit 0" as the
+// healthcheck when alone, as Podman 5); both liveness and readiness, or
+// what the engine cannot run, are refused naming the field.
+func TestPlanProbes(t *testing.T) {
+	const exec = "{exec: {command: [check]}, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 4, initialDelaySeconds: 1}"
+	container := func(restart, probes string) string {
+		return restart + "  containers:\n  - name: app\n    image: busybox\n    ports: [{name: web, containerPort: 8080}]\n" + probes
+	}
+	checkCmd := []string{"CMD", "check"}
+	timed := func(test []string) *core.HealthConfig {
+		return &core.HealthConfig{Test: test, Interval: 5 * time.Second, Timeout: 2 * time.Second, Retries: 4, StartPeriod: time.Second}
+	}
+	for _, tc := range []struct {
+		name, spec string
+		health     *core.HealthConfig
+		startup    *core.StartupHealthConfig
+		action     core.HealthOnFailure
+		field      string
+	}{
+		{name: "liveness, Always", spec: container("", "    livenessProbe: "+exec+"\n"), health: timed(checkCmd), action: core.HealthOnFailureRestart},
+		{name: "liveness, OnFailure", spec: container("  restartPolicy: OnFailure\n", "    livenessProbe: "+exec+"\n"), health: timed(checkCmd), action: core.HealthOnFailureRestart},
+		{name: "liveness, Never", spec: container("  restartPolicy: Never\n", "    livenessProbe: "+exec+"\n"), health: timed(checkCmd)},
+		{name: "readiness", spec: container("", "    readinessProbe: "+exec+"\n"), health: timed(checkCmd)},
+		{name: "liveness defaults, httpGet by port name", spec: container("", "    livenessProbe: {httpGet: {port: web, path: /ok}}\n"),
+			health: &core.HealthConfig{Test: []string{"CMD-SHELL", "curl -f 'http://localhost:8080/ok' || wget -q -O /dev/null 'http://localhost:8080/ok' || exit 1"},
+				Interval: 10 * time.Second, Timeout: time.Second, Retries: 3}, action: core.HealthOnFailureRestart},
+		{name: "startup alone", spec: container("", "    startupProbe: {exec: {command: [check]}, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 4, initialDelaySeconds: 1, successThreshold: 2}\n"),
+			health: timed([]string{"CMD-SHELL", "exit 0"}), startup: &core.StartupHealthConfig{HealthConfig: *timed(checkCmd), Successes: 2}},
+		{name: "startup and liveness", spec: container("", "    startupProbe: {tcpSocket: {port: 8080}}\n    livenessProbe: "+exec+"\n"),
+			health: timed(checkCmd), action: core.HealthOnFailureRestart,
+			startup: &core.StartupHealthConfig{HealthConfig: core.HealthConfig{Test: []string{"CMD-SHELL", "nc -z 'localhost' 8080 || exit 1"}, Interval: 10 * time.Second, Timeout: time.Second, Retries: 3}}},
+		{name: "liveness and readiness", spec: container("", "    livenessProbe: "+exec+"\n    readinessProbe: "+exec+"\n"), field: "spec.containers[0].readinessProbe"},
+		{name: "no handler", spec: container("", "    livenessProbe: {periodSeconds: 3}\n"), field: "spec.containers[0].livenessProbe"},
+		{name: "startup without handler", spec: container("", "    startupProbe: {periodSeconds: 3}\n"), field: "spec.containers[0].startupProbe"},
+		{name: "grpc", spec: container("", "    startupProbe: {grpc: {port: 8080}}\n"), field: "spec.containers[0].startupProbe.grpc"},
+		{name: "readiness successThreshold", spec: container("", "    readinessProbe: {exec: {command: [check]}, successThreshold: 2}\n"), field: "spec.containers[0].readinessProbe.successThreshold"},
+		{name: "unknown port name", spec: container("", "    livenessProbe: {tcpSocket: {port: db}}\n"), field: "spec.containers[0].livenessProbe"},
+	} {
+		pl, err := planOf(t, "", tc.spec)
+		if tc.field != "" {
+			var fe *core.FieldError
+			if !errors.As(err, &fe) || !strings.Contains(fe.Error(), tc.field) {
+				t.Errorf("%s: %v, want a 400 naming %s", tc.name, err, tc.field)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		cs := pl.pods[0].containers[0]
+		if !reflect.DeepEqual(cs.HealthConfig, tc.health) || !reflect.DeepEqual(cs.StartupHealthConfig, tc.startup) || cs.HealthCheckOnFailureAction != tc.action {
+			t.Errorf("%s: healthcheck %+v, startup %+v, on failure %s; want %+v, %+v, %s", tc.name,
+				cs.HealthConfig, cs.StartupHealthConfig, cs.HealthCheckOnFailureAction, tc.health, tc.startup, tc.action)
 		}
 	}
 }

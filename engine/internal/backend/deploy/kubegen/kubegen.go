@@ -223,7 +223,7 @@ func (g *Generator) podWorkload(ctx context.Context, p *core.InspectPodData, opt
 			// created; kube play makes "once" ones by default, so an
 			// "always" one is named in the annotation it reads back.
 			// Kubernetes (and kube play) refuse probes on init containers.
-			kc.LivenessProbe = nil
+			kc.LivenessProbe, kc.StartupProbe = nil, nil
 			if c.Spec.InitContainerType == core.InitContainerAlways {
 				setAnnotation(pod, initTypeAnnotation+"/"+kc.Name, c.Spec.InitContainerType, opts)
 			}
@@ -440,6 +440,12 @@ func (g *Generator) container(c *core.Container, vols *volumeSet, opts core.Kube
 	kc.SecurityContext = securityContext(s)
 	kc.Resources = resources(s)
 	kc.LivenessProbe = livenessProbe(s.HealthConfig)
+	if sc := s.StartupHealthConfig; sc != nil {
+		kc.StartupProbe = livenessProbe(&sc.HealthConfig)
+		if kc.StartupProbe != nil && sc.Successes > 1 {
+			kc.StartupProbe.SuccessThreshold = int32(sc.Successes)
+		}
+	}
 
 	hostIndex := 0
 	for _, d := range s.Devices {
@@ -499,7 +505,8 @@ func deviceType(path string) *corev1.HostPathType {
 	return &t
 }
 
-// livenessProbe is the container's healthcheck as an exec probe: the
+// livenessProbe is the container's healthcheck (or startup healthcheck,
+// for the startupProbe) as an exec probe: the
 // command (a CMD-SHELL one through /bin/sh -c), its interval, timeout,
 // retries and start period as periodSeconds, timeoutSeconds,
 // failureThreshold and initialDelaySeconds, which kube play maps back.

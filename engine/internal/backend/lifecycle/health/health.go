@@ -109,6 +109,18 @@ func (k *Checker) Run(ctx context.Context, nameOrID string) (core.HealthCheckRes
 	if c.State != core.StateRunning {
 		return core.HealthCheckResults{}, fmt.Errorf("container %s is not running: %w", c.ID, core.ErrStateConflict)
 	}
+	result, err := k.check(ctx, c, cfg)
+	if err != nil {
+		return result, err
+	}
+	if result.FailingStreak >= retries(cfg) {
+		k.onFailure(ctx, c)
+	}
+	return result, nil
+}
+
+// check runs the healthcheck once and records its result.
+func (k *Checker) check(ctx context.Context, c *core.Container, cfg *core.HealthConfig) (core.HealthCheckResults, error) {
 	lock, _ := k.runMu.LoadOrStore(c.ID, &sync.Mutex{})
 	lock.(*sync.Mutex).Lock()
 	defer lock.(*sync.Mutex).Unlock()
@@ -133,6 +145,73 @@ func (k *Checker) Run(ctx context.Context, nameOrID string) (core.HealthCheckRes
 		result.Status = Unhealthy
 	}
 	return result, nil
+}
+
+// onFailure applies the container's on-failure action once its
+// healthcheck made it unhealthy, as Podman does after each such check.
+func (k *Checker) onFailure(ctx context.Context, c *core.Container) {
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	switch c.Spec.HealthCheckOnFailureAction {
+	case core.HealthOnFailureKill:
+		err = k.containers.Kill(ctx, c.ID, "SIGKILL")
+	case core.HealthOnFailureRestart:
+		err = k.containers.Restart(ctx, c.ID, nil)
+	case core.HealthOnFailureStop:
+		err = k.containers.Stop(ctx, c.ID, nil)
+	default:
+		return
+	}
+	if err != nil && !errors.Is(err, core.ErrNotModified) {
+		k.logger.Warn("healthcheck on-failure action", "container", c.ID, "action", c.Spec.HealthCheckOnFailureAction.String(), "err", err)
+	}
+}
+
+// runStartup runs the startup healthcheck once; it reports whether the
+// check has now passed (Successes successes in a row). Retries failures in
+// a row restart the container, as Podman 5 does.
+func (k *Checker) runStartup(ctx context.Context, id string, st *startupState) (bool, error) {
+	c, err := k.containers.Lookup(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	sc := c.Spec.StartupHealthConfig
+	if c.State != core.StateRunning || sc == nil {
+		return false, fmt.Errorf("container %s is not running: %w", c.ID, core.ErrStateConflict)
+	}
+	entry := k.execute(ctx, c, Command(sc.Test), sc.Timeout)
+	cur, err := k.containers.Lookup(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	h := cur.Health
+	h.Status = Starting
+	h.Log = append(append([]core.HealthCheckLog(nil), h.Log...), entry)
+	if len(h.Log) > MaxLogEntries {
+		h.Log = h.Log[len(h.Log)-MaxLogEntries:]
+	}
+	if err := k.containers.SetHealth(ctx, id, h); err != nil {
+		return false, err
+	}
+	if entry.ExitCode == 0 {
+		st.failures = 0
+		st.successes++
+		return st.successes >= max(sc.Successes, 1), nil
+	}
+	st.successes = 0
+	st.failures++
+	if sc.Retries > 0 && st.failures >= sc.Retries {
+		k.logger.Info("startup healthcheck failed: restarting the container", "container", id, "failures", st.failures)
+		if err := k.containers.Restart(context.WithoutCancel(ctx), id, nil); err != nil && !errors.Is(err, core.ErrNotModified) {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// startupState counts a startup healthcheck's results in a row.
+type startupState struct {
+	successes, failures int
 }
 
 func retries(cfg *core.HealthConfig) int {
@@ -267,7 +346,8 @@ func (k *Checker) StartAll(ctx context.Context) error {
 
 func (k *Checker) schedule(c *core.Container) {
 	cfg := c.Spec.HealthConfig
-	if cfg == nil || Command(cfg.Test) == nil || cfg.Interval <= 0 {
+	startup := c.Spec.StartupHealthConfig
+	if cfg == nil || Command(cfg.Test) == nil || (cfg.Interval <= 0 && startup == nil) {
 		return
 	}
 	k.mu.Lock()
@@ -287,6 +367,12 @@ func (k *Checker) schedule(c *core.Container) {
 	k.wg.Add(1)
 	go func(id string, interval time.Duration) {
 		defer k.wg.Done()
+		if startup != nil && !k.awaitStartup(ctx, id, startup) {
+			return
+		}
+		if interval <= 0 {
+			return
+		}
 		ticker := time.NewTicker(interval)
 		defer ticker.Stop()
 		for {
@@ -303,6 +389,39 @@ func (k *Checker) schedule(c *core.Container) {
 			}
 		}
 	}(c.ID, cfg.Interval)
+}
+
+// DefaultStartupInterval is the startup healthcheck's interval when its
+// configuration leaves it zero (Podman's default).
+const DefaultStartupInterval = 30 * time.Second
+
+// awaitStartup runs the startup healthcheck on its interval until it
+// passes (true) or the schedule ends (false).
+func (k *Checker) awaitStartup(ctx context.Context, id string, sc *core.StartupHealthConfig) bool {
+	interval := sc.Interval
+	if interval <= 0 {
+		interval = DefaultStartupInterval
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	var st startupState
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-ticker.C:
+			passed, err := k.runStartup(ctx, id, &st)
+			if passed {
+				return true
+			}
+			if err != nil && !errors.Is(err, context.Canceled) {
+				k.logger.Debug("startup healthcheck", "container", id, "err", err)
+				if errors.Is(err, core.ErrNoSuchContainer) {
+					return false
+				}
+			}
+		}
+	}
 }
 
 func (k *Checker) unschedule(id string) {
