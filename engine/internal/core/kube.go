@@ -64,6 +64,10 @@ type KubePlayOptions struct {
 	Auth      *RegistryAuth
 	// ContextDir holds the files the YAML references ("" for none).
 	ContextDir string
+	// ServiceContainer creates a service container for the play's pods
+	// (podman kube play --service-container): started before them, stopped
+	// when all of them have exited, removed with them.
+	ServiceContainer bool
 }
 
 // KubeDownOptions are PlayKubeDown's query parameters.
@@ -125,7 +129,8 @@ type KubePlayReport struct {
 	VolumeRmReport []*KubeVolumeRmReport `json:"VolumeRmReport"`
 	SecretRmReport []*KubeSecretRmReport `json:"SecretRmReport"`
 	Secrets        []KubePlaySecret      `json:"Secrets"`
-	// ServiceContainerID stays empty: the engine runs no service container.
+	// ServiceContainerID is the service container a play with
+	// ServiceContainer created.
 	ServiceContainerID string `json:"ServiceContainerID"`
 	// ExitCode is set by a play with Wait: the highest exit code of its containers.
 	ExitCode *int32 `json:"ExitCode"`

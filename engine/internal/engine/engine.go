@@ -146,8 +146,10 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		Builder:         builder,
 		TempDir:         cfg.RunRoot,
 		MaxExpandedSize: cfg.MaxExpandedSize,
+		InfraImage:      e.pods.InfraImage,
 		Logger:          logger,
 	})
+	e.streams.unsubscribe = append(e.streams.unsubscribe, ctrs.manager.Subscribe(kubePlayer.ServiceHook))
 
 	quadletManager, err := openQuadlets(ctx, logger, cfg, ctrs, e.pods, images, transfer, builder, kubePlayer)
 	if err != nil {

@@ -112,26 +112,25 @@ func kubePlayOptions(r *http.Request) (core.KubePlayOptions, error) {
 		return core.KubePlayOptions{}, core.InvalidArgument("noHostname", errors.New("pods always get their hostname"))
 	case q.NoTrunc:
 		return core.KubePlayOptions{}, core.InvalidArgument("noTrunc", errors.New("annotations longer than 63 characters are refused, not truncated"))
-	case q.ServiceContainer:
-		return core.KubePlayOptions{}, core.InvalidArgument("serviceContainer", errors.New("the engine runs no service containers"))
 	}
 	tlsVerify, auth, err := registryQuery(r)
 	if err != nil {
 		return core.KubePlayOptions{}, err
 	}
 	opts := core.KubePlayOptions{
-		Annotations:     q.Annotations,
-		Networks:        q.Network,
-		LogDriver:       q.LogDriver,
-		LogOptions:      q.LogOptions,
-		NoHosts:         q.NoHosts,
-		PublishPorts:    q.PublishPorts,
-		PublishAllPorts: q.PublishAllPorts,
-		Replace:         q.Replace,
-		Wait:            q.Wait,
-		Userns:          q.Userns,
-		TLSVerify:       tlsVerify,
-		Auth:            auth,
+		Annotations:      q.Annotations,
+		Networks:         q.Network,
+		LogDriver:        q.LogDriver,
+		LogOptions:       q.LogOptions,
+		NoHosts:          q.NoHosts,
+		PublishPorts:     q.PublishPorts,
+		PublishAllPorts:  q.PublishAllPorts,
+		Replace:          q.Replace,
+		Wait:             q.Wait,
+		ServiceContainer: q.ServiceContainer,
+		Userns:           q.Userns,
+		TLSVerify:        tlsVerify,
+		Auth:             auth,
 	}
 	if _, ok := values["start"]; ok {
 		opts.Start = &q.Start

@@ -16,9 +16,10 @@ import (
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 )
 
-// TestKubeDownAfterEngineKill plays a Deployment, kills the engine with
-// SIGKILL, starts it again and checks that kube down removes every pod
-// and container the play made, leaving no conmon, runc state, mount or
+// TestKubeDownAfterEngineKill plays a Deployment with a service
+// container, kills the engine with SIGKILL, starts it again and checks
+// that kube down removes every pod and container the play made, the
+// service container included, leaving no conmon, runc state, mount or
 // network namespace behind.
 func TestKubeDownAfterEngineKill(t *testing.T) {
 	testdeadline.Set(t, testdeadline.Default)
@@ -71,15 +72,15 @@ func TestKubeDownAfterEngineKill(t *testing.T) {
 	te.loadBusybox()
 
 	yaml := deploymentYAML(freePort(t))
-	r := te.play("", yaml)
-	var ids []string
+	r := te.play("?serviceContainer=true", yaml)
+	ids := []string{r.ServiceContainerID}
 	for _, p := range r.Pods {
 		ids = append(ids, p.Containers...)
 		var pod struct{ InfraContainerID string }
 		json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/"+p.ID+"/json", nil), &pod)
 		ids = append(ids, pod.InfraContainerID)
 	}
-	if len(r.Pods) != 4 || len(ids) != 8 {
+	if len(r.Pods) != 4 || len(ids) != 9 || r.ServiceContainerID == "" {
 		t.Fatalf("play made %d pods, %d containers", len(r.Pods), len(ids))
 	}
 
@@ -89,6 +90,11 @@ func TestKubeDownAfterEngineKill(t *testing.T) {
 
 	if got := strings.Join(te.podNames(), " "); got != "bkp-app-pod-0:Running bkp-app-pod-1:Running bkp-app-pod-2:Running bkp-single:Running" {
 		t.Fatalf("pods after the restart: %q", got)
+	}
+	var svc struct{ State struct{ Status string } }
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+r.ServiceContainerID+"/json", nil), &svc)
+	if svc.State.Status != "running" {
+		t.Fatalf("service container after the restart: %s", svc.State.Status)
 	}
 	te.must(http.StatusOK, "DELETE", "/kube/play", strings.NewReader(yaml))
 	if p := te.pods(); len(p) != 0 {

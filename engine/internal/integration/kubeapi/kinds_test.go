@@ -22,9 +22,10 @@ type playReport struct {
 		InitContainers  []string
 		ContainerErrors []string
 	}
-	Volumes  []struct{ Name string }
-	Secrets  []struct{ CreateReport struct{ ID string } }
-	ExitCode *int32
+	Volumes            []struct{ Name string }
+	Secrets            []struct{ CreateReport struct{ ID string } }
+	ServiceContainerID string
+	ExitCode           *int32
 }
 
 func (te *testEngine) play(query, yaml string) playReport {
@@ -240,7 +241,8 @@ func TestKubePlayRefusals(t *testing.T) {
 		{"no hosts", "?noHosts=true", pod("bkp-h", "localhost/busybox:latest"), 400, []string{"noHosts"}},
 		{"static ip", "?staticIPs=notanip", pod("bkp-i", "localhost/busybox:latest"), 400, []string{"staticIPs"}},
 		{"publish", "?publishPorts=x:y:z:w", pod("bkp-p", "localhost/busybox:latest"), 400, []string{"publishPorts"}},
-		{"service container", "?serviceContainer=true", pod("bkp-s", "localhost/busybox:latest"), 400, []string{"serviceContainer"}},
+		{"service container not started", "?serviceContainer=true&start=false", pod("bkp-s", "localhost/busybox:latest"), 400, []string{"serviceContainer"}},
+		{"sd-notify", "", strings.Replace(pod("bkp-n", "localhost/busybox:latest"), "metadata: {", "metadata: {annotations: {io.containers.sdnotify/c: conmon}, ", 1), 400, []string{"io.containers.sdnotify/c", "NOTIFY_SOCKET"}},
 		{"client file", "?authfile=/root/auth.json", pod("bkp-a", "localhost/busybox:latest"), 400, []string{"authfile"}},
 		{"content type", "", pod("bkp-c", "localhost/busybox:latest"), 400, []string{"Content-Type"}},
 	}

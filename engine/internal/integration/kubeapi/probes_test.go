@@ -12,6 +12,7 @@ const probesYAML = `apiVersion: v1
 kind: Pod
 metadata: {name: bkprobe-live}
 spec:
+  terminationGracePeriodSeconds: 0
   containers:
   - name: c
     image: localhost/busybox:latest
@@ -23,6 +24,7 @@ kind: Pod
 metadata: {name: bkprobe-never}
 spec:
   restartPolicy: Never
+  terminationGracePeriodSeconds: 0
   containers:
   - name: c
     image: localhost/busybox:latest
@@ -33,6 +35,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: bkprobe-start}
 spec:
+  terminationGracePeriodSeconds: 0
   containers:
   - name: c
     image: localhost/busybox:latest
@@ -43,6 +46,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: bkprobe-ok}
 spec:
+  terminationGracePeriodSeconds: 0
   containers:
   - name: c
     image: localhost/busybox:latest
@@ -118,7 +122,7 @@ func TestKubePlayProbes(t *testing.T) {
 
 	restarted := map[string]bool{}
 	var never, ok probeState
-	deadline := time.Now().Add(40 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, name := range []string{"bkprobe-live-c", "bkprobe-start-c"} {
 			if s := inspect(name); s.State.StartedAt != first[name].State.StartedAt {

@@ -199,6 +199,9 @@ func (pl *planner) pod(ctx context.Context, d *document, t podTemplate, out *pla
 		if len(v) > 63 && !strings.HasPrefix(k, "io.podman") {
 			return nil, d.fail("metadata.annotations", fmt.Errorf("the value of %q exceeds 63 characters", k))
 		}
+		if err := checkSdNotify(k, v); err != nil {
+			return nil, d.fail("metadata.annotations", err)
+		}
 	}
 	labels := t.meta.Labels
 	pp := &podPlan{doc: d, name: t.name}
@@ -315,6 +318,27 @@ func initContainerType(annotations map[string]string, container string) (string,
 		return typ, nil
 	}
 	return "", fmt.Errorf("%s: %q is not always or once", key, typ)
+}
+
+// SdNotifyAnnotation is Podman's sd-notify mode annotation, for all
+// containers or, suffixed "/CONTAINER", for one.
+const SdNotifyAnnotation = "io.containers.sdnotify"
+
+// checkSdNotify refuses sd-notify modes the engine cannot honour: they
+// pass a NOTIFY_SOCKET (the client's systemd's) to conmon or the
+// container, and the engine, serving an API, has none for a play. "ignore"
+// asks for nothing and is what the engine does.
+func checkSdNotify(key, value string) error {
+	if key != SdNotifyAnnotation && !strings.HasPrefix(key, SdNotifyAnnotation+"/") {
+		return nil
+	}
+	switch value {
+	case "ignore":
+		return nil
+	case "container", "conmon":
+		return fmt.Errorf("%s: sd-notify mode %q needs a NOTIFY_SOCKET, which a play through the engine's API does not have (only \"ignore\" is honoured)", key, value)
+	}
+	return fmt.Errorf("%s: %q is not an sd-notify mode (conmon, container, ignore)", key, value)
 }
 
 // network sets the pod's network namespace, networks and static addresses.

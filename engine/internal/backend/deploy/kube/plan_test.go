@@ -149,3 +149,30 @@ func TestPlanProbes(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanSdNotify: sd-notify modes that need a NOTIFY_SOCKET are refused
+// naming the annotation, for the pod or one container; "ignore" passes.
+func TestPlanSdNotify(t *testing.T) {
+	const app = "  containers:\n  - name: app\n    image: busybox\n"
+	for _, tc := range []struct {
+		annotation string
+		refused    bool
+	}{
+		{"io.containers.sdnotify: ignore", false},
+		{"io.containers.sdnotify/app: ignore", false},
+		{"io.containers.sdnotify: conmon", true},
+		{"io.containers.sdnotify/app: container", true},
+		{"io.containers.sdnotify: sometimes", true},
+		{"io.containers.sdnotifyx: conmon", false},
+	} {
+		_, err := planOf(t, "  annotations: {"+tc.annotation+"}\n", app)
+		key, _, _ := strings.Cut(tc.annotation, ":")
+		var fe *core.FieldError
+		switch {
+		case tc.refused && (!errors.As(err, &fe) || !strings.Contains(err.Error(), key)):
+			t.Errorf("%s: %v, want a 400 naming %s", tc.annotation, err, key)
+		case !tc.refused && err != nil:
+			t.Errorf("%s: %v", tc.annotation, err)
+		}
+	}
+}

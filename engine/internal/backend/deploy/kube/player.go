@@ -32,7 +32,10 @@ type Options struct {
 	TempDir string
 	// MaxExpandedSize bounds what an archive may expand to (bytes; 0 = 1 GiB).
 	MaxExpandedSize int64
-	Logger          *slog.Logger
+	// InfraImage answers the engine's infra image, which service
+	// containers run; nil refuses serviceContainer.
+	InfraImage func(ctx context.Context) (string, error)
+	Logger     *slog.Logger
 }
 
 // Player implements core.KubePlayer on the engine's core interfaces.
@@ -83,6 +86,9 @@ func (p *Player) Play(ctx context.Context, data []byte, opts core.KubePlayOption
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	plan, err := p.plan(ctx, docs, opts)
+	if err == nil {
+		err = p.checkService(opts, plan)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -91,19 +97,32 @@ func (p *Player) Play(ctx context.Context, data []byte, opts core.KubePlayOption
 			return nil, fmt.Errorf("kube play: replacing: %w", err)
 		}
 	}
+	serviceID := ""
+	if opts.ServiceContainer {
+		if serviceID, err = p.startService(ctx, data, plan, opts); err != nil {
+			return nil, err
+		}
+	}
 	run := &playRun{p: p, plan: plan, opts: opts}
 	report, err := run.create(ctx)
 	if err != nil {
 		if rbErr := run.rollback(context.WithoutCancel(ctx)); rbErr != nil {
 			p.o.Logger.Warn("kube play: removing what a failed play created", "error", rbErr)
 		}
+		if serviceID != "" {
+			p.removeService(context.WithoutCancel(ctx), serviceID)
+		}
 		return nil, err
 	}
+	report.ServiceContainerID = serviceID
 	if opts.Wait && (opts.Start == nil || *opts.Start) {
 		code, err := run.wait(ctx)
 		report.ExitCode = &code
 		if rbErr := run.rollback(context.WithoutCancel(ctx)); rbErr != nil && err == nil {
 			err = rbErr
+		}
+		if serviceID != "" {
+			p.removeService(context.WithoutCancel(ctx), serviceID)
 		}
 		if err != nil {
 			return nil, err

@@ -180,6 +180,12 @@ func (m *Manager) createInfra(ctx context.Context, pod *core.Pod, image string) 
 	return id, nil
 }
 
+// InfraImage returns the engine's own infra image (catatonit in pause
+// mode), building it on first use; kube play's service containers run it.
+func (m *Manager) InfraImage(ctx context.Context) (string, error) {
+	return m.infraImage(ctx, "")
+}
+
 // infraImage returns the image the infra container runs: the requested one,
 // or the engine's own, built on first use from the host's catatonit (a
 // static binary) and named after its digest, so a new catatonit gives a new image.
