@@ -76,6 +76,9 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 	if !runtime.WaitConmonExit(rec.ConmonPID, rec.ID, conmonExitTimeout) {
 		m.logger.Warn("conmon did not exit after its container; killed it", "container", rec.ID, "pid", rec.ConmonPID)
 	}
+	// The cleanup after an exit may not have run yet (a remove that takes
+	// the container's lock first makes it a no-op): its volumes go here.
+	m.unmountVolumes(ctx, &rec)
 	if rec.Mounted {
 		// A container whose storage is gone (system check repairs those) has nothing to unmount.
 		if _, err := m.store.Unmount(rec.ID, true); err != nil && !errors.Is(err, storage.ErrContainerUnknown) && !errors.Is(err, storage.ErrLayerUnknown) {
