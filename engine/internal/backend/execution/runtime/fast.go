@@ -72,6 +72,32 @@ type runcState struct {
 	InitStart   uint64            `json:"init_process_start"`
 }
 
+// ownPIDNamespace tells whether runc gave the container a PID namespace of
+// its own (rather than the host's or another container's).
+func (r *Runtime) ownPIDNamespace(id string) bool {
+	data, err := os.ReadFile(filepath.Join(r.stateRoot, id, "state.json"))
+	if err != nil {
+		return false
+	}
+	var st struct {
+		Config struct {
+			Namespaces []struct {
+				Type string `json:"type"`
+				Path string `json:"path"`
+			} `json:"namespaces"`
+		} `json:"config"`
+	}
+	if json.Unmarshal(data, &st) != nil {
+		return false
+	}
+	for _, ns := range st.Config.Namespaces {
+		if ns.Type == "NEWPID" {
+			return ns.Path == ""
+		}
+	}
+	return false
+}
+
 // signalInit waits at most initSignalWait for runc's init to become the
 // container's process, and at most handlerWait more for that process to
 // block or catch the signal.

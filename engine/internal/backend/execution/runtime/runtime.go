@@ -354,7 +354,9 @@ func (r *Runtime) State(ctx context.Context, id string) (State, error) {
 
 // Kill sends sig to the container's init process (all: to every process).
 func (r *Runtime) Kill(ctx context.Context, id string, sig syscall.Signal, all bool) error {
-	if r.name == "runc" && !all {
+	if r.name == "runc" && (!all || sig == syscall.SIGKILL && r.ownPIDNamespace(id)) {
+		// SIGKILL to the init of a PID namespace kills every process in
+		// it: the whole container, as "runc kill --all" would.
 		err := r.signalInit(id, sig)
 		if err == nil {
 			return nil
