@@ -18,6 +18,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 )
 
 const busybox = "/bin/busybox"
@@ -259,4 +260,46 @@ func TestKillRightAfterStart(t *testing.T) {
 	for _, p := range parents {
 		exec.Command("rmdir", p).Run()
 	}
+}
+
+// TestContainerEnvironmentIsItsSpecs: the runtime runs with the engine's
+// settings for it (GOGC, GOMEMLIMIT), which must not reach the container's
+// processes: their environment is the spec's alone, at create and in exec.
+func TestContainerEnvironmentIsItsSpecs(t *testing.T) {
+	requireTools(t)
+	testdeadline.Set(t, time.Minute)
+	r, err := New(Options{RunRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id := "berth-runtime-test-env"
+	dir := bundle(t, id, false, "sh", "-c", "export -p; sleep 30")
+	defer r.Delete(ctx, id, true)
+	logPath := filepath.Join(dir, "ctr.log")
+	if _, err := r.Create(ctx, CreateOptions{ID: id, Name: "env", Bundle: dir, LogPath: logPath}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	var logged string
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logged, "PATH") && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		data, _ := os.ReadFile(logPath)
+		logged = string(data)
+	}
+	var out bytes.Buffer
+	p, err := r.Exec(ctx, &core.Container{ID: id, Bundle: dir}, core.ExecRequest{Process: specs.Process{Args: []string{"sh", "-c", "export -p"}, Cwd: "/", Env: []string{"PATH=/bin"}}, Stdout: &out, Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, err := p.Wait(); err != nil || code != 0 {
+		t.Fatalf("exec export -p: %d %v", code, err)
+	}
+	for what, env := range map[string]string{"the container": logged, "an exec": out.String()} {
+		if !strings.Contains(env, "PATH='/bin'") || strings.Contains(env, "GOGC") || strings.Contains(env, "GOMEMLIMIT") {
+			t.Fatalf("environment of %s:\n%s", what, env)
+		}
+	}
+	r.Kill(ctx, id, syscall.SIGKILL, true)
 }
