@@ -178,9 +178,11 @@ func (r *Runtime) signalInit(id string, sig syscall.Signal) error {
 	// container stopped right after its start may still be runc, or may not
 	// have set up its handlers yet (catatonit blocks the signals it
 	// forwards). Wait for that a moment, so the signal is not lost.
+	// SIGKILL is never lost: it ends runc's init as well, so it goes at
+	// once (a created container's init waits for its start forever).
 	deadline := time.Now().Add(initSignalWait)
 	var execed time.Time
-	for time.Now().Before(deadline) {
+	for sig != syscall.SIGKILL && time.Now().Before(deadline) {
 		runtimeInit, takes := initTakes(st.InitPID, sig)
 		if takes {
 			break

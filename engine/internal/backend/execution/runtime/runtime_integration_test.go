@@ -303,3 +303,47 @@ func TestContainerEnvironmentIsItsSpecs(t *testing.T) {
 	}
 	r.Kill(ctx, id, syscall.SIGKILL, true)
 }
+
+// TestKillAllCreatedAndRunning: SIGKILL to every process of a container
+// with its own PID namespace ends it at once, whether it runs (its init
+// and a child, the namespace going with its init) or was only created
+// (runc's init still waiting for the start, which a signal other than
+// SIGKILL would wait for).
+func TestKillAllCreatedAndRunning(t *testing.T) {
+	requireTools(t)
+	r, err := New(Options{RunRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, start := range []bool{false, true} {
+		id := fmt.Sprintf("berth-runtime-test-killall-%v", start)
+		dir := bundle(t, id, false, "sh", "-c", "sleep 600 & trap '' TERM; while true; do sleep 0.05; done")
+		if _, err := r.Create(ctx, CreateOptions{ID: id, Name: "t", Bundle: dir, LogPath: filepath.Join(dir, "ctr.log")}); err != nil {
+			t.Fatal(err)
+		}
+		if start {
+			if err := r.Start(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		began := time.Now()
+		if err := r.Kill(ctx, id, syscall.SIGKILL, true); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(began); took > 200*time.Millisecond {
+			t.Fatalf("started %v: the kill took %v", start, took)
+		}
+		if code := waitExit(t, r, id); code != 137 {
+			t.Fatalf("started %v: exit code %d after SIGKILL, want 137", start, code)
+		}
+		if err := r.DeleteExited(ctx, id); err != nil {
+			t.Fatalf("started %v: %v (a process outlived the kill?)", start, err)
+		}
+	}
+	parents, _ := filepath.Glob("/sys/fs/cgroup/*/berth-runtime-test")
+	for _, p := range parents {
+		exec.Command("rmdir", p).Run()
+	}
+}
