@@ -17,6 +17,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/deploy/quadlets"
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/systemdexec"
 )
 
 // execLines answers the command lines of key (ExecStart, ExecStop ...) in
@@ -36,37 +37,9 @@ func execLines(t *testing.T, service, key string) [][]string {
 		if !inService || !ok {
 			continue
 		}
-		var words []string
-		var cur strings.Builder
-		inWord, quoted, escaped := false, false, false
-		for _, r := range strings.TrimPrefix(v, "-") {
-			switch {
-			case escaped:
-				cur.WriteRune(r)
-				escaped = false
-			case r == '\\':
-				escaped, inWord = true, true
-			case r == '"':
-				quoted, inWord = !quoted, true
-			case r == ' ' && !quoted:
-				if inWord {
-					words = append(words, cur.String())
-					cur.Reset()
-					inWord = false
-				}
-			default:
-				cur.WriteRune(r)
-				inWord = true
-			}
-		}
-		if quoted || escaped {
-			t.Fatalf("%s line does not read back: %q", key, v)
-		}
-		if inWord {
-			words = append(words, cur.String())
-		}
-		for i, w := range words {
-			words[i] = strings.NewReplacer("%%", "%", "$$", "$").Replace(w)
+		words, err := systemdexec.Split(v)
+		if err != nil {
+			t.Fatalf("%s line does not read back: %q: %v", key, v, err)
 		}
 		out = append(out, words)
 	}

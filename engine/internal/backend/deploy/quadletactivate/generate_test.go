@@ -15,6 +15,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/deploy/quadlets"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/systemdexec"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 )
 
@@ -265,44 +266,6 @@ func otherArch() string {
 	return "arm64"
 }
 
-// readExec splits an Exec*= value as systemd does (a leading "-" dropped,
-// double quotes grouping, backslashes escaping, %% and $$ single).
-func readExec(v string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	inWord, quoted, escaped := false, false, false
-	for _, r := range strings.TrimPrefix(v, "-") {
-		switch {
-		case escaped:
-			cur.WriteRune(r)
-			escaped = false
-		case r == '\\':
-			escaped, inWord = true, true
-		case r == '"':
-			quoted, inWord = !quoted, true
-		case r == ' ' && !quoted:
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		default:
-			cur.WriteRune(r)
-			inWord = true
-		}
-	}
-	if quoted || escaped {
-		return nil, errors.New("unbalanced quoting")
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	for i, w := range words {
-		words[i] = strings.NewReplacer("%%", "%", "$$", "$").Replace(w)
-	}
-	return words, nil
-}
-
 // FuzzGenerateService: generating the service of any unit the installer
 // accepts never panics, a refusal names the unit's file, and a generated
 // service has ExecStart lines, each reading back as systemd reads it and
@@ -345,7 +308,7 @@ func FuzzGenerateService(f *testing.F) {
 			if !ok {
 				continue
 			}
-			words, err := readExec(v)
+			words, err := systemdexec.Split(v)
 			if err != nil || len(words) == 0 || (words[0] != podmanBinary && words[0] != "/bin/sh") {
 				t.Fatalf("ExecStart=%s reads back as %q, %v", v, words, err)
 			}
