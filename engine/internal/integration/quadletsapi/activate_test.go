@@ -240,7 +240,8 @@ func TestQuadletActivationRefusals(t *testing.T) {
 	}
 	te.mustFail(http.StatusBadRequest, "POST", "/quadlets?activate=true", tarOf(t, "esc.container", "[Container]\nImage=localhost/busybox:latest\n", "../esc.env", "A=1"), "escapes the quadlet directory")
 	te.mustFail(http.StatusBadRequest, "POST", "/quadlets?activate=perhaps", tarOf(t, "p.container", "[Container]\nImage=x\n"), "activate")
-	te.mustFail(http.StatusBadRequest, "POST", "/quadlets", tarOf(t, "bad8.network", "[Network]\n[Service]\nRestart=always\n"), "only a .container unit is restarted")
+	te.mustFail(http.StatusBadRequest, "POST", "/quadlets?activate=true", tarOf(t, "bad8.network", "[Network]\n[Service]\nRestart=always\n"), "only a .container unit is restarted")
+	te.mustFail(http.StatusBadRequest, "POST", "/quadlets", tarOf(t, "bad9.network", "[Network]\n[Service]\nRestart=sometimes\n"), "bad9.network line 3: [Service] key Restart: Restart=sometimes is not a systemd restart setting")
 	te.mustFail(http.StatusBadRequest, "POST", "/quadlets?activate=true&reloadSystemd=true", tarOf(t, "r.container", "[Container]\nImage=x\n"), "reloadSystemd", "no systemd runs here")
 
 	te.must(http.StatusOK, "POST", "/quadlets", tarOf(t, "bqa-dep.network", "[Network]\n"))

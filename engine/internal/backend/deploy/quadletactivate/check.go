@@ -63,6 +63,13 @@ func Check(name string, data []byte) error {
 			return u.errAt(e, fmt.Errorf("not supported by activation (supported in a %s unit: see docs/engine.md)", filepath.Ext(name)))
 		}
 	}
+	for _, e := range u.allIn("Service", "Restart") {
+		// Only a container is restarted by the engine; the other kinds
+		// are made once.
+		if _, err := quadlets.RestartPolicy(u.kind, e.Value); err != nil {
+			return u.errAt(e, err)
+		}
+	}
 	if u.kind == "Container" {
 		if v, ok := u.last("Notify"); ok {
 			if b, isBool := quadlets.ParseBool(v); !isBool || b {

@@ -192,6 +192,10 @@ func checkServiceKey(u *unit, e quadlets.Entry) error {
 		if want := serviceType[u.kind]; e.Value != want {
 			return fmt.Errorf("the generated service of a %s unit is Type=%s", filepath.Ext(u.name), want)
 		}
+	case "Restart":
+		if v := strings.TrimSpace(e.Value); serviceType[u.kind] == "oneshot" && (v == "always" || v == "on-success") {
+			return fmt.Errorf("Restart=%s: systemd does not allow it for a Type=oneshot service, which the generated service of a %s unit is", v, filepath.Ext(u.name))
+		}
 	case "KillMode":
 		if (u.kind == "Container" || u.kind == "Kube") && e.Value != "mixed" && e.Value != "control-group" {
 			return fmt.Errorf("KillMode=%s: the generated service allows mixed or control-group only, as Podman's", e.Value)

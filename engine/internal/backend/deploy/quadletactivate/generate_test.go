@@ -209,6 +209,7 @@ func TestGenerateServiceRefusals(t *testing.T) {
 		{"v1.volume", "[Volume]\n[Service]\nType=simple\n", "v1.volume line 3: [Service] key Type: the generated service of a .volume unit is Type=oneshot"},
 		{"b1.build", "[Build]\nImageTag=x\nSetWorkingDirectory=unit\nArch=" + otherArch() + "\n", "b1.build line 4: [Build] key Arch: Arch=" + otherArch() + ": the engine builds for its own architecture only"},
 		{"p1.pod", "[Pod]\n[Service]\nPIDFile=/run/p.pid\n", "p1.pod line 3: [Service] key PIDFile: set by the generated service"},
+		{"v2.volume", "[Volume]\n[Service]\nRestart=always\n", "v2.volume line 3: [Service] key Restart: Restart=always: systemd does not allow it for a Type=oneshot service"},
 	} {
 		files := []string{c.name, c.unit}
 		if strings.HasSuffix(c.name, ".kube") {

@@ -130,8 +130,8 @@ func Validate(name string, data []byte) []*UnitError {
 		case e.section == "Service" && unsupportedServiceKeys[e.key]:
 			add(e, "not supported in the Service section of a quadlet")
 		case e.section == "Service" && e.key == "Restart":
-			if _, err := RestartPolicy(kind, e.value); err != nil {
-				add(e, "%v", err)
+			if !systemdRestart[strings.TrimSpace(e.value)] {
+				add(e, "Restart=%s is not a systemd restart setting", strings.TrimSpace(e.value))
 			}
 		}
 	}
@@ -166,6 +166,15 @@ func checkValue(e entry, add func(entry, string, ...any)) {
 			add(e, "%q is not a boolean or \"healthy\"", v)
 		}
 	}
+}
+
+// systemdRestart are the values of systemd's Restart= (systemd.service(5)).
+// Which of them a unit may use depends on who runs it: activation takes
+// what RestartPolicy maps, a generated service what systemd allows for its
+// type; the installer checks only that the value is systemd's.
+var systemdRestart = map[string]bool{
+	"": true, "no": true, "on-success": true, "on-failure": true, "on-abnormal": true,
+	"on-watchdog": true, "on-abort": true, "always": true,
 }
 
 // RestartPolicy maps a [Service] Restart= value of a unit of the given

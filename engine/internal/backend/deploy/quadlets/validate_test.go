@@ -33,6 +33,8 @@ func TestValidate(t *testing.T) {
 		{"bad integer", "web.container", "[Container]\nImage=busybox\nStopTimeout=soon\n", []string{"3 Container StopTimeout non-negative integer"}},
 		{"bad port", "web.container", "[Container]\nImage=busybox\nPublishPort=eighty\n", []string{"3 Container PublishPort port mapping"}},
 		{"bad pod", "web.container", "[Container]\nImage=busybox\nPod=db.container\n", []string{"3 Container Pod .pod quadlet"}},
+		{"pod restart", "db.pod", "[Pod]\n[Service]\nRestart=always\n", nil},
+		{"bad restart", "db.pod", "[Pod]\n[Service]\nRestart=sometimes\n", []string{"3 Service Restart not a systemd restart setting"}},
 		{"service user", "web.container", "[Container]\nImage=busybox\n[Service]\nUser=nobody\n", []string{"4 Service User not supported"}},
 		{"no image", "web.container", "[Container]\nExec=sleep\n", []string{"0 Container - no Image or Rootfs"}},
 		{"image and rootfs", "web.container", "[Container]\nImage=a\nRootfs=/x\n", []string{"0 Container - cannot be specified together"}},
