@@ -188,7 +188,6 @@ func TestStreamsAreNotLatency(t *testing.T) {
 	})
 	router.Get("/images/{name:.*}/json", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "{}") })
 	srv := httptest.NewServer(router)
-	defer srv.Close()
 	for _, req := range []struct{ method, path string }{
 		{"GET", "/containers/a/logs"}, {"POST", "/containers/a/attach"}, {"GET", "/images/busybox/json"},
 	} {
@@ -197,6 +196,9 @@ func TestStreamsAreNotLatency(t *testing.T) {
 			resp.Body.Close()
 		}
 	}
+	// The client may have the whole answer before the middleware, after
+	// the handler returns, has recorded it: Close waits for the handlers.
+	srv.Close()
 	text := scrape(t, m)
 	assertContains(t, text,
 		`berth_engine_http_stream_duration_seconds_count{method="GET",route="/containers/{name}/logs"} 1`,

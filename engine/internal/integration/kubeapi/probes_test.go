@@ -149,6 +149,10 @@ func TestKubePlayProbes(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("restarted %v, never %+v, ok %+v", restarted, never.State, ok.State)
+		for _, name := range []string{"bkprobe-live-c", "bkprobe-start-c"} {
+			_, body := te.do("GET", "/containers/"+name+"/json", nil)
+			t.Logf("%s: %s", name, body)
+		}
 	}
 	te.must(http.StatusOK, "DELETE", "/kube/play", strings.NewReader(probesYAML))
 }

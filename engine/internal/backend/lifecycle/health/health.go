@@ -415,7 +415,14 @@ func (k *Checker) awaitStartup(ctx context.Context, id string, sc *core.StartupH
 				return true
 			}
 			if err != nil && !errors.Is(err, context.Canceled) {
-				k.logger.Debug("startup healthcheck", "container", id, "err", err)
+				// Not running (paused, between a stop and a start) is
+				// routine; anything else, a failed restart above all, is
+				// worth a warning.
+				level := slog.LevelWarn
+				if errors.Is(err, core.ErrStateConflict) {
+					level = slog.LevelDebug
+				}
+				k.logger.Log(ctx, level, "startup healthcheck", "container", id, "err", err)
 				if errors.Is(err, core.ErrNoSuchContainer) {
 					return false
 				}
