@@ -322,6 +322,12 @@ func (k *Checker) Hook(ctx context.Context, ev core.ContainerEvent) {
 		}
 		k.schedule(c)
 	case core.EventDied, core.EventStop:
+		// The exit watcher may deliver a run's "died" after a restart
+		// (one a healthcheck asked for, say) has started the next run:
+		// that run's schedule stays.
+		if c, err := k.containers.Lookup(ctx, ev.ID); err == nil && c.State == core.StateRunning {
+			return
+		}
 		k.unschedule(ev.ID)
 	case core.EventRemove:
 		k.unschedule(ev.ID)
