@@ -186,6 +186,9 @@ type PodContainers interface {
 	PodMembers() map[string][]PodMember
 	// SetPods connects the resolver containers created in pods use.
 	SetPods(r PodResolver)
+	// Settle waits until no operation (a start, stop or restart) is
+	// under way on the container.
+	Settle(id string)
 }
 
 // PodContainerInfo is one container of InspectPodData.

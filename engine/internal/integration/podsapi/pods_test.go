@@ -168,6 +168,57 @@ func TestPodExitPolicyStop(t *testing.T) {
 	te.waitPodState("keeper", "Degraded")
 }
 
+// TestPodExitPolicyStopSparesRestarts: a member that a restart stops and
+// starts again, or that its restart policy brings back, has not exited for
+// good, so exit policy stop leaves the infra container running (it used to
+// stop it between the stop and the start, and the start then failed on the
+// infra's namespaces, which are gone).
+func TestPodExitPolicyStopSparesRestarts(t *testing.T) {
+	te := startEngine(t)
+	te.createPod(map[string]any{"name": "restarter", "exit_policy": "stop"})
+	srv := te.createIn("restarter", "restarter-srv", "sleep", "1000")
+	te.must(http.StatusOK, "POST", "/pods/restarter/start", nil)
+	infra := te.inspectPod("restarter").InfraContainerID
+	infraStarted := func() string {
+		var c struct {
+			State struct{ Status, StartedAt string }
+		}
+		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+infra+"/json", nil), &c)
+		if c.State.Status != "running" {
+			t.Fatalf("the infra container is %s", c.State.Status)
+		}
+		return c.State.StartedAt
+	}
+	first := infraStarted()
+	for i := 0; i < 6; i++ {
+		te.must(http.StatusNoContent, "POST", "/containers/"+srv+"/restart?t=0", nil)
+	}
+	var spec struct {
+		ID string `json:"Id"`
+	}
+	json.Unmarshal(te.must(http.StatusCreated, "POST", "/containers/create", map[string]any{
+		"image": "localhost/busybox:latest", "name": "restarter-loop", "command": []string{"sleep", "0.2"},
+		"pod": "restarter", "restart_policy": "always",
+	}), &spec)
+	te.must(http.StatusNoContent, "POST", "/containers/"+spec.ID+"/start", nil)
+	te.must(http.StatusNoContent, "POST", "/containers/"+srv+"/kill?signal=KILL", nil)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var c struct{ RestartCount int }
+		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+spec.ID+"/json", nil), &c)
+		if c.RestartCount >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the always member restarted %d times in 20 s", c.RestartCount)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := infraStarted(); got != first {
+		t.Fatalf("the infra container was restarted (started %s, then %s)", first, got)
+	}
+}
+
 // TestPodBadInput checks the 4xx answers of the pod routes.
 func TestPodBadInput(t *testing.T) {
 	te := startEngine(t)

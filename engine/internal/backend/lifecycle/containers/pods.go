@@ -190,3 +190,14 @@ func (m *Manager) ensureInfraRunning(ctx context.Context, rec *record) error {
 	}
 	return nil
 }
+
+// Settle waits until no operation (a start, stop or restart) is under way
+// on the container: it takes and releases the container's operation lock.
+func (m *Manager) Settle(id string) {
+	e, err := m.lookup(id)
+	if err != nil {
+		return
+	}
+	e.op.Lock()
+	e.op.Unlock()
+}

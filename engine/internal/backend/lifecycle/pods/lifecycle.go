@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/berth-project/berth/engine/internal/backend/lifecycle/containers"
+	"github.com/berth-project/berth/engine/internal/backend/lifecycle/restart"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -266,12 +267,27 @@ func (m *Manager) onContainerEvent(ctx context.Context, ev core.ContainerEvent) 
 	m.bg.Add(1)
 	go func() {
 		defer m.bg.Done()
+		// A member that a restart under way starts again (its died came
+		// from the restart's stop), or that its restart policy brings
+		// back, has not exited for good: stopping the infra container
+		// now would pull the namespaces from under its next run. The
+		// member's operation is waited for before the pod's lock, which
+		// its start may take.
+		m.o.Members.Settle(ev.ID)
+		if m.comesBack(ctx, ev.ID) {
+			return
+		}
 		e.op.Lock()
 		defer e.op.Unlock()
 		infra, others := m.split(podID)
 		_, others = splitInit(others)
 		if infra == nil || len(others) == 0 || len(runningOrPaused(others)) > 0 {
 			return
+		}
+		for _, o := range others {
+			if m.comesBack(ctx, o.ID) {
+				return
+			}
 		}
 		if len(runningOrPaused([]core.PodMember{*infra})) == 0 {
 			return
@@ -283,4 +299,11 @@ func (m *Manager) onContainerEvent(ctx context.Context, ev core.ContainerEvent) 
 		}
 		m.o.Events(ctx, "stop", pod.ID, pod.Name)
 	}()
+}
+
+// comesBack tells whether a pod member runs or is paused, or has exited
+// but its restart policy starts it again.
+func (m *Manager) comesBack(ctx context.Context, id string) bool {
+	c, err := m.o.Containers.Lookup(context.WithoutCancel(ctx), id)
+	return err == nil && (c.State == core.StateRunning || c.State == core.StatePaused || restart.Decide(c))
 }
