@@ -73,7 +73,7 @@ func TestReadRealCgroup(t *testing.T) {
 		}
 		dirs = append(dirs, d)
 	}
-	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sleep 30")
+	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exec sleep 30")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +83,9 @@ func TestReadRealCgroup(t *testing.T) {
 		for _, d := range dirs {
 			for i := 0; i < 50 && os.Remove(d) != nil; i++ {
 				time.Sleep(20 * time.Millisecond)
+			}
+			if _, err := os.Stat(d); err == nil {
+				t.Errorf("cgroup %s outlived the test", d)
 			}
 		}
 	})
