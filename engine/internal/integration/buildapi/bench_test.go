@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -54,10 +55,7 @@ func timedBuild(b *testing.B, client *http.Client, base string, tarball []byte, 
 // the Podman 4.3.1 service of hack/bench.sh, cold (nocache) and fully
 // cached, alternating, and reports the times and the cold ratio.
 func BenchmarkBuildVsPodman(b *testing.B) {
-	podmanURL := os.Getenv("BERTH_BENCH_PODMAN_URL")
-	if podmanURL == "" {
-		b.Skip("BERTH_BENCH_PODMAN_URL is not set (hack/bench.sh starts the Podman service)")
-	}
+	podmanURL := benchtest.PodmanURL(b)
 	podmanBase := "http://" + strings.TrimPrefix(podmanURL, "tcp://")
 	e := startEngine(b)
 	client := &http.Client{Timeout: 5 * time.Minute}

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -63,13 +63,7 @@ func listOnce(b *testing.B, client *http.Client, baseURL string) {
 // hack/bench.sh) in the same run, alternating requests so both see the same
 // machine load, and reports both latencies and the throughput ratio.
 func BenchmarkImageListVsPodman(b *testing.B) {
-	if os.Getenv("BERTH_BENCH") != "1" {
-		b.Skip("BERTH_BENCH=1 not set (make bench sets it)")
-	}
-	podmanURL := os.Getenv("BERTH_BENCH_PODMAN_URL")
-	if podmanURL == "" {
-		b.Fatal("BERTH_BENCH_PODMAN_URL is not set")
-	}
+	podmanURL := benchtest.PodmanURL(b)
 	podmanHTTP := "http://" + strings.TrimPrefix(podmanURL, "tcp://")
 
 	e := startEngine(b)

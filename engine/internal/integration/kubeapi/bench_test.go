@@ -3,11 +3,11 @@ package kubeapi
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
 )
 
 // The benchmark compares Berth with Podman 4.3.1 serving the same API on the
@@ -51,23 +51,11 @@ func kubeCycle(te *testEngine) (play, down time.Duration) {
 	return play, time.Since(start)
 }
 
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // BenchmarkKubePlayDown: kube play of a 3-pod Deployment and a Service, then
 // kube down, against Berth and Podman alternately. Goal: Berth's medians at
 // most 0.3x Podman's.
 func BenchmarkKubePlayDown(b *testing.B) {
-	if os.Getenv("BERTH_BENCH") != "1" {
-		b.Skip("set BERTH_BENCH=1 (make bench) to compare with Podman")
-	}
-	u := os.Getenv("BERTH_BENCH_PODMAN_URL")
-	if u == "" {
-		b.Fatal("BERTH_BENCH_PODMAN_URL is not set (hack/bench.sh sets it)")
-	}
+	u := benchtest.PodmanURL(b)
 	berth := startEngine(b)
 	addr := strings.TrimPrefix(u, "tcp://")
 	podman := &testEngine{t: b, addr: addr, url: "http://" + addr + "/v4.3.1/libpod", client: &http.Client{}}
@@ -89,7 +77,7 @@ func BenchmarkKubePlayDown(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	mbp, mbd, mpp, mpd := median(bp), median(bd), median(pp), median(pd)
+	mbp, mbd, mpp, mpd := benchtest.Median(bp), benchtest.Median(bd), benchtest.Median(pp), benchtest.Median(pd)
 	b.ReportMetric(float64(mbp.Microseconds())/1000, "berth-play-ms")
 	b.ReportMetric(float64(mpp.Microseconds())/1000, "podman-play-ms")
 	b.ReportMetric(float64(mbp)/float64(mpp), "play-ratio")

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
@@ -23,19 +23,10 @@ import (
 // same machine (hack/bench.sh starts it and exports BERTH_BENCH=1,
 // BERTH_BENCH_PODMAN_URL and the rlimits its containers may ask for).
 
-func requireBench(b *testing.B) {
-	if os.Getenv("BERTH_BENCH") != "1" {
-		b.Skip("set BERTH_BENCH=1 (make bench) to compare with Podman")
-	}
-}
-
 // podmanEngine is a client of the reference Podman service with the test
 // image loaded.
 func podmanEngine(b *testing.B) *testEngine {
-	u := os.Getenv("BERTH_BENCH_PODMAN_URL")
-	if u == "" {
-		b.Fatal("BERTH_BENCH_PODMAN_URL is not set (hack/bench.sh sets it)")
-	}
+	u := benchtest.PodmanURL(b)
 	te := &testEngine{t: b, url: "http://" + strings.TrimPrefix(u, "tcp://") + "/v4.3.1/libpod", client: &http.Client{Timeout: 2 * time.Minute}}
 	te.loadBusybox()
 	b.Cleanup(func() { enginetest.RemoveAll(te.do) })
@@ -99,17 +90,11 @@ func runCycle(te *testEngine) time.Duration {
 	return time.Since(start)
 }
 
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // BenchmarkRunTrueBridge: create + start + wait + remove of a `true`
 // container on each engine's default bridge network. Goal: Berth's median
 // at most 0.3x Podman's.
 func BenchmarkRunTrueBridge(b *testing.B) {
-	requireBench(b)
+	benchtest.Require(b)
 	requireNetworking(b)
 	berth := benchEngine(b)
 	podman := podmanEngine(b)
@@ -129,7 +114,7 @@ func BenchmarkRunTrueBridge(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	mb, mp := median(bs), median(ps)
+	mb, mp := benchtest.Median(bs), benchtest.Median(ps)
 	ratio := float64(mb) / float64(mp)
 	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
 	b.ReportMetric(float64(mp.Microseconds())/1000, "podman-ms")
@@ -187,7 +172,7 @@ func listThroughput(te *testEngine, d time.Duration, want int) float64 {
 // BenchmarkListNetworks100: ListNetworks with 100 networks on each engine.
 // Goal: Berth's throughput at least 10x Podman's.
 func BenchmarkListNetworks100(b *testing.B) {
-	requireBench(b)
+	benchtest.Require(b)
 	requireNetworking(b)
 	berth := benchEngine(b)
 	podman := podmanEngine(b)

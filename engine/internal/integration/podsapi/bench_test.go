@@ -4,32 +4,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
 )
 
 // The benchmarks compare Berth with Podman 4.3.1 serving the same API on the
 // same machine (hack/bench.sh starts it and exports BERTH_BENCH=1 and
 // BERTH_BENCH_PODMAN_URL).
 
-func requireBench(b *testing.B) {
-	if os.Getenv("BERTH_BENCH") != "1" {
-		b.Skip("set BERTH_BENCH=1 (make bench) to compare with Podman")
-	}
-}
-
 // podmanEngine returns a client of the reference Podman service, with the
 // busybox test image loaded.
 func podmanEngine(b *testing.B) *testEngine {
-	u := os.Getenv("BERTH_BENCH_PODMAN_URL")
-	if u == "" {
-		b.Fatal("BERTH_BENCH_PODMAN_URL is not set (hack/bench.sh sets it)")
-	}
+	u := benchtest.PodmanURL(b)
 	addr := strings.TrimPrefix(u, "tcp://")
 	te := &testEngine{t: b, addr: addr, url: "http://" + addr + "/v4.3.1/libpod", client: &http.Client{}}
 	te.loadBusybox()
@@ -54,16 +45,10 @@ func podCycle(te *testEngine, n int, network bool) time.Duration {
 	return time.Since(start)
 }
 
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // BenchmarkPodCycleVsPodman: pod create + pod start + pod rm -f of an empty
 // pod without a network. Goal: Berth's median at most 0.3x Podman's.
 func BenchmarkPodCycleVsPodman(b *testing.B) {
-	requireBench(b)
+	benchtest.Require(b)
 	benchPodCycle(b, startEngine(b), false)
 }
 
@@ -71,7 +56,7 @@ func BenchmarkPodCycleVsPodman(b *testing.B) {
 // create` makes it by default: on the default bridge network, so both
 // engines set up and tear down the infra container's network too.
 func BenchmarkPodCycleBridgeVsPodman(b *testing.B) {
-	requireBench(b)
+	benchtest.Require(b)
 	benchPodCycle(b, startBridgedEngine(b), true)
 }
 
@@ -92,7 +77,7 @@ func benchPodCycle(b *testing.B, berth *testEngine, network bool) {
 		}
 	}
 	b.StopTimer()
-	mb, mp := median(bs), median(ps)
+	mb, mp := benchtest.Median(bs), benchtest.Median(ps)
 	ratio := float64(mb) / float64(mp)
 	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
 	b.ReportMetric(float64(mp.Microseconds())/1000, "podman-ms")
@@ -132,7 +117,7 @@ func podListThroughput(te *testEngine, want int, d time.Duration) float64 {
 // BenchmarkPodListVsPodman: pod ps with 50 pods of 2 containers (the infra
 // container and one more). Goal: throughput at least 10x Podman's.
 func BenchmarkPodListVsPodman(b *testing.B) {
-	requireBench(b)
+	benchtest.Require(b)
 	berth := startEngine(b)
 	podman := podmanEngine(b)
 	const pods = 50

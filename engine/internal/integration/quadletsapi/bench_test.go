@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
 )
 
 // BenchmarkQuadletActivationVsPodman: install and activate a .container
@@ -20,13 +22,7 @@ import (
 // starts the Podman service and exports BERTH_BENCH=1 and
 // BERTH_BENCH_PODMAN_URL. The issue sets no goal; the ratio is reported.
 func BenchmarkQuadletActivationVsPodman(b *testing.B) {
-	if os.Getenv("BERTH_BENCH") != "1" {
-		b.Skip("set BERTH_BENCH=1 (make bench) to compare with Podman")
-	}
-	u := os.Getenv("BERTH_BENCH_PODMAN_URL")
-	if u == "" {
-		b.Fatal("BERTH_BENCH_PODMAN_URL is not set (hack/bench.sh sets it)")
-	}
+	u := benchtest.PodmanURL(b)
 	berth := startEngine(b)
 	berth.loadBusybox()
 	berth.removeQuadletsAtCleanup()

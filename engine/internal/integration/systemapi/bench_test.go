@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -112,13 +113,7 @@ func dfOnce(b *testing.B, client *http.Client, base string) {
 // alternating requests, and reports both latencies and the throughput ratio
 // (target: berth at least 10x Podman's throughput).
 func BenchmarkSystemDfVsPodman(b *testing.B) {
-	if os.Getenv("BERTH_BENCH") != "1" {
-		b.Skip("BERTH_BENCH=1 not set (make bench sets it)")
-	}
-	podmanURL := os.Getenv("BERTH_BENCH_PODMAN_URL")
-	if podmanURL == "" {
-		b.Fatal("BERTH_BENCH_PODMAN_URL is not set")
-	}
+	podmanURL := benchtest.PodmanURL(b)
 	podman := "http://" + strings.TrimPrefix(podmanURL, "tcp://") + "/v4.3.1/libpod"
 	te := startBenchEngine(b)
 	berth := te.base + "/v4.3.1/libpod"

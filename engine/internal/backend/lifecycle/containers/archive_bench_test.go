@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
 )
 
 // BenchmarkCopyIntoContainerVsPodman: `podman --remote cp` of a 100 MiB
@@ -20,7 +22,7 @@ import (
 // against the Podman service, rounds alternating. Goal: Berth's median at
 // most Podman's.
 func BenchmarkCopyIntoContainerVsPodman(b *testing.B) {
-	requireBench(b)
+	benchtest.Require(b)
 	bin, err := exec.LookPath("podman")
 	if err != nil {
 		b.Fatal("podman is needed")
@@ -75,7 +77,7 @@ func BenchmarkCopyIntoContainerVsPodman(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	mb, mp := median(bs), median(ps)
+	mb, mp := benchtest.Median(bs), benchtest.Median(ps)
 	ratio := float64(mb) / float64(mp)
 	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
 	b.ReportMetric(float64(mp.Microseconds())/1000, "podman-ms")

@@ -14,25 +14,18 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
 )
 
 // The benchmarks compare Berth with Podman 4.3.1 serving the same API on the
 // same machine (hack/bench.sh starts it and exports BERTH_BENCH=1,
 // BERTH_BENCH_PODMAN_URL and the rlimits its containers may ask for).
 
-func requireBench(b *testing.B) {
-	if os.Getenv("BERTH_BENCH") != "1" {
-		b.Skip("set BERTH_BENCH=1 (make bench) to compare with Podman")
-	}
-}
-
 // podmanEngine returns a client of the reference Podman service, with the
 // busybox test image loaded.
 func podmanEngine(b *testing.B) *testEngine {
-	u := os.Getenv("BERTH_BENCH_PODMAN_URL")
-	if u == "" {
-		b.Fatal("BERTH_BENCH_PODMAN_URL is not set (hack/bench.sh sets it)")
-	}
+	u := benchtest.PodmanURL(b)
 	te := &testEngine{t: b, url: "http://" + strings.TrimPrefix(u, "tcp://") + "/v4.3.1/libpod", client: &http.Client{}}
 	te.loadBusybox()
 	b.Cleanup(te.removeAll)
@@ -70,16 +63,10 @@ func runCycle(te *testEngine) time.Duration {
 	return time.Since(start)
 }
 
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // BenchmarkRunTrueContainer: create + start + wait + remove of a `true`
 // container with netns none. Goal: Berth's median at most 0.25x Podman's.
 func BenchmarkRunTrueContainer(b *testing.B) {
-	requireBench(b)
+	benchtest.Require(b)
 	berth := startEngine(b)
 	podman := podmanEngine(b)
 	const rounds = 15
@@ -99,7 +86,7 @@ func BenchmarkRunTrueContainer(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	mb, mp := median(bs), median(ps)
+	mb, mp := benchtest.Median(bs), benchtest.Median(ps)
 	ratio := float64(mb) / float64(mp)
 	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
 	b.ReportMetric(float64(mp.Microseconds())/1000, "podman-ms")
@@ -139,7 +126,7 @@ func listThroughput(te *testEngine, d time.Duration) float64 {
 // BenchmarkListContainers100: ListContainers with 100 containers. Goal:
 // throughput at least 10x Podman's.
 func BenchmarkListContainers100(b *testing.B) {
-	requireBench(b)
+	benchtest.Require(b)
 	berth := startEngine(b)
 	podman := podmanEngine(b)
 	for _, te := range []*testEngine{berth, podman} {
@@ -185,7 +172,7 @@ func pingLatency(url string, n int) (time.Duration, time.Duration) {
 // BenchmarkPingWith100Running: _ping latency of an idle engine and of one
 // with 100 running containers. Goal: the running containers do not slow it.
 func BenchmarkPingWith100Running(b *testing.B) {
-	requireBench(b)
+	benchtest.Require(b)
 	te := startEngine(b)
 	p50Idle, p99Idle := pingLatency(te.url, 2000)
 	for i := 0; i < 100; i++ {
@@ -208,7 +195,7 @@ func BenchmarkPingWith100Running(b *testing.B) {
 // BenchmarkIdleRSS starts the real binary, loads the test image, lets it
 // settle and reads its resident set. Goal: under 40 MiB.
 func BenchmarkIdleRSS(b *testing.B) {
-	requireBench(b)
+	benchtest.Require(b)
 	requireRuntime(b)
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "berth-engine")

@@ -7,12 +7,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
+	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -30,13 +30,7 @@ type benchEngine struct {
 // can reuse blobs uploaded before. It reports the median of each operation
 // per engine and the ratios berth/podman (at most 1.0 is the goal).
 func BenchmarkTransferVsPodman(b *testing.B) {
-	if os.Getenv("BERTH_BENCH") != "1" {
-		b.Skip("set BERTH_BENCH=1 (make bench does) to compare with Podman")
-	}
-	podmanURL := os.Getenv("BERTH_BENCH_PODMAN_URL")
-	if podmanURL == "" {
-		b.Skip("BERTH_BENCH_PODMAN_URL (tcp://127.0.0.1:PORT of a Podman 4.3.1 service) is not set")
-	}
+	podmanURL := benchtest.PodmanURL(b)
 	requireBusybox(b)
 	podman := benchEngine{name: "podman", base: strings.Replace(podmanURL, "tcp://", "http://", 1) + "/v4.3.1/libpod"}
 	root := b.TempDir()
@@ -90,7 +84,7 @@ func BenchmarkTransferVsPodman(b *testing.B) {
 	}
 	b.StopTimer()
 	for _, op := range []string{"load", "push", "pull"} {
-		bm, pm := median(times["berth"][op]), median(times["podman"][op])
+		bm, pm := benchtest.Median(times["berth"][op]), benchtest.Median(times["podman"][op])
 		ratio := bm.Seconds() / pm.Seconds()
 		b.ReportMetric(bm.Seconds(), op+"-berth-s")
 		b.ReportMetric(pm.Seconds(), op+"-podman-s")
@@ -107,12 +101,6 @@ func timeIt(b *testing.B, f func() error) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Since(start)
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 func benchLoad(e benchEngine, path string) error {
