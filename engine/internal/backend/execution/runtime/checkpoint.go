@@ -16,6 +16,9 @@ type CheckpointOptions struct {
 // Checkpoint dumps container id with CRIU into dir (images and logs). On a
 // failure the error carries CRIU's own error lines from dump.log.
 func (r *Runtime) Checkpoint(ctx context.Context, id, dir string, o CheckpointOptions) error {
+	if r.isPause(id) {
+		return errPause("checkpoint", id)
+	}
 	args := []string{"checkpoint", "--image-path", dir, "--work-path", dir}
 	if o.LeaveRunning {
 		args = append(args, "--leave-running")

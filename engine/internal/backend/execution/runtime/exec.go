@@ -26,6 +26,9 @@ func (r *Runtime) Exec(ctx context.Context, c *core.Container, req core.ExecRequ
 	if len(req.Process.Args) == 0 {
 		return nil, core.InvalidArgument("Cmd", errors.New("a command is required"))
 	}
+	if r.isPause(c.ID) {
+		return nil, errPause("exec", c.ID)
+	}
 	dir, err := os.MkdirTemp(c.Bundle, "exec-")
 	if err != nil {
 		return nil, fmt.Errorf("exec: %w", err)

@@ -249,6 +249,9 @@ func removeCgroup(p string) error {
 // DeleteExited releases the runtime state of a container whose process has
 // exited: in-process for runc, else (or when that fails) "runtime delete --force".
 func (r *Runtime) DeleteExited(ctx context.Context, id string) error {
+	if r.isPause(id) {
+		return r.pauseDelete(id, true)
+	}
 	if r.name == "runc" {
 		if err := r.deleteStopped(id); err == nil {
 			return nil

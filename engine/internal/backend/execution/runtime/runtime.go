@@ -49,7 +49,9 @@ type Runtime struct {
 	stateRoot  string
 	exitDir    string
 	socketDir  string
+	pauseRoot  string
 	logger     *slog.Logger
+	pause      pauseTracker
 }
 
 // New finds the binaries and creates the runtime's directories.
@@ -84,9 +86,10 @@ func New(o Options) (*Runtime, error) {
 		stateRoot: filepath.Join(o.RunRoot, o.Name),
 		exitDir:   filepath.Join(o.RunRoot, "exits"),
 		socketDir: filepath.Join(o.RunRoot, "socket"),
+		pauseRoot: filepath.Join(o.RunRoot, "pause"),
 		logger:    o.Logger,
 	}
-	for _, d := range []string{r.stateRoot, r.exitDir, r.socketDir} {
+	for _, d := range []string{r.stateRoot, r.exitDir, r.socketDir, r.pauseRoot} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}
@@ -139,6 +142,9 @@ type CreateOptions struct {
 	// creating it; RuntimeOpts are passed to "runtime restore".
 	RestoreDir  string
 	RuntimeOpts []string
+	// Pause asks for the container to run as a pause process, without
+	// conmon and the OCI runtime, where its spec allows (see pause.go).
+	Pause bool
 }
 
 // Created is what Create learned about the new container.
@@ -156,6 +162,11 @@ type syncMessage struct {
 // container's monitor. It returns once the container exists (state created)
 // or with the runtime's error, learned through conmon's sync pipe.
 func (r *Runtime) Create(ctx context.Context, o CreateOptions) (Created, error) {
+	if o.Pause && o.RestoreDir == "" {
+		if out, handled, err := r.createPause(o); handled {
+			return out, err
+		}
+	}
 	var out Created
 	// Stale files from an earlier run of the same container would confuse
 	// exit detection.
@@ -332,6 +343,9 @@ func (r *Runtime) run(ctx context.Context, args ...string) ([]byte, error) {
 
 // Start starts a created container.
 func (r *Runtime) Start(ctx context.Context, id string) error {
+	if r.isPause(id) {
+		return r.pauseStart(id)
+	}
 	if r.name == "runc" {
 		err := r.startViaFifo(id)
 		if err == nil {
@@ -351,6 +365,9 @@ type State struct {
 
 // State asks the runtime for a container's state; ErrNotExist when unknown.
 func (r *Runtime) State(ctx context.Context, id string) (State, error) {
+	if r.isPause(id) {
+		return r.pauseStatus(id)
+	}
 	var s State
 	out, err := r.run(ctx, "state", id)
 	if err != nil {
@@ -364,6 +381,9 @@ func (r *Runtime) State(ctx context.Context, id string) (State, error) {
 
 // Kill sends sig to the container's init process (all: to every process).
 func (r *Runtime) Kill(ctx context.Context, id string, sig syscall.Signal, all bool) error {
+	if r.isPause(id) {
+		return r.pauseKill(id, sig)
+	}
 	if r.name == "runc" && (!all || sig == syscall.SIGKILL && r.ownPIDNamespace(id)) {
 		// SIGKILL to the init of a PID namespace kills every process in
 		// it: the whole container, as "runc kill --all" would.
@@ -383,12 +403,18 @@ func (r *Runtime) Kill(ctx context.Context, id string, sig syscall.Signal, all b
 
 // Pause freezes every process of the container.
 func (r *Runtime) Pause(ctx context.Context, id string) error {
+	if r.isPause(id) {
+		return r.pauseFreeze(id, true)
+	}
 	_, err := r.run(ctx, "pause", id)
 	return err
 }
 
 // Resume thaws a paused container.
 func (r *Runtime) Resume(ctx context.Context, id string) error {
+	if r.isPause(id) {
+		return r.pauseFreeze(id, false)
+	}
 	_, err := r.run(ctx, "resume", id)
 	return err
 }
@@ -397,6 +423,9 @@ func (r *Runtime) Resume(ctx context.Context, id string) error {
 // it first when it still runs. A container the runtime does not know is not
 // an error.
 func (r *Runtime) Delete(ctx context.Context, id string, force bool) error {
+	if r.isPause(id) {
+		return r.pauseDelete(id, force)
+	}
 	args := []string{"delete"}
 	if force {
 		args = append(args, "--force")
@@ -410,6 +439,9 @@ func (r *Runtime) Delete(ctx context.Context, id string, force bool) error {
 
 // Update changes the cgroup resources of a running container.
 func (r *Runtime) Update(ctx context.Context, id string, res *specs.LinuxResources) error {
+	if r.isPause(id) {
+		return errPause("update", id)
+	}
 	f, err := os.CreateTemp("", "berth-update-*.json")
 	if err != nil {
 		return err

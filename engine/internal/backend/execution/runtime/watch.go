@@ -49,5 +49,6 @@ func (r *Runtime) WatchExits(ctx context.Context, onExit func(id string)) error 
 			}
 		}
 	}()
+	r.adoptPauses()
 	return nil
 }

@@ -347,6 +347,9 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 	created, err := m.rt.Create(ctx, runtime.CreateOptions{
 		ID: rec.ID, Name: rec.Name, Bundle: rec.Bundle, LogPath: rec.LogPath,
 		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin,
+		// A pod's default infra container only holds namespaces: the
+		// engine runs its catatonit itself where the spec allows.
+		Pause: rec.IsInfra,
 	})
 	if err != nil {
 		// Whatever runc left (state dir, cgroup) goes; conmon exits by itself.

@@ -173,7 +173,7 @@ func (m *Manager) pollExit(ctx context.Context, e *entry) {
 	if rec.State != core.StateRunning && rec.State != core.StatePaused && rec.State != core.StateCreated {
 		return
 	}
-	if runtime.ProcessAlive(rec.PID) || runtime.ProcessAlive(rec.ConmonPID) {
+	if runtime.ProcessAlive(rec.PID) || runtime.ProcessAlive(rec.ConmonPID) || m.rt.ExitPending(rec.ID) {
 		return
 	}
 	if _, _, ok, _ := m.rt.ReadExit(rec.ID); ok {
