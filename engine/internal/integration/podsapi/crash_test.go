@@ -22,7 +22,8 @@ import (
 // that a member created afterwards joins the old infra container's
 // namespaces, that the pod's cgroup keeps its limits, that the cgroup of a
 // pod whose creation the kill interrupted goes, and that pod stop and pod rm
-// leave nothing behind (cgroups, conmon, runc state, mounts, the network
+// leave nothing behind (cgroups, conmon, runc state, the pause process and
+// its state, mounts, the network
 // namespace).
 func TestPodsSurviveEngineKill(t *testing.T) {
 	testdeadline.Set(t, testdeadline.Default)
@@ -88,6 +89,12 @@ func TestPodsSurviveEngineKill(t *testing.T) {
 	pod := te.inspectPod("steady")
 	if pod.State != "Running" {
 		t.Fatalf("pod before the kill: %s", pod.State)
+	}
+
+	// The default infra container runs as a pause process, which the
+	// restarted engine must adopt.
+	if _, err := os.Stat(filepath.Join(runRoot, "pause", pod.InfraContainerID, "state.json")); err != nil {
+		t.Fatalf("the infra container is not a pause process: %v", err)
 	}
 
 	kill9()

@@ -253,9 +253,24 @@ func leaks(root, runRoot string, podIDs, ctrIDs []string) []string {
 			}
 		}
 	}
+	for _, p := range procs {
+		// A process still in a container's cgroup: one that outlived
+		// its container (an infra container's pause process included).
+		pid := filepath.Dir(p)
+		cg, _ := os.ReadFile(filepath.Join(pid, "cgroup"))
+		for _, id := range ctrIDs {
+			if strings.Contains(string(cg), "/berth-"+id+"\n") {
+				cmd, _ := os.ReadFile(p)
+				out = append(out, "process "+pid+" in the cgroup of "+id+": "+strings.ReplaceAll(string(cmd), "\x00", " "))
+			}
+		}
+	}
 	for _, id := range ctrIDs {
 		if _, err := os.Stat(filepath.Join(runRoot, "runc", id)); err == nil {
 			out = append(out, "runc state "+id)
+		}
+		if _, err := os.Stat(filepath.Join(runRoot, "pause", id)); err == nil {
+			out = append(out, "pause process state "+id)
 		}
 	}
 	mounts, _ := os.ReadFile("/proc/self/mounts")
