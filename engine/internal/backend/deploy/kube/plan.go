@@ -293,6 +293,11 @@ func (pl *planner) pod(ctx context.Context, d *document, t podTemplate, out *pla
 		if c.LivenessProbe != nil && restart != core.RestartPolicyNo {
 			cs.HealthCheckOnFailureAction = core.HealthOnFailureRestart
 		}
+		if c.LivenessProbe != nil && c.ReadinessProbe != nil {
+			// Podman 4.3.1 drops readiness probes without a word.
+			pp.logs = append(pp.logs, fmt.Sprintf("container %s: readinessProbe not applied: a container has one healthcheck, which is its livenessProbe "+
+				"(and no Service endpoints a readiness probe would gate)\n", c.Name))
+		}
 		pp.containers = append(pp.containers, cs)
 	}
 	return pp, nil
@@ -985,7 +990,9 @@ func securityContext(cs *core.ContainerSpec, sc *v1.SecurityContext, psc *v1.Pod
 // probes maps a container's probes to its healthchecks. livenessProbe
 // and readinessProbe are the healthcheck (the container's health status;
 // the caller adds the restart on failure of a liveness probe, as Podman
-// does); a container has one healthcheck, so both together are refused.
+// does); a container has one healthcheck, which the livenessProbe takes
+// when both are there (the caller reports the readinessProbe as not
+// applied, in the pod's Logs).
 // startupProbe is the startup healthcheck, which runs from each start
 // until it passes; without another probe the healthcheck is "exit 0" on
 // the startup probe's timings, as Podman 5 makes it.
@@ -993,9 +1000,6 @@ func probes(cs *core.ContainerSpec, c v1.Container, d *document, field string) e
 	probe, probeField := c.LivenessProbe, ".livenessProbe"
 	if probe == nil {
 		probe, probeField = c.ReadinessProbe, ".readinessProbe"
-	} else if c.ReadinessProbe != nil {
-		return d.fail(field+".readinessProbe", errors.New("a container has one healthcheck, which livenessProbe takes: "+
-			"readinessProbe is honoured (as the health status) only without livenessProbe"))
 	}
 	if probe != nil {
 		hc, err := healthcheck(probe, c.Ports)

@@ -93,8 +93,10 @@ func TestPlanDevicesAndInitContainers(t *testing.T) {
 // readinessProbe are the healthcheck, a liveness probe restarting the
 // container where the pod restarts containers (Podman's mapping);
 // startupProbe is the startup healthcheck (with "exit 0" as the
-// healthcheck when alone, as Podman 5); both liveness and readiness, or
-// what the engine cannot run, are refused naming the field.
+// healthcheck when alone, as Podman 5); with both liveness and readiness
+// the liveness probe is the healthcheck and the pod's Logs say the
+// readiness probe is not applied; what the engine cannot run is refused
+// naming the field.
 func TestPlanProbes(t *testing.T) {
 	const exec = "{exec: {command: [check]}, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 4, initialDelaySeconds: 1}"
 	container := func(restart, probes string) string {
@@ -110,6 +112,7 @@ func TestPlanProbes(t *testing.T) {
 		startup    *core.StartupHealthConfig
 		action     core.HealthOnFailure
 		field      string
+		logs       string
 	}{
 		{name: "liveness, Always", spec: container("", "    livenessProbe: "+exec+"\n"), health: timed(checkCmd), action: core.HealthOnFailureRestart},
 		{name: "liveness, OnFailure", spec: container("  restartPolicy: OnFailure\n", "    livenessProbe: "+exec+"\n"), health: timed(checkCmd), action: core.HealthOnFailureRestart},
@@ -123,7 +126,8 @@ func TestPlanProbes(t *testing.T) {
 		{name: "startup and liveness", spec: container("", "    startupProbe: {tcpSocket: {port: 8080}}\n    livenessProbe: "+exec+"\n"),
 			health: timed(checkCmd), action: core.HealthOnFailureRestart,
 			startup: &core.StartupHealthConfig{HealthConfig: core.HealthConfig{Test: []string{"CMD-SHELL", "nc -z 'localhost' 8080 || exit 1"}, Interval: 10 * time.Second, Timeout: time.Second, Retries: 3}}},
-		{name: "liveness and readiness", spec: container("", "    livenessProbe: "+exec+"\n    readinessProbe: "+exec+"\n"), field: "spec.containers[0].readinessProbe"},
+		{name: "liveness and readiness", spec: container("", "    livenessProbe: "+exec+"\n    readinessProbe: {exec: {command: [ready]}}\n"), health: timed(checkCmd), action: core.HealthOnFailureRestart,
+			logs: "container app: readinessProbe not applied"},
 		{name: "no handler", spec: container("", "    livenessProbe: {periodSeconds: 3}\n"), field: "spec.containers[0].livenessProbe"},
 		{name: "startup without handler", spec: container("", "    startupProbe: {periodSeconds: 3}\n"), field: "spec.containers[0].startupProbe"},
 		{name: "grpc", spec: container("", "    startupProbe: {grpc: {port: 8080}}\n"), field: "spec.containers[0].startupProbe.grpc"},
@@ -146,6 +150,9 @@ func TestPlanProbes(t *testing.T) {
 		if !reflect.DeepEqual(cs.HealthConfig, tc.health) || !reflect.DeepEqual(cs.StartupHealthConfig, tc.startup) || cs.HealthCheckOnFailureAction != tc.action {
 			t.Errorf("%s: healthcheck %+v, startup %+v, on failure %s; want %+v, %+v, %s", tc.name,
 				cs.HealthConfig, cs.StartupHealthConfig, cs.HealthCheckOnFailureAction, tc.health, tc.startup, tc.action)
+		}
+		if logs := strings.Join(pl.pods[0].logs, ""); (tc.logs == "") != (logs == "") || !strings.Contains(logs, tc.logs) {
+			t.Errorf("%s: pod logs %q, want %q", tc.name, logs, tc.logs)
 		}
 	}
 }
