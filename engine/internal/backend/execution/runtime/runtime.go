@@ -357,6 +357,16 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	return err
 }
 
+// Exists tells whether the runtime (runc, or the engine for a pause
+// process) holds state for container id.
+func (r *Runtime) Exists(id string) bool {
+	if r.isPause(id) {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(r.stateRoot, id))
+	return err == nil
+}
+
 // State is the OCI runtime's view of a container.
 type State struct {
 	Status string `json:"status"`

@@ -290,6 +290,15 @@ func (m *Manager) reconcileLocked(ctx context.Context, e *entry) {
 		}
 		m.afterExitLocked(ctx, e)
 	case core.StateConfigured:
+		if m.rt.Exists(rec.ID) {
+			// The engine died between the runtime's create and the
+			// record of it: the created container (runc's init, or a
+			// pause process, holding its cgroup) is nobody's.
+			if err := m.rt.Delete(ctx, rec.ID, true); err != nil {
+				m.logger.Warn("delete a container the record does not know was created", "container", rec.ID, "err", err)
+			}
+			m.rt.Cleanup(rec.ID)
+		}
 		if rec.Mounted && rec.UserMounts == 0 {
 			m.cleanupLocked(ctx, e)
 		}

@@ -146,6 +146,10 @@ func (m *Manager) reapOrphans() {
 		if known {
 			continue
 		}
+		if m.rt.Exists(sc.ID) {
+			m.rt.Delete(m.ctx, sc.ID, true)
+			m.rt.Cleanup(sc.ID)
+		}
 		m.store.Unmount(sc.ID, true)
 		bundle, static, err := m.containerDirs(sc.ID)
 		if err != nil {

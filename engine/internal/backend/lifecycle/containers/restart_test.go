@@ -1,6 +1,8 @@
 package containers_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
@@ -163,5 +168,89 @@ func TestRestartSafety(t *testing.T) {
 	p.stop()
 	if st := p.cmd.ProcessState; st == nil || !st.Success() {
 		t.Fatalf("engine exit after SIGTERM: %v", fmt.Sprint(st))
+	}
+}
+
+// TestRestartDeletesWhatACutCreateLeft: the engine killed between the
+// runtime's create and the record of it leaves a created container (runc's
+// init blocked on its exec fifo, under conmon, in the container's cgroup)
+// that the record, still "configured", does not know. The next engine
+// deletes it: nothing of it is left, and the container starts normally.
+func TestRestartDeletesWhatACutCreateLeft(t *testing.T) {
+	requireRuntime(t)
+	if testing.Short() {
+		t.Skip("builds and runs the engine binary")
+	}
+	dir := t.TempDir()
+	p := &engineProcess{t: t, bin: buildEngine(t), addr: freeAddr(t), root: filepath.Join(dir, "root"), runRoot: filepath.Join(dir, "run")}
+	p.start()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.stop()
+		}
+		unmountUnder(dir)
+	})
+	te := &testEngine{t: t, url: "http://" + p.addr + "/v4.3.1/libpod", root: p.root, runRoot: p.runRoot, client: &http.Client{}}
+	te.loadBusybox()
+	id := te.create(map[string]any{"name": "cut", "command": []string{"sh", "-c", "echo ran"}})
+	p.kill9()
+
+	// What the cut create left: the container in runc, created, with the
+	// cgroup the engine gives it.
+	rt, err := runtime.New(runtime.Options{RunRoot: p.runRoot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(dir, "cut-bundle")
+	rootfs := filepath.Join(bundle, "rootfs")
+	os.MkdirAll(filepath.Join(rootfs, "bin"), 0o755)
+	os.MkdirAll(filepath.Join(rootfs, "proc"), 0o755)
+	bb, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		t.Skip("needs busybox-static")
+	}
+	os.WriteFile(filepath.Join(rootfs, "bin/busybox"), bb, 0o755)
+	spec, _ := json.Marshal(specs.Spec{
+		Version: specs.Version,
+		Process: &specs.Process{Args: []string{"/bin/busybox", "sleep", "1000"}, Cwd: "/"},
+		Root:    &specs.Root{Path: rootfs},
+		Mounts:  []specs.Mount{{Destination: "/proc", Type: "proc", Source: "proc"}},
+		Linux: &specs.Linux{CgroupsPath: "/berth/berth-" + id,
+			Namespaces: []specs.LinuxNamespace{{Type: "pid"}, {Type: "mount"}, {Type: "ipc"}, {Type: "uts"}, {Type: "network"}}},
+	})
+	os.WriteFile(filepath.Join(bundle, "config.json"), spec, 0o600)
+	created, err := rt.Create(context.Background(), runtime.CreateOptions{ID: id, Name: "cut", Bundle: bundle, LogPath: filepath.Join(bundle, "log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Delete(context.Background(), id, true) })
+	if !runtime.ProcessAlive(created.PID) {
+		t.Fatal("the runtime's init is not running")
+	}
+
+	p.start()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.ProcessAlive(created.PID) || runtime.ProcessAlive(created.ConmonPID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the created container's init (%d) or conmon (%d) outlived the restart", created.PID, created.ConmonPID)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(p.runRoot, "runc", id)); !os.IsNotExist(err) {
+		t.Fatalf("runc state after the restart: %v", err)
+	}
+	if cg, _ := filepath.Glob("/sys/fs/cgroup/*/berth/berth-" + id); len(cg) > 0 {
+		t.Fatalf("cgroups after the restart: %v", cg)
+	}
+	if st := te.inspect(id).State.Status; st != "created" {
+		t.Fatalf("state after the restart: %s", st)
+	}
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	if code := te.wait(id); code != 0 || strings.Join(te.logLines(id), "") != "ran" {
+		t.Fatalf("the container after the restart: exit %d, log %q", code, te.logLines(id))
+	}
+	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+	if l := leaks(p.root, p.runRoot, id); len(l) > 0 {
+		t.Fatalf("leaked after removal:\n%s", strings.Join(l, "\n"))
 	}
 }
