@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -180,7 +181,51 @@ func startStack(t *testing.T, ctx context.Context) *stack {
 			s.dumpLogs()
 		}
 	})
+	// Runs before the engine's container is removed (cleanups run last
+	// first): what the test deployed goes through the API, as a user would
+	// remove it. The engine shares the host's cgroups, so a container
+	// stopped only by the engine's own container going away would leave
+	// its cgroups on the host.
+	t.Cleanup(s.removeWorkloads)
 	return s
+}
+
+// removeWorkloads removes the engine's quadlets, pods and containers, and
+// checks that no cgroup of those containers is left on the host.
+func (s *stack) removeWorkloads() {
+	t := s.t
+	var ctrs []struct {
+		ID string `json:"Id"`
+	}
+	if status, body := s.callEngine(http.MethodGet, "/v4.0.0/libpod/containers/json?all=true"); status != http.StatusOK || json.Unmarshal(body, &ctrs) != nil {
+		t.Errorf("listing the engine's containers: %d %s", status, body)
+		return
+	}
+	if status, body := s.callEngine(http.MethodDelete, "/v4.0.0/libpod/quadlets?all=true&force=true&ignore=true"); status != http.StatusOK {
+		t.Errorf("removing the quadlets: %d %s", status, body)
+	}
+	var pods []struct {
+		ID string `json:"Id"`
+	}
+	if status, body := s.callEngine(http.MethodGet, "/v4.0.0/libpod/pods/json"); status == http.StatusOK && json.Unmarshal(body, &pods) == nil {
+		for _, p := range pods {
+			if status, body := s.callEngine(http.MethodDelete, "/v4.0.0/libpod/pods/"+p.ID+"?force=true&timeout=0"); status != http.StatusOK && status != http.StatusNotFound {
+				t.Errorf("removing pod %s: %d %s", p.ID, status, body)
+			}
+		}
+	}
+	for _, c := range ctrs {
+		if status, body := s.callEngine(http.MethodDelete, "/v4.0.0/libpod/containers/"+c.ID+"?force=true&timeout=0"); status != http.StatusOK && status != http.StatusNotFound {
+			t.Errorf("removing container %s: %d %s", c.ID, status, body)
+		}
+	}
+	for _, c := range ctrs {
+		for _, pattern := range []string{"/sys/fs/cgroup/*/berth/berth-" + c.ID, "/sys/fs/cgroup/*/berth/*/berth-" + c.ID} {
+			if left, _ := filepath.Glob(pattern); len(left) > 0 {
+				t.Errorf("container %s removed, its cgroups left on the host: %v", c.ID, left)
+			}
+		}
+	}
 }
 
 // containerLog returns what a container wrote to stdout and stderr so far.
