@@ -208,6 +208,9 @@ type Container struct {
 	// the pod's infra container.
 	Pod     string `json:",omitempty"`
 	IsInfra bool   `json:",omitempty"`
+	// PauseProcess marks an infra container whose current run is a pause
+	// process the engine started (no conmon: nothing to attach or exec to).
+	PauseProcess bool `json:",omitempty"`
 }
 
 // ErrContainerStateImproper is Podman's "container state improper": the

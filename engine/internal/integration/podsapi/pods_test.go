@@ -39,6 +39,13 @@ func TestPodSharesNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The infra container is a pause process: catatonit without conmon,
+	// which attach and exec have nothing to join.
+	if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", infra.State.Pid)); strings.TrimSpace(string(comm)) != "catatonit" {
+		t.Fatalf("infra process is %q", comm)
+	}
+	te.must(http.StatusConflict, "POST", "/containers/"+pod.InfraContainerID+"/attach?stream=true&stdout=true", nil)
+	te.must(http.StatusConflict, "POST", "/containers/"+pod.InfraContainerID+"/exec", map[string]any{"Cmd": []string{"/catatonit", "--version"}})
 
 	client := te.createIn("shared", "client", "sh", "-c",
 		"busybox hostname; for i in 1 2 3 4 5 6 7 8 9 10; do busybox wget -q -O - http://127.0.0.1:8080/hostname && break; busybox sleep 0.2; done; busybox readlink /proc/self/ns/ipc; busybox ps -o args")

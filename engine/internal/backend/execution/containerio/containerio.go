@@ -127,6 +127,10 @@ func (s *Service) Attach(ctx context.Context, nameOrID string) (*Session, error)
 	default:
 		return nil, fmt.Errorf("can only attach to created or running containers, %s is %s: %w", c.ID, c.State, core.ErrStateConflict)
 	}
+	if c.PauseProcess {
+		// No conmon serves it.
+		return nil, fmt.Errorf("container %s is its pod's pause process, which has no stdio to attach to: %w", c.ID, core.ErrStateConflict)
+	}
 	conn, err := stream.DialAttach(c.AttachSocket)
 	if err != nil {
 		return nil, err

@@ -208,6 +208,7 @@ func (r *Runtime) startPause(o CreateOptions, spec *specs.Spec, root string) (ou
 	}
 	r.watchPause(o.ID, st, true)
 	out.PID = pid
+	out.Pause = true
 	return out, nil
 }
 

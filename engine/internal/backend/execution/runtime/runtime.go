@@ -151,6 +151,8 @@ type CreateOptions struct {
 type Created struct {
 	PID       int
 	ConmonPID int
+	// Pause: the container runs as a pause process (see pause.go).
+	Pause bool
 }
 
 type syncMessage struct {

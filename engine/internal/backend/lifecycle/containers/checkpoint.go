@@ -107,6 +107,7 @@ func (m *Manager) Restore(ctx context.Context, nameOrID string, opts core.Restor
 		r.State = core.StateRunning
 		r.PID = created.PID
 		r.ConmonPID = created.ConmonPID
+		r.PauseProcess = created.Pause
 		r.NeedsCleanup = true
 		r.StartedAt = time.Now()
 		r.Error = ""

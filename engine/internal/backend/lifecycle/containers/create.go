@@ -374,6 +374,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 		r.State = core.StateCreated
 		r.PID = created.PID
 		r.ConmonPID = created.ConmonPID
+		r.PauseProcess = created.Pause
 		r.NeedsCleanup = true
 		r.Error = ""
 		r.ExitCode = 0

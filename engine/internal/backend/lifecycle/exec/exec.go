@@ -202,6 +202,9 @@ func (m *Manager) Create(ctx context.Context, nameOrID string, cfg Config) (stri
 	if c.State != core.StateRunning {
 		return "", fmt.Errorf("container %s is %s, not running: %w", c.ID, c.State, core.ErrStateConflict)
 	}
+	if c.PauseProcess {
+		return "", fmt.Errorf("container %s is its pod's pause process, which runs nothing but catatonit: %w", c.ID, core.ErrStateConflict)
+	}
 	if cfg.User != "" {
 		if _, _, err := rootfs.ResolveUser(c.Rootfs, cfg.User); err != nil {
 			return "", core.InvalidArgument("User", err)
