@@ -80,10 +80,15 @@ func (r *Runtime) isPause(id string) bool {
 }
 
 // canPause tells whether a container's spec can run as a pause process:
-// it runs catatonit -P, without terminal or stdin, and asks only for
-// namespaces the engine can set up.
+// it runs catatonit -P, without terminal or stdin, under no AppArmor,
+// SELinux or seccomp confinement, and asks only for namespaces the engine
+// can set up.
 func canPause(spec *specs.Spec, terminal, stdin bool) bool {
 	if spec == nil || spec.Process == nil || spec.Root == nil || spec.Linux == nil || terminal || stdin {
+		return false
+	}
+	// Confinement the engine does not apply itself is runc's to apply.
+	if spec.Process.ApparmorProfile != "" || spec.Process.SelinuxLabel != "" || spec.Linux.Seccomp != nil {
 		return false
 	}
 	if len(spec.Process.Args) != len(pauseArgs) {
@@ -315,7 +320,7 @@ func forkPause(spec *specs.Spec, root string) (int, error) {
 			Chroot:     root,
 			Setsid:     true,
 			Cloneflags: clone,
-			Credential: &syscall.Credential{Uid: spec.Process.User.UID, Gid: spec.Process.User.GID, NoSetGroups: true},
+			Credential: &syscall.Credential{Uid: spec.Process.User.UID, Gid: spec.Process.User.GID, Groups: spec.Process.User.AdditionalGids},
 		},
 	}
 	pid, err := syscall.ForkExec(pauseArgs[0], pauseArgs, attr)
