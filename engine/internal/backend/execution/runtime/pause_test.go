@@ -28,8 +28,12 @@ func TestCanPause(t *testing.T) {
 		{name: "another command", change: func(s *specs.Spec) { s.Process.Args = []string{"/pause"} }},
 		{name: "catatonit with more arguments", change: func(s *specs.Spec) { s.Process.Args = append(s.Process.Args, "-g") }},
 		{name: "terminal", change: func(*specs.Spec) {}, terminal: true},
-		{name: "user namespace", change: func(s *specs.Spec) { s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: "user"}) }},
-		{name: "cgroup namespace", change: func(s *specs.Spec) { s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: "cgroup"}) }},
+		{name: "user namespace", change: func(s *specs.Spec) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: "user"})
+		}},
+		{name: "cgroup namespace", change: func(s *specs.Spec) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: "cgroup"})
+		}},
 		{name: "joined mount namespace", change: func(s *specs.Spec) { s.Linux.Namespaces[1].Path = "/proc/1/ns/mnt" }},
 		{name: "systemd cgroup path", change: func(s *specs.Spec) { s.Linux.CgroupsPath = "machine.slice:berth:y" }},
 		{name: "AppArmor", change: func(s *specs.Spec) { s.Process.ApparmorProfile = "containers-default" }},
