@@ -323,14 +323,21 @@ func TestHijackThroughFullChain(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	var found bool
-	for _, rec := range logs.records(t) {
-		if rec["msg"] == "request" && rec["hijacked"] == true && rec["path"] == "/containers/web/attach" {
-			found = true
+	// The access log is written by another layer of the chain than the
+	// one counting the request: it may come a moment later.
+	hijackLogged := func() bool {
+		for _, rec := range logs.records(t) {
+			if rec["msg"] == "request" && rec["hijacked"] == true && rec["path"] == "/containers/web/attach" {
+				return true
+			}
 		}
+		return false
 	}
-	if !found {
-		t.Fatalf("no hijacked access record in %v", logs.records(t))
+	for !hijackLogged() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no hijacked access record in %v", logs.records(t))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
