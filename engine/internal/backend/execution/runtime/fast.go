@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -155,21 +154,14 @@ func (r *Runtime) signalInit(id string, sig syscall.Signal) error {
 	if st.InitPID <= 0 {
 		return errors.New("no init process in the runtime state")
 	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", st.InitPID))
+	state, _, start, err := procStat(st.InitPID)
 	if err != nil {
 		return err
 	}
-	// Fields after the command name (which may hold spaces and parentheses):
-	// state is field 3, starttime field 22.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return errors.New("malformed /proc stat")
-	}
-	fields := strings.Fields(string(stat[i+1:]))
-	if len(fields) < 20 || fields[19] != strconv.FormatUint(st.InitStart, 10) {
+	if start != st.InitStart {
 		return errors.New("the init process is gone")
 	}
-	if fields[0] == "Z" || fields[0] == "X" {
+	if state == "Z" || state == "X" {
 		return errors.New("the init process has exited")
 	}
 	// A PID namespace's init ignores a signal it neither blocks nor

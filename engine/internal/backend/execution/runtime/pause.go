@@ -357,22 +357,32 @@ func lastCap() int {
 	return n
 }
 
-// processStart is a process's start time (field 22 of /proc/PID/stat), which
-// tells it apart from a later process with the same PID.
-func processStart(pid int) (uint64, error) {
+// procStat reads a process's state, parent and start time (fields 3, 4
+// and 22 of /proc/PID/stat); the start time tells it apart from a later
+// process with the same PID.
+func procStat(pid int) (state string, ppid int, start uint64, err error) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return "", 0, 0, err
 	}
+	// The command name before the fields may hold spaces and parentheses.
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, errors.New("malformed /proc stat")
+		return "", 0, 0, errors.New("malformed /proc stat")
 	}
 	fields := strings.Fields(string(stat[i+1:]))
 	if len(fields) < 20 {
-		return 0, errors.New("malformed /proc stat")
+		return "", 0, 0, errors.New("malformed /proc stat")
 	}
-	return strconv.ParseUint(fields[19], 10, 64)
+	ppid, _ = strconv.Atoi(fields[1])
+	start, err = strconv.ParseUint(fields[19], 10, 64)
+	return fields[0], ppid, start, err
+}
+
+// processStart is a process's start time.
+func processStart(pid int) (uint64, error) {
+	_, _, start, err := procStat(pid)
+	return start, err
 }
 
 // pauseAlive tells whether the pause process of st still runs (a zombie
@@ -537,16 +547,8 @@ func (r *Runtime) adoptPauses() {
 
 // isChild tells whether pid is a child of this process.
 func isChild(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return false
-	}
-	f := strings.Fields(string(stat[i+1:]))
-	return len(f) > 1 && f[1] == strconv.Itoa(os.Getpid())
+	_, ppid, _, err := procStat(pid)
+	return err == nil && ppid == os.Getpid()
 }
 
 // pauseStart marks the pause process started.

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/vishvananda/netlink"
@@ -212,26 +211,14 @@ func TestPauseProcess(t *testing.T) {
 	if code := waitExit(t, r, id); code != 137 {
 		t.Fatalf("exit code after SIGKILL: %d", code)
 	}
-	select {
-	case got := <-exits:
-		if got != id {
-			t.Fatalf("exit watch reported %q", got)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("exit watch reported nothing")
-	}
+	waitWatched(t, exits, id)
 	if r.ExitPending(id) {
 		t.Fatal("exit still pending after its exit file")
 	}
 	if st, err := r.State(ctx, id); err != nil || st.Status != "stopped" {
 		t.Fatalf("state after exit: %+v %v", st, err)
 	}
-	if err := r.DeleteExited(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.State(ctx, id); !errors.Is(err, ErrNotExist) {
-		t.Fatalf("state after delete: %v", err)
-	}
+	deleteExited(t, r, id)
 	if left, _ := filepath.Glob("/sys/fs/cgroup/*/berth-runtime-test/" + id); len(left) > 0 {
 		t.Fatalf("cgroups left: %v", left)
 	}

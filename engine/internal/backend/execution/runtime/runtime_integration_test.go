@@ -94,6 +94,31 @@ func waitExit(t *testing.T, r *Runtime, id string) int32 {
 	return -1
 }
 
+// waitWatched waits for the exit watch to report container id.
+func waitWatched(t *testing.T, exits <-chan string, id string) {
+	t.Helper()
+	select {
+	case got := <-exits:
+		if got != id {
+			t.Fatalf("exit watch reported %q", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("exit watch reported nothing")
+	}
+}
+
+// deleteExited deletes an exited container and checks the runtime no
+// longer knows it.
+func deleteExited(t *testing.T, r *Runtime, id string) {
+	t.Helper()
+	if err := r.DeleteExited(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.State(context.Background(), id); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("state after delete: %v", err)
+	}
+}
+
 func TestCreateStartExecKillDelete(t *testing.T) {
 	requireTools(t)
 	r, err := New(Options{RunRoot: t.TempDir()})
@@ -182,20 +207,8 @@ func TestCreateStartExecKillDelete(t *testing.T) {
 	if code := waitExit(t, r, id); code != 137 {
 		t.Fatalf("exit code after SIGKILL: %d", code)
 	}
-	select {
-	case got := <-exits:
-		if got != id {
-			t.Fatalf("exit watch reported %q", got)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("exit watch reported nothing")
-	}
-	if err := r.DeleteExited(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.State(ctx, id); !errors.Is(err, ErrNotExist) {
-		t.Fatalf("state after delete: %v", err)
-	}
+	waitWatched(t, exits, id)
+	deleteExited(t, r, id)
 	if cg, _ := filepath.Glob("/sys/fs/cgroup/*/berth-runtime-test/" + id); len(cg) > 0 {
 		t.Fatalf("cgroups left: %v", cg)
 	}
@@ -203,10 +216,7 @@ func TestCreateStartExecKillDelete(t *testing.T) {
 	if !strings.Contains(string(log), " stdout F up") {
 		t.Fatalf("k8s-file log %q", log)
 	}
-	parents, _ := filepath.Glob("/sys/fs/cgroup/*/berth-runtime-test")
-	for _, p := range parents {
-		exec.Command("rmdir", p).Run()
-	}
+	cleanupTestCgroups()
 }
 
 func TestCreateReportsRuntimeError(t *testing.T) {

@@ -27,16 +27,7 @@ func TestKill9DuringCopyAndCommit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the engine binary")
 	}
-	dir := t.TempDir()
-	p := &engineProcess{t: t, bin: buildEngine(t), addr: freeAddr(t), root: filepath.Join(dir, "root"), runRoot: filepath.Join(dir, "run")}
-	p.start()
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			p.stop()
-		}
-		unmountUnder(dir)
-	})
-	te := &testEngine{t: t, url: "http://" + p.addr + "/v4.3.1/libpod", root: p.root, runRoot: p.runRoot, client: &http.Client{}}
+	p, te := startEngineProcess(t)
 	te.loadBusybox()
 	stopped := te.create(map[string]any{"name": "cp-target", "command": []string{"true"}})
 	big := te.create(map[string]any{"name": "commit-src", "command": []string{"sh", "-c", "dd if=/dev/urandom of=/big bs=1M count=48 2>/dev/null"}})

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -20,17 +19,7 @@ func TestDiedEventForExitWhileEngineDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the engine binary")
 	}
-	dir := t.TempDir()
-	p := &engineProcess{t: t, bin: buildEngine(t), addr: freeAddr(t), root: filepath.Join(dir, "root"), runRoot: filepath.Join(dir, "run")}
-	p.start()
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			(&testEngine{t: t, url: "http://" + p.addr + "/v4.3.1/libpod", client: &http.Client{}}).removeAll()
-			p.stop()
-		}
-		unmountUnder(dir)
-	})
-	te := &testEngine{t: t, url: "http://" + p.addr + "/v4.3.1/libpod", root: p.root, runRoot: p.runRoot, client: &http.Client{}}
+	p, te := startEngineProcess(t)
 	te.loadBusybox()
 	id := te.create(map[string]any{"name": "quitter", "command": []string{"sh", "-c", "sleep 1; exit 4"}})
 	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)

@@ -87,6 +87,26 @@ func (p *engineProcess) stop() {
 	}
 }
 
+// startEngineProcess builds berth-engine and starts it on state in a
+// temporary directory, with a client for it. When the test ends, an engine
+// still running has its containers removed and is stopped, and nothing
+// stays mounted under the directory.
+func startEngineProcess(t *testing.T) (*engineProcess, *testEngine) {
+	t.Helper()
+	dir := t.TempDir()
+	p := &engineProcess{t: t, bin: buildEngine(t), addr: freeAddr(t), root: filepath.Join(dir, "root"), runRoot: filepath.Join(dir, "run")}
+	p.start()
+	te := &testEngine{t: t, url: "http://" + p.addr + "/v4.3.1/libpod", root: p.root, runRoot: p.runRoot, client: &http.Client{}}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			te.removeAll()
+			p.stop()
+		}
+		unmountUnder(dir)
+	})
+	return p, te
+}
+
 func freeAddr(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -105,16 +125,7 @@ func TestRestartSafety(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the engine binary")
 	}
-	dir := t.TempDir()
-	p := &engineProcess{t: t, bin: buildEngine(t), addr: freeAddr(t), root: filepath.Join(dir, "root"), runRoot: filepath.Join(dir, "run")}
-	p.start()
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			p.stop()
-		}
-		unmountUnder(dir)
-	})
-	te := &testEngine{t: t, url: "http://" + p.addr + "/v4.3.1/libpod", root: p.root, runRoot: p.runRoot, client: &http.Client{}}
+	p, te := startEngineProcess(t)
 	te.loadBusybox()
 
 	ticker := te.create(map[string]any{"name": "ticker", "command": []string{"sh", "-c", "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.1; done"}})
@@ -181,16 +192,7 @@ func TestRestartDeletesWhatACutCreateLeft(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the engine binary")
 	}
-	dir := t.TempDir()
-	p := &engineProcess{t: t, bin: buildEngine(t), addr: freeAddr(t), root: filepath.Join(dir, "root"), runRoot: filepath.Join(dir, "run")}
-	p.start()
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			p.stop()
-		}
-		unmountUnder(dir)
-	})
-	te := &testEngine{t: t, url: "http://" + p.addr + "/v4.3.1/libpod", root: p.root, runRoot: p.runRoot, client: &http.Client{}}
+	p, te := startEngineProcess(t)
 	te.loadBusybox()
 	id := te.create(map[string]any{"name": "cut", "command": []string{"sh", "-c", "echo ran"}})
 	p.kill9()
@@ -201,7 +203,7 @@ func TestRestartDeletesWhatACutCreateLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bundle := filepath.Join(dir, "cut-bundle")
+	bundle := filepath.Join(t.TempDir(), "cut-bundle")
 	rootfs := filepath.Join(bundle, "rootfs")
 	os.MkdirAll(filepath.Join(rootfs, "bin"), 0o755)
 	os.MkdirAll(filepath.Join(rootfs, "proc"), 0o755)

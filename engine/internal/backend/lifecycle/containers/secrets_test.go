@@ -221,16 +221,8 @@ func TestSecretsSurviveKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the engine binary")
 	}
-	dir := t.TempDir()
-	p := &engineProcess{t: t, bin: buildEngine(t), addr: freeAddr(t), root: filepath.Join(dir, "root"), runRoot: filepath.Join(dir, "run")}
-	p.start()
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			p.stop()
-		}
-		unmountUnder(dir)
-	})
-	te := &testEngine{t: t, url: "http://" + p.addr + "/v4.3.1/libpod", root: p.root, runRoot: p.runRoot, client: &http.Client{Timeout: 10 * time.Second}}
+	p, te := startEngineProcess(t)
+	te.client = &http.Client{Timeout: 10 * time.Second}
 	te.loadBusybox()
 	te.secret("kept", "kept-data")
 	user := te.create(map[string]any{"name": "user", "command": []string{"cat", "/run/secrets/kept"}})
