@@ -195,6 +195,9 @@ func (r *Runtime) startPause(o CreateOptions, spec *specs.Spec, root string) (ou
 			return fail(fmt.Errorf("pause process: join cgroup %s: %w", p, err))
 		}
 	}
+	if err := applyProcessLimits(pid, spec.Process); err != nil {
+		return fail(err)
+	}
 	start, err := processStart(pid)
 	if err != nil {
 		return fail(err)
@@ -215,6 +218,37 @@ func (r *Runtime) startPause(o CreateOptions, spec *specs.Spec, root string) (ou
 	out.PID = pid
 	out.Pause = true
 	return out, nil
+}
+
+// rlimitResources maps the spec's rlimit names to their resources.
+var rlimitResources = map[string]int{
+	"RLIMIT_CPU": unix.RLIMIT_CPU, "RLIMIT_FSIZE": unix.RLIMIT_FSIZE, "RLIMIT_DATA": unix.RLIMIT_DATA,
+	"RLIMIT_STACK": unix.RLIMIT_STACK, "RLIMIT_CORE": unix.RLIMIT_CORE, "RLIMIT_RSS": unix.RLIMIT_RSS,
+	"RLIMIT_NPROC": unix.RLIMIT_NPROC, "RLIMIT_NOFILE": unix.RLIMIT_NOFILE, "RLIMIT_MEMLOCK": unix.RLIMIT_MEMLOCK,
+	"RLIMIT_AS": unix.RLIMIT_AS, "RLIMIT_LOCKS": unix.RLIMIT_LOCKS, "RLIMIT_SIGPENDING": unix.RLIMIT_SIGPENDING,
+	"RLIMIT_MSGQUEUE": unix.RLIMIT_MSGQUEUE, "RLIMIT_NICE": unix.RLIMIT_NICE, "RLIMIT_RTPRIO": unix.RLIMIT_RTPRIO,
+	"RLIMIT_RTTIME": unix.RLIMIT_RTTIME,
+}
+
+// applyProcessLimits gives the pause process the spec's rlimits and OOM
+// score adjustment, as runc gives them to a container's process.
+func applyProcessLimits(pid int, p *specs.Process) error {
+	for _, l := range p.Rlimits {
+		res, ok := rlimitResources[l.Type]
+		if !ok {
+			return &CreateError{Message: fmt.Sprintf("pause process: unknown rlimit %q", l.Type)}
+		}
+		if err := unix.Prlimit(pid, res, &unix.Rlimit{Cur: l.Soft, Max: l.Hard}, nil); err != nil {
+			return &CreateError{Message: fmt.Sprintf("pause process: set %s to %d:%d: %v", l.Type, l.Soft, l.Hard, err)}
+		}
+	}
+	if p.OOMScoreAdj != nil {
+		path := fmt.Sprintf("/proc/%d/oom_score_adj", pid)
+		if err := os.WriteFile(path, []byte(strconv.Itoa(*p.OOMScoreAdj)), 0o644); err != nil {
+			return &CreateError{Message: fmt.Sprintf("pause process: OOM score adjustment %d: %v", *p.OOMScoreAdj, err)}
+		}
+	}
+	return nil
 }
 
 // spawnPause forks the pause process from a thread of its own, which it

@@ -22,6 +22,8 @@ import (
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
+var pauseOOMScoreAdj = 123
+
 // pauseBundle writes the bundle of an infra container: catatonit (the
 // given bytes) at /catatonit, run as catatonit -P in new namespaces.
 func pauseBundle(t *testing.T, id string, catatonit []byte) string {
@@ -37,8 +39,10 @@ func pauseBundle(t *testing.T, id string, catatonit []byte) string {
 	spec := specs.Spec{
 		Version:  specs.Version,
 		Hostname: "pausehost",
-		Process:  &specs.Process{Args: []string{"/catatonit", "-P"}, Cwd: "/", Env: []string{"PATH=/"}},
-		Root:     &specs.Root{Path: rootfs},
+		Process: &specs.Process{Args: []string{"/catatonit", "-P"}, Cwd: "/", Env: []string{"PATH=/"},
+			Rlimits:     []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 1234, Hard: 2345}, {Type: "RLIMIT_NPROC", Soft: 4321, Hard: 5432}},
+			OOMScoreAdj: &pauseOOMScoreAdj},
+		Root: &specs.Root{Path: rootfs},
 		Mounts: []specs.Mount{
 			{Destination: "/proc", Type: "proc", Source: "proc"},
 			{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "mode=755"}},
@@ -181,6 +185,21 @@ func TestPauseProcess(t *testing.T) {
 	}
 	if deny, err := os.ReadFile("/sys/fs/cgroup/devices/berth-runtime-test/" + id + "/devices.list"); err == nil && len(bytes.TrimSpace(deny)) != 0 {
 		t.Errorf("devices.list %q: want every device denied", deny)
+	}
+	limits, _ := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	for _, want := range [][]string{{"Max open files", "1234", "2345"}, {"Max processes", "4321", "5432"}} {
+		found := false
+		for _, line := range strings.Split(string(limits), "\n") {
+			if f := strings.Fields(strings.TrimPrefix(line, want[0])); strings.HasPrefix(line, want[0]) && len(f) >= 2 {
+				found = f[0] == want[1] && f[1] == want[2]
+			}
+		}
+		if !found {
+			t.Errorf("%s: want %s/%s in\n%s", want[0], want[1], want[2], limits)
+		}
+	}
+	if adj, _ := os.ReadFile(fmt.Sprintf("/proc/%d/oom_score_adj", pid)); strings.TrimSpace(string(adj)) != strconv.Itoa(pauseOOMScoreAdj) {
+		t.Errorf("oom_score_adj %q, want %d", adj, pauseOOMScoreAdj)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ctr.log")); err != nil {
 		t.Errorf("log file: %v", err)
