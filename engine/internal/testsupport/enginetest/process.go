@@ -170,6 +170,9 @@ func (p *Process) Stop() {
 // yet reaped).
 func (p *Process) Running() bool { return p.cmd != nil && p.cmd.ProcessState == nil }
 
+// ExitState is how the engine's last run ended; nil while it runs.
+func (p *Process) ExitState() *os.ProcessState { return p.cmd.ProcessState }
+
 // Log returns what the engine wrote so far.
 func (p *Process) Log() string {
 	data, _ := os.ReadFile(p.LogPath)
