@@ -58,7 +58,7 @@ func TestKill9DuringCopyAndCommit(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	tmp := filepath.Join(p.Root, "tmp")
+	tmp := filepath.Join(p.root, "tmp")
 	waitFor(t, func() bool {
 		spools, _ := filepath.Glob(filepath.Join(tmp, "transfer-cp-*"))
 		for _, s := range spools {
@@ -77,10 +77,10 @@ func TestKill9DuringCopyAndCommit(t *testing.T) {
 		}
 	}()
 	time.Sleep(300 * time.Millisecond)
-	p.Kill9()
+	p.kill9()
 	pw.CloseWithError(io.ErrClosedPipe)
 
-	p.Start()
+	p.start()
 	if spools, _ := filepath.Glob(filepath.Join(tmp, "transfer-*")); len(spools) > 0 {
 		t.Errorf("temporaries left after restart: %v", spools)
 	}
@@ -104,17 +104,17 @@ func TestKill9DuringCopyAndCommit(t *testing.T) {
 	for _, id := range []string{stopped, big} {
 		te.must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
 	}
-	if l := leaks(p.Root, p.RunRoot, stopped, big); len(l) > 0 {
+	if l := leaks(p.root, p.runRoot, stopped, big); len(l) > 0 {
 		t.Fatalf("leaked after removal:\n%s", strings.Join(l, "\n"))
 	}
-	p.Stop()
+	p.stop()
 
 	// Every layer left is part of an image.
 	driver := "vfs"
-	if _, err := os.Stat(filepath.Join(p.Root, "storage", "overlay-layers")); err == nil {
+	if _, err := os.Stat(filepath.Join(p.root, "storage", "overlay-layers")); err == nil {
 		driver = "overlay"
 	}
-	st, err := storage.GetStore(storage.StoreOptions{GraphRoot: filepath.Join(p.Root, "storage"), RunRoot: filepath.Join(p.RunRoot, "storage"), GraphDriverName: driver})
+	st, err := storage.GetStore(storage.StoreOptions{GraphRoot: filepath.Join(p.root, "storage"), RunRoot: filepath.Join(p.runRoot, "storage"), GraphDriverName: driver})
 	if err != nil {
 		t.Fatalf("opening the store: %v", err)
 	}

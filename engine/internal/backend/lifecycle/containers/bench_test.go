@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
-	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
 // The benchmarks compare Berth with Podman 4.3.1 serving the same API on the
@@ -207,7 +206,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 	}
 	var rss float64
 	for i := 0; i < b.N; i++ {
-		addr := enginetest.FreeAddr(b)
+		addr := freeAddr(b)
 		cmd := exec.Command(bin, "--listen", "tcp://"+addr, "--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run"))
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)

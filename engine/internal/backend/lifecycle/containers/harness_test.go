@@ -11,13 +11,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containers/storage/pkg/reexec"
+
 	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
-func TestMain(m *testing.M) { enginetest.Main(m) }
+func TestMain(m *testing.M) {
+	if reexec.Init() {
+		return
+	}
+	os.Exit(m.Run())
+}
 
 // requireRuntime skips (or fails under BERTH_TEST_STRICT=1) without root,
 // runc, conmon or busybox-static.

@@ -24,9 +24,9 @@ func TestDiedEventForExitWhileEngineDown(t *testing.T) {
 	id := te.create(map[string]any{"name": "quitter", "command": []string{"sh", "-c", "sleep 1; exit 4"}})
 	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	since := time.Now().Add(-time.Second)
-	p.Stop()
+	p.stop()
 	time.Sleep(2 * time.Second)
-	p.Start()
+	p.start()
 
 	if d := te.inspect(id); d.State.Status != "exited" || d.State.ExitCode != 4 {
 		t.Fatalf("after restart: %+v", d.State)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,14 +20,100 @@ import (
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
-// startEngineProcess starts berth-engine as a process of its own on state
-// in a temporary directory, with a client for it (enginetest.StartProcess:
-// an engine still running at the end has its objects removed and is
-// stopped, and nothing stays mounted under the directory).
-func startEngineProcess(t *testing.T) (*enginetest.Process, *testEngine) {
+// engineProcess is the real berth-engine binary, run as its own process.
+type engineProcess struct {
+	t       *testing.T
+	bin     string
+	addr    string
+	root    string
+	runRoot string
+	cmd     *exec.Cmd
+	// netFlags give the engine networks of its own, chosen at the first start.
+	netFlags []string
+}
+
+func buildEngine(t *testing.T) string {
 	t.Helper()
-	p := enginetest.StartProcess(t, enginetest.Options{What: "engine restart tests"})
-	return p, &testEngine{t: t, url: p.URL, root: p.Root, runRoot: p.RunRoot, client: &http.Client{}}
+	bin := filepath.Join(t.TempDir(), "berth-engine")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/berth-project/berth/engine/cmd/berth-engine")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build berth-engine: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func (p *engineProcess) start() {
+	p.t.Helper()
+	if p.netFlags == nil {
+		nets := enginetest.UniqueNetworks(p.t)
+		nets.DefaultMode = "private"
+		p.netFlags = enginetest.NetworkFlags(nets)
+	}
+	p.cmd = exec.Command(p.bin, append([]string{"--listen", "tcp://" + p.addr, "--root", p.root, "--runroot", p.runRoot}, p.netFlags...)...)
+	p.cmd.Stdout = os.Stderr
+	p.cmd.Stderr = os.Stderr
+	if err := p.cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		resp, err := http.Get("http://" + p.addr + "/libpod/_ping")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("engine did not answer _ping: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (p *engineProcess) kill9() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+}
+
+func (p *engineProcess) stop() {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		p.kill9()
+	}
+}
+
+// startEngineProcess builds berth-engine and starts it on state in a
+// temporary directory, with a client for it. When the test ends, an engine
+// still running has its containers removed and is stopped, and nothing
+// stays mounted under the directory.
+func startEngineProcess(t *testing.T) (*engineProcess, *testEngine) {
+	t.Helper()
+	dir := t.TempDir()
+	p := &engineProcess{t: t, bin: buildEngine(t), addr: freeAddr(t), root: filepath.Join(dir, "root"), runRoot: filepath.Join(dir, "run")}
+	p.start()
+	te := &testEngine{t: t, url: "http://" + p.addr + "/v4.3.1/libpod", root: p.root, runRoot: p.runRoot, client: &http.Client{}}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			te.removeAll()
+			p.stop()
+		}
+		unmountUnder(dir)
+	})
+	return p, te
+}
+
+func freeAddr(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // TestRestartSafety kills the engine with SIGKILL while containers run and
@@ -52,10 +141,10 @@ func TestRestartSafety(t *testing.T) {
 	te.waitLog(ticker, 2)
 	tickerPid := te.inspect(ticker).State.Pid
 
-	p.Kill9()
+	p.kill9()
 	// quitter exits while no engine watches; ticker keeps logging.
 	time.Sleep(2500 * time.Millisecond)
-	p.Start()
+	p.start()
 
 	d := te.inspect(ticker)
 	if d.State.Status != "running" || d.State.Pid != tickerPid {
@@ -84,11 +173,11 @@ func TestRestartSafety(t *testing.T) {
 	for _, id := range []string{ticker, quitter, done, idle} {
 		te.must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
 	}
-	if l := leaks(p.Root, p.RunRoot, ticker, quitter, done, idle); len(l) > 0 {
+	if l := leaks(p.root, p.runRoot, ticker, quitter, done, idle); len(l) > 0 {
 		t.Fatalf("leaked after removal:\n%s", strings.Join(l, "\n"))
 	}
-	p.Stop()
-	if st := p.ExitState(); st == nil || !st.Success() {
+	p.stop()
+	if st := p.cmd.ProcessState; st == nil || !st.Success() {
 		t.Fatalf("engine exit after SIGTERM: %v", fmt.Sprint(st))
 	}
 }
@@ -106,11 +195,11 @@ func TestRestartDeletesWhatACutCreateLeft(t *testing.T) {
 	p, te := startEngineProcess(t)
 	te.loadBusybox()
 	id := te.create(map[string]any{"name": "cut", "command": []string{"sh", "-c", "echo ran"}})
-	p.Kill9()
+	p.kill9()
 
 	// What the cut create left: the container in runc, created, with the
 	// cgroup the engine gives it.
-	rt, err := runtime.New(runtime.Options{RunRoot: p.RunRoot})
+	rt, err := runtime.New(runtime.Options{RunRoot: p.runRoot})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +230,7 @@ func TestRestartDeletesWhatACutCreateLeft(t *testing.T) {
 		t.Fatal("the runtime's init is not running")
 	}
 
-	p.Start()
+	p.start()
 	deadline := time.Now().Add(5 * time.Second)
 	for runtime.ProcessAlive(created.PID) || runtime.ProcessAlive(created.ConmonPID) {
 		if time.Now().After(deadline) {
@@ -149,7 +238,7 @@ func TestRestartDeletesWhatACutCreateLeft(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := os.Stat(filepath.Join(p.RunRoot, "runc", id)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(p.runRoot, "runc", id)); !os.IsNotExist(err) {
 		t.Fatalf("runc state after the restart: %v", err)
 	}
 	if cg, _ := filepath.Glob("/sys/fs/cgroup/*/berth/berth-" + id); len(cg) > 0 {
@@ -163,7 +252,7 @@ func TestRestartDeletesWhatACutCreateLeft(t *testing.T) {
 		t.Fatalf("the container after the restart: exit %d, log %q", code, te.logLines(id))
 	}
 	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
-	if l := leaks(p.Root, p.RunRoot, id); len(l) > 0 {
+	if l := leaks(p.root, p.runRoot, id); len(l) > 0 {
 		t.Fatalf("leaked after removal:\n%s", strings.Join(l, "\n"))
 	}
 }

@@ -258,10 +258,10 @@ func TestSecretsSurviveKill(t *testing.T) {
 		}(w)
 	}
 	time.Sleep(700 * time.Millisecond)
-	p.Kill9()
+	p.kill9()
 	close(stop)
 	wg.Wait()
-	p.Start()
+	p.start()
 
 	var listed []struct {
 		ID   string
@@ -272,7 +272,7 @@ func TestSecretsSurviveKill(t *testing.T) {
 		t.Fatalf("secrets after the kill: %d", len(listed))
 	}
 	files := map[string]bool{}
-	entries, _ := os.ReadDir(filepath.Join(p.Root, "secrets"))
+	entries, _ := os.ReadDir(filepath.Join(p.root, "secrets"))
 	for _, e := range entries {
 		files[e.Name()] = true
 	}
@@ -303,8 +303,8 @@ func TestSecretsSurviveKill(t *testing.T) {
 	}
 	te.must(http.StatusOK, "DELETE", "/containers/user", nil)
 	te.must(http.StatusNoContent, "DELETE", "/secrets/x?all=true", nil)
-	if entries, _ := os.ReadDir(filepath.Join(p.Root, "secrets")); len(entries) != 0 {
+	if entries, _ := os.ReadDir(filepath.Join(p.root, "secrets")); len(entries) != 0 {
 		t.Fatalf("files after removing every secret: %v", entries)
 	}
-	p.Stop()
+	p.stop()
 }
