@@ -63,7 +63,7 @@ var specDefaults = map[string]func(json.RawMessage) error{
 	},
 	"seccomp_policy": stringIn("default"),
 	"cgroups_mode":   stringIn("enabled"),
-	// Storage is always volatile (see docs/engine.md).
+	// Storage is always volatile (see docs/engine/containers.md).
 	"volatile": boolIs(true),
 	// The engine adds no /etc/passwd entry for users missing from it.
 	"manage_password": boolIs(true),

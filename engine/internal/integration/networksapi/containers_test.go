@@ -58,7 +58,7 @@ func TestContainersTalk(t *testing.T) {
 		t.Fatalf("namespace file: %v", err)
 	}
 	// Containers on the default network (the engine plumbs them without
-	// netavark, see docs/engine.md) reach each other and the gateway.
+	// netavark, see docs/engine/networks.md) reach each other and the gateway.
 	peer := te.run(map[string]any{"name": "peer", "command": []string{"sleep", "300"}, "cap_add": []string{"NET_RAW"}})
 	for _, addr := range []string{ns.IPAddress, ns.Gateway} {
 		if code, out := te.exec(peer, "ping", "-c", "1", "-W", "5", addr); code != 0 {

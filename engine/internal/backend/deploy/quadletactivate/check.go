@@ -60,7 +60,7 @@ func Check(name string, data []byte) error {
 			return u.errAt(e, fmt.Errorf("section [%s] is not supported by activation", e.Section))
 		}
 		if !keys[e.Key] {
-			return u.errAt(e, fmt.Errorf("not supported by activation (supported in a %s unit: see docs/engine.md)", filepath.Ext(name)))
+			return u.errAt(e, fmt.Errorf("not supported by activation (supported in a %s unit: see docs/engine/quadlets.md)", filepath.Ext(name)))
 		}
 	}
 	for _, e := range u.allIn("Service", "Restart") {

@@ -66,7 +66,7 @@ var unitDependencyKeys = set("After", "Before", "BindsTo", "Conflicts", "OnFailu
 // on the services of the units it references, quadlet names in [Unit]
 // dependencies turned into their services, and the podman commands that
 // make its object. The commands drive the engine through podman's remote
-// client (--url engineURL), as podman 4.3.1 can: see docs/engine.md for
+// client (--url engineURL), as podman 4.3.1 can: see docs/engine/quadlets.md for
 // what each kind becomes. A key those commands cannot express is refused
 // with file, line and key (core.ErrInvalidArgument).
 func GenerateService(store UnitStore, name, engineURL string) (string, error) {
@@ -150,7 +150,7 @@ func checkGenerated(u *unit) error {
 				return u.errAt(e, fmt.Errorf("cannot be expressed with podman 4.3.1's remote client, which the generated service runs: %s", why))
 			}
 			if !activatedKeys[u.kind][e.Key] {
-				return u.errAt(e, fmt.Errorf("not supported in a generated service (supported in a %s unit: see docs/engine.md)", filepath.Ext(u.name)))
+				return u.errAt(e, fmt.Errorf("not supported in a generated service (supported in a %s unit: see docs/engine/quadlets.md)", filepath.Ext(u.name)))
 			}
 		default:
 			return u.errAt(e, fmt.Errorf("section [%s] is not supported in a generated service", e.Section))

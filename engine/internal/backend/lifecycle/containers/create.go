@@ -95,7 +95,7 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	// Volatile: the container's storage metadata is written without fsync
 	// and its overlay is mounted "volatile". Its writable layer is scratch
 	// space that a power loss may lose, like the state database's last
-	// commits; an engine crash loses nothing (see docs/engine.md).
+	// commits; an engine crash loses nothing (see docs/engine/containers.md).
 	// Names live in the state database only, so a name is free again the
 	// moment its container is removed, while the storage is deleted behind.
 	sc, err := m.store.CreateContainer(id, nil, img.ID, "", "", &storage.ContainerOptions{Volatile: true})
