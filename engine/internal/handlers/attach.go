@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"net/http"
@@ -60,18 +59,6 @@ func attachStreams(r *http.Request) (stdin, stdout, stderr bool, err error) {
 		return false, false, false, core.InvalidArgument("stdin", errors.New("at least one of stdin, stdout, stderr must be true"))
 	}
 	return stdin, stdout, stderr, nil
-}
-
-// flushWriter writes through a buffered connection and flushes every write
-// so an interactive client sees output at once.
-type flushWriter struct{ w *bufio.Writer }
-
-func (f flushWriter) Write(p []byte) (int, error) {
-	n, err := f.w.Write(p)
-	if err != nil {
-		return n, err
-	}
-	return n, f.w.Flush()
 }
 
 // attachContainer hijacks the connection and joins it to the container's
@@ -173,13 +160,6 @@ func (s *Server) attachContainer(w http.ResponseWriter, r *http.Request) {
 		s.logger.Debug("attach ended", "container", name, "err", err)
 	}
 	_ = rw.Flush()
-}
-
-// resizeQuery are the terminal resize parameters.
-type resizeQuery struct {
-	Height  uint64 `query:"h"`
-	Width   uint64 `query:"w"`
-	Running bool   `query:"running"`
 }
 
 // resizeContainer sets a container's terminal size through conmon.

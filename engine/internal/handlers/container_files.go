@@ -167,10 +167,6 @@ type commitReport struct {
 	ErrorDetail *errorDetail `json:"errorDetail,omitempty"`
 }
 
-type errorDetail struct {
-	Message string `json:"message"`
-}
-
 // commitHandler is CommitContainer: {"Id": ...}, or with stream=true JSON
 // lines ending with the image ID (or the error).
 func commitHandler(c core.ContainerCommits) http.HandlerFunc {

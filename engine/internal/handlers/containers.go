@@ -56,34 +56,6 @@ func registerContainerRoutes(r chi.Router, s *Server) {
 	}
 }
 
-// queryInto decodes the request's query into q, answering the error and
-// reporting false when it does not decode.
-func queryInto(w http.ResponseWriter, r *http.Request, q any) bool {
-	if err := decodeQuery(r, q); err != nil {
-		writeError(w, err)
-		return false
-	}
-	return true
-}
-
-// finishNoContent answers err, or 204 when there is none.
-func finishNoContent(w http.ResponseWriter, err error) {
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeNoContent(w)
-}
-
-// finishJSON answers err, or body with status when there is none.
-func finishJSON(w http.ResponseWriter, status int, body any, err error) {
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, status, body)
-}
-
 type fileHandlers struct {
 	f core.ContainerFilesystems
 }
@@ -151,16 +123,6 @@ type restoreReport struct {
 func truthy(v string) bool {
 	b, err := strconv.ParseBool(v)
 	return err == nil && b
-}
-
-// unsupported answers the first set option the engine does not offer.
-func unsupported(opts map[string]bool) error {
-	for name, set := range opts {
-		if set {
-			return core.InvalidArgument(name, errors.New("is not supported by this engine"))
-		}
-	}
-	return nil
 }
 
 // target refuses the first set option the engine does not offer, then looks
@@ -439,34 +401,6 @@ func (h containerHandlers) start(w http.ResponseWriter, r *http.Request) {
 	finishNoContent(w, h.c.Start(r.Context(), pathParam(r, "name")))
 }
 
-type stopQuery struct {
-	Ignore        bool   `query:"ignore"`
-	Timeout       string `query:"timeout"`
-	DockerTimeout string `query:"t"`
-}
-
-func (q stopQuery) timeout() (*uint, error) {
-	if q.Timeout != "" {
-		return optionalUint("timeout", q.Timeout)
-	}
-	return optionalUint("t", q.DockerTimeout)
-}
-
-// stopQueryInto decodes a stop or restart query and its timeout, answering
-// the error and reporting false when either is bad.
-func stopQueryInto(w http.ResponseWriter, r *http.Request) (stopQuery, *uint, bool) {
-	var q stopQuery
-	if !queryInto(w, r, &q) {
-		return q, nil, false
-	}
-	timeout, err := q.timeout()
-	if err != nil {
-		writeError(w, err)
-		return q, nil, false
-	}
-	return q, timeout, true
-}
-
 func (h containerHandlers) stop(w http.ResponseWriter, r *http.Request) {
 	q, timeout, ok := stopQueryInto(w, r)
 	if !ok {
@@ -477,10 +411,6 @@ func (h containerHandlers) stop(w http.ResponseWriter, r *http.Request) {
 		err = nil
 	}
 	finishNoContent(w, err)
-}
-
-type killQuery struct {
-	Signal string `query:"signal"`
 }
 
 func (h containerHandlers) kill(w http.ResponseWriter, r *http.Request) {
@@ -570,20 +500,4 @@ func (h containerHandlers) update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, c.ID)
-}
-
-// optionalUint parses an optional non-negative integer parameter.
-func optionalUint(field, v string) (*uint, error) {
-	if v == "" {
-		return nil, nil
-	}
-	var n uint
-	if _, err := fmt.Sscanf(v, "%d", &n); err != nil || fmt.Sprint(n) != strings.TrimLeft(v, "+") {
-		// Podman clients send -1 for "no timeout"; read it as the default.
-		if v == "-1" {
-			return nil, nil
-		}
-		return nil, core.InvalidArgument(field, fmt.Errorf("%q is not a non-negative integer", v))
-	}
-	return &n, nil
 }

@@ -159,16 +159,6 @@ func decodeImageSelection(w http.ResponseWriter, r *http.Request) (imageSelectio
 	return query, true
 }
 
-// answerJSON answers a handler's outcome: err with its status, or else body
-// as a 200 JSON document.
-func answerJSON(w http.ResponseWriter, body any, err error) {
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, body)
-}
-
 // listImages answers GetImages.
 func (s *Server) listImages(w http.ResponseWriter, r *http.Request) {
 	query, ok := decodeImageSelection(w, r)

@@ -1,14 +1,10 @@
 package handlers
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/go-chi/chi/v5"
 
@@ -261,31 +257,6 @@ func (s *Server) pushImage(w http.ResponseWriter, r *http.Request) {
 	stream.send(pushReport{ManifestDigest: digest})
 }
 
-// tlsVerifyParam is the tlsverify a client asked for, or nil when it did not
-// send the parameter (the registry's configuration decides then).
-func tlsVerifyParam(values map[string][]string, given bool) *bool {
-	if _, set := values["tlsverify"]; !set {
-		return nil
-	}
-	return &given
-}
-
-// answerUnstreamed answers a streaming transfer that finished before its
-// stream sent anything: a failure gets its own status, success is answered
-// by onSuccess. It reports whether it answered; once the stream has begun
-// the caller ends the stream itself.
-func answerUnstreamed(w http.ResponseWriter, stream *jsonStream, err error, onSuccess func()) bool {
-	if stream.started() {
-		return false
-	}
-	if err != nil {
-		writeError(w, err)
-		return true
-	}
-	onSuccess()
-	return true
-}
-
 // loadReport is ImagesLoad's answer.
 type loadReport struct {
 	Names []string `json:"Names"`
@@ -429,170 +400,4 @@ func (s *Server) scpImage(w http.ResponseWriter, r *http.Request) {
 	}
 	loaded, err := s.deps.Transfer.Scp(r.Context(), pathParam(r, "name"), q.Destination)
 	answerJSON(w, scpReport{ID: loaded}, err)
-}
-
-// decodeFoldedQuery decodes r's case-folded query (see foldQuery) into dst,
-// a pointer to a struct. On a bad query it answers the error itself and
-// reports false.
-func decodeFoldedQuery(w http.ResponseWriter, r *http.Request, dst any) bool {
-	if err := decodeValues(foldQuery(r), dst); err != nil {
-		writeError(w, err)
-		return false
-	}
-	return true
-}
-
-// foldQuery returns the query parameters with lower-case names: Podman's
-// server matches them case-insensitively and its client lower-cases most
-// ("alltags", "url") but not all ("tlsVerify").
-func foldQuery(r *http.Request) map[string][]string {
-	out := map[string][]string{}
-	for k, v := range r.URL.Query() {
-		key := strings.ToLower(k)
-		out[key] = append(out[key], v...)
-	}
-	return out
-}
-
-// dockerAuthConfig is the JSON Docker and Podman clients put, base64
-// encoded, in X-Registry-Auth: one credential, or a map of them by registry.
-type dockerAuthConfig struct {
-	Username      string `json:"username,omitempty"`
-	Password      string `json:"password,omitempty"`
-	Auth          string `json:"auth,omitempty"`
-	IdentityToken string `json:"identitytoken,omitempty"`
-}
-
-func (c dockerAuthConfig) credential() (core.RegistryCredential, error) {
-	cred := core.RegistryCredential{Username: c.Username, Password: c.Password, IdentityToken: c.IdentityToken}
-	if c.Auth != "" && cred.Username == "" && cred.Password == "" {
-		decoded, err := base64.StdEncoding.DecodeString(c.Auth)
-		if err != nil {
-			return cred, errors.New("auth is not base64")
-		}
-		user, pass, ok := strings.Cut(string(decoded), ":")
-		if !ok {
-			return cred, errors.New("auth is not user:password")
-		}
-		cred.Username, cred.Password = user, pass
-	}
-	return cred, nil
-}
-
-// registryAuth reads X-Registry-Auth (or X-Registry-Config, the per-registry
-// form). An absent, empty or "null" header means no credentials; one that is
-// not base64 JSON of either form is an ErrInvalidArgument.
-func registryAuth(h http.Header) (*core.RegistryAuth, error) {
-	header := "X-Registry-Auth"
-	value := h.Get(header)
-	if value == "" {
-		header = "X-Registry-Config"
-		value = h.Get(header)
-	}
-	auth, err := ParseRegistryAuth(value)
-	if err != nil {
-		return nil, core.InvalidArgument(header, err)
-	}
-	return auth, nil
-}
-
-// ParseRegistryAuth decodes the value of an X-Registry-Auth header.
-func ParseRegistryAuth(value string) (*core.RegistryAuth, error) {
-	value = strings.TrimSpace(value)
-	if value == "" || value == "null" {
-		return nil, nil
-	}
-	var raw []byte
-	var err error
-	for _, enc := range []*base64.Encoding{base64.URLEncoding, base64.StdEncoding, base64.RawURLEncoding, base64.RawStdEncoding} {
-		if raw, err = enc.DecodeString(value); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		return nil, errors.New("not base64")
-	}
-	var multi map[string]dockerAuthConfig
-	if err := json.Unmarshal(raw, &multi); err == nil {
-		auth := &core.RegistryAuth{PerRegistry: map[string]core.RegistryCredential{}}
-		for registry, c := range multi {
-			cred, err := c.credential()
-			if err != nil {
-				return nil, fmt.Errorf("registry %q: %w", registry, err)
-			}
-			if registry == "" {
-				auth.Default = &cred
-				continue
-			}
-			auth.PerRegistry[registry] = cred
-		}
-		if auth.Default == nil && len(auth.PerRegistry) == 0 {
-			return nil, nil
-		}
-		return auth, nil
-	}
-	var single dockerAuthConfig
-	if err := json.Unmarshal(raw, &single); err != nil {
-		return nil, errors.New("not a JSON auth configuration")
-	}
-	cred, err := single.credential()
-	if err != nil {
-		return nil, err
-	}
-	if cred == (core.RegistryCredential{}) {
-		return nil, nil
-	}
-	return &core.RegistryAuth{Default: &cred}, nil
-}
-
-// jsonStream writes JSON lines, sending the 200 header only with the first
-// line, so that a request that fails before any progress still gets its
-// error status.
-type jsonStream struct {
-	mu    sync.Mutex
-	w     http.ResponseWriter
-	enc   *json.Encoder
-	begun bool
-}
-
-func newJSONStream(w http.ResponseWriter) *jsonStream {
-	return &jsonStream{w: w, enc: json.NewEncoder(w)}
-}
-
-func (s *jsonStream) started() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.begun
-}
-
-// send writes one line and flushes it.
-func (s *jsonStream) send(v any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.begun {
-		s.begun = true
-		s.w.Header().Set("Content-Type", "application/json")
-		s.w.WriteHeader(http.StatusOK)
-	}
-	if err := s.enc.Encode(v); err != nil {
-		return
-	}
-	_ = http.NewResponseController(s.w).Flush()
-}
-
-// progress returns a writer whose every write becomes one stream line.
-func (s *jsonStream) progress(line func(text string) any) io.Writer {
-	return progressWriter{stream: s, line: line}
-}
-
-type progressWriter struct {
-	stream *jsonStream
-	line   func(string) any
-}
-
-func (p progressWriter) Write(b []byte) (int, error) {
-	if len(b) > 0 {
-		p.stream.send(p.line(string(b)))
-	}
-	return len(b), nil
 }

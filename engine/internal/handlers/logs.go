@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -13,22 +12,9 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/containerio"
 	"github.com/berth-project/berth/engine/internal/backend/execution/logs"
-	"github.com/berth-project/berth/engine/internal/backend/execution/stats"
 	"github.com/berth-project/berth/engine/internal/backend/execution/stream"
-	"github.com/berth-project/berth/engine/internal/backend/execution/top"
 	"github.com/berth-project/berth/engine/internal/core"
 )
-
-// ContainerIO is what the log, attach, resize, stats and top handlers need
-// from the engine (containerio.Service implements it).
-type ContainerIO interface {
-	Logs(ctx context.Context, nameOrID string, opts containerio.LogOptions, emit func(logs.Line) error) error
-	Attach(ctx context.Context, nameOrID string) (*containerio.Session, error)
-	Resize(ctx context.Context, nameOrID string, height, width uint16) error
-	Stats(ctx context.Context, nameOrIDs []string) ([]stats.ContainerStats, error)
-	DockerStats(ctx context.Context, nameOrID string, prev *stats.DockerStats) (*stats.DockerStats, error)
-	Top(ctx context.Context, nameOrID string, psArgs []string) (*top.Result, error)
-}
 
 // registerLogRoutes serves LogsFromContainer.
 func registerLogRoutes(r chi.Router, s *Server) {
@@ -120,27 +106,4 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
 		// The status is sent; all that is left is to log and end the stream.
 		s.logger.Warn("streaming container logs", "container", name, "err", err)
 	}
-}
-
-// parseInputTime reads a time parameter the way Podman does: RFC 3339
-// (with or without zone or fraction), a date, Unix seconds with an optional
-// fraction, or a Go duration counted back from now (since) or forward
-// (until).
-func parseInputTime(v string, since bool, now time.Time) (time.Time, error) {
-	for _, layout := range []string{time.RFC3339Nano, time.RFC3339, "2006-01-02T15:04:05", "2006-01-02T15:04:05.999999999", "2006-01-02Z07:00", "2006-01-02"} {
-		if t, err := time.Parse(layout, v); err == nil {
-			return t, nil
-		}
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(secs) && !math.IsInf(secs, 0) && math.Abs(secs) < 1e12 {
-		whole, frac := math.Modf(secs)
-		return time.Unix(int64(whole), int64(frac*1e9)).UTC(), nil
-	}
-	if d, err := time.ParseDuration(v); err == nil {
-		if since {
-			return now.Add(-d), nil
-		}
-		return now.Add(d), nil
-	}
-	return time.Time{}, fmt.Errorf("%q is not a time, Unix timestamp or duration", v)
 }

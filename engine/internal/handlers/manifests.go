@@ -182,35 +182,6 @@ func joinAnnotations(field string, list []string, given map[string]string) (map[
 	return parseAnnotations(field, list)
 }
 
-// parseAnnotations reads "key=value" strings.
-func parseAnnotations(field string, list []string) (map[string]string, error) {
-	out := make(map[string]string, len(list))
-	for _, a := range list {
-		key, value, ok := strings.Cut(a, "=")
-		if !ok || key == "" {
-			return nil, core.InvalidArgument(field, fmt.Errorf("%q is not key=value", a))
-		}
-		out[key] = value
-	}
-	return out, nil
-}
-
-// registryQuery reads tlsVerify and X-Registry-Auth.
-func registryQuery(r *http.Request) (*bool, *core.RegistryAuth, error) {
-	values := foldQuery(r)
-	q := struct {
-		TLSVerify bool `query:"tlsverify"`
-	}{TLSVerify: true}
-	if err := decodeValues(values, &q); err != nil {
-		return nil, nil, err
-	}
-	auth, err := registryAuth(r.Header)
-	if err != nil {
-		return nil, nil, err
-	}
-	return tlsVerifyParam(values, q.TLSVerify), auth, nil
-}
-
 // createQuery is ManifestCreate's query.
 type createQuery struct {
 	Name       string   `query:"name"`

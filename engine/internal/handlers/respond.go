@@ -1,12 +1,18 @@
+// This file holds how the handlers answer: error statuses and bodies, JSON,
+// 204 and exists answers, and the streams (JSON lines, flushed writes) that
+// several routes share.
+
 package handlers
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
-	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/go-chi/chi/v5"
 
@@ -143,12 +149,114 @@ func routePatterns(mux chi.Routes) [][]string {
 	return out
 }
 
-// pathParam returns a path parameter, unescaped (clients escape slashes in
-// image references as %2F).
-func pathParam(r *http.Request, key string) string {
-	raw := chi.URLParam(r, key)
-	if unescaped, err := url.PathUnescape(raw); err == nil {
-		return unescaped
+// finishNoContent answers err, or 204 when there is none.
+func finishNoContent(w http.ResponseWriter, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
 	}
-	return raw
+	writeNoContent(w)
+}
+
+// finishJSON answers err, or body with status when there is none.
+func finishJSON(w http.ResponseWriter, status int, body any, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, status, body)
+}
+
+// answerJSON answers a handler's outcome: err with its status, or else body
+// as a 200 JSON document.
+func answerJSON(w http.ResponseWriter, body any, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// flushWriter writes through a buffered connection and flushes every write
+// so an interactive client sees output at once.
+type flushWriter struct{ w *bufio.Writer }
+
+func (f flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err != nil {
+		return n, err
+	}
+	return n, f.w.Flush()
+}
+
+type errorDetail struct {
+	Message string `json:"message"`
+}
+
+// answerUnstreamed answers a streaming transfer that finished before its
+// stream sent anything: a failure gets its own status, success is answered
+// by onSuccess. It reports whether it answered; once the stream has begun
+// the caller ends the stream itself.
+func answerUnstreamed(w http.ResponseWriter, stream *jsonStream, err error, onSuccess func()) bool {
+	if stream.started() {
+		return false
+	}
+	if err != nil {
+		writeError(w, err)
+		return true
+	}
+	onSuccess()
+	return true
+}
+
+// jsonStream writes JSON lines, sending the 200 header only with the first
+// line, so that a request that fails before any progress still gets its
+// error status.
+type jsonStream struct {
+	mu    sync.Mutex
+	w     http.ResponseWriter
+	enc   *json.Encoder
+	begun bool
+}
+
+func newJSONStream(w http.ResponseWriter) *jsonStream {
+	return &jsonStream{w: w, enc: json.NewEncoder(w)}
+}
+
+func (s *jsonStream) started() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.begun
+}
+
+// send writes one line and flushes it.
+func (s *jsonStream) send(v any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.begun {
+		s.begun = true
+		s.w.Header().Set("Content-Type", "application/json")
+		s.w.WriteHeader(http.StatusOK)
+	}
+	if err := s.enc.Encode(v); err != nil {
+		return
+	}
+	_ = http.NewResponseController(s.w).Flush()
+}
+
+// progress returns a writer whose every write becomes one stream line.
+func (s *jsonStream) progress(line func(text string) any) io.Writer {
+	return progressWriter{stream: s, line: line}
+}
+
+type progressWriter struct {
+	stream *jsonStream
+	line   func(string) any
+}
+
+func (p progressWriter) Write(b []byte) (int, error) {
+	if len(b) > 0 {
+		p.stream.send(p.line(string(b)))
+	}
+	return len(b), nil
 }

@@ -3,13 +3,17 @@
 package handlers
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
 
-	"github.com/berth-project/berth/shared/server"
-
+	"github.com/berth-project/berth/engine/internal/backend/execution/containerio"
+	"github.com/berth-project/berth/engine/internal/backend/execution/logs"
+	"github.com/berth-project/berth/engine/internal/backend/execution/stats"
+	"github.com/berth-project/berth/engine/internal/backend/execution/top"
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/shared/server"
 )
 
 // Deps are the core services the handlers call. A nil service leaves its
@@ -93,4 +97,15 @@ func NewServer(logger *slog.Logger, deps Deps, cfg Config) http.Handler {
 	}
 	s := &Server{logger: logger, deps: deps, cfg: cfg, metrics: metrics}
 	return s.routes()
+}
+
+// ContainerIO is what the log, attach, resize, stats and top handlers need
+// from the engine (containerio.Service implements it).
+type ContainerIO interface {
+	Logs(ctx context.Context, nameOrID string, opts containerio.LogOptions, emit func(logs.Line) error) error
+	Attach(ctx context.Context, nameOrID string) (*containerio.Session, error)
+	Resize(ctx context.Context, nameOrID string, height, width uint16) error
+	Stats(ctx context.Context, nameOrIDs []string) ([]stats.ContainerStats, error)
+	DockerStats(ctx context.Context, nameOrID string, prev *stats.DockerStats) (*stats.DockerStats, error)
+	Top(ctx context.Context, nameOrID string, psArgs []string) (*top.Result, error)
 }
