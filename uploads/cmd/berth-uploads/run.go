@@ -22,14 +22,11 @@ import (
 	"github.com/berth-project/berth/shared/server"
 	"github.com/berth-project/berth/uploads/internal/api"
 	"github.com/berth-project/berth/uploads/internal/files"
+	"github.com/berth-project/berth/uploads/internal/guard"
+	"github.com/berth-project/berth/uploads/internal/janitor"
 	"github.com/berth-project/berth/uploads/internal/processor"
 	"github.com/berth-project/berth/uploads/internal/store"
 )
-
-// tempSweep is how often the service removes the temporaries of PUTs whose
-// writer is gone (a crashed process, here or in a replica on the same host);
-// it also sweeps at start.
-const tempSweep = time.Minute
 
 // options are the command line, each flag defaulting to its environment variable.
 type options struct {
@@ -47,6 +44,7 @@ type options struct {
 	pollInterval    time.Duration
 	lease           time.Duration
 	workers         int
+	sweepInterval   time.Duration
 	// version asks for the version line instead of serving.
 	version bool
 }
@@ -76,6 +74,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	poll := fs.String("poll-interval", env("POLL_INTERVAL", "1s"), "how often the worker looks for uploads to process ($BERTH_UPLOADS_POLL_INTERVAL)")
 	lease := fs.String("processing-lease", env("PROCESSING_LEASE", "15s"), "how long a worker's claim on an upload lasts unrenewed ($BERTH_UPLOADS_PROCESSING_LEASE)")
 	workers := fs.String("workers", env("WORKERS", "1"), "processing workers in this process ($BERTH_UPLOADS_WORKERS)")
+	sweep := fs.String("sweep-interval", env("SWEEP_INTERVAL", "1m"), "how often to finish interrupted deletions, remove trees without an upload and temporaries of dead writes, and settle interrupted changes ($BERTH_UPLOADS_SWEEP_INTERVAL)")
 	fs.BoolVar(&o.version, "version", false, "print the version, commit and Go version, then exit")
 	if err := fs.Parse(args[1:]); err != nil {
 		return o, err
@@ -116,6 +115,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	o.pollInterval = duration("poll-interval", *poll)
 	o.lease = duration("processing-lease", *lease)
 	o.workers = count("workers", *workers)
+	o.sweepInterval = duration("sweep-interval", *sweep)
 	if o.workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers: want at least 1"))
 	}
@@ -230,7 +230,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		sweepTempEvery(workCtx, tree, logger, tempSweep)
+		sweepTempEvery(workCtx, tree, logger, o.sweepInterval)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// What is left behind counts as such once older than the sweep interval, and
+		// never before a change's lock could have timed out.
+		sw := &janitor.Sweeper{Store: st, Tree: tree, Logger: logger.With("component", "sweep"), Grace: max(o.sweepInterval, guard.Timeout+time.Second)}
+		sw.Run(workCtx, o.sweepInterval)
 	}()
 	for _, w := range workers {
 		wg.Add(1)

@@ -42,6 +42,9 @@ type envOpts struct {
 	tokens []string
 	open   storetest.Opener
 	worker bool
+	// st and dataDir, when set, are shared with other envs: replicas.
+	st      store.Store
+	dataDir string
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -49,8 +52,14 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if o.open == nil {
 		o.open = storetest.SQLite
 	}
-	dataDir := t.TempDir()
-	st := o.open(t)
+	dataDir := o.dataDir
+	if dataDir == "" {
+		dataDir = t.TempDir()
+	}
+	st := o.st
+	if st == nil {
+		st = o.open(t)
+	}
 	tree, err := files.New(dataDir)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/berth-project/berth/uploads/internal/files"
+	"github.com/berth-project/berth/uploads/internal/guard"
 	"github.com/berth-project/berth/uploads/internal/store"
 	"github.com/google/uuid"
 )
@@ -147,7 +148,7 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, capErr())
 		return
 	}
-	_, err := s.tree.Put(id.String(), rel, bodyReader{r.Body}, r.ContentLength, capSize, s.reserver(r.Context(), id))
+	_, err := s.tree.Put(id.String(), rel, bodyReader{r.Body}, r.ContentLength, capSize, s.guard(r.Context(), id))
 	var le *files.LimitError
 	if errors.As(err, &le) && le.Limit == "maxFileSize" {
 		err = capErr()
@@ -159,18 +160,10 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// reserver books usage changes of upload id in the store, against the upload limits.
-// It runs without the request's cancellation so that a client hanging up cannot leave
-// the books half-updated.
-func (s *Server) reserver(ctx context.Context, id uuid.UUID) files.Reserver {
-	ctx = context.WithoutCancel(ctx)
-	limits := store.Limits{MaxBytes: s.cfg.Limits.MaxUploadSize, MaxFiles: s.cfg.Limits.MaxFiles}
-	return func(c files.Change) error {
-		if c.Release {
-			return s.store.Unreserve(ctx, id, c.Bytes, c.Files)
-		}
-		return s.store.Reserve(ctx, id, c.Bytes, c.Files, limits)
-	}
+// guard is the lock and the books of upload id for a change by a request: only while
+// the upload is open, within the upload limits.
+func (s *Server) guard(ctx context.Context, id uuid.UUID) guard.Guard {
+	return guard.New(ctx, s.store, id, files.Limits{MaxBytes: s.cfg.Limits.MaxUploadSize, MaxFiles: s.cfg.Limits.MaxFiles}, store.StatusOpen)
 }
 
 // bodyReader tags errors of the request body as the client's.
@@ -186,7 +179,7 @@ func (b bodyReader) Read(p []byte) (int, error) {
 
 func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
 	id, rel := uploadID(r), filePathFrom(r)
-	if err := s.tree.Delete(id.String(), rel, s.reserver(r.Context(), id)); err != nil {
+	if err := s.tree.Delete(id.String(), rel, s.guard(r.Context(), id)); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

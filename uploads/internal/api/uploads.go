@@ -1,9 +1,13 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
+	"github.com/berth-project/berth/uploads/internal/guard"
+	"github.com/berth-project/berth/uploads/internal/janitor"
 	"github.com/berth-project/berth/uploads/internal/store"
+	"github.com/google/uuid"
 )
 
 // Page sizes of the list endpoints.
@@ -16,14 +20,21 @@ const (
 	imagesMaxLimit      = 1000
 )
 
+// createUpload makes the tree first and then the row, so that no row lacks its tree; a
+// tree whose row never came (the process died in between) is removed by the sweep.
 func (s *Server) createUpload(w http.ResponseWriter, r *http.Request) {
-	u, err := s.store.Create(r.Context())
+	id, err := uuid.NewRandom()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.tree.Create(u.ID.String()); err != nil {
-		_ = s.store.Delete(r.Context(), u.ID)
+	if err := s.tree.Create(id.String()); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	u, err := s.store.Insert(context.WithoutCancel(r.Context()), id)
+	if err != nil {
+		_ = s.tree.Remove(id.String())
 		s.writeError(w, r, err)
 		return
 	}
@@ -54,15 +65,13 @@ func (s *Server) getUpload(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toJSON(uploadFrom(r)))
 }
 
-// deleteUpload removes the metadata first, so that no request or worker finds the upload
-// any more, then its files.
+// deleteUpload tombstones the upload, so that no request or worker finds it any more,
+// then removes its files and its rows (see janitor.Delete). It runs without the request's
+// cancellation: a client hanging up does not leave the deletion to the sweep.
 func (s *Server) deleteUpload(w http.ResponseWriter, r *http.Request) {
-	id := uploadID(r)
-	if err := s.store.Delete(r.Context(), id); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := s.tree.Remove(id.String()); err != nil {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), guard.Timeout)
+	defer cancel()
+	if err := janitor.Delete(ctx, s.store, s.tree, uploadID(r)); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/uploads/internal/files"
+	"github.com/berth-project/berth/uploads/internal/guard"
 	"github.com/berth-project/berth/uploads/internal/processor"
 	"github.com/berth-project/berth/uploads/internal/store"
 	"github.com/berth-project/berth/uploads/internal/store/storetest"
@@ -62,7 +63,7 @@ func TestWorkerDeploysUpload(t *testing.T) {
 				"z/app.tar":      "archive",
 				"notes/junk.txt": "x",
 			} {
-				if _, err := tree.Put(id, rel, strings.NewReader(content), int64(len(content)), 1<<20, func(files.Change) error { return nil }); err != nil {
+				if _, err := tree.Put(id, rel, strings.NewReader(content), int64(len(content)), 1<<20, guard.New(ctx, st, u.ID, files.Limits{})); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -69,7 +69,7 @@ func FuzzTreePut(f *testing.F) {
 		if err := tr.Create(id); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tr.Put(id, rel, strings.NewReader("data"), 4, 4, func(Change) error { return nil }); err != nil {
+		if _, err := tr.Put(id, rel, strings.NewReader("data"), 4, 4, &usage{}); err != nil {
 			t.Fatalf("Put(%q) of a valid path: %v", rel, err)
 		}
 		var found []string

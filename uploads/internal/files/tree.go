@@ -38,26 +38,46 @@ type LimitError struct {
 
 func (e *LimitError) Error() string { return fmt.Sprintf("limit %s (%d) exceeded", e.Limit, e.Max) }
 
-// Change is how a write or delete changes an upload's usage.
-type Change struct {
-	Bytes int64 // bytes added (negative: freed)
-	Files int   // regular files added (negative: removed)
-	// Release marks a change that has already happened on disk (files deleted) or that
-	// undoes a booking: it only updates the books and must not be refused.
-	Release bool
+// Usage is what an upload's files take: their bytes and their number.
+type Usage struct {
+	Bytes int64
+	Files int
 }
 
-// Reserver records a Change in the upload's usage or refuses it (for example with a
-// *LimitError or because the upload left the open state). Tree calls it while it holds
-// the upload's lock: right before a write becomes visible (also when the write does not
-// grow the upload, so that a closed upload refuses it) and before a delete (with a zero
-// Change, as the same check); after a delete or to undo a booking it passes a Release.
-type Reserver func(Change) error
+// Limits bound an upload's usage; zero means unlimited.
+type Limits struct {
+	MaxBytes int64
+	MaxFiles int
+}
+
+// admit refuses a change from booked to next that grows the upload past a limit (a
+// change that shrinks, or keeps, an upload over its limits is let through).
+func (l Limits) admit(booked, next Usage) error {
+	if l.MaxBytes > 0 && next.Bytes > l.MaxBytes && next.Bytes > booked.Bytes {
+		return &LimitError{Limit: "maxUploadSize", Max: l.MaxBytes}
+	}
+	if l.MaxFiles > 0 && next.Files > l.MaxFiles && next.Files > booked.Files {
+		return &LimitError{Limit: "maxFiles", Max: int64(l.MaxFiles)}
+	}
+	return nil
+}
+
+// Guard is how Tree changes an upload's files: Locked runs fn under the upload's lock
+// that every process sharing the data directory shares, passing the usage on the books
+// and its generation (one more per booked change), and books the usage fn returns with
+// the next generation before the lock is released; when fn fails, nothing is booked.
+// Locked refuses to run fn when the upload no longer takes changes (it left the open
+// state, or is gone). Limits are the upload limits checked before a write.
+type Guard interface {
+	Locked(fn func(booked Usage, gen int64) (Usage, error)) error
+	Limits() Limits
+}
 
 const (
-	filesDir = "files"
-	tmpDir   = "tmp"
-	copyBuf  = 256 << 10
+	filesDir   = "files"
+	tmpDir     = "tmp"
+	intentsDir = ".intents"
+	copyBuf    = 256 << 10
 )
 
 // Tree stores each upload's files under base/<id>/files, with temporaries in
@@ -78,6 +98,9 @@ type uploadLock struct {
 func New(dataDir string) (*Tree, error) {
 	base := filepath.Join(dataDir, "uploads")
 	if err := os.MkdirAll(base, 0o750); err != nil {
+		return nil, fmt.Errorf("create upload tree: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(base, intentsDir), 0o750); err != nil {
 		return nil, fmt.Errorf("create upload tree: %w", err)
 	}
 	t := &Tree{base: base, locks: map[string]*uploadLock{}}
@@ -160,12 +183,48 @@ func (t *Tree) Create(id string) error {
 	return nil
 }
 
-// Remove deletes every file of upload id; a missing tree is not an error.
+// Remove deletes every file of upload id; a missing tree is not an error. A write that
+// was streaming when the upload was deleted may still add a temporary while the tree goes
+// (it is refused later, under the lock): the removal starts over until the tree is gone.
 func (t *Tree) Remove(id string) error {
-	if err := os.RemoveAll(filepath.Join(t.base, id)); err != nil {
-		return fmt.Errorf("remove tree of %s: %w", id, err)
+	dir := filepath.Join(t.base, id)
+	var err error
+	for range 50 {
+		if err = os.RemoveAll(dir); err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) && !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
 	}
-	return nil
+	return fmt.Errorf("remove tree of %s: %w", id, err)
+}
+
+// TreeInfo is one upload tree found by Trees.
+type TreeInfo struct {
+	ID string
+	// Age is how long ago the tree's top directory last changed.
+	Age time.Duration
+}
+
+// Trees lists the upload trees on disk, for a sweep to remove those without an upload.
+func (t *Tree) Trees() ([]TreeInfo, error) {
+	entries, err := os.ReadDir(t.base)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TreeInfo, 0, len(entries))
+	for _, e := range entries {
+		if !e.IsDir() || len(e.Name()) != 36 {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out = append(out, TreeInfo{ID: e.Name(), Age: time.Since(info.ModTime())})
+	}
+	return out, nil
 }
 
 func (t *Tree) lock(id string) func() {
@@ -238,11 +297,12 @@ func isEscape(err error) bool {
 // Put streams body into rel of upload id. At most maxSize bytes are accepted; more is a
 // *LimitError and nothing is kept. The data goes to a temporary file that is fsynced and
 // renamed into place (and the directory fsynced), so readers and concurrent writers of the
-// same path see either the old or a complete new file, never a mix. reserve is called
-// under the upload's lock before the rename; if it fails the write is dropped.
+// same path see either the old or a complete new file, never a mix. The rename happens
+// under g's lock, after the upload limits are checked, and is booked before the lock is
+// released; if g refuses, the write is dropped.
 //
 // sizeHint is the announced length of body (-1 when unknown); it only chooses buffers.
-func (t *Tree) Put(id, rel string, body io.Reader, sizeHint, maxSize int64, reserve Reserver) (int64, error) {
+func (t *Tree) Put(id, rel string, body io.Reader, sizeHint, maxSize int64, g Guard) (int64, error) {
 	if rel == Root {
 		return 0, ErrRootRefused
 	}
@@ -253,6 +313,10 @@ func (t *Tree) Put(id, rel string, body io.Reader, sizeHint, maxSize int64, rese
 	defer root.Close()
 	tmp, tmpName, n, err := t.writeTemp(root, body, sizeHint, maxSize)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			// The upload's directory went away under the write: it is being deleted.
+			return 0, ErrNotExist
+		}
 		return 0, err
 	}
 	committed := false
@@ -265,39 +329,55 @@ func (t *Tree) Put(id, rel string, body io.Reader, sizeHint, maxSize int64, rese
 		tmp.Close()
 	}()
 
+	// The in-process lock only keeps this process's writers of one upload from queueing
+	// on the shared lock; the Guard's lock is the one that counts.
 	unlock := t.lock(id)
 	defer unlock()
 	target := path.Join(filesDir, rel)
-	change := Change{Bytes: n, Files: 1}
-	fi, err := root.Lstat(target)
-	var errno syscall.Errno
-	switch {
-	case err == nil && !fi.Mode().IsRegular():
-		return 0, fmt.Errorf("%w: %q is a directory", ErrConflict, rel)
-	case err == nil:
-		change = Change{Bytes: n - fi.Size()}
-	case errors.As(err, &errno) && errno == syscall.ENOTDIR:
-		return 0, fmt.Errorf("%w: a parent of %q is a file", ErrConflict, rel)
-	case !errors.Is(err, fs.ErrNotExist):
-		return 0, fmt.Errorf("stat %q: %w", rel, readErrWrite(err))
-	}
-	// Reserve before creating parents, so a refused write leaves no directories either.
-	if err := reserve(change); err != nil {
+	var in intent
+	err = g.Locked(func(booked Usage, gen int64) (Usage, error) {
+		booked, err := t.settle(id, booked, gen)
+		if err != nil {
+			return Usage{}, err
+		}
+		change := Usage{Bytes: n, Files: 1}
+		fi, err := root.Lstat(target)
+		var errno syscall.Errno
+		switch {
+		case err == nil && !fi.Mode().IsRegular():
+			return Usage{}, fmt.Errorf("%w: %q is a directory", ErrConflict, rel)
+		case err == nil:
+			change = Usage{Bytes: n - fi.Size()}
+		case errors.As(err, &errno) && errno == syscall.ENOTDIR:
+			return Usage{}, fmt.Errorf("%w: a parent of %q is a file", ErrConflict, rel)
+		case !errors.Is(err, fs.ErrNotExist):
+			return Usage{}, fmt.Errorf("stat %q: %w", rel, readErrWrite(err))
+		}
+		next := Usage{Bytes: booked.Bytes + change.Bytes, Files: booked.Files + change.Files}
+		// Checked before creating parents, so a refused write leaves no directories either.
+		if err := g.Limits().admit(booked, next); err != nil {
+			return Usage{}, err
+		}
+		if in, err = t.beginIntent(id, gen); err != nil {
+			return Usage{}, err
+		}
+		if err := root.MkdirAll(path.Dir(target), 0o750); err != nil {
+			if errors.Is(err, fs.ErrExist) || errors.As(err, &errno) && errno == syscall.ENOTDIR {
+				return Usage{}, fmt.Errorf("%w: a parent of %q is a file", ErrConflict, rel)
+			}
+			return Usage{}, fmt.Errorf("create parents of %q: %w", rel, readErrWrite(err))
+		}
+		if err := root.Rename(tmpName, target); err != nil {
+			return Usage{}, fmt.Errorf("rename into %q: %w", rel, readErrWrite(err))
+		}
+		committed = true
+		return next, nil
+	})
+	// The intent stays only when the tree changed but the change may not be booked.
+	in.end(err == nil || !committed)
+	if err != nil {
 		return 0, err
 	}
-	undo := func() { _ = reserve(Change{Bytes: -change.Bytes, Files: -change.Files, Release: true}) }
-	if err := root.MkdirAll(path.Dir(target), 0o750); err != nil {
-		undo()
-		if errors.Is(err, fs.ErrExist) || errors.As(err, &errno) && errno == syscall.ENOTDIR {
-			return 0, fmt.Errorf("%w: a parent of %q is a file", ErrConflict, rel)
-		}
-		return 0, fmt.Errorf("create parents of %q: %w", rel, readErrWrite(err))
-	}
-	if err := root.Rename(tmpName, target); err != nil {
-		undo()
-		return 0, fmt.Errorf("rename into %q: %w", rel, readErrWrite(err))
-	}
-	committed = true
 	if d, err := root.Open(path.Dir(target)); err == nil {
 		err = d.Sync()
 		d.Close()
@@ -347,9 +427,9 @@ func (t *Tree) writeTemp(root *os.Root, body io.Reader, sizeHint, maxSize int64)
 	return f, name, n, nil
 }
 
-// Delete removes rel of upload id, a directory with everything below it, and then tells
-// reserve how much was freed.
-func (t *Tree) Delete(id, rel string, reserve Reserver) error {
+// Delete removes rel of upload id, a directory with everything below it, under g's lock,
+// and books what was freed.
+func (t *Tree) Delete(id, rel string, g Guard) error {
 	if rel == Root {
 		return ErrRootRefused
 	}
@@ -360,42 +440,66 @@ func (t *Tree) Delete(id, rel string, reserve Reserver) error {
 	defer root.Close()
 	unlock := t.lock(id)
 	defer unlock()
-	fi, err := root.Lstat(rel)
-	if err != nil {
-		return readErr(err)
-	}
-	freed := Change{}
-	if fi.IsDir() {
-		err := fs.WalkDir(root.FS(), rel, func(_ string, d fs.DirEntry, err error) error {
+	var in intent
+	touched := false
+	err = g.Locked(func(booked Usage, gen int64) (Usage, error) {
+		booked, err := t.settle(id, booked, gen)
+		if err != nil {
+			return Usage{}, err
+		}
+		fi, err := root.Lstat(rel)
+		if err != nil {
+			return Usage{}, readErr(err)
+		}
+		var freed Usage
+		if fi.IsDir() {
+			if freed, err = measure(root, rel); err != nil {
+				return Usage{}, fmt.Errorf("measure %q: %w", rel, err)
+			}
+		} else if fi.Mode().IsRegular() {
+			freed = Usage{Bytes: fi.Size(), Files: 1}
+		}
+		if in, err = t.beginIntent(id, gen); err != nil {
+			return Usage{}, err
+		}
+		touched = true
+		if err := root.RemoveAll(rel); err != nil {
+			return Usage{}, fmt.Errorf("remove %q: %w", rel, err)
+		}
+		return Usage{Bytes: booked.Bytes - freed.Bytes, Files: booked.Files - freed.Files}, nil
+	})
+	in.end(err == nil || !touched)
+	return err
+}
+
+// measure adds up the regular files at or below rel of root.
+func measure(root *os.Root, rel string) (Usage, error) {
+	var u Usage
+	err := fs.WalkDir(root.FS(), rel, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
 			if err != nil {
 				return err
 			}
-			if d.Type().IsRegular() {
-				info, err := d.Info()
-				if err != nil {
-					return err
-				}
-				freed.Bytes -= info.Size()
-				freed.Files--
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("measure %q: %w", rel, err)
+			u.Bytes += info.Size()
+			u.Files++
 		}
-	} else if fi.Mode().IsRegular() {
-		freed = Change{Bytes: -fi.Size(), Files: -1}
+		return nil
+	})
+	return u, err
+}
+
+// Usage measures the files of upload id on disk.
+func (t *Tree) Usage(id string) (Usage, error) {
+	root, err := t.openFiles(id)
+	if err != nil {
+		return Usage{}, err
 	}
-	// The upload must still accept changes (it may have left the open state since the
-	// request was checked).
-	if err := reserve(Change{}); err != nil {
-		return err
-	}
-	if err := root.RemoveAll(rel); err != nil {
-		return fmt.Errorf("remove %q: %w", rel, err)
-	}
-	freed.Release = true
-	return reserve(freed)
+	defer root.Close()
+	return measure(root, ".")
 }
 
 // Entry describes one file or directory.

@@ -29,26 +29,37 @@ func newTree(t *testing.T) *Tree {
 	return tr
 }
 
-// usage is a Reserver that keeps totals and enforces limits like the store does.
+// usage is a Guard that keeps the books in memory, like the store does in its rows.
 type usage struct {
 	mu       sync.Mutex
 	bytes    int64
 	files    int
+	gen      int64
 	maxBytes int64
 	maxFiles int
+	// refuse, when set, is the answer of Locked (the upload is closed).
+	refuse error
+	// failBooking, when set, makes the booking fail after fn succeeded (the database
+	// went away at the commit).
+	failBooking error
 }
 
-func (u *usage) reserve(c Change) error {
+func (u *usage) Limits() Limits { return Limits{MaxBytes: u.maxBytes, MaxFiles: u.maxFiles} }
+
+func (u *usage) Locked(fn func(Usage, int64) (Usage, error)) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.maxBytes > 0 && u.bytes+c.Bytes > u.maxBytes && c.Bytes > 0 {
-		return &LimitError{Limit: "maxUploadSize", Max: u.maxBytes}
+	if u.refuse != nil {
+		return u.refuse
 	}
-	if u.maxFiles > 0 && u.files+c.Files > u.maxFiles && c.Files > 0 {
-		return &LimitError{Limit: "maxFiles", Max: int64(u.maxFiles)}
+	next, err := fn(Usage{Bytes: u.bytes, Files: u.files}, u.gen)
+	if err != nil {
+		return err
 	}
-	u.bytes += c.Bytes
-	u.files += c.Files
+	if u.failBooking != nil {
+		return u.failBooking
+	}
+	u.bytes, u.files, u.gen = next.Bytes, next.Files, u.gen+1
 	return nil
 }
 
@@ -64,13 +75,13 @@ func tmpEntries(t *testing.T, tr *Tree) []os.DirEntry {
 func TestPutStatOpenDelete(t *testing.T) {
 	tr := newTree(t)
 	u := &usage{}
-	if _, err := tr.Put(testID, "a/b/c.txt", strings.NewReader("hello"), -1, 100, u.reserve); err != nil {
+	if _, err := tr.Put(testID, "a/b/c.txt", strings.NewReader("hello"), -1, 100, u); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Put(testID, "a/b/c.txt", strings.NewReader("hi"), -1, 100, u.reserve); err != nil {
+	if _, err := tr.Put(testID, "a/b/c.txt", strings.NewReader("hi"), -1, 100, u); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Put(testID, "a/d", strings.NewReader("xyz"), -1, 100, u.reserve); err != nil {
+	if _, err := tr.Put(testID, "a/d", strings.NewReader("xyz"), -1, 100, u); err != nil {
 		t.Fatal(err)
 	}
 	if u.bytes != 5 || u.files != 2 {
@@ -101,25 +112,25 @@ func TestPutStatOpenDelete(t *testing.T) {
 			t.Errorf("Stat(%q) = %v, want ErrNotExist", p, err)
 		}
 	}
-	if _, err := tr.Put(testID, "a/d/x", strings.NewReader("x"), -1, 100, u.reserve); !errors.Is(err, ErrConflict) {
+	if _, err := tr.Put(testID, "a/d/x", strings.NewReader("x"), -1, 100, u); !errors.Is(err, ErrConflict) {
 		t.Fatalf("Put under a file = %v, want ErrConflict", err)
 	}
-	if _, err := tr.Put(testID, "a/b", strings.NewReader("x"), -1, 100, u.reserve); !errors.Is(err, ErrConflict) {
+	if _, err := tr.Put(testID, "a/b", strings.NewReader("x"), -1, 100, u); !errors.Is(err, ErrConflict) {
 		t.Fatalf("Put over a directory = %v, want ErrConflict", err)
 	}
-	if _, err := tr.Put(testID, Root, strings.NewReader("x"), -1, 100, u.reserve); !errors.Is(err, ErrRootRefused) {
+	if _, err := tr.Put(testID, Root, strings.NewReader("x"), -1, 100, u); !errors.Is(err, ErrRootRefused) {
 		t.Fatalf("Put root = %v", err)
 	}
-	if err := tr.Delete(testID, Root, u.reserve); !errors.Is(err, ErrRootRefused) {
+	if err := tr.Delete(testID, Root, u); !errors.Is(err, ErrRootRefused) {
 		t.Fatalf("Delete root = %v", err)
 	}
-	if err := tr.Delete(testID, "a/b", u.reserve); err != nil {
+	if err := tr.Delete(testID, "a/b", u); err != nil {
 		t.Fatal(err)
 	}
 	if u.bytes != 3 || u.files != 1 {
 		t.Fatalf("usage after delete = %d, %d", u.bytes, u.files)
 	}
-	if err := tr.Delete(testID, "a/b", u.reserve); !errors.Is(err, ErrNotExist) {
+	if err := tr.Delete(testID, "a/b", u); !errors.Is(err, ErrNotExist) {
 		t.Fatalf("second delete = %v", err)
 	}
 	if len(tmpEntries(t, tr)) != 0 {
@@ -136,23 +147,23 @@ func TestPutStatOpenDelete(t *testing.T) {
 func TestPutLimitsLeaveNothing(t *testing.T) {
 	tr := newTree(t)
 	u := &usage{maxBytes: 10, maxFiles: 2}
-	if _, err := tr.Put(testID, "big", bytes.NewReader(make([]byte, 101)), -1, 100, u.reserve); !isLimit(err, "maxFileSize") {
+	if _, err := tr.Put(testID, "big", bytes.NewReader(make([]byte, 101)), -1, 100, u); !isLimit(err, "maxFileSize") {
 		t.Fatalf("oversized file: %v", err)
 	}
-	if _, err := tr.Put(testID, "a", strings.NewReader("123456"), -1, 100, u.reserve); err != nil {
+	if _, err := tr.Put(testID, "a", strings.NewReader("123456"), -1, 100, u); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Put(testID, "dir/b", strings.NewReader("123456"), -1, 100, u.reserve); !isLimit(err, "maxUploadSize") {
+	if _, err := tr.Put(testID, "dir/b", strings.NewReader("123456"), -1, 100, u); !isLimit(err, "maxUploadSize") {
 		t.Fatalf("over total: %v", err)
 	}
-	if _, err := tr.Put(testID, "b", strings.NewReader("1"), -1, 100, u.reserve); err != nil {
+	if _, err := tr.Put(testID, "b", strings.NewReader("1"), -1, 100, u); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Put(testID, "c", strings.NewReader("1"), -1, 100, u.reserve); !isLimit(err, "maxFiles") {
+	if _, err := tr.Put(testID, "c", strings.NewReader("1"), -1, 100, u); !isLimit(err, "maxFiles") {
 		t.Fatalf("over count: %v", err)
 	}
 	// Replacing a file frees its old size first.
-	if _, err := tr.Put(testID, "a", strings.NewReader("123456789"), -1, 100, u.reserve); err != nil {
+	if _, err := tr.Put(testID, "a", strings.NewReader("123456789"), -1, 100, u); err != nil {
 		t.Fatalf("replace within limit: %v", err)
 	}
 	files, _ := tr.Walk(testID)
@@ -174,7 +185,7 @@ func TestPutBrokenBody(t *testing.T) {
 	tr := newTree(t)
 	u := &usage{}
 	body := io.MultiReader(strings.NewReader("partial"), errReader{})
-	if _, err := tr.Put(testID, "x", body, -1, 100, u.reserve); err == nil {
+	if _, err := tr.Put(testID, "x", body, -1, 100, u); err == nil {
 		t.Fatal("want error")
 	}
 	if files, _ := tr.Walk(testID); len(files) != 0 || len(tmpEntries(t, tr)) != 0 || u.files != 0 {
@@ -195,7 +206,7 @@ func TestPutTruncatedBody(t *testing.T) {
 		} {
 			for _, hint := range []int64{-1, int64(size) + 1000} {
 				body := io.MultiReader(bytes.NewReader(make([]byte, size)), cutReader{cut})
-				if _, err := tr.Put(testID, "t", body, hint, 1<<30, u.reserve); !errors.Is(err, io.ErrUnexpectedEOF) {
+				if _, err := tr.Put(testID, "t", body, hint, 1<<30, u); !errors.Is(err, io.ErrUnexpectedEOF) {
 					t.Fatalf("size %d, %s, hint %d: err = %v, want the truncation", size, name, hint, err)
 				}
 				if files, _ := tr.Walk(testID); len(files) != 0 || len(tmpEntries(t, tr)) != 0 || u.files != 0 || u.bytes != 0 {
@@ -212,18 +223,12 @@ func TestPutTruncatedBody(t *testing.T) {
 func TestRefusedChangesKeepTheTree(t *testing.T) {
 	tr := newTree(t)
 	u := &usage{}
-	if _, err := tr.Put(testID, "d/f", strings.NewReader("original"), -1, 100, u.reserve); err != nil {
+	if _, err := tr.Put(testID, "d/f", strings.NewReader("original"), -1, 100, u); err != nil {
 		t.Fatal(err)
 	}
 	refused := errors.New("upload is pending")
-	var seen []Change
-	closed := func(c Change) error {
-		seen = append(seen, c)
-		if c.Release {
-			return u.reserve(c)
-		}
-		return refused
-	}
+	u.refuse = refused
+	closed := u
 	for _, body := range []string{"same-len", "short", "much longer content"} {
 		if _, err := tr.Put(testID, "d/f", strings.NewReader(body), -1, 100, closed); !errors.Is(err, refused) {
 			t.Fatalf("replace with %q = %v, want the refusal", body, err)
@@ -238,7 +243,7 @@ func TestRefusedChangesKeepTheTree(t *testing.T) {
 		t.Fatalf("content %q after refused changes", got)
 	}
 	if u.bytes != 8 || u.files != 1 || len(tmpEntries(t, tr)) != 0 {
-		t.Fatalf("usage %d bytes %d files, %d temporaries; changes seen %v", u.bytes, u.files, len(tmpEntries(t, tr)), seen)
+		t.Fatalf("usage %d bytes %d files, %d temporaries", u.bytes, u.files, len(tmpEntries(t, tr)))
 	}
 }
 
@@ -263,7 +268,7 @@ func TestConcurrentWritersNeverMix(t *testing.T) {
 			wg.Add(1)
 			go func(b byte) {
 				defer wg.Done()
-				if _, err := tr.Put(testID, "same/file", slowReader{bytes.NewReader(bytes.Repeat([]byte{b}, size))}, -1, size, u.reserve); err != nil {
+				if _, err := tr.Put(testID, "same/file", slowReader{bytes.NewReader(bytes.Repeat([]byte{b}, size))}, -1, size, u); err != nil {
 					failures.Add(1)
 				}
 			}(byte('a' + w))
@@ -313,10 +318,10 @@ func TestSymlinksStayInside(t *testing.T) {
 		if _, err := tr.Stat(testID, p, "", 1); !errors.Is(err, ErrNotExist) {
 			t.Errorf("Stat(%q) through a symlink = %v", p, err)
 		}
-		if _, err := tr.Put(testID, p, strings.NewReader("x"), -1, 10, u.reserve); err == nil {
+		if _, err := tr.Put(testID, p, strings.NewReader("x"), -1, 10, u); err == nil {
 			t.Errorf("Put(%q) through a symlink succeeded", p)
 		}
-		if err := tr.Delete(testID, p, u.reserve); err == nil {
+		if err := tr.Delete(testID, p, u); err == nil {
 			t.Errorf("Delete(%q) through a symlink succeeded", p)
 		}
 	}
@@ -335,7 +340,7 @@ func TestStatPaging(t *testing.T) {
 	tr := newTree(t)
 	u := &usage{}
 	for i := 0; i < 25; i++ {
-		if _, err := tr.Put(testID, fmt.Sprintf("d/f%02d", i), strings.NewReader("x"), -1, 10, u.reserve); err != nil {
+		if _, err := tr.Put(testID, fmt.Sprintf("d/f%02d", i), strings.NewReader("x"), -1, 10, u); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -376,7 +381,7 @@ func TestPutSizes(t *testing.T) {
 		for i := range data {
 			data[i] = byte(i * 7)
 		}
-		if _, err := tr.Put(testID, "f", slowReader{bytes.NewReader(data)}, int64(size), int64(size), u.reserve); err != nil {
+		if _, err := tr.Put(testID, "f", slowReader{bytes.NewReader(data)}, int64(size), int64(size), u); err != nil {
 			t.Fatalf("size %d: %v", size, err)
 		}
 		got, _ := os.ReadFile(filepath.Join(tr.Dir(testID), "f"))
@@ -384,13 +389,13 @@ func TestPutSizes(t *testing.T) {
 			t.Fatalf("size %d: content differs (%d bytes)", size, len(got))
 		}
 		if size > 0 {
-			if _, err := tr.Put(testID, "g", bytes.NewReader(data), -1, int64(size-1), u.reserve); !isLimit(err, "maxFileSize") {
+			if _, err := tr.Put(testID, "g", bytes.NewReader(data), -1, int64(size-1), u); !isLimit(err, "maxFileSize") {
 				t.Fatalf("size %d over limit: %v", size, err)
 			}
 		}
 	}
 	body := io.MultiReader(bytes.NewReader(make([]byte, 4*copyBuf)), errReader{})
-	if _, err := tr.Put(testID, "broken", body, -1, 1<<30, u.reserve); err == nil {
+	if _, err := tr.Put(testID, "broken", body, -1, 1<<30, u); err == nil {
 		t.Fatal("broken large body accepted")
 	}
 	if files, _ := tr.Walk(testID); len(files) != 1 || len(tmpEntries(t, tr)) != 0 {
@@ -403,16 +408,16 @@ func TestPutSizeHintLies(t *testing.T) {
 	tr := newTree(t)
 	u := &usage{}
 	data := bytes.Repeat([]byte("z"), 3*copyBuf)
-	if _, err := tr.Put(testID, "f", bytes.NewReader(data), 10, int64(len(data)), u.reserve); err != nil {
+	if _, err := tr.Put(testID, "f", bytes.NewReader(data), 10, int64(len(data)), u); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(filepath.Join(tr.Dir(testID), "f")); !bytes.Equal(got, data) {
 		t.Fatalf("got %d bytes", len(got))
 	}
-	if _, err := tr.Put(testID, "g", bytes.NewReader(data), 10, 100, u.reserve); !isLimit(err, "maxFileSize") {
+	if _, err := tr.Put(testID, "g", bytes.NewReader(data), 10, 100, u); !isLimit(err, "maxFileSize") {
 		t.Fatalf("over limit with a small hint: %v", err)
 	}
-	if _, err := tr.Put(testID, "h", strings.NewReader("abc"), 10, 100, u.reserve); err != nil {
+	if _, err := tr.Put(testID, "h", strings.NewReader("abc"), 10, 100, u); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(filepath.Join(tr.Dir(testID), "h")); string(got) != "abc" {
@@ -476,7 +481,7 @@ func TestPutHoldsItsTemporary(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		_, err := tr.Put(testID, "slow", pr, -1, 1<<20, func(Change) error { return nil })
+		_, err := tr.Put(testID, "slow", pr, -1, 1<<20, &usage{})
 		done <- err
 	}()
 	if _, err := pw.Write([]byte("partial")); err != nil {
@@ -498,5 +503,57 @@ func TestPutHoldsItsTemporary(t *testing.T) {
 	}
 	if got := tr.TempBytes(testID); got != 0 {
 		t.Fatalf("TempBytes after the write = %d", got)
+	}
+}
+
+// A change whose booking fails after the tree changed (the process died, or the database
+// went away at the commit) leaves its intent; the next change under the lock recounts the
+// disk instead of trusting the books, and so does Settle.
+func TestFailedBookingIsSettled(t *testing.T) {
+	tr := newTree(t)
+	u := &usage{maxFiles: 2}
+	if _, err := tr.Put(testID, "a", strings.NewReader("12345"), -1, 100, u); err != nil {
+		t.Fatal(err)
+	}
+	lost := errors.New("connection lost at commit")
+	u.failBooking = lost
+	if _, err := tr.Put(testID, "b", strings.NewReader("123"), -1, 100, u); !errors.Is(err, lost) {
+		t.Fatalf("put with a failing booking = %v", err)
+	}
+	u.failBooking = nil
+	if u.bytes != 5 || u.files != 1 {
+		t.Fatalf("books %d bytes %d files after the failed booking", u.bytes, u.files)
+	}
+	in, err := tr.Intents()
+	if err != nil || len(in) != 1 || in[0].Gen != u.gen+1 {
+		t.Fatalf("intents %+v %v, books at generation %d", in, err, u.gen)
+	}
+	// The disk holds two files: a third one is over maxFiles although the books say 1.
+	if _, err := tr.Put(testID, "c", strings.NewReader("1"), -1, 100, u); !isLimit(err, "maxFiles") {
+		t.Fatalf("third file = %v, want maxFiles", err)
+	}
+	if err := tr.Delete(testID, "a", u); err != nil {
+		t.Fatal(err)
+	}
+	if u.bytes != 3 || u.files != 1 {
+		t.Fatalf("books %d bytes %d files, want 3 and 1", u.bytes, u.files)
+	}
+	// A delete whose booking fails, settled by Settle.
+	u.failBooking = lost
+	if err := tr.Delete(testID, "b", u); !errors.Is(err, lost) {
+		t.Fatalf("delete with a failing booking = %v", err)
+	}
+	u.failBooking = nil
+	if err := tr.Settle(testID, u); err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := tr.Intents(); u.bytes != 0 || u.files != 0 || len(in) != 0 {
+		t.Fatalf("after Settle: books %d bytes %d files, intents %+v", u.bytes, u.files, in)
+	}
+	// A refused change leaves no intent.
+	u.refuse = errors.New("closed")
+	_, _ = tr.Put(testID, "d", strings.NewReader("1"), -1, 100, u)
+	if in, _ := tr.Intents(); len(in) != 0 {
+		t.Fatalf("a refused change left intents %+v", in)
 	}
 }

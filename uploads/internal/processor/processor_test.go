@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/uploads/internal/files"
+	"github.com/berth-project/berth/uploads/internal/guard"
 	"github.com/berth-project/berth/uploads/internal/processor"
 	"github.com/berth-project/berth/uploads/internal/store"
 	"github.com/berth-project/berth/uploads/internal/store/storetest"
@@ -94,7 +95,7 @@ func newUpload(t *testing.T, f fixture, names ...string) uuid.UUID {
 		t.Fatal(err)
 	}
 	for _, n := range names {
-		_, err := f.tree.Put(u.ID.String(), n, strings.NewReader(n), int64(len(n)), 1<<20, func(files.Change) error { return nil })
+		_, err := f.tree.Put(u.ID.String(), n, strings.NewReader(n), int64(len(n)), 1<<20, guard.New(ctx, f.st, u.ID, files.Limits{}))
 		if err != nil {
 			t.Fatal(err)
 		}

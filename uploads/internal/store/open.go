@@ -98,7 +98,7 @@ func openPostgres(dsn string) (*sqlStore, error) {
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(20)
 	db.SetMaxIdleConns(20)
-	return &sqlStore{db: db, wdb: db, d: dialect{name: "postgres", numbered: true, lockClause: " FOR UPDATE SKIP LOCKED"}, now: time.Now}, nil
+	return &sqlStore{db: db, wdb: db, d: dialect{name: "postgres", numbered: true, lockClause: " FOR UPDATE SKIP LOCKED", rowLock: " FOR UPDATE"}, now: time.Now}, nil
 }
 
 // migrationLock is the PostgreSQL advisory lock key that serializes the migrations of

@@ -19,6 +19,10 @@ type dialect struct {
 	numbered bool
 	// lockClause is appended to the claim's inner SELECT.
 	lockClause string
+	// rowLock is appended to the SELECT that takes an upload's lock in Mutate. In SQLite
+	// the transaction's write lock (BEGIN IMMEDIATE) is the lock, for every process of
+	// the host.
+	rowLock string
 }
 
 // sqlStore implements Store on database/sql. Reads go to db; writes go to wdb, which for
@@ -30,7 +34,7 @@ type sqlStore struct {
 	now     func() time.Time
 }
 
-const uploadCols = "id, status, created_at, updated_at, files_total, files_processed, error_count, bytes_used, file_count, attempts, image_count"
+const uploadCols = "id, status, created_at, updated_at, files_total, files_processed, error_count, bytes_used, file_count, attempts, image_count, usage_gen"
 
 // q rewrites "?" placeholders for the dialect.
 func (s *sqlStore) q(query string) string {
@@ -69,7 +73,7 @@ func scanUpload(row scanner) (Upload, error) {
 		attempts  int64
 		images    int64
 	)
-	if err := row.Scan(&id, &status, &created, &updated, &total, &processed, &errCount, &u.Bytes, &files, &attempts, &images); err != nil {
+	if err := row.Scan(&id, &status, &created, &updated, &total, &processed, &errCount, &u.Bytes, &files, &attempts, &images, &u.UsageGen); err != nil {
 		return Upload{}, err
 	}
 	parsed, err := uuid.Parse(id)
@@ -97,6 +101,10 @@ func (s *sqlStore) Create(ctx context.Context) (Upload, error) {
 	if err != nil {
 		return Upload{}, err
 	}
+	return s.Insert(ctx, id)
+}
+
+func (s *sqlStore) Insert(ctx context.Context, id uuid.UUID) (Upload, error) {
 	now := s.stamp()
 	row := s.wdb.QueryRowContext(ctx, s.q(`INSERT INTO uploads (id, status, created_at, updated_at) VALUES (?, ?, ?, ?) RETURNING `+uploadCols),
 		id.String(), StatusOpen, now, now)
@@ -112,7 +120,7 @@ func (s *sqlStore) Get(ctx context.Context, id uuid.UUID) (Upload, error) {
 }
 
 func (s *sqlStore) get(ctx context.Context, db *sql.DB, id uuid.UUID) (Upload, error) {
-	u, err := scanUpload(db.QueryRowContext(ctx, s.q(`SELECT `+uploadCols+` FROM uploads WHERE id = ?`), id.String()))
+	u, err := scanUpload(db.QueryRowContext(ctx, s.q(`SELECT `+uploadCols+` FROM uploads WHERE id = ? AND status <> ?`), id.String(), StatusDeleting))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Upload{}, ErrNotFound
 	}
@@ -124,14 +132,14 @@ func (s *sqlStore) get(ctx context.Context, db *sql.DB, id uuid.UUID) (Upload, e
 
 func (s *sqlStore) List(ctx context.Context, limit, offset int) ([]Upload, int, error) {
 	var total int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM uploads`).Scan(&total); err != nil {
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT count(*) FROM uploads WHERE status <> ?`), StatusDeleting).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count uploads: %w", err)
 	}
 	// The offset is skipped on the covering (created_at, id) index alone; only the rows
 	// of the page are read from the table (several times faster at large offsets).
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+uploadCols+` FROM uploads
-		WHERE id IN (SELECT id FROM uploads ORDER BY created_at, id LIMIT ? OFFSET ?)
-		ORDER BY created_at, id`), limit, offset)
+		WHERE id IN (SELECT id FROM uploads WHERE status <> ? ORDER BY created_at, id LIMIT ? OFFSET ?)
+		ORDER BY created_at, id`), StatusDeleting, limit, offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list uploads: %w", err)
 	}
@@ -202,41 +210,92 @@ func (s *sqlStore) MarkForProcessing(ctx context.Context, id uuid.UUID) (Upload,
 	return u, nil
 }
 
-func (s *sqlStore) Unreserve(ctx context.Context, id uuid.UUID, bytes int64, files int) error {
-	_, err := s.wdb.ExecContext(ctx, s.q(`UPDATE uploads SET bytes_used = bytes_used + ?, file_count = file_count + ? WHERE id = ?`), bytes, files, id.String())
-	if err != nil {
-		return fmt.Errorf("release usage of %s: %w", id, err)
-	}
-	return nil
+func (s *sqlStore) Mutate(ctx context.Context, id uuid.UUID, fn func(u Upload) (Usage, error)) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		u, err := scanUpload(tx.QueryRowContext(ctx, s.q(`SELECT `+uploadCols+` FROM uploads WHERE id = ?`+s.d.rowLock), id.String()))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return ErrNotFound
+		case err != nil:
+			return fmt.Errorf("lock upload %s: %w", id, err)
+		case u.Status == StatusDeleting:
+			return ErrNotFound
+		}
+		next, err := fn(u)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE uploads SET bytes_used = ?, file_count = ?, usage_gen = ?, updated_at = ? WHERE id = ?`),
+			next.Bytes, next.Files, u.UsageGen+1, s.stamp(), id.String())
+		if err != nil {
+			return fmt.Errorf("book usage of %s: %w", id, err)
+		}
+		return nil
+	})
 }
 
-func (s *sqlStore) Reserve(ctx context.Context, id uuid.UUID, bytes int64, files int, limits Limits) error {
-	// The limits are cast: compared with a literal, PostgreSQL would take them as int4 and
-	// refuse any limit beyond 2 GiB.
-	res, err := s.wdb.ExecContext(ctx, s.q(`UPDATE uploads SET bytes_used = bytes_used + ?, file_count = file_count + ?, updated_at = ?
-		WHERE id = ? AND status = ? AND (CAST(? AS BIGINT) = 0 OR bytes_used + ? <= ?) AND (CAST(? AS BIGINT) = 0 OR file_count + ? <= ?)`),
-		bytes, files, s.stamp(), id.String(), StatusOpen,
-		limits.MaxBytes, bytes, limits.MaxBytes, limits.MaxFiles, files, limits.MaxFiles)
+func (s *sqlStore) Tombstone(ctx context.Context, id uuid.UUID) (bool, error) {
+	// In PostgreSQL the UPDATE waits for the row lock of a Mutate in progress, so no
+	// change of the tree is under way once it returns.
+	res, err := s.wdb.ExecContext(ctx, s.q(`UPDATE uploads SET status = ?, owner = '', updated_at = ? WHERE id = ?`),
+		StatusDeleting, s.stamp(), id.String())
 	if err != nil {
-		return fmt.Errorf("reserve usage of %s: %w", id, err)
+		return false, fmt.Errorf("mark %s deleted: %w", id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		return nil
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+func (s *sqlStore) Lookup(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]Upload, error) {
+	out := make(map[uuid.UUID]Upload, len(ids))
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), 500)]
+		ids = ids[len(batch):]
+		args := make([]any, len(batch))
+		marks := make([]string, len(batch))
+		for i, id := range batch {
+			args[i], marks[i] = id.String(), "?"
+		}
+		rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+uploadCols+` FROM uploads WHERE id IN (`+strings.Join(marks, ",")+`)`), args...)
+		if err != nil {
+			return nil, fmt.Errorf("look up uploads: %w", err)
+		}
+		for rows.Next() {
+			u, err := scanUpload(rows)
+			if err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("look up uploads: %w", err)
+			}
+			out[u.ID] = u
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("look up uploads: %w", err)
+		}
 	}
-	u, err := s.get(ctx, s.wdb, id)
+	return out, nil
+}
+
+func (s *sqlStore) Deleting(ctx context.Context, limit int) ([]uuid.UUID, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id FROM uploads WHERE status = ? ORDER BY updated_at LIMIT ?`), StatusDeleting, limit)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("list deleted uploads: %w", err)
 	}
-	if err := CheckState(u, StatusOpen); err != nil {
-		return err
+	defer rows.Close()
+	var out []uuid.UUID
+	for rows.Next() {
+		var raw string
+		if err := rows.Scan(&raw); err != nil {
+			return nil, err
+		}
+		id, err := uuid.Parse(raw)
+		if err != nil {
+			return nil, fmt.Errorf("stored upload id %q: %w", raw, err)
+		}
+		out = append(out, id)
 	}
-	if limits.MaxBytes > 0 && u.Bytes+bytes > limits.MaxBytes {
-		return &LimitError{Limit: "maxUploadSize", Max: limits.MaxBytes}
-	}
-	if limits.MaxFiles > 0 && u.Files+files > limits.MaxFiles {
-		return &LimitError{Limit: "maxFiles", Max: int64(limits.MaxFiles)}
-	}
-	return fmt.Errorf("reserve usage of %s: state changed concurrently", id)
+	return out, rows.Err()
 }
 
 func (s *sqlStore) Errors(ctx context.Context, id uuid.UUID, limit, offset int) ([]FileError, int, error) {
@@ -297,7 +356,7 @@ func (s *sqlStore) Images(ctx context.Context, id uuid.UUID, limit, offset int) 
 }
 
 func (s *sqlStore) CountByStatus(ctx context.Context) (map[Status]int, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT status, count(*) FROM uploads GROUP BY status`)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT status, count(*) FROM uploads WHERE status <> ? GROUP BY status`), StatusDeleting)
 	if err != nil {
 		return nil, fmt.Errorf("count uploads by status: %w", err)
 	}

@@ -23,6 +23,10 @@ const (
 	StatusPending    Status = "pending"
 	StatusProcessing Status = "processing"
 	StatusDone       Status = "done"
+	// StatusDeleting is the tombstone of an upload whose deletion began: the API and the
+	// workers no longer see it, and whoever finds it (the DELETE request, or any
+	// replica's sweep after a crash) removes its tree and then its rows.
+	StatusDeleting Status = "deleting"
 )
 
 // Statuses lists every state in lifecycle order.
@@ -43,6 +47,9 @@ type Upload struct {
 	// Bytes and Files are the current usage, checked against the upload limits.
 	Bytes int64
 	Files int
+	// UsageGen counts the changes booked by Mutate; files.Tree uses it to find a change
+	// whose process died between changing the tree and booking the change.
+	UsageGen int64
 	// Attempts counts consecutive processing attempts that stopped on an unavailable
 	// deploy target; it drives the retry backoff.
 	Attempts int
@@ -102,30 +109,45 @@ type LimitError struct {
 
 func (e *LimitError) Error() string { return fmt.Sprintf("limit %s (%d) exceeded", e.Limit, e.Max) }
 
-// Limits bound an upload's usage; zero means unlimited.
-type Limits struct {
-	MaxBytes int64
-	MaxFiles int
+// Usage is what an upload's files take: their bytes and their number.
+type Usage struct {
+	Bytes int64
+	Files int
 }
 
 // Store is the metadata of uploads.
 type Store interface {
 	Create(ctx context.Context) (Upload, error)
+	// Insert creates an open upload with the given id (its tree is made first, so that
+	// no row ever lacks its tree).
+	Insert(ctx context.Context, id uuid.UUID) (Upload, error)
+	// Get returns an upload; ErrNotFound when unknown or being deleted.
 	Get(ctx context.Context, id uuid.UUID) (Upload, error)
-	// List returns one page of uploads, oldest first, and the total count.
+	// List returns one page of uploads, oldest first, and the total count (uploads
+	// being deleted are left out).
 	List(ctx context.Context, limit, offset int) ([]Upload, int, error)
-	// Delete removes the upload, its error entries and its deployed images; an unknown id is not an error.
+	// Delete removes the rows of the upload (its error entries and deployed images
+	// too), whatever its state; an unknown id is not an error. Its tree must be gone.
 	Delete(ctx context.Context, id uuid.UUID) error
-	// MarkForProcessing moves an open upload to pending.
+	// Tombstone moves the upload to StatusDeleting (see there); found is false for an
+	// unknown id. It waits for a Mutate of the upload in progress.
+	Tombstone(ctx context.Context, id uuid.UUID) (found bool, err error)
+	// Deleting lists up to limit tombstoned uploads, oldest first.
+	Deleting(ctx context.Context, limit int) ([]uuid.UUID, error)
+	// Lookup returns the rows of those ids that exist, tombstones included.
+	Lookup(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]Upload, error)
+	// MarkForProcessing moves an open upload to pending. It waits for a Mutate of the
+	// upload in progress, so every change of the tree booked before is seen by
+	// processing and every later one is refused.
 	MarkForProcessing(ctx context.Context, id uuid.UUID) (Upload, error)
-	// Reserve adds a usage change to an open upload, refusing growth beyond limits with a
-	// *LimitError, and any change (even a shrinking or zero one) with a *StateError when
-	// the upload is no longer open: a write books its change right before it becomes
-	// visible, so a closed upload's files stay as they are.
-	Reserve(ctx context.Context, id uuid.UUID, bytes int64, files int, limits Limits) error
-	// Unreserve books a change that has already happened (files deleted) or undoes a
-	// reservation, in any state.
-	Unreserve(ctx context.Context, id uuid.UUID, bytes int64, files int) error
+	// Mutate runs fn under the upload's lock, which every replica sharing the database
+	// shares (a row lock in PostgreSQL; SQLite's write lock, for every process of the
+	// host), with the upload as booked. The usage fn returns is booked with UsageGen one
+	// higher in the same transaction: the lock is released only once the change is
+	// booked (or, when fn fails, nothing is). fn sees the upload's state and refuses
+	// what that state does not allow; an unknown upload, or one being deleted, is
+	// ErrNotFound without calling fn.
+	Mutate(ctx context.Context, id uuid.UUID, fn func(u Upload) (Usage, error)) error
 	// Errors returns one page of the error entries of a processing or done upload.
 	Errors(ctx context.Context, id uuid.UUID, limit, offset int) ([]FileError, int, error)
 	// Images returns one page of the deployed image names of a processing or done

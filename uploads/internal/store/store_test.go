@@ -18,9 +18,8 @@ func TestStore(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, open(t)) })
 			t.Run("ListPaging", func(t *testing.T) { testListPaging(t, open(t)) })
-			t.Run("Reserve", func(t *testing.T) { testReserve(t, open(t)) })
-			t.Run("ReserveLargeLimits", func(t *testing.T) { testReserveLargeLimits(t, open(t)) })
-			t.Run("ReserveNeedsOpen", func(t *testing.T) { testReserveNeedsOpen(t, open(t)) })
+			t.Run("Mutate", func(t *testing.T) { testMutate(t, open(t)) })
+			t.Run("Tombstone", func(t *testing.T) { testTombstone(t, open(t)) })
 			t.Run("ClaimOnce", func(t *testing.T) { testClaimOnce(t, open(t)) })
 			t.Run("LeaseAndRelease", func(t *testing.T) { testLeaseAndRelease(t, open(t)) })
 			t.Run("Images", func(t *testing.T) { testImages(t, open(t)) })
@@ -162,108 +161,94 @@ func testListPaging(t *testing.T, s store.Store) {
 	}
 }
 
-func testReserve(t *testing.T, s store.Store) {
+// testMutate: the lock serializes read-modify-write of the books (no lost update, even
+// with a delay inside), each booking raises the generation, a failing fn books nothing,
+// and tombstoned or unknown uploads are ErrNotFound. Large sizes (beyond 32 bits) fit.
+func testMutate(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	u, _ := s.Create(ctx)
-	lim := store.Limits{MaxBytes: 100, MaxFiles: 3}
-	var le *store.LimitError
-	if err := s.Reserve(ctx, u.ID, 60, 1, lim); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Reserve(ctx, u.ID, 41, 1, lim); !errors.As(err, &le) || le.Limit != "maxUploadSize" {
-		t.Fatalf("over size = %v", err)
-	}
-	if err := s.Reserve(ctx, u.ID, 10, 2, lim); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Reserve(ctx, u.ID, 1, 1, lim); !errors.As(err, &le) || le.Limit != "maxFiles" {
-		t.Fatalf("over count = %v", err)
-	}
-	if err := s.Reserve(ctx, u.ID, -70, -3, lim); err != nil {
-		t.Fatal(err)
-	}
-	// Concurrent reservations never overshoot.
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	okCount := 0
 	for i := 0; i < 20; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if s.Reserve(ctx, u.ID, 10, 1, store.Limits{MaxBytes: 100, MaxFiles: 100}) == nil {
-				mu.Lock()
-				okCount++
-				mu.Unlock()
+			err := s.Mutate(ctx, u.ID, func(cur store.Upload) (store.Usage, error) {
+				time.Sleep(time.Millisecond) // a read-modify-write without the lock would lose updates
+				return store.Usage{Bytes: cur.Bytes + 5<<30, Files: cur.Files + 1}, nil
+			})
+			if err != nil {
+				t.Error(err)
 			}
 		}()
 	}
 	wg.Wait()
 	got, _ := s.Get(ctx, u.ID)
-	if okCount != 10 || got.Bytes != 100 || got.Files != 10 {
-		t.Fatalf("concurrent reserve: %d ok, usage %d bytes %d files", okCount, got.Bytes, got.Files)
+	if got.Bytes != 20*5<<30 || got.Files != 20 || got.UsageGen != 20 {
+		t.Fatalf("after 20 concurrent changes: %d bytes, %d files, generation %d", got.Bytes, got.Files, got.UsageGen)
 	}
-	if err := s.Reserve(ctx, uuid.New(), 1, 1, lim); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("reserve unknown = %v", err)
+	boom := errors.New("boom")
+	if err := s.Mutate(ctx, u.ID, func(store.Upload) (store.Usage, error) { return store.Usage{}, boom }); !errors.Is(err, boom) {
+		t.Fatalf("failing fn = %v", err)
 	}
-	s.MarkForProcessing(ctx, u.ID)
-	if err := s.Reserve(ctx, u.ID, 1, 0, lim); !errors.Is(err, store.ErrState) {
-		t.Fatalf("reserve pending = %v", err)
+	if again, _ := s.Get(ctx, u.ID); again.Bytes != got.Bytes || again.UsageGen != got.UsageGen {
+		t.Fatalf("a failing fn booked %+v", again)
 	}
-	if total, err := s.TotalBytes(ctx); err != nil || total != 100 {
+	if err := s.Mutate(ctx, uuid.New(), func(store.Upload) (store.Usage, error) { return store.Usage{}, nil }); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("mutate unknown = %v", err)
+	}
+	if total, err := s.TotalBytes(ctx); err != nil || total != 20*5<<30 {
 		t.Fatalf("total bytes = %d %v", total, err)
 	}
-}
-
-// testReserveLargeLimits uses the service's default limits (16 GiB per upload), which
-// are beyond the range of a 32-bit integer, and a reservation of several GiB.
-func testReserveLargeLimits(t *testing.T, s store.Store) {
-	ctx := context.Background()
-	u, _ := s.Create(ctx)
-	lim := store.Limits{MaxBytes: 16 << 30, MaxFiles: 10000}
-	if err := s.Reserve(ctx, u.ID, 1, 1, lim); err != nil {
-		t.Fatalf("reserve 1 byte under a 16 GiB limit: %v", err)
+	if found, err := s.Tombstone(ctx, u.ID); !found || err != nil {
+		t.Fatalf("tombstone = %v %v", found, err)
 	}
-	if err := s.Reserve(ctx, u.ID, 5<<30, 1, lim); err != nil {
-		t.Fatalf("reserve 5 GiB: %v", err)
-	}
-	var le *store.LimitError
-	if err := s.Reserve(ctx, u.ID, 11<<30, 1, lim); !errors.As(err, &le) || le.Limit != "maxUploadSize" || le.Max != 16<<30 {
-		t.Fatalf("reserve past 16 GiB = %v", err)
-	}
-	if err := s.Reserve(ctx, u.ID, 1, 1, store.Limits{MaxBytes: 1 << 40, MaxFiles: 1 << 40}); err != nil {
-		t.Fatalf("reserve under 1 TiB limits: %v", err)
-	}
-	got, _ := s.Get(ctx, u.ID)
-	if got.Bytes != 5<<30+2 || got.Files != 3 {
-		t.Fatalf("usage %d bytes %d files", got.Bytes, got.Files)
+	if err := s.Mutate(ctx, u.ID, func(store.Upload) (store.Usage, error) { return store.Usage{}, nil }); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("mutate tombstoned = %v", err)
 	}
 }
 
-// testReserveNeedsOpen: once an upload left open, no write may be booked, not even one
-// that shrinks it (a file replaced by a smaller one); Unreserve still books a freeing.
-func testReserveNeedsOpen(t *testing.T, s store.Store) {
+// testTombstone: a tombstoned upload is invisible to Get, List, counts and claims, listed
+// by Deleting and Lookup, and gone after Delete.
+func testTombstone(t *testing.T, s store.Store) {
 	ctx := context.Background()
+	keep, _ := s.Create(ctx)
 	u, _ := s.Create(ctx)
-	lim := store.Limits{MaxBytes: 100, MaxFiles: 3}
-	if err := s.Reserve(ctx, u.ID, 50, 2, lim); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := s.MarkForProcessing(ctx, u.ID); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		bytes int64
-		files int
-	}{{0, 0}, {-10, 0}, {-10, -1}} {
-		if err := s.Reserve(ctx, u.ID, c.bytes, c.files, lim); !errors.Is(err, store.ErrState) {
-			t.Fatalf("reserve %+v on a pending upload = %v, want ErrState", c, err)
-		}
+	if found, err := s.Tombstone(ctx, uuid.New()); found || err != nil {
+		t.Fatalf("tombstone unknown = %v %v", found, err)
 	}
-	if err := s.Unreserve(ctx, u.ID, -20, -1); err != nil {
-		t.Fatalf("release on a pending upload: %v", err)
+	if found, err := s.Tombstone(ctx, u.ID); !found || err != nil {
+		t.Fatalf("tombstone = %v %v", found, err)
 	}
-	if got, _ := s.Get(ctx, u.ID); got.Bytes != 30 || got.Files != 1 {
-		t.Fatalf("usage %d bytes %d files, want 30, 1", got.Bytes, got.Files)
+	if _, err := s.Get(ctx, u.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("get tombstoned = %v", err)
+	}
+	if list, total, err := s.List(ctx, 10, 0); err != nil || total != 1 || len(list) != 1 || list[0].ID != keep.ID {
+		t.Fatalf("list = %v %d %v", list, total, err)
+	}
+	if counts, _ := s.CountByStatus(ctx); counts[store.StatusPending] != 0 || counts[store.StatusDeleting] != 0 {
+		t.Fatalf("counts = %v", counts)
+	}
+	if _, ok, err := s.Claim(ctx, "w", time.Minute); ok || err != nil {
+		t.Fatalf("claimed a tombstone: %v %v", ok, err)
+	}
+	if _, err := s.MarkForProcessing(ctx, u.ID); err == nil {
+		t.Fatal("marked a tombstone")
+	}
+	if ids, err := s.Deleting(ctx, 10); err != nil || len(ids) != 1 || ids[0] != u.ID {
+		t.Fatalf("deleting = %v %v", ids, err)
+	}
+	rows, err := s.Lookup(ctx, []uuid.UUID{u.ID, keep.ID, uuid.New()})
+	if err != nil || len(rows) != 2 || rows[u.ID].Status != store.StatusDeleting {
+		t.Fatalf("lookup = %v %v", rows, err)
+	}
+	if err := s.Delete(ctx, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := s.Deleting(ctx, 10); len(ids) != 0 {
+		t.Fatalf("deleting after delete = %v", ids)
 	}
 }
 

@@ -35,6 +35,45 @@ func Backends(t testing.TB) map[string]Opener {
 	return out
 }
 
+// ReplicaOpener opens n stores on one new database, as n replicas sharing it do (each
+// with its own connections): SQLite in dataDir, or PostgreSQL in a new schema.
+type ReplicaOpener func(t testing.TB, dataDir string, n int) []store.Store
+
+// ReplicaBackends returns a ReplicaOpener per available database, like Backends.
+func ReplicaBackends(t testing.TB) map[string]ReplicaOpener {
+	out := map[string]ReplicaOpener{"sqlite": func(t testing.TB, dataDir string, n int) []store.Store {
+		t.Helper()
+		var all []store.Store
+		for range n {
+			s, err := store.Open(context.Background(), "", dataDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			all = append(all, s)
+		}
+		return all
+	}}
+	if _, ok := Backends(t)["postgres"]; ok {
+		pgURL := os.Getenv("BERTH_TEST_POSTGRES_URL")
+		out["postgres"] = func(t testing.TB, _ string, n int) []store.Store {
+			t.Helper()
+			dsn := schemaURL(t, pgURL)
+			var all []store.Store
+			for range n {
+				s, err := store.Open(context.Background(), dsn, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				all = append(all, s)
+			}
+			return all
+		}
+	}
+	return out
+}
+
 // SQLite opens a store in a temporary directory.
 func SQLite(t testing.TB) store.Store {
 	t.Helper()
@@ -49,6 +88,18 @@ func SQLite(t testing.TB) store.Store {
 // Postgres opens a store in a new schema of the database at baseURL and drops the schema
 // when the test ends.
 func Postgres(t testing.TB, baseURL string) store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), schemaURL(t, baseURL), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// schemaURL creates a new schema in the database at baseURL, dropped when the test ends,
+// and returns the URL that uses it.
+func schemaURL(t testing.TB, baseURL string) string {
 	t.Helper()
 	ctx := context.Background()
 	var rnd [6]byte
@@ -78,10 +129,5 @@ func Postgres(t testing.TB, baseURL string) store.Store {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	s, err := store.Open(ctx, u.String(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return u.String()
 }
