@@ -19,7 +19,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/images/artifactstore"
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 	"github.com/berth-project/berth/engine/internal/backend/lifecycle/pods"
-	"github.com/berth-project/berth/engine/internal/backend/platform/system"
+	"github.com/berth-project/berth/engine/internal/backend/system"
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/handlers"
 	"github.com/berth-project/berth/shared/server"

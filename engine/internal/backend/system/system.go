@@ -1,17 +1,16 @@
 // Package system implements core.System: what the engine reports about itself
-// and its host, and the store consistency check.
+// and its host (version, info) and the operations over every store (disk
+// usage, prune, check). It is the floor above the stores it composes: it
+// reads the image store and the state database itself, reaches containers,
+// volumes and the pruners through core's interfaces, and takes the host's
+// facts from platform/host. No backend imports it; the engine assembles it.
 package system
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
+	"github.com/berth-project/berth/engine/internal/backend/platform/host"
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/shared/buildinfo"
 )
@@ -71,7 +71,7 @@ func New(store *imagestore.Store, cfg Config) *Service {
 
 // Version implements core.System.
 func (s *Service) Version(ctx context.Context) (*core.VersionReport, error) {
-	kernel := kernelVersion()
+	kernel := host.KernelVersion()
 	built := s.builtTime()
 	conmon, oci := s.components()
 	report := &core.VersionReport{
@@ -85,7 +85,7 @@ func (s *Service) Version(ctx context.Context) (*core.VersionReport, error) {
 		KernelVersion: kernel,
 		BuildTime:     built.Format(time.RFC3339),
 	}
-	dist := distribution()
+	dist := host.Distribution()
 	report.Platform.Name = fmt.Sprintf("%s/%s/%s-%s", runtime.GOOS, runtime.GOARCH, dist.Distribution, dist.Version)
 	report.Components = []core.ComponentVersion{
 		{
@@ -160,23 +160,23 @@ func (s *Service) Info(ctx context.Context) (*core.Info, error) {
 	}
 	conmon, oci := s.components()
 	hostname, _ := os.Hostname()
-	memTotal, memFree, swapTotal, swapFree := memory()
+	memTotal, memFree, swapTotal, swapFree := host.Memory()
 	built := s.builtTime()
 	info := &core.Info{
 		Host: core.HostInfo{
 			Arch:              runtime.GOARCH,
 			BuildahVersion:    "1.42.0",
 			CgroupManager:     "cgroupfs",
-			CgroupsVersion:    cgroupVersion(),
-			CgroupControllers: cgroupControllers(),
+			CgroupsVersion:    host.CgroupVersion(),
+			CgroupControllers: host.CgroupControllers(),
 			Conmon:            conmon,
 			CPUs:              runtime.NumCPU(),
-			CPUUtilization:    cpuUsage(),
-			Distribution:      distribution(),
+			CPUUtilization:    host.CPUUsage(),
+			Distribution:      host.Distribution(),
 			EventLogger:       "file",
 			Hostname:          hostname,
 			IDMappings:        core.IDMappings{GIDMap: []core.IDMap{}, UIDMap: []core.IDMap{}},
-			Kernel:            kernelVersion(),
+			Kernel:            host.KernelVersion(),
 			LogDriver:         "k8s-file",
 			MemFree:           memFree,
 			MemTotal:          memTotal,
@@ -191,7 +191,7 @@ func (s *Service) Info(ctx context.Context) (*core.Info, error) {
 			},
 			SwapFree:  swapFree,
 			SwapTotal: swapTotal,
-			Uptime:    uptime(),
+			Uptime:    host.Uptime(),
 			Linkmode:  "static",
 		},
 		Store: core.StoreInfo{
@@ -239,44 +239,11 @@ func (s *Service) Info(ctx context.Context) (*core.Info, error) {
 // components looks up conmon and the OCI runtime once.
 func (s *Service) components() (*core.ComponentInfo, *core.ComponentInfo) {
 	s.componentsOnce.Do(func() {
-		s.conmon = component("conmon", "conmon", "/usr/bin/conmon", "/usr/libexec/podman/conmon")
-		s.oci = component(s.cfg.Runtime, s.cfg.Runtime, "/usr/bin/"+s.cfg.Runtime, "/usr/sbin/"+s.cfg.Runtime)
+		s.conmon = host.Component("conmon", "conmon", "/usr/bin/conmon", "/usr/libexec/podman/conmon")
+		s.oci = host.Component(s.cfg.Runtime, s.cfg.Runtime, "/usr/bin/"+s.cfg.Runtime, "/usr/sbin/"+s.cfg.Runtime)
 		s.oci.Name = s.cfg.Runtime
 	})
 	return s.conmon, s.oci
-}
-
-// versionPattern finds a version number in a program's --version output.
-var versionPattern = regexp.MustCompile(`\d+\.\d+(\.\d+)?`)
-
-// component describes an external program: where it is and what version it says it is.
-func component(name, pkg string, paths ...string) *core.ComponentInfo {
-	info := &core.ComponentInfo{Package: pkg}
-	path, err := exec.LookPath(name)
-	if err != nil {
-		for _, candidate := range paths {
-			if st, err := os.Stat(candidate); err == nil && !st.IsDir() {
-				path = candidate
-				break
-			}
-		}
-	}
-	if path == "" {
-		return info
-	}
-	info.Path = path
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, path, "--version").Output()
-	if err != nil {
-		return info
-	}
-	first, _, _ := strings.Cut(string(out), "\n")
-	info.Version = strings.TrimSpace(first)
-	if v := versionPattern.FindString(first); v != "" {
-		info.Package = fmt.Sprintf("%s_%s", pkg, v)
-	}
-	return info
 }
 
 // builtTime is the modification time of the engine binary.
@@ -296,139 +263,4 @@ func (s *Service) gitCommit() string {
 		return ""
 	}
 	return s.cfg.Build.Commit
-}
-
-// kernelVersion is the running kernel's release.
-func kernelVersion() string {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return ""
-	}
-	return unix.ByteSliceToString(u.Release[:])
-}
-
-// distribution reads /etc/os-release.
-func distribution() core.DistributionInfo {
-	var d core.DistributionInfo
-	f, err := os.Open("/etc/os-release")
-	if err != nil {
-		return d
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), "=")
-		if !ok {
-			continue
-		}
-		v = strings.Trim(v, `"`)
-		switch k {
-		case "ID":
-			d.Distribution = v
-		case "VERSION_ID":
-			d.Version = v
-		case "VERSION_CODENAME":
-			d.Codename = v
-		case "VARIANT_ID":
-			d.Variant = v
-		}
-	}
-	return d
-}
-
-// memory reads total and free memory and swap from /proc/meminfo, in bytes.
-func memory() (memTotal, memFree, swapTotal, swapFree int64) {
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 2 {
-			continue
-		}
-		kb, err := strconv.ParseInt(fields[1], 10, 64)
-		if err != nil {
-			continue
-		}
-		switch fields[0] {
-		case "MemTotal:":
-			memTotal = kb * 1024
-		case "MemAvailable:":
-			memFree = kb * 1024
-		case "SwapTotal:":
-			swapTotal = kb * 1024
-		case "SwapFree:":
-			swapFree = kb * 1024
-		}
-	}
-	return
-}
-
-// cpuUsage is the CPU time split since boot, from /proc/stat.
-func cpuUsage() *core.CPUUsage {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return &core.CPUUsage{}
-	}
-	first, _, _ := strings.Cut(string(data), "\n")
-	fields := strings.Fields(first)
-	if len(fields) < 5 || fields[0] != "cpu" {
-		return &core.CPUUsage{}
-	}
-	var values []float64
-	var total float64
-	for _, f := range fields[1:] {
-		v, _ := strconv.ParseFloat(f, 64)
-		values = append(values, v)
-		total += v
-	}
-	if total == 0 {
-		return &core.CPUUsage{}
-	}
-	round := func(v float64) float64 { return float64(int(v/total*10000)) / 100 }
-	return &core.CPUUsage{UserPercent: round(values[0] + values[1]), SystemPercent: round(values[2]), IdlePercent: round(values[3])}
-}
-
-// uptime is the host's uptime, formatted like Podman ("1h 2m 3.45s").
-func uptime() string {
-	data, err := os.ReadFile("/proc/uptime")
-	if err != nil {
-		return ""
-	}
-	secs, err := strconv.ParseFloat(strings.Fields(string(data))[0], 64)
-	if err != nil {
-		return ""
-	}
-	d := time.Duration(secs * float64(time.Second)).Round(10 * time.Millisecond)
-	return fmt.Sprintf("%dh %dm %.2fs", int(d.Hours()), int(d.Minutes())%60, float64(d%time.Minute)/float64(time.Second))
-}
-
-// cgroupVersion is "v2" on a unified hierarchy, else "v1".
-func cgroupVersion() string {
-	var fs unix.Statfs_t
-	if err := unix.Statfs("/sys/fs/cgroup", &fs); err == nil && fs.Type == unix.CGROUP2_SUPER_MAGIC {
-		return "v2"
-	}
-	return "v1"
-}
-
-// cgroupControllers lists the cgroup controllers available.
-func cgroupControllers() []string {
-	if data, err := os.ReadFile("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		return strings.Fields(string(data))
-	}
-	entries, err := os.ReadDir("/sys/fs/cgroup")
-	if err != nil {
-		return []string{}
-	}
-	out := []string{}
-	for _, e := range entries {
-		if e.IsDir() && !strings.Contains(e.Name(), ",") {
-			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", e.Name(), "tasks")); err == nil {
-				out = append(out, e.Name())
-			}
-		}
-	}
-	return out
 }
