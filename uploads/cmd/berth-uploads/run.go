@@ -45,6 +45,7 @@ type options struct {
 	lease           time.Duration
 	workers         int
 	sweepInterval   time.Duration
+	diskHeadroom    int64
 	// version asks for the version line instead of serving.
 	version bool
 }
@@ -74,6 +75,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	poll := fs.String("poll-interval", env("POLL_INTERVAL", "1s"), "how often the worker looks for uploads to process ($BERTH_UPLOADS_POLL_INTERVAL)")
 	lease := fs.String("processing-lease", env("PROCESSING_LEASE", "15s"), "how long a worker's claim on an upload lasts unrenewed ($BERTH_UPLOADS_PROCESSING_LEASE)")
 	workers := fs.String("workers", env("WORKERS", "1"), "processing workers in this process ($BERTH_UPLOADS_WORKERS)")
+	headroom := fs.String("disk-headroom", env("DISK_HEADROOM", "64MiB"), "free space in the data directory that writes leave for deletes (507 below it), also kept as a reserve file; 0 = none ($BERTH_UPLOADS_DISK_HEADROOM)")
 	sweep := fs.String("sweep-interval", env("SWEEP_INTERVAL", "1m"), "how often to finish interrupted deletions, remove trees without an upload and temporaries of dead writes, and settle interrupted changes ($BERTH_UPLOADS_SWEEP_INTERVAL)")
 	fs.BoolVar(&o.version, "version", false, "print the version, commit and Go version, then exit")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -116,6 +118,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	o.lease = duration("processing-lease", *lease)
 	o.workers = count("workers", *workers)
 	o.sweepInterval = duration("sweep-interval", *sweep)
+	o.diskHeadroom = size("disk-headroom", *headroom)
 	if o.workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers: want at least 1"))
 	}
@@ -192,8 +195,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	sweepTemp(tree, logger)
+	space := files.NewSpace(o.dataDir, o.diskHeadroom)
+	if err := space.Refill(); err != nil {
+		logger.Warn("making the disk headroom reserve failed", "err", err)
+	}
 
-	checks := map[string]server.Check{"database": st.Ping}
+	checks := map[string]server.Check{"database": st.Ping, "disk": space.Check}
 	deployer, err := newDeployer(o, logger, checks)
 	if err != nil {
 		return err
@@ -212,6 +219,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Tokens:      tokens,
 		ReadyChecks: checks,
 		Metrics:     metrics,
+		Space:       space,
 		OnPending: func() {
 			for _, w := range workers {
 				w.Wake()
@@ -237,7 +245,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer wg.Done()
 		// What is left behind counts as such once older than the sweep interval, and
 		// never before a change's lock could have timed out.
-		sw := &janitor.Sweeper{Store: st, Tree: tree, Logger: logger.With("component", "sweep"), Grace: max(o.sweepInterval, guard.Timeout+time.Second)}
+		sw := &janitor.Sweeper{Store: st, Tree: tree, Logger: logger.With("component", "sweep"), Grace: max(o.sweepInterval, guard.Timeout+time.Second), Space: space}
 		sw.Run(workCtx, o.sweepInterval)
 	}()
 	for _, w := range workers {

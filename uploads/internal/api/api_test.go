@@ -45,6 +45,8 @@ type envOpts struct {
 	// st and dataDir, when set, are shared with other envs: replicas.
 	st      store.Store
 	dataDir string
+	// space, when set, keeps the disk headroom (and /readyz checks it).
+	space *files.Space
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -69,12 +71,17 @@ func newEnv(t *testing.T, o envOpts) *env {
 	observe := api.RegisterMetrics(logger, metrics.Registry(), st)
 	onFile := api.RegisterFileMetrics(metrics.Registry())
 	w := processor.New(logger, st, tree, processor.Unsupported{}, processor.Config{PollInterval: 20 * time.Millisecond, Observe: observe, OnFile: onFile})
+	checks := map[string]server.Check{"database": st.Ping}
+	if o.space != nil {
+		checks["disk"] = o.space.Check
+	}
 	h := api.NewServer(logger, st, tree, api.Config{
 		Limits:      o.limits,
 		Tokens:      o.tokens,
-		ReadyChecks: map[string]server.Check{"database": st.Ping},
+		ReadyChecks: checks,
 		Metrics:     metrics,
 		OnPending:   w.Wake,
+		Space:       o.space,
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/berth-project/berth/shared/apierror"
@@ -24,6 +25,8 @@ type requestError struct {
 	slug, title string
 	detail      string
 	extra       map[string]any
+	// retryAfter, when set, is sent as the Retry-After header (seconds).
+	retryAfter int
 }
 
 func (e *requestError) Error() string { return e.detail }
@@ -76,9 +79,22 @@ func problemFor(err error) (*requestError, bool) {
 		return &requestError{status: http.StatusRequestTimeout, slug: "slow-body", title: "Request body too slow", detail: err.Error()}, true
 	case errors.As(err, &be):
 		return &requestError{status: http.StatusBadRequest, slug: "incomplete-body", title: "Request body could not be read", detail: be.Error()}, true
+	case store.DiskFull(err):
+		detail := "the disk is full. Deleting files or uploads frees space, and writes resume once there is room"
+		var fe *files.FullError
+		if errors.As(err, &fe) {
+			detail = fe.Error() + "; nothing was stored. Deleting files or uploads frees space, and writes resume once there is room"
+		}
+		return &requestError{status: http.StatusInsufficientStorage, slug: "insufficient-storage", title: "Insufficient storage", detail: detail}, true
+	case store.Unavailable(err):
+		return &requestError{status: http.StatusServiceUnavailable, slug: "database-unavailable", title: "Database unavailable",
+			detail: "the database cannot be reached right now; repeat the request later (a PUT or DELETE answered so may or may not have taken effect; repeating it is safe)", retryAfter: retryAfter}, true
 	}
 	return nil, false
 }
+
+// retryAfter is the Retry-After of answers to a database outage, in seconds.
+const retryAfter = 2
 
 func limitProblem(limit string, max int64) *requestError {
 	return &requestError{status: http.StatusRequestEntityTooLarge, slug: "limit-exceeded", title: "Limit exceeded",
@@ -90,6 +106,9 @@ func limitProblem(limit string, max int64) *requestError {
 // 500 without internals in the body.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	re, ok := problemFor(err)
+	if ok && re.status >= 500 {
+		s.logger.WarnContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", re.status, "err", err)
+	}
 	if !ok {
 		s.logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		re = &requestError{status: http.StatusInternalServerError, slug: "internal", title: "Internal server error", detail: "the server failed to handle the request; see its log"}
@@ -109,6 +128,9 @@ func writeProblem(w http.ResponseWriter, r *http.Request, re *requestError) {
 	}
 	if p := filePathFrom(r); p != "" {
 		extra["path"] = apierror.Echo(p)
+	}
+	if re.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(re.retryAfter))
 	}
 	apierror.WriteProblem(w, apierror.Problem{Type: problemBase + re.slug, Title: re.title, Status: re.status, Detail: re.detail, Extra: extra})
 }

@@ -148,6 +148,10 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, capErr())
 		return
 	}
+	if err := s.cfg.Space.Admit(r.ContentLength); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	_, err := s.tree.Put(id.String(), rel, bodyReader{r.Body}, r.ContentLength, capSize, s.guard(r.Context(), id))
 	var le *files.LimitError
 	if errors.As(err, &le) && le.Limit == "maxFileSize" {
@@ -166,6 +170,17 @@ func (s *Server) guard(ctx context.Context, id uuid.UUID) guard.Guard {
 	return guard.New(ctx, s.store, id, files.Limits{MaxBytes: s.cfg.Limits.MaxUploadSize, MaxFiles: s.cfg.Limits.MaxFiles}, store.StatusOpen)
 }
 
+// freeing runs a delete; when it finds the disk full (the database in the data directory
+// cannot write; intents cannot be made), it gives up the headroom reserve and tries again.
+func (s *Server) freeing(del func() error) error {
+	err := del()
+	if store.DiskFull(err) && s.cfg.Space.Release() {
+		s.logger.Warn("disk full: gave up the headroom reserve to delete", "err", err)
+		err = del()
+	}
+	return err
+}
+
 // bodyReader tags errors of the request body as the client's.
 type bodyReader struct{ r io.Reader }
 
@@ -179,7 +194,8 @@ func (b bodyReader) Read(p []byte) (int, error) {
 
 func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
 	id, rel := uploadID(r), filePathFrom(r)
-	if err := s.tree.Delete(id.String(), rel, s.guard(r.Context(), id)); err != nil {
+	err := s.freeing(func() error { return s.tree.Delete(id.String(), rel, s.guard(r.Context(), id)) })
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}

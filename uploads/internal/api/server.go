@@ -33,6 +33,9 @@ type Config struct {
 	Metrics *server.Metrics
 	// OnPending is called after an upload became pending (to wake the worker).
 	OnPending func()
+	// Space, when set, keeps the data directory's headroom: PUTs that would eat into it
+	// are refused with 507, and a delete that finds the disk full gives up the reserve.
+	Space *files.Space
 }
 
 // Server holds the dependencies of the handlers.

@@ -71,7 +71,7 @@ func (s *Server) getUpload(w http.ResponseWriter, r *http.Request) {
 func (s *Server) deleteUpload(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), guard.Timeout)
 	defer cancel()
-	if err := janitor.Delete(ctx, s.store, s.tree, uploadID(r)); err != nil {
+	if err := s.freeing(func() error { return janitor.Delete(ctx, s.store, s.tree, uploadID(r)) }); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -47,6 +47,8 @@ type Sweeper struct {
 	// it counts as left behind by a crash (a create makes the tree just before the row;
 	// a change holds its intent for at most guard.Timeout).
 	Grace time.Duration
+	// Space, when set, gets its headroom reserve made again once there is room.
+	Space *files.Space
 }
 
 // Report counts what one sweep repaired.
@@ -94,6 +96,10 @@ func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
 			continue
 		}
 		r.Orphans++
+	}
+
+	if err := s.Space.Refill(); err != nil {
+		errs = append(errs, err)
 	}
 
 	intents, err := s.Tree.Intents()

@@ -58,7 +58,7 @@ func ReplicaBackends(t testing.TB) map[string]ReplicaOpener {
 		pgURL := os.Getenv("BERTH_TEST_POSTGRES_URL")
 		out["postgres"] = func(t testing.TB, _ string, n int) []store.Store {
 			t.Helper()
-			dsn := schemaURL(t, pgURL)
+			dsn := SchemaURL(t, pgURL)
 			var all []store.Store
 			for range n {
 				s, err := store.Open(context.Background(), dsn, "")
@@ -89,7 +89,7 @@ func SQLite(t testing.TB) store.Store {
 // when the test ends.
 func Postgres(t testing.TB, baseURL string) store.Store {
 	t.Helper()
-	s, err := store.Open(context.Background(), schemaURL(t, baseURL), "")
+	s, err := store.Open(context.Background(), SchemaURL(t, baseURL), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +97,9 @@ func Postgres(t testing.TB, baseURL string) store.Store {
 	return s
 }
 
-// schemaURL creates a new schema in the database at baseURL, dropped when the test ends,
+// SchemaURL creates a new schema in the database at baseURL, dropped when the test ends,
 // and returns the URL that uses it.
-func schemaURL(t testing.TB, baseURL string) string {
+func SchemaURL(t testing.TB, baseURL string) string {
 	t.Helper()
 	ctx := context.Background()
 	var rnd [6]byte
