@@ -13,10 +13,24 @@ import (
 )
 
 // dnsEntryIDs answers the container IDs with a line in a network's
-// aardvark-dns file (none when the file is gone).
+// aardvark-dns file (none when the file is gone). The file is named by the
+// network's ID (what netavark knows the network by), looked up the first
+// time, so the file can still be checked once the network is gone.
 func (te *testEngine) dnsEntryIDs(network string) map[string]bool {
 	te.t.Helper()
-	data, err := os.ReadFile(filepath.Join(te.dir, "run", "networks", "aardvark-dns", network))
+	if te.netIDs == nil {
+		te.netIDs = map[string]string{}
+	}
+	id, ok := te.netIDs[network]
+	if !ok {
+		var n struct {
+			ID string `json:"id"`
+		}
+		jsonOf(te.t, te.must(http.StatusOK, "GET", "/networks/"+network+"/json", nil), &n)
+		id = n.ID
+		te.netIDs[network] = id
+	}
+	data, err := os.ReadFile(filepath.Join(te.dir, "run", "networks", "aardvark-dns", id))
 	if os.IsNotExist(err) {
 		return nil
 	}

@@ -60,6 +60,8 @@ type testEngine struct {
 	nets   engine.NetworkConfig
 	client *http.Client
 	dir    string
+	// netIDs caches network IDs by name (see dnsEntryIDs).
+	netIDs map[string]string
 }
 
 // busyboxImage is the test image: busybox with the network applets and

@@ -315,7 +315,7 @@ func (m *Manager) addDirectDNSEntry(s core.NetworkSetup, n *core.Network) error 
 		names:       append([]string{s.ContainerName}, dnsAliases(s, po)...),
 		servers:     parseIPs(s.DNSServers),
 	}
-	return m.nv.addDNSEntry(n.Name, dnsHeader(gateways(n), n.NetworkDNSServers), e)
+	return m.nv.addDNSEntry(netavarkName(n), dnsHeader(gateways(n), n.NetworkDNSServers), e)
 }
 
 // directTeardown removes the container's interface on n (its peer on the

@@ -176,9 +176,9 @@ func (m *Manager) options(s core.NetworkSetup, nets map[string]*core.Network) ne
 		if po.StaticMAC != nil {
 			pn.StaticMAC = po.StaticMAC.String()
 		}
-		opts.Networks[name] = pn
+		opts.Networks[netavarkName(n)] = pn
 		info := netavarkNetwork{
-			Name: n.Name, ID: n.ID, Driver: n.Driver, NetworkInterface: n.NetworkInterface,
+			Name: netavarkName(n), ID: n.ID, Driver: n.Driver, NetworkInterface: n.NetworkInterface,
 			Subnets: n.Subnets, IPv6Enabled: n.IPv6Enabled, Internal: n.Internal, DNSEnabled: n.DNSEnabled,
 			NetworkDNSServers: n.NetworkDNSServers, Options: n.Options,
 			IPAMOptions: map[string]string{"driver": "host-local"},
@@ -186,9 +186,30 @@ func (m *Manager) options(s core.NetworkSetup, nets map[string]*core.Network) ne
 		if n.IPAMOptions["driver"] == "none" {
 			info.IPAMOptions["driver"] = "none"
 		}
-		opts.NetworkInfo[name] = info
+		opts.NetworkInfo[netavarkName(n)] = info
 	}
 	return opts
+}
+
+// netavarkName is the name a network has in netavark's input. netavark
+// names a network's firewall chains after a hash of it (NETAVARK-…,
+// NETAVARK-DN-…) and aardvark-dns's file after it. A network's name is not
+// unique on a host: every engine's default network is "podman", so two
+// engines would share those chains, and the last teardown on one of them
+// would take rules the other's containers still need (the MASQUERADE rule
+// both put in the one chain, the other's published ports). The network's ID
+// is unique, so netavark sees that.
+func netavarkName(n *core.Network) string { return n.ID }
+
+// statusByName keys netavark's answer (by netavarkName) by network name.
+func statusByName(answer map[string]core.StatusBlock, nets map[string]*core.Network) map[string]core.StatusBlock {
+	out := make(map[string]core.StatusBlock, len(answer))
+	for name, n := range nets {
+		if st, ok := answer[netavarkName(n)]; ok {
+			out[name] = st
+		}
+	}
+	return out
 }
 
 // dnsAliases are the names a container is known by on a DNS network
@@ -279,8 +300,10 @@ func (m *Manager) Setup(ctx context.Context, s core.NetworkSetup) (core.NetworkS
 		}
 	}
 	if !direct {
-		err = m.nv.run(ctx, "setup", s.NetNSPath, m.options(out, nets), &status)
+		answer := map[string]core.StatusBlock{}
+		err = m.nv.run(ctx, "setup", s.NetNSPath, m.options(out, nets), &answer)
 		if err == nil {
+			status = statusByName(answer, nets)
 			m.pinBridges(nets)
 		}
 	}
@@ -318,7 +341,7 @@ func (m *Manager) Teardown(ctx context.Context, s core.NetworkSetup) error {
 			// only the container's interface and DNS entry go.
 			err = directTeardown(s, n)
 			if n.DNSEnabled {
-				err = errors.Join(err, m.nv.removeDNSEntry(n.Name, s.ContainerID))
+				err = errors.Join(err, m.nv.removeDNSEntry(netavarkName(n), s.ContainerID))
 			}
 		} else {
 			err = m.nv.run(ctx, "teardown", s.NetNSPath, m.options(s, nets), nil)
@@ -334,7 +357,7 @@ func (m *Manager) Teardown(ctx context.Context, s core.NetworkSetup) error {
 		m.setupMu.Lock()
 		for _, n := range nets {
 			if n.DNSEnabled {
-				if err := m.nv.removeDNSEntry(n.Name, s.ContainerID); err != nil {
+				if err := m.nv.removeDNSEntry(netavarkName(n), s.ContainerID); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -364,9 +387,9 @@ func (m *Manager) Attach(ctx context.Context, s core.NetworkSetup, network strin
 	po.StaticIPs = ips
 	one := s
 	one.Networks = map[string]core.PerNetworkOptions{network: po}
-	status := map[string]core.StatusBlock{}
+	answer := map[string]core.StatusBlock{}
 	m.setupMu.Lock()
-	err = m.nv.run(ctx, "setup", s.NetNSPath, m.options(one, nets), &status)
+	err = m.nv.run(ctx, "setup", s.NetNSPath, m.options(one, nets), &answer)
 	if err == nil {
 		m.pinBridges(nets)
 	}
@@ -375,7 +398,7 @@ func (m *Manager) Attach(ctx context.Context, s core.NetworkSetup, network strin
 		m.db.ReleaseAddresses(ctx, nets[network].ID, s.ContainerID)
 		return po, core.StatusBlock{}, err
 	}
-	return po, status[network], nil
+	return po, statusByName(answer, nets)[network], nil
 }
 
 // Detach removes a set-up namespace from one of its networks.
@@ -400,7 +423,7 @@ func (m *Manager) Detach(ctx context.Context, s core.NetworkSetup, network strin
 func (m *Manager) refreshDNS(ctx context.Context, n *core.Network) error {
 	m.setupMu.Lock()
 	defer m.setupMu.Unlock()
-	return m.nv.updateDNSServers(n.Name, n.NetworkDNSServers)
+	return m.nv.updateDNSServers(netavarkName(n), n.NetworkDNSServers)
 }
 
 // ReleaseOrphans frees what containers that no longer exist left behind: a
