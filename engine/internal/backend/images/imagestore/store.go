@@ -11,12 +11,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/containers/image/v5/types"
 	"github.com/containers/storage"
 	"github.com/containers/storage/pkg/unshare"
 
+	"github.com/berth-project/berth/engine/internal/backend/platform/mounts"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -78,6 +80,16 @@ func Open(opts Options) (*Store, error) {
 	policy := filepath.Join(opts.Root, "policy.json")
 	if err := writeDefaultPolicy(policy); err != nil {
 		return nil, fmt.Errorf("image store: %w", err)
+	}
+
+	// A removal cut short (or a mount the store did not count) can leave
+	// a mount inside a staged deletion; the store's start-up recovery of
+	// those directories then fails on it, every time. Nothing else of the
+	// store can be in use before it opens.
+	if n, err := unmountStaleTempDirs(storageRoot); err != nil {
+		return nil, fmt.Errorf("image store: %w", err)
+	} else if n > 0 {
+		logger.Warn("unmounted what a cut deletion left mounted in the store's temporary directories", "mounts", n)
 	}
 
 	driver := opts.Driver
@@ -189,11 +201,30 @@ func (s *Store) Changed() {
 	}
 }
 
-// Shutdown unmounts what the store mounted and releases it.
+// Shutdown unmounts what the store mounted and releases it. Should the
+// store fail to shut down (it cannot load its layers, say), the driver's
+// home, which the overlay driver bind-mounts over itself when it starts,
+// is unmounted all the same: a failed start leaves nothing mounted.
 func (s *Store) Shutdown() error {
 	_, err := s.store.Shutdown(false)
 	if err != nil {
 		_, err = s.store.Shutdown(true)
 	}
+	if err != nil {
+		home := filepath.Join(s.store.GraphRoot(), s.store.GraphDriverName())
+		if _, uerr := mounts.UnmountUnder(home, func(rel string) bool { return rel == "." }); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+	}
 	return err
+}
+
+// unmountStaleTempDirs detaches every mount inside the store's staged
+// deletions (DRIVER/tempdirs/temp-dir-N and DRIVER-layers/tmp/temp-dir-N
+// under root) so that the store's own recovery can remove them.
+func unmountStaleTempDirs(root string) (int, error) {
+	return mounts.UnmountUnder(root, func(rel string) bool {
+		parts := strings.Split(rel, string(filepath.Separator))
+		return len(parts) > 2 && (parts[1] == "tempdirs" || parts[1] == "tmp") && strings.HasPrefix(parts[2], "temp-dir-")
+	})
 }

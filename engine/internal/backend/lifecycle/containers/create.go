@@ -106,6 +106,7 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	defer func() {
 		if !ok {
 			m.store.Unmount(id, true)
+			m.unmountLayerLeftovers(id)
 			m.store.DeleteContainer(sc.ID)
 		}
 	}()

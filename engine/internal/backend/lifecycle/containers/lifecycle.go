@@ -224,6 +224,8 @@ func (m *Manager) cleanupLocked(ctx context.Context, e *entry) {
 	if unmount {
 		if _, err := m.store.Unmount(rec.ID, true); err != nil {
 			m.logger.Warn("unmount container", "container", rec.ID, "err", err)
+		} else {
+			m.unmountLayerLeftovers(rec.ID)
 		}
 	}
 	m.update(ctx, e, func(r *record) {

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/containers/storage"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
+	"github.com/berth-project/berth/engine/internal/backend/platform/mounts"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -124,11 +126,37 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 
 // deleteStorage deletes a removed container's storage and directories.
 func (m *Manager) deleteStorage(id, bundle, static string) {
+	m.unmountLayerLeftovers(id)
 	if err := m.store.DeleteContainer(id); err != nil && !errors.Is(err, storage.ErrContainerUnknown) && !errors.Is(err, storage.ErrNotAContainer) {
 		m.logger.Warn("delete container storage", "container", id, "err", err)
 	}
 	os.RemoveAll(bundle)
 	os.RemoveAll(static)
+}
+
+// unmountLayerLeftovers detaches whatever the kernel still has mounted in
+// the container's layer directory once the store counts no mount of it. A
+// kill -9 between the overlay mount and the store's record of it leaves a
+// mount the store does not count (and its next mount of the layer reuses
+// that one without counting it either): the store's unmount then leaves it
+// in place, and the deletion would move a mounted rootfs into a temporary
+// directory that nothing can remove, which stops the next engine's start.
+func (m *Manager) unmountLayerLeftovers(id string) {
+	sc, err := m.store.Container(id)
+	if err != nil {
+		return
+	}
+	if n, err := m.store.Mounted(id); err != nil || n > 0 {
+		return
+	}
+	dir := filepath.Join(m.store.GraphRoot(), m.store.GraphDriverName(), sc.LayerID)
+	n, err := mounts.UnmountUnder(dir, nil)
+	if err != nil {
+		m.logger.Warn("unmount what is left mounted in a container's layer", "container", id, "err", err)
+	}
+	if n > 0 {
+		m.logger.Warn("unmounted a container rootfs the store did not count as mounted", "container", id, "mounts", n)
+	}
 }
 
 // reapOrphans deletes storage containers that have no record: containers

@@ -1,0 +1,190 @@
+package containers_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/berth-project/berth/engine/internal/backend/platform/mounts"
+	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
+)
+
+// crashSite is an engine's state in a directory that outlives the engine,
+// for tests that stop it, leave behind what a crash would, and start it
+// again on the same state.
+type crashSite struct {
+	t   *testing.T
+	dir string
+	cfg engine.Config
+}
+
+func newCrashSite(t *testing.T) *crashSite {
+	t.Helper()
+	testdeadline.Set(t, testdeadline.Default)
+	requireRuntime(t)
+	dir := t.TempDir()
+	nets := enginetest.UniqueNetworks(t)
+	nets.DefaultMode = "private"
+	t.Cleanup(func() { unmountUnder(dir) })
+	return &crashSite{t: t, dir: dir, cfg: engine.Config{
+		Root: filepath.Join(dir, "root"), RunRoot: filepath.Join(dir, "run"), Runtime: "runc", Network: nets,
+	}}
+}
+
+// serve starts an engine on the site's state; stop stops it (containers
+// keep running, as after a crash).
+func (s *crashSite) serve() (te *testEngine, stop func()) {
+	s.t.Helper()
+	addr, stop := enginetest.ServeConfig(s.t, s.cfg)
+	return &testEngine{t: s.t, url: "http://" + addr + "/v4.3.1/libpod", root: s.cfg.Root, runRoot: s.cfg.RunRoot, client: &http.Client{}}, stop
+}
+
+// mountsUnderRoot lists what is mounted under the engine's root.
+func (s *crashSite) mountsUnderRoot() []string {
+	s.t.Helper()
+	mps, err := mounts.Under(s.cfg.Root, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return mps
+}
+
+// mountTmpfs mounts a small tmpfs with a file in it at dir, standing in for
+// a mount a crash left there.
+func mountTmpfs(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStartRemovesMountedStaleTempDir: a deletion cut short left a mount in
+// one of the store's staged-deletion directories while no engine ran. The
+// next engine starts (it used to fail its store check, "error removing stale
+// temp dir"), the directory and its mount are gone, and a stopped engine
+// leaves nothing mounted under its root.
+func TestStartRemovesMountedStaleTempDir(t *testing.T) {
+	site := newCrashSite(t)
+	_, stop := site.serve()
+	stop()
+	overlay := filepath.Join(site.cfg.Root, "storage", "overlay")
+	if _, err := os.Stat(overlay); err != nil {
+		t.Skip("the store does not use overlay here")
+	}
+	tempDir := filepath.Join(overlay, "tempdirs", "temp-dir-4242")
+	mountTmpfs(t, filepath.Join(tempDir, "0-c0ffee", "merged"))
+	if err := os.WriteFile(filepath.Join(overlay, "tempdirs", "lock-4242"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	_, stop = site.serve()
+	if _, err := os.Stat(tempDir); !os.IsNotExist(err) {
+		t.Errorf("the stale temp dir after the start: %v", err)
+	}
+	stop()
+	if l := site.mountsUnderRoot(); len(l) > 0 {
+		t.Fatalf("mounted under the root after the engine stopped:\n%s", strings.Join(l, "\n"))
+	}
+}
+
+// TestRemoveUnmountsRootfsTheStoreDidNotCount: a kill -9 between the
+// overlay mount of a container's rootfs and the store's record of it leaves
+// a mount the store does not count (a tmpfs at the rootfs stands in for it
+// here). Removing the container unmounts it before the layer is deleted:
+// nothing stays mounted, and the next engine starts.
+func TestRemoveUnmountsRootfsTheStoreDidNotCount(t *testing.T) {
+	site := newCrashSite(t)
+	te, stop := site.serve()
+	te.loadBusybox()
+	id := te.create(map[string]any{"command": []string{"true"}})
+	rootfs := te.inspect(id).Rootfs
+	if !strings.HasSuffix(rootfs, "/merged") {
+		t.Skipf("rootfs %q is not an overlay mount", rootfs)
+	}
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.wait(id)
+	for deadline := time.Now().Add(10 * time.Second); mounts.IsMountPoint(rootfs); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the exited container's rootfs stayed mounted")
+		}
+	}
+	stop()
+	// As a killed engine leaves it: the driver's home bind-mounted over
+	// itself (the next engine keeps that mount), the rootfs mounted on it.
+	home := filepath.Dir(filepath.Dir(rootfs))
+	if err := unix.Mount(home, home, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	mountTmpfs(t, rootfs)
+
+	te, stop = site.serve()
+	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+	// The layer goes in the background, through a staged-deletion
+	// directory that must not stay behind.
+	layerDir := filepath.Dir(rootfs)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		staged, _ := filepath.Glob(filepath.Join(home, "tempdirs", "temp-dir-*"))
+		if _, err := os.Stat(layerDir); os.IsNotExist(err) && len(staged) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the removed container's layer is still on its way out: staged %v, mounted under the root:\n%s", staged, strings.Join(site.mountsUnderRoot(), "\n"))
+		}
+	}
+	stop()
+	if l := site.mountsUnderRoot(); len(l) > 0 {
+		t.Fatalf("mounted under the root after the removal:\n%s", strings.Join(l, "\n"))
+	}
+	_, stop = site.serve()
+	stop()
+}
+
+// TestFailedStartLeavesNothingMounted: a store the engine cannot open (a
+// staged deletion it cannot remove: an immutable file in it) fails the
+// start, and the failed start leaves no mount behind (the overlay driver's
+// home used to stay bind-mounted over itself).
+func TestFailedStartLeavesNothingMounted(t *testing.T) {
+	site := newCrashSite(t)
+	_, stop := site.serve()
+	stop()
+	overlay := filepath.Join(site.cfg.Root, "storage", "overlay")
+	if _, err := os.Stat(overlay); err != nil {
+		t.Skip("the store does not use overlay here")
+	}
+	stuck := filepath.Join(overlay, "tempdirs", "temp-dir-77", "0-stuck")
+	if err := os.MkdirAll(stuck, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(stuck, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("chattr", "+i", file).CombinedOutput(); err != nil {
+		t.Skipf("chattr +i: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", file).Run() })
+
+	eng, err := engine.New(context.Background(), nil, site.cfg)
+	if err == nil {
+		eng.Close()
+		t.Fatal("the engine started on a store it cannot repair")
+	}
+	if l := site.mountsUnderRoot(); len(l) > 0 {
+		t.Fatalf("mounted under the root after a failed start (%v):\n%s", err, strings.Join(l, "\n"))
+	}
+}
