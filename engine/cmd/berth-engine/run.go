@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -102,6 +103,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		maxExpanded = v
 		return nil
 	})
+	cdiDirs := env("BERTH_ENGINE_CDI_SPEC_DIRS", "")
+	fs.StringVar(&cdiDirs, "cdi-spec-dirs", cdiDirs, "comma-separated directories of CDI specs read after /etc/cdi and /var/run/cdi (a later directory wins a device both define) (BERTH_ENGINE_CDI_SPEC_DIRS)")
 	activateEnv := env("BERTH_ENGINE_ACTIVATE_QUADLETS", "false")
 	activate, activateErr := strconv.ParseBool(activateEnv)
 	fs.BoolVar(&cfg.engine.ActivateQuadlets, "activate-quadlets", activate, "activate quadlets at install (create and start what they describe) unless the install says activate=false (BERTH_ENGINE_ACTIVATE_QUADLETS)")
@@ -128,6 +131,14 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	}
 	if cfg.engine.MaxExpandedSize, err = sizelimit.ParseSize(maxExpanded); err != nil {
 		return cfg, fmt.Errorf("max-expanded-size: %w", err)
+	}
+	for _, d := range strings.Split(cdiDirs, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			if !filepath.IsAbs(d) {
+				return cfg, fmt.Errorf("cdi-spec-dirs: %q is not an absolute path", d)
+			}
+			cfg.engine.CDISpecDirs = append(cfg.engine.CDISpecDirs, d)
+		}
 	}
 	for _, p := range strings.Split(pool, ",") {
 		if p = strings.TrimSpace(p); p != "" {

@@ -69,6 +69,10 @@ type BuildOptions struct {
 	Ulimits []string
 	// CapAdd and CapDrop adjust the capabilities of RUN steps.
 	CapAdd, CapDrop []string
+	// Devices are given to RUN steps: host devices as --device takes them
+	// ("source[:destination][:permissions]") or CDI devices
+	// ("vendor.com/class=name").
+	Devices []string
 	// DNSServers, DNSSearch and DNSOptions shape resolv.conf of RUN steps.
 	DNSServers, DNSSearch, DNSOptions []string
 	// HTTPProxy passes the engine's proxy variables (http_proxy, ...) to RUN steps.

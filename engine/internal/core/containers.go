@@ -141,7 +141,8 @@ type ContainerSpec struct {
 	InitContainerType string `json:"init_container_type,omitempty"`
 	// Devices are host devices the container gets, each Path being
 	// "source[:destination][:permissions]" (permissions of r, w, m) as
-	// podman's --device sends it.
+	// podman's --device sends it, or a CDI device ("vendor.com/class=name",
+	// see IsCDIDevice) whose spec's edits the container gets.
 	Devices []specs.LinuxDevice `json:"devices,omitempty"`
 
 	// Networks are the networks a container in bridge mode joins (none:
@@ -522,6 +523,9 @@ func (s *ContainerSpec) Validate() error {
 		return InvalidArgument("init_container_type", fmt.Errorf("%q is not always or once", s.InitContainerType))
 	}
 	for _, d := range s.Devices {
+		if IsCDIDevice(d.Path) {
+			continue // the CDI registry checks these names
+		}
 		if _, _, _, err := ParseDevice(d.Path); err != nil {
 			return InvalidArgument("devices", err)
 		}

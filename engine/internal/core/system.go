@@ -86,6 +86,10 @@ type HostInfo struct {
 	SwapTotal         int64            `json:"swapTotal"`
 	Uptime            string           `json:"uptime"`
 	Linkmode          string           `json:"linkmode"`
+	// CDI lists the CDI spec directories, the devices their specs offer
+	// and the specs that failed to load (Berth's addition; Docker's info
+	// has CDISpecDirs).
+	CDI *CDIInfo `json:"cdi,omitempty"`
 }
 
 // ComponentInfo names an external program the engine runs (conmon, runc).

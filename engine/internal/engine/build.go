@@ -19,7 +19,7 @@ func openBuilder(logger *slog.Logger, cfg Config, images *imagestore.Store, tran
 	resolv, _ := os.ReadFile("/etc/resolv.conf")
 	return build.New(build.Options{
 		Store: images, Transfer: transfer, Runtime: ctrs.runtime,
-		Host: host, HostResolv: resolv,
+		Host: host, HostResolv: resolv, CDI: ctrs.cdi,
 		Root: cfg.Root, RunRoot: cfg.RunRoot,
 		MaxContextSize: cfg.MaxExpandedSize,
 		Logger:         logger,

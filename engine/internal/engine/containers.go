@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 	"github.com/berth-project/berth/engine/internal/backend/lifecycle/containers"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
+	"github.com/berth-project/berth/engine/internal/backend/resources/cdi"
 	"github.com/berth-project/berth/engine/internal/backend/resources/network"
 	"github.com/berth-project/berth/engine/internal/backend/resources/secrets"
 	"github.com/berth-project/berth/engine/internal/backend/resources/volumes"
@@ -24,6 +26,7 @@ type containerBackend struct {
 	volumes  *volumes.Store
 	secrets  *secrets.Store
 	networks *network.Manager
+	cdi      *cdi.Registry
 }
 
 // NetworkConfig names the default network and where new networks' subnets
@@ -75,7 +78,8 @@ func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	mgr, err := containers.Open(ctx, containers.Options{Images: images, Commits: commits, Runtime: rt, DB: db, Logger: logger, Volumes: vols, Secrets: secretStore, Networks: nets, DefaultNetworkMode: cfg.Network.DefaultMode, HoldEvents: true})
+	devices := cdi.Open(append(slices.Clone(cdi.DefaultSpecDirs), cfg.CDISpecDirs...))
+	mgr, err := containers.Open(ctx, containers.Options{CDI: devices, Images: images, Commits: commits, Runtime: rt, DB: db, Logger: logger, Volumes: vols, Secrets: secretStore, Networks: nets, DefaultNetworkMode: cfg.Network.DefaultMode, HoldEvents: true})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)
@@ -88,7 +92,7 @@ func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images
 		_, err := mgr.Lookup(ctx, id)
 		return err == nil
 	})
-	return &containerBackend{db: db, runtime: rt, manager: mgr, volumes: vols, secrets: secretStore, networks: nets}, nil
+	return &containerBackend{db: db, runtime: rt, manager: mgr, volumes: vols, secrets: secretStore, networks: nets, cdi: devices}, nil
 
 }
 

@@ -48,6 +48,9 @@ type Config struct {
 	// ActivateQuadlets activates quadlets at install unless the request
 	// says otherwise (activate=false).
 	ActivateQuadlets bool
+	// CDISpecDirs are directories of CDI specs read after the default ones
+	// (/etc/cdi, /var/run/cdi), so a device they define wins.
+	CDISpecDirs []string
 	// ExecRetention is how long ended exec sessions stay inspectable
 	// (0: Podman's five minutes).
 	ExecRetention time.Duration
@@ -147,6 +150,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		TempDir:         cfg.RunRoot,
 		MaxExpandedSize: cfg.MaxExpandedSize,
 		InfraImage:      e.pods.InfraImage,
+		CDI:             ctrs.cdi,
 		Logger:          logger,
 	})
 	e.streams.unsubscribe = append(e.streams.unsubscribe, ctrs.manager.Subscribe(kubePlayer.ServiceHook))
@@ -165,6 +169,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		Volumes:     ctrs.volumes,
 		VolumeUsers: ctrs.manager,
 		State:       ctrs.db,
+		CDI:         ctrs.cdi,
 		Pruners: core.Pruners{
 			Pods:       e.pods.PruneForSystem,
 			Containers: ctrs.manager.Prune,

@@ -67,6 +67,7 @@ type buildQuery struct {
 	DNSServers    string   `query:"dnsservers"`
 	DNSSearch     string   `query:"dnssearch"`
 	DNSOptions    string   `query:"dnsoptions"`
+	Devices       string   `query:"devices"`
 	LocalContext  string   `query:"localcontextdir"`
 	BuildContexts string   `query:"additionalbuildcontexts"`
 }
@@ -82,7 +83,7 @@ const podmanSeccomp = "/usr/share/containers/seccomp.json"
 // each is refused when given a value other than its neutral one.
 var buildUnsupported = map[string]string{
 	"cachefrom": "", "cacheto": "", "cachettl": "", "cgroupparent": "", "cpusetcpus": "",
-	"cpusetmems": "", "cpushares": "0", "devices": "", "apparmor": "", "labelopts": "",
+	"cpusetmems": "", "cpushares": "0", "apparmor": "", "labelopts": "",
 	"manifest": "", "memswap": "0", "securityopt": "", "timestamp": "", "unsetenv": "",
 	"unsetlabel": "", "setenv": "", "envs": "", "remote": "", "allplatforms": "0",
 	"compression": "", "from": "", "osfeature": "", "osversion": "", "rusage": "0",
@@ -224,7 +225,7 @@ func buildOptions(r *http.Request) (core.BuildOptions, buildQuery, error) {
 		{"extrahosts", q.ExtraHosts, &opts.ExtraHosts}, {"ulimits", q.Ulimits, &opts.Ulimits},
 		{"addcaps", q.AddCaps, &opts.CapAdd}, {"dropcaps", q.DropCaps, &opts.CapDrop},
 		{"dnsservers", q.DNSServers, &opts.DNSServers}, {"dnssearch", q.DNSSearch, &opts.DNSSearch},
-		{"dnsoptions", q.DNSOptions, &opts.DNSOptions},
+		{"dnsoptions", q.DNSOptions, &opts.DNSOptions}, {"devices", q.Devices, &opts.Devices},
 	} {
 		if *list.dst, err = stringList(list.field, list.raw); err != nil {
 			return opts, q, err

@@ -45,6 +45,8 @@ type Config struct {
 	Pruners core.Pruners
 	// State is the state database the check examines (nil: not checked).
 	State StateDB
+	// CDI lists the CDI devices containers may ask for (nil: none).
+	CDI core.CDIRegistry
 }
 
 // Service implements core.System.
@@ -193,6 +195,7 @@ func (s *Service) Info(ctx context.Context) (*core.Info, error) {
 			SwapTotal: swapTotal,
 			Uptime:    host.Uptime(),
 			Linkmode:  "static",
+			CDI:       s.cdiInfo(ctx),
 		},
 		Store: core.StoreInfo{
 			ConfigFile:         s.store.RegistriesConf(),
@@ -263,4 +266,13 @@ func (s *Service) gitCommit() string {
 		return ""
 	}
 	return s.cfg.Build.Commit
+}
+
+// cdiInfo is what the CDI registry offers, re-read where specs changed.
+func (s *Service) cdiInfo(ctx context.Context) *core.CDIInfo {
+	if s.cfg.CDI == nil {
+		return nil
+	}
+	info := s.cfg.CDI.Info(ctx)
+	return &info
 }

@@ -78,8 +78,9 @@ func TestReadmePodmanCommands(t *testing.T) {
 
 	dir := t.TempDir()
 	// Containers join the default bridge network, as they do for a user.
+	// CDI specs are read from cdi/ in the rows' working directory as well.
 	addr, stop := enginetest.ServeConfig(t, engine.Config{Root: filepath.Join(dir, "root"), RunRoot: filepath.Join(dir, "run"),
-		Runtime: "runc", Network: enginetest.UniqueNetworks(t)})
+		Runtime: "runc", Network: enginetest.UniqueNetworks(t), CDISpecDirs: []string{filepath.Join(dir, "work", "cdi")}})
 	sh := newShell(t, dir, podman, "tcp://"+addr)
 	t.Cleanup(func() {
 		sh.cleanup()

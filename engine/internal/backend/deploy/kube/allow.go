@@ -101,9 +101,11 @@ var (
 			"configMapRef": leaves("name", "optional"),
 			"secretRef":    leaves("name", "optional"),
 		},
+		// Resource names are checked by resources(): cpu, memory and
+		// CDI kinds (vendor.com/class), which are open-ended.
 		"resources": allow{
-			"limits":   leaves("cpu", "memory"),
-			"requests": leaves("cpu", "memory"),
+			"limits":   anyContent,
+			"requests": anyContent,
 		},
 		"volumeMounts":   leaves("name", "mountPath", "readOnly"),
 		"livenessProbe":  probeShape,

@@ -81,6 +81,9 @@ func (pl *planner) container(ctx context.Context, d *document, t podTemplate, fi
 	if err := resources(&cs, c.Resources); err != nil {
 		return cs, d.fail(field+".resources", err)
 	}
+	if err := pl.cdiLimits(ctx, &cs, c.Resources); err != nil {
+		return cs, d.fail(field+".resources", err)
+	}
 	securityContext(&cs, c.SecurityContext, t.spec.SecurityContext)
 	if err := probes(&cs, c, d, field); err != nil {
 		return cs, err
@@ -234,16 +237,17 @@ func (pl *planner) envValue(e v1.EnvVar, podName string, labels, annotations map
 	return "", false, errors.New("valueFrom needs configMapKeyRef, secretKeyRef or fieldRef")
 }
 
-// resources maps limits (and the memory request) to cgroup limits.
+// resources maps limits (and the memory request) to cgroup limits; limits
+// of a CDI kind are cdiLimits'.
 func resources(cs *core.ContainerSpec, r v1.ResourceRequirements) error {
 	for name := range r.Limits {
-		if name != v1.ResourceCPU && name != v1.ResourceMemory {
-			return fmt.Errorf("limit %q is not supported (cpu, memory)", name)
+		if name != v1.ResourceCPU && name != v1.ResourceMemory && !isCDIKind(name) {
+			return fmt.Errorf("limit %q is not supported (cpu, memory, a CDI kind vendor.com/class)", name)
 		}
 	}
 	for name := range r.Requests {
-		if name != v1.ResourceCPU && name != v1.ResourceMemory {
-			return fmt.Errorf("request %q is not supported (cpu, memory)", name)
+		if name != v1.ResourceCPU && name != v1.ResourceMemory && !isCDIKind(name) {
+			return fmt.Errorf("request %q is not supported (cpu, memory, a CDI kind vendor.com/class)", name)
 		}
 	}
 	res := &specsResources{}

@@ -35,7 +35,10 @@ type Options struct {
 	// InfraImage answers the engine's infra image, which service
 	// containers run; nil refuses serviceContainer.
 	InfraImage func(ctx context.Context) (string, error)
-	Logger     *slog.Logger
+	// CDI offers the devices that limits of a CDI kind
+	// ("example.com/dev: 1") hand to containers; nil refuses such limits.
+	CDI    core.CDIRegistry
+	Logger *slog.Logger
 }
 
 // Player implements core.KubePlayer on the engine's core interfaces.

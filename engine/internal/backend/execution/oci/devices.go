@@ -57,10 +57,14 @@ func ResolveDevice(request string) (*Device, error) {
 	}, nil
 }
 
-// addDevices puts the requested devices into the spec: their nodes, and
-// the cgroup rules after the default deny.
+// addDevices puts the requested host devices into the spec: their nodes,
+// and the cgroup rules after the default deny. CDI devices are the CDI
+// registry's, applied by the caller.
 func addDevices(spec *specs.Spec, s *core.ContainerSpec) error {
 	for _, d := range s.Devices {
+		if core.IsCDIDevice(d.Path) {
+			continue
+		}
 		dev, err := ResolveDevice(d.Path)
 		if err != nil {
 			return err

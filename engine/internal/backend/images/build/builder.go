@@ -33,6 +33,9 @@ type Options struct {
 	Runtime *runtime.Runtime
 	// Host limits what a RUN step may be granted.
 	Host oci.Host
+	// CDI resolves and applies the CDI devices RUN steps ask for (nil:
+	// every build that asks for one is refused).
+	CDI core.CDIRegistry
 	// HostResolv is the resolv.conf RUN steps start from.
 	HostResolv []byte
 	// Root is the engine's persistent state directory: build contexts are
@@ -104,6 +107,9 @@ func (b *Builder) Build(ctx context.Context, contextTar io.Reader, opts core.Bui
 	if err := validate(&opts); err != nil {
 		return "", err
 	}
+	if err := b.checkDevices(opts.Devices); err != nil {
+		return "", err
+	}
 	dir, err := os.MkdirTemp(b.tmpDir(), tmpPrefix+"context-")
 	if err != nil {
 		return "", fmt.Errorf("build: %w", err)
@@ -124,6 +130,9 @@ func (b *Builder) Build(ctx context.Context, contextTar io.Reader, opts core.Bui
 // a directory.
 func (b *Builder) BuildDir(ctx context.Context, dir string, opts core.BuildOptions) (string, error) {
 	if err := validate(&opts); err != nil {
+		return "", err
+	}
+	if err := b.checkDevices(opts.Devices); err != nil {
 		return "", err
 	}
 	if err := checkLocalDir(dir); err != nil {

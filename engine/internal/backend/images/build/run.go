@@ -161,6 +161,9 @@ func (j *job) execRun(ctx context.Context, rootfs string, st *imageState, sc *st
 	}
 	spec.CPUPeriod = j.opts.CPUPeriod
 	spec.CPUQuota = j.opts.CPUQuota
+	for _, d := range j.opts.Devices {
+		spec.Devices = append(spec.Devices, specs.LinuxDevice{Path: d})
+	}
 
 	release, err := j.runMounts(ctx, spec, bundle, mounts)
 	defer release()
@@ -192,6 +195,11 @@ func (j *job) execRun(ctx context.Context, rootfs string, st *imageState, sc *st
 	})
 	if err != nil {
 		return err
+	}
+	if cdiNames := core.CDIDevices(spec.Devices); len(cdiNames) > 0 {
+		if err := j.b.o.CDI.Inject(res.Spec, cdiNames); err != nil {
+			return err
+		}
 	}
 	// Mount points runc creates in the rootfs must not end up in the layer.
 	created := missingMountpoints(rootfs, res.Spec.Mounts)

@@ -36,6 +36,9 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	if err := checkOnHost(&spec); err != nil {
 		return "", nil, err
 	}
+	if err := m.checkCDI(&spec); err != nil {
+		return "", nil, err
+	}
 	if spec.Remove && spec.RestartPolicy != "" && spec.RestartPolicy != core.RestartPolicyNo {
 		return "", nil, core.InvalidArgument("restart_policy", errors.New("the --rm option conflicts with a restart policy"))
 	}
@@ -265,6 +268,11 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 	if spec.Init {
 		res.Spec.Process.Args = append([]string{initPath, "--"}, res.Spec.Process.Args...)
 	}
+	gen, err := m.injectCDI(res.Spec, &spec)
+	if err != nil {
+		return nil, err
+	}
+	rec.CDIGeneration = gen
 	data, err := json.Marshal(res.Spec)
 	if err != nil {
 		return nil, err
@@ -317,11 +325,14 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 	if err := checkOnHost(&rec.Spec); err != nil {
 		return err
 	}
-	if rec.PodJoin.InfraID != "" {
-		// The infra container's namespaces must exist, and the spec must
-		// name them by the infra process of this run.
-		if err := m.ensureInfraRunning(ctx, &rec); err != nil {
-			return err
+	if rec.PodJoin.InfraID != "" || m.cdiStale(&rec) {
+		// A pod member's spec names the infra process of this run (whose
+		// namespaces must exist); a CDI device's edits are read from its
+		// spec as it is now, as Podman does at each start.
+		if rec.PodJoin.InfraID != "" {
+			if err := m.ensureInfraRunning(ctx, &rec); err != nil {
+				return err
+			}
 		}
 		if _, err := m.prepare(ctx, &rec, nil); err != nil {
 			return err
@@ -360,7 +371,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 		m.teardownNetworkLocked(ctx, e)
 		msg := err.Error()
 		m.update(ctx, e, func(r *record) {
-			r.Rootfs, r.Mounted, r.Path, r.Args = rec.Rootfs, rec.Mounted, rec.Path, rec.Args
+			r.Rootfs, r.Mounted, r.Path, r.Args, r.CDIGeneration = rec.Rootfs, rec.Mounted, rec.Path, rec.Args, rec.CDIGeneration
 			r.State = core.StateConfigured
 			r.Error = msg
 		})
@@ -371,7 +382,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 		return err
 	}
 	if err := m.update(ctx, e, func(r *record) {
-		r.Rootfs, r.Mounted, r.Path, r.Args = rec.Rootfs, rec.Mounted, rec.Path, rec.Args
+		r.Rootfs, r.Mounted, r.Path, r.Args, r.CDIGeneration = rec.Rootfs, rec.Mounted, rec.Path, rec.Args, rec.CDIGeneration
 		r.State = core.StateCreated
 		r.PID = created.PID
 		r.ConmonPID = created.ConmonPID

@@ -31,6 +31,9 @@ func checkOnHost(s *core.ContainerSpec) error {
 		}
 	}
 	for _, d := range s.Devices {
+		if core.IsCDIDevice(d.Path) {
+			continue // the CDI registry's (checkCDI)
+		}
 		if _, err := oci.ResolveDevice(d.Path); err != nil {
 			return err
 		}

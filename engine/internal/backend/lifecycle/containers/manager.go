@@ -59,6 +59,9 @@ type Options struct {
 	DefaultNetworkMode string
 	// Host limits what a container may be granted; zero means DetectHost.
 	Host *oci.Host
+	// CDI resolves and applies the CDI devices containers ask for
+	// ("vendor.com/class=name"); nil refuses every container that does.
+	CDI core.CDIRegistry
 	// HoldEvents queues the events of Open's reconcile (containers that
 	// exited while no engine ran) and any later ones until ReleaseEvents,
 	// so that subscribers registered after Open still get them.
@@ -77,6 +80,9 @@ type record struct {
 	Checkpointed bool `json:"Checkpointed,omitempty"`
 	// UserMounts counts the mounts clients asked for (MountContainer).
 	UserMounts int `json:"UserMounts,omitempty"`
+	// CDIGeneration is the CDI registry's generation when config.json
+	// got the edits of the container's CDI devices (see initLocked).
+	CDIGeneration uint64 `json:"CDIGeneration,omitempty"`
 	// Volumes are the volumes the container mounts, resolved at create.
 	Volumes []mountedVolume `json:"Volumes,omitempty"`
 	// The image configuration parts a later init needs if the image is gone.
@@ -125,6 +131,7 @@ type Manager struct {
 	volumes      core.Volumes
 	secrets      SecretSource
 	nets         core.ContainerNetworking
+	cdi          core.CDIRegistry
 	privateNet   bool
 	store        storage.Store
 	rt           *runtime.Runtime
@@ -195,7 +202,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	resolv, _ := os.ReadFile("/etc/resolv.conf")
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m := &Manager{
-		images: o.Images, commits: o.Commits, volumes: o.Volumes, secrets: o.Secrets, nets: o.Networks, privateNet: o.DefaultNetworkMode == core.NetNSPrivate, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
+		images: o.Images, commits: o.Commits, volumes: o.Volumes, secrets: o.Secrets, nets: o.Networks, cdi: o.CDI, privateNet: o.DefaultNetworkMode == core.NetNSPrivate, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
 		host: host, cgroupParent: o.CgroupParent, hostResolv: resolv,
 		byID: map[string]*entry{}, byName: map[string]*entry{}, reserved: map[string]bool{}, removed: map[string]removedExit{},
 		creating:        map[string][]string{},
