@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -290,26 +291,46 @@ func (m *Manager) reconcileLocked(ctx context.Context, e *entry) {
 		})
 		m.cleanupLocked(ctx, e)
 	case core.StateExited, core.StateStopped:
+		if !rec.NeedsCleanup {
+			// A start (a restart policy's included) cut between the
+			// runtime's create and the record of it.
+			m.deleteUnrecordedCreate(ctx, rec)
+		}
 		// A rootfs still mounted without a client mount was held by a copy
-		// the crash interrupted.
-		if rec.NeedsCleanup || (rec.Mounted && rec.UserMounts == 0) {
+		// the crash interrupted; a network set up for a start that never
+		// got recorded is torn down.
+		if rec.NeedsCleanup || (rec.Mounted && rec.UserMounts == 0) || rec.NetSetup != nil {
 			m.cleanupLocked(ctx, e)
 		}
 		m.afterExitLocked(ctx, e)
 	case core.StateConfigured:
-		if m.rt.Exists(rec.ID) {
-			// The engine died between the runtime's create and the
-			// record of it: the created container (runc's init, or a
-			// pause process, holding its cgroup) is nobody's.
-			if err := m.rt.Delete(ctx, rec.ID, true); err != nil {
-				m.logger.Warn("delete a container the record does not know was created", "container", rec.ID, "err", err)
-			}
-			m.rt.Cleanup(rec.ID)
-		}
-		if rec.Mounted && rec.UserMounts == 0 {
+		m.deleteUnrecordedCreate(ctx, rec)
+		if (rec.Mounted && rec.UserMounts == 0) || rec.NetSetup != nil {
 			m.cleanupLocked(ctx, e)
 		}
 	}
+}
+
+// deleteUnrecordedCreate deletes the runtime's container of a record that
+// does not know it was created: the engine died between the runtime's
+// create and the record of it. The created container (runc's init, or a
+// pause process, holding its cgroup) is nobody's, and the next create of
+// the ID would fail on it ("container with given ID already exists"). Its
+// conmon is waited for, so that the exit file it writes for the deleted
+// init cannot be taken for the exit of the container created next.
+func (m *Manager) deleteUnrecordedCreate(ctx context.Context, rec record) {
+	if !m.rt.Exists(rec.ID) {
+		return
+	}
+	if err := m.rt.Delete(ctx, rec.ID, true); err != nil {
+		m.logger.Warn("delete a container the record does not know was created", "container", rec.ID, "err", err)
+	}
+	if data, err := os.ReadFile(filepath.Join(rec.Bundle, "conmon.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && !runtime.WaitConmonExit(pid, rec.ID, conmonExitTimeout) {
+			m.logger.Warn("conmon did not exit after its container; killed it", "container", rec.ID, "pid", pid)
+		}
+	}
+	m.rt.Cleanup(rec.ID)
 }
 
 // snapshot copies a container's record.

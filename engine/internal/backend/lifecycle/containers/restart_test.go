@@ -199,7 +199,42 @@ func TestRestartDeletesWhatACutCreateLeft(t *testing.T) {
 
 	// What the cut create left: the container in runc, created, with the
 	// cgroup the engine gives it.
-	rt, err := runtime.New(runtime.Options{RunRoot: p.runRoot})
+	created := plantCutCreate(t, p.runRoot, id)
+
+	p.start()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.ProcessAlive(created.PID) || runtime.ProcessAlive(created.ConmonPID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the created container's init (%d) or conmon (%d) outlived the restart", created.PID, created.ConmonPID)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(p.runRoot, "runc", id)); !os.IsNotExist(err) {
+		t.Fatalf("runc state after the restart: %v", err)
+	}
+	if cg, _ := filepath.Glob("/sys/fs/cgroup/*/berth/berth-" + id); len(cg) > 0 {
+		t.Fatalf("cgroups after the restart: %v", cg)
+	}
+	if st := te.inspect(id).State.Status; st != "created" {
+		t.Fatalf("state after the restart: %s", st)
+	}
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	if code := te.wait(id); code != 0 || strings.Join(te.logLines(id), "") != "ran" {
+		t.Fatalf("the container after the restart: exit %d, log %q", code, te.logLines(id))
+	}
+	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+	if l := leaks(p.root, p.runRoot, id); len(l) > 0 {
+		t.Fatalf("leaked after removal:\n%s", strings.Join(l, "\n"))
+	}
+}
+
+// plantCutCreate leaves what a create cut by a kill -9 between the
+// runtime's create and the record of it leaves: container id created in
+// runc (its init blocked on the exec fifo, under conmon) with the cgroup the
+// engine gives it, on a bundle of its own. The engine must not be running.
+func plantCutCreate(t *testing.T, runRoot, id string) runtime.Created {
+	t.Helper()
+	rt, err := runtime.New(runtime.Options{RunRoot: runRoot})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,29 +264,75 @@ func TestRestartDeletesWhatACutCreateLeft(t *testing.T) {
 	if !runtime.ProcessAlive(created.PID) {
 		t.Fatal("the runtime's init is not running")
 	}
+	return created
+}
 
-	p.start()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.ProcessAlive(created.PID) || runtime.ProcessAlive(created.ConmonPID) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the created container's init (%d) or conmon (%d) outlived the restart", created.PID, created.ConmonPID)
-		}
-		time.Sleep(20 * time.Millisecond)
+// TestRestartPolicyAfterACutRestart: a restart=always container whose
+// restart was cut by a kill -9 between the runtime's create and the record
+// of it (the record says exited; runc has the container, created) is
+// restarted by the next engine: what the cut create left is deleted first
+// (it used to fail with "container with given ID already exists" and stay
+// created, its policy abandoned), and the restart count goes on from where
+// it was.
+func TestRestartPolicyAfterACutRestart(t *testing.T) {
+	requireRuntime(t)
+	if testing.Short() {
+		t.Skip("builds and runs the engine binary")
 	}
-	if _, err := os.Stat(filepath.Join(p.runRoot, "runc", id)); !os.IsNotExist(err) {
-		t.Fatalf("runc state after the restart: %v", err)
-	}
-	if cg, _ := filepath.Glob("/sys/fs/cgroup/*/berth/berth-" + id); len(cg) > 0 {
-		t.Fatalf("cgroups after the restart: %v", cg)
-	}
-	if st := te.inspect(id).State.Status; st != "created" {
-		t.Fatalf("state after the restart: %s", st)
-	}
+	p, te := startEngineProcess(t)
+	te.loadBusybox()
+	// Two restarts, then on-failure gives up: exited, restart count 2.
+	id := te.create(map[string]any{"name": "cutrestart", "command": []string{"sh", "-c", "echo ran; exit 3"},
+		"restart_policy": "on-failure", "restart_tries": 2})
 	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
-	if code := te.wait(id); code != 0 || strings.Join(te.logLines(id), "") != "ran" {
-		t.Fatalf("the container after the restart: exit %d, log %q", code, te.logLines(id))
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var d struct {
+			RestartCount int
+			State        struct{ Status string }
+		}
+		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+		if d.RestartCount == 2 && d.State.Status == "exited" && len(te.logLines(id)) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("on-failure:2 did not end exited after two restarts: %+v, log %q", d, te.logLines(id))
+		}
 	}
-	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+	if status, body := te.do("POST", "/containers/"+id+"/update?restartPolicy=always", nil); status >= 300 {
+		t.Fatalf("update the restart policy: %d %s", status, body)
+	}
+	var paths struct{ ConmonPidFile string }
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &paths)
+	p.kill9()
+
+	created := plantCutCreate(t, p.runRoot, id)
+	// The cut create's conmon wrote its pid where the container's does.
+	os.WriteFile(paths.ConmonPidFile, []byte(fmt.Sprint(created.ConmonPID)), 0o600)
+	p.start()
+	for deadline := time.Now().Add(5 * time.Second); runtime.ProcessAlive(created.PID) || runtime.ProcessAlive(created.ConmonPID); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cut create's init (%d) or conmon (%d) outlived the restart", created.PID, created.ConmonPID)
+		}
+	}
+	// Started at the engine's start, it runs (a fourth line), exits 3 and
+	// is restarted again by its policy, the count going on from 2.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var d struct {
+			RestartCount int
+			State        struct{ Status, Error string }
+		}
+		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+		if d.State.Error != "" {
+			t.Fatalf("after the restart: %+v", d)
+		}
+		if n := len(te.logLines(id)); n >= 5 && d.RestartCount >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not restarted after the engine's restart: %+v, log %q", d, te.logLines(id))
+		}
+	}
+	te.must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
 	if l := leaks(p.root, p.runRoot, id); len(l) > 0 {
 		t.Fatalf("leaked after removal:\n%s", strings.Join(l, "\n"))
 	}
