@@ -67,6 +67,10 @@ bench: deps build ## Run the benchmarks against the reference peers (dd, Podman 
 soak: ## Run the bounded (<= 10 min) soak: 3,000 execs, 500 log reads, 200 container cycles, 100 image list readers; RSS, fds, zombies, mounts, cgroups before and after
 	cd engine && BERTH_SOAK=1 $(GO) test -count=1 -run '^TestSoak$$' -timeout 12m -v ./internal/backend/lifecycle/containers/
 
+.PHONY: soak-uploads
+soak-uploads: ## Run the bounded (~3 min) uploads soak: 3 replicas on one PostgreSQL, 30 clients, kill -9 of replicas and PostgreSQL; checks every per-upload invariant and PUT/GET p99
+	cd uploads && BERTH_SOAK_UPLOADS=1 $(GO) test -count=1 -run '^TestSoakReplicas$$' -timeout 10m -v ./internal/soak/
+
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 20s) each
 	@hack/fuzz.sh $${FUZZTIME:-20s}

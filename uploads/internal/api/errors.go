@@ -45,7 +45,6 @@ func problemFor(err error) (*requestError, bool) {
 		se  *store.StateError
 		pe  *files.PathError
 		fle *files.LimitError
-		sle *store.LimitError
 		be  *bodyError
 	)
 	switch {
@@ -73,8 +72,6 @@ func problemFor(err error) (*requestError, bool) {
 		return &requestError{status: http.StatusBadRequest, slug: "is-a-directory", title: "Path is a directory", detail: "raw bytes can only be read from a file; ask for JSON to list a directory"}, true
 	case errors.As(err, &fle):
 		return limitProblem(fle.Limit, fle.Max), true
-	case errors.As(err, &sle):
-		return limitProblem(sle.Limit, sle.Max), true
 	case errors.Is(err, server.ErrSlowBody):
 		return &requestError{status: http.StatusRequestTimeout, slug: "slow-body", title: "Request body too slow", detail: err.Error()}, true
 	case errors.As(err, &be):

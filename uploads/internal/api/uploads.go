@@ -32,7 +32,11 @@ func (s *Server) createUpload(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	u, err := s.store.Insert(context.WithoutCancel(r.Context()), id)
+	// Bounded by guard.Timeout, like a change: the sweep takes a tree without a row older
+	// than that for the leftover of a dead create.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), guard.Timeout)
+	defer cancel()
+	u, err := s.store.Insert(ctx, id)
 	if err != nil {
 		_ = s.tree.Remove(id.String())
 		s.writeError(w, r, err)

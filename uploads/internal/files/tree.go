@@ -330,9 +330,9 @@ func (t *Tree) Put(id, rel string, body io.Reader, sizeHint, maxSize int64, g Gu
 	}()
 
 	// The in-process lock only keeps this process's writers of one upload from queueing
-	// on the shared lock; the Guard's lock is the one that counts.
+	// on the shared lock; the Guard's lock is the one that counts. Neither is held for
+	// the directory's fsync below.
 	unlock := t.lock(id)
-	defer unlock()
 	target := path.Join(filesDir, rel)
 	var in intent
 	err = g.Locked(func(booked Usage, gen int64) (Usage, error) {
@@ -373,6 +373,7 @@ func (t *Tree) Put(id, rel string, body io.Reader, sizeHint, maxSize int64, g Gu
 		committed = true
 		return next, nil
 	})
+	unlock()
 	// The intent stays only when the tree changed but the change may not be booked.
 	in.end(err == nil || !committed)
 	if err != nil {

@@ -101,14 +101,6 @@ func CheckState(u Upload, allowed ...Status) error {
 	return &StateError{Status: u.Status, Allowed: allowed}
 }
 
-// LimitError reports a usage limit that a reservation would exceed.
-type LimitError struct {
-	Limit string // "maxUploadSize" or "maxFiles"
-	Max   int64
-}
-
-func (e *LimitError) Error() string { return fmt.Sprintf("limit %s (%d) exceeded", e.Limit, e.Max) }
-
 // Usage is what an upload's files take: their bytes and their number.
 type Usage struct {
 	Bytes int64
