@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
 // The benchmarks compare Berth with Podman 4.3.1 serving the same API on the
@@ -21,10 +22,9 @@ import (
 // busybox test image loaded.
 func podmanEngine(b *testing.B) *testEngine {
 	u := benchtest.PodmanURL(b)
-	addr := strings.TrimPrefix(u, "tcp://")
-	te := &testEngine{t: b, addr: addr, url: "http://" + addr + "/v4.3.1/libpod", client: &http.Client{}}
-	te.loadBusybox()
-	b.Cleanup(te.removeAll)
+	te := &testEngine{enginetest.Attach(b, strings.TrimPrefix(u, "tcp://"))}
+	te.Load(enginetest.BusyboxImage())
+	b.Cleanup(te.RemoveAll)
 	return te
 }
 
@@ -39,9 +39,9 @@ func podCycle(te *testEngine, n int, network bool) time.Duration {
 		spec["netns"] = map[string]string{"nsmode": "none"}
 	}
 	start := time.Now()
-	id := te.createPod(spec)
-	te.must(http.StatusOK, "POST", "/pods/"+id+"/start", nil)
-	te.must(http.StatusOK, "DELETE", "/pods/"+id+"?force=true", nil)
+	id := te.CreatePod(spec)
+	te.Must(http.StatusOK, "POST", "/pods/"+id+"/start", nil)
+	te.Must(http.StatusOK, "DELETE", "/pods/"+id+"?force=true", nil)
 	return time.Since(start)
 }
 
@@ -97,7 +97,7 @@ func podListThroughput(te *testEngine, want int, d time.Duration) float64 {
 			defer wg.Done()
 			client := &http.Client{}
 			for time.Now().Before(deadline) {
-				resp, err := client.Get(te.url + "/pods/json")
+				resp, err := client.Get(te.URL + "/pods/json")
 				if err != nil {
 					return
 				}
@@ -124,7 +124,7 @@ func BenchmarkPodListVsPodman(b *testing.B) {
 	for _, te := range []*testEngine{berth, podman} {
 		for i := 0; i < pods; i++ {
 			name := fmt.Sprintf("list%d", i)
-			te.createPod(map[string]any{"name": name, "netns": map[string]string{"nsmode": "none"}, "labels": map[string]string{"bench": "list"}})
+			te.CreatePod(map[string]any{"name": name, "netns": map[string]string{"nsmode": "none"}, "labels": map[string]string{"bench": "list"}})
 			te.createIn(name, name+"-app", "busybox", "sleep", "600")
 		}
 	}

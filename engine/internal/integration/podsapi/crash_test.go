@@ -2,18 +2,14 @@ package podsapi
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
-	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 )
 
 // TestPodsSurviveEngineKill kills the engine with SIGKILL while pods run
@@ -26,66 +22,20 @@ import (
 // its state, mounts, the network
 // namespace).
 func TestPodsSurviveEngineKill(t *testing.T) {
-	testdeadline.Set(t, testdeadline.Default)
-	requireRuntime(t)
 	if testing.Short() {
 		t.Skip("builds and runs the engine binary")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "berth-engine")
-	build := exec.Command("go", "build", "-o", bin, "github.com/berth-project/berth/engine/cmd/berth-engine")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build berth-engine: %v\n%s", err, out)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	root, runRoot := filepath.Join(dir, "root"), filepath.Join(dir, "run")
 	// The pod is on the default bridge network, with names unique to the test.
-	nets := enginetest.UniqueNetworks(t)
-	args := append([]string{"--listen", "tcp://" + addr, "--root", root, "--runroot", runRoot}, enginetest.NetworkFlags(nets)...)
-	var cmd *exec.Cmd
-	start := func() {
-		cmd = exec.Command(bin, args...)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			if resp, err := http.Get("http://" + addr + "/libpod/_ping"); err == nil {
-				resp.Body.Close()
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("engine did not answer _ping")
-			}
-		}
-	}
-	kill9 := func() {
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
-	}
-	start()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Signal(syscall.SIGTERM)
-			cmd.Wait()
-		}
-		enginetest.UnmountUnder(dir, 3)
-	})
-	te := &testEngine{t: t, addr: addr, url: "http://" + addr + "/v4.3.1/libpod", root: root, client: &http.Client{}}
-	t.Cleanup(te.removeAll)
-	te.loadBusybox()
+	o := podOptions()
+	o.Bridged = true
+	p := enginetest.StartProcess(t, o)
+	te, root, runRoot := &testEngine{p.Engine}, p.Root, p.RunRoot
 
-	podID := te.createPod(map[string]any{"name": "steady", "shared_namespaces": []string{"net", "ipc", "uts", "pid"},
+	podID := te.CreatePod(map[string]any{"name": "steady", "shared_namespaces": []string{"net", "ipc", "uts", "pid"},
 		"resource_limits": map[string]any{"memory": map[string]any{"limit": 64 << 20}, "pids": map[string]any{"limit": 100}}})
 	long := te.createIn("steady", "long", "busybox", "sleep", "1000")
 	short := te.createIn("steady", "short", "busybox", "sleep", "1.5")
-	te.must(http.StatusOK, "POST", "/pods/steady/start", nil)
+	te.Must(http.StatusOK, "POST", "/pods/steady/start", nil)
 	pod := te.inspectPod("steady")
 	if pod.State != "Running" {
 		t.Fatalf("pod before the kill: %s", pod.State)
@@ -97,7 +47,7 @@ func TestPodsSurviveEngineKill(t *testing.T) {
 		t.Fatalf("the infra container is not a pause process: %v", err)
 	}
 
-	kill9()
+	p.Kill9()
 	// A pod whose creation the kill interrupted: its cgroup exists, noted
 	// in the run directory, and no record names it.
 	halfID := strings.Repeat("0bad", 16)
@@ -113,8 +63,8 @@ func TestPodsSurviveEngineKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(2500 * time.Millisecond) // short exits while no engine watches
-	start()
-	if l := leaks(root, runRoot, []string{halfID}, nil); len(l) > 0 {
+	p.Start()
+	if l := enginetest.Leaks(root, runRoot, []string{halfID}, nil); len(l) > 0 {
 		t.Fatalf("the cgroup of a pod never recorded survived the restart:\n%s", strings.Join(l, "\n"))
 	}
 	if limit, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/memory", pod.CgroupPath, "memory.limit_in_bytes")); err != nil || strings.TrimSpace(string(limit)) != "67108864" {
@@ -130,23 +80,20 @@ func TestPodsSurviveEngineKill(t *testing.T) {
 		t.Fatalf("pod after restart: %s %v", after.State, states)
 	}
 	late := te.createIn("steady", "late", "busybox", "sh", "-c", "busybox ps -o args")
-	te.must(http.StatusNoContent, "POST", "/containers/"+late+"/start", nil)
-	if code := te.wait(late); code != 0 || !strings.Contains(te.logs(late), "sleep 1000") {
-		t.Fatalf("a member created after the restart does not share the pod's PID namespace (exit %d):\n%s", code, te.logs(late))
+	te.Must(http.StatusNoContent, "POST", "/containers/"+late+"/start", nil)
+	if code := te.Wait(late); code != 0 || !strings.Contains(te.Logs(late), "sleep 1000") {
+		t.Fatalf("a member created after the restart does not share the pod's PID namespace (exit %d):\n%s", code, te.Logs(late))
 	}
 	var report struct{ Errs []string }
-	json.Unmarshal(te.must(http.StatusOK, "POST", "/pods/steady/stop?timeout=0", nil), &report)
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/pods/steady/stop?timeout=0", nil), &report)
 	if len(report.Errs) > 0 || te.inspectPod("steady").State != "Exited" {
 		t.Fatalf("stop after restart: %+v, state %s", report, te.inspectPod("steady").State)
 	}
-	te.must(http.StatusOK, "DELETE", "/pods/steady", nil)
+	te.Must(http.StatusOK, "DELETE", "/pods/steady", nil)
 	ids := []string{long, short, late, pod.InfraContainerID}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		l := leaks(root, runRoot, []string{podID}, ids)
-		if _, err := os.Stat(filepath.Join(runRoot, "netns", "berth-"+pod.InfraContainerID)); !os.IsNotExist(err) {
-			l = append(l, "network namespace of the infra container")
-		}
+		l := enginetest.Leaks(root, runRoot, []string{podID}, ids)
 		if len(l) == 0 {
 			break
 		}

@@ -40,7 +40,7 @@ func requireCgroupV1(t *testing.T) {
 func TestPodResourceLimits(t *testing.T) {
 	te := startEngine(t)
 	requireCgroupV1(t)
-	te.mustPodman("pod", "create", "--name", "lim", "--memory", "32m", "--memory-swap", "32m",
+	te.MustPodman("pod", "create", "--name", "lim", "--memory", "32m", "--memory-swap", "32m",
 		"--cpus", "0.5", "--cpu-shares", "512", "--cpuset-cpus", "0")
 	pod := te.inspectPod("lim")
 	if pod.CgroupPath == "" {
@@ -58,21 +58,21 @@ func TestPodResourceLimits(t *testing.T) {
 			t.Errorf("%s of the pod's cgroup is %s, want %s", c.file, got, c.want)
 		}
 	}
-	out := te.mustPodman("pod", "inspect", "lim", "--format", "{{.MemoryLimit}} {{.CPUQuota}} {{.CPUPeriod}} {{.CPUShares}} {{.CPUSetCPUs}}")
+	out := te.MustPodman("pod", "inspect", "lim", "--format", "{{.MemoryLimit}} {{.CPUQuota}} {{.CPUPeriod}} {{.CPUShares}} {{.CPUSetCPUs}}")
 	if strings.TrimSpace(out) != "33554432 50000 100000 512 0" {
 		t.Errorf("pod inspect limits: %s", out)
 	}
 
 	// Members live under the pod's cgroup, so its limits bind them.
-	out = te.mustPodman("run", "--rm", "--pod", "lim", "localhost/busybox:latest", "cat", "/proc/self/cgroup")
+	out = te.MustPodman("run", "--rm", "--pod", "lim", "localhost/busybox:latest", "cat", "/proc/self/cgroup")
 	if !strings.Contains(out, ":memory:"+pod.CgroupPath+"/") || !strings.Contains(out, ":cpu:"+pod.CgroupPath+"/") {
 		t.Fatalf("a member's cgroups are not under the pod's %s:\n%s", pod.CgroupPath, out)
 	}
-	te.mustPodman("run", "--rm", "--pod", "lim", "localhost/busybox:latest", "busybox", "dd", "if=/dev/zero", "of=/dev/null", "bs=8M", "count=1")
+	te.MustPodman("run", "--rm", "--pod", "lim", "localhost/busybox:latest", "busybox", "dd", "if=/dev/zero", "of=/dev/null", "bs=8M", "count=1")
 	hog := te.createIn("lim", "hog", "busybox", "dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1")
-	te.must(http.StatusNoContent, "POST", "/containers/"+hog+"/start", nil)
-	if code := te.wait(hog); code != 137 {
-		t.Fatalf("a member allocating 64M in a 32M pod exited %d, want 137 (OOM-killed):\n%s", code, te.logs(hog))
+	te.Must(http.StatusNoContent, "POST", "/containers/"+hog+"/start", nil)
+	if code := te.Wait(hog); code != 137 {
+		t.Fatalf("a member allocating 64M in a 32M pod exited %d, want 137 (OOM-killed):\n%s", code, te.Logs(hog))
 	}
 	// The pod's usage rose to its limit and no further: the kernel killed
 	// the member there.
@@ -81,15 +81,15 @@ func TestPodResourceLimits(t *testing.T) {
 	}
 
 	// The pids limit, which the API takes (podman 4.3.1's pod create has no flag for it).
-	pidsID := te.createPod(map[string]any{"name": "few", "resource_limits": map[string]any{"pids": map[string]any{"limit": 12}}})
+	pidsID := te.CreatePod(map[string]any{"name": "few", "resource_limits": map[string]any{"pids": map[string]any{"limit": 12}}})
 	few := te.inspectPod(pidsID)
 	if got := cgroupFile(t, "pids", few.CgroupPath, "pids.max"); got != "12" {
 		t.Fatalf("pids.max of the pod's cgroup is %s, want 12", got)
 	}
 	forks := te.createIn("few", "forks", "sh", "-c", "i=0; while [ $i -lt 20 ]; do busybox sleep 30 & i=$((i+1)); done; busybox pkill sleep")
-	te.must(http.StatusNoContent, "POST", "/containers/"+forks+"/start", nil)
-	te.wait(forks)
-	if logs := te.logs(forks); !strings.Contains(logs, "can't fork") {
+	te.Must(http.StatusNoContent, "POST", "/containers/"+forks+"/start", nil)
+	te.Wait(forks)
+	if logs := te.Logs(forks); !strings.Contains(logs, "can't fork") {
 		t.Fatalf("20 processes started in a pod limited to 12:\n%s", logs)
 	}
 
@@ -102,19 +102,19 @@ func TestPodResourceLimits(t *testing.T) {
 		{map[string]any{"name": "nocpu", "resource_limits": map[string]any{"cpu": map[string]any{"cpus": "4000"}}}, "resource_limits.cpu.cpus"},
 		{map[string]any{"name": "tiny", "resource_limits": map[string]any{"memory": map[string]any{"limit": 4096}}}, "resource_limits.memory.limit"},
 	} {
-		status, body := te.do("POST", "/pods/create", c.spec)
+		status, body := te.Do("POST", "/pods/create", c.spec)
 		var e struct{ Message string }
 		json.Unmarshal(body, &e)
 		if status != http.StatusBadRequest || !strings.Contains(e.Message, c.field) {
 			t.Errorf("pod create %v: %d %s, want a 400 naming %s", c.spec, status, body, c.field)
 		}
 	}
-	if status, _ := te.do("GET", "/pods/nocpu/exists", nil); status != http.StatusNotFound {
+	if status, _ := te.Do("GET", "/pods/nocpu/exists", nil); status != http.StatusNotFound {
 		t.Fatalf("a refused pod exists (%d)", status)
 	}
 
-	te.mustPodman("pod", "rm", "-f", "lim")
-	te.mustPodman("pod", "rm", "-f", "few")
+	te.MustPodman("pod", "rm", "-f", "lim")
+	te.MustPodman("pod", "rm", "-f", "few")
 	left, _ := filepath.Glob("/sys/fs/cgroup/*/berth/berth-pod-*")
 	for _, p := range left {
 		for _, id := range []string{pod.ID, few.ID} {

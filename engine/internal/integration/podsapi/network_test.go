@@ -25,10 +25,10 @@ func TestPodPublishedPorts(t *testing.T) {
 	}
 	hostPort := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	podID := te.createPod(map[string]any{"name": "published", "hostname": "pubhost",
+	podID := te.CreatePod(map[string]any{"name": "published", "hostname": "pubhost",
 		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": hostPort, "container_port": 80}}})
 	te.createIn("published", "srv", "busybox", "httpd", "-f", "-p", "80", "-h", "/etc")
-	te.must(http.StatusOK, "POST", "/pods/published/start", nil)
+	te.Must(http.StatusOK, "POST", "/pods/published/start", nil)
 
 	var body string
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
@@ -54,12 +54,12 @@ func TestPodPublishedPorts(t *testing.T) {
 			Networks     []string
 		}
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/published/json", nil), &pod)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/pods/published/json", nil), &pod)
 	if b := pod.InfraConfig.PortBindings["80/tcp"]; len(b) != 1 || b[0].HostPort != fmt.Sprint(hostPort) || b[0].HostIp != "127.0.0.1" || len(pod.InfraConfig.Networks) != 1 {
 		t.Fatalf("pod inspect infra config: %+v", pod.InfraConfig)
 	}
 	var list []struct{ Networks []string }
-	json.Unmarshal(te.must(http.StatusOK, "GET", `/pods/json?filters={"network":["`+pod.InfraConfig.Networks[0]+`"]}`, nil), &list)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", `/pods/json?filters={"network":["`+pod.InfraConfig.Networks[0]+`"]}`, nil), &list)
 	if len(list) != 1 || len(list[0].Networks) != 1 {
 		t.Fatalf("pods on network %s: %+v", pod.InfraConfig.Networks[0], list)
 	}
@@ -72,16 +72,16 @@ func TestPodPublishedPorts(t *testing.T) {
 		for k, v := range extra {
 			spec[k] = v
 		}
-		if status, data := te.do("POST", "/containers/create", spec); status != http.StatusBadRequest {
+		if status, data := te.Do("POST", "/containers/create", spec); status != http.StatusBadRequest {
 			t.Fatalf("member with %v: %d %s, want 400", extra, status, data)
 		}
 	}
 
-	te.must(http.StatusOK, "DELETE", "/pods/published?force=true&timeout=0", nil)
-	if _, err := os.Stat(filepath.Join(te.runRoot, "netns", "berth-"+pod.InfraContainerID)); !os.IsNotExist(err) {
+	te.Must(http.StatusOK, "DELETE", "/pods/published?force=true&timeout=0", nil)
+	if _, err := os.Stat(filepath.Join(te.RunRoot, "netns", "berth-"+pod.InfraContainerID)); !os.IsNotExist(err) {
 		t.Fatalf("the infra container's network namespace is left: %v", err)
 	}
-	if l := leaks(te.root, te.runRoot, []string{podID}, []string{pod.InfraContainerID}); len(l) > 0 {
+	if l := te.Leaks([]string{podID}, []string{pod.InfraContainerID}); len(l) > 0 {
 		t.Fatalf("left behind:\n%s", strings.Join(l, "\n"))
 	}
 }

@@ -16,17 +16,17 @@ import (
 // the pod's hostname, the infra container's IPC namespace and its process.
 func TestPodSharesNamespaces(t *testing.T) {
 	te := startEngine(t)
-	podID := te.createPod(map[string]any{"name": "shared", "hostname": "podhost", "shared_namespaces": []string{"net", "ipc", "uts", "pid"}})
+	podID := te.CreatePod(map[string]any{"name": "shared", "hostname": "podhost", "shared_namespaces": []string{"net", "ipc", "uts", "pid"}})
 	web := te.createIn("shared", "web", "busybox", "httpd", "-f", "-p", "127.0.0.1:8080", "-h", "/etc")
 	var report struct {
 		Errs []string
 		ID   string `json:"Id"`
 	}
-	json.Unmarshal(te.must(http.StatusOK, "POST", "/pods/shared/start", nil), &report)
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/pods/shared/start", nil), &report)
 	if report.ID != podID || len(report.Errs) != 0 {
 		t.Fatalf("start report: %+v", report)
 	}
-	te.must(http.StatusNotModified, "POST", "/pods/shared/start", nil)
+	te.Must(http.StatusNotModified, "POST", "/pods/shared/start", nil)
 	pod := te.inspectPod("shared")
 	if pod.State != "Running" || len(pod.Containers) != 2 || pod.InfraContainerID == "" {
 		t.Fatalf("pod after start: %+v", pod)
@@ -34,7 +34,7 @@ func TestPodSharesNamespaces(t *testing.T) {
 	var infra struct {
 		State struct{ Pid int }
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+pod.InfraContainerID+"/json", nil), &infra)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+pod.InfraContainerID+"/json", nil), &infra)
 	infraIPC, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/ipc", infra.State.Pid))
 	if err != nil {
 		t.Fatal(err)
@@ -44,16 +44,16 @@ func TestPodSharesNamespaces(t *testing.T) {
 	if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", infra.State.Pid)); strings.TrimSpace(string(comm)) != "catatonit" {
 		t.Fatalf("infra process is %q", comm)
 	}
-	te.must(http.StatusConflict, "POST", "/containers/"+pod.InfraContainerID+"/attach?stream=true&stdout=true", nil)
-	te.must(http.StatusConflict, "POST", "/containers/"+pod.InfraContainerID+"/exec", map[string]any{"Cmd": []string{"/catatonit", "--version"}})
+	te.Must(http.StatusConflict, "POST", "/containers/"+pod.InfraContainerID+"/attach?stream=true&stdout=true", nil)
+	te.Must(http.StatusConflict, "POST", "/containers/"+pod.InfraContainerID+"/exec", map[string]any{"Cmd": []string{"/catatonit", "--version"}})
 
 	client := te.createIn("shared", "client", "sh", "-c",
 		"busybox hostname; for i in 1 2 3 4 5 6 7 8 9 10; do busybox wget -q -O - http://127.0.0.1:8080/hostname && break; busybox sleep 0.2; done; busybox readlink /proc/self/ns/ipc; busybox ps -o args")
-	te.must(http.StatusNoContent, "POST", "/containers/"+client+"/start", nil)
-	if code := te.wait(client); code != 0 {
-		t.Fatalf("client exited %d: %s", code, te.logs(client))
+	te.Must(http.StatusNoContent, "POST", "/containers/"+client+"/start", nil)
+	if code := te.Wait(client); code != 0 {
+		t.Fatalf("client exited %d: %s", code, te.Logs(client))
 	}
-	out := te.logs(client)
+	out := te.Logs(client)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) < 3 || lines[0] != "podhost" || lines[1] != "podhost" || lines[2] != infraIPC {
 		t.Fatalf("client output (want hostname, fetched /etc/hostname, ipc %s, ps):\n%s", infraIPC, out)
@@ -65,17 +65,17 @@ func TestPodSharesNamespaces(t *testing.T) {
 		t.Fatalf("pod with an exited member is %s, want Degraded", st)
 	}
 
-	te.must(http.StatusOK, "POST", "/pods/shared/stop?timeout=0", nil)
+	te.Must(http.StatusOK, "POST", "/pods/shared/stop?timeout=0", nil)
 	if st := te.inspectPod("shared").State; st != "Exited" {
 		t.Fatalf("pod after stop is %s", st)
 	}
-	te.must(http.StatusNotModified, "POST", "/pods/shared/stop", nil)
-	te.must(http.StatusOK, "DELETE", "/pods/shared", nil)
-	te.must(http.StatusNotFound, "GET", "/pods/shared/json", nil)
+	te.Must(http.StatusNotModified, "POST", "/pods/shared/stop", nil)
+	te.Must(http.StatusOK, "DELETE", "/pods/shared", nil)
+	te.Must(http.StatusNotFound, "GET", "/pods/shared/json", nil)
 	for _, id := range []string{web, client, pod.InfraContainerID} {
-		te.must(http.StatusNotFound, "GET", "/containers/"+id+"/json", nil)
+		te.Must(http.StatusNotFound, "GET", "/containers/"+id+"/json", nil)
 	}
-	if l := leaks(te.root, "", []string{podID}, []string{web, client, pod.InfraContainerID}); len(l) > 0 {
+	if l := te.Leaks([]string{podID}, []string{web, client, pod.InfraContainerID}); len(l) > 0 {
 		t.Fatalf("left behind:\n%s", strings.Join(l, "\n"))
 	}
 }
@@ -84,14 +84,14 @@ func TestPodSharesNamespaces(t *testing.T) {
 // lifecycle reports, the derived states and the removal rules.
 func TestPodLifecycleReports(t *testing.T) {
 	te := startEngine(t)
-	te.createPod(map[string]any{"name": "life"})
+	te.CreatePod(map[string]any{"name": "life"})
 	good := te.createIn("life", "good", "busybox", "sleep", "1000")
 	bad := te.createIn("life", "bad", "/nonexistent")
 	var report struct {
 		Errs []string
 		ID   string `json:"Id"`
 	}
-	json.Unmarshal(te.must(http.StatusConflict, "POST", "/pods/life/start", nil), &report)
+	json.Unmarshal(te.Must(http.StatusConflict, "POST", "/pods/life/start", nil), &report)
 	if len(report.Errs) != 1 || !strings.Contains(report.Errs[0], bad) {
 		t.Fatalf("start report: %+v", report)
 	}
@@ -101,23 +101,23 @@ func TestPodLifecycleReports(t *testing.T) {
 	}
 	// Removal rules: the infra container never alone, a running member
 	// not without force, the pod not without force.
-	te.must(http.StatusConflict, "DELETE", "/containers/"+pod.InfraContainerID+"?force=true", nil)
-	te.must(http.StatusConflict, "DELETE", "/containers/"+good, nil)
-	te.must(http.StatusConflict, "DELETE", "/pods/life", nil)
-	te.must(http.StatusBadRequest, "POST", "/pods/life/kill?signal=NOTASIGNAL", nil)
+	te.Must(http.StatusConflict, "DELETE", "/containers/"+pod.InfraContainerID+"?force=true", nil)
+	te.Must(http.StatusConflict, "DELETE", "/containers/"+good, nil)
+	te.Must(http.StatusConflict, "DELETE", "/pods/life", nil)
+	te.Must(http.StatusBadRequest, "POST", "/pods/life/kill?signal=NOTASIGNAL", nil)
 
-	te.must(http.StatusOK, "POST", "/pods/life/pause", nil)
+	te.Must(http.StatusOK, "POST", "/pods/life/pause", nil)
 	// infra and good paused, bad never started: Podman calls that Created.
 	if st := te.inspectPod("life").State; st != "Created" {
 		t.Fatalf("paused pod is %s", st)
 	}
-	te.must(http.StatusConflict, "POST", "/pods/life/kill", nil)
-	te.must(http.StatusOK, "POST", "/pods/life/unpause", nil)
-	te.must(http.StatusOK, "POST", "/pods/life/kill?signal=KILL", nil)
+	te.Must(http.StatusConflict, "POST", "/pods/life/kill", nil)
+	te.Must(http.StatusOK, "POST", "/pods/life/unpause", nil)
+	te.Must(http.StatusOK, "POST", "/pods/life/kill?signal=KILL", nil)
 	te.waitPodState("life", "Stopped")
-	te.must(http.StatusOK, "DELETE", "/containers/"+bad, nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/"+bad, nil)
 	te.waitPodState("life", "Exited")
-	json.Unmarshal(te.must(http.StatusOK, "POST", "/pods/life/restart?timeout=0", nil), &report)
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/pods/life/restart?timeout=0", nil), &report)
 	if len(report.Errs) != 0 || te.inspectPod("life").State != "Running" {
 		t.Fatalf("restart: %+v, state %s", report, te.inspectPod("life").State)
 	}
@@ -125,20 +125,20 @@ func TestPodLifecycleReports(t *testing.T) {
 		Titles    []string
 		Processes [][]string
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/life/top", nil), &top)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/pods/life/top", nil), &top)
 	if len(top.Processes) != 2 || len(top.Titles) == 0 {
 		t.Fatalf("top: %+v", top)
 	}
 	var st []map[string]string
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/stats?namesOrIDs=life", nil), &st)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/pods/stats?namesOrIDs=life", nil), &st)
 	if len(st) != 2 || st[0]["Pod"] != pod.ID[:12] || !strings.HasSuffix(st[0]["CPU"], "%") {
 		t.Fatalf("stats: %+v", st)
 	}
 	// stream=true: one array every delay seconds until the client goes.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", te.url+"/pods/stats?namesOrIDs=life&stream=true&delay=1", nil)
-	resp, err := te.client.Do(req)
+	req, _ := http.NewRequestWithContext(ctx, "GET", te.URL+"/pods/stats?namesOrIDs=life&stream=true&delay=1", nil)
+	resp, err := te.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,8 +155,8 @@ func TestPodLifecycleReports(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
-	te.must(http.StatusOK, "DELETE", "/pods/life?force=true&timeout=0", nil)
-	if l := leaks(te.root, "", []string{pod.ID}, []string{good, bad, pod.InfraContainerID}); len(l) > 0 {
+	te.Must(http.StatusOK, "DELETE", "/pods/life?force=true&timeout=0", nil)
+	if l := te.Leaks([]string{pod.ID}, []string{good, bad, pod.InfraContainerID}); len(l) > 0 {
 		t.Fatalf("left behind:\n%s", strings.Join(l, "\n"))
 	}
 }
@@ -165,11 +165,11 @@ func TestPodLifecycleReports(t *testing.T) {
 // member exits; with continue the infra container keeps running.
 func TestPodExitPolicyStop(t *testing.T) {
 	te := startEngine(t)
-	te.createPod(map[string]any{"name": "stopper", "exit_policy": "stop"})
-	te.createPod(map[string]any{"name": "keeper"})
+	te.CreatePod(map[string]any{"name": "stopper", "exit_policy": "stop"})
+	te.CreatePod(map[string]any{"name": "keeper"})
 	for _, p := range []string{"stopper", "keeper"} {
 		te.createIn(p, p+"-job", "busybox", "sleep", "0.3")
-		te.must(http.StatusOK, "POST", "/pods/"+p+"/start", nil)
+		te.Must(http.StatusOK, "POST", "/pods/"+p+"/start", nil)
 	}
 	te.waitPodState("stopper", "Exited")
 	te.waitPodState("keeper", "Degraded")
@@ -182,15 +182,15 @@ func TestPodExitPolicyStop(t *testing.T) {
 // infra's namespaces, which are gone).
 func TestPodExitPolicyStopSparesRestarts(t *testing.T) {
 	te := startEngine(t)
-	te.createPod(map[string]any{"name": "restarter", "exit_policy": "stop"})
+	te.CreatePod(map[string]any{"name": "restarter", "exit_policy": "stop"})
 	srv := te.createIn("restarter", "restarter-srv", "sleep", "1000")
-	te.must(http.StatusOK, "POST", "/pods/restarter/start", nil)
+	te.Must(http.StatusOK, "POST", "/pods/restarter/start", nil)
 	infra := te.inspectPod("restarter").InfraContainerID
 	infraStarted := func() string {
 		var c struct {
 			State struct{ Status, StartedAt string }
 		}
-		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+infra+"/json", nil), &c)
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+infra+"/json", nil), &c)
 		if c.State.Status != "running" {
 			t.Fatalf("the infra container is %s", c.State.Status)
 		}
@@ -198,21 +198,21 @@ func TestPodExitPolicyStopSparesRestarts(t *testing.T) {
 	}
 	first := infraStarted()
 	for i := 0; i < 6; i++ {
-		te.must(http.StatusNoContent, "POST", "/containers/"+srv+"/restart?t=0", nil)
+		te.Must(http.StatusNoContent, "POST", "/containers/"+srv+"/restart?t=0", nil)
 	}
 	var spec struct {
 		ID string `json:"Id"`
 	}
-	json.Unmarshal(te.must(http.StatusCreated, "POST", "/containers/create", map[string]any{
+	json.Unmarshal(te.Must(http.StatusCreated, "POST", "/containers/create", map[string]any{
 		"image": "localhost/busybox:latest", "name": "restarter-loop", "command": []string{"sleep", "0.2"},
 		"pod": "restarter", "restart_policy": "always",
 	}), &spec)
-	te.must(http.StatusNoContent, "POST", "/containers/"+spec.ID+"/start", nil)
-	te.must(http.StatusNoContent, "POST", "/containers/"+srv+"/kill?signal=KILL", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+spec.ID+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+srv+"/kill?signal=KILL", nil)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var c struct{ RestartCount int }
-		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+spec.ID+"/json", nil), &c)
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+spec.ID+"/json", nil), &c)
 		if c.RestartCount >= 3 {
 			break
 		}
@@ -229,7 +229,7 @@ func TestPodExitPolicyStopSparesRestarts(t *testing.T) {
 // TestPodBadInput checks the 4xx answers of the pod routes.
 func TestPodBadInput(t *testing.T) {
 	te := startEngine(t)
-	te.createPod(map[string]any{"name": "taken"})
+	te.CreatePod(map[string]any{"name": "taken"})
 	cases := []struct {
 		method, path string
 		body         any
@@ -262,22 +262,22 @@ func TestPodBadInput(t *testing.T) {
 		{"POST", "/pods/taken/stop", nil, 304, ""},
 	}
 	for _, c := range cases {
-		status, body := te.do(c.method, c.path, c.body)
+		status, body := te.Do(c.method, c.path, c.body)
 		if status != c.want || !strings.Contains(string(body), c.mention) {
 			t.Errorf("%s %s: %d %s, want %d mentioning %q", c.method, c.path, status, body, c.want, c.mention)
 		}
 	}
-	te.must(http.StatusNoContent, "GET", "/pods/taken/exists", nil)
+	te.Must(http.StatusNoContent, "GET", "/pods/taken/exists", nil)
 }
 
 // TestPodListFilters checks every filter of the pod listing.
 func TestPodListFilters(t *testing.T) {
 	te := startEngine(t)
-	a := te.createPod(map[string]any{"name": "alpha", "labels": map[string]string{"tier": "web", "env": "prod"}})
-	te.createPod(map[string]any{"name": "beta", "labels": map[string]string{"tier": "db"}})
-	te.createPod(map[string]any{"name": "gamma", "no_infra": true})
+	a := te.CreatePod(map[string]any{"name": "alpha", "labels": map[string]string{"tier": "web", "env": "prod"}})
+	te.CreatePod(map[string]any{"name": "beta", "labels": map[string]string{"tier": "db"}})
+	te.CreatePod(map[string]any{"name": "gamma", "no_infra": true})
 	member := te.createIn("alpha", "alpha-worker", "busybox", "sleep", "1000")
-	te.must(http.StatusOK, "POST", "/pods/alpha/start", nil)
+	te.Must(http.StatusOK, "POST", "/pods/alpha/start", nil)
 	cases := []struct {
 		filters string
 		want    string
@@ -312,7 +312,7 @@ func TestPodListFilters(t *testing.T) {
 	}
 	for _, c := range cases {
 		var list []struct{ Name string }
-		json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/json?filters="+c.filters, nil), &list)
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/pods/json?filters="+c.filters, nil), &list)
 		var names []string
 		for _, p := range list {
 			names = append(names, p.Name)

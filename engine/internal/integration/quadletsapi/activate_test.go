@@ -14,10 +14,10 @@ import (
 
 // quadletStatus lists the quadlets and answers name -> Status.
 func (te *testEngine) quadletStatus() map[string]string {
-	te.t.Helper()
+	te.T.Helper()
 	var list []struct{ Name, Status string }
-	if err := json.Unmarshal(te.must(http.StatusOK, "GET", "/quadlets/json", nil), &list); err != nil {
-		te.t.Fatal(err)
+	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/quadlets/json", nil), &list); err != nil {
+		te.T.Fatal(err)
 	}
 	out := map[string]string{}
 	for _, q := range list {
@@ -28,15 +28,9 @@ func (te *testEngine) quadletStatus() map[string]string {
 
 // exists answers whether GET path/exists is 204.
 func (te *testEngine) exists(path string) bool {
-	te.t.Helper()
-	status, _ := te.do("GET", path+"/exists", nil)
+	te.T.Helper()
+	status, _ := te.Do("GET", path+"/exists", nil)
 	return status == http.StatusNoContent
-}
-
-// removeQuadletsAtCleanup force-removes every quadlet when the test ends,
-// so activated networks (host bridges) and containers go.
-func (te *testEngine) removeQuadletsAtCleanup() {
-	te.t.Cleanup(func() { te.do("DELETE", "/quadlets?all=true&force=true", nil) })
 }
 
 // getBody fetches url within a deadline, retrying while the server starts.
@@ -98,12 +92,10 @@ WantedBy=default.target
 // statuses, the 409 of a plain removal and the teardown of a forced one.
 func TestQuadletActivation(t *testing.T) {
 	te := startEngine(t)
-	te.loadBusybox()
-	te.removeQuadletsAtCleanup()
 
-	te.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-net.network", bqaNetwork))
-	te.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-data.volume", bqaVolume))
-	te.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-web.container", bqaWeb, "web.env", "FROM_FILE=env-file\n"))
+	te.Must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-net.network", bqaNetwork))
+	te.Must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-data.volume", bqaVolume))
+	te.Must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-web.container", bqaWeb, "web.env", "FROM_FILE=env-file\n"))
 	if !te.exists("/networks/systemd-bqa-net") || !te.exists("/volumes/systemd-bqa-data") {
 		t.Fatal("the network or the volume was not created with Podman's systemd- names")
 	}
@@ -122,7 +114,7 @@ func TestQuadletActivation(t *testing.T) {
 		NetworkSettings struct{ Networks map[string]any }
 		Mounts          []struct{ Name, Destination string }
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/bqa-web/json", nil), &inspect)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/bqa-web/json", nil), &inspect)
 	if inspect.HostConfig.RestartPolicy.Name != "always" || inspect.Config.Labels["app"] != "bqa" ||
 		len(inspect.Config.Healthcheck.Test) == 0 || inspect.NetworkSettings.Networks["systemd-bqa-net"] == nil ||
 		len(inspect.Mounts) != 1 || inspect.Mounts[0].Name != "systemd-bqa-data" {
@@ -136,14 +128,14 @@ func TestQuadletActivation(t *testing.T) {
 		t.Fatalf("statuses: %v", status)
 	}
 	var list []struct{ Name string }
-	json.Unmarshal(te.must(http.StatusOK, "GET", `/quadlets/json?filters={"status":["^active/running$"]}`, nil), &list)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", `/quadlets/json?filters={"status":["^active/running$"]}`, nil), &list)
 	if len(list) != 1 || list[0].Name != "bqa-web.container" {
 		t.Fatalf("status filter: %+v", list)
 	}
 
 	// Replacing an active quadlet tears its activation down and activates
 	// the new unit: the server moves to the new port.
-	te.must(http.StatusOK, "POST", "/quadlets?activate=true&replace=true", tarOf(t, "bqa-web.container",
+	te.Must(http.StatusOK, "POST", "/quadlets?activate=true&replace=true", tarOf(t, "bqa-web.container",
 		strings.Replace(bqaWeb, "18301", "18302", 1), "web.env", "FROM_FILE=replaced\n"))
 	if got := getBody(t, "http://127.0.0.1:18302/index.html"); strings.TrimSpace(got) != "quadlet ok replaced" {
 		t.Fatalf("the replaced container's server answered %q", got)
@@ -155,7 +147,7 @@ func TestQuadletActivation(t *testing.T) {
 
 	te.mustFail(http.StatusConflict, "DELETE", "/quadlets/bqa-web.container", nil, "is running and force is not set")
 	te.mustFail(http.StatusConflict, "DELETE", "/quadlets/bqa-net.network", nil, "is running and force is not set")
-	te.must(http.StatusOK, "DELETE", "/quadlets/bqa-web.container?force=true", nil)
+	te.Must(http.StatusOK, "DELETE", "/quadlets/bqa-web.container?force=true", nil)
 	if te.exists("/containers/bqa-web") {
 		t.Fatal("the container outlived its quadlet")
 	}
@@ -163,14 +155,14 @@ func TestQuadletActivation(t *testing.T) {
 		Removed []string
 		Errors  map[string]string
 	}
-	json.Unmarshal(te.must(http.StatusOK, "DELETE", "/quadlets?quadlets=bqa-net.network&quadlets=bqa-data.volume&force=true", nil), &rm)
+	json.Unmarshal(te.Must(http.StatusOK, "DELETE", "/quadlets?quadlets=bqa-net.network&quadlets=bqa-data.volume&force=true", nil), &rm)
 	if len(rm.Removed) != 2 || len(rm.Errors) != 0 {
 		t.Fatalf("batch removal: %+v", rm)
 	}
 	if te.exists("/networks/systemd-bqa-net") || te.exists("/volumes/systemd-bqa-data") {
 		t.Fatal("the network or the volume outlived its quadlet")
 	}
-	if entries, _ := os.ReadDir(filepath.Join(te.root, "quadlets")); len(entries) != 0 {
+	if entries, _ := os.ReadDir(filepath.Join(te.Root, "quadlets")); len(entries) != 0 {
 		t.Fatalf("left in the quadlet directory: %v", entries)
 	}
 }
@@ -181,16 +173,14 @@ func TestQuadletActivation(t *testing.T) {
 // pod's quadlet takes the pod down.
 func TestQuadletPodActivation(t *testing.T) {
 	te := startEngine(t)
-	te.loadBusybox()
-	te.removeQuadletsAtCleanup()
-	te.must(http.StatusOK, "POST", "/quadlets", tarOf(t, "bqa-pod.pod", "[Pod]\nPodName=bqa-pod\nLabel=app=bqa\n"))
-	te.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-member.container",
+	te.Must(http.StatusOK, "POST", "/quadlets", tarOf(t, "bqa-pod.pod", "[Pod]\nPodName=bqa-pod\nLabel=app=bqa\n"))
+	te.Must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-member.container",
 		"[Container]\nImage=localhost/busybox:latest\nPod=bqa-pod.pod\nExec=sleep 1000\nStopTimeout=1\n[Service]\nRestart=on-failure\n"))
 	var pod struct {
 		State      string
 		Containers []struct{ Name, State string }
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/bqa-pod/json", nil), &pod)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/pods/bqa-pod/json", nil), &pod)
 	member := false
 	for _, c := range pod.Containers {
 		member = member || (c.Name == "systemd-bqa-member" && c.State == "running")
@@ -201,21 +191,21 @@ func TestQuadletPodActivation(t *testing.T) {
 	var inspect struct {
 		HostConfig struct{ RestartPolicy struct{ Name string } }
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/systemd-bqa-member/json", nil), &inspect)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/systemd-bqa-member/json", nil), &inspect)
 	if inspect.HostConfig.RestartPolicy.Name != "on-failure" {
 		t.Fatalf("Restart=on-failure became %q", inspect.HostConfig.RestartPolicy.Name)
 	}
 	if st := te.quadletStatus(); st["bqa-pod.pod"] != "active/running" || st["bqa-member.container"] != "active/running" {
 		t.Fatalf("statuses: %v", st)
 	}
-	te.must(http.StatusOK, "DELETE", "/quadlets/bqa-pod.pod?force=true", nil)
+	te.Must(http.StatusOK, "DELETE", "/quadlets/bqa-pod.pod?force=true", nil)
 	if te.exists("/pods/bqa-pod") || te.exists("/containers/systemd-bqa-member") {
 		t.Fatal("the pod or its member outlived the pod's quadlet")
 	}
 	if st := te.quadletStatus(); st["bqa-member.container"] != "inactive/dead" {
 		t.Fatalf("the member's quadlet after its pod went: %v", st)
 	}
-	te.must(http.StatusOK, "DELETE", "/quadlets/bqa-member.container?force=true", nil)
+	te.Must(http.StatusOK, "DELETE", "/quadlets/bqa-member.container?force=true", nil)
 }
 
 // TestQuadletActivationRefusals sends units activation refuses (400, the
@@ -224,8 +214,6 @@ func TestQuadletPodActivation(t *testing.T) {
 // not installed, the dependency's unit stays, inactive.
 func TestQuadletActivationRefusals(t *testing.T) {
 	te := startEngine(t)
-	te.loadBusybox()
-	te.removeQuadletsAtCleanup()
 	for _, c := range []struct{ name, unit, want string }{
 		{"bad1.container", "[Container]\nImage=localhost/busybox:latest\nNetwork=missing.network\n", "bad1.container line 3: [Container] key Network: references missing.network, which is not installed"},
 		{"bad2.container", "[Container]\nImage=localhost/busybox:latest\nMemory=1g\n", "bad2.container line 3: [Container] key Memory: not supported by activation"},
@@ -244,7 +232,7 @@ func TestQuadletActivationRefusals(t *testing.T) {
 	te.mustFail(http.StatusBadRequest, "POST", "/quadlets", tarOf(t, "bad9.network", "[Network]\n[Service]\nRestart=sometimes\n"), "bad9.network line 3: [Service] key Restart: Restart=sometimes is not a systemd restart setting")
 	te.mustFail(http.StatusBadRequest, "POST", "/quadlets?activate=true&reloadSystemd=true", tarOf(t, "r.container", "[Container]\nImage=x\n"), "reloadSystemd", "no systemd runs here")
 
-	te.must(http.StatusOK, "POST", "/quadlets", tarOf(t, "bqa-dep.network", "[Network]\n"))
+	te.Must(http.StatusOK, "POST", "/quadlets", tarOf(t, "bqa-dep.network", "[Network]\n"))
 	te.mustFail(http.StatusNotFound, "POST", "/quadlets?activate=true", tarOf(t, "bqa-fail.container",
 		"[Container]\nImage=localhost/nope:1\nPull=never\nNetwork=bqa-dep.network\n"), "bqa-fail.container: activation failed, the unit was not installed", "localhost/nope:1")
 	if te.exists("/networks/systemd-bqa-dep") {
@@ -273,11 +261,9 @@ spec:
 // takes the pod down with kube down.
 func TestQuadletKubeActivation(t *testing.T) {
 	te := startEngine(t)
-	te.loadBusybox()
-	te.removeQuadletsAtCleanup()
-	te.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-kube.kube", "[Kube]\nYaml=app/bqa.yaml\n", "app/bqa.yaml", bqaKubeYAML))
+	te.Must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-kube.kube", "[Kube]\nYaml=app/bqa.yaml\n", "app/bqa.yaml", bqaKubeYAML))
 	var pod struct{ State string }
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/bqa-kpod/json", nil), &pod)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/pods/bqa-kpod/json", nil), &pod)
 	if pod.State != "Running" {
 		t.Fatalf("the played pod is %q", pod.State)
 	}
@@ -285,7 +271,7 @@ func TestQuadletKubeActivation(t *testing.T) {
 		t.Fatalf("statuses: %v", st)
 	}
 	te.mustFail(http.StatusConflict, "DELETE", "/quadlets/bqa-kube.kube", nil, "force is not set")
-	te.must(http.StatusOK, "DELETE", "/quadlets/bqa-kube.kube?force=true", nil)
+	te.Must(http.StatusOK, "DELETE", "/quadlets/bqa-kube.kube?force=true", nil)
 	if te.exists("/pods/bqa-kpod") {
 		t.Fatal("the pod outlived its .kube quadlet")
 	}
@@ -300,20 +286,18 @@ func TestQuadletKubeActivation(t *testing.T) {
 // forced removals take the tag and the built image away.
 func TestQuadletImageBuildActivation(t *testing.T) {
 	te := startEngine(t)
-	te.loadBusybox()
-	te.removeQuadletsAtCleanup()
-	te.must(http.StatusOK, "POST", "/secrets/create?name=bqa-s", "s3cret")
-	t.Cleanup(func() { te.do("DELETE", "/secrets/bqa-s", nil) })
-	te.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-img.image", "[Image]\nImage=localhost/busybox:latest\nImageTag=localhost/bqa-tagged:1\n"))
-	te.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t,
+	te.Must(http.StatusOK, "POST", "/secrets/create?name=bqa-s", "s3cret")
+	t.Cleanup(func() { te.Do("DELETE", "/secrets/bqa-s", nil) })
+	te.Must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-img.image", "[Image]\nImage=localhost/busybox:latest\nImageTag=localhost/bqa-tagged:1\n"))
+	te.Must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t,
 		"bqa-b.build", "[Build]\nImageTag=localhost/bqa-built:1\nFile=ctx/Containerfile\nSetWorkingDirectory=file\nBuildArg=WORD=built-by-quadlet\nLabel=from=quadlet\n",
 		"ctx/Containerfile", "FROM localhost/bqa-tagged:1\nARG WORD\nRUN echo $WORD > /built\n"))
-	te.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-run.container",
+	te.Must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-run.container",
 		"[Container]\nImage=bqa-b.build\nSecret=bqa-s,type=env,target=S\nTmpfs=/t\nUser=0\nWorkingDir=/t\n"+
 			"Exec=sh -c \"busybox cat /built; echo secret=$S; busybox grep -c ' /t tmpfs' /proc/mounts; pwd\"\n"))
 	var code int
-	json.Unmarshal(te.must(http.StatusOK, "POST", "/containers/systemd-bqa-run/wait", nil), &code)
-	logs := te.logs("systemd-bqa-run")
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/containers/systemd-bqa-run/wait", nil), &code)
+	logs := te.Logs("systemd-bqa-run")
 	for _, want := range []string{"built-by-quadlet", "secret=s3cret", "1\n/t"} {
 		if !strings.Contains(logs, want) {
 			t.Fatalf("the container's output lacks %q (exit %d):\n%s", want, code, logs)
@@ -322,7 +306,7 @@ func TestQuadletImageBuildActivation(t *testing.T) {
 	var img struct {
 		Config struct{ Labels map[string]string }
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/images/localhost/bqa-built:1/json", nil), &img)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/images/localhost/bqa-built:1/json", nil), &img)
 	if img.Config.Labels["from"] != "quadlet" {
 		t.Fatalf("built image labels: %v", img.Config.Labels)
 	}
@@ -330,25 +314,8 @@ func TestQuadletImageBuildActivation(t *testing.T) {
 	if st["bqa-run.container"] != "inactive/dead" || st["bqa-b.build"] != "active/exited" || st["bqa-img.image"] != "active/exited" {
 		t.Fatalf("statuses: %v", st)
 	}
-	te.must(http.StatusOK, "DELETE", "/quadlets?quadlets=bqa-run.container&quadlets=bqa-b.build&quadlets=bqa-img.image&force=true", nil)
+	te.Must(http.StatusOK, "DELETE", "/quadlets?quadlets=bqa-run.container&quadlets=bqa-b.build&quadlets=bqa-img.image&force=true", nil)
 	if te.exists("/images/localhost/bqa-built:1") || te.exists("/images/localhost/bqa-tagged:1") || !te.exists("/images/localhost/busybox:latest") {
 		t.Fatal("after removal: the built image or the tag stayed, or the image the .image named went")
 	}
-}
-
-// logs answers a container's standard output and error (the multiplexed
-// stream without its frame headers).
-func (te *testEngine) logs(name string) string {
-	te.t.Helper()
-	data := te.must(http.StatusOK, "GET", "/containers/"+name+"/logs?stdout=true&stderr=true", nil)
-	var out strings.Builder
-	for len(data) >= 8 {
-		n := int(data[4])<<24 | int(data[5])<<16 | int(data[6])<<8 | int(data[7])
-		if 8+n > len(data) {
-			break
-		}
-		out.Write(data[8 : 8+n])
-		data = data[8+n:]
-	}
-	return out.String()
 }

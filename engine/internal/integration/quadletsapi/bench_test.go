@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
 // BenchmarkQuadletActivationVsPodman: install and activate a .container
@@ -24,17 +25,15 @@ import (
 func BenchmarkQuadletActivationVsPodman(b *testing.B) {
 	u := benchtest.PodmanURL(b)
 	berth := startEngine(b)
-	berth.loadBusybox()
-	berth.removeQuadletsAtCleanup()
-	podman := &testEngine{t: b, url: "http://" + strings.TrimPrefix(u, "tcp://") + "/v4.3.1/libpod", client: &http.Client{}}
-	podman.loadBusybox()
+	podman := &testEngine{enginetest.Attach(b, strings.TrimPrefix(u, "tcp://"))}
+	podman.Load(enginetest.BusyboxImage())
 
 	unit := "[Container]\nImage=localhost/busybox:latest\nNetwork=none\nExec=sleep 1000\nStopTimeout=0\n"
 	berthCycle := func(n int) time.Duration {
 		name := fmt.Sprintf("bqa-bench%d.container", n)
 		start := time.Now()
-		berth.must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(b, name, unit))
-		berth.must(http.StatusOK, "DELETE", "/quadlets/"+name+"?force=true", nil)
+		berth.Must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(b, name, unit))
+		berth.Must(http.StatusOK, "DELETE", "/quadlets/"+name+"?force=true", nil)
 		return time.Since(start)
 	}
 	spec := map[string]any{"image": "localhost/busybox:latest", "command": []string{"sleep", "1000"},
@@ -54,9 +53,9 @@ func BenchmarkQuadletActivationVsPodman(b *testing.B) {
 		var created struct {
 			ID string `json:"Id"`
 		}
-		json.Unmarshal(podman.must(http.StatusCreated, "POST", "/containers/create", spec), &created)
-		podman.must(http.StatusNoContent, "POST", "/containers/"+created.ID+"/start", nil)
-		podman.must(http.StatusOK, "DELETE", "/containers/"+created.ID+"?force=true&timeout=0", nil)
+		json.Unmarshal(podman.Must(http.StatusCreated, "POST", "/containers/create", spec), &created)
+		podman.Must(http.StatusNoContent, "POST", "/containers/"+created.ID+"/start", nil)
+		podman.Must(http.StatusOK, "DELETE", "/containers/"+created.ID+"?force=true&timeout=0", nil)
 		return time.Since(start)
 	}
 	berthCycle(-1)

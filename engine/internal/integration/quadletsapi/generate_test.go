@@ -1,7 +1,6 @@
 package quadletsapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -10,34 +9,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berth-project/berth/engine/testimage"
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
-func (te *testEngine) loadBusybox() {
-	te.t.Helper()
-	var buf bytes.Buffer
-	img := testimage.Busybox("localhost/busybox:latest", "sh")
-	if err := testimage.DockerArchive(&buf, img); err != nil {
-		te.t.Fatal(err)
-	}
-	te.must(http.StatusOK, "POST", "/images/load", &buf)
-}
-
-// podman runs the podman 4.3.1 client against the engine in dir.
-func (te *testEngine) podman(dir string, args ...string) string {
-	te.t.Helper()
-	if _, err := exec.LookPath("podman"); err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			te.t.Fatal("podman is not installed (BERTH_TEST_STRICT=1)")
-		}
-		te.t.Skip("podman is not installed")
-	}
-	host := strings.TrimPrefix(strings.SplitN(te.url, "/v4", 2)[0], "http://")
-	cmd := exec.Command("podman", append([]string{"--remote", "--url", "tcp://" + host}, args...)...)
+// podmanIn runs the podman 4.3.1 client against the engine in dir.
+func (te *testEngine) podmanIn(dir string, args ...string) string {
+	te.T.Helper()
+	enginetest.Require(te.T, "podman client tests", "podman")
+	cmd := te.PodmanCommand(args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		te.t.Fatalf("podman %s: %v\n%s", strings.Join(args, " "), err, out)
+		te.T.Fatalf("podman %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
 }
@@ -77,13 +60,12 @@ func readUnit(t *testing.T, path string) string {
 // and that drive this engine; bad parameters are refused.
 func TestPodmanGenerateSystemd(t *testing.T) {
 	te := startEngine(t)
-	te.loadBusybox()
-	host := strings.TrimPrefix(strings.SplitN(te.url, "/v4", 2)[0], "http://")
+	host := strings.TrimPrefix(strings.SplitN(te.URL, "/v4", 2)[0], "http://")
 	client := "/usr/bin/podman --url tcp://" + host
 
 	dir := t.TempDir()
-	te.podman(dir, "create", "--name", "web", "localhost/busybox", "sleep", "1000")
-	te.podman(dir, "generate", "systemd", "--name", "--files", "web")
+	te.podmanIn(dir, "create", "--name", "web", "localhost/busybox", "sleep", "1000")
+	te.podmanIn(dir, "generate", "systemd", "--name", "--files", "web")
 	unit := readUnit(t, filepath.Join(dir, "container-web.service"))
 	for _, want := range []string{"ExecStart=" + client + " start web\n", "ExecStop=" + client + " stop -t 10 web\n",
 		"Type=forking\n", "Restart=on-failure\n", "TimeoutStopSec=70\n", "PIDFile=/", "WantedBy=default.target\n"} {
@@ -94,7 +76,7 @@ func TestPodmanGenerateSystemd(t *testing.T) {
 	verifyUnits(t, dir)
 
 	newDir := t.TempDir()
-	te.podman(newDir, "generate", "systemd", "--name", "--new", "--restart-policy", "on-abnormal", "--restart-sec", "5", "--files", "web")
+	te.podmanIn(newDir, "generate", "systemd", "--name", "--new", "--restart-policy", "on-abnormal", "--restart-sec", "5", "--files", "web")
 	unit = readUnit(t, filepath.Join(newDir, "container-web.service"))
 	for _, want := range []string{
 		"ExecStart=" + client + " run --cidfile=%t/%n.ctr-id --rm -d --replace --name web localhost/busybox sleep 1000\n",
@@ -107,9 +89,9 @@ func TestPodmanGenerateSystemd(t *testing.T) {
 	verifyUnits(t, newDir)
 
 	podDir := t.TempDir()
-	te.podman(podDir, "pod", "create", "--name", "app")
-	te.podman(podDir, "create", "--pod", "app", "--name", "app-db", "localhost/busybox", "sleep", "1000")
-	te.podman(podDir, "generate", "systemd", "--name", "--files", "app")
+	te.podmanIn(podDir, "pod", "create", "--name", "app")
+	te.podmanIn(podDir, "create", "--pod", "app", "--name", "app-db", "localhost/busybox", "sleep", "1000")
+	te.podmanIn(podDir, "generate", "systemd", "--name", "--files", "app")
 	podUnit := readUnit(t, filepath.Join(podDir, "pod-app.service"))
 	member := readUnit(t, filepath.Join(podDir, "container-app-db.service"))
 	if !strings.Contains(podUnit, "Requires=container-app-db.service\n") || !strings.Contains(member, "BindsTo=pod-app.service\n") {
@@ -118,7 +100,7 @@ func TestPodmanGenerateSystemd(t *testing.T) {
 	verifyUnits(t, podDir)
 
 	var units map[string]string
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/generate/web/systemd?useName=true&noHeader=true&wants=a.service&after=b.service&requires=c.service&additionalEnvVariables=FOO=bar&startTimeout=30&stopTimeout=5&containerPrefix=ctr&separator=_", nil), &units)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/generate/web/systemd?useName=true&noHeader=true&wants=a.service&after=b.service&requires=c.service&additionalEnvVariables=FOO=bar&startTimeout=30&stopTimeout=5&containerPrefix=ctr&separator=_", nil), &units)
 	got := units["ctr_web"]
 	for _, want := range []string{"Wants=a.service\n", "After=b.service\n", "Requires=c.service\n", "Environment=FOO=bar\n", "TimeoutStartSec=30\n", "TimeoutStopSec=65\n", "stop -t 5 web"} {
 		if !strings.Contains(got, want) {

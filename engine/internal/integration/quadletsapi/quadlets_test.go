@@ -10,51 +10,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/containers/storage/pkg/reexec"
-
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
-	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 )
 
-func TestMain(m *testing.M) {
-	if reexec.Init() {
-		return
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { enginetest.Main(m) }
 
 // testEngine talks to an in-process engine on a loopback listener.
-type testEngine struct {
-	t      testing.TB
-	url    string
-	root   string
-	client *http.Client
-}
+type testEngine struct{ *enginetest.Engine }
 
+// startEngine serves an engine, with the busybox test image, whose
+// containers default to a private network namespace.
 func startEngine(t testing.TB) *testEngine {
 	t.Helper()
-	testdeadline.Set(t, testdeadline.Default)
-	enginetest.RequireRuntime(t, "quadlet API tests")
-	dir := t.TempDir()
-	root := filepath.Join(dir, "root")
-	addr, stop := enginetest.Serve(t, root, filepath.Join(dir, "run"))
-	te := &testEngine{t: t, url: "http://" + addr + "/v4.3.1/libpod", root: root, client: &http.Client{}}
-	t.Cleanup(func() {
-		enginetest.RemoveAll(te.do)
-		stop()
-		enginetest.UnmountUnder(dir, 1)
-	})
-	return te
-}
-
-func (te *testEngine) do(method, path string, body any) (int, []byte) {
-	te.t.Helper()
-	return enginetest.Do(te.t, te.client, method, te.url, path, body)
-}
-
-func (te *testEngine) must(want int, method, path string, body any) []byte {
-	te.t.Helper()
-	return enginetest.Must(te.t, te.do, want, method, path, body)
+	return &testEngine{enginetest.Start(t, enginetest.Options{What: "quadlet API tests"})}
 }
 
 // tarOf builds a tar archive of name -> content pairs.
@@ -82,15 +50,15 @@ type apiError struct {
 // mustFail sends a request that must fail with want and a message
 // containing each of parts.
 func (te *testEngine) mustFail(want int, method, path string, body any, parts ...string) {
-	te.t.Helper()
-	status, data := te.do(method, path, body)
+	te.T.Helper()
+	status, data := te.Do(method, path, body)
 	var e apiError
 	if status != want || json.Unmarshal(data, &e) != nil || e.Response != want {
-		te.t.Fatalf("%s %s: %d %s, want %d with the error body", method, path, status, data, want)
+		te.T.Fatalf("%s %s: %d %s, want %d with the error body", method, path, status, data, want)
 	}
 	for _, p := range parts {
 		if !strings.Contains(e.Message, p) {
-			te.t.Errorf("%s %s: message %q lacks %q", method, path, e.Message, p)
+			te.T.Errorf("%s %s: message %q lacks %q", method, path, e.Message, p)
 		}
 	}
 }
@@ -105,19 +73,19 @@ func TestQuadletRoutes(t *testing.T) {
 		InstalledQuadlets map[string]string
 		QuadletErrors     map[string]string
 	}
-	body := te.must(http.StatusOK, "POST", "/quadlets", tarOf(t, "web.container", webUnit, "web.env", "A=1\n"))
+	body := te.Must(http.StatusOK, "POST", "/quadlets", tarOf(t, "web.container", webUnit, "web.env", "A=1\n"))
 	if err := json.Unmarshal(body, &report); err != nil || len(report.InstalledQuadlets) != 2 {
 		t.Fatalf("install report %s", body)
 	}
-	installed := filepath.Join(te.root, "quadlets", "web.container", "web.container")
+	installed := filepath.Join(te.Root, "quadlets", "web.container", "web.container")
 	if report.InstalledQuadlets["web.container"] != installed {
 		t.Fatalf("installed at %q, want %q", report.InstalledQuadlets["web.container"], installed)
 	}
-	te.must(http.StatusOK, "POST", "/quadlets", tarOf(t, "db.pod", "[Pod]\nPodName=db\n"))
-	te.must(http.StatusOK, "POST", "/quadlets", tarOf(t, "data.volume", "[Volume]\n"))
+	te.Must(http.StatusOK, "POST", "/quadlets", tarOf(t, "db.pod", "[Pod]\nPodName=db\n"))
+	te.Must(http.StatusOK, "POST", "/quadlets", tarOf(t, "data.volume", "[Volume]\n"))
 
 	var list []struct{ Name, UnitName, Path, Status, App, Pod string }
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/quadlets/json", nil), &list)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/quadlets/json", nil), &list)
 	if len(list) != 3 {
 		t.Fatalf("list: %+v", list)
 	}
@@ -128,16 +96,16 @@ func TestQuadletRoutes(t *testing.T) {
 	if units["web.container"] != "web.service" || units["db.pod"] != "db-pod.service" || units["data.volume"] != "data-volume.service" {
 		t.Fatalf("unit names %v", units)
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", `/quadlets/json?filters={"name":["^d"]}`, nil), &list)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", `/quadlets/json?filters={"name":["^d"]}`, nil), &list)
 	if len(list) != 2 {
 		t.Fatalf("name filter: %+v", list)
 	}
 	te.mustFail(http.StatusBadRequest, "GET", `/quadlets/json?filters={"label":["x"]}`, nil, "label is not a valid filter")
 
-	if got := string(te.must(http.StatusOK, "GET", "/quadlets/web.container/file", nil)); got != webUnit {
+	if got := string(te.Must(http.StatusOK, "GET", "/quadlets/web.container/file", nil)); got != webUnit {
 		t.Fatalf("file: %q", got)
 	}
-	te.must(http.StatusNoContent, "GET", "/quadlets/web.container/exists", nil)
+	te.Must(http.StatusNoContent, "GET", "/quadlets/web.container/exists", nil)
 	te.mustFail(http.StatusNotFound, "GET", "/quadlets/nope.container/exists", nil, "no such quadlet")
 	te.mustFail(http.StatusNotFound, "GET", "/quadlets/nope.container/file", nil, "no such quadlet")
 
@@ -151,40 +119,40 @@ func TestQuadletRoutes(t *testing.T) {
 	te.mustFail(http.StatusBadRequest, "POST", "/quadlets?reload-systemd=true", tarOf(t, "r.container", "[Container]\nImage=x\n"), "no systemd runs here")
 	te.mustFail(http.StatusBadRequest, "POST", "/quadlets?reloadSystemd=true", tarOf(t, "r.container", "[Container]\nImage=x\n"), "reloadSystemd")
 	te.mustFail(http.StatusBadRequest, "POST", "/quadlets?replace=perhaps", tarOf(t, "r.container", "[Container]\nImage=x\n"), "replace")
-	if _, err := os.Stat(filepath.Join(filepath.Dir(te.root), "esc.env")); err == nil {
+	if _, err := os.Stat(filepath.Join(filepath.Dir(te.Root), "esc.env")); err == nil {
 		t.Fatal("an escaping entry was written")
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/quadlets/json", nil), &list)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/quadlets/json", nil), &list)
 	if len(list) != 3 {
 		t.Fatalf("a refused install left something: %+v", list)
 	}
 
 	// Replace, then removal.
-	te.must(http.StatusOK, "POST", "/quadlets?replace=true", tarOf(t, "web.container", "[Container]\nImage=alpine\n"))
-	if got := string(te.must(http.StatusOK, "GET", "/quadlets/web.container/file", nil)); !strings.Contains(got, "alpine") {
+	te.Must(http.StatusOK, "POST", "/quadlets?replace=true", tarOf(t, "web.container", "[Container]\nImage=alpine\n"))
+	if got := string(te.Must(http.StatusOK, "GET", "/quadlets/web.container/file", nil)); !strings.Contains(got, "alpine") {
 		t.Fatalf("after replace: %q", got)
 	}
 	te.mustFail(http.StatusNotFound, "DELETE", "/quadlets/nope.container", nil, "no such quadlet")
-	te.must(http.StatusOK, "DELETE", "/quadlets/nope.container?ignore=true", nil)
+	te.Must(http.StatusOK, "DELETE", "/quadlets/nope.container?ignore=true", nil)
 	te.mustFail(http.StatusBadRequest, "DELETE", "/quadlets", nil, "at least 1 quadlet")
 	te.mustFail(http.StatusBadRequest, "DELETE", "/quadlets?all=true&quadlets=db.pod", nil, "may not pass any quadlet names")
 	var rm struct {
 		Removed []string
 		Errors  map[string]string
 	}
-	json.Unmarshal(te.must(http.StatusOK, "DELETE", "/quadlets/web.container?force=true", nil), &rm)
+	json.Unmarshal(te.Must(http.StatusOK, "DELETE", "/quadlets/web.container?force=true", nil), &rm)
 	if len(rm.Removed) != 1 || rm.Removed[0] != "web.container" {
 		t.Fatalf("remove: %+v", rm)
 	}
-	json.Unmarshal(te.must(http.StatusOK, "DELETE", "/quadlets?quadlets=db.pod&quadlets=gone.pod", nil), &rm)
+	json.Unmarshal(te.Must(http.StatusOK, "DELETE", "/quadlets?quadlets=db.pod&quadlets=gone.pod", nil), &rm)
 	if len(rm.Removed) != 1 || rm.Errors["gone.pod"] == "" {
 		t.Fatalf("batch remove: %+v", rm)
 	}
-	json.Unmarshal(te.must(http.StatusOK, "DELETE", "/quadlets?all=true", nil), &rm)
+	json.Unmarshal(te.Must(http.StatusOK, "DELETE", "/quadlets?all=true", nil), &rm)
 	if len(rm.Removed) != 1 || rm.Removed[0] != "data.volume" {
 		t.Fatalf("remove all: %+v", rm)
 	}
-	entries, _ := os.ReadDir(filepath.Join(te.root, "quadlets"))
+	entries, _ := os.ReadDir(filepath.Join(te.Root, "quadlets"))
 	if len(entries) != 0 {
 		t.Fatalf("left in the quadlet directory: %v", entries)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/deploy/quadlets"
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/internal/testsupport/systemdexec"
 )
 
@@ -76,7 +77,7 @@ func runLines(t *testing.T, service, key string) {
 // commands remove what the starts made.
 func TestGeneratedServicesRun(t *testing.T) {
 	te := startEngine(t)
-	te.loadBusybox()
+	te.Load(enginetest.BusyboxImage())
 	if _, err := os.Stat("/usr/bin/podman"); err != nil {
 		if os.Getenv("BERTH_TEST_STRICT") == "1" {
 			t.Fatal("/usr/bin/podman is not installed (BERTH_TEST_STRICT=1)")
@@ -86,12 +87,12 @@ func TestGeneratedServicesRun(t *testing.T) {
 	registrytest.Require(t)
 	reg := registrytest.Start(t, registrytest.Options{})
 	pulled := reg.Host + "/qsvc/busybox:1"
-	te.must(http.StatusOK, "POST", "/images/localhost/busybox:latest/push?tlsVerify=false&destination="+url.QueryEscape(pulled), nil)
+	te.Must(http.StatusOK, "POST", "/images/localhost/busybox:latest/push?tlsVerify=false&destination="+url.QueryEscape(pulled), nil)
 	t.Cleanup(func() {
-		te.do("DELETE", "/pods/qsvc-pod?force=true", nil)
-		te.do("DELETE", "/pods/qsvc-kpod?force=true", nil)
-		te.do("DELETE", "/volumes/qsvc-data?force=true", nil)
-		te.do("DELETE", "/networks/qsvc-net?force=true", nil)
+		te.Do("DELETE", "/pods/qsvc-pod?force=true", nil)
+		te.Do("DELETE", "/pods/qsvc-kpod?force=true", nil)
+		te.Do("DELETE", "/volumes/qsvc-data?force=true", nil)
+		te.Do("DELETE", "/networks/qsvc-net?force=true", nil)
 	})
 
 	dir := t.TempDir()
@@ -114,7 +115,7 @@ func TestGeneratedServicesRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	engineURL := "tcp://" + strings.TrimPrefix(strings.SplitN(te.url, "/v4", 2)[0], "http://")
+	engineURL := "tcp://" + strings.TrimPrefix(strings.SplitN(te.URL, "/v4", 2)[0], "http://")
 	units := filepath.Join(dir, "units")
 	os.MkdirAll(units, 0o755)
 	services := map[string]string{}
@@ -145,22 +146,22 @@ func TestGeneratedServicesRun(t *testing.T) {
 		Labels  map[string]string `json:"labels"`
 		Options map[string]string `json:"options"`
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/networks/qsvc-net/json", nil), &net)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/networks/qsvc-net/json", nil), &net)
 	var vol struct{ Labels map[string]string }
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/volumes/qsvc-data/json", nil), &vol)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/volumes/qsvc-data/json", nil), &vol)
 	if net.Labels["app"] != "qsvc" || net.Options["mtu"] != "1400" || vol.Labels["app"] != "it's $HOME" {
 		t.Fatalf("network labels %v options %v, volume labels %v", net.Labels, net.Options, vol.Labels)
 	}
 
-	te.must(http.StatusNotFound, "GET", "/images/"+pulled+"/exists", nil)
+	te.Must(http.StatusNotFound, "GET", "/images/"+pulled+"/exists", nil)
 	runLines(t, services["qsvc-reg.image"], "ExecStart")
-	te.must(http.StatusNoContent, "GET", "/images/"+pulled+"/exists", nil)
+	te.Must(http.StatusNoContent, "GET", "/images/"+pulled+"/exists", nil)
 
 	runLines(t, services["qsvc.build"], "ExecStart")
 	var built struct {
 		Config struct{ Labels map[string]string }
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/images/localhost/qsvc-built:1/json", nil), &built)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/images/localhost/qsvc-built:1/json", nil), &built)
 	if built.Config.Labels["greeting"] != "built" || built.Config.Labels["stage"] != "qsvc" {
 		t.Fatalf("built image labels: %v", built.Config.Labels)
 	}
@@ -192,7 +193,7 @@ func TestGeneratedServicesRun(t *testing.T) {
 			State struct{ Running bool }
 			Pod   string
 		}
-		if status, body := te.do("GET", "/containers/qsvc-member/json", nil); status == http.StatusOK {
+		if status, body := te.Do("GET", "/containers/qsvc-member/json", nil); status == http.StatusOK {
 			json.Unmarshal(body, &c)
 		}
 		if c.State.Running && c.Pod != "" {
@@ -234,7 +235,7 @@ func TestGeneratedServicesRun(t *testing.T) {
 		State       string
 		InfraConfig struct{ Networks []string }
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/qsvc-kpod/json", nil), &kpod)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/pods/qsvc-kpod/json", nil), &kpod)
 	if kpod.State != "Running" || strings.Join(kpod.InfraConfig.Networks, ",") != "qsvc-net" {
 		t.Fatalf("the played pod is %q, on networks %v", kpod.State, kpod.InfraConfig.Networks)
 	}

@@ -1,0 +1,400 @@
+package enginetest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
+	"github.com/berth-project/berth/engine/testimage"
+)
+
+// Engine is a test's client of an in-process engine serving on a loopback
+// listener, as Start makes it.
+type Engine struct {
+	T       testing.TB
+	Addr    string // host:port of the listener
+	URL     string // base of the libpod API: http://ADDR/v4.3.1/libpod
+	Dir     string // the test directory holding Root and RunRoot
+	Root    string
+	RunRoot string
+	Nets    engine.NetworkConfig // the engine's networks, unique to the test
+	Client  *http.Client
+}
+
+// Options choose what Start serves.
+type Options struct {
+	// What names the tests in skip and failure messages ("pod tests").
+	What string
+	// Needs are files beyond the runtime's that the tests need
+	// (catatonit, netavark): the test is skipped (fails under
+	// BERTH_TEST_STRICT=1) without them.
+	Needs []string
+	// Bridged makes containers that name no network mode join the
+	// engine's bridge network; without it they get a private network
+	// namespace with loopback only.
+	Bridged bool
+	// Image is loaded at start; nil loads BusyboxImage.
+	Image *testimage.Image
+	// Args are more flags for an engine StartProcess runs.
+	Args []string
+	// BeforeStop runs at cleanup once every pod, container, secret and
+	// volume is removed, before the engine stops; AfterStop once it has
+	// stopped and its mounts are gone.
+	BeforeStop, AfterStop func(*Engine)
+}
+
+// Catatonit and the network helpers are the files pod and network tests need.
+const (
+	Catatonit   = "/usr/bin/catatonit"
+	Netavark    = "/usr/lib/podman/netavark"
+	AardvarkDNS = "/usr/lib/podman/aardvark-dns"
+)
+
+// BusyboxImage is localhost/busybox:latest running sh, without a stop
+// signal of its own.
+func BusyboxImage() testimage.Image {
+	img := testimage.Busybox("localhost/busybox:latest", "sh")
+	img.Config.StopSignal = ""
+	return img
+}
+
+// Require skips t (fails it under BERTH_TEST_STRICT=1) when one of the
+// files or programs on PATH is missing; what names the tests.
+func Require(t testing.TB, what string, needs ...string) {
+	t.Helper()
+	var missing []string
+	for _, p := range needs {
+		var err error
+		if filepath.IsAbs(p) {
+			_, err = os.Stat(p)
+		} else {
+			_, err = exec.LookPath(p)
+		}
+		if err != nil {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	if os.Getenv("BERTH_TEST_STRICT") == "1" {
+		t.Fatalf("%s need %s (BERTH_TEST_STRICT=1)", what, strings.Join(missing, ", "))
+	}
+	t.Skipf("%s need %s", what, strings.Join(missing, ", "))
+}
+
+// Start serves an engine with its state in a directory of the test, under
+// the default per-test deadline, and loads the test image. At cleanup it
+// removes every object (RemoveAll), stops the engine and unmounts what is
+// left below the directory.
+func Start(t testing.TB, o Options) *Engine {
+	t.Helper()
+	e := prepare(t, o)
+	addr, stop := ServeConfig(t, engine.Config{Root: e.Root, RunRoot: e.RunRoot, Runtime: "runc", Network: e.Nets})
+	e.Addr, e.URL = addr, libpodURL(addr)
+	t.Cleanup(func() {
+		e.RemoveAll()
+		if o.BeforeStop != nil {
+			o.BeforeStop(e)
+		}
+		stop()
+		UnmountUnder(e.Dir, 2)
+		if o.AfterStop != nil {
+			o.AfterStop(e)
+		}
+	})
+	e.loadImage(o)
+	return e
+}
+
+// prepare checks for what the tests need and gives an engine about to
+// start its directories and networks.
+func prepare(t testing.TB, o Options) *Engine {
+	t.Helper()
+	testdeadline.Set(t, testdeadline.Default)
+	RequireRuntime(t, o.What)
+	Require(t, o.What, o.Needs...)
+	dir := t.TempDir()
+	e := &Engine{T: t, Dir: dir, Root: filepath.Join(dir, "root"), RunRoot: filepath.Join(dir, "run"), Nets: UniqueNetworks(t), Client: &http.Client{}}
+	if !o.Bridged {
+		e.Nets.DefaultMode = "private"
+	}
+	return e
+}
+
+func (e *Engine) loadImage(o Options) {
+	e.T.Helper()
+	if o.Image != nil {
+		e.Load(*o.Image)
+	} else {
+		e.Load(BusyboxImage())
+	}
+}
+
+// Attach returns a client of the engine, or the Podman service, listening
+// on addr (host:port); it starts and stops nothing.
+func Attach(t testing.TB, addr string) *Engine {
+	return &Engine{T: t, Addr: addr, URL: libpodURL(addr), Client: &http.Client{}}
+}
+
+func libpodURL(addr string) string { return "http://" + addr + "/v4.3.1/libpod" }
+
+// Load loads images into the engine.
+func (e *Engine) Load(images ...testimage.Image) {
+	e.T.Helper()
+	for _, img := range images {
+		var buf bytes.Buffer
+		if err := testimage.DockerArchive(&buf, img); err != nil {
+			e.T.Fatal(err)
+		}
+		e.Must(http.StatusOK, "POST", "/images/load", &buf)
+	}
+}
+
+// Do sends a request to the libpod API (see the package's Do) and returns
+// the status and body.
+func (e *Engine) Do(method, path string, body any) (int, []byte) {
+	e.T.Helper()
+	return Do(e.T, e.Client, method, e.URL, path, body)
+}
+
+// Must sends a request and fails the test unless the answer has the wanted
+// status; it returns the body.
+func (e *Engine) Must(want int, method, path string, body any) []byte {
+	e.T.Helper()
+	return Must(e.T, e.Do, want, method, path, body)
+}
+
+// Raw sends body with a content type and returns the status and answer.
+func (e *Engine) Raw(method, path, contentType string, body io.Reader) (int, []byte) {
+	e.T.Helper()
+	req, err := http.NewRequest(method, e.URL+path, body)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := e.Client.Do(req)
+	if err != nil {
+		e.T.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, data
+}
+
+// Decode unmarshals JSON into v or fails the test naming the data.
+func (e *Engine) Decode(data []byte, v any) {
+	e.T.Helper()
+	if err := json.Unmarshal(data, v); err != nil {
+		e.T.Fatalf("decode %s: %v", data, err)
+	}
+}
+
+// Create creates a container from spec (busybox when it names no image)
+// and returns its ID.
+func (e *Engine) Create(spec map[string]any) string {
+	e.T.Helper()
+	if spec["image"] == nil {
+		spec["image"] = "localhost/busybox:latest"
+	}
+	var out struct {
+		ID string `json:"Id"`
+	}
+	e.Decode(e.Must(http.StatusCreated, "POST", "/containers/create", spec), &out)
+	return out.ID
+}
+
+// CreatePod creates a pod from spec and returns its ID.
+func (e *Engine) CreatePod(spec map[string]any) string {
+	e.T.Helper()
+	var out struct {
+		ID string `json:"Id"`
+	}
+	e.Decode(e.Must(http.StatusCreated, "POST", "/pods/create", spec), &out)
+	return out.ID
+}
+
+// Wait waits for a container to exit and returns its exit code.
+func (e *Engine) Wait(id string) int {
+	e.T.Helper()
+	var code int
+	e.Decode(e.Must(http.StatusOK, "POST", "/containers/"+id+"/wait", nil), &code)
+	return code
+}
+
+// Logs returns a container's output, stdout and stderr interleaved.
+func (e *Engine) Logs(id string) string {
+	e.T.Helper()
+	return Demux(e.Must(http.StatusOK, "GET", "/containers/"+id+"/logs?stdout=true&stderr=true", nil))
+}
+
+// Demux returns the payload of a multiplexed attach or logs stream
+// without its 8-byte frame headers.
+func Demux(b []byte) string {
+	var out strings.Builder
+	for len(b) >= 8 {
+		n := int(b[4])<<24 | int(b[5])<<16 | int(b[6])<<8 | int(b[7])
+		if 8+n > len(b) {
+			break
+		}
+		out.Write(b[8 : 8+n])
+		b = b[8+n:]
+	}
+	return out.String()
+}
+
+// RemoveAll removes every quadlet (with what its activation made) and
+// pod, then every container, secret, volume and network but the default
+// one left.
+func (e *Engine) RemoveAll() {
+	e.Do("DELETE", "/quadlets?all=true&force=true", nil)
+	if status, body := e.Do("GET", "/pods/json", nil); status == http.StatusOK {
+		var pods []struct {
+			ID string `json:"Id"`
+		}
+		json.Unmarshal(body, &pods)
+		for _, p := range pods {
+			e.Do("DELETE", "/pods/"+p.ID+"?force=true&timeout=0", nil)
+		}
+	}
+	RemoveAll(e.Do)
+	e.Do("DELETE", "/secrets/all?all=true", nil)
+	e.Do("POST", "/volumes/prune", nil)
+	if status, body := e.Do("GET", "/networks/json", nil); status == http.StatusOK {
+		var nets []struct {
+			Name string `json:"name"`
+		}
+		json.Unmarshal(body, &nets)
+		for _, n := range nets {
+			if n.Name != "podman" && n.Name != e.Nets.DefaultNetwork {
+				e.Do("DELETE", "/networks/"+n.Name+"?force=true", nil)
+			}
+		}
+	}
+}
+
+// Podman runs the podman 4.3.1 client against the engine and returns its
+// output, stdout and stderr together; the test is skipped (fails under
+// BERTH_TEST_STRICT=1) when podman is not installed.
+func (e *Engine) Podman(args ...string) (string, error) {
+	e.T.Helper()
+	Require(e.T, "podman client tests", "podman")
+	out, err := e.PodmanCommand(args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("podman %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// MustPodman is Podman failing the test when podman fails.
+func (e *Engine) MustPodman(args ...string) string {
+	e.T.Helper()
+	out, err := e.Podman(args...)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return out
+}
+
+// PodmanStdout is MustPodman returning standard output alone (YAML or
+// JSON that warnings on stderr must not mix with).
+func (e *Engine) PodmanStdout(args ...string) string {
+	e.T.Helper()
+	Require(e.T, "podman client tests", "podman")
+	var stderr bytes.Buffer
+	cmd := e.PodmanCommand(args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		e.T.Fatalf("podman %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.Bytes())
+	}
+	return string(out)
+}
+
+// PodmanCommand is the podman 4.3.1 client's command with args against the engine.
+func (e *Engine) PodmanCommand(args ...string) *exec.Cmd {
+	return exec.Command("podman", append([]string{"--remote", "--url", "tcp://" + e.Addr}, args...)...)
+}
+
+// Leaks lists what remains of the given pods and containers of the engine.
+func (e *Engine) Leaks(podIDs, ctrIDs []string) []string {
+	return Leaks(e.Root, e.RunRoot, podIDs, ctrIDs)
+}
+
+// Leaks lists what remains on the host of the given pods and containers
+// of an engine with state under root and runRoot: cgroups, conmon
+// processes, processes still in a container's cgroup (a pause process
+// included), runc and pause process state, network namespace files and
+// mounts.
+func Leaks(root, runRoot string, podIDs, ctrIDs []string) []string {
+	var out []string
+	hierarchies, _ := filepath.Glob("/sys/fs/cgroup/*/berth")
+	for _, hier := range hierarchies {
+		for _, name := range prefixed("berth-pod-", podIDs, "berth-", ctrIDs) {
+			if _, err := os.Stat(filepath.Join(hier, name)); err == nil {
+				out = append(out, "cgroup "+filepath.Join(hier, name))
+			}
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		data, _ := os.ReadFile(p)
+		cmd := strings.ReplaceAll(string(data), "\x00", " ")
+		cg, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cgroup"))
+		for _, id := range ctrIDs {
+			if strings.Contains(cmd, id) && strings.Contains(cmd, "conmon") {
+				out = append(out, "process "+p+": "+cmd)
+			}
+			if strings.Contains(string(cg), "/berth-"+id+"\n") {
+				out = append(out, "process "+filepath.Dir(p)+" in the cgroup of "+id+": "+cmd)
+			}
+		}
+	}
+	for _, id := range ctrIDs {
+		for what, p := range map[string]string{
+			"runc state": filepath.Join(runRoot, "runc", id), "pause process state": filepath.Join(runRoot, "pause", id),
+			"network namespace": filepath.Join(runRoot, "netns", "berth-"+id),
+		} {
+			if _, err := os.Stat(p); err == nil {
+				out = append(out, what+" of "+id)
+			}
+		}
+	}
+	mounts, _ := os.ReadFile("/proc/self/mounts")
+	for _, line := range strings.Split(string(mounts), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !(strings.HasPrefix(f[1], root+"/") || strings.HasPrefix(f[1], runRoot+"/")) {
+			continue
+		}
+		for _, id := range ctrIDs {
+			if strings.Contains(f[1], id) {
+				out = append(out, "mount "+f[1])
+			}
+		}
+	}
+	return out
+}
+
+// prefixed returns the names of pods and containers as their cgroups are
+// named.
+func prefixed(podPrefix string, podIDs []string, ctrPrefix string, ctrIDs []string) []string {
+	var out []string
+	for _, id := range podIDs {
+		out = append(out, podPrefix+id)
+	}
+	for _, id := range ctrIDs {
+		out = append(out, ctrPrefix+id)
+	}
+	return out
+}

@@ -1,0 +1,177 @@
+package enginetest
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/containers/storage/pkg/reexec"
+)
+
+// engineBinary is berth-engine as the tests that run it as a process build
+// it: once per test binary, removed by Main.
+var engineBinary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// Main runs a package's tests: a re-executed helper of containers/storage
+// runs instead when this process is one, and what the tests shared (the
+// engine binary) is removed afterwards.
+func Main(m *testing.M) {
+	if reexec.Init() {
+		return
+	}
+	code := m.Run()
+	if engineBinary.dir != "" {
+		os.RemoveAll(engineBinary.dir)
+	}
+	os.Exit(code)
+}
+
+// EngineBinary builds berth-engine once per test binary (with cgo off and
+// the build tags containers/image and storage need, whatever GOFLAGS
+// says) and returns its path. A package using it runs its tests through
+// Main, which removes the binary.
+func EngineBinary(t testing.TB) string {
+	t.Helper()
+	engineBinary.once.Do(func() {
+		dir, err := os.MkdirTemp("", "berth-engine-bin-")
+		if err != nil {
+			engineBinary.err = err
+			return
+		}
+		engineBinary.dir, engineBinary.path = dir, filepath.Join(dir, "berth-engine")
+		cmd := exec.Command("go", "build", "-tags", "containers_image_openpgp,exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper",
+			"-o", engineBinary.path, "github.com/berth-project/berth/engine/cmd/berth-engine")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			engineBinary.err = fmt.Errorf("build berth-engine: %v\n%s", err, out)
+		}
+	})
+	if engineBinary.err != nil {
+		t.Fatal(engineBinary.err)
+	}
+	return engineBinary.path
+}
+
+// FreeAddr returns a loopback host:port no listener holds now.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Process is the berth-engine binary running as a process of its own, so
+// that a test can kill it with SIGKILL and start it again on the same
+// state and address.
+type Process struct {
+	*Engine
+	// Args are the engine's flags: listener, state directories, networks
+	// and the options' Args.
+	Args []string
+	// LogPath receives the engine's output, kept across restarts.
+	LogPath string
+	bin     string
+	cmd     *exec.Cmd
+}
+
+// StartProcess starts berth-engine (EngineBinary) with its state in a
+// directory of the test, on networks unique to the test, under the default
+// per-test deadline, and loads the test image. At cleanup an engine still
+// running has its objects removed (Engine.RemoveAll) and is stopped; then
+// nothing stays mounted below the directory. Options' Image, BeforeStop and
+// AfterStop work as for Start.
+func StartProcess(t testing.TB, o Options) *Process {
+	t.Helper()
+	e := prepare(t, o)
+	e.Addr = FreeAddr(t)
+	e.URL = libpodURL(e.Addr)
+	p := &Process{Engine: e, LogPath: filepath.Join(e.Dir, "engine.log"), bin: EngineBinary(t)}
+	p.Args = append(append([]string{"--listen", "tcp://" + p.Addr, "--root", p.Root, "--runroot", p.RunRoot}, NetworkFlags(e.Nets)...), o.Args...)
+	p.Start()
+	t.Cleanup(func() {
+		if p.Running() {
+			p.RemoveAll()
+			if o.BeforeStop != nil {
+				o.BeforeStop(p.Engine)
+			}
+			p.Stop()
+		}
+		UnmountUnder(p.Dir, 3)
+		if o.AfterStop != nil {
+			o.AfterStop(p.Engine)
+		}
+	})
+	p.loadImage(o)
+	return p
+}
+
+// Start starts the engine and waits until it answers _ping.
+func (p *Process) Start() {
+	p.T.Helper()
+	log, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		p.T.Fatal(err)
+	}
+	defer log.Close()
+	p.cmd = exec.Command(p.bin, p.Args...)
+	p.cmd.Stdout, p.cmd.Stderr = log, log
+	if err := p.cmd.Start(); err != nil {
+		p.T.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get("http://" + p.Addr + "/libpod/_ping")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			p.T.Fatalf("engine did not answer _ping (%v); its log:\n%s", err, p.Log())
+		}
+	}
+}
+
+// Kill9 kills the engine with SIGKILL and reaps it.
+func (p *Process) Kill9() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+}
+
+// Stop ends the engine with SIGTERM, or SIGKILL after 30 seconds.
+func (p *Process) Stop() {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+	}
+}
+
+// Running tells whether the engine's process is running (started and not
+// yet reaped).
+func (p *Process) Running() bool { return p.cmd != nil && p.cmd.ProcessState == nil }
+
+// Log returns what the engine wrote so far.
+func (p *Process) Log() string {
+	data, _ := os.ReadFile(p.LogPath)
+	return string(data)
+}
