@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
 // The benchmark compares Berth with Podman 4.3.1 serving the same API on the
@@ -44,10 +45,10 @@ spec:
 // kubeCycle plays benchYAML and tears it down, returning both durations.
 func kubeCycle(te *testEngine) (play, down time.Duration) {
 	start := time.Now()
-	te.must(http.StatusOK, "POST", "/play/kube", strings.NewReader(benchYAML))
+	te.Must(http.StatusOK, "POST", "/play/kube", strings.NewReader(benchYAML))
 	play = time.Since(start)
 	start = time.Now()
-	te.must(http.StatusOK, "DELETE", "/play/kube", strings.NewReader(benchYAML))
+	te.Must(http.StatusOK, "DELETE", "/play/kube", strings.NewReader(benchYAML))
 	return play, time.Since(start)
 }
 
@@ -57,10 +58,9 @@ func kubeCycle(te *testEngine) (play, down time.Duration) {
 func BenchmarkKubePlayDown(b *testing.B) {
 	u := benchtest.PodmanURL(b)
 	berth := startEngine(b)
-	addr := strings.TrimPrefix(u, "tcp://")
-	podman := &testEngine{t: b, addr: addr, url: "http://" + addr + "/v4.3.1/libpod", client: &http.Client{}}
-	podman.loadBusybox()
-	b.Cleanup(func() { podman.do("DELETE", "/play/kube", strings.NewReader(benchYAML)) })
+	podman := &testEngine{enginetest.Attach(b, strings.TrimPrefix(u, "tcp://"))}
+	podman.Load(enginetest.BusyboxImage())
+	b.Cleanup(func() { podman.Do("DELETE", "/play/kube", strings.NewReader(benchYAML)) })
 	const rounds = 5
 	kubeCycle(berth) // warm up both (infra image, network, first mounts)
 	kubeCycle(podman)

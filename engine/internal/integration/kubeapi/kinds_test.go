@@ -29,14 +29,14 @@ type playReport struct {
 }
 
 func (te *testEngine) play(query, yaml string) playReport {
-	te.t.Helper()
+	te.T.Helper()
 	var r playReport
-	if err := json.Unmarshal(te.must(http.StatusOK, "POST", "/kube/play"+query, strings.NewReader(yaml)), &r); err != nil {
-		te.t.Fatal(err)
+	if err := json.Unmarshal(te.Must(http.StatusOK, "POST", "/kube/play"+query, strings.NewReader(yaml)), &r); err != nil {
+		te.T.Fatal(err)
 	}
 	for _, p := range r.Pods {
 		if len(p.ContainerErrors) > 0 {
-			te.t.Fatalf("container errors: %v", p.ContainerErrors)
+			te.T.Fatalf("container errors: %v", p.ContainerErrors)
 		}
 	}
 	return r
@@ -118,7 +118,7 @@ func TestKubePlayDeploymentService(t *testing.T) {
 			Err *string
 		}
 	}
-	json.Unmarshal(te.must(http.StatusOK, "DELETE", "/play/kube", strings.NewReader(yaml)), &down)
+	json.Unmarshal(te.Must(http.StatusOK, "DELETE", "/play/kube", strings.NewReader(yaml)), &down)
 	if len(down.StopReport) != 4 || len(down.RmReport) != 4 || len(te.pods()) != 0 {
 		t.Fatalf("down: %+v, pods left %v", down, te.podNames())
 	}
@@ -143,7 +143,7 @@ spec:
 	if got := strings.Join(te.podNames(), " "); got != "bkp-ds-pod:Created" {
 		t.Fatalf("start=false: %q", got)
 	}
-	te.must(http.StatusOK, "DELETE", "/kube/play", strings.NewReader(ds))
+	te.Must(http.StatusOK, "DELETE", "/kube/play", strings.NewReader(ds))
 
 	out := filepath.Join(t.TempDir(), "made")
 	job := fmt.Sprintf(`apiVersion: batch/v1
@@ -185,7 +185,7 @@ spec:
 	te.play(fmt.Sprintf("?publishAllPorts=true&publishPorts=%s", url.QueryEscape(fmt.Sprintf("127.0.0.1:%d:8081", extra))), pod)
 	httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/hostname", all))
 	httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/hostname", extra))
-	te.must(http.StatusOK, "DELETE", "/kube/play", strings.NewReader(pod))
+	te.Must(http.StatusOK, "DELETE", "/kube/play", strings.NewReader(pod))
 
 	// An archive: play.yaml and a build context named after the image.
 	var buf bytes.Buffer
@@ -204,15 +204,15 @@ spec:
 	add("bkp-built/Containerfile", "FROM localhost/busybox:latest\nCOPY built /built\n")
 	add("bkp-built/built", "built-from-archive\n")
 	tw.Close()
-	status, body := te.raw("POST", "/kube/play", "application/x-tar", &buf)
+	status, body := te.Raw("POST", "/kube/play", "application/x-tar", &buf)
 	if status != http.StatusOK {
 		t.Fatalf("archive play: %d %s", status, body)
 	}
 	var ar playReport
 	json.Unmarshal(body, &ar)
 	var code int
-	json.Unmarshal(te.must(http.StatusOK, "POST", "/containers/"+ar.Pods[0].Containers[0]+"/wait", nil), &code)
-	logs := te.must(http.StatusOK, "GET", "/containers/"+ar.Pods[0].Containers[0]+"/logs?stdout=true", nil)
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/containers/"+ar.Pods[0].Containers[0]+"/wait", nil), &code)
+	logs := te.Must(http.StatusOK, "GET", "/containers/"+ar.Pods[0].Containers[0]+"/logs?stdout=true", nil)
 	if code != 0 || !bytes.Contains(logs, []byte("built-from-archive")) {
 		t.Fatalf("built image ran with %d: %q", code, logs)
 	}
@@ -252,7 +252,7 @@ func TestKubePlayRefusals(t *testing.T) {
 			if c.name == "content type" {
 				ct = "image/png"
 			}
-			status, body := te.raw("POST", "/kube/play"+c.query, ct, strings.NewReader(c.yaml))
+			status, body := te.Raw("POST", "/kube/play"+c.query, ct, strings.NewReader(c.yaml))
 			if status != c.status {
 				t.Fatalf("status %d, want %d: %s", status, c.status, body)
 			}
@@ -288,7 +288,7 @@ spec:
   containers: [{name: c, image: localhost/busybox:latest, command: [sleep, "100"], volumeMounts: [{name: cm, mountPath: /cm}]}]
 ---
 ` + pod("bkp-taken", "localhost/busybox:latest")
-	status, body := te.raw("POST", "/kube/play", "", strings.NewReader(half))
+	status, body := te.Raw("POST", "/kube/play", "", strings.NewReader(half))
 	if status != http.StatusConflict {
 		t.Fatalf("half play: %d %s", status, body)
 	}
@@ -302,11 +302,11 @@ spec:
 		t.Fatalf("secrets after a failed play: %v", s)
 	}
 	var ctrs []map[string]any
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/json?all=true", nil), &ctrs)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/json?all=true", nil), &ctrs)
 	if len(ctrs) != 2 {
 		t.Fatalf("containers after a failed play: %d", len(ctrs))
 	}
-	status, body = te.raw("DELETE", "/kube/play", "", strings.NewReader(pod("bkp-nowhere", "x")))
+	status, body = te.Raw("DELETE", "/kube/play", "", strings.NewReader(pod("bkp-nowhere", "x")))
 	if status != http.StatusNotFound || !strings.Contains(string(body), "no such pod") {
 		t.Fatalf("down of nothing: %d %s", status, body)
 	}

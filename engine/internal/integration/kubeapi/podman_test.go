@@ -122,44 +122,44 @@ func TestPodmanKubePlayDown(t *testing.T) {
 	port := freePort(t)
 	file := writeFile(t, "web.yaml", webYAML(port))
 
-	out := te.mustPodman("kube", "play", file)
+	out := te.MustPodman("kube", "play", file)
 	if !strings.Contains(out, "Pod:") || !strings.Contains(out, "Volumes:\nbkp-web-data") {
 		t.Fatalf("kube play printed:\n%s", out)
 	}
 	if got := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/index.html", port)); got != "from-configmap" {
 		t.Fatalf("served %q", got)
 	}
-	env := te.mustPodman("exec", "web-srv", "env")
+	env := te.MustPodman("exec", "web-srv", "env")
 	for _, want := range []string{"GREETING=hello", "PASSWORD=s3cret", "POD=web"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("env lacks %s:\n%s", want, env)
 		}
 	}
-	if got := te.mustPodman("exec", "web-srv", "cat", "/data/init"); strings.TrimSpace(got) != "initialized" {
+	if got := te.MustPodman("exec", "web-srv", "cat", "/data/init"); strings.TrimSpace(got) != "initialized" {
 		t.Errorf("the init container's file: %q", got)
 	}
-	inspect := te.mustPodman("inspect", "web-srv", "--format", "{{.HostConfig.Memory}} {{.HostConfig.CapDrop}} {{.Config.Healthcheck.Test}} {{.Config.Annotations.team}} {{.HostConfig.RestartPolicy.Name}}")
+	inspect := te.MustPodman("inspect", "web-srv", "--format", "{{.HostConfig.Memory}} {{.HostConfig.CapDrop}} {{.Config.Healthcheck.Test}} {{.Config.Annotations.team}} {{.HostConfig.RestartPolicy.Name}}")
 	for _, want := range []string{"67108864", "CHOWN", "CMD true", "berth", "always"} {
 		if !strings.Contains(inspect, want) {
 			t.Errorf("inspect lacks %q: %s", want, inspect)
 		}
 	}
-	if out := te.mustPodman("secret", "ls"); !strings.Contains(out, "bkp-web-secret") {
+	if out := te.MustPodman("secret", "ls"); !strings.Contains(out, "bkp-web-secret") {
 		t.Errorf("secret ls:\n%s", out)
 	}
-	if out := te.mustPodman("ps", "-a", "--format", "{{.Names}}"); strings.Contains(out, "web-init") {
+	if out := te.MustPodman("ps", "-a", "--format", "{{.Names}}"); strings.Contains(out, "web-init") {
 		t.Errorf("the init container stayed:\n%s", out)
 	}
 	first := te.pods()
 
-	out = te.mustPodman("kube", "play", "--replace", file)
+	out = te.MustPodman("kube", "play", "--replace", file)
 	if !strings.Contains(out, "Pods removed:\n"+first[0].ID) {
 		t.Fatalf("kube play --replace printed:\n%s", out)
 	}
 	httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/index.html", port))
 	ctrs := te.names("/containers/json?all=true", "Id")
 
-	out = te.mustPodman("kube", "down", file)
+	out = te.MustPodman("kube", "down", file)
 	if !strings.Contains(out, "Pods stopped:") || !strings.Contains(out, "Pods removed:") {
 		t.Fatalf("kube down printed:\n%s", out)
 	}
@@ -170,18 +170,18 @@ func TestPodmanKubePlayDown(t *testing.T) {
 		t.Fatalf("secrets after down: %v", s)
 	}
 	eventually(t, 10*time.Second, "leftovers after kube down", func() (bool, string) {
-		l := leaks(te.root, te.runRoot, ctrs)
+		l := te.Leaks(nil, ctrs)
 		return len(l) == 0, strings.Join(l, "\n")
 	})
 	// Without force the claim's volume stays, with it it goes.
 	if v := te.names("/volumes/json", "Name"); !contains(v, "bkp-web-data") {
 		t.Fatalf("volumes after down: %v", v)
 	}
-	if out, err := te.podman("kube", "down", file); err == nil || !strings.Contains(out, "no such pod") {
+	if out, err := te.Podman("kube", "down", file); err == nil || !strings.Contains(out, "no such pod") {
 		t.Fatalf("second down: %v\n%s", err, out)
 	}
-	te.mustPodman("kube", "play", file)
-	te.must(200, "DELETE", "/kube/play?force=true", strings.NewReader(webYAML(port)))
+	te.MustPodman("kube", "play", file)
+	te.Must(200, "DELETE", "/kube/play?force=true", strings.NewReader(webYAML(port)))
 	if v := te.names("/volumes/json", "Name"); contains(v, "bkp-web-data") || contains(v, "bkp-web-config") {
 		t.Fatalf("volumes after down with force: %v", v)
 	}

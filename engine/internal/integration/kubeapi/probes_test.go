@@ -93,7 +93,7 @@ func TestKubePlayProbes(t *testing.T) {
 		{map[string]any{"startupHealthConfig": map[string]any{"Test": []string{"CMD", "true"}, "Successes": -1}, "healthconfig": hc}, "startupHealthConfig"},
 	} {
 		bad.spec["image"] = "localhost/busybox:latest"
-		status, body := te.do("POST", "/containers/create", bad.spec)
+		status, body := te.Do("POST", "/containers/create", bad.spec)
 		if status != http.StatusBadRequest || !strings.Contains(string(body), bad.member) {
 			t.Errorf("%v: %d %s, want a 400 naming %s", bad.spec, status, body, bad.member)
 		}
@@ -101,7 +101,7 @@ func TestKubePlayProbes(t *testing.T) {
 	te.play("", probesYAML)
 	inspect := func(name string) probeState {
 		var s probeState
-		if err := json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+name+"/json", nil), &s); err != nil {
+		if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+name+"/json", nil), &s); err != nil {
 			t.Fatal(err)
 		}
 		return s
@@ -150,9 +150,9 @@ func TestKubePlayProbes(t *testing.T) {
 	if t.Failed() {
 		t.Logf("restarted %v, never %+v, ok %+v", restarted, never.State, ok.State)
 		for _, name := range []string{"bkprobe-live-c", "bkprobe-start-c"} {
-			_, body := te.do("GET", "/containers/"+name+"/json", nil)
+			_, body := te.Do("GET", "/containers/"+name+"/json", nil)
 			t.Logf("%s: %s", name, body)
 		}
 	}
-	te.must(http.StatusOK, "DELETE", "/kube/play", strings.NewReader(probesYAML))
+	te.Must(http.StatusOK, "DELETE", "/kube/play", strings.NewReader(probesYAML))
 }

@@ -18,19 +18,19 @@ func TestKubePlayPullsMissingImage(t *testing.T) {
 	registrytest.Require(t)
 	reg := registrytest.Start(t, registrytest.Options{})
 	ref := reg.Host + "/bkp/busybox:1"
-	te.must(http.StatusOK, "POST", "/images/localhost/busybox:latest/push?tlsVerify=false&destination="+url.QueryEscape(ref), nil)
+	te.Must(http.StatusOK, "POST", "/images/localhost/busybox:latest/push?tlsVerify=false&destination="+url.QueryEscape(ref), nil)
 	yaml := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: bkp-pulled}\nspec:\n  containers: [{name: c, image: %s, command: [sleep, \"100\"]}]\n", ref)
 
-	te.must(http.StatusNotFound, "GET", "/images/"+ref+"/exists", nil)
+	te.Must(http.StatusNotFound, "GET", "/images/"+ref+"/exists", nil)
 	te.play("?tlsVerify=false", yaml)
-	te.must(http.StatusNoContent, "GET", "/images/"+ref+"/exists", nil)
-	te.must(http.StatusOK, "DELETE", "/kube/play", strings.NewReader(yaml))
+	te.Must(http.StatusNoContent, "GET", "/images/"+ref+"/exists", nil)
+	te.Must(http.StatusOK, "DELETE", "/kube/play", strings.NewReader(yaml))
 
-	te.must(http.StatusOK, "DELETE", "/images/"+ref+"?force=true", nil)
+	te.Must(http.StatusOK, "DELETE", "/images/"+ref+"?force=true", nil)
 	file := writeFile(t, "pulled.yaml", yaml)
-	if out := te.mustPodman("kube", "play", "--tls-verify=false", file); !strings.Contains(out, "Pod:") {
+	if out := te.MustPodman("kube", "play", "--tls-verify=false", file); !strings.Contains(out, "Pod:") {
 		t.Fatalf("podman kube play printed:\n%s", out)
 	}
-	te.must(http.StatusNoContent, "GET", "/images/"+ref+"/exists", nil)
-	te.mustPodman("kube", "down", file)
+	te.Must(http.StatusNoContent, "GET", "/images/"+ref+"/exists", nil)
+	te.MustPodman("kube", "down", file)
 }

@@ -49,7 +49,7 @@ func TestKubePlayServiceContainer(t *testing.T) {
 	}
 	inspect := func() (ctrState, int) {
 		var s ctrState
-		status, body := te.do("GET", "/containers/"+name+"/json", nil)
+		status, body := te.Do("GET", "/containers/"+name+"/json", nil)
 		if status == http.StatusOK {
 			json.Unmarshal(body, &s)
 		}
@@ -81,21 +81,21 @@ func TestKubePlayServiceContainer(t *testing.T) {
 	var member struct {
 		Config struct{ Labels map[string]string }
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/bksvc-long-c/json", nil), &member)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/bksvc-long-c/json", nil), &member)
 	if member.Config.Labels[kube.ServiceLabel] != name {
 		t.Errorf("member labels %v", member.Config.Labels)
 	}
 
 	// The same YAML again: its service container (and pods) are in use.
-	if status, body := te.raw("POST", "/kube/play?serviceContainer=true", "", strings.NewReader(serviceYAML)); status != http.StatusConflict || !strings.Contains(string(body), name) {
+	if status, body := te.Raw("POST", "/kube/play?serviceContainer=true", "", strings.NewReader(serviceYAML)); status != http.StatusConflict || !strings.Contains(string(body), name) {
 		t.Errorf("second play: %d %s", status, body)
 	}
 
 	// bksvc-short has exited by itself; stopping bksvc-long leaves no pod
 	// running: the service container exits. A pod's start starts it again.
-	te.must(http.StatusOK, "POST", "/pods/bksvc-long/stop?t=0", nil)
+	te.Must(http.StatusOK, "POST", "/pods/bksvc-long/stop?t=0", nil)
 	waitFor("exits when all pods have exited", func(s ctrState, status int) bool { return status == http.StatusOK && s.State.Status == "exited" })
-	te.must(http.StatusOK, "POST", "/pods/bksvc-long/start", nil)
+	te.Must(http.StatusOK, "POST", "/pods/bksvc-long/start", nil)
 	waitFor("starts again with a pod", func(s ctrState, status int) bool { return status == http.StatusOK && s.State.Status == "running" })
 
 	// replace makes a new one.
@@ -103,11 +103,11 @@ func TestKubePlayServiceContainer(t *testing.T) {
 	if replaced.ServiceContainerID == "" || replaced.ServiceContainerID == svc.ID {
 		t.Errorf("replace: service container %q, was %q", replaced.ServiceContainerID, svc.ID)
 	}
-	if status, _ := te.do("GET", "/containers/"+svc.ID+"/exists", nil); status != http.StatusNotFound {
+	if status, _ := te.Do("GET", "/containers/"+svc.ID+"/exists", nil); status != http.StatusNotFound {
 		t.Errorf("the replaced service container is still there (%d)", status)
 	}
 
-	te.must(http.StatusOK, "DELETE", "/kube/play", strings.NewReader(serviceYAML))
+	te.Must(http.StatusOK, "DELETE", "/kube/play", strings.NewReader(serviceYAML))
 	if _, status := inspect(); status != http.StatusNotFound {
 		t.Errorf("service container after kube down: %d", status)
 	}

@@ -46,8 +46,8 @@ spec:
 
 // apply posts YAML to kube apply with the query and returns the status and body.
 func (te *testEngine) apply(query url.Values, yaml string) (int, string) {
-	te.t.Helper()
-	status, body := te.do("POST", "/kube/apply?"+query.Encode(), strings.NewReader(yaml))
+	te.T.Helper()
+	status, body := te.Do("POST", "/kube/apply?"+query.Encode(), strings.NewReader(yaml))
 	return status, string(body)
 }
 

@@ -16,13 +16,13 @@ import (
 // bkgweb-app (env, a named volume, a read-only bind mount, an added
 // capability, a memory limit) and volume bkgdata; it returns the pod's ID.
 func webPod(te *testEngine, hostPort int) string {
-	te.t.Helper()
-	te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "bkgdata"})
-	podID := te.createPod(map[string]any{
+	te.T.Helper()
+	te.Must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "bkgdata"})
+	podID := te.CreatePod(map[string]any{
 		"name":         "bkgweb",
 		"portmappings": []map[string]any{{"container_port": 80, "host_port": hostPort, "host_ip": "127.0.0.1"}},
 	})
-	te.create(map[string]any{
+	te.Create(map[string]any{
 		"image": "localhost/busybox:latest", "name": "bkgweb-app", "pod": "bkgweb",
 		"command": []string{"sleep", "1000"}, "env": map[string]string{"GREETING": "hello"},
 		"volumes":         []map[string]any{{"Name": "bkgdata", "Dest": "/data"}},
@@ -40,7 +40,7 @@ func TestGenerateKubePodAndVolume(t *testing.T) {
 	te := startEngine(t)
 	podID := webPod(te, 18221)
 	for _, route := range []string{"/generate/kube", "/kube/generate"} {
-		yaml := te.must(http.StatusOK, "GET", route+"?names=bkgweb&names=bkgdata", nil)
+		yaml := te.Must(http.StatusOK, "GET", route+"?names=bkgweb&names=bkgdata", nil)
 		objs := objects(t, yaml)
 		if len(objs) != 2 {
 			t.Fatalf("%s: %d objects, want a Pod and a claim:\n%s", route, len(objs), yaml)
@@ -99,7 +99,7 @@ func TestGenerateKubePodAndVolume(t *testing.T) {
 	}
 
 	// noTrunc keeps the whole ID; podmanOnly adds Podman's own annotations.
-	pod := objects(t, te.must(http.StatusOK, "GET", "/kube/generate?names=bkgweb&noTrunc=true&podmanOnly=true", nil))["Pod/bkgweb"].(*corev1.Pod)
+	pod := objects(t, te.Must(http.StatusOK, "GET", "/kube/generate?names=bkgweb&noTrunc=true&podmanOnly=true", nil))["Pod/bkgweb"].(*corev1.Pod)
 	if got := pod.Annotations["io.kubernetes.cri-o.SandboxID/bkgweb-app"]; got != podID {
 		t.Errorf("noTrunc: sandbox annotation %q, want %q", got, podID)
 	}
@@ -113,12 +113,12 @@ func TestGenerateKubePodAndVolume(t *testing.T) {
 // DaemonSet or a Job around the same pod template.
 func TestGenerateKubeServiceAndKinds(t *testing.T) {
 	te := startEngine(t)
-	te.create(map[string]any{
+	te.Create(map[string]any{
 		"image": "localhost/busybox:latest", "name": "bkgsolo", "command": []string{"sleep", "1000"},
 		"portmappings": []map[string]any{{"container_port": 90, "host_port": 18222, "host_ip": "127.0.0.1"}},
 		"work_dir":     "/tmp", "user": "1000",
 	})
-	objs := objects(t, te.must(http.StatusOK, "GET", "/generate/kube?names=bkgsolo&service=true&type=deployment&replicas=3", nil))
+	objs := objects(t, te.Must(http.StatusOK, "GET", "/generate/kube?names=bkgsolo&service=true&type=deployment&replicas=3", nil))
 	svc, ok := objs["Service/bkgsolo-pod"].(*corev1.Service)
 	if !ok {
 		t.Fatalf("no Service/bkgsolo-pod in %v", keys(objs))
@@ -140,7 +140,7 @@ func TestGenerateKubeServiceAndKinds(t *testing.T) {
 		t.Errorf("container %+v", c)
 	}
 	for typ, key := range map[string]string{"daemonset": "DaemonSet/bkgsolo-pod-daemonset", "job": "Job/bkgsolo-pod-job", "pod": "Pod/bkgsolo-pod"} {
-		objs := objects(t, te.must(http.StatusOK, "GET", "/kube/generate?names=bkgsolo&type="+typ, nil))
+		objs := objects(t, te.Must(http.StatusOK, "GET", "/kube/generate?names=bkgsolo&type="+typ, nil))
 		if _, ok := objs[key]; !ok || len(objs) != 1 {
 			t.Errorf("type %s: %v, want only %s", typ, keys(objs), key)
 		}
@@ -168,7 +168,7 @@ func TestGenerateKubeBadInput(t *testing.T) {
 		{"names=bkgweb&podmanOnly=perhaps", http.StatusBadRequest, "podmanonly"},
 		{"names=bkgweb-app", http.StatusBadRequest, "generate on the pod itself"},
 	} {
-		status, body := te.do("GET", "/kube/generate?"+tc.query, nil)
+		status, body := te.Do("GET", "/kube/generate?"+tc.query, nil)
 		var e struct{ Message string }
 		json.Unmarshal(body, &e)
 		if status != tc.status || !strings.Contains(e.Message, tc.field) {
@@ -183,7 +183,7 @@ func TestPodmanKubeGenerate(t *testing.T) {
 	te := startEngine(t)
 	webPod(te, 18224)
 	for _, args := range [][]string{{"kube", "generate", "bkgweb"}, {"generate", "kube", "bkgweb", "bkgdata"}, {"kube", "generate", "-s", "bkgweb"}} {
-		objs := objects(t, []byte(te.podman(args...)))
+		objs := objects(t, []byte(te.PodmanStdout(args...)))
 		if _, ok := objs["Pod/bkgweb"]; !ok {
 			t.Errorf("podman %s: %v", strings.Join(args, " "), keys(objs))
 		}

@@ -21,10 +21,10 @@ import (
 func TestGenerateKubeRoundTrip(t *testing.T) {
 	te := startEngine(t)
 	webPod(te, 18226)
-	podYAML := string(te.must(http.StatusOK, "GET", "/kube/generate?names=bkgweb&names=bkgdata", nil))
-	deployYAML := string(te.must(http.StatusOK, "GET", "/kube/generate?names=bkgweb&service=true&type=deployment", nil))
-	te.must(http.StatusOK, "DELETE", "/pods/bkgweb?force=true&timeout=0", nil)
-	te.must(http.StatusNoContent, "DELETE", "/volumes/bkgdata", nil)
+	podYAML := string(te.Must(http.StatusOK, "GET", "/kube/generate?names=bkgweb&names=bkgdata", nil))
+	deployYAML := string(te.Must(http.StatusOK, "GET", "/kube/generate?names=bkgweb&service=true&type=deployment", nil))
+	te.Must(http.StatusOK, "DELETE", "/pods/bkgweb?force=true&timeout=0", nil)
+	te.Must(http.StatusNoContent, "DELETE", "/volumes/bkgdata", nil)
 
 	for _, tc := range []struct {
 		name, yaml, pod string
@@ -32,12 +32,12 @@ func TestGenerateKubeRoundTrip(t *testing.T) {
 		{"pod", podYAML, "bkgweb"},
 		{"deployment", deployYAML, "bkgweb-deployment-pod-0"},
 	} {
-		te.must(http.StatusOK, "POST", "/kube/play", strings.NewReader(tc.yaml))
+		te.Must(http.StatusOK, "POST", "/kube/play", strings.NewReader(tc.yaml))
 		var pod struct {
 			State      string
 			Containers []struct{ ID, Name string }
 		}
-		if err := json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/"+tc.pod+"/json", nil), &pod); err != nil {
+		if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/pods/"+tc.pod+"/json", nil), &pod); err != nil {
 			t.Fatal(err)
 		}
 		if pod.State != "Running" {
@@ -57,14 +57,14 @@ func TestGenerateKubeRoundTrip(t *testing.T) {
 			Args   []string
 			Config struct{ Env []string }
 		}
-		if err := json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+app+"/json", nil), &ctr); err != nil {
+		if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+app+"/json", nil), &ctr); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Contains(ctr.Config.Env, "GREETING=hello") || ctr.Path != "sleep" || !slices.Equal(ctr.Args, []string{"1000"}) {
 			t.Errorf("%s: played container's env %v, process %s %v", tc.name, ctr.Config.Env, ctr.Path, ctr.Args)
 		}
-		te.must(http.StatusOK, "DELETE", "/kube/play?force=true", strings.NewReader(tc.yaml))
-		if status, _ := te.do("GET", "/pods/"+tc.pod+"/exists", nil); status != http.StatusNotFound {
+		te.Must(http.StatusOK, "DELETE", "/kube/play?force=true", strings.NewReader(tc.yaml))
+		if status, _ := te.Do("GET", "/pods/"+tc.pod+"/exists", nil); status != http.StatusNotFound {
 			t.Errorf("%s: pod %s still exists after kube down (%d)", tc.name, tc.pod, status)
 		}
 	}
@@ -80,7 +80,7 @@ func TestGenerateKubeRoundTrip(t *testing.T) {
 // needs the device, passes.
 func TestGenerateKubeRoundTripInitProbeDevice(t *testing.T) {
 	te := startEngine(t)
-	te.createPod(map[string]any{"name": "bkgfid"})
+	te.CreatePod(map[string]any{"name": "bkgfid"})
 	// Bad requests are refused naming the member.
 	for _, bad := range []struct {
 		spec   map[string]any
@@ -94,37 +94,37 @@ func TestGenerateKubeRoundTripInitProbeDevice(t *testing.T) {
 		{map[string]any{"devices": []map[string]any{{"path": "/dev/bkg-no-such-device"}}}, "devices"},
 	} {
 		bad.spec["image"] = "localhost/busybox:latest"
-		status, body := te.do("POST", "/containers/create", bad.spec)
+		status, body := te.Do("POST", "/containers/create", bad.spec)
 		if status != http.StatusBadRequest || !strings.Contains(string(body), bad.member) {
 			t.Errorf("%v: %d %s, want a 400 naming %s", bad.spec, status, body, bad.member)
 		}
 	}
 	// A failing init container stops the pod's start before its members.
-	te.createPod(map[string]any{"name": "bkgfail"})
-	te.create(map[string]any{"image": "localhost/busybox:latest", "name": "bkgfail-init", "pod": "bkgfail",
+	te.CreatePod(map[string]any{"name": "bkgfail"})
+	te.Create(map[string]any{"image": "localhost/busybox:latest", "name": "bkgfail-init", "pod": "bkgfail",
 		"command": []string{"false"}, "init_container_type": "always"})
-	te.create(map[string]any{"image": "localhost/busybox:latest", "name": "bkgfail-app", "pod": "bkgfail", "command": []string{"sleep", "1000"}})
-	if status, body := te.do("POST", "/pods/bkgfail/start", nil); status != http.StatusConflict || !strings.Contains(string(body), "exited with code 1") {
+	te.Create(map[string]any{"image": "localhost/busybox:latest", "name": "bkgfail-app", "pod": "bkgfail", "command": []string{"sleep", "1000"}})
+	if status, body := te.Do("POST", "/pods/bkgfail/start", nil); status != http.StatusConflict || !strings.Contains(string(body), "exited with code 1") {
 		t.Errorf("starting a pod whose init container fails: %d %s", status, body)
 	}
 	var failApp struct{ State struct{ Status string } }
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/bkgfail-app/json", nil), &failApp)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/bkgfail-app/json", nil), &failApp)
 	if failApp.State.Status == "running" {
 		t.Error("a member started although the init container failed")
 	}
-	te.must(http.StatusOK, "DELETE", "/pods/bkgfail?force=true&timeout=0", nil)
+	te.Must(http.StatusOK, "DELETE", "/pods/bkgfail?force=true&timeout=0", nil)
 
-	te.create(map[string]any{"image": "localhost/busybox:latest", "name": "bkgfid-always", "pod": "bkgfid",
+	te.Create(map[string]any{"image": "localhost/busybox:latest", "name": "bkgfid-always", "pod": "bkgfid",
 		"command": []string{"true"}, "init_container_type": "always"})
-	te.create(map[string]any{"image": "localhost/busybox:latest", "name": "bkgfid-once", "pod": "bkgfid",
+	te.Create(map[string]any{"image": "localhost/busybox:latest", "name": "bkgfid-once", "pod": "bkgfid",
 		"command": []string{"true"}, "init_container_type": "once"})
-	te.create(map[string]any{"image": "localhost/busybox:latest", "name": "bkgfid-app", "pod": "bkgfid",
+	te.Create(map[string]any{"image": "localhost/busybox:latest", "name": "bkgfid-app", "pod": "bkgfid",
 		"command": []string{"sleep", "1000"},
 		"devices": []map[string]any{{"path": "/dev/null:/dev/bkgnull:rw"}},
 		"healthconfig": map[string]any{"Test": []string{"CMD-SHELL", "test -c /dev/bkgnull"},
 			"Interval": 5 * time.Second, "Timeout": 3 * time.Second, "Retries": 2, "StartPeriod": time.Second},
 	})
-	yaml := te.must(http.StatusOK, "GET", "/kube/generate?names=bkgfid", nil)
+	yaml := te.Must(http.StatusOK, "GET", "/kube/generate?names=bkgfid", nil)
 	pod, ok := objects(t, yaml)["Pod/bkgfid"].(*corev1.Pod)
 	if !ok {
 		t.Fatalf("no Pod/bkgfid in\n%s", yaml)
@@ -155,21 +155,21 @@ func TestGenerateKubeRoundTripInitProbeDevice(t *testing.T) {
 	}
 
 	// The engine runs the init containers first; the once one goes.
-	te.must(http.StatusOK, "POST", "/pods/bkgfid/start", nil)
-	if status, _ := te.do("GET", "/containers/bkgfid-once/exists", nil); status != http.StatusNotFound {
+	te.Must(http.StatusOK, "POST", "/pods/bkgfid/start", nil)
+	if status, _ := te.Do("GET", "/containers/bkgfid-once/exists", nil); status != http.StatusNotFound {
 		t.Errorf("the once init container is still there after the pod's start (%d)", status)
 	}
 	var always struct{ State struct{ Status string } }
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/bkgfid-always/json", nil), &always)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/bkgfid-always/json", nil), &always)
 	if always.State.Status != "exited" {
 		t.Errorf("the always init container is %s, want exited", always.State.Status)
 	}
 	var podState struct{ State string }
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/bkgfid/json", nil), &podState)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/pods/bkgfid/json", nil), &podState)
 	if podState.State != "Running" {
 		t.Errorf("pod is %s, want Running (init containers do not count)", podState.State)
 	}
-	te.must(http.StatusOK, "DELETE", "/pods/bkgfid?force=true&timeout=0", nil)
+	te.Must(http.StatusOK, "DELETE", "/pods/bkgfid?force=true&timeout=0", nil)
 
 	var report struct {
 		Pods []struct {
@@ -177,7 +177,7 @@ func TestGenerateKubeRoundTripInitProbeDevice(t *testing.T) {
 			Containers, InitContainers, ContainerErrors []string
 		}
 	}
-	if err := json.Unmarshal(te.must(http.StatusOK, "POST", "/kube/play", bytes.NewReader(yaml)), &report); err != nil {
+	if err := json.Unmarshal(te.Must(http.StatusOK, "POST", "/kube/play", bytes.NewReader(yaml)), &report); err != nil {
 		t.Fatal(err)
 	}
 	if len(report.Pods) != 1 || len(report.Pods[0].InitContainers) != 2 || len(report.Pods[0].ContainerErrors) != 0 {
@@ -196,7 +196,7 @@ func TestGenerateKubeRoundTripInitProbeDevice(t *testing.T) {
 			Devices []struct{ PathOnHost, PathInContainer, CgroupPermissions string }
 		}
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/bkgfid-bkgfid-app/json", nil), &played)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/bkgfid-bkgfid-app/json", nil), &played)
 	hc := played.Config.Healthcheck
 	if hc == nil || !slices.Equal(hc.Test, []string{"CMD", "/bin/sh", "-c", "test -c /dev/bkgnull"}) ||
 		hc.Interval != int64(5*time.Second) || hc.Timeout != int64(3*time.Second) || hc.StartPeriod != int64(time.Second) || hc.Retries != 2 {
@@ -206,19 +206,19 @@ func TestGenerateKubeRoundTripInitProbeDevice(t *testing.T) {
 		t.Errorf("played devices %+v", d)
 	}
 	var check struct{ Status string }
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/bkgfid-bkgfid-app/healthcheck", nil), &check)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/bkgfid-bkgfid-app/healthcheck", nil), &check)
 	if check.Status != "healthy" {
 		t.Errorf("the played healthcheck (it needs the device) is %q", check.Status)
 	}
 	// Played, the once init container ran and went; the always one stays
 	// and is generated again as it was.
-	if status, _ := te.do("GET", "/containers/bkgfid-bkgfid-once/exists", nil); status != http.StatusNotFound {
+	if status, _ := te.Do("GET", "/containers/bkgfid-bkgfid-once/exists", nil); status != http.StatusNotFound {
 		t.Errorf("the played once init container is still there (%d)", status)
 	}
-	again, ok := objects(t, te.must(http.StatusOK, "GET", "/kube/generate?names=bkgfid", nil))["Pod/bkgfid"].(*corev1.Pod)
+	again, ok := objects(t, te.Must(http.StatusOK, "GET", "/kube/generate?names=bkgfid", nil))["Pod/bkgfid"].(*corev1.Pod)
 	if !ok || len(again.Spec.InitContainers) != 1 || again.Spec.InitContainers[0].Name != "bkgfid-bkgfid-always" ||
 		again.Annotations["io.podman.annotations.init.container.type/bkgfid-bkgfid-always"] != "always" {
 		t.Errorf("generated again: %+v", again)
 	}
-	te.must(http.StatusOK, "DELETE", "/kube/play", bytes.NewReader(yaml))
+	te.Must(http.StatusOK, "DELETE", "/kube/play", bytes.NewReader(yaml))
 }

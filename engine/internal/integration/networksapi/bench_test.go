@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,32 +26,24 @@ import (
 // image loaded.
 func podmanEngine(b *testing.B) *testEngine {
 	u := benchtest.PodmanURL(b)
-	te := &testEngine{t: b, url: "http://" + strings.TrimPrefix(u, "tcp://") + "/v4.3.1/libpod", client: &http.Client{Timeout: 2 * time.Minute}}
-	te.loadBusybox()
-	b.Cleanup(func() { enginetest.RemoveAll(te.do) })
+	te := &testEngine{Engine: enginetest.Attach(b, strings.TrimPrefix(u, "tcp://"))}
+	te.Client.Timeout = 2 * time.Minute
+	te.Load(busyboxImage())
+	b.Cleanup(func() { enginetest.RemoveAll(te.Do) })
 	return te
 }
 
 // benchEngine is a Berth engine whose pool holds a whole /16 of a random
 // 10.x block (the test default holds 16 networks).
 func benchEngine(b *testing.B) *testEngine {
-	nets := enginetest.UniqueNetworks(b)
-	var x [1]byte
-	rand.Read(x[:])
-	nets.SubnetPool = []string{fmt.Sprintf("10.%d.0.0/16", 50+int(x[0])%40)}
-	dir := b.TempDir()
-	te := &testEngine{t: b, nets: nets, client: &http.Client{Timeout: 2 * time.Minute}, dir: dir}
-	addr, stop := enginetest.ServeConfig(b, engine.Config{
-		Root: filepath.Join(dir, "root"), RunRoot: filepath.Join(dir, "run"), Runtime: "runc", Network: nets,
-	})
-	te.addr, te.url = addr, "http://"+addr+"/v4.3.1/libpod"
-	b.Cleanup(func() {
-		enginetest.RemoveAll(te.do)
-		te.removeNetworks()
-		stop()
-		enginetest.UnmountUnder(dir, 2)
-	})
-	te.loadBusybox()
+	o := networkOptions()
+	o.Network = func(n *engine.NetworkConfig) {
+		var x [1]byte
+		rand.Read(x[:])
+		n.SubnetPool = []string{fmt.Sprintf("10.%d.0.0/16", 50+int(x[0])%40)}
+	}
+	te := &testEngine{Engine: enginetest.Start(b, o)}
+	te.Client.Timeout = 2 * time.Minute
 	return te
 }
 
@@ -76,16 +67,16 @@ func benchSpec(cmd ...string) map[string]any {
 // runCycle creates, starts, waits for and removes one `true` container.
 func runCycle(te *testEngine) time.Duration {
 	start := time.Now()
-	id := te.create(benchSpec("true"))
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	id := te.Create(benchSpec("true"))
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	var code int
-	jsonOf(te.t, te.must(http.StatusOK, "POST", "/containers/"+id+"/wait", nil), &code)
+	jsonOf(te.T, te.Must(http.StatusOK, "POST", "/containers/"+id+"/wait", nil), &code)
 	if code != 0 {
-		te.t.Fatalf("true exited %d", code)
+		te.T.Fatalf("true exited %d", code)
 	}
-	status, body := te.do("DELETE", "/containers/"+id, nil)
+	status, body := te.Do("DELETE", "/containers/"+id, nil)
 	if status != http.StatusOK && status != http.StatusNoContent {
-		te.t.Fatalf("remove: %d %s", status, body)
+		te.T.Fatalf("remove: %d %s", status, body)
 	}
 	return time.Since(start)
 }
@@ -95,7 +86,6 @@ func runCycle(te *testEngine) time.Duration {
 // at most 0.3x Podman's.
 func BenchmarkRunTrueBridge(b *testing.B) {
 	benchtest.Require(b)
-	requireNetworking(b)
 	berth := benchEngine(b)
 	podman := podmanEngine(b)
 	const rounds = 10
@@ -143,7 +133,7 @@ func listThroughput(te *testEngine, d time.Duration, want int) float64 {
 			var body bytes.Buffer
 			whole := -1
 			for time.Now().Before(deadline) {
-				resp, err := client.Get(te.url + "/networks/json")
+				resp, err := client.Get(te.URL + "/networks/json")
 				if err != nil {
 					return
 				}
@@ -173,7 +163,6 @@ func listThroughput(te *testEngine, d time.Duration, want int) float64 {
 // Goal: Berth's throughput at least 10x Podman's.
 func BenchmarkListNetworks100(b *testing.B) {
 	benchtest.Require(b)
-	requireNetworking(b)
 	berth := benchEngine(b)
 	podman := podmanEngine(b)
 	var x [2]byte
@@ -181,12 +170,12 @@ func BenchmarkListNetworks100(b *testing.B) {
 	prefix := fmt.Sprintf("bnl%02x%02x", x[0], x[1])
 	for i := 0; i < 100; i++ {
 		for _, te := range []*testEngine{berth, podman} {
-			te.must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": fmt.Sprintf("%s-%d", prefix, i), "labels": map[string]string{"bench": "1"}})
+			te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": fmt.Sprintf("%s-%d", prefix, i), "labels": map[string]string{"bench": "1"}})
 		}
 	}
 	b.Cleanup(func() {
 		for i := 0; i < 100; i++ {
-			podman.do("DELETE", fmt.Sprintf("/networks/%s-%d", prefix, i), nil)
+			podman.Do("DELETE", fmt.Sprintf("/networks/%s-%d", prefix, i), nil)
 		}
 	})
 	b.ResetTimer()

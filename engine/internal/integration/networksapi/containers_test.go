@@ -48,11 +48,11 @@ func TestContainersTalk(t *testing.T) {
 	// The default network, without any network in the request.
 	plain := te.run(map[string]any{"name": "plain", "command": []string{"sleep", "300"}})
 	ns := te.networkSettings(plain)
-	if ns.IPAddress == "" || ns.Gateway == "" || ns.MacAddress == "" || ns.Networks[te.nets.DefaultNetwork].IPAddress != ns.IPAddress {
+	if ns.IPAddress == "" || ns.Gateway == "" || ns.MacAddress == "" || ns.Networks[te.Nets.DefaultNetwork].IPAddress != ns.IPAddress {
 		t.Fatalf("default network settings: %+v", ns)
 	}
-	if _, subnet, _ := net.ParseCIDR(te.nets.DefaultSubnet); !subnet.Contains(net.ParseIP(ns.IPAddress)) {
-		t.Fatalf("address %s outside the default subnet %s", ns.IPAddress, te.nets.DefaultSubnet)
+	if _, subnet, _ := net.ParseCIDR(te.Nets.DefaultSubnet); !subnet.Contains(net.ParseIP(ns.IPAddress)) {
+		t.Fatalf("address %s outside the default subnet %s", ns.IPAddress, te.Nets.DefaultSubnet)
 	}
 	if _, err := os.Stat(ns.SandboxKey); err != nil {
 		t.Fatalf("namespace file: %v", err)
@@ -65,10 +65,10 @@ func TestContainersTalk(t *testing.T) {
 			t.Fatalf("ping %s from another container on the default network: %d %s", addr, code, out)
 		}
 	}
-	te.must(http.StatusOK, "DELETE", "/containers/peer?force=true&timeout=0", nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/peer?force=true&timeout=0", nil)
 
-	te.must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "dnsa", "dns_enabled": true})
-	te.must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "dnsb", "dns_enabled": true})
+	te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "dnsa", "dns_enabled": true})
+	te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "dnsb", "dns_enabled": true})
 
 	port := freePort(t)
 	srv := te.run(map[string]any{
@@ -105,7 +105,7 @@ func TestContainersTalk(t *testing.T) {
 	var stats struct {
 		Stats []struct{ NetInput, NetOutput uint64 }
 	}
-	jsonOf(t, te.must(http.StatusOK, "GET", "/containers/stats?stream=false&containers=cli", nil), &stats)
+	jsonOf(t, te.Must(http.StatusOK, "GET", "/containers/stats?stream=false&containers=cli", nil), &stats)
 	if len(stats.Stats) != 1 || stats.Stats[0].NetInput == 0 || stats.Stats[0].NetOutput == 0 {
 		t.Fatalf("network stats of cli: %+v", stats)
 	}
@@ -117,7 +117,7 @@ func TestContainersTalk(t *testing.T) {
 	}
 
 	// Live connect: the interface appears, names resolve; disconnect removes it.
-	te.must(http.StatusOK, "POST", "/networks/dnsa/connect", map[string]any{"container": "other", "aliases": []string{"oth"}})
+	te.Must(http.StatusOK, "POST", "/networks/dnsa/connect", map[string]any{"container": "other", "aliases": []string{"oth"}})
 	if code, out := te.exec(other, "ip", "link", "show", "eth1"); code != 0 {
 		t.Fatalf("eth1 after connect: %d %s", code, out)
 	}
@@ -133,16 +133,16 @@ func TestContainersTalk(t *testing.T) {
 	} {
 		eventually(t, 10*time.Second, check.what, func() bool { code, _ := te.exec(check.in, "nslookup", check.ask); return code == 0 })
 	}
-	te.must(http.StatusConflict, "POST", "/networks/dnsa/connect", map[string]any{"container": "other"})
-	te.must(http.StatusOK, "POST", "/networks/dnsa/disconnect", map[string]any{"Container": "other"})
+	te.Must(http.StatusConflict, "POST", "/networks/dnsa/connect", map[string]any{"container": "other"})
+	te.Must(http.StatusOK, "POST", "/networks/dnsa/disconnect", map[string]any{"Container": "other"})
 	if code, _ := te.exec(other, "ip", "link", "show", "eth1"); code == 0 {
 		t.Fatal("eth1 still there after disconnect")
 	}
-	te.must(http.StatusNotFound, "POST", "/networks/dnsa/disconnect", map[string]any{"Container": "other"})
+	te.Must(http.StatusNotFound, "POST", "/networks/dnsa/disconnect", map[string]any{"Container": "other"})
 
 	// Inspect of the network lists its containers.
 	var dnsa network
-	jsonOf(t, te.must(http.StatusOK, "GET", "/networks/dnsa/json", nil), &dnsa)
+	jsonOf(t, te.Must(http.StatusOK, "GET", "/networks/dnsa/json", nil), &dnsa)
 	if len(dnsa.Containers) != 2 || dnsa.Containers[srv].Name != "srv" {
 		t.Fatalf("containers of dnsa: %+v", dnsa.Containers)
 	}
@@ -169,23 +169,23 @@ func TestContainersTalk(t *testing.T) {
 	}
 
 	// Stop tears the namespace down; start sets it up again.
-	te.must(http.StatusNoContent, "POST", "/containers/plain/stop?timeout=0", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/plain/stop?timeout=0", nil)
 	if _, err := os.Stat(ns.SandboxKey); !os.IsNotExist(err) {
 		t.Fatalf("namespace file after stop: %v", err)
 	}
 	if after := te.networkSettings(plain); after.IPAddress != "" {
 		t.Fatalf("stopped container still reports %s", after.IPAddress)
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/plain/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/plain/start", nil)
 	if again := te.networkSettings(plain); again.IPAddress == "" {
 		t.Fatal("restarted container has no address")
 	}
 
 	// A network in use goes only with force, which removes its containers.
-	te.must(http.StatusConflict, "DELETE", "/networks/dnsa", nil)
-	te.must(http.StatusOK, "DELETE", "/networks/dnsa?force=true&timeout=0", nil)
+	te.Must(http.StatusConflict, "DELETE", "/networks/dnsa", nil)
+	te.Must(http.StatusOK, "DELETE", "/networks/dnsa?force=true&timeout=0", nil)
 	for _, name := range []string{"srv", "cli"} {
-		te.must(http.StatusNotFound, "GET", "/containers/"+name+"/json", nil)
+		te.Must(http.StatusNotFound, "GET", "/containers/"+name+"/json", nil)
 	}
 	if httpGet(fmt.Sprintf("http://127.0.0.1:%d/hostname", port)) != "" {
 		t.Fatal("the published port still answers after its container went")
@@ -196,7 +196,7 @@ func TestContainersTalk(t *testing.T) {
 // members are refused, not dropped, when they cannot take effect.
 func TestBadContainerNetworkRequests(t *testing.T) {
 	te := startEngine(t)
-	te.must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "plainnet"})
+	te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "plainnet"})
 	for _, tc := range []struct {
 		name   string
 		spec   map[string]any
@@ -221,7 +221,7 @@ func TestBadContainerNetworkRequests(t *testing.T) {
 		{"bad expose", map[string]any{"expose": map[string]string{"80": "icmp"}}, 400, "expose"},
 	} {
 		tc.spec["image"] = "localhost/busybox:latest"
-		status, body := te.do("POST", "/containers/create", tc.spec)
+		status, body := te.Do("POST", "/containers/create", tc.spec)
 		if status != tc.status || (tc.field != "" && !strings.Contains(string(body), tc.field)) {
 			t.Errorf("%s: %d %s, want %d naming %q", tc.name, status, body, tc.status, tc.field)
 		}
@@ -229,7 +229,7 @@ func TestBadContainerNetworkRequests(t *testing.T) {
 
 	// A static address taken by a running container is refused at start.
 	var n network
-	jsonOf(t, te.must(http.StatusOK, "GET", "/networks/plainnet", nil), &n)
+	jsonOf(t, te.Must(http.StatusOK, "GET", "/networks/plainnet", nil), &n)
 	_, subnet, _ := net.ParseCIDR(n.Subnets[0].Subnet)
 	ip := subnet.IP.To4()
 	static := fmt.Sprintf("%d.%d.%d.%d", ip[0], ip[1], ip[2], 9)
@@ -242,6 +242,6 @@ func TestBadContainerNetworkRequests(t *testing.T) {
 	if ns.IPAddress != static || ns.MacAddress != "02:42:ac:11:00:09" {
 		t.Fatalf("static address and MAC: %+v", ns)
 	}
-	second := te.create(spec("second"))
-	te.must(http.StatusConflict, "POST", "/containers/"+second+"/start", nil)
+	second := te.Create(spec("second"))
+	te.Must(http.StatusConflict, "POST", "/containers/"+second+"/start", nil)
 }

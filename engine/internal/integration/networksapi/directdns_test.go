@@ -17,7 +17,7 @@ import (
 // network's ID (what netavark knows the network by), looked up the first
 // time, so the file can still be checked once the network is gone.
 func (te *testEngine) dnsEntryIDs(network string) map[string]bool {
-	te.t.Helper()
+	te.T.Helper()
 	if te.netIDs == nil {
 		te.netIDs = map[string]string{}
 	}
@@ -26,16 +26,16 @@ func (te *testEngine) dnsEntryIDs(network string) map[string]bool {
 		var n struct {
 			ID string `json:"id"`
 		}
-		jsonOf(te.t, te.must(http.StatusOK, "GET", "/networks/"+network+"/json", nil), &n)
+		jsonOf(te.T, te.Must(http.StatusOK, "GET", "/networks/"+network+"/json", nil), &n)
 		id = n.ID
 		te.netIDs[network] = id
 	}
-	data, err := os.ReadFile(filepath.Join(te.dir, "run", "networks", "aardvark-dns", id))
+	data, err := os.ReadFile(filepath.Join(te.Dir, "run", "networks", "aardvark-dns", id))
 	if os.IsNotExist(err) {
 		return nil
 	}
 	if err != nil {
-		te.t.Fatal(err)
+		te.T.Fatal(err)
 	}
 	out := map[string]bool{}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
@@ -60,7 +60,7 @@ func hasLink(name string) bool {
 // the direct path without leaving its entry.
 func TestDirectPathDNS(t *testing.T) {
 	te := startEngine(t)
-	te.must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "ddns", "dns_enabled": true})
+	te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "ddns", "dns_enabled": true})
 	a := te.run(map[string]any{"name": "alpha", "command": []string{"sleep", "300"},
 		"Networks": map[string]any{"ddns": map[string]any{"aliases": []string{"first"}}}})
 	b := te.run(map[string]any{"name": "beta", "command": []string{"sleep", "300"},
@@ -83,7 +83,7 @@ func TestDirectPathDNS(t *testing.T) {
 		t.Fatalf("resolv.conf of beta (gateway %s): %d %s", gateway, code, out)
 	}
 
-	te.must(http.StatusOK, "DELETE", "/containers/alpha?force=true&timeout=0", nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/alpha?force=true&timeout=0", nil)
 	if ids := te.dnsEntryIDs("ddns"); ids[a] {
 		t.Fatalf("alpha's entry outlived it: %v", ids)
 	}
@@ -94,7 +94,7 @@ func TestDirectPathDNS(t *testing.T) {
 
 	// aardvark-dns killed: the next setup goes through netavark, which
 	// starts it again with every entry.
-	pidFile := filepath.Join(te.dir, "run", "networks", "aardvark-dns", "aardvark.pid")
+	pidFile := filepath.Join(te.Dir, "run", "networks", "aardvark-dns", "aardvark.pid")
 	data, err := os.ReadFile(pidFile)
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestDirectPathDNS(t *testing.T) {
 	for _, q := range []struct{ in, name string }{{c, "beta"}, {b, "gamma"}} {
 		eventually(t, 10*time.Second, "resolving "+q.name, func() bool { code, _ := te.exec(q.in, "nslookup", q.name); return code == 0 })
 	}
-	te.must(http.StatusOK, "DELETE", "/containers/gamma?force=true&timeout=0", nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/gamma?force=true&timeout=0", nil)
 	if ids := te.dnsEntryIDs("ddns"); ids[c] || !ids[b] {
 		t.Fatalf("entries after gamma's removal: %v", ids)
 	}
@@ -121,8 +121,8 @@ func TestDirectPathDNS(t *testing.T) {
 		return code != 0
 	})
 
-	te.must(http.StatusOK, "DELETE", "/containers/beta?force=true&timeout=0", nil)
-	te.must(http.StatusOK, "DELETE", "/networks/ddns", nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/beta?force=true&timeout=0", nil)
+	te.Must(http.StatusOK, "DELETE", "/networks/ddns", nil)
 	if ids := te.dnsEntryIDs("ddns"); ids != nil {
 		t.Fatalf("the aardvark-dns file outlived the network: %v", ids)
 	}

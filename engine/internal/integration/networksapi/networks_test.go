@@ -75,7 +75,7 @@ func names(nets []network) []string {
 // paths, exists, update, remove, prune, and the bad-input statuses.
 func TestNetworkRoutes(t *testing.T) {
 	te := startEngine(t)
-	block := strings.TrimSuffix(te.nets.SubnetPool[0], ".0/20")
+	block := strings.TrimSuffix(te.Nets.SubnetPool[0], ".0/20")
 	prefix := strings.Join(strings.Split(block, ".")[:2], ".")
 	third := strings.Split(block, ".")[2]
 	var thirdN int
@@ -83,23 +83,23 @@ func TestNetworkRoutes(t *testing.T) {
 	sub := func(i int) string { return fmt.Sprintf("%s.%d.0/24", prefix, thirdN+i) }
 
 	var def network
-	jsonOf(t, te.must(http.StatusOK, "GET", "/networks/"+te.nets.DefaultNetwork+"/json", nil), &def)
-	if def.NetworkInterface != te.nets.DefaultBridge || def.Subnets[0].Subnet != te.nets.DefaultSubnet || def.DNSEnabled {
+	jsonOf(t, te.Must(http.StatusOK, "GET", "/networks/"+te.Nets.DefaultNetwork+"/json", nil), &def)
+	if def.NetworkInterface != te.Nets.DefaultBridge || def.Subnets[0].Subnet != te.Nets.DefaultSubnet || def.DNSEnabled {
 		t.Fatalf("default network: %+v", def)
 	}
 
 	var a network
-	jsonOf(t, te.must(http.StatusOK, "POST", "/networks/create", map[string]any{
+	jsonOf(t, te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{
 		"name": "neta", "dns_enabled": true, "labels": map[string]string{"team": "x"},
 		"options": map[string]string{"mtu": "1400", "isolate": "true"},
 		"subnets": []map[string]any{{"subnet": sub(5), "gateway": fmt.Sprintf("%s.%d.254", prefix, thirdN+5),
 			"lease_range": map[string]string{"start_ip": fmt.Sprintf("%s.%d.100", prefix, thirdN+5), "end_ip": fmt.Sprintf("%s.%d.110", prefix, thirdN+5)}}},
 	}), &a)
-	if a.ID == "" || !strings.HasPrefix(a.NetworkInterface, te.nets.BridgePrefix) || a.Options["mtu"] != "1400" || a.Subnets[0].LeaseRange == nil {
+	if a.ID == "" || !strings.HasPrefix(a.NetworkInterface, te.Nets.BridgePrefix) || a.Options["mtu"] != "1400" || a.Subnets[0].LeaseRange == nil {
 		t.Fatalf("created network: %+v", a)
 	}
 	var b network
-	jsonOf(t, te.must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "netb", "internal": true, "ipv6_enabled": true}), &b)
+	jsonOf(t, te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "netb", "internal": true, "ipv6_enabled": true}), &b)
 	if !b.Internal || !b.IPv6Enabled || len(b.Subnets) != 2 {
 		t.Fatalf("dual stack network from the pool: %+v", b)
 	}
@@ -108,27 +108,27 @@ func TestNetworkRoutes(t *testing.T) {
 	}
 	// ignoreIfExists answers the existing network.
 	var again network
-	jsonOf(t, te.must(http.StatusOK, "POST", "/networks/create?ignoreIfExists=true", map[string]any{"name": "neta"}), &again)
+	jsonOf(t, te.Must(http.StatusOK, "POST", "/networks/create?ignoreIfExists=true", map[string]any{"name": "neta"}), &again)
 	if again.ID != a.ID {
 		t.Fatalf("ignoreIfExists answered %s, want %s", again.ID, a.ID)
 	}
 
 	for _, path := range []string{"/networks/neta/json", "/networks/neta", "/networks/" + a.ID[:12] + "/json"} {
 		var got network
-		jsonOf(t, te.must(http.StatusOK, "GET", path, nil), &got)
+		jsonOf(t, te.Must(http.StatusOK, "GET", path, nil), &got)
 		if got.ID != a.ID || got.Labels["team"] != "x" {
 			t.Fatalf("GET %s: %+v", path, got)
 		}
 	}
-	te.must(http.StatusNoContent, "GET", "/networks/neta/exists", nil)
-	body := te.must(http.StatusNotFound, "GET", "/networks/nosuch/exists", nil)
+	te.Must(http.StatusNoContent, "GET", "/networks/neta/exists", nil)
+	body := te.Must(http.StatusNotFound, "GET", "/networks/nosuch/exists", nil)
 	if !strings.Contains(string(body), `"response":404`) {
 		t.Fatalf("exists 404 without the error body: %s", body)
 	}
 
 	list := func(filters string) []string {
 		var nets []network
-		jsonOf(t, te.must(http.StatusOK, "GET", "/networks/json?filters="+filters, nil), &nets)
+		jsonOf(t, te.Must(http.StatusOK, "GET", "/networks/json?filters="+filters, nil), &nets)
 		return names(nets)
 	}
 	for _, tc := range []struct {
@@ -153,10 +153,10 @@ func TestNetworkRoutes(t *testing.T) {
 	}
 
 	// Update: DNS servers added and removed.
-	te.must(http.StatusNoContent, "POST", "/networks/neta/update", map[string]any{"adddnsservers": []string{"192.0.2.53", "192.0.2.54"}})
-	te.must(http.StatusNoContent, "POST", "/networks/neta/update", map[string]any{"removednsservers": []string{"192.0.2.53"}})
+	te.Must(http.StatusNoContent, "POST", "/networks/neta/update", map[string]any{"adddnsservers": []string{"192.0.2.53", "192.0.2.54"}})
+	te.Must(http.StatusNoContent, "POST", "/networks/neta/update", map[string]any{"removednsservers": []string{"192.0.2.53"}})
 	var upd network
-	jsonOf(t, te.must(http.StatusOK, "GET", "/networks/neta", nil), &upd)
+	jsonOf(t, te.Must(http.StatusOK, "GET", "/networks/neta", nil), &upd)
 	if strings.Join(upd.DNSServers, ",") != "192.0.2.54" {
 		t.Fatalf("DNS servers after update: %v", upd.DNSServers)
 	}
@@ -190,7 +190,7 @@ func TestNetworkRoutes(t *testing.T) {
 		{"not JSON", "POST", "/networks/create", `{`, 400, "body"},
 		{"inspect unknown", "GET", "/networks/nosuch/json", nil, 404, ""},
 		{"remove unknown", "DELETE", "/networks/nosuch", nil, 404, ""},
-		{"remove default", "DELETE", "/networks/" + te.nets.DefaultNetwork, nil, 409, ""},
+		{"remove default", "DELETE", "/networks/" + te.Nets.DefaultNetwork, nil, 409, ""},
 		{"bad timeout", "DELETE", "/networks/neta?timeout=soon", nil, 400, "timeout"},
 		{"update unknown", "POST", "/networks/nosuch/update", map[string]any{"adddnsservers": []string{"192.0.2.1"}}, 404, ""},
 		{"update bad server", "POST", "/networks/neta/update", map[string]any{"adddnsservers": []string{"nope"}}, 400, "adddnsservers"},
@@ -204,7 +204,7 @@ func TestNetworkRoutes(t *testing.T) {
 		{"bad prune filter", "POST", `/networks/prune?filters={"name":["x"]}`, nil, 400, "filters"},
 	}
 	for _, tc := range bad {
-		status, body := te.do(tc.method, tc.path, tc.body)
+		status, body := te.Do(tc.method, tc.path, tc.body)
 		if status != tc.status {
 			t.Errorf("%s: %d, want %d: %s", tc.name, status, tc.status, body)
 			continue
@@ -226,7 +226,7 @@ func TestNetworkRoutes(t *testing.T) {
 		Name  string
 		Error *string
 	}
-	jsonOf(t, te.must(http.StatusOK, "POST", `/networks/prune?filters={"label":["team=x"]}`, nil), &pruned)
+	jsonOf(t, te.Must(http.StatusOK, "POST", `/networks/prune?filters={"label":["team=x"]}`, nil), &pruned)
 	if len(pruned) != 1 || pruned[0].Name != "neta" {
 		t.Fatalf("prune with label: %+v", pruned)
 	}
@@ -234,15 +234,15 @@ func TestNetworkRoutes(t *testing.T) {
 		Name string
 		Err  *string
 	}
-	jsonOf(t, te.must(http.StatusOK, "DELETE", "/networks/netb", nil), &removed)
+	jsonOf(t, te.Must(http.StatusOK, "DELETE", "/networks/netb", nil), &removed)
 	if len(removed) != 1 || removed[0].Name != "netb" || removed[0].Err != nil {
 		t.Fatalf("remove report: %+v", removed)
 	}
-	if got := strings.Join(list(`{}`), " "); got != te.nets.DefaultNetwork {
+	if got := strings.Join(list(`{}`), " "); got != te.Nets.DefaultNetwork {
 		t.Fatalf("networks left: %q", got)
 	}
 	// Events: create and remove were recorded.
-	resp, err := te.client.Get(te.url + `/events?stream=false&filters={"type":["network"]}`)
+	resp, err := te.Client.Get(te.URL + `/events?stream=false&filters={"type":["network"]}`)
 	if err != nil {
 		t.Fatal(err)
 	}

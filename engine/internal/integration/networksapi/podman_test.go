@@ -15,7 +15,7 @@ import (
 func TestPodmanRemoteNetworks(t *testing.T) {
 	requirePodman(t)
 	te := startEngine(t)
-	block := strings.TrimSuffix(te.nets.SubnetPool[0], ".0/20")
+	block := strings.TrimSuffix(te.Nets.SubnetPool[0], ".0/20")
 	parts := strings.Split(block, ".")
 	var third int
 	fmt.Sscan(parts[2], &third)
@@ -24,70 +24,70 @@ func TestPodmanRemoteNetworks(t *testing.T) {
 	ipRange := fmt.Sprintf("%s.%s.%d.128/25", parts[0], parts[1], third+3)
 	static := fmt.Sprintf("%s.%s.%d.200", parts[0], parts[1], third+3)
 
-	te.mustPodman("network", "create", "--subnet", subnet, "--gateway", gw, "--ip-range", ipRange,
+	te.MustPodman("network", "create", "--subnet", subnet, "--gateway", gw, "--ip-range", ipRange,
 		"--label", "tier=web", "--opt", "mtu=1400", "pnet")
-	te.mustPodman("network", "create", "--internal", "--ipv6", "pint")
-	if out := te.mustPodman("network", "ls", "--filter", "label=tier=web", "--format", "{{.Name}}"); strings.TrimSpace(out) != "pnet" {
+	te.MustPodman("network", "create", "--internal", "--ipv6", "pint")
+	if out := te.MustPodman("network", "ls", "--filter", "label=tier=web", "--format", "{{.Name}}"); strings.TrimSpace(out) != "pnet" {
 		t.Fatalf("ls --filter label: %q", out)
 	}
-	if out := te.mustPodman("network", "ls", "--format", "{{.Name}} {{.Driver}}"); !strings.Contains(out, "pint bridge") || !strings.Contains(out, te.nets.DefaultNetwork+" bridge") {
+	if out := te.MustPodman("network", "ls", "--format", "{{.Name}} {{.Driver}}"); !strings.Contains(out, "pint bridge") || !strings.Contains(out, te.Nets.DefaultNetwork+" bridge") {
 		t.Fatalf("ls: %q", out)
 	}
-	if out := te.mustPodman("network", "inspect", "pnet", "--format", "{{range .Subnets}}{{.Subnet}} {{.Gateway}}{{end}} {{.Options}}"); !strings.Contains(out, subnet+" "+gw) || !strings.Contains(out, "mtu:1400") {
+	if out := te.MustPodman("network", "inspect", "pnet", "--format", "{{range .Subnets}}{{.Subnet}} {{.Gateway}}{{end}} {{.Options}}"); !strings.Contains(out, subnet+" "+gw) || !strings.Contains(out, "mtu:1400") {
 		t.Fatalf("inspect: %q", out)
 	}
-	te.mustPodman("network", "exists", "pnet")
-	if _, err := te.podman("network", "exists", "nosuch"); err == nil {
+	te.MustPodman("network", "exists", "pnet")
+	if _, err := te.Podman("network", "exists", "nosuch"); err == nil {
 		t.Fatal("network exists nosuch succeeded")
 	}
-	if out, err := te.podman("network", "create", "pnet"); err == nil || !strings.Contains(out, "in use") {
+	if out, err := te.Podman("network", "create", "pnet"); err == nil || !strings.Contains(out, "in use") {
 		t.Fatalf("create of a taken name: %v %s", err, out)
 	}
 
 	// run --network, -p, port; a static address from connect --ip.
-	te.mustPodman("run", "-d", "--name", "web", "--network", "pnet", "--network-alias", "www",
+	te.MustPodman("run", "-d", "--name", "web", "--network", "pnet", "--network-alias", "www",
 		"-p", "127.0.0.1::80", "localhost/busybox", "httpd", "-f", "-p", "80", "-h", "/etc")
-	port := strings.TrimSpace(te.mustPodman("port", "web", "80"))
+	port := strings.TrimSpace(te.MustPodman("port", "web", "80"))
 	if !strings.HasPrefix(port, "127.0.0.1:") {
 		t.Fatalf("port web 80: %q", port)
 	}
 	eventually(t, 20*time.Second, "web answering on "+port, func() bool { return httpGet("http://"+port+"/hostname") != "" })
-	if out := te.mustPodman("ps", "--format", "{{.Names}} {{.Networks}} {{.Ports}}"); !strings.Contains(out, "web pnet "+port+"->80/tcp") {
+	if out := te.MustPodman("ps", "--format", "{{.Names}} {{.Networks}} {{.Ports}}"); !strings.Contains(out, "web pnet "+port+"->80/tcp") {
 		t.Fatalf("ps: %q", out)
 	}
-	if out := te.mustPodman("run", "--rm", "--network", "pnet", "localhost/busybox", "wget", "-q", "-O", "-", "http://www/hostname"); strings.TrimSpace(out) == "" {
+	if out := te.MustPodman("run", "--rm", "--network", "pnet", "localhost/busybox", "wget", "-q", "-O", "-", "http://www/hostname"); strings.TrimSpace(out) == "" {
 		t.Fatal("wget by alias answered nothing")
 	}
-	te.mustPodman("run", "-d", "--name", "side", "localhost/busybox", "sleep", "300")
-	te.mustPodman("network", "connect", "--alias", "sidekick", "--ip", static, "pnet", "side")
-	if out := te.mustPodman("inspect", "side", "--format", "{{(index .NetworkSettings.Networks \"pnet\").IPAddress}}"); strings.TrimSpace(out) != static {
+	te.MustPodman("run", "-d", "--name", "side", "localhost/busybox", "sleep", "300")
+	te.MustPodman("network", "connect", "--alias", "sidekick", "--ip", static, "pnet", "side")
+	if out := te.MustPodman("inspect", "side", "--format", "{{(index .NetworkSettings.Networks \"pnet\").IPAddress}}"); strings.TrimSpace(out) != static {
 		t.Fatalf("connect --ip: %q", out)
 	}
-	if out := te.mustPodman("exec", "web", "nslookup", "sidekick"); !strings.Contains(out, static) {
+	if out := te.MustPodman("exec", "web", "nslookup", "sidekick"); !strings.Contains(out, static) {
 		t.Fatalf("nslookup sidekick: %q", out)
 	}
-	te.mustPodman("network", "disconnect", "pnet", "side")
-	if out := te.mustPodman("inspect", "side", "--format", "{{len .NetworkSettings.Networks}}"); strings.TrimSpace(out) != "1" {
+	te.MustPodman("network", "disconnect", "pnet", "side")
+	if out := te.MustPodman("inspect", "side", "--format", "{{len .NetworkSettings.Networks}}"); strings.TrimSpace(out) != "1" {
 		t.Fatalf("networks after disconnect: %q", out)
 	}
 
 	// -P from the image's EXPOSE.
-	te.mustPodman("run", "-d", "--name", "pub", "-P", "localhost/busybox", "httpd", "-f", "-p", "80", "-h", "/etc")
-	if out := te.mustPodman("port", "pub"); !strings.Contains(out, "80/tcp -> 0.0.0.0:") {
+	te.MustPodman("run", "-d", "--name", "pub", "-P", "localhost/busybox", "httpd", "-f", "-p", "80", "-h", "/etc")
+	if out := te.MustPodman("port", "pub"); !strings.Contains(out, "80/tcp -> 0.0.0.0:") {
 		t.Fatalf("port pub: %q", out)
 	}
 
-	if out, err := te.podman("network", "rm", "pnet"); err == nil {
+	if out, err := te.Podman("network", "rm", "pnet"); err == nil {
 		t.Fatalf("rm of a network in use succeeded: %s", out)
 	}
-	te.mustPodman("network", "rm", "-f", "pnet")
-	if _, err := te.podman("container", "exists", "web"); err == nil {
+	te.MustPodman("network", "rm", "-f", "pnet")
+	if _, err := te.Podman("container", "exists", "web"); err == nil {
 		t.Fatal("rm -f left the network's container")
 	}
-	if out := te.mustPodman("network", "prune", "-f"); !strings.Contains(out, "pint") {
+	if out := te.MustPodman("network", "prune", "-f"); !strings.Contains(out, "pint") {
 		t.Fatalf("prune: %q", out)
 	}
-	if out := te.mustPodman("network", "ls", "-q"); strings.Fields(out)[0] == "" || len(strings.Fields(out)) != 1 {
+	if out := te.MustPodman("network", "ls", "-q"); strings.Fields(out)[0] == "" || len(strings.Fields(out)) != 1 {
 		t.Fatalf("networks after prune: %q", out)
 	}
 }

@@ -56,10 +56,10 @@ func ownRules(t testing.TB, block string) map[string]bool {
 func TestTwoEnginesOneHost(t *testing.T) {
 	a := startEngine(t)
 	b := startEngine(t)
-	if a.nets.DefaultNetwork != b.nets.DefaultNetwork {
-		t.Fatalf("the engines' default networks are %q and %q; the test needs one name", a.nets.DefaultNetwork, b.nets.DefaultNetwork)
+	if a.Nets.DefaultNetwork != b.Nets.DefaultNetwork {
+		t.Fatalf("the engines' default networks are %q and %q; the test needs one name", a.Nets.DefaultNetwork, b.Nets.DefaultNetwork)
 	}
-	blockA := strings.TrimSuffix(a.nets.SubnetPool[0], ".0/20")
+	blockA := strings.TrimSuffix(a.Nets.SubnetPool[0], ".0/20")
 
 	portA := freePort(t)
 	srv := a.run(map[string]any{"name": "srv", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"},
@@ -78,7 +78,7 @@ func TestTwoEnginesOneHost(t *testing.T) {
 		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": portB, "container_port": 80, "protocol": "tcp"}}})
 	urlB := fmt.Sprintf("http://127.0.0.1:%d/hostname", portB)
 	eventually(t, 20*time.Second, "engine B's published port answering", func() bool { return httpGet(urlB) != "" })
-	b.must(http.StatusOK, "DELETE", "/containers/other?force=true&timeout=0", nil)
+	b.Must(http.StatusOK, "DELETE", "/containers/other?force=true&timeout=0", nil)
 	if httpGet(urlB) != "" {
 		t.Fatal("engine B's port still answers after its container's removal")
 	}

@@ -44,6 +44,9 @@ type Options struct {
 	Bridged bool
 	// Image is loaded at start; nil loads BusyboxImage.
 	Image *testimage.Image
+	// Network, if set, adjusts the engine's network configuration (unique
+	// to the test) before it starts.
+	Network func(*engine.NetworkConfig)
 	// Args are more flags for an engine StartProcess runs.
 	Args []string
 	// BeforeStop runs at cleanup once every pod, container, secret and
@@ -127,6 +130,9 @@ func prepare(t testing.TB, o Options) *Engine {
 	e := &Engine{T: t, Dir: dir, Root: filepath.Join(dir, "root"), RunRoot: filepath.Join(dir, "run"), Nets: UniqueNetworks(t), Client: &http.Client{}}
 	if !o.Bridged {
 		e.Nets.DefaultMode = "private"
+	}
+	if o.Network != nil {
+		o.Network(&e.Nets)
 	}
 	return e
 }
