@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -153,9 +154,11 @@ func TestContainersTalk(t *testing.T) {
 	if len(bindings) != 1 || bindings[0].HostPort == "" || bindings[0].HostPort == "0" {
 		t.Fatalf("-P bindings: %+v", bindings)
 	}
-	eventually(t, 20*time.Second, "the -P port answering", func() bool {
-		return httpGet("http://127.0.0.1:"+bindings[0].HostPort+"/hostname") != ""
-	})
+	if !within(20*time.Second, func() bool { return httpGet("http://127.0.0.1:"+bindings[0].HostPort+"/hostname") != "" }) {
+		code, out := te.exec(all, "wget", "-q", "-O", "-", "http://127.0.0.1/hostname")
+		nat, _ := exec.Command("iptables", "-t", "nat", "-S").CombinedOutput()
+		t.Fatalf("the -P port %s did not answer within 20s; from inside the container: %d %q; nat table:\n%s", bindings[0].HostPort, code, out, nat)
+	}
 
 	// container:ID shares srv's namespace; none has loopback only.
 	joiner := te.run(map[string]any{"name": "joiner", "command": []string{"sleep", "300"}, "netns": map[string]string{"nsmode": "container", "value": "srv"}})
