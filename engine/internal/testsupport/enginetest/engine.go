@@ -62,13 +62,8 @@ const (
 	AardvarkDNS = "/usr/lib/podman/aardvark-dns"
 )
 
-// BusyboxImage is localhost/busybox:latest running sh, without a stop
-// signal of its own.
-func BusyboxImage() testimage.Image {
-	img := testimage.Busybox("localhost/busybox:latest", "sh")
-	img.Config.StopSignal = ""
-	return img
-}
+// BusyboxImage is localhost/busybox:latest running sh.
+func BusyboxImage() testimage.Image { return testimage.Busybox("localhost/busybox:latest", "sh") }
 
 // Require skips t (fails it under BERTH_TEST_STRICT=1) when one of the
 // files or programs on PATH is missing; what names the tests.
