@@ -97,10 +97,13 @@ type Process struct {
 // AfterStop work as for Start.
 func StartProcess(t testing.TB, o Options) *Process {
 	t.Helper()
+	// The binary is built before prepare arms the test's deadline: on a
+	// busy machine the build alone can take minutes.
+	bin := EngineBinary(t)
 	e := prepare(t, o)
 	e.Addr = FreeAddr(t)
 	e.URL = libpodURL(e.Addr)
-	p := &Process{Engine: e, LogPath: filepath.Join(e.Dir, "engine.log"), bin: EngineBinary(t)}
+	p := &Process{Engine: e, LogPath: filepath.Join(e.Dir, "engine.log"), bin: bin}
 	p.Args = append(append([]string{"--listen", "tcp://" + p.Addr, "--root", p.Root, "--runroot", p.RunRoot}, NetworkFlags(e.Nets)...), o.Args...)
 	p.Start()
 	t.Cleanup(func() {
