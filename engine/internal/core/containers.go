@@ -144,6 +144,9 @@ type ContainerSpec struct {
 	// podman's --device sends it, or a CDI device ("vendor.com/class=name",
 	// see IsCDIDevice) whose spec's edits the container gets.
 	Devices []specs.LinuxDevice `json:"devices,omitempty"`
+	// DeviceCgroupRules are device cgroup rules added after the default
+	// deny (podman --device-cgroup-rule 'c 1:3 rwm'; a nil number is *).
+	DeviceCgroupRules []specs.LinuxDeviceCgroup `json:"device_cgroup_rule,omitempty"`
 
 	// Networks are the networks a container in bridge mode joins (none:
 	// the default network); CNINetworks is the older list of names.
@@ -529,6 +532,14 @@ func (s *ContainerSpec) Validate() error {
 		if _, _, _, err := ParseDevice(d.Path); err != nil {
 			return InvalidArgument("devices", err)
 		}
+	}
+	for i, r := range s.DeviceCgroupRules {
+		if err := ValidateDeviceCgroupRule(r); err != nil {
+			return InvalidArgument("device_cgroup_rule", fmt.Errorf("rule %d (%s): %w", i, FormatDeviceCgroupRule(r), err))
+		}
+	}
+	if err := validateGroups(s.Groups); err != nil {
+		return err
 	}
 	if s.HealthCheckOnFailureAction.String() == "invalid" {
 		return InvalidArgument("health_check_on_failure_action", fmt.Errorf("%d is not none (0), kill (2), restart (3) or stop (4)", s.HealthCheckOnFailureAction))

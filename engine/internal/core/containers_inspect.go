@@ -271,6 +271,7 @@ type InspectContainerHostConfig struct {
 	CapAdd            []string                     `json:"CapAdd"`
 	CapDrop           []string                     `json:"CapDrop"`
 	Devices           []InspectDevice              `json:"Devices"`
+	DeviceCgroupRules []string                     `json:"DeviceCgroupRules"`
 	DNS               []string                     `json:"Dns"`
 	DNSOptions        []string                     `json:"DnsOptions"`
 	DNSSearch         []string                     `json:"DnsSearch"`

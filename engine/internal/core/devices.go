@@ -2,6 +2,9 @@ package core
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -70,4 +73,60 @@ type CDIRegistry interface {
 	// runs, so that edits applied under an earlier generation are known
 	// to be stale.
 	Generation() uint64
+}
+
+// ValidateDeviceCgroupRule checks one device cgroup rule: type a (all), b
+// or c, each number absent (any) or not negative, access a non-empty
+// combination of r, w and m.
+func ValidateDeviceCgroupRule(r specs.LinuxDeviceCgroup) error {
+	switch r.Type {
+	case "a", "b", "c":
+	default:
+		return fmt.Errorf("type %q is not a, b or c", r.Type)
+	}
+	if r.Major != nil && *r.Major < 0 {
+		return fmt.Errorf("major number %d is negative", *r.Major)
+	}
+	if r.Minor != nil && *r.Minor < 0 {
+		return fmt.Errorf("minor number %d is negative", *r.Minor)
+	}
+	if !validDeviceMode(r.Access) {
+		return fmt.Errorf("access %q is not a combination of r, w and m", r.Access)
+	}
+	return nil
+}
+
+// FormatDeviceCgroupRule writes a rule as podman's --device-cgroup-rule
+// takes it ("c 1:3 rwm", "b *:* r"); a deny rule is marked.
+func FormatDeviceCgroupRule(r specs.LinuxDeviceCgroup) string {
+	num := func(n *int64) string {
+		if n == nil {
+			return "*"
+		}
+		return strconv.FormatInt(*n, 10)
+	}
+	out := fmt.Sprintf("%s %s:%s %s", r.Type, num(r.Major), num(r.Minor), r.Access)
+	if !r.Allow {
+		out += " (deny)"
+	}
+	return out
+}
+
+// KeepGroups is the special supplementary group of podman --group-add
+// keep-groups: the container's process keeps the groups of the process
+// that starts the runtime, rather than getting the user's.
+const KeepGroups = "keep-groups"
+
+// validateGroups refuses keep-groups beside other groups, as Podman does;
+// whether the runtime can honour it is the container backend's to say.
+func validateGroups(groups []string) error {
+	for _, g := range groups {
+		if g == KeepGroups && len(groups) > 1 {
+			return InvalidArgument("groups", errors.New("keep-groups cannot be combined with other groups"))
+		}
+		if g == "" {
+			return InvalidArgument("groups", errors.New("a group is empty"))
+		}
+	}
+	return nil
 }

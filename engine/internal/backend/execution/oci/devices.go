@@ -72,5 +72,8 @@ func addDevices(spec *specs.Spec, s *core.ContainerSpec) error {
 		spec.Linux.Devices = append(spec.Linux.Devices, dev.Node)
 		spec.Linux.Resources.Devices = append(spec.Linux.Resources.Devices, dev.Rule)
 	}
+	// The requested rules come after the defaults, so they may open (or,
+	// for a deny, close) what those decided.
+	spec.Linux.Resources.Devices = append(spec.Linux.Resources.Devices, s.DeviceCgroupRules...)
 	return nil
 }

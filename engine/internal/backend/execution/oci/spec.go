@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,10 @@ import (
 	imgspec "github.com/opencontainers/image-spec/specs-go/v1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
+
+// KeepGroupsAnnotation asks crun to keep the supplementary groups of its
+// caller for the container's process (podman --group-add keep-groups).
+const KeepGroupsAnnotation = "run.oci.keep_original_groups"
 
 // DefaultPath is the PATH a container gets when neither image nor request sets one.
 const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -106,7 +111,13 @@ func Generate(in Input) (*Result, error) {
 	if userSpec == "" {
 		userSpec = in.Image.User
 	}
-	execUser, err := ResolveUser(in.Rootfs, userSpec, s.Groups)
+	groups := s.Groups
+	keepGroups := slices.Contains(groups, core.KeepGroups)
+	if keepGroups {
+		// Not a group: the runtime keeps the caller's groups (below).
+		groups = nil
+	}
+	execUser, err := ResolveUser(in.Rootfs, userSpec, groups)
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +180,12 @@ func Generate(in Input) (*Result, error) {
 	}
 	for k, v := range s.Annotations {
 		spec.Annotations[k] = v
+	}
+	if keepGroups {
+		// crun's way (Podman's too): the process keeps the supplementary
+		// groups of the runtime's caller. runc has none; the container
+		// backend refuses keep-groups there.
+		spec.Annotations[KeepGroupsAnnotation] = "1"
 	}
 	if !s.Privileged {
 		spec.Linux.MaskedPaths = append([]string(nil), maskedPaths...)

@@ -42,6 +42,9 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	if spec.Remove && spec.RestartPolicy != "" && spec.RestartPolicy != core.RestartPolicyNo {
 		return "", nil, core.InvalidArgument("restart_policy", errors.New("the --rm option conflicts with a restart policy"))
 	}
+	if slices.Contains(spec.Groups, core.KeepGroups) && m.rt.Name() != "crun" {
+		return "", nil, core.InvalidArgument("groups", fmt.Errorf("keep-groups needs crun, which keeps the caller's supplementary groups (its %s annotation, what Podman uses); this engine runs %s, which has no way to do it", oci.KeepGroupsAnnotation, m.rt.Name()))
+	}
 	if spec.OCIRuntime != "" && spec.OCIRuntime != m.rt.Name() {
 		return "", nil, core.InvalidArgument("oci_runtime", fmt.Errorf("the engine runs %s, not %s", m.rt.Name(), spec.OCIRuntime))
 	}

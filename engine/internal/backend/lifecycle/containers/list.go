@@ -254,7 +254,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 			RestartPolicy:   &core.InspectRestartPolicy{Name: restart, MaximumRetryCount: tries},
 			AutoRemove:      s.Remove,
 			VolumesFrom:     []string{},
-			CapAdd:          capAdd, CapDrop: capDrop, Devices: inspectDevices(s.Devices),
+			CapAdd:          capAdd, CapDrop: capDrop, Devices: inspectDevices(s.Devices), DeviceCgroupRules: deviceCgroupRules(s.DeviceCgroupRules),
 			DNS: nonNil(s.DNSServers), DNSOptions: nonNil(s.DNSOptions), DNSSearch: nonNil(s.DNSSearch),
 			ExtraHosts: nonNil(s.HostAdd), GroupAdd: nonNil(s.Groups),
 			IpcMode: "private", Cgroup: "", Cgroups: "default", Links: []string{},
@@ -500,6 +500,15 @@ func inspectDevices(devices []specs.LinuxDevice) []core.InspectDevice {
 		if src, dst, perms, err := core.ParseDevice(d.Path); err == nil {
 			out = append(out, core.InspectDevice{PathOnHost: src, PathInContainer: dst, CgroupPermissions: perms})
 		}
+	}
+	return out
+}
+
+// deviceCgroupRules lists the rules as podman's --device-cgroup-rule takes them.
+func deviceCgroupRules(rules []specs.LinuxDeviceCgroup) []string {
+	out := []string{}
+	for _, r := range rules {
+		out = append(out, core.FormatDeviceCgroupRule(r))
 	}
 	return out
 }
