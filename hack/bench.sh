@@ -10,6 +10,8 @@
 #   BERTH_BENCH_PODMAN_URL=tcp://127.0.0.1:PORT   the Podman service
 #   BERTH_BENCH_RLIMIT_NOFILE, BERTH_BENCH_RLIMIT_NPROC   the highest rlimits a container created
 #     on that service may ask for (see below)
+#   BERTH_ENGINE_CRIU   a CRIU that passes `criu check` (hack/criu.sh); its directory also goes first
+#     in the PATH the Podman service runs with, so both engines checkpoint with the same CRIU
 #
 # Settings the Podman service needs on these machines (found by trying them):
 # - runtime runc and cgroup manager cgroupfs: crun fails on the hybrid cgroup v1 hierarchy;
@@ -40,6 +42,10 @@ main() {
 
   command -v podman >/dev/null 2>&1 || die "podman not found (hack/deps.sh test installs it)"
   command -v runc >/dev/null 2>&1 || die "runc not found (hack/deps.sh runtime installs it)"
+
+  BERTH_ENGINE_CRIU=$("$ROOT/hack/criu.sh" | tail -n 1) || die "no working CRIU (hack/criu.sh)"
+  export BERTH_ENGINE_CRIU
+  export PATH="$(dirname "$BERTH_ENGINE_CRIU"):$PATH"
 
   PODMAN_DIR=$(mktemp -d /tmp/berth-bench-podman.XXXXXX)
   PODMAN_PID=""

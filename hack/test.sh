@@ -229,10 +229,21 @@ warm_engine_binary() {
     CGO_ENABLED=1 "$GO" build -o /dev/null ./cmd/berth-engine)
 }
 
+# find_criu exports BERTH_ENGINE_CRIU: a CRIU that passes `criu check` (the machine's own, or one
+# hack/criu.sh builds from Debian 13's source package and caches) for the checkpoint tests' engines.
+find_criu() {
+  local out
+  out=$("$ROOT/hack/criu.sh") || return 1
+  BERTH_ENGINE_CRIU=$(tail -n 1 <<<"$out")
+  export BERTH_ENGINE_CRIU
+  log "CRIU: $BERTH_ENGINE_CRIU"
+}
+
 run_unit() {
   [ -n "$PG_DIR" ] || step "start PostgreSQL" start_postgres || return 1
   gotest shared
   gotest uploads
+  step "CRIU" find_criu
   step "build kube-apiserver" wait_kube_apiserver
   step "build berth-engine" warm_engine_binary
   gotest engine

@@ -215,6 +215,18 @@ type Container struct {
 	// PauseProcess marks an infra container whose current run is a pause
 	// process the engine started (no conmon: nothing to attach or exec to).
 	PauseProcess bool `json:",omitempty"`
+	// Checkpointed is set while a checkpoint of the container waits in
+	// CheckpointPath (CRIU's images), written at CheckpointedAt with CRIU's
+	// log in CheckpointLog.
+	Checkpointed   bool      `json:"Checkpointed,omitempty"`
+	CheckpointedAt time.Time `json:",omitempty"`
+	CheckpointPath string    `json:",omitempty"`
+	CheckpointLog  string    `json:",omitempty"`
+	// Restored is set when the current run was restored from a checkpoint
+	// (at RestoredAt, CRIU's log in RestoreLog).
+	Restored   bool      `json:",omitempty"`
+	RestoredAt time.Time `json:",omitempty"`
+	RestoreLog string    `json:",omitempty"`
 }
 
 // ErrContainerStateImproper is Podman's "container state improper": the
@@ -250,6 +262,10 @@ const (
 	EventUnmount ContainerEventType = "unmount"
 	EventRename  ContainerEventType = "rename"
 	EventCommit  ContainerEventType = "commit"
+	// EventCheckpoint: the container was checkpointed; EventRestore: it
+	// was restored from a checkpoint (in place or imported).
+	EventCheckpoint ContainerEventType = "checkpoint"
+	EventRestore    ContainerEventType = "restore"
 )
 
 // ContainerEvent is one state change of a container. ExitCode is set for
@@ -419,25 +435,71 @@ type CheckpointOptions struct {
 	TCPEstablished bool
 	// FileLocks dumps file locks.
 	FileLocks bool
-	// Keep keeps CRIU's logs and, after a restore, the checkpoint.
+	// Keep keeps CRIU's logs and statistics, and with Export the checkpoint
+	// itself (otherwise exported checkpoints leave the engine).
 	Keep bool
+	// Export, when set, receives the checkpoint as one archive (see
+	// CheckpointArchive): CRIU's images, the container's configuration,
+	// its root filesystem changes and its volumes.
+	Export io.Writer
+	// IgnoreRootFS leaves the root filesystem changes out of the export;
+	// IgnoreVolumes leaves out the named volumes.
+	IgnoreRootFS, IgnoreVolumes bool
+	// PrintStats asks for CRIU's dump statistics in the report.
+	PrintStats bool
 }
 
-// RestoreOptions tune Restore.
+// CheckpointReport is what Checkpoint did.
+type CheckpointReport struct {
+	// RuntimeDuration is how long the OCI runtime (CRIU) took.
+	RuntimeDuration time.Duration
+	// CRIUStatistics are CRIU's dump statistics (PrintStats), by CRIU's
+	// field names (freezing_time, frozen_time, memdump_time ...).
+	CRIUStatistics map[string]uint64
+}
+
+// RestoreOptions tune Restore and Import.
 type RestoreOptions struct {
 	TCPEstablished bool
 	FileLocks      bool
-	Keep           bool
+	// Keep keeps the checkpoint (and CRIU's logs) after the restore.
+	Keep bool
+	// PrintStats asks for CRIU's restore statistics in the report.
+	PrintStats bool
+	// IgnoreStaticIP and IgnoreStaticMAC let the network pick the
+	// container's addresses instead of the ones it had.
+	IgnoreStaticIP, IgnoreStaticMAC bool
+	// The rest apply to Import only. Name names the new container (else
+	// the checkpointed one's name); PublishPorts, when set, replace its
+	// published ports; Pod is the pod a pod member is restored into;
+	// IgnoreRootFS and IgnoreVolumes skip the archive's root filesystem
+	// changes and volumes.
+	Name                        string
+	PublishPorts                []PortMapping
+	Pod                         string
+	IgnoreRootFS, IgnoreVolumes bool
+}
+
+// RestoreReport is what Restore did.
+type RestoreReport struct {
+	// ID is the restored container (a new one for an import).
+	ID              string
+	RuntimeDuration time.Duration
+	CRIUStatistics  map[string]uint64
 }
 
 // ContainerCheckpoints checkpoints running containers to disk with CRIU
 // and restores them. A Containers implementation may also implement it.
 type ContainerCheckpoints interface {
-	// Checkpoint dumps a running container; it returns how long the OCI
-	// runtime took. Unless LeaveRunning, the container is exited afterwards.
-	Checkpoint(ctx context.Context, nameOrID string, opts CheckpointOptions) (time.Duration, error)
+	// Checkpoint dumps a running container. Unless LeaveRunning, the
+	// container is exited afterwards, restorable from its checkpoint.
+	Checkpoint(ctx context.Context, nameOrID string, opts CheckpointOptions) (CheckpointReport, error)
 	// Restore starts a checkpointed container from its checkpoint.
-	Restore(ctx context.Context, nameOrID string, opts RestoreOptions) (time.Duration, error)
+	Restore(ctx context.Context, nameOrID string, opts RestoreOptions) (RestoreReport, error)
+	// Import creates a container from an exported checkpoint archive and
+	// restores it. An archive that is not a checkpoint, is corrupt or has
+	// entries that escape is an InvalidArgument naming the entry.
+	Import(ctx context.Context, archive io.Reader, opts RestoreOptions) (RestoreReport, error)
 }
 
 // Restart policies.

@@ -127,6 +127,14 @@ type InspectContainerState struct {
 	FinishedAt time.Time          `json:"FinishedAt"`
 	Health     HealthCheckResults `json:"Health,omitempty"`
 	CgroupPath string             `json:"CgroupPath,omitempty"`
+	// Checkpoint and restore, as Podman reports them.
+	Checkpointed   bool      `json:"Checkpointed,omitempty"`
+	CheckpointPath string    `json:"CheckpointPath,omitempty"`
+	CheckpointLog  string    `json:"CheckpointLog,omitempty"`
+	CheckpointedAt time.Time `json:"CheckpointedAt,omitempty"`
+	Restored       bool      `json:"Restored,omitempty"`
+	RestoreLog     string    `json:"RestoreLog,omitempty"`
+	RestoredAt     time.Time `json:"RestoredAt,omitempty"`
 }
 
 // InspectMount is one mount of an inspected container.

@@ -52,7 +52,7 @@ func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	rt, err := runtime.New(runtime.Options{Name: cfg.Runtime, RunRoot: cfg.RunRoot, Logger: logger})
+	rt, err := runtime.New(runtime.Options{Name: cfg.Runtime, RunRoot: cfg.RunRoot, CRIUPath: cfg.CRIU, Logger: logger})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)
@@ -79,7 +79,7 @@ func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	devices := cdi.Open(append(slices.Clone(cdi.DefaultSpecDirs), cfg.CDISpecDirs...))
-	mgr, err := containers.Open(ctx, containers.Options{CDI: devices, Images: images, Commits: commits, Runtime: rt, DB: db, Logger: logger, Volumes: vols, Secrets: secretStore, Networks: nets, DefaultNetworkMode: cfg.Network.DefaultMode, HoldEvents: true})
+	mgr, err := containers.Open(ctx, containers.Options{CDI: devices, Images: images, Commits: commits, Runtime: rt, DB: db, Logger: logger, Volumes: vols, Secrets: secretStore, Networks: nets, DefaultNetworkMode: cfg.Network.DefaultMode, MaxImportSize: cfg.MaxExpandedSize, HoldEvents: true})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)

@@ -33,6 +33,9 @@ type Config struct {
 	Root, RunRoot string
 	// Runtime is the OCI runtime (runc or crun).
 	Runtime string
+	// CRIU is the CRIU binary runc checkpoints and restores with ("": runc
+	// looks for criu in PATH).
+	CRIU string
 	// StorageDriver is overlay or vfs; "" tries overlay, then vfs.
 	StorageDriver string
 	// RegistriesConf is the registries.conf to use ("" = ROOT/registries.conf).

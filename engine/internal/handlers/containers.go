@@ -91,31 +91,32 @@ type checkpointHandlers struct {
 
 type checkpointQuery struct {
 	Keep           bool   `query:"keep"`
-	LeaveRunning   bool   `query:"leaveRunning"`
-	TCPEstablished bool   `query:"tcpEstablished"`
-	FileLocks      bool   `query:"fileLocks"`
-	PrintStats     bool   `query:"printStats"`
-	IgnoreRootFS   string `query:"ignoreRootFS"`
+	LeaveRunning   bool   `query:"leaverunning"`
+	TCPEstablished bool   `query:"tcpestablished"`
+	FileLocks      bool   `query:"filelocks"`
+	PrintStats     bool   `query:"printstats"`
+	IgnoreRootFS   string `query:"ignorerootfs"`
+	IgnoreVolumes  string `query:"ignorevolumes"`
 	Export         string `query:"export"`
-	PreCheckpoint  string `query:"preCheckpoint"`
-	WithPrevious   string `query:"withPrevious"`
-	CreateImage    string `query:"createImage"`
+	PreCheckpoint  string `query:"precheckpoint"`
+	WithPrevious   string `query:"withprevious"`
+	CreateImage    string `query:"createimage"`
 }
 
 // checkpointReport is Checkpoint's answer, in Podman's shape.
 type checkpointReport struct {
-	ID              string `json:"Id"`
-	RawInput        string `json:"RawInput"`
-	RuntimeDuration int64  `json:"runtime_checkpoint_duration"`
-	CRIUStatistics  any    `json:"criu_statistics"`
+	ID              string            `json:"Id"`
+	RawInput        string            `json:"RawInput"`
+	RuntimeDuration int64             `json:"runtime_checkpoint_duration"`
+	CRIUStatistics  map[string]uint64 `json:"criu_statistics"`
 }
 
 // restoreReport is Restore's answer, in Podman's shape.
 type restoreReport struct {
-	ID              string `json:"Id"`
-	RawInput        string `json:"RawInput"`
-	RuntimeDuration int64  `json:"runtime_restore_duration"`
-	CRIUStatistics  any    `json:"criu_statistics"`
+	ID              string            `json:"Id"`
+	RawInput        string            `json:"RawInput"`
+	RuntimeDuration int64             `json:"runtime_restore_duration"`
+	CRIUStatistics  map[string]uint64 `json:"criu_statistics"`
 }
 
 // truthy reads an optional boolean parameter that clients also send empty
@@ -125,68 +126,137 @@ func truthy(v string) bool {
 	return err == nil && b
 }
 
-// target refuses the first set option the engine does not offer, then looks
-// up the container the path names; ok is false once an error is answered.
-func (h checkpointHandlers) target(w http.ResponseWriter, r *http.Request, opts map[string]bool) (name string, c *core.Container, ok bool) {
-	if err := unsupported(opts); err != nil {
-		writeError(w, err)
-		return "", nil, false
+// onlyWithImport refuses import options given to an in-place restore.
+func onlyWithImport(opts map[string]bool) error {
+	for name, set := range opts {
+		if set {
+			return core.InvalidArgument(name, errors.New("applies only to a restore that imports a checkpoint archive (import=true)"))
+		}
 	}
-	name = pathParam(r, "name")
+	return nil
+}
+
+// checkpoint dumps the container; with export=true the answer is the
+// checkpoint archive itself (errors before its first byte get the usual
+// error body, later ones can only cut the stream).
+func (h checkpointHandlers) checkpoint(w http.ResponseWriter, r *http.Request) {
+	// Podman's bindings send the names lowercased (printstats).
+	var q checkpointQuery
+	if !decodeFoldedQuery(w, r, &q) {
+		return
+	}
+	if err := unsupported(map[string]bool{"preCheckpoint": truthy(q.PreCheckpoint),
+		"withPrevious": truthy(q.WithPrevious), "createImage": q.CreateImage != ""}); err != nil {
+		writeError(w, err)
+		return
+	}
+	export := truthy(q.Export)
+	if !export {
+		if err := unsupported(map[string]bool{"ignoreRootFS (without export)": truthy(q.IgnoreRootFS),
+			"ignoreVolumes (without export)": truthy(q.IgnoreVolumes)}); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	name := pathParam(r, "name")
 	c, err := h.c.Lookup(r.Context(), name)
 	if err != nil {
 		writeError(w, err)
-		return "", nil, false
-	}
-	return name, c, true
-}
-
-func (h checkpointHandlers) checkpoint(w http.ResponseWriter, r *http.Request) {
-	var q checkpointQuery
-	if !queryInto(w, r, &q) {
 		return
 	}
-	name, c, ok := h.target(w, r, map[string]bool{"export": truthy(q.Export), "preCheckpoint": truthy(q.PreCheckpoint),
-		"withPrevious": truthy(q.WithPrevious), "createImage": q.CreateImage != "", "ignoreRootFS": truthy(q.IgnoreRootFS)})
-	if !ok {
-		return
-	}
-	took, err := h.k.Checkpoint(r.Context(), c.ID, core.CheckpointOptions{
+	opts := core.CheckpointOptions{
 		LeaveRunning: q.LeaveRunning, TCPEstablished: q.TCPEstablished, FileLocks: q.FileLocks, Keep: q.Keep,
-	})
-	if err != nil {
-		writeError(w, err)
-		return
+		PrintStats: q.PrintStats, IgnoreRootFS: truthy(q.IgnoreRootFS), IgnoreVolumes: truthy(q.IgnoreVolumes),
 	}
-	writeJSON(w, http.StatusOK, checkpointReport{ID: c.ID, RawInput: name, RuntimeDuration: took.Microseconds()})
+	var sw *startedWriter
+	if export {
+		sw = &startedWriter{w: w}
+		opts.Export = sw
+	}
+	report, err := h.k.Checkpoint(r.Context(), c.ID, opts)
+	switch {
+	case err != nil && sw != nil && sw.started:
+		// The archive is cut short; the client sees a truncated tar.
+		return
+	case err != nil:
+		writeError(w, err)
+	case sw == nil:
+		writeJSON(w, http.StatusOK, checkpointReport{ID: c.ID, RawInput: name,
+			RuntimeDuration: report.RuntimeDuration.Microseconds(), CRIUStatistics: report.CRIUStatistics})
+	}
 }
 
 type restoreQuery struct {
-	Keep           bool   `query:"keep"`
-	TCPEstablished bool   `query:"tcpEstablished"`
-	FileLocks      bool   `query:"fileLocks"`
-	PrintStats     bool   `query:"printStats"`
-	IgnoreRootFS   string `query:"ignoreRootFS"`
-	Import         string `query:"import"`
-	Name           string `query:"name"`
-	Pod            string `query:"pod"`
+	Keep            bool     `query:"keep"`
+	TCPEstablished  bool     `query:"tcpestablished"`
+	FileLocks       bool     `query:"filelocks"`
+	PrintStats      bool     `query:"printstats"`
+	IgnoreRootFS    string   `query:"ignorerootfs"`
+	IgnoreVolumes   string   `query:"ignorevolumes"`
+	IgnoreStaticIP  bool     `query:"ignorestaticip"`
+	IgnoreStaticMAC bool     `query:"ignorestaticmac"`
+	Import          string   `query:"import"`
+	Name            string   `query:"name"`
+	Pod             string   `query:"pod"`
+	PublishPorts    []string `query:"publishports"`
 }
 
+// restore restores a checkpointed container in place, or, with
+// import=true, creates one from the checkpoint archive in the body (the
+// path's name is then ignored, as Podman's client sends a placeholder).
 func (h checkpointHandlers) restore(w http.ResponseWriter, r *http.Request) {
 	var q restoreQuery
-	if !queryInto(w, r, &q) {
+	if !decodeFoldedQuery(w, r, &q) {
 		return
 	}
-	name, c, ok := h.target(w, r, map[string]bool{"import": truthy(q.Import), "name": q.Name != "", "pod": q.Pod != "", "ignoreRootFS": truthy(q.IgnoreRootFS)})
-	if !ok {
+	opts := core.RestoreOptions{
+		TCPEstablished: q.TCPEstablished, FileLocks: q.FileLocks, Keep: q.Keep, PrintStats: q.PrintStats,
+		IgnoreStaticIP: q.IgnoreStaticIP, IgnoreStaticMAC: q.IgnoreStaticMAC,
+		Name: q.Name, Pod: q.Pod, IgnoreRootFS: truthy(q.IgnoreRootFS), IgnoreVolumes: truthy(q.IgnoreVolumes),
+	}
+	// Podman 4.3.1's client sends each port twice, as publishPorts and
+	// as publishports, which the case-folded query merges.
+	seen := map[string]bool{}
+	for _, p := range q.PublishPorts {
+		if p == "" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		pm, err := core.ParsePortMapping(p)
+		if err != nil {
+			writeError(w, core.InvalidArgument("publishPorts", err))
+			return
+		}
+		opts.PublishPorts = append(opts.PublishPorts, pm)
+	}
+	name := pathParam(r, "name")
+	if truthy(q.Import) {
+		report, err := h.k.Import(r.Context(), r.Body, opts)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, restoreReport{ID: report.ID, RawInput: name,
+			RuntimeDuration: report.RuntimeDuration.Microseconds(), CRIUStatistics: report.CRIUStatistics})
 		return
 	}
-	took, err := h.k.Restore(r.Context(), c.ID, core.RestoreOptions{TCPEstablished: q.TCPEstablished, FileLocks: q.FileLocks, Keep: q.Keep})
+	if err := onlyWithImport(map[string]bool{"name": q.Name != "", "pod": q.Pod != "", "publishPorts": opts.PublishPorts != nil,
+		"ignoreRootFS": opts.IgnoreRootFS, "ignoreVolumes": opts.IgnoreVolumes}); err != nil {
+		writeError(w, err)
+		return
+	}
+	c, err := h.c.Lookup(r.Context(), name)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, restoreReport{ID: c.ID, RawInput: name, RuntimeDuration: took.Microseconds()})
+	report, err := h.k.Restore(r.Context(), c.ID, opts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, restoreReport{ID: c.ID, RawInput: name,
+		RuntimeDuration: report.RuntimeDuration.Microseconds(), CRIUStatistics: report.CRIUStatistics})
 }
 
 type mountHandlers struct {

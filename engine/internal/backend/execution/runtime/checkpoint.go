@@ -2,16 +2,32 @@ package runtime
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // CheckpointOptions are the flags of "runtime checkpoint".
 type CheckpointOptions struct {
 	LeaveRunning, TCPEstablished, FileLocks bool
 }
+
+// Files CRIU writes into a checkpoint directory (images and work path).
+const (
+	// DumpLog and RestoreLog are CRIU's logs of a dump and a restore.
+	DumpLog    = "dump.log"
+	RestoreLog = "restore.log"
+	// StatsDump and StatsRestore hold CRIU's statistics.
+	StatsDump    = "stats-dump"
+	StatsRestore = "stats-restore"
+	// Inventory is the image CRIU writes last in a successful dump.
+	Inventory = "inventory.img"
+)
 
 // Checkpoint dumps container id with CRIU into dir (images and logs). On a
 // failure the error carries CRIU's own error lines from dump.log.
@@ -30,12 +46,27 @@ func (r *Runtime) Checkpoint(ctx context.Context, id, dir string, o CheckpointOp
 		args = append(args, "--file-locks")
 	}
 	if _, err := r.run(ctx, append(args, id)...); err != nil {
-		if detail := criuErrors(filepath.Join(dir, "dump.log")); detail != "" {
+		if detail := CRIUErrors(filepath.Join(dir, DumpLog)); detail != "" {
 			return fmt.Errorf("%w; CRIU: %s", err, detail)
 		}
 		return err
 	}
 	return nil
+}
+
+// DumpComplete tells whether dir holds a checkpoint CRIU finished: its log
+// says so and the inventory image exists. A dump interrupted half way
+// (engine or runc killed) leaves neither.
+func DumpComplete(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, Inventory)); err != nil {
+		return false
+	}
+	data, err := os.ReadFile(filepath.Join(dir, DumpLog))
+	if err != nil {
+		// The log goes when the checkpoint was taken without keep.
+		return errors.Is(err, os.ErrNotExist)
+	}
+	return strings.Contains(string(data), "Dumping finished successfully")
 }
 
 // RestoreOptions returns the runtime options conmon passes to "runtime restore".
@@ -50,8 +81,8 @@ func RestoreOptions(dir string, tcpEstablished, fileLocks bool) []string {
 	return opts
 }
 
-// criuErrors returns the "Error" lines of a CRIU log (the last three).
-func criuErrors(logFile string) string {
+// CRIUErrors returns the "Error" lines of a CRIU log (the last three).
+func CRIUErrors(logFile string) string {
 	data, err := os.ReadFile(logFile)
 	if err != nil {
 		return ""
@@ -66,4 +97,85 @@ func criuErrors(logFile string) string {
 		errs = errs[len(errs)-3:]
 	}
 	return strings.Join(errs, "; ")
+}
+
+// statsMagic is the magic of CRIU's statistics images.
+const statsMagic = 0x57093306
+
+// Field names of CRIU's dump_stats_entry and restore_stats_entry (stats.proto),
+// by field number: the names Podman's criu_statistics report uses.
+var (
+	dumpStatsFields = map[protowire.Number]string{
+		1: "freezing_time", 2: "frozen_time", 3: "memdump_time", 4: "memwrite_time", 5: "pages_scanned",
+		6: "pages_skipped_parent", 7: "pages_written", 8: "irmap_resolve", 9: "pages_lazy", 10: "page_pipes",
+		11: "page_pipe_bufs", 12: "shpages_scanned", 13: "shpages_skipped_parent", 14: "shpages_written",
+	}
+	restoreStatsFields = map[protowire.Number]string{
+		1: "pages_compared", 2: "pages_skipped_cow", 3: "forking_time", 4: "restore_time", 5: "pages_restored",
+	}
+)
+
+// ReadStats reads a CRIU statistics image (StatsDump or StatsRestore): the
+// service and statistics magics, the payload's size, then a stats_entry
+// message whose field 1 is the dump's and field 2 the restore's numbers.
+func ReadStats(file string) (map[string]uint64, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) < 12 || binary.LittleEndian.Uint32(data[4:8]) != statsMagic {
+		return nil, fmt.Errorf("%s is not a CRIU statistics image", file)
+	}
+	size := int(binary.LittleEndian.Uint32(data[8:12]))
+	if size > len(data)-12 {
+		return nil, fmt.Errorf("%s is truncated", file)
+	}
+	out := map[string]uint64{}
+	msg := data[12 : 12+size]
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 {
+			return nil, fmt.Errorf("%s: %w", file, protowire.ParseError(n))
+		}
+		msg = msg[n:]
+		if typ != protowire.BytesType || (num != 1 && num != 2) {
+			if n = protowire.ConsumeFieldValue(num, typ, msg); n < 0 {
+				return nil, fmt.Errorf("%s: %w", file, protowire.ParseError(n))
+			}
+			msg = msg[n:]
+			continue
+		}
+		inner, n := protowire.ConsumeBytes(msg)
+		if n < 0 {
+			return nil, fmt.Errorf("%s: %w", file, protowire.ParseError(n))
+		}
+		msg = msg[n:]
+		names := dumpStatsFields
+		if num == 2 {
+			names = restoreStatsFields
+		}
+		for len(inner) > 0 {
+			fnum, ftyp, n := protowire.ConsumeTag(inner)
+			if n < 0 {
+				return nil, fmt.Errorf("%s: %w", file, protowire.ParseError(n))
+			}
+			inner = inner[n:]
+			if ftyp == protowire.VarintType {
+				v, n := protowire.ConsumeVarint(inner)
+				if n < 0 {
+					return nil, fmt.Errorf("%s: %w", file, protowire.ParseError(n))
+				}
+				inner = inner[n:]
+				if name, ok := names[fnum]; ok {
+					out[name] = v
+				}
+				continue
+			}
+			if n = protowire.ConsumeFieldValue(fnum, ftyp, inner); n < 0 {
+				return nil, fmt.Errorf("%s: %w", file, protowire.ParseError(n))
+			}
+			inner = inner[n:]
+		}
+	}
+	return out, nil
 }

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,7 +40,12 @@ type Options struct {
 	// state in RunRoot/<name>, exit files in RunRoot/exits and attach sockets
 	// in RunRoot/socket.
 	RunRoot string
-	Logger  *slog.Logger
+	// CRIUPath is the CRIU binary runc checkpoints and restores with; empty
+	// leaves runc to find "criu" in PATH. Debian 12's CRIU cannot start on
+	// newer kernels, so a working build may live outside PATH
+	// (hack/criu.sh).
+	CRIUPath string
+	Logger   *slog.Logger
 }
 
 // Runtime drives conmon and the OCI runtime binary.
@@ -50,6 +56,8 @@ type Runtime struct {
 	exitDir    string
 	socketDir  string
 	pauseRoot  string
+	// globalArgs go before every runtime command (--root, --criu).
+	globalArgs []string
 	logger     *slog.Logger
 	pause      pauseTracker
 }
@@ -88,6 +96,13 @@ func New(o Options) (*Runtime, error) {
 		socketDir: filepath.Join(o.RunRoot, "socket"),
 		pauseRoot: filepath.Join(o.RunRoot, "pause"),
 		logger:    o.Logger,
+	}
+	r.globalArgs = []string{"--root", r.stateRoot}
+	if o.CRIUPath != "" {
+		if o.Name != "runc" {
+			return nil, fmt.Errorf("a CRIU path is only passed to runc, not %s", o.Name)
+		}
+		r.globalArgs = append(r.globalArgs, "--criu", o.CRIUPath)
 	}
 	for _, d := range []string{r.stateRoot, r.exitDir, r.socketDir, r.pauseRoot} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -196,7 +211,9 @@ func (r *Runtime) Create(ctx context.Context, o CreateOptions) (Created, error) 
 		"--socket-dir-path", r.socketDir,
 		"--log-level", "warning",
 		"--syslog=false",
-		"--runtime-arg", "--root", "--runtime-arg", r.stateRoot,
+	}
+	for _, a := range r.globalArgs {
+		args = append(args, "--runtime-arg", a)
 	}
 	if o.Terminal {
 		args = append(args, "-t")
@@ -327,7 +344,7 @@ const runtimeMemoryLimit = "64MiB"
 
 // run executes the runtime with the global --root and args.
 func (r *Runtime) run(ctx context.Context, args ...string) ([]byte, error) {
-	full := append([]string{"--root", r.stateRoot}, args...)
+	full := append(slices.Clone(r.globalArgs), args...)
 	cmd := exec.CommandContext(ctx, r.path, full...)
 	cmd.Env = minimalEnv()
 	var stdout, stderr bytes.Buffer

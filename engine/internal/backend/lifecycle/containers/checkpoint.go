@@ -4,84 +4,216 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
+	"github.com/berth-project/berth/engine/internal/backend/lifecycle/checkpointarchive"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
 var _ core.ContainerCheckpoints = (*Manager)(nil)
 
+// checkpointDir is where a container's checkpoint lives: beside its other
+// persistent files, so that it survives engine restarts and goes with the
+// container.
 func checkpointDir(rec record) string { return filepath.Join(rec.StaticDir, "checkpoint") }
 
 // Checkpoint dumps a running container with CRIU through the OCI runtime.
-func (m *Manager) Checkpoint(ctx context.Context, nameOrID string, opts core.CheckpointOptions) (time.Duration, error) {
-	ctx = context.WithoutCancel(ctx)
-	e, err := m.lookup(nameOrID)
-	if err != nil {
-		return 0, err
-	}
-	e.op.Lock()
-	defer e.op.Unlock()
+// The record says Checkpointing while CRIU works, so that an engine killed
+// meanwhile learns at start whether the dump finished (reconcileCheckpoint).
+func (m *Manager) Checkpoint(ctx context.Context, nameOrID string, opts core.CheckpointOptions) (core.CheckpointReport, error) {
+	var report core.CheckpointReport
+	err := m.observedLocked(ctx, "checkpoint", nameOrID, func(ctx context.Context, e *entry) error {
+		var err error
+		report, err = m.checkpointLocked(ctx, e, opts)
+		return err
+	})
+	return report, err
+}
+
+func (m *Manager) checkpointLocked(ctx context.Context, e *entry, opts core.CheckpointOptions) (core.CheckpointReport, error) {
+	var report core.CheckpointReport
 	rec := m.snapshot(e)
-	if rec.State != core.StateRunning && rec.State != core.StatePaused {
-		return 0, fmt.Errorf("container %s is %s; only running containers can be checkpointed: %w", rec.Name, rec.State, core.ErrStateConflict)
+	if rec.State != core.StateRunning {
+		return report, fmt.Errorf("container %s is %s; only running containers can be checkpointed: %w", rec.Name, rec.State, core.ErrContainerStateImproper)
+	}
+	if rec.IsInfra || rec.PauseProcess {
+		return report, fmt.Errorf("container %s is the infra container of its pod; checkpoint its members instead: %w", rec.Name, core.ErrStateConflict)
 	}
 	dir := checkpointDir(rec)
 	os.RemoveAll(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return 0, err
+		return report, err
+	}
+	nets := checkpointNets(rec)
+	if err := m.update(ctx, e, func(r *record) {
+		r.Checkpointing = true
+		r.Checkpointed = false
+	}); err != nil {
+		return report, err
 	}
 	start := time.Now()
-	err = m.rt.Checkpoint(ctx, rec.ID, dir, runtime.CheckpointOptions{
+	err := m.rt.Checkpoint(ctx, rec.ID, dir, runtime.CheckpointOptions{
 		LeaveRunning: opts.LeaveRunning, TCPEstablished: opts.TCPEstablished, FileLocks: opts.FileLocks,
 	})
-	took := time.Since(start)
+	report.RuntimeDuration = time.Since(start)
 	if err != nil {
-		// The directory keeps CRIU's dump.log, which the error names; it
-		// goes with the container.
-		return took, fmt.Errorf("checkpoint container %s: %w", rec.Name, err)
+		// CRIU resumes the container when a dump fails. The directory
+		// keeps dump.log, which the error quotes, when asked to.
+		m.update(ctx, e, func(r *record) { r.Checkpointing = false })
+		if !opts.Keep {
+			os.RemoveAll(dir)
+		}
+		return report, fmt.Errorf("checkpoint container %s: %w", rec.Name, err)
 	}
-	if err := m.update(ctx, e, func(r *record) { r.Checkpointed = true }); err != nil {
-		return took, err
+	if opts.PrintStats {
+		if report.CRIUStatistics, err = runtime.ReadStats(filepath.Join(dir, runtime.StatsDump)); err != nil {
+			m.logger.Warn("read CRIU statistics", "container", rec.ID, "err", err)
+		}
+	}
+	now := time.Now()
+	if err := m.update(ctx, e, func(r *record) {
+		r.Checkpointing = false
+		r.Checkpointed = true
+		r.CheckpointedAt = now
+		r.CheckpointPath = dir
+		r.CheckpointLog = filepath.Join(dir, runtime.DumpLog)
+		r.CheckpointNets = nets
+	}); err != nil {
+		return report, err
 	}
 	if !opts.LeaveRunning {
-		// CRIU ended the process; conmon records the exit.
+		// CRIU ended the container's processes; conmon records the exit.
 		if m.waitExit(ctx, e, time.Now().Add(30*time.Second)) {
 			m.cleanupLocked(ctx, e)
 		}
 	}
-	return took, nil
+	m.emit(ctx, core.EventCheckpoint, m.snapshot(e), nil)
+	if opts.Export != nil {
+		if err := m.exportCheckpointLocked(ctx, e, opts); err != nil {
+			return report, fmt.Errorf("export the checkpoint of container %s: %w", rec.Name, err)
+		}
+		if !opts.Keep {
+			// The checkpoint left with the archive.
+			os.RemoveAll(dir)
+			m.update(ctx, e, func(r *record) { r.Checkpointed = false })
+			return report, nil
+		}
+	}
+	if !opts.Keep {
+		os.Remove(filepath.Join(dir, runtime.DumpLog))
+		os.Remove(filepath.Join(dir, runtime.StatsDump))
+	}
+	return report, nil
 }
 
-// Restore starts a checkpointed container from its checkpoint.
-func (m *Manager) Restore(ctx context.Context, nameOrID string, opts core.RestoreOptions) (time.Duration, error) {
-	ctx = context.WithoutCancel(ctx)
-	e, err := m.lookup(nameOrID)
-	if err != nil {
-		return 0, err
+// checkpointNets are the addresses the container has on each network now,
+// which a restore asks for again.
+func checkpointNets(rec record) map[string]core.PerNetworkOptions {
+	if rec.NetSetup == nil || len(rec.NetStatus) == 0 {
+		return nil
 	}
-	e.op.Lock()
-	defer e.op.Unlock()
+	out := map[string]core.PerNetworkOptions{}
+	for name, opts := range rec.Spec.Networks {
+		status, ok := rec.NetStatus[name]
+		if !ok {
+			continue
+		}
+		iface, ok := status.Interfaces[opts.InterfaceName]
+		if !ok {
+			continue
+		}
+		saved := core.PerNetworkOptions{InterfaceName: opts.InterfaceName, StaticMAC: iface.MacAddress}
+		for _, sn := range iface.Subnets {
+			saved.StaticIPs = append(saved.StaticIPs, net.IP(sn.IPNet.IP))
+		}
+		out[name] = saved
+	}
+	return out
+}
+
+// restoreNetworks are the spec's networks with the addresses the container
+// had when it was checkpointed, unless the restore ignores them.
+func restoreNetworks(spec map[string]core.PerNetworkOptions, saved map[string]core.PerNetworkOptions, opts core.RestoreOptions) map[string]core.PerNetworkOptions {
+	if len(saved) == 0 || (opts.IgnoreStaticIP && opts.IgnoreStaticMAC) {
+		return nil
+	}
+	out := maps.Clone(spec)
+	for name, cur := range out {
+		s, ok := saved[name]
+		if !ok {
+			continue
+		}
+		if !opts.IgnoreStaticIP && len(cur.StaticIPs) == 0 {
+			cur.StaticIPs = s.StaticIPs
+		}
+		if !opts.IgnoreStaticMAC && len(cur.StaticMAC) == 0 {
+			cur.StaticMAC = s.StaticMAC
+		}
+		out[name] = cur
+	}
+	return out
+}
+
+// Restore starts a checkpointed container from its checkpoint, in place.
+func (m *Manager) Restore(ctx context.Context, nameOrID string, opts core.RestoreOptions) (core.RestoreReport, error) {
+	var report core.RestoreReport
+	err := m.observedLocked(ctx, "restore", nameOrID, func(ctx context.Context, e *entry) error {
+		var err error
+		report, err = m.restoreLocked(ctx, e, opts)
+		return err
+	})
+	return report, err
+}
+
+func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.RestoreOptions) (core.RestoreReport, error) {
 	rec := m.snapshot(e)
+	report := core.RestoreReport{ID: rec.ID}
 	if !rec.Checkpointed {
-		return 0, fmt.Errorf("container %s has no checkpoint: %w", rec.Name, core.ErrStateConflict)
+		return report, fmt.Errorf("container %s has no checkpoint to restore: %w", rec.Name, core.ErrContainerStateImproper)
 	}
 	if rec.State != core.StateExited && rec.State != core.StateStopped && rec.State != core.StateConfigured {
-		return 0, fmt.Errorf("container %s is %s; stop it before restoring its checkpoint: %w", rec.Name, rec.State, core.ErrStateConflict)
+		return report, fmt.Errorf("container %s is %s; stop it before restoring its checkpoint: %w", rec.Name, rec.State, core.ErrContainerStateImproper)
 	}
 	dir := checkpointDir(rec)
-	if _, err := os.Stat(filepath.Join(dir, "inventory.img")); err != nil {
-		return 0, fmt.Errorf("container %s: checkpoint in %s is incomplete: %w", rec.Name, dir, core.ErrStateConflict)
+	if !runtime.DumpComplete(dir) {
+		return report, fmt.Errorf("container %s: the checkpoint in %s is incomplete: %w", rec.Name, dir, core.ErrContainerStateImproper)
 	}
 	m.cleanupLocked(ctx, e)
 	rec = m.snapshot(e)
-	if !rec.Mounted {
-		if _, err := m.prepare(ctx, &rec, nil); err != nil {
-			return 0, err
+	if err := checkOnHost(&rec.Spec); err != nil {
+		return report, err
+	}
+	if rec.PodJoin.InfraID != "" {
+		if err := m.ensureInfraRunning(ctx, &rec); err != nil {
+			return report, err
 		}
+	}
+	if _, err := m.prepare(ctx, &rec, nil); err != nil {
+		return report, err
+	}
+	if err := m.update(ctx, e, func(r *record) {
+		r.Rootfs, r.Mounted, r.Path, r.Args, r.CDIGeneration = rec.Rootfs, rec.Mounted, rec.Path, rec.Args, rec.CDIGeneration
+	}); err != nil {
+		return report, err
+	}
+	if err := m.mountVolumes(ctx, &rec); err != nil {
+		m.unmountVolumes(ctx, &rec)
+		return report, err
+	}
+	if err := m.setupNetworksLocked(ctx, e, restoreNetworks(rec.Spec.Networks, rec.CheckpointNets, opts)); err != nil {
+		m.teardownNetworkLocked(ctx, e)
+		m.unmountVolumes(ctx, &rec)
+		return report, err
+	}
+	os.Remove(filepath.Join(dir, runtime.RestoreLog))
+	if err := m.update(ctx, e, func(r *record) { r.Restoring = true }); err != nil {
+		return report, err
 	}
 	start := time.Now()
 	created, err := m.rt.Create(ctx, runtime.CreateOptions{
@@ -89,37 +221,144 @@ func (m *Manager) Restore(ctx context.Context, nameOrID string, opts core.Restor
 		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin,
 		RestoreDir: dir, RuntimeOpts: runtime.RestoreOptions(dir, opts.TCPEstablished, opts.FileLocks),
 	})
-	took := time.Since(start)
+	report.RuntimeDuration = time.Since(start)
 	if err != nil {
 		m.rt.Delete(ctx, rec.ID, true)
 		m.rt.Cleanup(rec.ID)
-		m.update(ctx, e, func(r *record) {
-			r.Rootfs, r.Mounted, r.Path, r.Args = rec.Rootfs, rec.Mounted, rec.Path, rec.Args
-		})
+		m.teardownNetworkLocked(ctx, e)
+		m.unmountVolumes(ctx, &rec)
+		m.update(ctx, e, func(r *record) { r.Restoring = false })
+		msg := err.Error()
 		var ce *runtime.CreateError
 		if errors.As(err, &ce) {
-			return took, fmt.Errorf("restore container %s: %s", rec.Name, ce.Message)
+			msg = ce.Message
 		}
-		return took, fmt.Errorf("restore container %s: %w", rec.Name, err)
+		if detail := runtime.CRIUErrors(filepath.Join(dir, runtime.RestoreLog)); detail != "" {
+			msg += "; CRIU: " + detail
+		}
+		return report, fmt.Errorf("restore container %s: %s", rec.Name, msg)
 	}
+	if opts.PrintStats {
+		if report.CRIUStatistics, err = runtime.ReadStats(filepath.Join(dir, runtime.StatsRestore)); err != nil {
+			m.logger.Warn("read CRIU statistics", "container", rec.ID, "err", err)
+		}
+	}
+	if err := m.finishRestore(ctx, e, created.PID, created.ConmonPID, opts.Keep); err != nil {
+		return report, err
+	}
+	return report, nil
+}
+
+// finishRestore records a restored container as running and, unless keep,
+// drops the checkpoint it came from.
+func (m *Manager) finishRestore(ctx context.Context, e *entry, pid, conmonPID int, keep bool) error {
+	rec := m.snapshot(e)
+	dir := checkpointDir(rec)
+	now := time.Now()
 	if err := m.update(ctx, e, func(r *record) {
-		r.Rootfs, r.Mounted, r.Path, r.Args = rec.Rootfs, rec.Mounted, rec.Path, rec.Args
+		r.Restoring = false
 		r.State = core.StateRunning
-		r.PID = created.PID
-		r.ConmonPID = created.ConmonPID
-		r.PauseProcess = created.Pause
+		r.PID = pid
+		r.ConmonPID = conmonPID
+		r.PauseProcess = false
 		r.NeedsCleanup = true
-		r.StartedAt = time.Now()
+		r.StartedAt = now
+		r.StoppedByUser = false
 		r.Error = ""
 		r.ExitCode = 0
-		r.Checkpointed = opts.Keep
+		r.Restored = true
+		r.RestoredAt = now
+		r.RestoreLog = filepath.Join(dir, runtime.RestoreLog)
+		r.Checkpointed = keep
+		if !keep {
+			r.CheckpointNets = nil
+		}
 	}); err != nil {
-		return took, err
+		return err
 	}
-	if !opts.Keep {
+	if !keep {
 		os.RemoveAll(dir)
 	}
-	m.emit(ctx, core.EventStart, m.snapshot(e), map[string]string{"restored": "true"})
+	m.emit(ctx, core.EventRestore, m.snapshot(e), nil)
 	m.handleExit(ctx, e)
-	return took, nil
+	return nil
+}
+
+// reconcileCheckpointLocked settles a checkpoint or restore an engine crash
+// interrupted; Open calls it before the general reconcile. A dump that
+// finished leaves the container checkpointed (restorable), one that did not
+// leaves it running (CRIU resumes it) or exited. A restore that conmon
+// completed without the engine is adopted as running; one that failed
+// leaves the checkpoint in place.
+func (m *Manager) reconcileCheckpointLocked(ctx context.Context, e *entry) {
+	rec := m.snapshot(e)
+	if rec.Checkpointing {
+		dir := checkpointDir(rec)
+		done := runtime.DumpComplete(dir)
+		now := time.Now()
+		m.update(ctx, e, func(r *record) {
+			r.Checkpointing = false
+			if done {
+				r.Checkpointed = true
+				r.CheckpointedAt = now
+				r.CheckpointPath = dir
+				r.CheckpointLog = filepath.Join(dir, runtime.DumpLog)
+				r.CheckpointNets = checkpointNets(rec)
+			}
+		})
+		if !done {
+			os.RemoveAll(dir)
+		}
+		return
+	}
+	if !rec.Restoring {
+		return
+	}
+	st, err := m.rt.State(ctx, rec.ID)
+	if err == nil && (st.Status == "running" || st.Status == "paused") {
+		conmonPID, _ := readConmonPID(rec.Bundle)
+		if err := m.finishRestore(ctx, e, st.Pid, conmonPID, true); err != nil {
+			m.logger.Warn("adopt a restored container", "container", rec.ID, "err", err)
+		}
+		return
+	}
+	m.rt.Delete(ctx, rec.ID, true)
+	m.rt.Cleanup(rec.ID)
+	m.teardownNetworkLocked(ctx, e)
+	m.unmountVolumes(ctx, &rec)
+	m.update(ctx, e, func(r *record) { r.Restoring = false })
+}
+
+func readConmonPID(bundle string) (int, error) {
+	data, err := os.ReadFile(filepath.Join(bundle, "conmon.pid"))
+	if err != nil {
+		return 0, err
+	}
+	var pid int
+	_, err = fmt.Sscanf(string(data), "%d", &pid)
+	return pid, err
+}
+
+// exportCheckpointLocked writes the container's checkpoint archive to
+// opts.Export: CRIU's images, its configuration, its layer's changes and
+// its volumes, unless told to leave them out.
+func (m *Manager) exportCheckpointLocked(ctx context.Context, e *entry, opts core.CheckpointOptions) error {
+	rec := m.snapshot(e)
+	cfg := checkpointarchive.Config{
+		ID: rec.ID, Name: rec.Name, Image: rec.Image, ImageID: rec.ImageID,
+		Spec: rec.Spec, Networks: rec.CheckpointNets, CheckpointedAt: rec.CheckpointedAt,
+	}
+	for _, v := range rec.Volumes {
+		cfg.Volumes = append(cfg.Volumes, checkpointarchive.Volume{
+			Name: v.Name, Dest: v.Dest, Anonymous: v.Anonymous, Included: !opts.IgnoreVolumes && m.volumes != nil,
+		})
+	}
+	contents := checkpointarchive.Contents{
+		Config: cfg, CheckpointDir: checkpointDir(rec),
+		Volume: func(i int, w io.Writer) error { return m.volumes.Export(ctx, rec.Volumes[i].Name, w) },
+	}
+	if !opts.IgnoreRootFS {
+		contents.RootfsDiff = func(w io.Writer) error { return m.layerDiff(rec.ID, w) }
+	}
+	return checkpointarchive.Write(opts.Export, contents)
 }

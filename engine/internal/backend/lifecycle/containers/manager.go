@@ -63,6 +63,9 @@ type Options struct {
 	// CDI resolves and applies the CDI devices containers ask for
 	// ("vendor.com/class=name"); nil refuses every container that does.
 	CDI core.CDIRegistry
+	// MaxImportSize bounds what a checkpoint archive may expand to (0:
+	// sizelimit.DefaultMax).
+	MaxImportSize int64
 	// HoldEvents queues the events of Open's reconcile (containers that
 	// exited while no engine ran) and any later ones until ReleaseEvents,
 	// so that subscribers registered after Open still get them.
@@ -77,8 +80,14 @@ type record struct {
 	// NeedsCleanup is true from the OCI runtime's create until its state,
 	// the rootfs mount and conmon's files are released after an exit.
 	NeedsCleanup bool `json:"NeedsCleanup,omitempty"`
-	// Checkpointed is set while a checkpoint waits in StaticDir/checkpoint.
-	Checkpointed bool `json:"Checkpointed,omitempty"`
+	// Checkpointing is set while CRIU dumps the container, Restoring while
+	// it restores it: an engine killed meanwhile finds out at start what
+	// became of the container (see reconcileCheckpointLocked).
+	Checkpointing bool `json:"Checkpointing,omitempty"`
+	Restoring     bool `json:"Restoring,omitempty"`
+	// CheckpointNets are the addresses the container had on each network
+	// when it was checkpointed; a restore asks for them again.
+	CheckpointNets map[string]core.PerNetworkOptions `json:"CheckpointNets,omitempty"`
 	// UserMounts counts the mounts clients asked for (MountContainer).
 	UserMounts int `json:"UserMounts,omitempty"`
 	// CDIGeneration is the CDI registry's generation when config.json
@@ -170,6 +179,8 @@ type Manager struct {
 	deleting sync.WaitGroup
 
 	metrics *metrics
+	// maxImportSize bounds checkpoint archives (Options.MaxImportSize).
+	maxImportSize int64
 }
 
 var _ core.Containers = (*Manager)(nil)
@@ -211,7 +222,8 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		hooks:           map[int]core.ContainerHook{},
 		holding:         o.HoldEvents,
 		ctx:             bg, cancel: cancel,
-		metrics: newMetrics(),
+		metrics:       newMetrics(),
+		maxImportSize: o.MaxImportSize,
 	}
 	recs, err := o.DB.ListContainers(ctx)
 	if err != nil {
@@ -232,6 +244,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		cancel()
 		return nil, err
 	}
+	m.removeStaleImports()
 	m.reconcile(ctx)
 	m.reapOrphans()
 	return m, nil
@@ -255,6 +268,7 @@ func (m *Manager) reconcile(ctx context.Context) {
 	m.mu.RUnlock()
 	for _, e := range entries {
 		e.op.Lock()
+		m.reconcileCheckpointLocked(ctx, e)
 		m.reconcileLocked(ctx, e)
 		e.op.Unlock()
 	}

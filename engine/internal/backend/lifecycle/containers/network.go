@@ -306,7 +306,16 @@ func (m *Manager) netNSPathOf(rec *record) string {
 // namespace at it. The record knows the setup before netavark runs, so a
 // crash in between still finds it to tear down.
 func (m *Manager) setupNetworkLocked(ctx context.Context, e *entry) error {
+	return m.setupNetworksLocked(ctx, e, nil)
+}
+
+// setupNetworksLocked is setupNetworkLocked with the per-network options
+// of networks (addresses a restore asks for again) in place of the spec's.
+func (m *Manager) setupNetworksLocked(ctx context.Context, e *entry, networks map[string]core.PerNetworkOptions) error {
 	rec := m.snapshot(e)
+	if networks == nil {
+		networks = rec.Spec.Networks
+	}
 	if rec.Spec.NetNS.NSMode == core.NetNSContainer {
 		return m.joinNetNSLocked(rec)
 	}
@@ -319,7 +328,7 @@ func (m *Manager) setupNetworkLocked(ctx context.Context, e *entry) error {
 	planned := core.NetworkSetup{
 		ContainerID: rec.ID, ContainerName: rec.Name,
 		NetNSPath:    m.nets.NetNSPath(rec.ID),
-		Networks:     rec.Spec.Networks,
+		Networks:     networks,
 		PortMappings: rec.Spec.PortMappings,
 		DNSServers:   rec.Spec.DNSServers,
 	}

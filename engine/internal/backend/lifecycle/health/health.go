@@ -315,7 +315,7 @@ func (k *Checker) execute(ctx context.Context, c *core.Container, cmd []string, 
 // the container stops or goes away.
 func (k *Checker) Hook(ctx context.Context, ev core.ContainerEvent) {
 	switch ev.Type {
-	case core.EventStart, core.EventRestart:
+	case core.EventStart, core.EventRestart, core.EventRestore:
 		c, err := k.containers.Lookup(ctx, ev.ID)
 		if err != nil {
 			return

@@ -1,0 +1,351 @@
+package containers_test
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+)
+
+// counter is a container that counts up, one number a line, ten a second:
+// its memory state is the counter, which a restore must keep.
+var counter = []string{"sh", "-c", "i=0; while true; do echo $i; i=$((i+1)); sleep 0.1; done"}
+
+// startCRIUEngine is startEngine with a working CRIU.
+func startCRIUEngine(t *testing.T, tweaks ...func(*engine.Config)) *testEngine {
+	t.Helper()
+	requireRuntime(t)
+	criu := enginetest.RequireCRIU(t)
+	return startEngine(t, append([]func(*engine.Config){func(c *engine.Config) { c.CRIU = criu }}, tweaks...)...)
+}
+
+// checkpointState is the checkpoint part of an inspected container's State.
+type checkpointState struct {
+	Status         string
+	Checkpointed   bool
+	CheckpointPath string
+	CheckpointLog  string
+	CheckpointedAt time.Time
+	Restored       bool
+	RestoredAt     time.Time
+	RestoreLog     string
+}
+
+func (te *testEngine) checkpointState(id string) checkpointState {
+	te.t.Helper()
+	var d struct{ State checkpointState }
+	if err := json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d); err != nil {
+		te.t.Fatal(err)
+	}
+	return d.State
+}
+
+// counted is the last number a counter logged.
+func (te *testEngine) counted(id string) int {
+	te.t.Helper()
+	lines := te.logLines(id)
+	n, err := strconv.Atoi(lines[len(lines)-1])
+	if err != nil {
+		te.t.Fatalf("counter logged %q", lines)
+	}
+	return n
+}
+
+// keepsCounting checks that the counter restored from a checkpoint taken at
+// count went on from there: it passes count+2 without starting over (a
+// fresh start would log 0 again).
+func (te *testEngine) keepsCounting(id string, count int) {
+	te.t.Helper()
+	before := len(te.logLines(id))
+	lines := te.waitLog(id, before+3)
+	for _, l := range lines[before:] {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < count {
+			te.t.Fatalf("restored counter went back: checkpointed at %d, then logged %q", count, lines[before:])
+		}
+	}
+}
+
+// eventStatuses are the statuses of the container's events since since.
+func (te *testEngine) eventStatuses(id string, since time.Time) []string {
+	te.t.Helper()
+	filters, _ := json.Marshal(map[string][]string{"container": {id}})
+	body := te.must(http.StatusOK, "GET", "/events?stream=false&since="+strconv.FormatInt(since.Unix(), 10)+"&filters="+url.QueryEscape(string(filters)), nil)
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		var ev struct{ Status string }
+		json.Unmarshal(sc.Bytes(), &ev)
+		out = append(out, ev.Status)
+	}
+	return out
+}
+
+// gone waits a little for path to go (storage removes a container's
+// directory after the removal answered) and fails when it stays.
+func gone(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(path); os.IsNotExist(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s stays after the container's removal", path)
+		}
+	}
+}
+
+func TestCheckpointRestoreInPlace(t *testing.T) {
+	te := startCRIUEngine(t)
+	since := time.Now().Add(-time.Second)
+	id := te.create(map[string]any{"name": "counter", "command": counter})
+	te.must(http.StatusConflict, "POST", "/containers/counter/checkpoint", nil)
+	te.must(http.StatusConflict, "POST", "/containers/counter/restore", nil)
+	te.must(http.StatusNoContent, "POST", "/containers/counter/start", nil)
+	te.must(http.StatusConflict, "POST", "/containers/counter/restore", nil)
+	for _, q := range []string{"preCheckpoint=true", "withPrevious=true", "createImage=img", "ignoreRootFS=true"} {
+		te.must(http.StatusBadRequest, "POST", "/containers/counter/checkpoint?"+q, nil)
+	}
+	te.waitLog(id, 3)
+
+	var report struct {
+		ID       string `json:"Id"`
+		Duration int64  `json:"runtime_checkpoint_duration"`
+		Stats    map[string]uint64
+	}
+	body := te.must(http.StatusOK, "POST", "/containers/counter/checkpoint?printStats=true", nil)
+	if err := json.Unmarshal(bytes.Replace(body, []byte(`"criu_statistics"`), []byte(`"Stats"`), 1), &report); err != nil {
+		t.Fatal(err)
+	}
+	if report.ID != id || report.Duration <= 0 || report.Stats["frozen_time"] == 0 || report.Stats["pages_written"] == 0 {
+		t.Fatalf("checkpoint report: %s", body)
+	}
+	st := te.checkpointState(id)
+	if st.Status != "exited" || !st.Checkpointed || st.CheckpointPath == "" || st.CheckpointLog == "" || st.CheckpointedAt.IsZero() || st.Restored {
+		t.Fatalf("after checkpoint: %+v", st)
+	}
+	if _, err := os.Stat(st.CheckpointPath + "/inventory.img"); err != nil {
+		t.Fatalf("checkpoint images: %v", err)
+	}
+	count := te.counted(id)
+	for _, q := range []string{"name=other", "pod=p", "publishPorts=8080:80", "ignoreRootFS=true", "ignoreVolumes=true"} {
+		te.must(http.StatusBadRequest, "POST", "/containers/counter/restore?"+q, nil)
+	}
+	te.must(http.StatusBadRequest, "POST", "/containers/counter/restore?import=true&publishPorts=nonsense", nil)
+
+	te.must(http.StatusOK, "POST", "/containers/counter/restore", nil)
+	st = te.checkpointState(id)
+	if st.Status != "running" || !st.Restored || st.RestoredAt.IsZero() || st.Checkpointed {
+		t.Fatalf("after restore: %+v", st)
+	}
+	if _, err := os.Stat(st.CheckpointPath); !os.IsNotExist(err) {
+		t.Fatalf("the checkpoint stays after a restore without keep: %v", err)
+	}
+	te.keepsCounting(id, count)
+	// The checkpoint went with the restore.
+	te.must(http.StatusNoContent, "POST", "/containers/counter/stop?timeout=0", nil)
+	te.must(http.StatusConflict, "POST", "/containers/counter/restore", nil)
+
+	events := strings.Join(te.eventStatuses(id, since), " ")
+	if !strings.Contains(events, "checkpoint") || !strings.Contains(events, "restore") {
+		t.Fatalf("events: %s", events)
+	}
+	te.must(http.StatusOK, "DELETE", "/containers/counter", nil)
+	if l := leaks(te.root, te.runRoot, id); len(l) > 0 {
+		t.Fatalf("removal left: %v", l)
+	}
+}
+
+func TestCheckpointLeaveRunningKeep(t *testing.T) {
+	te := startCRIUEngine(t)
+	id := te.create(map[string]any{"name": "counter", "command": counter})
+	te.must(http.StatusNoContent, "POST", "/containers/counter/start", nil)
+	te.waitLog(id, 2)
+	te.must(http.StatusOK, "POST", "/containers/counter/checkpoint?leaveRunning=true&keep=true&tcpEstablished=true&fileLocks=true", nil)
+	st := te.checkpointState(id)
+	if st.Status != "running" || !st.Checkpointed {
+		t.Fatalf("after checkpoint --leave-running: %+v", st)
+	}
+	if _, err := os.Stat(st.CheckpointLog); err != nil {
+		t.Fatalf("--keep keeps CRIU's log: %v", err)
+	}
+	// A running container is not restored over.
+	te.must(http.StatusConflict, "POST", "/containers/counter/restore", nil)
+	te.must(http.StatusNoContent, "POST", "/containers/counter/stop?timeout=0", nil)
+	// From the checkpoint, not from the start: the counter is past 0.
+	te.must(http.StatusOK, "POST", "/containers/counter/restore?keep=true&tcpEstablished=true&fileLocks=true", nil)
+	st = te.checkpointState(id)
+	if st.Status != "running" || !st.Restored || !st.Checkpointed {
+		t.Fatalf("after restore --keep: %+v", st)
+	}
+	before := len(te.logLines(id))
+	lines := te.waitLog(id, before+2)
+	if lines[before] == "0" {
+		t.Fatalf("the restore started the counter over: %q", lines)
+	}
+	if _, err := os.Stat(st.RestoreLog); err != nil {
+		t.Fatalf("--keep keeps CRIU's restore log: %v", err)
+	}
+	te.must(http.StatusOK, "DELETE", "/containers/counter?force=true&timeout=0", nil)
+	gone(t, st.CheckpointPath)
+	if l := leaks(te.root, te.runRoot, id); len(l) > 0 {
+		t.Fatalf("removal left: %v", l)
+	}
+}
+
+// rewriteArchive copies a checkpoint archive, passing each entry's content
+// through edit (nil drops nothing, a returned nil keeps the content).
+func rewriteArchive(t *testing.T, archive []byte, edit func(name string, content []byte) []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tr := tar.NewReader(bytes.NewReader(archive))
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		data, _ := io.ReadAll(tr)
+		if out := edit(h.Name, data); out != nil {
+			data = out
+		}
+		h.Size = int64(len(data))
+		tw.WriteHeader(h)
+		tw.Write(data)
+	}
+	tw.Close()
+	return buf.Bytes()
+}
+
+// containerCount is how many containers an engine has.
+func (te *testEngine) containerCount() int {
+	te.t.Helper()
+	var list []json.RawMessage
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/json?all=true", nil), &list)
+	return len(list)
+}
+
+// fileIn reads a file of a container's root filesystem through export.
+func (te *testEngine) fileIn(id, path string) (string, bool) {
+	te.t.Helper()
+	tr := tar.NewReader(bytes.NewReader(te.must(http.StatusOK, "GET", "/containers/"+id+"/export", nil)))
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			return "", false
+		}
+		if strings.TrimPrefix(h.Name, "./") == strings.TrimPrefix(path, "/") {
+			data, _ := io.ReadAll(tr)
+			return string(data), true
+		}
+	}
+}
+
+func TestCheckpointExportImport(t *testing.T) {
+	from := startCRIUEngine(t)
+	to := startCRIUEngine(t)
+	id := from.create(map[string]any{"name": "mover", "volumes": []map[string]any{{"Name": "data", "Dest": "/data"}},
+		"command": []string{"sh", "-c", "echo kept > /data/f; echo changed > /tmp/x; i=0; while true; do echo $i; i=$((i+1)); sleep 0.1; done"}})
+	from.must(http.StatusNoContent, "POST", "/containers/mover/start", nil)
+	from.waitLog(id, 3)
+	archive := from.must(http.StatusOK, "POST", "/containers/mover/checkpoint?export=true", nil)
+	count := from.counted(id)
+	// Exported without keep, the checkpoint left with the archive.
+	if st := from.checkpointState(id); st.Status != "exited" || st.Checkpointed {
+		t.Fatalf("after export: %+v", st)
+	}
+	from.must(http.StatusConflict, "POST", "/containers/mover/restore", nil)
+
+	// Bad archives: 400 naming what is wrong, and no container made.
+	before := to.containerCount()
+	for _, c := range []struct {
+		name string
+		body []byte
+		want string
+	}{
+		{"not a tar", []byte("this is not a checkpoint archive, not even a tar file at all......"), "not a checkpoint archive"},
+		{"no config", tarOf(t, [2]string{"checkpoint/", ""}, [2]string{"checkpoint/inventory.img", "x"}), "config.dump"},
+		{"escape", tarOf(t, [2]string{"../escape", "x"}), "../escape"},
+		{"stranger", tarOf(t, [2]string{"etc/passwd", "x"}), "etc/passwd"},
+		{"truncated", archive[:len(archive)/2], "corrupt"},
+		{"bad config", rewriteArchive(t, archive, func(name string, _ []byte) []byte {
+			if name == "config.dump" {
+				return []byte("{not json")
+			}
+			return nil
+		}), "config.dump"},
+	} {
+		status, body := to.do("POST", "/containers/import/restore?import=true", bytes.NewReader(c.body))
+		if status != http.StatusBadRequest || !strings.Contains(string(body), c.want) {
+			t.Errorf("%s: %d %s, want 400 naming %q", c.name, status, body, c.want)
+		}
+	}
+	// CRIU's own error lines come back; the half-imported container goes.
+	broken := rewriteArchive(t, archive, func(name string, data []byte) []byte {
+		if name == "checkpoint/pstree.img" {
+			return data[:len(data)/2]
+		}
+		return nil
+	})
+	status, body := to.do("POST", "/containers/import/restore?import=true&name=broken", bytes.NewReader(broken))
+	if status != http.StatusInternalServerError || !strings.Contains(string(body), "CRIU: ") || !strings.Contains(string(body), "Error (") {
+		t.Errorf("restore of a damaged checkpoint: %d %s, want 500 with CRIU's error lines", status, body)
+	}
+	if n := to.containerCount(); n != before {
+		t.Fatalf("bad imports left %d containers", n-before)
+	}
+
+	var report struct {
+		ID string `json:"Id"`
+	}
+	json.Unmarshal(to.must(http.StatusOK, "POST", "/containers/import/restore?import=true", bytes.NewReader(archive)), &report)
+	moved := to.inspect("mover")
+	if moved.ID != report.ID || moved.State.Status != "running" {
+		t.Fatalf("imported: %+v (report %+v)", moved.State, report)
+	}
+	if st := to.checkpointState("mover"); !st.Restored {
+		t.Fatalf("imported container's state: %+v", st)
+	}
+	to.keepsCounting(moved.ID, count)
+	if got, ok := to.fileIn(moved.ID, "/tmp/x"); !ok || got != "changed\n" {
+		t.Errorf("root filesystem change: %q %v", got, ok)
+	}
+	var vol struct{ Mountpoint string }
+	json.Unmarshal(to.must(http.StatusOK, "GET", "/volumes/data/json", nil), &vol)
+	if data, err := os.ReadFile(vol.Mountpoint + "/f"); err != nil || string(data) != "kept\n" {
+		t.Errorf("volume content: %q %v", data, err)
+	}
+
+	// The name is taken now; another name, without the rootfs changes.
+	to.must(http.StatusConflict, "POST", "/containers/import/restore?import=true", bytes.NewReader(archive))
+	json.Unmarshal(to.must(http.StatusOK, "POST", "/containers/import/restore?import=true&name=mover2&ignoreRootFS=true&ignoreStaticIP=true&ignoreStaticMAC=true&keep=true", bytes.NewReader(archive)), &report)
+	if _, ok := to.fileIn(report.ID, "/tmp/x"); ok {
+		t.Errorf("ignoreRootFS: the rootfs change came along")
+	}
+	if st := to.checkpointState("mover2"); st.Status != "running" || !st.Checkpointed {
+		t.Fatalf("imported with keep: %+v", st)
+	}
+	to.must(http.StatusOK, "DELETE", "/containers/mover2?force=true&timeout=0", nil)
+	to.must(http.StatusOK, "DELETE", "/containers/mover?force=true&timeout=0", nil)
+	if l := leaks(to.root, to.runRoot, moved.ID, report.ID); len(l) > 0 {
+		t.Fatalf("removal left: %v", l)
+	}
+	if stale, _ := filepath.Glob(filepath.Join(to.root, "*", importPrefixGlob)); len(stale) > 0 {
+		t.Fatalf("imports left %v", stale)
+	}
+}
+
+// importPrefixGlob matches the directories imports unpack archives into.
+const importPrefixGlob = "checkpoint-import-*"
