@@ -14,7 +14,7 @@ const APIVersion = "5.7.0"
 const MinAPIVersion = "4.0.0"
 
 // CompatAPIVersion is the Docker-compatible API version the engine claims.
-const CompatAPIVersion = "1.41"
+const CompatAPIVersion = "1.44"
 
 // MinCompatAPIVersion is the oldest Docker-compatible API version accepted.
 const MinCompatAPIVersion = "1.24"

@@ -21,6 +21,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/lifecycle/pods"
 	"github.com/berth-project/berth/engine/internal/backend/system"
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/dockerapi"
 	"github.com/berth-project/berth/engine/internal/handlers"
 	"github.com/berth-project/berth/shared/server"
 )
@@ -202,6 +203,18 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		return nil, fmt.Errorf("engine: event metrics: %w", err)
 	}
 	kubeGen := kubegen.New(ctrs.manager, e.pods, ctrs.volumes)
+	docker := dockerapi.NewHandler(logger, dockerapi.Deps{
+		System:      sys,
+		Containers:  ctrs.manager,
+		Images:      images,
+		Transfer:    transfer,
+		Networks:    ctrs.networks,
+		Volumes:     ctrs.volumes,
+		Build:       builder,
+		ContainerIO: e.streams.io,
+		Exec:        e.streams.exec,
+		Events:      e.streams.events,
+	}, dockerapi.Config{DefaultNetwork: cfg.Network.DefaultNetwork})
 	e.handler = handlers.NewServer(logger, handlers.Deps{
 		System:      sys,
 		Images:      images,
@@ -235,6 +248,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		SwaggerSpec: cfg.SwaggerSpec,
 		Metrics:     metrics,
 		Started:     time.Now(),
+		Docker:      docker,
 	})
 	return e, nil
 }

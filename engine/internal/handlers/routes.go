@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -37,7 +38,7 @@ func (s *Server) routes() http.Handler {
 	r.Route("/v{version}/libpod", s.libpodRoutes)
 	r.Route("/libpod", s.libpodRoutes)
 
-	r.NotFound(notFound)
+	r.NotFound(s.dockerOrNotFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 	s.patterns = routePatterns(r)
 	return slashPaths(r)
@@ -71,4 +72,28 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	registerGenerateRoutes(r, s)
 	registerKubePlayRoutes(r, s)
 	registerKubeGenerateRoutes(r, s)
+}
+
+// dockerOrNotFound hands a path outside libpod's tree to the Docker
+// front door: "/v1.41/containers/json" and "/containers/json" are
+// Docker's, "/v4.3.1/libpod/..." and "/libpod/..." stay libpod's (and get
+// its 404 here).
+func (s *Server) dockerOrNotFound(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Docker == nil || isLibpodPath(r.URL.Path) {
+		notFound(w, r)
+		return
+	}
+	s.cfg.Docker.ServeHTTP(w, r)
+}
+
+// isLibpodPath: /libpod/... or /v{version}/libpod/...
+func isLibpodPath(p string) bool {
+	if strings.HasPrefix(p, "/libpod/") || p == "/libpod" {
+		return true
+	}
+	if !strings.HasPrefix(p, "/v") {
+		return false
+	}
+	_, rest, _ := strings.Cut(p[1:], "/")
+	return rest == "libpod" || strings.HasPrefix(rest, "libpod/")
 }

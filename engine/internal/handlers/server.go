@@ -70,6 +70,10 @@ type Config struct {
 	Metrics *server.Metrics
 	// Started is when the engine started (reported by info).
 	Started time.Time
+	// Docker serves Docker's Engine API: every path that is not libpod's
+	// (nor /metrics, /healthz, /readyz, /_ping) goes to it. Nil answers
+	// those paths with 404.
+	Docker http.Handler
 }
 
 // Server holds the handlers' dependencies.

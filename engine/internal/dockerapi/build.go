@@ -1,0 +1,125 @@
+package dockerapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// build answers docker build (the classic builder's API): a tar context
+// in the body, the options in the query, Docker's JSON stream out with the
+// image ID as aux.
+func (s *server) build(w http.ResponseWriter, r *http.Request) {
+	q := queryOf(r)
+	opts := core.BuildOptions{
+		Tags:    q.v["t"],
+		Target:  q.str("target"),
+		NoCache: q.boolean("nocache", false),
+		Quiet:   q.boolean("q", false),
+		Layers:  true,
+		Format:  "docker",
+		Network: core.BuildNetworkPrivate,
+	}
+	if df := q.str("dockerfile"); df != "" {
+		opts.Containerfiles = []string{df}
+	}
+	if q.boolean("pull", false) {
+		opts.PullPolicy = core.PullAlways
+	} else {
+		opts.PullPolicy = core.PullMissing
+	}
+	for _, p := range []struct {
+		name string
+		dst  any
+	}{{"buildargs", &map[string]*string{}}, {"labels", &map[string]string{}}} {
+		raw := q.str(p.name)
+		if raw == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(raw), p.dst); err != nil {
+			writeError(w, core.InvalidArgument(p.name, err))
+			return
+		}
+		switch v := p.dst.(type) {
+		case *map[string]*string:
+			opts.BuildArgs = map[string]string{}
+			for k, val := range *v {
+				if val != nil {
+					opts.BuildArgs[k] = *val
+				}
+			}
+		case *map[string]string:
+			for k, val := range *v {
+				opts.Labels = append(opts.Labels, k+"="+val)
+			}
+		}
+	}
+	switch nm := q.str("networkmode"); nm {
+	case "", "default", "bridge":
+	case "host":
+		opts.Network = core.BuildNetworkHost
+	case "none":
+	default:
+		writeError(w, core.InvalidArgument("networkmode", fmt.Errorf("network mode %q is not supported for builds", nm)))
+		return
+	}
+	if eh := q.str("extrahosts"); eh != "" {
+		opts.ExtraHosts = strings.Split(eh, ",")
+	}
+	for _, unsupported := range []string{"remote", "cachefrom", "cpusetcpus", "cpusetmems", "isolation", "squash", "outputs"} {
+		if v := q.str(unsupported); v != "" && v != "[]" && v != "null" {
+			writeError(w, core.InvalidArgument(unsupported, fmt.Errorf("%s is not supported by Berth's builder", unsupported)))
+			return
+		}
+	}
+	if p := q.str("platform"); p != "" && p != "linux" && !strings.HasPrefix(p, "linux/") {
+		writeError(w, core.InvalidArgument("platform", fmt.Errorf("%q: only linux images are built here", p)))
+		return
+	}
+	if v := q.str("version"); v == "2" {
+		writeError(w, core.InvalidArgument("version", errors.New("BuildKit is not supported: use the classic builder (DOCKER_BUILDKIT=0)")))
+		return
+	}
+	if mem := q.integer("memory", 0); mem > 0 {
+		opts.Memory = mem
+	}
+	if shm := q.integer("shmsize", 0); shm > 0 {
+		opts.ShmSize = shm
+	}
+	opts.CPUQuota = q.integer("cpuquota", 0)
+	if period := q.integer("cpuperiod", 0); period > 0 {
+		opts.CPUPeriod = uint64(period)
+	}
+	if q.err != nil {
+		writeError(w, q.err)
+		return
+	}
+	js := startJSONStream(w)
+	opts.Progress = streamWriter{js}
+	id, err := s.deps.Build.Build(r.Context(), r.Body, opts)
+	if err != nil {
+		js.fail(err)
+		return
+	}
+	js.send(progressMessage{Aux: map[string]string{"ID": imageID(id)}})
+	short := strings.TrimPrefix(imageID(id), "sha256:")
+	if len(short) > 12 {
+		short = short[:12]
+	}
+	js.send(progressMessage{Stream: "Successfully built " + short + "\n"})
+	for _, t := range opts.Tags {
+		js.send(progressMessage{Stream: "Successfully tagged " + t + "\n"})
+	}
+}
+
+// streamWriter sends build output as {"stream": ...} lines.
+type streamWriter struct{ js *jsonStream }
+
+func (sw streamWriter) Write(p []byte) (int, error) {
+	sw.js.send(progressMessage{Stream: string(p)})
+	return len(p), nil
+}

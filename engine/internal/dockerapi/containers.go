@@ -1,0 +1,414 @@
+package dockerapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	containertypes "github.com/docker/docker/api/types/container"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// containerList answers docker ps.
+func (s *server) containerList(w http.ResponseWriter, r *http.Request) {
+	q := queryOf(r)
+	opts := core.ListContainersOptions{
+		All:     q.boolean("all", false),
+		Size:    q.boolean("size", false),
+		Last:    int(q.integer("limit", 0)),
+		Filters: q.filters(),
+	}
+	if q.err != nil {
+		writeError(w, q.err)
+		return
+	}
+	if opts.Last < 0 {
+		opts.Last = 0
+	}
+	if opts.Last > 0 {
+		opts.All = true
+	}
+	if err := s.translateContainerFilters(opts.Filters); err != nil {
+		writeError(w, err)
+		return
+	}
+	list, err := s.deps.Containers.List(r.Context(), opts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := make([]containertypes.Summary, 0, len(list))
+	for _, c := range list {
+		if c.IsInfra {
+			continue
+		}
+		out = append(out, s.summary(c))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// translateContainerFilters rewrites Docker's filter values into the
+// engine's: states ("created", "exited"), network names.
+func (s *server) translateContainerFilters(f map[string][]string) error {
+	for key, values := range f {
+		switch key {
+		case "status":
+			for i, v := range values {
+				switch v {
+				case "created", "running", "paused", "exited", "restarting", "removing", "dead":
+				default:
+					return core.InvalidArgument("filters", fmt.Errorf("invalid filter 'status=%s'", v))
+				}
+				values[i] = v
+			}
+		case "network":
+			for i, v := range values {
+				values[i] = s.engineNetwork(v)
+			}
+		case "is-task":
+			delete(f, key)
+		}
+	}
+	return nil
+}
+
+// summary is one row of docker ps.
+func (s *server) summary(c core.ListContainer) containertypes.Summary {
+	names := make([]string, len(c.Names))
+	for i, n := range c.Names {
+		names[i] = "/" + n
+	}
+	started := time.Unix(c.StartedAt, 0)
+	var finished time.Time
+	if c.ExitedAt > 0 {
+		finished = time.Unix(c.ExitedAt, 0)
+	}
+	out := containertypes.Summary{
+		ID:      c.ID,
+		Names:   names,
+		Image:   c.Image,
+		ImageID: imageID(c.ImageID),
+		Command: strings.Join(c.Command, " "),
+		Created: c.Created.Unix(),
+		Ports:   dockerPorts(c.Ports),
+		Labels:  c.Labels,
+		State:   dockerState(c.State),
+		Status:  statusText(c.State, started, finished, c.ExitCode, c.Status),
+		Mounts:  []containertypes.MountPoint{},
+	}
+	if c.Size != nil {
+		out.SizeRw, out.SizeRootFs = c.Size.RwSize, c.Size.RootFsSize
+	}
+	out.NetworkSettings = &containertypes.NetworkSettingsSummary{Networks: map[string]*networkEndpoint{}}
+	for _, n := range c.Networks {
+		out.NetworkSettings.Networks[s.dockerNetworkName(n)] = &networkEndpoint{}
+	}
+	out.HostConfig.NetworkMode = "default"
+	if len(c.Networks) > 0 && c.Networks[0] != s.cfg.DefaultNetwork {
+		out.HostConfig.NetworkMode = c.Networks[0]
+	}
+	for _, m := range c.Mounts {
+		out.Mounts = append(out.Mounts, containertypes.MountPoint{Destination: m})
+	}
+	return out
+}
+
+// dockerPorts lists published ports as Docker's ps does, one per port.
+func dockerPorts(ports []core.PortMapping) []containertypes.Port {
+	out := []containertypes.Port{}
+	for _, p := range ports {
+		n := max(int(p.Range), 1)
+		for i := 0; i < n; i++ {
+			for _, proto := range strings.Split(p.Protocol, ",") {
+				if proto == "" {
+					proto = "tcp"
+				}
+				ip := p.HostIP
+				if ip == "" {
+					ip = "0.0.0.0"
+				}
+				out = append(out, containertypes.Port{IP: ip, PrivatePort: p.ContainerPort + uint16(i), PublicPort: p.HostPort + uint16(i), Type: proto})
+			}
+		}
+	}
+	return out
+}
+
+// containerInspect answers docker inspect (the name with its leading /).
+func (s *server) containerInspect(w http.ResponseWriter, r *http.Request) {
+	out, err := s.inspectContainer(r.Context(), pathParam(r, "name"), queryOf(r).boolean("size", false))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// containerStart starts a container; 304 when it runs already.
+func (s *server) containerStart(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength > 0 {
+		var hc containertypes.HostConfig
+		if err := decodeBody(r, &hc); err != nil {
+			writeError(w, err)
+			return
+		}
+		if len(hc.Binds) > 0 || len(hc.PortBindings) > 0 || hc.NetworkMode != "" {
+			writeError(w, core.InvalidArgument("body", errors.New("a host config at start is not supported: give it at create")))
+			return
+		}
+	}
+	if k := r.URL.Query().Get("detachKeys"); k != "" {
+		writeError(w, core.InvalidArgument("detachKeys", errors.New("detach keys are read at attach")))
+		return
+	}
+	s.lifecycle(w, r, func(ctx context.Context, name string) error { return s.deps.Containers.Start(ctx, name) })
+}
+
+// stopTimeout reads t (Docker's seconds); nil keeps the container's own.
+func stopTimeout(r *http.Request) (*uint, error) {
+	q := queryOf(r)
+	if !q.has("t") && !q.has("timeout") {
+		return nil, nil
+	}
+	name := "t"
+	if !q.has("t") {
+		name = "timeout"
+	}
+	n := q.integer(name, 0)
+	if q.err != nil {
+		return nil, q.err
+	}
+	if n < 0 {
+		// -1 waits forever in Docker; the engine's longest wait is used.
+		n = 1 << 30
+	}
+	t := uint(n)
+	return &t, nil
+}
+
+func (s *server) containerStop(w http.ResponseWriter, r *http.Request) {
+	t, err := stopTimeout(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if sig := r.URL.Query().Get("signal"); sig != "" {
+		writeError(w, core.InvalidArgument("signal", errors.New("a stop signal per request is not supported: set StopSignal at create")))
+		return
+	}
+	s.lifecycle(w, r, func(ctx context.Context, name string) error { return s.deps.Containers.Stop(ctx, name, t) })
+}
+
+func (s *server) containerRestart(w http.ResponseWriter, r *http.Request) {
+	t, err := stopTimeout(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	s.lifecycle(w, r, func(ctx context.Context, name string) error { return s.deps.Containers.Restart(ctx, name, t) })
+}
+
+func (s *server) containerKill(w http.ResponseWriter, r *http.Request) {
+	sig := r.URL.Query().Get("signal")
+	if sig == "" {
+		sig = "KILL"
+	}
+	if _, err := parseSignal(sig); err != nil {
+		writeError(w, core.InvalidArgument("signal", err))
+		return
+	}
+	name := pathParam(r, "name")
+	c, err := s.deps.Containers.Lookup(r.Context(), name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if c.State != core.StateRunning && c.State != core.StatePaused {
+		writeMessage(w, http.StatusConflict, fmt.Sprintf("Cannot kill container: %s: container %s is not running", name, c.ID))
+		return
+	}
+	s.lifecycle(w, r, func(ctx context.Context, name string) error { return s.deps.Containers.Kill(ctx, name, sig) })
+}
+
+func (s *server) containerPause(w http.ResponseWriter, r *http.Request) {
+	s.lifecycle(w, r, func(ctx context.Context, name string) error { return s.deps.Containers.Pause(ctx, name) })
+}
+
+func (s *server) containerUnpause(w http.ResponseWriter, r *http.Request) {
+	s.lifecycle(w, r, func(ctx context.Context, name string) error { return s.deps.Containers.Unpause(ctx, name) })
+}
+
+// lifecycle runs one state change and answers 204 (304 where the engine
+// says there was nothing to do).
+func (s *server) lifecycle(w http.ResponseWriter, r *http.Request, op func(context.Context, string) error) {
+	if err := op(r.Context(), pathParam(r, "name")); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// containerRemove answers docker rm.
+func (s *server) containerRemove(w http.ResponseWriter, r *http.Request) {
+	q := queryOf(r)
+	opts := core.RemoveContainerOptions{Force: q.boolean("force", false), Volumes: q.boolean("v", false)}
+	if q.boolean("link", false) {
+		writeError(w, core.InvalidArgument("link", errors.New("legacy links are not supported")))
+		return
+	}
+	name := pathParam(r, "name")
+	if !opts.Force {
+		c, err := s.deps.Containers.Lookup(r.Context(), name)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if c.State == core.StateRunning || c.State == core.StatePaused {
+			writeMessage(w, http.StatusConflict, fmt.Sprintf("You cannot remove a %s container %s. Stop the container before attempting removal or force remove", dockerState(c.State.String()), c.ID))
+			return
+		}
+	}
+	if err := s.deps.Containers.Remove(r.Context(), name, opts); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// containerWait answers Docker's wait: the status line at once (so a
+// client may start the container next), then the exit code once the
+// condition holds: not-running (the default), next-exit or removed.
+func (s *server) containerWait(w http.ResponseWriter, r *http.Request) {
+	cond := r.URL.Query().Get("condition")
+	name := pathParam(r, "name")
+	ctx := r.Context()
+	c, err := s.deps.Containers.Lookup(ctx, name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var conditions []string
+	switch cond {
+	case "", "not-running":
+		if c.State == core.StateConfigured || c.State == core.StateCreated {
+			writeJSON(w, http.StatusOK, containertypes.WaitResponse{StatusCode: int64(c.ExitCode)})
+			return
+		}
+		conditions = []string{"stopped", "exited"}
+	case "next-exit", "removed":
+		conditions = []string{"stopped", "exited"}
+	default:
+		writeError(w, core.InvalidArgument("condition", fmt.Errorf("invalid condition: %q", cond)))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	code, err := s.deps.Containers.Wait(ctx, c.ID, conditions)
+	if err == nil && cond == "removed" {
+		err = s.awaitRemoval(ctx, c.ID)
+	}
+	resp := containertypes.WaitResponse{StatusCode: int64(code)}
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		resp.Error = &containertypes.WaitExitError{Message: err.Error()}
+	}
+	writeJSONLine(w, resp)
+}
+
+// awaitRemoval waits until the container is gone (auto-removal after exit).
+func (s *server) awaitRemoval(ctx context.Context, id string) error {
+	for {
+		ok, err := s.deps.Containers.Exists(ctx, id)
+		if err != nil || !ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// containerRename answers docker rename.
+func (s *server) containerRename(w http.ResponseWriter, r *http.Request) {
+	m, ok := s.deps.Containers.(core.ContainerMounts)
+	if !ok {
+		noRoute(w, r)
+		return
+	}
+	name := strings.TrimPrefix(r.URL.Query().Get("name"), "/")
+	if name == "" {
+		writeError(w, core.InvalidArgument("name", errors.New("a new name is required")))
+		return
+	}
+	if err := m.Rename(r.Context(), pathParam(r, "name"), name); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// containerUpdate answers docker update: resources and restart policy.
+func (s *server) containerUpdate(w http.ResponseWriter, r *http.Request) {
+	var body containertypes.UpdateConfig
+	if err := decodeBody(r, &body); err != nil {
+		writeError(w, err)
+		return
+	}
+	var spec core.ContainerSpec
+	if err := resources(&spec, &body.Resources); err != nil {
+		writeError(w, err)
+		return
+	}
+	if len(spec.Rlimits) > 0 || len(spec.Devices) > 0 {
+		writeError(w, core.InvalidArgument("body", errors.New("ulimits and devices cannot be updated")))
+		return
+	}
+	opts := core.UpdateContainerOptions{Resources: spec.Resources}
+	if body.RestartPolicy.Name != "" {
+		if err := s.restartPolicy(&spec, body.RestartPolicy); err != nil {
+			writeError(w, err)
+			return
+		}
+		p := string(body.RestartPolicy.Name)
+		opts.RestartPolicy, opts.RestartTries = &p, spec.RestartTries
+	}
+	if err := s.deps.Containers.Update(r.Context(), pathParam(r, "name"), opts); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, containertypes.UpdateResponse{Warnings: []string{}})
+}
+
+// containerPrune answers docker container prune.
+func (s *server) containerPrune(w http.ResponseWriter, r *http.Request) {
+	q := queryOf(r)
+	f := q.filters()
+	if q.err != nil {
+		writeError(w, q.err)
+		return
+	}
+	reports, err := s.deps.Containers.Prune(r.Context(), f)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := containertypes.PruneReport{ContainersDeleted: []string{}}
+	for _, p := range reports {
+		if p.Err != "" {
+			continue
+		}
+		out.ContainersDeleted = append(out.ContainersDeleted, p.ID)
+		out.SpaceReclaimed += p.Size
+	}
+	writeJSON(w, http.StatusOK, out)
+}

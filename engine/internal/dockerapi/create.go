@@ -1,0 +1,641 @@
+package dockerapi
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	containertypes "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	networktypes "github.com/docker/docker/api/types/network"
+	"github.com/docker/go-connections/nat"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/shared/rlimit"
+)
+
+// containerCreate translates Docker's create body into the engine's
+// creation spec. Options the engine cannot honour are refused with a 400
+// naming them, never dropped.
+func (s *server) containerCreate(w http.ResponseWriter, r *http.Request) {
+	var req containertypes.CreateRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.Config == nil {
+		writeError(w, core.InvalidArgument("body", errors.New("a container configuration is required")))
+		return
+	}
+	if req.HostConfig == nil {
+		req.HostConfig = &containertypes.HostConfig{}
+	}
+	spec, err := s.toSpec(strings.TrimPrefix(r.URL.Query().Get("name"), "/"), req.Config, req.HostConfig, req.NetworkingConfig)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if p := r.URL.Query().Get("platform"); p != "" && p != "linux" && !strings.HasPrefix(p, "linux/") {
+		writeError(w, core.InvalidArgument("platform", fmt.Errorf("%q: only linux containers run here", p)))
+		return
+	}
+	id, warnings, err := s.deps.Containers.Create(r.Context(), spec)
+	if err != nil {
+		if errors.Is(err, core.ErrNoSuchImage) {
+			writeMessage(w, http.StatusNotFound, "No such image: "+req.Config.Image)
+			return
+		}
+		writeError(w, err)
+		return
+	}
+	if warnings == nil {
+		warnings = []string{}
+	}
+	writeJSON(w, http.StatusCreated, containertypes.CreateResponse{ID: id, Warnings: warnings})
+}
+
+// toSpec is the translation of one create request.
+func (s *server) toSpec(name string, cfg *containertypes.Config, hc *containertypes.HostConfig, nc *networktypes.NetworkingConfig) (core.ContainerSpec, error) {
+	if err := refuseUnsupported(cfg, hc); err != nil {
+		return core.ContainerSpec{}, err
+	}
+	spec := core.ContainerSpec{
+		Name:         name,
+		Image:        cfg.Image,
+		RawImageName: cfg.Image,
+		Entrypoint:   cfg.Entrypoint,
+		Command:      cfg.Cmd,
+		Terminal:     cfg.Tty,
+		Stdin:        cfg.OpenStdin,
+		Labels:       cfg.Labels,
+		Hostname:     cfg.Hostname,
+		WorkDir:      cfg.WorkingDir,
+		User:         cfg.User,
+		Annotations:  hc.Annotations,
+		Remove:       hc.AutoRemove,
+		Groups:       hc.GroupAdd,
+		VolumesFrom:  hc.VolumesFrom,
+		Privileged:   hc.Privileged,
+		CapAdd:       hc.CapAdd,
+		CapDrop:      hc.CapDrop,
+		ReadOnly:     hc.ReadonlyRootfs,
+		DNSServers:   hc.DNS,
+		DNSSearch:    hc.DNSSearch,
+		DNSOptions:   hc.DNSOptions,
+		HostAdd:      hc.ExtraHosts,
+		Sysctl:       hc.Sysctls,
+		OCIRuntime:   hc.Runtime,
+		PublishExposedPorts: hc.PublishAllPorts,
+	}
+	if len(cfg.Env) > 0 {
+		spec.Env = map[string]string{}
+		for _, kv := range cfg.Env {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				// "NAME" alone unsets NAME: the client found no value for it.
+				continue
+			}
+			spec.Env[k] = v
+		}
+	}
+	if cfg.StopSignal != "" {
+		sig, err := parseSignal(cfg.StopSignal)
+		if err != nil {
+			return spec, core.InvalidArgument("StopSignal", err)
+		}
+		n := int(sig)
+		spec.StopSignal = &n
+	}
+	if cfg.StopTimeout != nil {
+		if *cfg.StopTimeout < 0 {
+			return spec, core.InvalidArgument("StopTimeout", errors.New("must not be negative"))
+		}
+		t := uint(*cfg.StopTimeout)
+		spec.StopTimeout = &t
+	}
+	if hc.Init != nil {
+		spec.Init = *hc.Init
+	}
+	if hc.OomScoreAdj != 0 {
+		v := hc.OomScoreAdj
+		spec.OOMScoreAdj = &v
+	}
+	if hc.ShmSize > 0 {
+		v := hc.ShmSize
+		spec.ShmSize = &v
+	}
+	for _, opt := range hc.SecurityOpt {
+		switch opt {
+		case "no-new-privileges", "no-new-privileges:true", "no-new-privileges=true":
+			spec.NoNewPrivs = true
+		case "no-new-privileges:false", "no-new-privileges=false",
+			// The engine applies no seccomp filter, AppArmor profile or
+			// SELinux label: these ask for what it already does.
+			"seccomp=unconfined", "seccomp:unconfined", "apparmor=unconfined", "apparmor:unconfined", "label=disable", "label:disable":
+		default:
+			return spec, core.InvalidArgument("HostConfig.SecurityOpt", fmt.Errorf("%q is not supported", opt))
+		}
+	}
+	switch hc.PidMode {
+	case "", "private":
+	case "host":
+		spec.PidNS = core.Namespace{NSMode: "host"}
+	default:
+		return spec, core.InvalidArgument("HostConfig.PidMode", fmt.Errorf("%q is not supported (private or host)", hc.PidMode))
+	}
+	if err := s.restartPolicy(&spec, hc.RestartPolicy); err != nil {
+		return spec, err
+	}
+	if err := healthConfig(&spec, cfg.Healthcheck); err != nil {
+		return spec, err
+	}
+	if err := resources(&spec, &hc.Resources); err != nil {
+		return spec, err
+	}
+	if err := storageMounts(&spec, cfg, hc); err != nil {
+		return spec, err
+	}
+	if err := s.networking(&spec, cfg, hc, nc); err != nil {
+		return spec, err
+	}
+	return spec, nil
+}
+
+// refuseUnsupported names the first option set in the request that the
+// engine has no way to honour.
+func refuseUnsupported(cfg *containertypes.Config, hc *containertypes.HostConfig) error {
+	bad := func(field, why string) error {
+		return core.InvalidArgument(field, errors.New(why))
+	}
+	switch {
+	case cfg.Domainname != "":
+		return bad("Config.Domainname", "a domain name is not supported")
+	case cfg.MacAddress != "":
+		return bad("Config.MacAddress", "set the MAC address per network (EndpointSettings.MacAddress)")
+	case len(hc.Links) > 0:
+		return bad("HostConfig.Links", "legacy links are not supported: use a user-defined network")
+	case hc.VolumeDriver != "" && hc.VolumeDriver != "local":
+		return bad("HostConfig.VolumeDriver", fmt.Sprintf("%q: only the local volume driver exists", hc.VolumeDriver))
+	case hc.IpcMode != "" && hc.IpcMode != "private" && hc.IpcMode != "shareable":
+		return bad("HostConfig.IpcMode", fmt.Sprintf("%q is not supported (private)", hc.IpcMode))
+	case hc.UTSMode != "":
+		return bad("HostConfig.UTSMode", fmt.Sprintf("%q is not supported", hc.UTSMode))
+	case hc.UsernsMode != "" && hc.UsernsMode != "host":
+		return bad("HostConfig.UsernsMode", fmt.Sprintf("%q is not supported (user namespaces)", hc.UsernsMode))
+	case hc.CgroupnsMode != "" && hc.CgroupnsMode != "host":
+		return bad("HostConfig.CgroupnsMode", fmt.Sprintf("%q is not supported (the engine shares the host's cgroup namespace)", hc.CgroupnsMode))
+	case hc.Cgroup != "":
+		return bad("HostConfig.Cgroup", "joining another cgroup is not supported")
+	case len(hc.StorageOpt) > 0:
+		return bad("HostConfig.StorageOpt", "storage options are not supported")
+	case hc.Isolation != "" && hc.Isolation != "default":
+		return bad("HostConfig.Isolation", fmt.Sprintf("%q is not supported", hc.Isolation))
+	case len(hc.MaskedPaths) > 0:
+		return bad("HostConfig.MaskedPaths", "custom masked paths are not supported")
+	case len(hc.ReadonlyPaths) > 0:
+		return bad("HostConfig.ReadonlyPaths", "custom read-only paths are not supported")
+	case hc.LogConfig.Type != "" && hc.LogConfig.Type != "json-file" && hc.LogConfig.Type != "k8s-file" && hc.LogConfig.Type != "local":
+		return bad("HostConfig.LogConfig.Type", fmt.Sprintf("%q is not supported (the engine keeps a log file per container)", hc.LogConfig.Type))
+	case len(hc.LogConfig.Config) > 0:
+		return bad("HostConfig.LogConfig.Config", "log driver options are not supported")
+	case hc.CgroupParent != "":
+		return bad("HostConfig.CgroupParent", "a cgroup parent is not supported")
+	case len(hc.BlkioWeightDevice) > 0 || len(hc.BlkioDeviceReadBps) > 0 || len(hc.BlkioDeviceWriteBps) > 0 ||
+		len(hc.BlkioDeviceReadIOps) > 0 || len(hc.BlkioDeviceWriteIOps) > 0:
+		return bad("HostConfig.BlkioDevice", "per-device block IO limits are not supported")
+	case hc.CPURealtimePeriod != 0 || hc.CPURealtimeRuntime != 0:
+		return bad("HostConfig.CpuRealtime", "real-time CPU scheduling is not supported")
+	case len(hc.DeviceCgroupRules) > 0:
+		return bad("HostConfig.DeviceCgroupRules", "device cgroup rules are not supported")
+	case len(hc.DeviceRequests) > 0:
+		return bad("HostConfig.DeviceRequests", "device requests (GPUs) are not supported")
+	case hc.KernelMemory != 0 || hc.KernelMemoryTCP != 0:
+		return bad("HostConfig.KernelMemory", "kernel memory limits are not supported")
+	case hc.CPUCount != 0 || hc.CPUPercent != 0 || hc.IOMaximumIOps != 0 || hc.IOMaximumBandwidth != 0:
+		return bad("HostConfig.CpuCount", "Windows resource options are not supported")
+	}
+	return nil
+}
+
+// restartPolicy maps Docker's restart policy.
+func (s *server) restartPolicy(spec *core.ContainerSpec, p containertypes.RestartPolicy) error {
+	name := string(p.Name)
+	switch name {
+	case "", "no":
+		if p.MaximumRetryCount != 0 {
+			return core.InvalidArgument("HostConfig.RestartPolicy", errors.New("maximum retry count cannot be used with restart policy 'no'"))
+		}
+		return nil
+	case "always", "unless-stopped", "on-failure":
+	default:
+		return core.InvalidArgument("HostConfig.RestartPolicy", fmt.Errorf("invalid restart policy '%s'", name))
+	}
+	if p.MaximumRetryCount < 0 {
+		return core.InvalidArgument("HostConfig.RestartPolicy", errors.New("maximum retry count cannot be negative"))
+	}
+	if p.MaximumRetryCount > 0 {
+		if name != "on-failure" {
+			return core.InvalidArgument("HostConfig.RestartPolicy", fmt.Errorf("maximum retry count cannot be used with restart policy '%s'", name))
+		}
+		n := uint(p.MaximumRetryCount)
+		spec.RestartTries = &n
+	}
+	if spec.Remove {
+		return core.InvalidArgument("HostConfig.RestartPolicy", errors.New("can't create 'AutoRemove' container with restart policy"))
+	}
+	spec.RestartPolicy = name
+	return nil
+}
+
+// healthConfig maps Docker's healthcheck (same shape as the engine's).
+func healthConfig(spec *core.ContainerSpec, hc *containertypes.HealthConfig) error {
+	if hc == nil {
+		return nil
+	}
+	if hc.StartInterval != 0 {
+		return core.InvalidArgument("Healthcheck.StartInterval", errors.New("a start interval is not supported"))
+	}
+	spec.HealthConfig = &core.HealthConfig{
+		Test: hc.Test, Interval: hc.Interval, Timeout: hc.Timeout, StartPeriod: hc.StartPeriod, Retries: hc.Retries,
+	}
+	return nil
+}
+
+// resources maps Docker's resource limits to OCI's.
+func resources(spec *core.ContainerSpec, res *containertypes.Resources) error {
+	var lr specs.LinuxResources
+	set := false
+	mem := specs.LinuxMemory{}
+	if res.Memory != 0 {
+		v := res.Memory
+		mem.Limit, set = &v, true
+	}
+	if res.MemoryReservation != 0 {
+		v := res.MemoryReservation
+		mem.Reservation, set = &v, true
+	}
+	if res.MemorySwap != 0 {
+		v := res.MemorySwap
+		mem.Swap, set = &v, true
+	}
+	if res.MemorySwappiness != nil && *res.MemorySwappiness >= 0 {
+		v := uint64(*res.MemorySwappiness)
+		mem.Swappiness, set = &v, true
+	}
+	if res.OomKillDisable != nil && *res.OomKillDisable {
+		v := true
+		mem.DisableOOMKiller, set = &v, true
+	}
+	if set {
+		lr.Memory = &mem
+	}
+	cpu := specs.LinuxCPU{}
+	cpuSet := false
+	if res.CPUShares != 0 {
+		v := uint64(res.CPUShares)
+		cpu.Shares, cpuSet = &v, true
+	}
+	if res.NanoCPUs != 0 {
+		if res.CPUQuota != 0 || res.CPUPeriod != 0 {
+			return core.InvalidArgument("HostConfig.NanoCpus", errors.New("conflicting options: Nano CPUs and CPU Period/Quota cannot both be set"))
+		}
+		period := uint64(100000)
+		quota := res.NanoCPUs * int64(period) / 1e9
+		cpu.Period, cpu.Quota, cpuSet = &period, &quota, true
+	}
+	if res.CPUPeriod != 0 {
+		v := uint64(res.CPUPeriod)
+		cpu.Period, cpuSet = &v, true
+	}
+	if res.CPUQuota != 0 {
+		v := res.CPUQuota
+		cpu.Quota, cpuSet = &v, true
+	}
+	if res.CpusetCpus != "" {
+		cpu.Cpus, cpuSet = res.CpusetCpus, true
+	}
+	if res.CpusetMems != "" {
+		cpu.Mems, cpuSet = res.CpusetMems, true
+	}
+	if cpuSet {
+		lr.CPU, set = &cpu, true
+	}
+	if res.PidsLimit != nil && *res.PidsLimit > 0 {
+		limit := *res.PidsLimit
+		lr.Pids, set = &specs.LinuxPids{Limit: &limit}, true
+	}
+	if res.BlkioWeight != 0 {
+		v := res.BlkioWeight
+		lr.BlockIO, set = &specs.LinuxBlockIO{Weight: &v}, true
+	}
+	if set {
+		spec.Resources = &lr
+	}
+	for _, u := range res.Ulimits {
+		if u == nil {
+			continue
+		}
+		spec.Rlimits = append(spec.Rlimits, rlimit.Rlimit{Type: "RLIMIT_" + strings.ToUpper(u.Name), Hard: ulimitValue(u.Hard), Soft: ulimitValue(u.Soft)})
+	}
+	for _, d := range res.Devices {
+		path := d.PathOnHost
+		if d.PathInContainer != "" {
+			path += ":" + d.PathInContainer
+		}
+		if d.CgroupPermissions != "" {
+			path += ":" + d.CgroupPermissions
+		}
+		spec.Devices = append(spec.Devices, specs.LinuxDevice{Path: path})
+	}
+	return nil
+}
+
+// ulimitValue reads Docker's -1 as unlimited.
+func ulimitValue(v int64) uint64 {
+	if v < 0 {
+		return ^uint64(0)
+	}
+	return uint64(v)
+}
+
+// storageMounts maps Binds, Mounts, Tmpfs and the anonymous Volumes.
+func storageMounts(spec *core.ContainerSpec, cfg *containertypes.Config, hc *containertypes.HostConfig) error {
+	taken := map[string]bool{}
+	dest := func(field, d string) error {
+		if !strings.HasPrefix(d, "/") {
+			return core.InvalidArgument(field, fmt.Errorf("invalid mount config: destination %q is not an absolute path", d))
+		}
+		if taken[d] {
+			return core.InvalidArgument(field, fmt.Errorf("duplicate mount point: %s", d))
+		}
+		taken[d] = true
+		return nil
+	}
+	for _, b := range hc.Binds {
+		parts := strings.Split(b, ":")
+		if len(parts) < 2 || len(parts) > 3 || parts[0] == "" {
+			return core.InvalidArgument("HostConfig.Binds", fmt.Errorf("invalid volume specification: '%s'", b))
+		}
+		src, dst := parts[0], parts[1]
+		var opts []string
+		ro := false
+		if len(parts) == 3 {
+			for _, o := range strings.Split(parts[2], ",") {
+				switch o {
+				case "ro":
+					ro = true
+				case "rw", "z", "Z", "":
+				case "nocopy", "rprivate", "private", "rshared", "shared", "rslave", "slave":
+					opts = append(opts, o)
+				default:
+					return core.InvalidArgument("HostConfig.Binds", fmt.Errorf("invalid mode: %s", o))
+				}
+			}
+		}
+		if err := dest("HostConfig.Binds", dst); err != nil {
+			return err
+		}
+		if ro {
+			opts = append(opts, "ro")
+		}
+		if strings.HasPrefix(src, "/") {
+			spec.Mounts = append(spec.Mounts, specs.Mount{Type: "bind", Source: src, Destination: dst, Options: append([]string{"rbind"}, opts...)})
+		} else {
+			spec.Volumes = append(spec.Volumes, core.NamedVolume{Name: src, Dest: dst, Options: opts})
+		}
+	}
+	for _, m := range hc.Mounts {
+		if err := dest("HostConfig.Mounts", m.Target); err != nil {
+			return err
+		}
+		var opts []string
+		if m.ReadOnly {
+			opts = append(opts, "ro")
+		}
+		switch m.Type {
+		case mount.TypeBind:
+			if !strings.HasPrefix(m.Source, "/") {
+				return core.InvalidArgument("HostConfig.Mounts", fmt.Errorf("invalid mount config for type \"bind\": invalid mount path: '%s' mount path must be absolute", m.Source))
+			}
+			if m.BindOptions != nil && m.BindOptions.Propagation != "" {
+				opts = append(opts, string(m.BindOptions.Propagation))
+			}
+			spec.Mounts = append(spec.Mounts, specs.Mount{Type: "bind", Source: m.Source, Destination: m.Target, Options: append([]string{"rbind"}, opts...)})
+		case mount.TypeVolume:
+			if m.VolumeOptions != nil && (m.VolumeOptions.DriverConfig != nil && m.VolumeOptions.DriverConfig.Name != "" && m.VolumeOptions.DriverConfig.Name != "local" || m.VolumeOptions.Subpath != "") {
+				return core.InvalidArgument("HostConfig.Mounts", errors.New("volume driver configurations and subpaths are not supported"))
+			}
+			if m.VolumeOptions != nil && m.VolumeOptions.NoCopy {
+				opts = append(opts, "nocopy")
+			}
+			spec.Volumes = append(spec.Volumes, core.NamedVolume{Name: m.Source, Dest: m.Target, Options: opts})
+		case mount.TypeTmpfs:
+			if m.TmpfsOptions != nil {
+				if m.TmpfsOptions.SizeBytes > 0 {
+					opts = append(opts, "size="+strconv.FormatInt(m.TmpfsOptions.SizeBytes, 10))
+				}
+				if m.TmpfsOptions.Mode != 0 {
+					opts = append(opts, fmt.Sprintf("mode=%o", m.TmpfsOptions.Mode))
+				}
+			}
+			spec.Mounts = append(spec.Mounts, specs.Mount{Type: "tmpfs", Source: "tmpfs", Destination: m.Target, Options: opts})
+		default:
+			return core.InvalidArgument("HostConfig.Mounts", fmt.Errorf("mount type %q is not supported", m.Type))
+		}
+	}
+	tmpfs := make([]string, 0, len(hc.Tmpfs))
+	for d := range hc.Tmpfs {
+		tmpfs = append(tmpfs, d)
+	}
+	sort.Strings(tmpfs)
+	for _, d := range tmpfs {
+		if err := dest("HostConfig.Tmpfs", d); err != nil {
+			return err
+		}
+		var opts []string
+		if o := hc.Tmpfs[d]; o != "" {
+			opts = strings.Split(o, ",")
+		}
+		spec.Mounts = append(spec.Mounts, specs.Mount{Type: "tmpfs", Source: "tmpfs", Destination: d, Options: opts})
+	}
+	anon := make([]string, 0, len(cfg.Volumes))
+	for d := range cfg.Volumes {
+		anon = append(anon, d)
+	}
+	sort.Strings(anon)
+	for _, d := range anon {
+		if taken[d] {
+			continue
+		}
+		if err := dest("Config.Volumes", d); err != nil {
+			return err
+		}
+		spec.Volumes = append(spec.Volumes, core.NamedVolume{Dest: d, IsAnonymous: true})
+	}
+	return nil
+}
+
+// networking maps the network mode, the endpoints and the ports.
+func (s *server) networking(spec *core.ContainerSpec, cfg *containertypes.Config, hc *containertypes.HostConfig, nc *networktypes.NetworkingConfig) error {
+	mode := string(hc.NetworkMode)
+	if cfg.NetworkDisabled {
+		mode = "none"
+	}
+	var endpoints map[string]*networktypes.EndpointSettings
+	if nc != nil {
+		endpoints = nc.EndpointsConfig
+	}
+	switch {
+	case mode == "host":
+		spec.NetNS = core.Namespace{NSMode: core.NetNSHost}
+	case mode == "none":
+		spec.NetNS = core.Namespace{NSMode: core.NetNSNone}
+	case strings.HasPrefix(mode, "container:"):
+		spec.NetNS = core.Namespace{NSMode: core.NetNSContainer, Value: strings.TrimPrefix(mode, "container:")}
+	default:
+		spec.NetNS = core.Namespace{NSMode: core.NetNSBridge}
+		spec.Networks = map[string]core.PerNetworkOptions{}
+		primary := mode
+		if mode == "" || mode == "default" || mode == "bridge" {
+			primary = s.cfg.DefaultNetwork
+		}
+		spec.Networks[primary] = core.PerNetworkOptions{}
+		for name, ep := range endpoints {
+			engineName := s.engineNetwork(name)
+			opts := core.PerNetworkOptions{}
+			if ep != nil {
+				if len(ep.Links) > 0 {
+					return core.InvalidArgument("NetworkingConfig.EndpointsConfig.Links", errors.New("legacy links are not supported"))
+				}
+				opts.Aliases = ep.Aliases
+				if ep.IPAMConfig != nil {
+					for _, a := range []string{ep.IPAMConfig.IPv4Address, ep.IPAMConfig.IPv6Address} {
+						if a == "" {
+							continue
+						}
+						ip := net.ParseIP(a)
+						if ip == nil {
+							return core.InvalidArgument("NetworkingConfig.EndpointsConfig.IPAMConfig", fmt.Errorf("%q is not an IP address", a))
+						}
+						opts.StaticIPs = append(opts.StaticIPs, ip)
+					}
+				}
+				if ep.MacAddress != "" {
+					mac, err := net.ParseMAC(ep.MacAddress)
+					if err != nil {
+						return core.InvalidArgument("NetworkingConfig.EndpointsConfig.MacAddress", err)
+					}
+					opts.StaticMAC = core.HardwareAddr(mac)
+				}
+			}
+			spec.Networks[engineName] = opts
+		}
+	}
+	if spec.NetNS.NSMode != core.NetNSBridge && len(endpoints) > 0 {
+		for name := range endpoints {
+			if name != mode && !(mode == "host" || mode == "none") {
+				return core.InvalidArgument("NetworkingConfig", fmt.Errorf("network %q cannot be joined in network mode %q", name, mode))
+			}
+		}
+	}
+	if len(cfg.ExposedPorts) > 0 {
+		spec.Expose = map[uint16]string{}
+		for p := range cfg.ExposedPorts {
+			port, proto := p.Int(), p.Proto()
+			if port <= 0 || port > 65535 {
+				return core.InvalidArgument("Config.ExposedPorts", fmt.Errorf("invalid port %q", string(p)))
+			}
+			spec.Expose[uint16(port)] = proto
+		}
+	}
+	for p, bindings := range hc.PortBindings {
+		start, end, err := p.Range()
+		if err != nil || start <= 0 || end > 65535 {
+			return core.InvalidArgument("HostConfig.PortBindings", fmt.Errorf("invalid port %q", string(p)))
+		}
+		if len(bindings) == 0 {
+			bindings = append(bindings, nat.PortBinding{})
+		}
+		for _, b := range bindings {
+			pm := core.PortMapping{HostIP: b.HostIP, ContainerPort: uint16(start), Protocol: p.Proto(), Range: uint16(end - start + 1)}
+			if b.HostPort != "" {
+				hs, he, err := parsePortRange(b.HostPort)
+				if err != nil {
+					return core.InvalidArgument("HostConfig.PortBindings", fmt.Errorf("invalid host port %q", b.HostPort))
+				}
+				if he != hs && he-hs != end-start {
+					return core.InvalidArgument("HostConfig.PortBindings", fmt.Errorf("host port range %q does not match container range %q", b.HostPort, string(p)))
+				}
+				pm.HostPort = uint16(hs)
+			}
+			if pm.Range == 1 {
+				pm.Range = 0
+			}
+			spec.PortMappings = append(spec.PortMappings, pm)
+		}
+	}
+	if spec.NetNS.NSMode != core.NetNSBridge && len(spec.PortMappings) > 0 {
+		spec.PortMappings = nil // Docker ignores published ports outside bridge mode.
+	}
+	return nil
+}
+
+
+// parsePortRange reads "8080" or "8080-8090".
+func parsePortRange(v string) (int, int, error) {
+	a, b, isRange := strings.Cut(v, "-")
+	start, err := strconv.Atoi(a)
+	if err != nil || start < 0 || start > 65535 {
+		return 0, 0, errors.New("bad port")
+	}
+	if !isRange {
+		return start, start, nil
+	}
+	end, err := strconv.Atoi(b)
+	if err != nil || end < start || end > 65535 {
+		return 0, 0, errors.New("bad port")
+	}
+	return start, end, nil
+}
+
+// parseSignal reads "SIGTERM", "TERM" or "15".
+func parseSignal(v string) (syscall.Signal, error) {
+	if n, err := strconv.Atoi(v); err == nil {
+		if n < 1 || n > 64 {
+			return 0, fmt.Errorf("invalid signal: %s", v)
+		}
+		return syscall.Signal(n), nil
+	}
+	name := strings.TrimPrefix(strings.ToUpper(v), "SIG")
+	if sig, ok := signalNames[name]; ok {
+		return sig, nil
+	}
+	return 0, fmt.Errorf("invalid signal: %s", v)
+}
+
+var signalNames = map[string]syscall.Signal{
+	"ABRT": syscall.SIGABRT, "ALRM": syscall.SIGALRM, "BUS": syscall.SIGBUS, "CHLD": syscall.SIGCHLD,
+	"CONT": syscall.SIGCONT, "FPE": syscall.SIGFPE, "HUP": syscall.SIGHUP, "ILL": syscall.SIGILL,
+	"INT": syscall.SIGINT, "IO": syscall.SIGIO, "KILL": syscall.SIGKILL, "PIPE": syscall.SIGPIPE,
+	"PROF": syscall.SIGPROF, "PWR": syscall.SIGPWR, "QUIT": syscall.SIGQUIT, "SEGV": syscall.SIGSEGV,
+	"STOP": syscall.SIGSTOP, "SYS": syscall.SIGSYS, "TERM": syscall.SIGTERM, "TRAP": syscall.SIGTRAP,
+	"TSTP": syscall.SIGTSTP, "TTIN": syscall.SIGTTIN, "TTOU": syscall.SIGTTOU, "URG": syscall.SIGURG,
+	"USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "VTALRM": syscall.SIGVTALRM, "WINCH": syscall.SIGWINCH,
+	"XCPU": syscall.SIGXCPU, "XFSZ": syscall.SIGXFSZ,
+}
+
+// signalName is the name Docker shows for a signal number.
+func signalName(n int) string {
+	for name, sig := range signalNames {
+		if int(sig) == n {
+			return "SIG" + name
+		}
+	}
+	return strconv.Itoa(n)
+}

@@ -1,0 +1,192 @@
+package dockerapi
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	containertypes "github.com/docker/docker/api/types/container"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// pathStatHeader carries a path's stat, base64 JSON, on archive answers.
+const pathStatHeader = "X-Docker-Container-Path-Stat"
+
+// archives is the archive side of the containers service, or nil.
+func (s *server) archives() core.ContainerArchives {
+	a, _ := s.deps.Containers.(core.ContainerArchives)
+	return a
+}
+
+func archivePath(w http.ResponseWriter, r *http.Request) (string, bool) {
+	p := r.URL.Query().Get("path")
+	if p == "" {
+		writeError(w, core.InvalidArgument("path", errors.New("a path is required")))
+		return "", false
+	}
+	return p, true
+}
+
+func setPathStat(w http.ResponseWriter, st core.PathStat) {
+	raw, _ := json.Marshal(containertypes.PathStat{Name: st.Name, Size: st.Size, Mode: st.Mode, Mtime: st.ModTime, LinkTarget: st.LinkTarget})
+	w.Header().Set(pathStatHeader, base64.StdEncoding.EncodeToString(raw))
+}
+
+// archiveStat answers HEAD archive (docker cp's first look).
+func (s *server) archiveStat(w http.ResponseWriter, r *http.Request) {
+	a := s.archives()
+	p, ok := archivePath(w, r)
+	if a == nil || !ok {
+		if a == nil {
+			noRoute(w, r)
+		}
+		return
+	}
+	st, err := a.StatPath(r.Context(), pathParam(r, "name"), p)
+	if err != nil {
+		w.WriteHeader(statusOf(err))
+		return
+	}
+	setPathStat(w, st)
+	w.WriteHeader(http.StatusOK)
+}
+
+// archiveGet streams a path as a tar.
+func (s *server) archiveGet(w http.ResponseWriter, r *http.Request) {
+	a := s.archives()
+	p, ok := archivePath(w, r)
+	if a == nil || !ok {
+		if a == nil {
+			noRoute(w, r)
+		}
+		return
+	}
+	started := false
+	err := a.GetArchive(r.Context(), pathParam(r, "name"), p, func(st core.PathStat) io.Writer {
+		started = true
+		setPathStat(w, st)
+		w.Header().Set("Content-Type", "application/x-tar")
+		w.WriteHeader(http.StatusOK)
+		return w
+	})
+	if err != nil && !started {
+		writeError(w, err)
+	}
+}
+
+// archivePut extracts a tar into a directory of the container.
+func (s *server) archivePut(w http.ResponseWriter, r *http.Request) {
+	a := s.archives()
+	p, ok := archivePath(w, r)
+	if a == nil || !ok {
+		if a == nil {
+			noRoute(w, r)
+		}
+		return
+	}
+	q := queryOf(r)
+	opts := core.PutArchiveOptions{
+		CopyUIDGID:           q.boolean("copyUIDGID", false),
+		NoOverwriteDirNonDir: q.boolean("noOverwriteDirNonDir", false),
+	}
+	if err := a.PutArchive(r.Context(), pathParam(r, "name"), p, r.Body, opts); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// containerChanges answers docker diff.
+func (s *server) containerChanges(w http.ResponseWriter, r *http.Request) {
+	f, ok := s.deps.Containers.(core.ContainerFilesystems)
+	if !ok {
+		noRoute(w, r)
+		return
+	}
+	changes, err := f.Changes(r.Context(), pathParam(r, "name"), core.ChangesOptions{Kind: core.DiffContainer})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := make([]containertypes.FilesystemChange, 0, len(changes))
+	for _, c := range changes {
+		out = append(out, containertypes.FilesystemChange{Path: c.Path, Kind: containertypes.ChangeType(c.Kind)})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// containerExport streams a container's root filesystem as a tar.
+func (s *server) containerExport(w http.ResponseWriter, r *http.Request) {
+	f, ok := s.deps.Containers.(core.ContainerFilesystems)
+	if !ok {
+		noRoute(w, r)
+		return
+	}
+	sw := &startedWriter{w: w}
+	if err := f.Export(r.Context(), pathParam(r, "name"), sw); err != nil && !sw.started {
+		writeError(w, err)
+	}
+}
+
+// startedWriter sends the tar status line with the first bytes.
+type startedWriter struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+func (s *startedWriter) Write(p []byte) (int, error) {
+	if !s.started {
+		s.started = true
+		s.w.Header().Set("Content-Type", "application/x-tar")
+		s.w.WriteHeader(http.StatusOK)
+	}
+	return s.w.Write(p)
+}
+
+// commit answers docker commit: the container's changes as a new image.
+func (s *server) commit(w http.ResponseWriter, r *http.Request) {
+	cm, ok := s.deps.Containers.(core.ContainerCommits)
+	if !ok {
+		noRoute(w, r)
+		return
+	}
+	q := queryOf(r)
+	container := q.str("container")
+	if container == "" {
+		writeError(w, core.InvalidArgument("container", errors.New("a container is required")))
+		return
+	}
+	var body containertypes.Config
+	if err := decodeBody(r, &body); err != nil {
+		writeError(w, err)
+		return
+	}
+	if body.Image != "" || len(body.Cmd) > 0 || len(body.Entrypoint) > 0 || len(body.Env) > 0 || len(body.Labels) > 0 {
+		writeError(w, core.InvalidArgument("body", errors.New("a configuration in the body is not supported: use changes")))
+		return
+	}
+	opts := core.CommitOptions{Author: q.str("author"), Comment: q.str("comment"), Pause: q.boolean("pause", true), Format: "docker"}
+	for _, change := range q.v["changes"] {
+		for _, line := range strings.Split(change, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				opts.Changes = append(opts.Changes, line)
+			}
+		}
+	}
+	if repo := q.str("repo"); repo != "" {
+		opts.Reference = withTag(repo, q.str("tag"))
+	} else if q.str("tag") != "" {
+		writeError(w, core.InvalidArgument("tag", errors.New("a tag needs repo")))
+		return
+	}
+	id, err := cm.Commit(r.Context(), container, opts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]string{"Id": imageID(id)})
+}

@@ -1,0 +1,522 @@
+package dockerapi
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	imagetypes "github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/registry"
+	"github.com/docker/docker/api/types/storage"
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// imageList answers docker images.
+func (s *server) imageList(w http.ResponseWriter, r *http.Request) {
+	q := queryOf(r)
+	opts := core.ImageListOptions{All: q.boolean("all", false), Filters: q.filters()}
+	if q.err != nil {
+		writeError(w, q.err)
+		return
+	}
+	if f := q.str("filter"); f != "" {
+		if opts.Filters == nil {
+			opts.Filters = map[string][]string{}
+		}
+		opts.Filters["reference"] = append(opts.Filters["reference"], f)
+	}
+	list, err := s.deps.Images.List(r.Context(), opts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := make([]imagetypes.Summary, 0, len(list))
+	for _, im := range list {
+		sum := imagetypes.Summary{
+			ID: imageID(im.ID), ParentID: imageID(im.ParentID), RepoTags: im.RepoTags, RepoDigests: im.RepoDigests,
+			Created: im.Created, Size: im.Size, SharedSize: int64(im.SharedSize), Labels: im.Labels, Containers: int64(im.Containers),
+		}
+		if sum.RepoTags == nil {
+			sum.RepoTags = []string{}
+		}
+		if sum.RepoDigests == nil {
+			sum.RepoDigests = []string{}
+		}
+		if versionBefore(r, "1.44") {
+			sum.VirtualSize = im.Size
+		}
+		out = append(out, sum)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// imageByName serves the image routes whose name may contain slashes:
+// GET {name}/json, {name}/history, {name}/get; POST {name}/tag,
+// {name}/push; DELETE {name}.
+func (s *server) imageByName(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, "/images/")
+	if r.URL.RawPath != "" {
+		rest = strings.TrimPrefix(r.URL.RawPath, "/images/")
+	}
+	if r.Method == http.MethodDelete {
+		s.imageRemove(w, r, unescape(rest))
+		return
+	}
+	name, action, ok := cutLast(rest)
+	if !ok || name == "" {
+		noRoute(w, r)
+		return
+	}
+	name = unescape(name)
+	switch {
+	case r.Method == http.MethodGet && action == "json":
+		s.imageInspect(w, r, name)
+	case r.Method == http.MethodGet && action == "history":
+		s.imageHistory(w, r, name)
+	case r.Method == http.MethodGet && action == "get":
+		s.imageGet(w, r, []string{name})
+	case r.Method == http.MethodPost && action == "tag":
+		s.imageTag(w, r, name)
+	case r.Method == http.MethodPost && action == "push":
+		s.imagePush(w, r, name)
+	default:
+		noRoute(w, r)
+	}
+}
+
+func cutLast(p string) (string, string, bool) {
+	i := strings.LastIndex(p, "/")
+	if i < 0 {
+		return "", "", false
+	}
+	return p[:i], p[i+1:], true
+}
+
+func unescape(p string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(p, "%2F", "/"), "%2f", "/")
+}
+
+// imageInspect answers docker image inspect.
+func (s *server) imageInspect(w http.ResponseWriter, r *http.Request, name string) {
+	im, err := s.deps.Images.Lookup(r.Context(), name)
+	if err != nil {
+		if errors.Is(err, core.ErrNoSuchImage) {
+			writeMessage(w, http.StatusNotFound, "No such image: "+name)
+			return
+		}
+		writeError(w, err)
+		return
+	}
+	cfg := im.Config
+	out := imagetypes.InspectResponse{
+		ID:           imageID(im.ID),
+		RepoTags:     im.RepoTags,
+		RepoDigests:  im.RepoDigests,
+		Parent:       imageID(im.Parent),
+		Created:      im.Created.UTC().Format(time.RFC3339Nano),
+		Author:       cfg.Author,
+		Architecture: cfg.Architecture,
+		Variant:      cfg.Variant,
+		Os:           cfg.OS,
+		Size:         im.Size,
+		GraphDriver:  storage.DriverData{Name: im.GraphDriver.Name, Data: im.GraphDriver.Data},
+		RootFS:       imagetypes.RootFS{Type: "layers"},
+		Config:       &dockerspec.DockerOCIImageConfig{ImageConfig: cfg.Config},
+	}
+	if out.RepoTags == nil {
+		out.RepoTags = []string{}
+	}
+	if out.RepoDigests == nil {
+		out.RepoDigests = []string{}
+	}
+	if hc := im.HealthCheck; hc != nil {
+		out.Config.Healthcheck = &dockerspec.HealthcheckConfig{Test: hc.Test, Interval: hc.Interval, Timeout: hc.Timeout, StartPeriod: hc.StartPeriod, Retries: hc.Retries}
+	}
+	for _, d := range cfg.RootFS.DiffIDs {
+		out.RootFS.Layers = append(out.RootFS.Layers, d.String())
+	}
+	if n := len(cfg.History); n > 0 {
+		out.Comment = cfg.History[n-1].Comment
+	}
+	if versionBefore(r, "1.44") {
+		out.VirtualSize = im.Size
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// imageHistory answers docker history.
+func (s *server) imageHistory(w http.ResponseWriter, r *http.Request, name string) {
+	hist, err := s.deps.Images.History(r.Context(), name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := make([]imagetypes.HistoryResponseItem, 0, len(hist))
+	for _, h := range hist {
+		id := h.ID
+		if id != "<missing>" {
+			id = imageID(id)
+		}
+		tags := h.Tags
+		if tags == nil {
+			tags = []string{}
+		}
+		out = append(out, imagetypes.HistoryResponseItem{ID: id, Created: h.Created.Unix(), CreatedBy: h.CreatedBy, Tags: tags, Size: h.Size, Comment: h.Comment})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// imageTag answers docker tag.
+func (s *server) imageTag(w http.ResponseWriter, r *http.Request, name string) {
+	q := queryOf(r)
+	repo, tag := q.str("repo"), q.str("tag")
+	if repo == "" {
+		writeError(w, core.InvalidArgument("repo", errors.New("a repository is required")))
+		return
+	}
+	if tag == "" {
+		tag = "latest"
+	}
+	if err := s.deps.Images.Tag(r.Context(), name, repo, tag); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusCreated)
+}
+
+// imageRemove answers docker rmi.
+func (s *server) imageRemove(w http.ResponseWriter, r *http.Request, name string) {
+	q := queryOf(r)
+	rep, errs := s.deps.Images.Remove(r.Context(), []string{name}, core.ImageRemoveOptions{Force: q.boolean("force", false), NoPrune: q.boolean("noprune", false)})
+	if len(errs) > 0 {
+		if errors.Is(errs[0], core.ErrNoSuchImage) {
+			writeMessage(w, http.StatusNotFound, "No such image: "+name)
+			return
+		}
+		writeError(w, errs[0])
+		return
+	}
+	out := []imagetypes.DeleteResponse{}
+	for _, u := range rep.Untagged {
+		out = append(out, imagetypes.DeleteResponse{Untagged: u})
+	}
+	for _, d := range rep.Deleted {
+		out = append(out, imagetypes.DeleteResponse{Deleted: imageID(d)})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// imagePrune answers docker image prune.
+func (s *server) imagePrune(w http.ResponseWriter, r *http.Request) {
+	q := queryOf(r)
+	f := q.filters()
+	if q.err != nil {
+		writeError(w, q.err)
+		return
+	}
+	opts := core.ImagePruneOptions{Filters: f}
+	if d, ok := f["dangling"]; ok {
+		opts.All = len(d) == 1 && (d[0] == "false" || d[0] == "0")
+		delete(f, "dangling")
+	}
+	reports, err := s.deps.Images.Prune(r.Context(), opts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := imagetypes.PruneReport{ImagesDeleted: []imagetypes.DeleteResponse{}}
+	for _, p := range reports {
+		if p.Err != "" {
+			continue
+		}
+		out.ImagesDeleted = append(out.ImagesDeleted, imagetypes.DeleteResponse{Deleted: imageID(p.ID)})
+		out.SpaceReclaimed += p.Size
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// registryAuthHeader decodes X-Registry-Auth (base64 JSON of one login).
+func registryAuthHeader(r *http.Request) (*core.RegistryAuth, error) {
+	v := strings.TrimSpace(r.Header.Get("X-Registry-Auth"))
+	if v == "" || v == "null" {
+		return nil, nil
+	}
+	var raw []byte
+	var err error
+	for _, enc := range []*base64.Encoding{base64.URLEncoding, base64.StdEncoding, base64.RawURLEncoding, base64.RawStdEncoding} {
+		if raw, err = enc.DecodeString(v); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return nil, core.InvalidArgument("X-Registry-Auth", errors.New("not base64"))
+	}
+	var a registry.AuthConfig
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, core.InvalidArgument("X-Registry-Auth", err)
+	}
+	if a.Username == "" && a.Password == "" && a.IdentityToken == "" {
+		return nil, nil
+	}
+	return &core.RegistryAuth{Default: &core.RegistryCredential{Username: a.Username, Password: a.Password, IdentityToken: a.IdentityToken}}, nil
+}
+
+// progressMessage is one line of Docker's JSON progress stream.
+type progressMessage struct {
+	Status         string          `json:"status,omitempty"`
+	ID             string          `json:"id,omitempty"`
+	Progress       string          `json:"progress,omitempty"`
+	ProgressDetail *progressDetail `json:"progressDetail,omitempty"`
+	Stream         string          `json:"stream,omitempty"`
+	Aux            any             `json:"aux,omitempty"`
+	Error          string          `json:"error,omitempty"`
+	ErrorDetail    *errorDetail    `json:"errorDetail,omitempty"`
+}
+
+type progressDetail struct {
+	Current int64 `json:"current,omitempty"`
+	Total   int64 `json:"total,omitempty"`
+}
+
+type errorDetail struct {
+	Message string `json:"message"`
+}
+
+// jsonStream writes Docker's progress lines, flushing each; safe for
+// concurrent senders.
+type jsonStream struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+	rc  *http.ResponseController
+}
+
+func startJSONStream(w http.ResponseWriter) *jsonStream {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	return &jsonStream{enc: json.NewEncoder(w), rc: rc}
+}
+
+func (j *jsonStream) send(m progressMessage) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	_ = j.enc.Encode(m)
+	_ = j.rc.Flush()
+}
+
+func (j *jsonStream) fail(err error) {
+	j.send(progressMessage{Error: err.Error(), ErrorDetail: &errorDetail{Message: err.Error()}})
+}
+
+// shortDigest is the 12-hex-digit ID Docker shows for a layer.
+func shortDigest(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}
+
+// imageCreate answers docker pull (fromImage) and docker import (fromSrc).
+func (s *server) imageCreate(w http.ResponseWriter, r *http.Request) {
+	if s.deps.Transfer == nil {
+		noRoute(w, r)
+		return
+	}
+	q := queryOf(r)
+	if src := q.str("fromSrc"); src != "" {
+		s.imageImport(w, r, src)
+		return
+	}
+	from := q.str("fromImage")
+	if from == "" {
+		writeError(w, core.InvalidArgument("fromImage", errors.New("fromImage or fromSrc is required")))
+		return
+	}
+	tag := q.str("tag")
+	ref := from
+	if tag != "" {
+		sep := ":"
+		if strings.HasPrefix(tag, "sha256:") {
+			sep = "@"
+		}
+		ref = from + sep + tag
+	}
+	auth, err := registryAuthHeader(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	opts := core.PullOptions{Reference: ref, Policy: core.PullPolicy("always"), Auth: auth}
+	if p := q.str("platform"); p != "" {
+		parts := strings.Split(p, "/")
+		opts.OS = parts[0]
+		if len(parts) > 1 {
+			opts.Arch = parts[1]
+		}
+		if len(parts) > 2 {
+			opts.Variant = parts[2]
+		}
+	}
+	js := startJSONStream(w)
+	js.send(progressMessage{Status: "Pulling from " + from, ID: firstNonEmpty(tag, "latest")})
+	opts.Blobs = func(b core.BlobProgress) {
+		id := shortDigest(b.Digest)
+		switch b.Event {
+		case core.BlobStarted:
+			js.send(progressMessage{Status: "Pulling fs layer", ID: id})
+		case core.BlobRead:
+			js.send(progressMessage{Status: "Downloading", ID: id, ProgressDetail: &progressDetail{Current: b.Current, Total: b.Total}})
+		case core.BlobDone:
+			js.send(progressMessage{Status: "Pull complete", ID: id})
+		case core.BlobSkipped:
+			js.send(progressMessage{Status: "Already exists", ID: id})
+		}
+	}
+	ids, err := s.deps.Transfer.Pull(r.Context(), opts)
+	if err != nil {
+		js.fail(err)
+		return
+	}
+	if len(ids) > 0 {
+		if im, err := s.deps.Images.Lookup(r.Context(), ids[0]); err == nil && im.Digest != "" {
+			js.send(progressMessage{Status: "Digest: " + im.Digest})
+		}
+	}
+	js.send(progressMessage{Status: "Status: Downloaded newer image for " + ref})
+}
+
+// imageImport creates an image from a rootfs tarball (the body, or a URL).
+func (s *server) imageImport(w http.ResponseWriter, r *http.Request, src string) {
+	q := queryOf(r)
+	opts := core.ImportOptions{Message: q.str("message"), Changes: q.v["changes"]}
+	opts.Reference = withTag(q.str("repo"), q.str("tag"))
+	if p := q.str("platform"); p != "" {
+		parts := strings.Split(p, "/")
+		opts.OS = parts[0]
+		if len(parts) > 1 {
+			opts.Arch = parts[1]
+		}
+	}
+	var id string
+	var err error
+	if src == "-" {
+		id, err = s.deps.Transfer.Import(r.Context(), r.Body, opts)
+	} else {
+		id, err = s.deps.Transfer.ImportURL(r.Context(), src, opts)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	js := startJSONStream(w)
+	js.send(progressMessage{Status: imageID(id)})
+}
+
+// imagePush answers docker push: the stream, then the digest as aux.
+func (s *server) imagePush(w http.ResponseWriter, r *http.Request, name string) {
+	if s.deps.Transfer == nil {
+		noRoute(w, r)
+		return
+	}
+	auth, err := registryAuthHeader(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ref := name
+	tag := r.URL.Query().Get("tag")
+	if tag != "" {
+		ref = name + ":" + tag
+	}
+	if _, err := s.deps.Images.Lookup(r.Context(), ref); err != nil {
+		if errors.Is(err, core.ErrNoSuchImage) {
+			writeMessage(w, http.StatusNotFound, "No such image: "+ref)
+			return
+		}
+		writeError(w, err)
+		return
+	}
+	js := startJSONStream(w)
+	js.send(progressMessage{Status: "The push refers to repository [" + name + "]"})
+	digest, err := s.deps.Transfer.Push(r.Context(), ref, core.PushOptions{Destination: ref, Auth: auth, Format: "v2s2"})
+	if err != nil {
+		js.fail(err)
+		return
+	}
+	shown := firstNonEmpty(tag, "latest")
+	js.send(progressMessage{Status: fmt.Sprintf("%s: digest: %s", shown, digest)})
+	js.send(progressMessage{ProgressDetail: &progressDetail{}, Aux: map[string]any{"Tag": shown, "Digest": digest}})
+}
+
+// imageGet streams one image as a docker-archive (docker save NAME).
+func (s *server) imageGet(w http.ResponseWriter, r *http.Request, names []string) {
+	if s.deps.Transfer == nil {
+		noRoute(w, r)
+		return
+	}
+	rc, err := s.deps.Transfer.Export(r.Context(), names, core.ExportOptions{Format: core.FormatDockerArchive})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", "application/x-tar")
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(w, rc)
+}
+
+// imageGetMany answers docker save with several names.
+func (s *server) imageGetMany(w http.ResponseWriter, r *http.Request) {
+	names := r.URL.Query()["names"]
+	if len(names) == 0 {
+		writeError(w, core.InvalidArgument("names", errors.New("at least one image is required")))
+		return
+	}
+	s.imageGet(w, r, names)
+}
+
+// imageLoad answers docker load.
+func (s *server) imageLoad(w http.ResponseWriter, r *http.Request) {
+	if s.deps.Transfer == nil {
+		noRoute(w, r)
+		return
+	}
+	names, err := s.deps.Transfer.Load(r.Context(), r.Body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	js := startJSONStream(w)
+	for _, n := range names {
+		if strings.Contains(n, ":") || strings.Contains(n, "/") {
+			js.send(progressMessage{Stream: "Loaded image: " + n + "\n"})
+		} else {
+			js.send(progressMessage{Stream: "Loaded image ID: " + imageID(n) + "\n"})
+		}
+	}
+}
+
+// withTag joins Docker's repo and tag parameters; a repo that carries its
+// own tag keeps it; "" stays "".
+func withTag(repo, tag string) string {
+	if repo == "" {
+		return ""
+	}
+	if tag != "" {
+		return repo + ":" + tag
+	}
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		return repo
+	}
+	return repo + ":latest"
+}

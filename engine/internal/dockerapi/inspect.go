@@ -1,0 +1,300 @@
+package dockerapi
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	containertypes "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	networktypes "github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/storage"
+	"github.com/docker/go-connections/nat"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// networkEndpoint is a container's endpoint on one network.
+type networkEndpoint = networktypes.EndpointSettings
+
+// inspectContainer is docker inspect's document for one container, made
+// from the engine's inspect data and its record.
+func (s *server) inspectContainer(ctx context.Context, name string, size bool) (*containertypes.InspectResponse, error) {
+	in, err := s.deps.Containers.Inspect(ctx, name, size)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.deps.Containers.Lookup(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	st := in.State
+	state := &containertypes.State{
+		Status:     dockerState(c.State.String()),
+		Running:    st.Running,
+		Paused:     st.Paused,
+		Restarting: st.Restarting,
+		OOMKilled:  st.OOMKilled,
+		Dead:       st.Dead,
+		Pid:        st.Pid,
+		ExitCode:   int(st.ExitCode),
+		Error:      st.Error,
+		StartedAt:  dockerTime(st.StartedAt),
+		FinishedAt: dockerTime(st.FinishedAt),
+	}
+	if c.Spec.HealthConfig != nil && len(c.Spec.HealthConfig.Test) > 0 && c.Spec.HealthConfig.Test[0] != "NONE" {
+		h := &containertypes.Health{Status: c.Health.Status, FailingStreak: c.Health.FailingStreak, Log: []*containertypes.HealthcheckResult{}}
+		if h.Status == "" {
+			h.Status = "starting"
+		}
+		state.Health = h
+	}
+	base := &containertypes.ContainerJSONBase{
+		ID:             in.ID,
+		Created:        dockerTime(in.Created),
+		Path:           in.Path,
+		Args:           in.Args,
+		State:          state,
+		Image:          imageID(c.ImageID),
+		ResolvConfPath: in.ResolvConfPath,
+		HostnamePath:   in.HostnamePath,
+		HostsPath:      in.HostsPath,
+		LogPath:        c.LogPath,
+		Name:           "/" + in.Name,
+		RestartCount:   int(in.RestartCount),
+		Driver:         in.Driver,
+		Platform:       "linux",
+		ExecIDs:        in.ExecIDs,
+		HostConfig:     s.hostConfig(c, in),
+	}
+	if base.Args == nil {
+		base.Args = []string{}
+	}
+	if in.GraphDriver != nil {
+		base.GraphDriver = storage.DriverData{Name: in.GraphDriver.Name, Data: in.GraphDriver.Data}
+	}
+	if size {
+		base.SizeRw = in.SizeRw
+		rootfs := in.SizeRootFs
+		base.SizeRootFs = &rootfs
+	}
+	out := &containertypes.InspectResponse{
+		ContainerJSONBase: base,
+		Mounts:            []containertypes.MountPoint{},
+		Config:            s.config(c, in),
+		NetworkSettings:   s.networkSettings(in),
+	}
+	for _, m := range in.Mounts {
+		mp := containertypes.MountPoint{
+			Type: mount.Type(m.Type), Name: m.Name, Source: m.Source, Destination: m.Destination,
+			Driver: m.Driver, Mode: m.Mode, RW: m.RW, Propagation: mount.Propagation(m.Propagation),
+		}
+		if mp.Type == "" {
+			mp.Type = mount.TypeBind
+		}
+		out.Mounts = append(out.Mounts, mp)
+	}
+	return out, nil
+}
+
+// config is inspect's Config: what the container runs, as created.
+func (s *server) config(c *core.Container, in *core.InspectContainerData) *containertypes.Config {
+	ic := in.Config
+	cfg := &containertypes.Config{
+		Hostname:     ic.Hostname,
+		User:         ic.User,
+		AttachStdin:  ic.AttachStdin,
+		AttachStdout: ic.AttachStdout,
+		AttachStderr: ic.AttachStderr,
+		Tty:          ic.Tty,
+		OpenStdin:    ic.OpenStdin,
+		StdinOnce:    ic.StdinOnce,
+		Env:          ic.Env,
+		Cmd:          ic.Cmd,
+		Image:        c.Image,
+		Volumes:      ic.Volumes,
+		WorkingDir:   ic.WorkingDir,
+		Labels:       ic.Labels,
+		Entrypoint:   c.Spec.Entrypoint,
+	}
+	if cfg.Entrypoint == nil {
+		cfg.Entrypoint = c.ImageEntrypoint
+	}
+	if cfg.Labels == nil {
+		cfg.Labels = map[string]string{}
+	}
+	if ic.StopSignal != 0 {
+		cfg.StopSignal = signalName(int(ic.StopSignal))
+	}
+	if c.Spec.StopTimeout != nil {
+		t := int(*c.Spec.StopTimeout)
+		cfg.StopTimeout = &t
+	}
+	if hc := c.Spec.HealthConfig; hc != nil {
+		cfg.Healthcheck = &containertypes.HealthConfig{Test: hc.Test, Interval: hc.Interval, Timeout: hc.Timeout, StartPeriod: hc.StartPeriod, Retries: hc.Retries}
+	}
+	if len(c.Spec.Expose) > 0 || len(c.Spec.PortMappings) > 0 {
+		cfg.ExposedPorts = nat.PortSet{}
+		for port, proto := range c.Spec.Expose {
+			cfg.ExposedPorts[nat.Port(strconv.Itoa(int(port))+"/"+firstProto(proto))] = struct{}{}
+		}
+		for _, p := range c.Spec.PortMappings {
+			cfg.ExposedPorts[nat.Port(strconv.Itoa(int(p.ContainerPort))+"/"+firstProto(p.Protocol))] = struct{}{}
+		}
+	}
+	return cfg
+}
+
+func firstProto(p string) string {
+	if p, _, _ = strings.Cut(p, ","); p == "" {
+		return "tcp"
+	}
+	return p
+}
+
+// hostConfig is inspect's HostConfig.
+func (s *server) hostConfig(c *core.Container, in *core.InspectContainerData) *containertypes.HostConfig {
+	ih := in.HostConfig
+	hc := &containertypes.HostConfig{
+		Binds:           ih.Binds,
+		NetworkMode:     containertypes.NetworkMode(s.networkMode(c)),
+		PortBindings:    nat.PortMap{},
+		AutoRemove:      ih.AutoRemove,
+		VolumesFrom:     ih.VolumesFrom,
+		CapAdd:          ih.CapAdd,
+		CapDrop:         ih.CapDrop,
+		DNS:             ih.DNS,
+		DNSOptions:      ih.DNSOptions,
+		DNSSearch:       ih.DNSSearch,
+		ExtraHosts:      ih.ExtraHosts,
+		GroupAdd:        ih.GroupAdd,
+		IpcMode:         "private",
+		OomScoreAdj:     ih.OomScoreAdj,
+		Privileged:      ih.Privileged,
+		PublishAllPorts: ih.PublishAllPorts,
+		ReadonlyRootfs:  ih.ReadonlyRootfs,
+		SecurityOpt:     ih.SecurityOpt,
+		Tmpfs:           ih.Tmpfs,
+		ShmSize:         ih.ShmSize,
+		Runtime:         c.Runtime,
+		Sysctls:         c.Spec.Sysctl,
+		Annotations:     c.Spec.Annotations,
+		Init:            &c.Spec.Init,
+		LogConfig:       containertypes.LogConfig{Type: "json-file", Config: map[string]string{}},
+		RestartPolicy:   containertypes.RestartPolicy{Name: containertypes.RestartPolicyMode(firstNonEmpty(c.Spec.RestartPolicy, "no"))},
+	}
+	if c.Spec.PidNS.NSMode == "host" {
+		hc.PidMode = "host"
+	}
+	if c.Spec.RestartTries != nil {
+		hc.RestartPolicy.MaximumRetryCount = int(*c.Spec.RestartTries)
+	}
+	hc.Resources = containertypes.Resources{
+		CPUShares: int64(ih.CPUShares), Memory: ih.Memory, NanoCPUs: ih.NanoCpus,
+		BlkioWeight: ih.BlkioWeight, CPUPeriod: int64(ih.CPUPeriod), CPUQuota: ih.CPUQuota,
+		CpusetCpus: ih.CpusetCpus, CpusetMems: ih.CpusetMems, MemoryReservation: ih.MemoryReservation,
+		MemorySwap: ih.MemorySwap,
+	}
+	if ih.PidsLimit > 0 {
+		v := ih.PidsLimit
+		hc.PidsLimit = &v
+	}
+	for _, u := range ih.Ulimits {
+		hc.Ulimits = append(hc.Ulimits, &containertypes.Ulimit{Name: strings.ToLower(strings.TrimPrefix(u.Name, "RLIMIT_")), Hard: u.Hard, Soft: u.Soft})
+	}
+	for _, d := range ih.Devices {
+		hc.Devices = append(hc.Devices, containertypes.DeviceMapping{PathOnHost: d.PathOnHost, PathInContainer: d.PathInContainer, CgroupPermissions: d.CgroupPermissions})
+	}
+	for _, p := range c.Spec.PortMappings {
+		n := max(int(p.Range), 1)
+		for i := 0; i < n; i++ {
+			key := nat.Port(strconv.Itoa(int(p.ContainerPort)+i) + "/" + firstProto(p.Protocol))
+			hc.PortBindings[key] = append(hc.PortBindings[key], nat.PortBinding{HostIP: p.HostIP, HostPort: strconv.Itoa(int(p.HostPort) + i)})
+		}
+	}
+	return hc
+}
+
+// networkMode is Docker's name for a container's network mode.
+func (s *server) networkMode(c *core.Container) string {
+	switch c.Spec.NetNS.NSMode {
+	case core.NetNSHost:
+		return "host"
+	case core.NetNSNone:
+		return "none"
+	case core.NetNSContainer:
+		return "container:" + c.Spec.NetNS.Value
+	case core.NetNSBridge:
+		if _, ok := c.Spec.Networks[s.cfg.DefaultNetwork]; ok || len(c.Spec.Networks) == 0 {
+			return "bridge"
+		}
+		names := make([]string, 0, len(c.Spec.Networks))
+		for n := range c.Spec.Networks {
+			names = append(names, n)
+		}
+		return minString(names)
+	}
+	return "none"
+}
+
+// networkSettings is inspect's NetworkSettings.
+func (s *server) networkSettings(in *core.InspectContainerData) *containertypes.NetworkSettings {
+	ns := &containertypes.NetworkSettings{Networks: map[string]*networkEndpoint{}}
+	src := in.NetworkSettings
+	if src == nil {
+		return ns
+	}
+	ns.SandboxKey = src.SandboxKey
+	ns.Ports = nat.PortMap{}
+	for port, binds := range src.Ports {
+		key := nat.Port(port)
+		if binds == nil {
+			ns.Ports[key] = nil
+			continue
+		}
+		for _, b := range binds {
+			ns.Ports[key] = append(ns.Ports[key], nat.PortBinding{HostIP: b.HostIP, HostPort: b.HostPort})
+		}
+	}
+	ns.DefaultNetworkSettings = containertypes.DefaultNetworkSettings{
+		EndpointID: src.EndpointID, Gateway: src.Gateway, IPAddress: src.IPAddress, IPPrefixLen: src.IPPrefixLen,
+		IPv6Gateway: src.IPv6Gateway, GlobalIPv6Address: src.GlobalIPv6Address, GlobalIPv6PrefixLen: src.GlobalIPv6PrefixLen,
+		MacAddress: src.MacAddress,
+	}
+	for name, n := range src.Networks {
+		if n == nil {
+			continue
+		}
+		docker := s.dockerNetworkName(name)
+		ep := &networkEndpoint{
+			NetworkID: n.NetworkID, EndpointID: n.EndpointID, Gateway: n.Gateway, IPAddress: n.IPAddress,
+			IPPrefixLen: n.IPPrefixLen, IPv6Gateway: n.IPv6Gateway, GlobalIPv6Address: n.GlobalIPv6Address,
+			GlobalIPv6PrefixLen: n.GlobalIPv6PrefixLen, MacAddress: n.MacAddress, Aliases: n.Aliases,
+			DriverOpts: n.DriverOpts, DNSNames: append([]string{in.Name, in.ID[:12]}, n.Aliases...),
+		}
+		if docker == "bridge" {
+			ep.DNSNames = nil
+		}
+		ns.Networks[docker] = ep
+	}
+	return ns
+}
+
+func firstNonEmpty(v ...string) string {
+	for _, s := range v {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func minString(v []string) string {
+	m := v[0]
+	for _, s := range v[1:] {
+		if s < m {
+			m = s
+		}
+	}
+	return m
+}

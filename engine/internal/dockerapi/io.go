@@ -1,0 +1,305 @@
+package dockerapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	containertypes "github.com/docker/docker/api/types/container"
+
+	"github.com/berth-project/berth/engine/internal/backend/execution/containerio"
+	"github.com/berth-project/berth/engine/internal/backend/execution/logs"
+	"github.com/berth-project/berth/engine/internal/backend/execution/stats"
+	"github.com/berth-project/berth/engine/internal/backend/execution/stream"
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// containerAttach hijacks the connection and joins it to the container's
+// standard streams: raw bytes with a terminal, multiplexed frames without.
+// Docker selects streams with stdin/stdout/stderr (all false unless given).
+func (s *server) containerAttach(w http.ResponseWriter, r *http.Request) {
+	q := queryOf(r)
+	wantIn, wantOut, wantErr := q.boolean("stdin", false), q.boolean("stdout", false), q.boolean("stderr", false)
+	doStream, doLogs := q.boolean("stream", false), q.boolean("logs", false)
+	keySpec := stream.DefaultDetachKeys
+	if q.has("detachKeys") {
+		keySpec = q.str("detachKeys")
+	}
+	keys, err := stream.ParseDetachKeys(keySpec)
+	if err != nil {
+		writeError(w, core.InvalidArgument("detachKeys", err))
+		return
+	}
+	if !doStream && !doLogs {
+		writeError(w, core.InvalidArgument("stream", errors.New("at least one of logs or stream must be set")))
+		return
+	}
+	name := pathParam(r, "name")
+	c, err := s.deps.Containers.Lookup(r.Context(), name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var sess *containerio.Session
+	if doStream {
+		if sess, err = s.deps.ContainerIO.Attach(r.Context(), c.ID); err != nil {
+			writeError(w, err)
+			return
+		}
+		defer sess.Close()
+	}
+	tty := c.Spec.Terminal
+	conn, rw, err := stream.Hijack(w, r)
+	if err != nil {
+		s.logger.Error("docker attach: hijack", "container", name, "err", err)
+		return
+	}
+	defer conn.Close()
+	var stdout, stderr io.Writer
+	if tty {
+		if wantOut {
+			stdout = bufFlusher{rw.Writer}
+		}
+	} else {
+		mux := stream.NewMux(rw.Writer, rw.Writer.Flush)
+		if wantOut {
+			stdout = mux.Writer(stream.Stdout)
+		}
+		if wantErr {
+			stderr = mux.Writer(stream.Stderr)
+		}
+	}
+	if doLogs {
+		err := s.deps.ContainerIO.Logs(r.Context(), c.ID, containerio.LogOptions{Tail: -1}, func(l logs.Line) error {
+			dst := stdout
+			if l.Stream == logs.Stderr && !tty {
+				dst = stderr
+			}
+			if dst == nil {
+				return nil
+			}
+			text := l.Text
+			if !l.Partial {
+				text = append(text, '\n')
+			}
+			_, err := dst.Write(text)
+			return err
+		})
+		if err != nil {
+			s.logger.Warn("docker attach: replaying logs", "container", name, "err", err)
+			return
+		}
+	}
+	if sess == nil {
+		return
+	}
+	streams := containerio.AttachStreams{Stdout: stdout, Stderr: stderr, DetachKeys: keys}
+	if wantIn {
+		streams.Stdin = rw.Reader
+	}
+	if err := sess.Run(streams); err != nil && !errors.Is(err, stream.ErrDetach) {
+		s.logger.Debug("docker attach ended", "container", name, "err", err)
+	}
+	_ = rw.Flush()
+}
+
+// bufFlusher flushes a buffered writer after each write.
+type bufFlusher struct{ w interface {
+	io.Writer
+	Flush() error
+} }
+
+func (b bufFlusher) Write(p []byte) (int, error) {
+	n, err := b.w.Write(p)
+	if err == nil {
+		err = b.w.Flush()
+	}
+	return n, err
+}
+
+// terminalSize reads h and w.
+func terminalSize(r *http.Request) (uint16, uint16, error) {
+	q := queryOf(r)
+	h, wd := q.integer("h", 0), q.integer("w", 0)
+	if q.err != nil {
+		return 0, 0, q.err
+	}
+	if h < 0 || wd < 0 || h > 0xffff || wd > 0xffff {
+		return 0, 0, core.InvalidArgument("h", errors.New("terminal dimensions must fit in 16 bits"))
+	}
+	return uint16(h), uint16(wd), nil
+}
+
+// containerResize sets a container's terminal size.
+func (s *server) containerResize(w http.ResponseWriter, r *http.Request) {
+	h, wd, err := terminalSize(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.deps.ContainerIO.Resize(r.Context(), pathParam(r, "name"), h, wd); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// containerLogs streams a container's log: multiplexed frames, or raw
+// bytes for a container with a terminal (as Docker sends them).
+func (s *server) containerLogs(w http.ResponseWriter, r *http.Request) {
+	q := queryOf(r)
+	follow, wantOut, wantErr, stamps := q.boolean("follow", false), q.boolean("stdout", false), q.boolean("stderr", false), q.boolean("timestamps", false)
+	if !wantOut && !wantErr {
+		writeError(w, core.InvalidArgument("stdout", errors.New("you must choose at least one stream")))
+		return
+	}
+	opts := containerio.LogOptions{Tail: -1, Follow: follow}
+	if tail := q.str("tail"); tail != "" && tail != "all" {
+		n, err := strconv.Atoi(tail)
+		if err != nil {
+			writeError(w, core.InvalidArgument("tail", fmt.Errorf("%q is not a number or \"all\"", tail)))
+			return
+		}
+		if n >= 0 {
+			opts.Tail = n
+		}
+	}
+	var err error
+	now := time.Now()
+	if v := q.str("since"); v != "" && v != "0" {
+		if opts.Since, err = parseTime(v, now); err != nil {
+			writeError(w, core.InvalidArgument("since", err))
+			return
+		}
+	}
+	if v := q.str("until"); v != "" && v != "0" {
+		if opts.Until, err = parseTime(v, now); err != nil {
+			writeError(w, core.InvalidArgument("until", err))
+			return
+		}
+	}
+	name := pathParam(r, "name")
+	c, err := s.deps.Containers.Lookup(r.Context(), name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	tty := c.Spec.Terminal
+	if tty {
+		w.Header().Set("Content-Type", "application/vnd.docker.raw-stream")
+	} else {
+		w.Header().Set("Content-Type", "application/vnd.docker.multiplexed-stream")
+	}
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	mux := stream.NewMux(w, rc.Flush)
+	var frame []byte
+	err = s.deps.ContainerIO.Logs(r.Context(), c.ID, opts, func(l logs.Line) error {
+		id := stream.Stdout
+		if l.Stream == logs.Stderr {
+			if !wantErr {
+				return nil
+			}
+			id = stream.Stderr
+		} else if !wantOut {
+			return nil
+		}
+		frame = frame[:0]
+		if stamps {
+			frame = l.Time.UTC().AppendFormat(frame, time.RFC3339Nano)
+			frame = append(frame, ' ')
+		}
+		frame = append(frame, l.Text...)
+		if !l.Partial {
+			frame = append(frame, '\n')
+		}
+		if tty {
+			if _, err := w.Write(frame); err != nil {
+				return err
+			}
+			return rc.Flush()
+		}
+		return mux.WriteFrame(id, frame)
+	})
+	if err != nil && r.Context().Err() == nil {
+		s.logger.Warn("docker logs", "container", name, "err", err)
+	}
+}
+
+// statsInterval is how often a stats stream reports (Docker's second).
+const statsInterval = time.Second
+
+// containerStats answers one container's usage in Docker's shape, once
+// or every second while streaming.
+func (s *server) containerStats(w http.ResponseWriter, r *http.Request) {
+	q := queryOf(r)
+	streaming, oneShot := q.boolean("stream", true), q.boolean("one-shot", false)
+	if streaming && oneShot {
+		writeError(w, core.InvalidArgument("one-shot", errors.New("cannot have stream=true and one-shot=true")))
+		return
+	}
+	name := pathParam(r, "name")
+	report, err := s.deps.ContainerIO.DockerStats(r.Context(), name, nil)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	encode := func(st *stats.DockerStats) error {
+		out := *st
+		if !strings.HasPrefix(out.Name, "/") {
+			out.Name = "/" + out.Name
+		}
+		return enc.Encode(&out)
+	}
+	if !streaming && !oneShot {
+		// Docker's stream=false reports after one interval, with the
+		// previous sample filled in, so that clients can compute rates.
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(statsInterval):
+		}
+		if report, err = s.deps.ContainerIO.DockerStats(r.Context(), name, report); err != nil {
+			return
+		}
+	}
+	for {
+		if err := encode(report); err != nil {
+			return
+		}
+		_ = rc.Flush()
+		if !streaming {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(statsInterval):
+		}
+		if report, err = s.deps.ContainerIO.DockerStats(r.Context(), name, report); err != nil {
+			s.logger.Debug("docker stats stream ended", "container", name, "err", err)
+			return
+		}
+	}
+}
+
+// containerTop answers docker top.
+func (s *server) containerTop(w http.ResponseWriter, r *http.Request) {
+	args := strings.Fields(r.URL.Query().Get("ps_args"))
+	res, err := s.deps.ContainerIO.Top(r.Context(), pathParam(r, "name"), args)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, containertypes.TopResponse{Titles: res.Titles, Processes: res.Processes})
+}

@@ -1,0 +1,314 @@
+package dockerapi
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+
+	networktypes "github.com/docker/docker/api/types/network"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// dockerNetwork is a network as Docker's list and inspect show it.
+func (s *server) dockerNetwork(n *core.Network, containers map[string]core.NetworkContainer) networktypes.Inspect {
+	out := networktypes.Inspect{
+		Name: s.dockerNetworkName(n.Name), ID: n.ID, Created: n.Created, Scope: "local", Driver: n.Driver,
+		EnableIPv4: true, EnableIPv6: n.IPv6Enabled, Internal: n.Internal,
+		IPAM:       networktypes.IPAM{Driver: "default", Options: map[string]string{}, Config: []networktypes.IPAMConfig{}},
+		Options:    n.Options, Labels: n.Labels, Containers: map[string]networktypes.EndpointResource{},
+	}
+	if out.Options == nil {
+		out.Options = map[string]string{}
+	}
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	if n.NetworkInterface != "" {
+		out.Options["com.docker.network.bridge.name"] = n.NetworkInterface
+	}
+	for _, sn := range n.Subnets {
+		c := networktypes.IPAMConfig{Subnet: sn.Subnet.String()}
+		if sn.Gateway != nil {
+			c.Gateway = sn.Gateway.String()
+		}
+		out.IPAM.Config = append(out.IPAM.Config, c)
+	}
+	for id, c := range containers {
+		ep := networktypes.EndpointResource{Name: c.Name}
+		for _, iface := range c.Interfaces {
+			ep.MacAddress = net.HardwareAddr(iface.MacAddress).String()
+			for _, a := range iface.Subnets {
+				if a.IPNet.IP.To4() != nil {
+					ep.IPv4Address = a.IPNet.String()
+				} else {
+					ep.IPv6Address = a.IPNet.String()
+				}
+			}
+			break
+		}
+		out.Containers[id] = ep
+	}
+	return out
+}
+
+// networkFilters translates Docker's network filters; builtin reports
+// whether only the default network (type=builtin) or only the others
+// (type=custom) are asked for.
+func (s *server) networkFilters(f map[string][]string) (map[string][]string, string, error) {
+	out := map[string][]string{}
+	kind := ""
+	for k, vs := range f {
+		switch k {
+		case "type":
+			for _, v := range vs {
+				if v != "custom" && v != "builtin" {
+					return nil, "", core.InvalidArgument("filters", fmt.Errorf("invalid filter: 'type'='%s'", v))
+				}
+				kind = v
+			}
+		case "name", "id":
+			for _, v := range vs {
+				out[k] = append(out[k], s.engineNetwork(v))
+			}
+		default:
+			out[k] = vs
+		}
+	}
+	return out, kind, nil
+}
+
+// networkList answers docker network ls.
+func (s *server) networkList(w http.ResponseWriter, r *http.Request) {
+	q := queryOf(r)
+	raw := q.filters()
+	if q.err != nil {
+		writeError(w, q.err)
+		return
+	}
+	f, kind, err := s.networkFilters(raw)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	list, err := s.deps.Networks.List(r.Context(), f)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := []networktypes.Summary{}
+	for _, n := range list {
+		builtin := n.Name == s.cfg.DefaultNetwork
+		if kind == "custom" && builtin || kind == "builtin" && !builtin {
+			continue
+		}
+		out = append(out, s.dockerNetwork(n, nil))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// networkInspect answers docker network inspect.
+func (s *server) networkInspect(w http.ResponseWriter, r *http.Request) {
+	name := s.engineNetwork(pathParam(r, "name"))
+	n, err := s.deps.Networks.Inspect(r.Context(), name)
+	if err != nil {
+		if errors.Is(err, core.ErrNoSuchNetwork) {
+			writeMessage(w, http.StatusNotFound, "network "+pathParam(r, "name")+" not found")
+			return
+		}
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.dockerNetwork(&n.Network, n.Containers))
+}
+
+// networkCreate answers docker network create.
+func (s *server) networkCreate(w http.ResponseWriter, r *http.Request) {
+	var req networktypes.CreateRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.Name == "" {
+		writeError(w, core.InvalidArgument("Name", errors.New("a network name is required")))
+		return
+	}
+	if req.Name == "bridge" || req.Name == "host" || req.Name == "none" {
+		writeMessage(w, http.StatusForbidden, fmt.Sprintf("%s is a pre-defined network and cannot be created", req.Name))
+		return
+	}
+	switch {
+	case req.Driver != "" && req.Driver != "bridge":
+		writeError(w, core.InvalidArgument("Driver", fmt.Errorf("network driver %q is not supported (bridge)", req.Driver)))
+		return
+	case req.Scope != "" && req.Scope != "local":
+		writeError(w, core.InvalidArgument("Scope", fmt.Errorf("scope %q is not supported (local)", req.Scope)))
+		return
+	case req.Attachable || req.Ingress || req.ConfigOnly || req.ConfigFrom != nil:
+		writeError(w, core.InvalidArgument("Attachable", errors.New("swarm network options are not supported")))
+		return
+	case req.EnableIPv4 != nil && !*req.EnableIPv4:
+		writeError(w, core.InvalidArgument("EnableIPv4", errors.New("IPv6-only networks are not supported")))
+		return
+	}
+	n := core.Network{Name: req.Name, Driver: "bridge", Internal: req.Internal, Labels: req.Labels, DNSEnabled: true}
+	if req.EnableIPv6 != nil {
+		n.IPv6Enabled = *req.EnableIPv6
+	}
+	for k, v := range req.Options {
+		switch k {
+		case "com.docker.network.bridge.name":
+			n.NetworkInterface = v
+		case "com.docker.network.driver.mtu":
+			if n.Options == nil {
+				n.Options = map[string]string{}
+			}
+			n.Options["mtu"] = v
+		default:
+			writeError(w, core.InvalidArgument("Options", fmt.Errorf("network option %q is not supported", k)))
+			return
+		}
+	}
+	if ipam := req.IPAM; ipam != nil {
+		if ipam.Driver != "" && ipam.Driver != "default" {
+			writeError(w, core.InvalidArgument("IPAM.Driver", fmt.Errorf("IPAM driver %q is not supported", ipam.Driver)))
+			return
+		}
+		if len(ipam.Options) > 0 {
+			writeError(w, core.InvalidArgument("IPAM.Options", errors.New("IPAM options are not supported")))
+			return
+		}
+		for _, c := range ipam.Config {
+			if len(c.AuxAddress) > 0 {
+				writeError(w, core.InvalidArgument("IPAM.Config.AuxiliaryAddresses", errors.New("auxiliary addresses are not supported")))
+				return
+			}
+			sn, err := core.ParseIPNet(c.Subnet)
+			if err != nil {
+				writeError(w, core.InvalidArgument("IPAM.Config.Subnet", fmt.Errorf("%q is not a CIDR subnet", c.Subnet)))
+				return
+			}
+			sub := core.Subnet{Subnet: sn}
+			if c.Gateway != "" {
+				if sub.Gateway = net.ParseIP(c.Gateway); sub.Gateway == nil {
+					writeError(w, core.InvalidArgument("IPAM.Config.Gateway", fmt.Errorf("%q is not an IP address", c.Gateway)))
+					return
+				}
+			}
+			if c.IPRange != "" {
+				writeError(w, core.InvalidArgument("IPAM.Config.IPRange", errors.New("IP ranges are not supported")))
+				return
+			}
+			n.Subnets = append(n.Subnets, sub)
+		}
+	}
+	created, err := s.deps.Networks.Create(r.Context(), n, false)
+	if err != nil {
+		if errors.Is(err, core.ErrNameInUse) {
+			writeMessage(w, http.StatusConflict, "network with name "+req.Name+" already exists")
+			return
+		}
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, networktypes.CreateResponse{ID: created.ID})
+}
+
+// networkRemove answers docker network rm.
+func (s *server) networkRemove(w http.ResponseWriter, r *http.Request) {
+	name := pathParam(r, "name")
+	engineName := s.engineNetwork(name)
+	if engineName == s.cfg.DefaultNetwork || name == "host" || name == "none" {
+		writeMessage(w, http.StatusForbidden, name+" is a pre-defined network and cannot be removed")
+		return
+	}
+	if err := s.deps.Networks.Remove(r.Context(), engineName, false, nil); err != nil {
+		if errors.Is(err, core.ErrNoSuchNetwork) {
+			writeMessage(w, http.StatusNotFound, "network "+name+" not found")
+			return
+		}
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// networkConnect answers docker network connect.
+func (s *server) networkConnect(w http.ResponseWriter, r *http.Request) {
+	var req networktypes.ConnectOptions
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.Container == "" {
+		writeError(w, core.InvalidArgument("Container", errors.New("a container is required")))
+		return
+	}
+	opts := core.PerNetworkOptions{}
+	if ep := req.EndpointConfig; ep != nil {
+		if len(ep.Links) > 0 {
+			writeError(w, core.InvalidArgument("EndpointConfig.Links", errors.New("legacy links are not supported")))
+			return
+		}
+		opts.Aliases = ep.Aliases
+		if ep.IPAMConfig != nil {
+			for _, a := range []string{ep.IPAMConfig.IPv4Address, ep.IPAMConfig.IPv6Address} {
+				if a == "" {
+					continue
+				}
+				ip := net.ParseIP(a)
+				if ip == nil {
+					writeError(w, core.InvalidArgument("EndpointConfig.IPAMConfig", fmt.Errorf("%q is not an IP address", a)))
+					return
+				}
+				opts.StaticIPs = append(opts.StaticIPs, ip)
+			}
+		}
+	}
+	if err := s.deps.Networks.Connect(r.Context(), s.engineNetwork(pathParam(r, "name")), req.Container, opts); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// networkDisconnect answers docker network disconnect.
+func (s *server) networkDisconnect(w http.ResponseWriter, r *http.Request) {
+	var req networktypes.DisconnectOptions
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.Container == "" {
+		writeError(w, core.InvalidArgument("Container", errors.New("a container is required")))
+		return
+	}
+	if err := s.deps.Networks.Disconnect(r.Context(), s.engineNetwork(pathParam(r, "name")), req.Container, req.Force); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// networkPrune answers docker network prune.
+func (s *server) networkPrune(w http.ResponseWriter, r *http.Request) {
+	q := queryOf(r)
+	f := q.filters()
+	if q.err != nil {
+		writeError(w, q.err)
+		return
+	}
+	reports, err := s.deps.Networks.Prune(r.Context(), f)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := networktypes.PruneReport{NetworksDeleted: []string{}}
+	for _, p := range reports {
+		if p.Error == "" {
+			out.NetworksDeleted = append(out.NetworksDeleted, p.Name)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}

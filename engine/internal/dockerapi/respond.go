@@ -1,0 +1,206 @@
+package dockerapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/berth-project/berth/engine/internal/core"
+	sharedserver "github.com/berth-project/berth/shared/server"
+)
+
+// maxBodyBytes bounds the JSON bodies Docker's routes decode.
+const maxBodyBytes = 4 << 20
+
+// statusOf maps a core error to Docker's status code.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, core.ErrNotModified):
+		return http.StatusNotModified
+	case errors.Is(err, core.ErrNoSuchImage),
+		errors.Is(err, core.ErrNoSuchContainer),
+		errors.Is(err, core.ErrNoSuchExecSession),
+		errors.Is(err, core.ErrNoSuchVolume),
+		errors.Is(err, core.ErrNoSuchPath),
+		errors.Is(err, core.ErrNoSuchNetwork):
+		return http.StatusNotFound
+	case errors.Is(err, core.ErrNameInUse),
+		errors.Is(err, core.ErrStateConflict),
+		errors.Is(err, core.ErrImageInUse),
+		errors.Is(err, core.ErrVolumeInUse),
+		errors.Is(err, core.ErrNetworkInUse),
+		errors.Is(err, core.ErrSubnetInUse),
+		errors.Is(err, core.ErrAddressInUse),
+		errors.Is(err, core.ErrAmbiguous):
+		return http.StatusConflict
+	case errors.Is(err, core.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, sharedserver.ErrSlowBody):
+		return http.StatusRequestTimeout
+	case errors.Is(err, core.ErrInvalidArgument):
+		return http.StatusBadRequest
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// errorBody is Docker's error answer.
+type errorBody struct {
+	Message string `json:"message"`
+}
+
+// writeMessage answers status with Docker's {"message": ...} body.
+func writeMessage(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, errorBody{Message: msg})
+}
+
+// writeError answers err with its Docker status; 304 has no body.
+func writeError(w http.ResponseWriter, err error) {
+	status := statusOf(err)
+	if status == http.StatusNotModified {
+		w.WriteHeader(status)
+		return
+	}
+	writeMessage(w, status, err.Error())
+}
+
+// writeJSON answers status with body as JSON.
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	encoded, err := json.Marshal(body)
+	if err != nil {
+		status, encoded = http.StatusInternalServerError, []byte(`{"message":"encoding response failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(encoded, '\n'))
+}
+
+// decodeBody decodes a JSON body into dst; an empty body leaves dst as is.
+func decodeBody(r *http.Request, dst any) error {
+	body := io.LimitReader(r.Body, maxBodyBytes+1)
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return core.InvalidArgument("body", err)
+	}
+	if len(data) > maxBodyBytes {
+		return fmt.Errorf("request body over %d bytes: %w", maxBodyBytes, core.ErrTooLarge)
+	}
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, dst); err != nil {
+		return core.InvalidArgument("body", err)
+	}
+	return nil
+}
+
+// pathParam is a path parameter, unescaped.
+func pathParam(r *http.Request, key string) string {
+	raw := chi.URLParam(r, key)
+	if v, err := url.PathUnescape(raw); err == nil {
+		return v
+	}
+	return raw
+}
+
+// query reads Docker's query parameters; the first malformed one is kept
+// in err and named in the 400 answer.
+type query struct {
+	v   url.Values
+	err error
+}
+
+func queryOf(r *http.Request) *query { return &query{v: r.URL.Query()} }
+
+func (q *query) has(name string) bool { _, ok := q.v[name]; return ok }
+
+func (q *query) str(name string) string { return q.v.Get(name) }
+
+// boolean reads Docker's booleans: "", "0", "false" and "no" are false
+// ("1", "true" ... are true), as the daemon reads them.
+func (q *query) boolean(name string, def bool) bool {
+	if !q.has(name) {
+		return def
+	}
+	switch strings.ToLower(strings.TrimSpace(q.v.Get(name))) {
+	case "", "0", "false", "no", "off":
+		return false
+	}
+	return true
+}
+
+func (q *query) integer(name string, def int64) int64 {
+	if !q.has(name) || q.v.Get(name) == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(q.v.Get(name), 10, 64)
+	if err != nil && q.err == nil {
+		q.err = core.InvalidArgument(name, fmt.Errorf("%q is not an integer", q.v.Get(name)))
+	}
+	return n
+}
+
+// filters decodes Docker's filters parameter: {"key":{"value":true}} or
+// the older {"key":["value"]}.
+func (q *query) filters() map[string][]string {
+	raw := q.v.Get("filters")
+	if raw == "" {
+		return nil
+	}
+	out := map[string][]string{}
+	var modern map[string]map[string]bool
+	if err := json.Unmarshal([]byte(raw), &modern); err == nil {
+		for k, set := range modern {
+			for v, on := range set {
+				if on {
+					out[k] = append(out[k], v)
+				}
+			}
+		}
+		return out
+	}
+	var legacy map[string][]string
+	if err := json.Unmarshal([]byte(raw), &legacy); err != nil {
+		if q.err == nil {
+			q.err = core.InvalidArgument("filters", err)
+		}
+		return nil
+	}
+	return legacy
+}
+
+// flushWriter flushes after every write, for streamed answers.
+type flushWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+func (f flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil && f.rc != nil {
+		err = f.rc.Flush()
+	}
+	return n, err
+}
+
+// noRoute answers unknown paths as Docker does.
+func noRoute(w http.ResponseWriter, r *http.Request) {
+	writeMessage(w, http.StatusNotFound, "page not found")
+}
+
+// methodNotAllowed answers a known path with another method.
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	writeMessage(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path))
+}
+
+// writeJSONLine writes one JSON document to an answer already started.
+func writeJSONLine(w http.ResponseWriter, body any) {
+	_ = json.NewEncoder(w).Encode(body)
+}

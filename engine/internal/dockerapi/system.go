@@ -1,0 +1,278 @@
+package dockerapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types"
+	containertypes "github.com/docker/docker/api/types/container"
+	eventtypes "github.com/docker/docker/api/types/events"
+	imagetypes "github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/registry"
+	"github.com/docker/docker/api/types/swarm"
+	systemtypes "github.com/docker/docker/api/types/system"
+	volumetypes "github.com/docker/docker/api/types/volume"
+
+	"github.com/berth-project/berth/engine/internal/backend/platform/events"
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// ping answers GET and HEAD _ping: "OK" with the version headers clients
+// negotiate from (set by versioned).
+func (s *server) ping(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-store, must-revalidate")
+	h.Set("Pragma", "no-cache")
+	h.Set("Docker-Experimental", "false")
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write([]byte("OK"))
+	}
+}
+
+// version answers Docker's version document.
+func (s *server) version(w http.ResponseWriter, r *http.Request) {
+	v, err := s.deps.System.Version(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := types.Version{
+		Platform:      struct{ Name string }{Name: "Berth Engine"},
+		Version:       v.Version,
+		APIVersion:    APIVersion,
+		MinAPIVersion: MinAPIVersion,
+		GitCommit:     v.GitCommit,
+		GoVersion:     v.GoVersion,
+		Os:            v.Os,
+		Arch:          v.Arch,
+		KernelVersion: v.KernelVersion,
+		BuildTime:     v.BuildTime,
+	}
+	for _, c := range v.Components {
+		out.Components = append(out.Components, types.ComponentVersion{Name: c.Name, Version: c.Version, Details: c.Details})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// info answers Docker's info document from the engine's.
+func (s *server) info(w http.ResponseWriter, r *http.Request) {
+	in, err := s.deps.System.Info(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	host, store := in.Host, in.Store
+	hostname, _ := os.Hostname()
+	cs := store.ContainerStore
+	out := systemtypes.Info{
+		ID:                in.Berth.Name + "-" + hostname,
+		Containers:        cs.Number,
+		ContainersRunning: cs.Running,
+		ContainersPaused:  cs.Paused,
+		ContainersStopped: cs.Stopped,
+		Images:            store.ImageStore.Number,
+		Driver:            store.GraphDriverName,
+		Plugins: systemtypes.PluginsInfo{
+			Volume:  in.Plugins.Volume,
+			Network: in.Plugins.Network,
+			Log:     []string{"json-file", "k8s-file"},
+		},
+		MemoryLimit:     true,
+		SwapLimit:       true,
+		CPUCfsPeriod:    true,
+		CPUCfsQuota:     true,
+		CPUShares:       true,
+		CPUSet:          true,
+		PidsLimit:       true,
+		IPv4Forwarding:  true,
+		SystemTime:      time.Now().Format(time.RFC3339Nano),
+		LoggingDriver:   "json-file",
+		CgroupDriver:    host.CgroupManager,
+		CgroupVersion:   strings.TrimPrefix(host.CgroupsVersion, "v"),
+		KernelVersion:   host.Kernel,
+		OperatingSystem: host.Distribution.Distribution + " " + host.Distribution.Version,
+		OSVersion:       host.Distribution.Version,
+		OSType:          host.OS,
+		Architecture:    host.Arch,
+		IndexServerAddress: "https://index.docker.io/v1/",
+		RegistryConfig: &registry.ServiceConfig{
+			IndexConfigs: map[string]*registry.IndexInfo{},
+		},
+		NCPU:           host.CPUs,
+		MemTotal:       host.MemTotal,
+		DockerRootDir:  store.GraphRoot,
+		Name:           host.Hostname,
+		Labels:         []string{},
+		ServerVersion:  in.Berth.Version,
+		DefaultRuntime: "runc",
+		Runtimes:       map[string]systemtypes.RuntimeWithStatus{},
+		Swarm:          swarm.Info{LocalNodeState: swarm.LocalNodeStateInactive},
+		SecurityOptions: []string{},
+	}
+	if host.OCIRuntime != nil {
+		out.DefaultRuntime = host.OCIRuntime.Name
+		out.Runtimes[host.OCIRuntime.Name] = systemtypes.RuntimeWithStatus{Runtime: systemtypes.Runtime{Path: host.OCIRuntime.Path}}
+	}
+	if host.Security.SECCOMPEnabled {
+		out.SecurityOptions = append(out.SecurityOptions, "name=seccomp,profile=default")
+	}
+	if host.Security.AppArmorEnabled {
+		out.SecurityOptions = append(out.SecurityOptions, "name=apparmor")
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// diskUsage answers Docker's system df from the engine's report.
+func (s *server) diskUsage(w http.ResponseWriter, r *http.Request) {
+	rep, err := s.deps.System.DiskUsage(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := types.DiskUsage{
+		LayersSize: rep.ImagesSize,
+		Images:     []*imagetypes.Summary{},
+		Containers: []*containertypes.Summary{},
+		Volumes:    []*volumetypes.Volume{},
+		BuildCache: []*types.BuildCache{},
+	}
+	byID := map[string]*imagetypes.Summary{}
+	for _, im := range rep.Images {
+		sum := byID[im.ImageID]
+		if sum == nil {
+			sum = &imagetypes.Summary{
+				ID: "sha256:" + im.ImageID, Created: im.Created.Unix(), Size: im.Size,
+				SharedSize: im.SharedSize, Containers: int64(im.Containers),
+				RepoTags: []string{}, RepoDigests: []string{}, Labels: map[string]string{},
+			}
+			byID[im.ImageID] = sum
+			out.Images = append(out.Images, sum)
+		}
+		if im.Repository != "<none>" {
+			sum.RepoTags = append(sum.RepoTags, im.Repository+":"+im.Tag)
+		}
+	}
+	for _, c := range rep.Containers {
+		out.Containers = append(out.Containers, &containertypes.Summary{
+			ID: c.ContainerID, Names: []string{"/" + c.Names}, Image: c.Image,
+			Command: strings.Join(c.Command, " "), Created: c.Created.Unix(),
+			SizeRw: c.RWSize, SizeRootFs: c.Size, State: dockerState(c.Status), Status: c.Status,
+		})
+	}
+	for _, v := range rep.Volumes {
+		out.Volumes = append(out.Volumes, &volumetypes.Volume{
+			Name: v.VolumeName, Driver: "local", Scope: "local", Labels: map[string]string{}, Options: map[string]string{},
+			UsageData: &volumetypes.UsageData{Size: v.Size, RefCount: int64(v.Links)},
+		})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// auth answers a login check. The engine keeps no credentials (clients
+// send them with each pull and push), so it accepts the login without
+// contacting the registry, as Podman's compat API does.
+func (s *server) auth(w http.ResponseWriter, r *http.Request) {
+	var body registry.AuthConfig
+	if err := decodeBody(r, &body); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, registry.AuthenticateOKBody{Status: "Login Succeeded"})
+}
+
+// events streams the engine's events in Docker's message format.
+func (s *server) events(w http.ResponseWriter, r *http.Request) {
+	q := queryOf(r)
+	raw := q.filters()
+	if q.err != nil {
+		writeError(w, q.err)
+		return
+	}
+	for i, v := range raw["event"] {
+		raw["event"][i] = engineAction(v)
+	}
+	filter, err := events.ParseFilter(raw)
+	if err != nil {
+		writeError(w, core.InvalidArgument("filters", err))
+		return
+	}
+	opts := events.ReadOptions{Filter: filter, Stream: true}
+	now := time.Now()
+	if v := q.str("since"); v != "" {
+		if opts.Since, err = parseTime(v, now); err != nil {
+			writeError(w, core.InvalidArgument("since", err))
+			return
+		}
+	}
+	if v := q.str("until"); v != "" {
+		if opts.Until, err = parseTime(v, now); err != nil {
+			writeError(w, core.InvalidArgument("until", err))
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	enc := json.NewEncoder(w)
+	err = s.deps.Events.Read(r.Context(), opts, func(e events.Event) error {
+		m := e.Message()
+		action, ok := dockerAction(m.Type, m.Action, e.HealthStatus)
+		if !ok {
+			return nil
+		}
+		msg := eventtypes.Message{
+			Status: action, ID: m.ID, From: m.From,
+			Type: eventtypes.Type(m.Type), Action: eventtypes.Action(action),
+			Actor: eventtypes.Actor{ID: m.Actor.ID, Attributes: m.Actor.Attributes},
+			Scope: "local", Time: e.Time.Unix(), TimeNano: e.Time.UnixNano(),
+		}
+		if err := enc.Encode(msg); err != nil {
+			return err
+		}
+		return rc.Flush()
+	})
+	if err != nil && r.Context().Err() == nil {
+		s.logger.Debug("docker event stream ended", "err", err)
+	}
+}
+
+// dockerAction is Docker's name for an engine event's action; ok is false
+// for the engine's own steps that Docker has no event for (init, cleanup).
+func dockerAction(typ, action, health string) (string, bool) {
+	if typ != "container" {
+		return action, true
+	}
+	switch action {
+	case "died":
+		return "die", true
+	case "remove":
+		return "destroy", true
+	case "init", "cleanup", "sync":
+		return "", false
+	case "health_status":
+		if health != "" {
+			return "health_status: " + health, true
+		}
+	}
+	return action, true
+}
+
+// engineAction is the engine's name for a Docker event action in filters.
+func engineAction(action string) string {
+	switch action {
+	case "die":
+		return "died"
+	case "destroy":
+		return "remove"
+	}
+	if strings.HasPrefix(action, "health_status") {
+		return "health_status"
+	}
+	return action
+}
