@@ -66,31 +66,31 @@ func (s *server) toSpec(name string, cfg *containertypes.Config, hc *containerty
 		return core.ContainerSpec{}, err
 	}
 	spec := core.ContainerSpec{
-		Name:         name,
-		Image:        cfg.Image,
-		RawImageName: cfg.Image,
-		Entrypoint:   cfg.Entrypoint,
-		Command:      cfg.Cmd,
-		Terminal:     cfg.Tty,
-		Stdin:        cfg.OpenStdin,
-		Labels:       cfg.Labels,
-		Hostname:     cfg.Hostname,
-		WorkDir:      cfg.WorkingDir,
-		User:         cfg.User,
-		Annotations:  hc.Annotations,
-		Remove:       hc.AutoRemove,
-		Groups:       hc.GroupAdd,
-		VolumesFrom:  hc.VolumesFrom,
-		Privileged:   hc.Privileged,
-		CapAdd:       hc.CapAdd,
-		CapDrop:      hc.CapDrop,
-		ReadOnly:     hc.ReadonlyRootfs,
-		DNSServers:   hc.DNS,
-		DNSSearch:    hc.DNSSearch,
-		DNSOptions:   hc.DNSOptions,
-		HostAdd:      hc.ExtraHosts,
-		Sysctl:       hc.Sysctls,
-		OCIRuntime:   hc.Runtime,
+		Name:                name,
+		Image:               cfg.Image,
+		RawImageName:        cfg.Image,
+		Entrypoint:          cfg.Entrypoint,
+		Command:             cfg.Cmd,
+		Terminal:            cfg.Tty,
+		Stdin:               cfg.OpenStdin,
+		Labels:              cfg.Labels,
+		Hostname:            cfg.Hostname,
+		WorkDir:             cfg.WorkingDir,
+		User:                cfg.User,
+		Annotations:         hc.Annotations,
+		Remove:              hc.AutoRemove,
+		Groups:              hc.GroupAdd,
+		VolumesFrom:         hc.VolumesFrom,
+		Privileged:          hc.Privileged,
+		CapAdd:              hc.CapAdd,
+		CapDrop:             hc.CapDrop,
+		ReadOnly:            hc.ReadonlyRootfs,
+		DNSServers:          hc.DNS,
+		DNSSearch:           hc.DNSSearch,
+		DNSOptions:          hc.DNSOptions,
+		HostAdd:             hc.ExtraHosts,
+		Sysctl:              hc.Sysctls,
+		OCIRuntime:          hc.Runtime,
 		PublishExposedPorts: hc.PublishAllPorts,
 	}
 	if len(cfg.Env) > 0 {
@@ -585,7 +585,6 @@ func (s *server) networking(spec *core.ContainerSpec, cfg *containertypes.Config
 	}
 	return nil
 }
-
 
 // parsePortRange reads "8080" or "8080-8090".
 func parsePortRange(v string) (int, int, error) {

@@ -109,10 +109,12 @@ func (s *server) containerAttach(w http.ResponseWriter, r *http.Request) {
 }
 
 // bufFlusher flushes a buffered writer after each write.
-type bufFlusher struct{ w interface {
-	io.Writer
-	Flush() error
-} }
+type bufFlusher struct {
+	w interface {
+		io.Writer
+		Flush() error
+	}
+}
 
 func (b bufFlusher) Write(p []byte) (int, error) {
 	n, err := b.w.Write(p)

@@ -16,8 +16,8 @@ func (s *server) dockerNetwork(n *core.Network, containers map[string]core.Netwo
 	out := networktypes.Inspect{
 		Name: s.dockerNetworkName(n.Name), ID: n.ID, Created: n.Created, Scope: "local", Driver: n.Driver,
 		EnableIPv4: true, EnableIPv6: n.IPv6Enabled, Internal: n.Internal,
-		IPAM:       networktypes.IPAM{Driver: "default", Options: map[string]string{}, Config: []networktypes.IPAMConfig{}},
-		Options:    n.Options, Labels: n.Labels, Containers: map[string]networktypes.EndpointResource{},
+		IPAM:    networktypes.IPAM{Driver: "default", Options: map[string]string{}, Config: []networktypes.IPAMConfig{}},
+		Options: n.Options, Labels: n.Labels, Containers: map[string]networktypes.EndpointResource{},
 	}
 	if out.Options == nil {
 		out.Options = map[string]string{}

@@ -17,7 +17,7 @@ func TestPingOnEveryPrefix(t *testing.T) {
 		}
 		for header, want := range map[string]string{
 			"Libpod-Api-Version": "5.7.0",
-			"Api-Version":        "1.41",
+			"Api-Version":        "1.44",
 			"Cache-Control":      "no-cache",
 		} {
 			if got := r.header.Get(header); got != want {
@@ -44,7 +44,7 @@ func TestVersionShape(t *testing.T) {
 		}
 	}
 	e.do(http.MethodGet, "/v4.3.1/libpod/version", nil).expect(t, http.StatusOK).json(t, &v)
-	if v.Version != "5.7.0" || v.ApiVersion != "1.41" || v.Os != "linux" || v.Arch == "" || v.GoVersion == "" || v.KernelVersion == "" {
+	if v.Version != "5.7.0" || v.ApiVersion != "1.44" || v.Os != "linux" || v.Arch == "" || v.GoVersion == "" || v.KernelVersion == "" {
 		t.Errorf("version %+v", v)
 	}
 	if len(v.Components) == 0 || v.Components[0].Name != "Podman Engine" || v.Components[0].Details["APIVersion"] != "5.7.0" {
@@ -111,7 +111,8 @@ func TestInfoDescribesStore(t *testing.T) {
 
 func TestUnknownRoutesAnswerEngineErrors(t *testing.T) {
 	e := startEngine(t)
-	for _, path := range []string{"/libpod/nothing", "/v4.3.1/libpod/images/x/frobnicate", "/nothing"} {
+	// Paths outside libpod's tree ("/nothing") are Docker's API (dockercli tests them).
+	for _, path := range []string{"/libpod/nothing", "/v4.3.1/libpod/images/x/frobnicate", "/v1.41/libpod/nothing"} {
 		e.do(http.MethodGet, path, nil).engineError(t, http.StatusNotFound)
 	}
 	e.do(http.MethodPut, "/libpod/_ping", nil).engineError(t, http.StatusMethodNotAllowed)
