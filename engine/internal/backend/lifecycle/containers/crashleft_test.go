@@ -2,6 +2,7 @@ package containers_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -186,5 +187,116 @@ func TestFailedStartLeavesNothingMounted(t *testing.T) {
 	}
 	if l := site.mountsUnderRoot(); len(l) > 0 {
 		t.Fatalf("mounted under the root after a failed start (%v):\n%s", err, strings.Join(l, "\n"))
+	}
+}
+
+// TestTeardownAfterInterfaceGoneRemovesBridges: a kill -9 during the
+// removal of a container live-connected to a second network can leave the
+// container's interface on that network gone while the network's bridge
+// and rules stay (netavark dies with the engine). The restarted engine's
+// teardown then fails on that interface ("failed to delete container veth
+// eth1: No such device"), and netavark, which removes a bridge only with
+// its last interface, used to leave the bridge and the rules for good. Now
+// each network's bridge and rules go once no container is on it; and a
+// network's removal removes a bridge left without ports whatever the
+// container teardowns reached.
+func TestTeardownAfterInterfaceGoneRemovesBridges(t *testing.T) {
+	site := newCrashSite(t)
+	te, stop := site.serve()
+	te.loadBusybox()
+	type netInfo struct {
+		Interface string `json:"network_interface"`
+		Subnets   []struct {
+			Subnet string `json:"subnet"`
+		} `json:"subnets"`
+	}
+	nets := map[string]netInfo{}
+	for _, name := range []string{"first", "second"} {
+		te.must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": name})
+		var n netInfo
+		if err := json.Unmarshal(te.must(http.StatusOK, "GET", "/networks/"+name+"/json", nil), &n); err != nil || n.Interface == "" || len(n.Subnets) == 0 {
+			t.Fatalf("network %s: %+v %v", name, n, err)
+		}
+		nets[name] = n
+	}
+	// Should the test fail, what it leaked goes: the bridges, the rules
+	// that name the subnets, the chains they jump to.
+	t.Cleanup(func() {
+		for _, n := range nets {
+			exec.Command("ip", "link", "del", n.Interface).Run()
+			removeRulesNaming(n.Subnets[0].Subnet)
+		}
+	})
+	id := te.create(map[string]any{"command": []string{"sleep", "300"},
+		"netns": map[string]string{"nsmode": "bridge"}, "Networks": map[string]any{"first": map[string]any{}}})
+	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.must(http.StatusOK, "POST", "/networks/second/connect", map[string]any{"container": id})
+	var d struct{ NetworkSettings struct{ SandboxKey string } }
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	if out, err := exec.Command("nsenter", "--net="+d.NetworkSettings.SandboxKey, "ip", "link", "del", "eth1").CombinedOutput(); err != nil {
+		t.Fatalf("delete eth1: %v %s", err, out)
+	}
+	stop()
+
+	te, stop = site.serve()
+	defer stop()
+	te.must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
+	left := func() []string {
+		var out []string
+		for name, n := range nets {
+			if _, err := os.Stat("/sys/class/net/" + n.Interface); err == nil {
+				out = append(out, "bridge of "+name+": "+n.Interface)
+			}
+			for _, tool := range []string{"iptables -w -S", "iptables -w -t nat -S"} {
+				data, _ := exec.Command("sh", "-c", tool).Output()
+				for _, line := range strings.Split(string(data), "\n") {
+					if strings.Contains(line, n.Subnets[0].Subnet) {
+						out = append(out, "rule of "+name+": "+line)
+					}
+				}
+			}
+		}
+		return out
+	}
+	if l := left(); len(l) > 0 {
+		t.Errorf("after the container's removal:\n%s", strings.Join(l, "\n"))
+	}
+
+	// A bridge left without ports (as by a teardown cut before netavark
+	// removed it) goes with its network.
+	if out, err := exec.Command("ip", "link", "add", nets["second"].Interface, "type", "bridge").CombinedOutput(); err != nil {
+		t.Fatalf("add a bridge: %v %s", err, out)
+	}
+	for name := range nets {
+		te.must(http.StatusOK, "DELETE", "/networks/"+name, nil)
+	}
+	if l := left(); len(l) > 0 {
+		t.Fatalf("after the networks' removal:\n%s", strings.Join(l, "\n"))
+	}
+}
+
+// removeRulesNaming deletes the iptables rules (filter and nat) that name
+// cidr, and the chains those rules jump to.
+func removeRulesNaming(cidr string) {
+	for _, table := range []string{"filter", "nat"} {
+		data, _ := exec.Command("iptables", "-w", "-t", table, "-S").Output()
+		var chains []string
+		for _, line := range strings.Split(string(data), "\n") {
+			if !strings.HasPrefix(line, "-A ") || !strings.Contains(line, " "+cidr+" ") {
+				continue
+			}
+			f := strings.Fields(line)
+			f[0] = "-D"
+			exec.Command("iptables", append([]string{"-w", "-t", table}, f...)...).Run()
+			for i, w := range f {
+				if w == "-j" && i+1 < len(f) && strings.HasPrefix(f[i+1], "NETAVARK-") {
+					chains = append(chains, f[i+1])
+				}
+			}
+		}
+		for _, c := range chains {
+			exec.Command("iptables", "-w", "-t", table, "-F", c).Run()
+			exec.Command("iptables", "-w", "-t", table, "-X", c).Run()
+		}
 	}
 }

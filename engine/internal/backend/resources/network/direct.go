@@ -63,11 +63,25 @@ func directNetwork(s core.NetworkSetup, nets map[string]*core.Network) (*core.Ne
 // keeperAddress is the address a network's keeper holds: the subnet's last
 // host address, the one the engine's allocator (lowest first) hands out last.
 func keeperAddress(sub core.Subnet) net.IP {
-	ip := sub.Subnet.IP.To4()
-	mask := net.IP(sub.Subnet.Mask).To4()
-	v := binary.BigEndian.Uint32(ip) | ^binary.BigEndian.Uint32(mask)
-	out := make(net.IP, 4)
-	binary.BigEndian.PutUint32(out, v-1)
+	if ip := sub.Subnet.IP.To4(); ip != nil {
+		mask := net.IP(sub.Subnet.Mask).To4()
+		v := binary.BigEndian.Uint32(ip) | ^binary.BigEndian.Uint32(mask)
+		out := make(net.IP, 4)
+		binary.BigEndian.PutUint32(out, v-1)
+		return out
+	}
+	// IPv6 (a sweep of a dual-stack network): the same, on 16 bytes.
+	ip, mask := sub.Subnet.IP.To16(), sub.Subnet.Mask
+	out := make(net.IP, net.IPv6len)
+	for i := range out {
+		out[i] = ip[i] | ^mask[i]
+	}
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i]--
+		if out[i] != 0xff {
+			break
+		}
+	}
 	return out
 }
 

@@ -690,11 +690,15 @@ func (m *Manager) Remove(ctx context.Context, nameOrID string, force bool, timeo
 		}
 	}
 	m.setupMu.Lock()
-	err = m.dropKeeperLocked(ctx, n)
-	m.setupMu.Unlock()
-	if err != nil {
+	if err := m.dropKeeperLocked(ctx, n); err != nil {
 		m.logger.Warn("tear down the keeper of a network", "network", n.Name, "err", err)
 	}
+	// Whatever state its containers' teardowns reached, the network's
+	// bridge and rules go with it.
+	if err := m.sweepLocked(ctx, n); err != nil {
+		m.logger.Warn("remove what a cut teardown left of a network", "network", n.Name, "err", err)
+	}
+	m.setupMu.Unlock()
 	m.mu.Lock()
 	if err := m.db.RemoveNetwork(ctx, n.ID); err != nil && !errors.Is(err, state.ErrNotFound) {
 		m.mu.Unlock()

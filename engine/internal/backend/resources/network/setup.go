@@ -345,6 +345,11 @@ func (m *Manager) Teardown(ctx context.Context, s core.NetworkSetup) error {
 			}
 		} else {
 			err = m.nv.run(ctx, "teardown", s.NetNSPath, m.options(s, nets), nil)
+			if err != nil {
+				// Each network on its own: what netavark could not
+				// finish (an interface gone already) is swept.
+				m.sweepAllLocked(ctx, nets)
+			}
 		}
 		m.setupMu.Unlock()
 		if err != nil {
@@ -362,6 +367,7 @@ func (m *Manager) Teardown(ctx context.Context, s core.NetworkSetup) error {
 				}
 			}
 		}
+		m.sweepAllLocked(ctx, nets)
 		m.setupMu.Unlock()
 	}
 	if err := m.db.ReleaseAddresses(ctx, "", s.ContainerID); err != nil {
@@ -412,6 +418,9 @@ func (m *Manager) Detach(ctx context.Context, s core.NetworkSetup, network strin
 	one.Networks = map[string]core.PerNetworkOptions{network: s.Networks[network]}
 	m.setupMu.Lock()
 	err = m.nv.run(ctx, "teardown", s.NetNSPath, m.options(one, nets), nil)
+	if err != nil {
+		m.sweepAllLocked(ctx, nets)
+	}
 	m.setupMu.Unlock()
 	if rerr := m.db.ReleaseAddresses(ctx, nets[network].ID, s.ContainerID); rerr != nil && err == nil {
 		err = rerr
