@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 
 	containertypes "github.com/docker/docker/api/types/container"
 
@@ -80,7 +81,9 @@ func (s *server) execInspect(w http.ResponseWriter, r *http.Request) {
 		out.ProcessConfig.Entrypoint = sess.Config.Cmd[0]
 		out.ProcessConfig.Arguments = sess.Config.Cmd[1:]
 	}
-	if sess.Started && !sess.Running {
+	if _, starting := s.starting.Load(sess.ID); starting {
+		out.Running = true
+	} else if sess.Started && !sess.Running {
 		code := sess.ExitCode
 		out.ExitCode = &code
 	}
@@ -126,6 +129,12 @@ func (s *server) execStart(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	// From the hijack until the engine has started the process, inspect
+	// reports the session running: clients attach, then poll inspect
+	// until it stops running, and must not read "exited 0" before it ran.
+	s.starting.Store(id, struct{}{})
+	startDone := sync.OnceFunc(func() { s.starting.Delete(id) })
+	defer startDone()
 	conn, rw, err := stream.Hijack(w, r)
 	if err != nil {
 		s.logger.Error("docker exec: hijack", "session", id, "err", err)
@@ -149,6 +158,7 @@ func (s *server) execStart(w http.ResponseWriter, r *http.Request) {
 		streams.Stdin = rw.Reader
 	}
 	started, err := s.deps.Exec.Start(r.Context(), id, streams, size)
+	startDone()
 	if err != nil {
 		msg := []byte(err.Error() + "\n")
 		if mux != nil {

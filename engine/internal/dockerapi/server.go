@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/containerio"
 	"github.com/berth-project/berth/engine/internal/backend/execution/logs"
@@ -76,6 +77,9 @@ type server struct {
 	logger *slog.Logger
 	deps   Deps
 	cfg    Config
+	// starting holds the exec sessions between the hijack of their start
+	// and the engine's start of the process (see execStart).
+	starting sync.Map
 }
 
 // NewHandler builds the Docker Engine API handler. It expects every path
