@@ -219,13 +219,14 @@ func (e *env) mustPut(id, path, body string) {
 	}
 }
 
-// treeContents lists every regular file under the upload's tree and its temporaries.
+// treeContents lists every regular file under the upload's tree and its temporaries
+// (not the intent file of its books, see files.Tree).
 func (e *env) treeContents(id string) []string {
 	e.t.Helper()
 	var out []string
 	root := filepath.Join(e.dataDir, "uploads", id)
 	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
+		if err == nil && d.Type().IsRegular() && p != filepath.Join(root, "intent") {
 			rel, _ := filepath.Rel(root, p)
 			out = append(out, rel)
 		}

@@ -284,7 +284,7 @@ func TestDatabaseOutage(t *testing.T) {
 		t.Fatalf("/readyz during the outage: %d %v", status, checks)
 	}
 	entries, _ := os.ReadDir(filepath.Join(e.dataDir, "uploads"))
-	if len(entries) != 2 { // the upload's tree and .intents
+	if len(entries) != 1 { // the upload's tree
 		var names []string
 		for _, en := range entries {
 			names = append(names, en.Name())

@@ -74,7 +74,7 @@ func FuzzTreePut(f *testing.F) {
 		}
 		var found []string
 		_ = filepath.WalkDir(dataDir, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && d.Type().IsRegular() {
+			if err == nil && d.Type().IsRegular() && d.Name() != intentFile {
 				found = append(found, p)
 			}
 			return nil

@@ -3,6 +3,7 @@ package files
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,47 +14,80 @@ import (
 	"github.com/google/uuid"
 )
 
-// An intent records, before a change of an upload's tree, that the change may be on disk
-// without being booked: a process killed between the change and the booking's commit, or
-// a booking that failed (the database went away), leaves it behind. It is the file
-// .intents/<id>.<gen> where gen is the generation the change would have been booked
-// with; the next change of the upload (whoever makes it, under the shared lock) finds
-// it and recounts the usage from the disk instead of trusting the books.
-type intent struct{ path string }
+// The intent of an upload records, before a change of its tree, the generation that the
+// change is to be booked with: a process killed between the change and the booking's
+// commit, or a booking that failed (the database went away), leaves the intent one
+// generation above the books. The next change of the upload (whoever makes it, under the
+// shared lock) finds that and recounts the usage from the disk instead of trusting the
+// books; the sweep does the same for an upload that nobody changes any more. An intent at
+// or below the booked generation is stale and means nothing, so a change never has to
+// remove it: the intent is one small file per upload (<id>/intent), rewritten in place,
+// which costs no directory operation on the hot path.
+const intentFile = "intent"
 
-func (t *Tree) intentPath(id string, gen int64) string {
-	return filepath.Join(t.base, intentsDir, id+"."+strconv.FormatInt(gen, 10))
+// intentWidth is the fixed size of the generation as written (zero-padded), so that a
+// rewrite never needs to truncate.
+const intentWidth = 20
+
+func (t *Tree) intentPath(id string) string { return filepath.Join(t.base, id, intentFile) }
+
+// readIntent returns the generation in f; -1 when it holds none (new, or unreadable,
+// which settle treats as dirty only when it is not new).
+func readIntent(f *os.File) (gen int64, empty bool, err error) {
+	var buf [intentWidth]byte
+	n, err := f.ReadAt(buf[:], 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, false, err
+	}
+	if n == 0 {
+		return 0, true, nil
+	}
+	g, perr := strconv.ParseInt(strings.TrimSpace(string(buf[:n])), 10, 64)
+	if perr != nil {
+		return -1, false, nil
+	}
+	return g, false, nil
 }
 
-// beginIntent creates the intent of the change to be booked after generation gen.
-func (t *Tree) beginIntent(id string, gen int64) (intent, error) {
-	p := t.intentPath(id, gen+1)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
+// settle returns the usage a change of upload id must start from, with the intent file
+// open for markIntent: the books, unless the change after generation gen left its intent
+// (it died or failed to book after touching the tree), in which case the usage measured
+// on disk. It runs under the shared lock; the caller closes the file.
+func (t *Tree) settle(id string, booked Usage, gen int64) (Usage, *os.File, error) {
+	f, err := os.OpenFile(t.intentPath(id), os.O_RDWR|os.O_CREATE, 0o640)
 	if err != nil {
-		return intent{}, fmt.Errorf("record the intent of a change: %w", err)
+		if errors.Is(err, fs.ErrNotExist) {
+			return Usage{}, nil, ErrNotExist
+		}
+		return Usage{}, nil, fmt.Errorf("open the intent of %s: %w", id, err)
 	}
-	return intent{path: p}, f.Close()
+	got, empty, err := readIntent(f)
+	if err != nil {
+		f.Close()
+		return Usage{}, nil, fmt.Errorf("read the intent of %s: %w", id, err)
+	}
+	if empty || (got >= 0 && got <= gen) {
+		return booked, f, nil
+	}
+	u, err := t.Usage(id)
+	if err != nil {
+		f.Close()
+		return Usage{}, nil, err
+	}
+	return u, f, nil
 }
 
-// end removes the intent when done (the change is booked, or the tree was left as it
-// was); otherwise it stays for the next change to settle.
-func (in intent) end(done bool) {
-	if in.path != "" && done {
-		_ = os.Remove(in.path)
+// markIntent records in f, before the tree changes, that the change is to be booked as
+// generation gen+1.
+func markIntent(f *os.File, gen int64) error {
+	s := strconv.FormatInt(gen+1, 10)
+	if _, err := f.WriteAt([]byte(strings.Repeat(" ", intentWidth-len(s))+s), 0); err != nil {
+		return fmt.Errorf("record the intent of a change: %w", err)
 	}
+	return nil
 }
 
-// settle returns the usage a change of upload id must start from: the books, unless the
-// change after generation gen left an intent (it died or failed to book after touching
-// the tree), in which case the usage measured on disk. It runs under the shared lock.
-func (t *Tree) settle(id string, booked Usage, gen int64) (Usage, error) {
-	if _, err := os.Lstat(t.intentPath(id, gen+1)); errors.Is(err, fs.ErrNotExist) {
-		return booked, nil
-	}
-	return t.Usage(id)
-}
-
-// Intent is an intent file found by Intents.
+// Intent is the intent of one upload, found by Intents.
 type Intent struct {
 	ID  uuid.UUID
 	Gen int64
@@ -61,46 +95,49 @@ type Intent struct {
 	Age time.Duration
 }
 
-// Intents lists the intents on disk, for a sweep to settle those of dead changes and
-// remove those already booked or of uploads that are gone.
-func (t *Tree) Intents() ([]Intent, error) {
-	entries, err := os.ReadDir(filepath.Join(t.base, intentsDir))
+// Intents lists the intents on disk older than minAge, for a sweep to settle those of
+// changes that died (one generation above the books).
+func (t *Tree) Intents(minAge time.Duration) ([]Intent, error) {
+	matches, err := filepath.Glob(filepath.Join(t.base, "*", intentFile))
 	if err != nil {
 		return nil, err
 	}
 	var out []Intent
-	for _, e := range entries {
-		idPart, genPart, ok := strings.Cut(e.Name(), ".")
-		id, err1 := uuid.Parse(idPart)
-		gen, err2 := strconv.ParseInt(genPart, 10, 64)
-		info, err3 := e.Info()
-		if !ok || err1 != nil || err2 != nil || err3 != nil {
+	for _, m := range matches {
+		id, err := uuid.Parse(filepath.Base(filepath.Dir(m)))
+		if err != nil {
 			continue
 		}
-		out = append(out, Intent{ID: id, Gen: gen, Age: time.Since(info.ModTime())})
+		fi, err := os.Lstat(m)
+		if err != nil || !fi.Mode().IsRegular() || time.Since(fi.ModTime()) < minAge {
+			continue
+		}
+		f, err := os.Open(m)
+		if err != nil {
+			continue
+		}
+		gen, empty, err := readIntent(f)
+		f.Close()
+		if err != nil || empty {
+			continue
+		}
+		out = append(out, Intent{ID: id, Gen: gen, Age: time.Since(fi.ModTime())})
 	}
 	return out, nil
 }
 
-// DropIntent removes the intent of upload id for generation gen.
-func (t *Tree) DropIntent(id string, gen int64) {
-	_ = os.Remove(t.intentPath(id, gen))
-}
-
-// Settle books the usage measured on disk for upload id, under g's lock, when an intent
+// Settle books the usage measured on disk for upload id, under g's lock, when its intent
 // shows that the change after the booked generation died halfway; it is how a sweep
 // repairs the books of an upload that nobody changes any more.
 func (t *Tree) Settle(id string, g Guard) error {
 	unlock := t.lock(id)
 	defer unlock()
-	var booked int64 = -1
-	err := g.Locked(func(u Usage, gen int64) (Usage, error) {
-		booked = gen + 1
-		return t.settle(id, u, gen)
+	return g.Locked(func(booked Usage, gen int64) (Usage, error) {
+		u, f, err := t.settle(id, booked, gen)
+		if err != nil {
+			return Usage{}, err
+		}
+		f.Close()
+		return u, nil
 	})
-	if err == nil {
-		// Booked as generation gen+1 now, the intent of that generation is stale.
-		t.DropIntent(id, booked)
-	}
-	return err
 }

@@ -74,10 +74,9 @@ type Guard interface {
 }
 
 const (
-	filesDir   = "files"
-	tmpDir     = "tmp"
-	intentsDir = ".intents"
-	copyBuf    = 256 << 10
+	filesDir = "files"
+	tmpDir   = "tmp"
+	copyBuf  = 256 << 10
 )
 
 // Tree stores each upload's files under base/<id>/files, with temporaries in
@@ -98,9 +97,6 @@ type uploadLock struct {
 func New(dataDir string) (*Tree, error) {
 	base := filepath.Join(dataDir, "uploads")
 	if err := os.MkdirAll(base, 0o750); err != nil {
-		return nil, fmt.Errorf("create upload tree: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Join(base, intentsDir), 0o750); err != nil {
 		return nil, fmt.Errorf("create upload tree: %w", err)
 	}
 	t := &Tree{base: base, locks: map[string]*uploadLock{}}
@@ -334,12 +330,12 @@ func (t *Tree) Put(id, rel string, body io.Reader, sizeHint, maxSize int64, g Gu
 	// the directory's fsync below.
 	unlock := t.lock(id)
 	target := path.Join(filesDir, rel)
-	var in intent
 	err = g.Locked(func(booked Usage, gen int64) (Usage, error) {
-		booked, err := t.settle(id, booked, gen)
+		booked, in, err := t.settle(id, booked, gen)
 		if err != nil {
 			return Usage{}, err
 		}
+		defer in.Close()
 		change := Usage{Bytes: n, Files: 1}
 		fi, err := root.Lstat(target)
 		var errno syscall.Errno
@@ -358,7 +354,7 @@ func (t *Tree) Put(id, rel string, body io.Reader, sizeHint, maxSize int64, g Gu
 		if err := g.Limits().admit(booked, next); err != nil {
 			return Usage{}, err
 		}
-		if in, err = t.beginIntent(id, gen); err != nil {
+		if err := markIntent(in, gen); err != nil {
 			return Usage{}, err
 		}
 		if err := root.MkdirAll(path.Dir(target), 0o750); err != nil {
@@ -374,8 +370,6 @@ func (t *Tree) Put(id, rel string, body io.Reader, sizeHint, maxSize int64, g Gu
 		return next, nil
 	})
 	unlock()
-	// The intent stays only when the tree changed but the change may not be booked.
-	in.end(err == nil || !committed)
 	if err != nil {
 		return 0, err
 	}
@@ -441,13 +435,12 @@ func (t *Tree) Delete(id, rel string, g Guard) error {
 	defer root.Close()
 	unlock := t.lock(id)
 	defer unlock()
-	var in intent
-	touched := false
-	err = g.Locked(func(booked Usage, gen int64) (Usage, error) {
-		booked, err := t.settle(id, booked, gen)
+	return g.Locked(func(booked Usage, gen int64) (Usage, error) {
+		booked, in, err := t.settle(id, booked, gen)
 		if err != nil {
 			return Usage{}, err
 		}
+		defer in.Close()
 		fi, err := root.Lstat(rel)
 		if err != nil {
 			return Usage{}, readErr(err)
@@ -460,17 +453,14 @@ func (t *Tree) Delete(id, rel string, g Guard) error {
 		} else if fi.Mode().IsRegular() {
 			freed = Usage{Bytes: fi.Size(), Files: 1}
 		}
-		if in, err = t.beginIntent(id, gen); err != nil {
+		if err := markIntent(in, gen); err != nil {
 			return Usage{}, err
 		}
-		touched = true
 		if err := root.RemoveAll(rel); err != nil {
 			return Usage{}, fmt.Errorf("remove %q: %w", rel, err)
 		}
 		return Usage{Bytes: booked.Bytes - freed.Bytes, Files: booked.Files - freed.Files}, nil
 	})
-	in.end(err == nil || !touched)
-	return err
 }
 
 // measure adds up the regular files at or below rel of root.

@@ -524,7 +524,7 @@ func TestFailedBookingIsSettled(t *testing.T) {
 	if u.bytes != 5 || u.files != 1 {
 		t.Fatalf("books %d bytes %d files after the failed booking", u.bytes, u.files)
 	}
-	in, err := tr.Intents()
+	in, err := tr.Intents(0)
 	if err != nil || len(in) != 1 || in[0].Gen != u.gen+1 {
 		t.Fatalf("intents %+v %v, books at generation %d", in, err, u.gen)
 	}
@@ -547,13 +547,13 @@ func TestFailedBookingIsSettled(t *testing.T) {
 	if err := tr.Settle(testID, u); err != nil {
 		t.Fatal(err)
 	}
-	if in, _ := tr.Intents(); u.bytes != 0 || u.files != 0 || len(in) != 0 {
-		t.Fatalf("after Settle: books %d bytes %d files, intents %+v", u.bytes, u.files, in)
+	if in, _ := tr.Intents(0); u.bytes != 0 || u.files != 0 || len(in) != 1 || in[0].Gen > u.gen {
+		t.Fatalf("after Settle: books %d bytes %d files at generation %d, intents %+v", u.bytes, u.files, u.gen, in)
 	}
-	// A refused change leaves no intent.
+	// A refused change leaves the intent as it was.
 	u.refuse = errors.New("closed")
 	_, _ = tr.Put(testID, "d", strings.NewReader("1"), -1, 100, u)
-	if in, _ := tr.Intents(); len(in) != 0 {
-		t.Fatalf("a refused change left intents %+v", in)
+	if in, _ := tr.Intents(0); len(in) != 1 || in[0].Gen > u.gen {
+		t.Fatalf("a refused change left intents %+v (books at %d)", in, u.gen)
 	}
 }

@@ -102,7 +102,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
 		errs = append(errs, err)
 	}
 
-	intents, err := s.Tree.Intents()
+	intents, err := s.Tree.Intents(s.Grace)
 	if err != nil {
 		return r, errors.Join(append(errs, err)...)
 	}
@@ -114,12 +114,9 @@ func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
 		return r, errors.Join(append(errs, err)...)
 	}
 	for _, in := range intents {
-		u, ok := rows[in.ID]
-		switch {
-		case !ok || u.Status == store.StatusDeleting || in.Gen <= u.UsageGen:
-			// The upload is gone, or the change was booked: nothing to settle.
-			s.Tree.DropIntent(in.ID.String(), in.Gen)
-		case in.Gen == u.UsageGen+1 && in.Age > s.Grace:
+		// An intent at or below the booked generation is stale; one above is a change
+		// that died between the tree and the books.
+		if u, ok := rows[in.ID]; ok && u.Status != store.StatusDeleting && in.Gen > u.UsageGen {
 			if err := s.Tree.Settle(in.ID.String(), guard.New(ctx, s.Store, in.ID, files.Limits{})); err != nil {
 				errs = append(errs, fmt.Errorf("settle the books of %s: %w", in.ID, err))
 				continue
