@@ -60,8 +60,13 @@ const (
 // honours; the HTTP layer refuses anything else with a 400 naming it.
 // Known members are validated by Validate.
 type ContainerSpec struct {
-	Name          string            `json:"name,omitempty"`
-	Image         string            `json:"image"`
+	Name  string `json:"name,omitempty"`
+	Image string `json:"image"`
+	// Rootfs makes a container without an image: its root is this host
+	// directory (podman --rootfs PATH), or with RootfsOverlay an overlay
+	// on it whose changes are discarded (PATH:O).
+	Rootfs        string            `json:"rootfs,omitempty"`
+	RootfsOverlay bool              `json:"rootfs_overlay,omitempty"`
 	RawImageName  string            `json:"raw_image_name,omitempty"`
 	Entrypoint    []string          `json:"entrypoint,omitempty"`
 	Command       []string          `json:"command,omitempty"`
@@ -555,8 +560,13 @@ const (
 // Validate checks the request fields that do not need the image or the
 // host; each error names its field (core.FieldError).
 func (s *ContainerSpec) Validate() error {
-	if s.Image == "" {
-		return InvalidArgument("image", errors.New("an image is required"))
+	switch {
+	case s.Image == "" && s.Rootfs == "":
+		return InvalidArgument("image", errors.New("an image (or a rootfs) is required"))
+	case s.Image != "" && s.Rootfs != "":
+		return InvalidArgument("rootfs", errors.New("a container has an image or a rootfs, not both"))
+	case s.RootfsOverlay && s.Rootfs == "":
+		return InvalidArgument("rootfs_overlay", errors.New("needs a rootfs"))
 	}
 	if s.Name != "" && !validName(s.Name) {
 		return InvalidArgument("name", fmt.Errorf("%q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", s.Name))

@@ -198,14 +198,14 @@ func (m *Manager) holdRootfs(e *entry) (string, func(), error) {
 	rootfs := rec.Rootfs
 	if !rec.Mounted {
 		var err error
-		if rootfs, err = m.store.Mount(rec.ID, ""); err != nil {
+		if rootfs, err = m.mountRoot(rec.ID, &rec.Spec); err != nil {
 			return "", nil, fmt.Errorf("mount container %s: %w", rec.Name, err)
 		}
 		if err := m.update(context.Background(), e, func(r *record) {
 			r.Mounted = true
 			r.Rootfs = rootfs
 		}); err != nil {
-			_, _ = m.store.Unmount(rec.ID, true)
+			_ = m.unmountRoot(rec.ID, &rec.Spec)
 			return "", nil, err
 		}
 	}
@@ -235,7 +235,7 @@ func (m *Manager) releaseRootfs(e *entry) {
 	if !ours || !rec.Mounted || rec.UserMounts > 0 || live || rec.NeedsCleanup {
 		return
 	}
-	if _, err := m.store.Unmount(rec.ID, true); err != nil {
+	if err := m.unmountRoot(rec.ID, &rec.Spec); err != nil {
 		m.logger.Warn("unmount container after a copy", "container", rec.ID, "err", err)
 		return
 	}

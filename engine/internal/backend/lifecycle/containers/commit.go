@@ -43,6 +43,9 @@ func (m *Manager) Commit(ctx context.Context, nameOrID string, opts core.CommitO
 	if rec.State == core.StateRemoving {
 		return "", fmt.Errorf("container %s is being removed: %w", rec.Name, core.ErrStateConflict)
 	}
+	if rec.Spec.Rootfs != "" {
+		return "", errNoLayers(rec.Name)
+	}
 	if opts.Pause && rec.State == core.StateRunning {
 		if err := m.Pause(ctx, rec.ID); err == nil {
 			defer func() {

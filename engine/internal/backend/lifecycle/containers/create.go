@@ -60,9 +60,11 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	if err := checkExpose(&spec); err != nil {
 		return "", nil, err
 	}
-	img, err := m.images.Lookup(ctx, spec.Image)
-	if err != nil {
-		return "", nil, err
+	img := &core.Image{}
+	if spec.Rootfs == "" {
+		if img, err = m.images.Lookup(ctx, spec.Image); err != nil {
+			return "", nil, err
+		}
 	}
 	joinsPodNet := pod != nil && !spec.PodInfra && pod.Shares(core.PodShareNet)
 	if err := m.resolveNetwork(ctx, &spec, img, joinsPodNet); err != nil {
@@ -104,6 +106,7 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	// commits; an engine crash loses nothing (see docs/engine/containers.md).
 	// Names live in the state database only, so a name is free again the
 	// moment its container is removed, while the storage is deleted behind.
+	// A --rootfs container's storage is an empty layer of no image.
 	sc, err := m.store.CreateContainer(id, nil, img.ID, "", "", &storage.ContainerOptions{Volatile: true})
 	if err != nil {
 		return "", nil, fmt.Errorf("create container storage: %w", err)
@@ -111,7 +114,7 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	ok := false
 	defer func() {
 		if !ok {
-			m.store.Unmount(id, true)
+			m.unmountRoot(id, &spec)
 			m.unmountLayerLeftovers(id)
 			m.store.DeleteContainer(sc.ID)
 		}
@@ -134,7 +137,10 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	if spec.RawImageName != "" {
 		given = spec.RawImageName
 	}
-	imageName := imageNameFor(given, img)
+	imageName := ""
+	if spec.Rootfs == "" {
+		imageName = imageNameFor(given, img)
+	}
 	rec := record{Container: core.Container{
 		ID: id, Name: spec.Name, Created: time.Now(),
 		Image: imageName, ImageID: img.ID,
@@ -195,7 +201,7 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 // /etc files and config.json. It fills rec's Rootfs, Path, Args and Mounted.
 func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]string, error) {
 	if !rec.Mounted {
-		rootfs, err := m.store.Mount(rec.ID, "")
+		rootfs, err := m.mountRoot(rec.ID, &rec.Spec)
 		if err != nil {
 			return nil, fmt.Errorf("mount container rootfs: %w", err)
 		}

@@ -106,6 +106,9 @@ func (m *Manager) topLayer(ctx context.Context, nameOrID, kind string) (string, 
 		return "", err
 	}
 	rec := m.snapshot(e)
+	if rec.Spec.Rootfs != "" {
+		return "", errNoLayers(rec.Name)
+	}
 	sc, err := m.store.Container(rec.ID)
 	if err != nil {
 		return "", fmt.Errorf("container %s storage: %w", rec.Name, err)

@@ -30,6 +30,9 @@ func checkOnHost(s *core.ContainerSpec) error {
 			return core.InvalidArgument("sysctl", err)
 		}
 	}
+	if err := checkRootfs(s); err != nil {
+		return err
+	}
 	for _, d := range s.Devices {
 		if core.IsCDIDevice(d.Path) {
 			continue // the CDI registry's (checkCDI)

@@ -222,7 +222,7 @@ func (m *Manager) cleanupLocked(ctx context.Context, e *entry) {
 	m.unmountVolumes(ctx, &rec)
 	unmount := rec.Mounted && rec.UserMounts == 0 && !m.copyHeld(e)
 	if unmount {
-		if _, err := m.store.Unmount(rec.ID, true); err != nil {
+		if err := m.unmountRoot(rec.ID, &rec.Spec); err != nil {
 			m.logger.Warn("unmount container", "container", rec.ID, "err", err)
 		} else {
 			m.unmountLayerLeftovers(rec.ID)

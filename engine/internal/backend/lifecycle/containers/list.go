@@ -209,7 +209,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 			CheckpointedAt: r.CheckpointedAt,
 			Restored:       r.Restored, RestoreLog: r.RestoreLog, RestoredAt: r.RestoredAt,
 		},
-		Image: r.ImageID, ImageDigest: r.ImageDigest, ImageName: r.Image, Rootfs: r.Rootfs,
+		Image: r.ImageID, ImageDigest: r.ImageDigest, ImageName: r.Image, Rootfs: inspectRootfs(&r),
 		ResolvConfPath:  r.StaticDir + "/resolv.conf",
 		HostnamePath:    r.StaticDir + "/hostname",
 		HostsPath:       r.StaticDir + "/hosts",
@@ -514,4 +514,14 @@ func deviceCgroupRules(rules []specs.LinuxDeviceCgroup) []string {
 		out = append(out, core.FormatDeviceCgroupRule(r))
 	}
 	return out
+}
+
+// inspectRootfs is the root a container was made from where it is a host
+// directory (--rootfs, as Podman's inspect shows it), else the mount point
+// of its layers while mounted.
+func inspectRootfs(r *record) string {
+	if r.Spec.Rootfs != "" {
+		return r.Spec.Rootfs
+	}
+	return r.Rootfs
 }

@@ -22,7 +22,7 @@ func (m *Manager) Mount(ctx context.Context, nameOrID string) (string, error) {
 	defer unlock()
 	rootfs := rec.Rootfs
 	if !rec.Mounted {
-		rootfs, err = m.store.Mount(rec.ID, "")
+		rootfs, err = m.mountRoot(rec.ID, &rec.Spec)
 		if err != nil {
 			return "", fmt.Errorf("mount container %s: %w", rec.Name, err)
 		}
@@ -54,7 +54,7 @@ func (m *Manager) Unmount(ctx context.Context, nameOrID string) error {
 	live := rec.State == core.StateRunning || rec.State == core.StatePaused || rec.State == core.StateCreated || rec.State == core.StateConfigured
 	unmount := rec.UserMounts == 1 && !live && !m.copyHeld(e)
 	if unmount {
-		if _, err := m.store.Unmount(rec.ID, true); err != nil {
+		if err := m.unmountRoot(rec.ID, &rec.Spec); err != nil {
 			return fmt.Errorf("unmount container %s: %w", rec.Name, err)
 		}
 	}

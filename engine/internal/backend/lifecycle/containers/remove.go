@@ -83,7 +83,7 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 	m.unmountVolumes(ctx, &rec)
 	if rec.Mounted {
 		// A container whose storage is gone (system check repairs those) has nothing to unmount.
-		if _, err := m.store.Unmount(rec.ID, true); err != nil && !errors.Is(err, storage.ErrContainerUnknown) && !errors.Is(err, storage.ErrLayerUnknown) {
+		if err := m.unmountRoot(rec.ID, &rec.Spec); err != nil && !errors.Is(err, storage.ErrContainerUnknown) && !errors.Is(err, storage.ErrLayerUnknown) {
 			return fmt.Errorf("unmount container %s: %w", rec.Name, err)
 		}
 	}
@@ -127,6 +127,9 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 // deleteStorage deletes a removed container's storage and directories.
 func (m *Manager) deleteStorage(id, bundle, static string) {
 	m.unmountLayerLeftovers(id)
+	if err := discardOverlay(overlayRoot(static)); err != nil {
+		m.logger.Warn("unmount a --rootfs overlay", "container", id, "err", err)
+	}
 	if err := m.store.DeleteContainer(id); err != nil && !errors.Is(err, storage.ErrContainerUnknown) && !errors.Is(err, storage.ErrNotAContainer) {
 		m.logger.Warn("delete container storage", "container", id, "err", err)
 	}
