@@ -588,6 +588,9 @@ func isAliveFD(fd int) bool {
 	return unix.PidfdSendSignal(fd, 0, nil, 0) == nil
 }
 
+// ConmonAlive tells whether pid is a live conmon process for container id.
+func ConmonAlive(pid int, id string) bool { return ProcessAlive(pid) && isConmonOf(pid, id) }
+
 // isConmonOf tells whether pid is a live conmon process for container id.
 func isConmonOf(pid int, id string) bool {
 	cmd, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")

@@ -314,15 +314,21 @@ func (m *Manager) reconcileCheckpointLocked(ctx context.Context, e *entry) {
 	if !rec.Restoring {
 		return
 	}
+	// Adopted only with its conmon: a conmon that died with the engine's
+	// end of its sync pipe took the container's stdio with it.
 	st, err := m.rt.State(ctx, rec.ID)
-	if err == nil && (st.Status == "running" || st.Status == "paused") {
-		conmonPID, _ := readConmonPID(rec.Bundle)
+	conmonPID, _ := readConmonPID(rec.Bundle)
+	if err == nil && (st.Status == "running" || st.Status == "paused") && runtime.ConmonAlive(conmonPID, rec.ID) {
 		if err := m.finishRestore(ctx, e, st.Pid, conmonPID, true); err != nil {
 			m.logger.Warn("adopt a restored container", "container", rec.ID, "err", err)
 		}
 		return
 	}
+	m.logger.Warn("a restore the engine did not see finish left no usable container; the checkpoint stays", "container", rec.ID)
 	m.rt.Delete(ctx, rec.ID, true)
+	if conmonPID > 0 {
+		runtime.WaitConmonExit(conmonPID, rec.ID, time.Second)
+	}
 	m.rt.Cleanup(rec.ID)
 	m.teardownNetworkLocked(ctx, e)
 	m.unmountVolumes(ctx, &rec)

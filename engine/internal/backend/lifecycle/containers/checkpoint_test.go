@@ -349,3 +349,77 @@ func TestCheckpointExportImport(t *testing.T) {
 
 // importPrefixGlob matches the directories imports unpack archives into.
 const importPrefixGlob = "checkpoint-import-*"
+
+// TestCheckpointRestoreKill9: an engine killed during a checkpoint or a
+// restore leaves the container running or restorable, never lost, and the
+// counter it runs keeps its count either way.
+func TestCheckpointRestoreKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the engine binary")
+	}
+	requireRuntime(t)
+	t.Setenv("BERTH_ENGINE_CRIU", enginetest.RequireCRIU(t))
+	p, te := startEngineProcess(t)
+	te.loadBusybox()
+	id := te.create(map[string]any{"name": "counter", "command": counter})
+	te.must(http.StatusNoContent, "POST", "/containers/counter/start", nil)
+	te.waitLog(id, 3)
+	var d struct{ StaticDir string }
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/counter/json", nil), &d)
+	dir := filepath.Join(d.StaticDir, "checkpoint")
+
+	// killDuring sends the request and kills the engine as soon as CRIU's
+	// log appears, then starts it again.
+	killDuring := func(path, log string) {
+		t.Helper()
+		go func() {
+			resp, err := http.Post(strings.TrimSuffix(te.url, "/")+path, "", nil)
+			if err == nil {
+				resp.Body.Close()
+			}
+		}()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+			if _, err := os.Stat(filepath.Join(dir, log)); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never appeared", log)
+			}
+		}
+		p.kill9()
+		// runc and CRIU carry on without the engine.
+		time.Sleep(2 * time.Second)
+		p.start()
+	}
+
+	// settle restores the container when the crash left it checkpointed,
+	// and checks that it counts on from count.
+	settle := func(when string, count int) {
+		t.Helper()
+		st := te.checkpointState(id)
+		switch {
+		case st.Status == "running":
+		case st.Checkpointed:
+			te.must(http.StatusOK, "POST", "/containers/counter/restore?keep=true", nil)
+		default:
+			t.Fatalf("after a kill -9 during %s the container is lost: %+v", when, st)
+		}
+		t.Logf("after a kill -9 during %s: %s (checkpointed %v)", when, st.Status, st.Checkpointed)
+		te.keepsCounting(id, count)
+	}
+
+	count := te.counted(id)
+	killDuring("/containers/counter/checkpoint?keep=true", "dump.log")
+	settle("a checkpoint", count)
+
+	te.must(http.StatusOK, "POST", "/containers/counter/checkpoint?keep=true", nil)
+	count = te.counted(id)
+	killDuring("/containers/counter/restore?keep=true", "restore.log")
+	settle("a restore", count)
+
+	te.must(http.StatusOK, "DELETE", "/containers/counter?force=true&timeout=0", nil)
+	if l := leaks(te.root, te.runRoot, id); len(l) > 0 {
+		t.Fatalf("removal left: %v", l)
+	}
+	gone(t, dir)
+}
