@@ -622,9 +622,12 @@ func TestSoakReplicas(t *testing.T) {
 		b, _ := json.MarshalIndent(report, "", "  ")
 		_ = os.WriteFile(out, b, 0o644)
 	}
+	// The bound; BERTH_SOAK_P99_MAX raises it on a machine that other work
+	// shares (the invariants above do not depend on it).
+	limit := envDuration(t, "BERTH_SOAK_P99_MAX", 200*time.Millisecond)
 	for _, op := range []string{"PUT", "GET"} {
-		if p99 := percentile(st.latencies["clean "+op], 0.99); p99 > 200*time.Millisecond {
-			t.Errorf("%s p99 %s without chaos, want under 200 ms", op, p99)
+		if p99 := percentile(st.latencies["clean "+op], 0.99); p99 > limit {
+			t.Errorf("%s p99 %s without chaos, want under %s (BERTH_SOAK_P99_MAX)", op, p99, limit)
 		}
 	}
 }
