@@ -95,6 +95,16 @@ func openPostgres(dsn string) (*sqlStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", redact(dsn), err)
 	}
+	// A change holds its upload's row lock only while it changes the tree (milliseconds;
+	// at most guard's 30 s). Should a replica's host vanish without closing its connection,
+	// PostgreSQL ends the transaction, and frees the lock for the other replicas, after a
+	// minute idle instead of after TCP keepalive's hours. Both stay the DSN's when it sets them.
+	if _, ok := cfg.RuntimeParams["idle_in_transaction_session_timeout"]; !ok {
+		cfg.RuntimeParams["idle_in_transaction_session_timeout"] = "60000"
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 5 * time.Second
+	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(20)
 	db.SetMaxIdleConns(20)

@@ -422,3 +422,20 @@ func testImages(t *testing.T, s store.Store) {
 		t.Fatalf("images when done = %v %d %v", got, total, err)
 	}
 }
+
+// A PostgreSQL session of the service ends a transaction left idle (its replica's host
+// gone without closing the connection) after a minute, freeing the upload's lock.
+func TestPostgresIdleTransactionTimeout(t *testing.T) {
+	open, ok := storetest.Backends(t)["postgres"]
+	if !ok {
+		t.Skip("no PostgreSQL")
+	}
+	s := open(t)
+	var setting string
+	if err := store.QueryRowForTest(s, `SHOW idle_in_transaction_session_timeout`, &setting); err != nil {
+		t.Fatal(err)
+	}
+	if setting != "1min" {
+		t.Fatalf("idle_in_transaction_session_timeout = %q, want 1min", setting)
+	}
+}
