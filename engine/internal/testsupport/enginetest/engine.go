@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,6 +29,9 @@ type Engine struct {
 	RunRoot string
 	Nets    engine.NetworkConfig // the engine's networks, unique to the test
 	Client  *http.Client
+	// Eng is the in-process engine Start serves (its stores for the tests
+	// that look below the API); nil for Attach and StartProcess.
+	Eng *engine.Engine
 }
 
 // Options choose what Start serves.
@@ -49,6 +53,16 @@ type Options struct {
 	Network func(*engine.NetworkConfig)
 	// Args are more flags for an engine StartProcess runs.
 	Args []string
+	// Config, if set, adjusts the configuration of an engine Start serves.
+	Config func(*engine.Config)
+	// Logger receives the log of an engine Start serves; nil discards it.
+	Logger *slog.Logger
+	// NoImage starts the engine without an image (Image is ignored).
+	NoImage bool
+	// ShortDir puts the engine's state in a short directory under /tmp
+	// instead of the test's own, for tests with long names whose unix
+	// socket paths (conmon's, runc's) would pass the 108-byte limit.
+	ShortDir bool
 	// BeforeStop runs at cleanup once every pod, container, secret and
 	// volume is removed, before the engine stops; AfterStop once it has
 	// stopped and its mounts are gone.
@@ -92,19 +106,27 @@ func Require(t testing.TB, what string, needs ...string) {
 
 // Start serves an engine with its state in a directory of the test, under
 // the default per-test deadline, and loads the test image. At cleanup it
-// removes every object (RemoveAll), stops the engine and unmounts what is
+// removes every object (RemoveAll), stops the engine, fails the test for
+// whatever the engine left on the host (HostLeaks) and unmounts what is
 // left below the directory.
 func Start(t testing.TB, o Options) *Engine {
 	t.Helper()
 	e := prepare(t, o)
-	addr, stop := ServeConfig(t, engine.Config{Root: e.Root, RunRoot: e.RunRoot, Runtime: "runc", Network: e.Nets})
-	e.Addr, e.URL = addr, libpodURL(addr)
+	cfg := engine.Config{Root: e.Root, RunRoot: e.RunRoot, Runtime: "runc", Network: e.Nets}
+	if o.Config != nil {
+		o.Config(&cfg)
+	}
+	var stop func()
+	e.Eng, e.Addr, stop = serve(t, o.Logger, cfg)
+	e.URL = libpodURL(e.Addr)
 	t.Cleanup(func() {
+		pods, ctrs := e.objectIDs()
 		e.RemoveAll()
 		if o.BeforeStop != nil {
 			o.BeforeStop(e)
 		}
 		stop()
+		e.checkHost(pods, ctrs)
 		UnmountUnder(e.Dir, 2)
 		if o.AfterStop != nil {
 			o.AfterStop(e)
@@ -121,7 +143,7 @@ func prepare(t testing.TB, o Options) *Engine {
 	testdeadline.Set(t, testdeadline.Default)
 	RequireRuntime(t, o.What)
 	Require(t, o.What, o.Needs...)
-	dir := t.TempDir()
+	dir := testDir(t, o.ShortDir)
 	e := &Engine{T: t, Dir: dir, Root: filepath.Join(dir, "root"), RunRoot: filepath.Join(dir, "run"), Nets: UniqueNetworks(t), Client: &http.Client{}}
 	if !o.Bridged {
 		e.Nets.DefaultMode = "private"
@@ -132,11 +154,28 @@ func prepare(t testing.TB, o Options) *Engine {
 	return e
 }
 
+// testDir is the directory of a test's engine: the test's own, or with
+// short a new one under /tmp, removed at cleanup.
+func testDir(t testing.TB, short bool) string {
+	t.Helper()
+	if !short {
+		return t.TempDir()
+	}
+	dir, err := os.MkdirTemp("/tmp", "bs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 func (e *Engine) loadImage(o Options) {
 	e.T.Helper()
-	if o.Image != nil {
+	switch {
+	case o.NoImage:
+	case o.Image != nil:
 		e.Load(*o.Image)
-	} else {
+	default:
 		e.Load(BusyboxImage())
 	}
 }
@@ -178,7 +217,16 @@ func (e *Engine) Must(want int, method, path string, body any) []byte {
 // Raw sends body with a content type and returns the status and answer.
 func (e *Engine) Raw(method, path, contentType string, body io.Reader) (int, []byte) {
 	e.T.Helper()
-	req, err := http.NewRequest(method, e.URL+path, body)
+	status, _, data := e.Exchange(method, e.URL+path, contentType, body)
+	return status, data
+}
+
+// Exchange sends body with a content type to a whole URL (the engine's
+// Base and any path, the API's version included) and returns the
+// answer's status, header and body.
+func (e *Engine) Exchange(method, url, contentType string, body io.Reader) (int, http.Header, []byte) {
+	e.T.Helper()
+	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -187,12 +235,18 @@ func (e *Engine) Raw(method, path, contentType string, body io.Reader) (int, []b
 	}
 	resp, err := e.Client.Do(req)
 	if err != nil {
-		e.T.Fatalf("%s %s: %v", method, path, err)
+		e.T.Fatalf("%s %s: %v", method, url, err)
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, data
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.T.Fatalf("%s %s: reading the answer: %v", method, url, err)
+	}
+	return resp.StatusCode, resp.Header, data
 }
+
+// Base is the engine's address as a URL: http://ADDR.
+func (e *Engine) Base() string { return "http://" + e.Addr }
 
 // Decode unmarshals JSON into v or fails the test naming the data.
 func (e *Engine) Decode(data []byte, v any) {
@@ -326,76 +380,4 @@ func (e *Engine) PodmanStdout(args ...string) string {
 // PodmanCommand is the podman 4.3.1 client's command with args against the engine.
 func (e *Engine) PodmanCommand(args ...string) *exec.Cmd {
 	return exec.Command("podman", append([]string{"--remote", "--url", "tcp://" + e.Addr}, args...)...)
-}
-
-// Leaks lists what remains of the given pods and containers of the engine.
-func (e *Engine) Leaks(podIDs, ctrIDs []string) []string {
-	return Leaks(e.Root, e.RunRoot, podIDs, ctrIDs)
-}
-
-// Leaks lists what remains on the host of the given pods and containers
-// of an engine with state under root and runRoot: cgroups, conmon
-// processes, processes still in a container's cgroup (a pause process
-// included), runc and pause process state, network namespace files and
-// mounts.
-func Leaks(root, runRoot string, podIDs, ctrIDs []string) []string {
-	var out []string
-	hierarchies, _ := filepath.Glob("/sys/fs/cgroup/*/berth")
-	for _, hier := range hierarchies {
-		for _, name := range prefixed("berth-pod-", podIDs, "berth-", ctrIDs) {
-			if _, err := os.Stat(filepath.Join(hier, name)); err == nil {
-				out = append(out, "cgroup "+filepath.Join(hier, name))
-			}
-		}
-	}
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		data, _ := os.ReadFile(p)
-		cmd := strings.ReplaceAll(string(data), "\x00", " ")
-		cg, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cgroup"))
-		for _, id := range ctrIDs {
-			if strings.Contains(cmd, id) && strings.Contains(cmd, "conmon") {
-				out = append(out, "process "+p+": "+cmd)
-			}
-			if strings.Contains(string(cg), "/berth-"+id+"\n") {
-				out = append(out, "process "+filepath.Dir(p)+" in the cgroup of "+id+": "+cmd)
-			}
-		}
-	}
-	for _, id := range ctrIDs {
-		for what, p := range map[string]string{
-			"runc state": filepath.Join(runRoot, "runc", id), "pause process state": filepath.Join(runRoot, "pause", id),
-			"network namespace": filepath.Join(runRoot, "netns", "berth-"+id),
-		} {
-			if _, err := os.Stat(p); err == nil {
-				out = append(out, what+" of "+id)
-			}
-		}
-	}
-	mounts, _ := os.ReadFile("/proc/self/mounts")
-	for _, line := range strings.Split(string(mounts), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 || !(strings.HasPrefix(f[1], root+"/") || strings.HasPrefix(f[1], runRoot+"/")) {
-			continue
-		}
-		for _, id := range ctrIDs {
-			if strings.Contains(f[1], id) {
-				out = append(out, "mount "+f[1])
-			}
-		}
-	}
-	return out
-}
-
-// prefixed returns the names of pods and containers as their cgroups are
-// named.
-func prefixed(podPrefix string, podIDs []string, ctrPrefix string, ctrIDs []string) []string {
-	var out []string
-	for _, id := range podIDs {
-		out = append(out, podPrefix+id)
-	}
-	for _, id := range ctrIDs {
-		out = append(out, ctrPrefix+id)
-	}
-	return out
 }

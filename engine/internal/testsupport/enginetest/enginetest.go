@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -121,6 +122,13 @@ func NetworkFlags(c engine.NetworkConfig) []string {
 // becomes the loopback listener's tcp:// address.
 func ServeConfig(t testing.TB, cfg engine.Config) (addr string, stop func()) {
 	t.Helper()
+	_, addr, stop = serve(t, nil, cfg)
+	return addr, stop
+}
+
+// serve is ServeConfig with a logger, answering the engine too.
+func serve(t testing.TB, logger *slog.Logger, cfg engine.Config) (*engine.Engine, string, func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +137,7 @@ func ServeConfig(t testing.TB, cfg engine.Config) (addr string, stop func()) {
 		cfg.Listen = "tcp://" + ln.Addr().String()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	eng, err := engine.New(ctx, nil, cfg)
+	eng, err := engine.New(ctx, logger, cfg)
 	if err != nil {
 		cancel()
 		ln.Close()
@@ -137,7 +145,7 @@ func ServeConfig(t testing.TB, cfg engine.Config) (addr string, stop func()) {
 	}
 	srv := &http.Server{Handler: eng.Handler()}
 	go srv.Serve(ln)
-	return ln.Addr().String(), func() {
+	return eng, ln.Addr().String(), func() {
 		srv.Close()
 		cancel()
 		eng.Close()

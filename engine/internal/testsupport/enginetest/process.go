@@ -92,8 +92,9 @@ type Process struct {
 // StartProcess starts berth-engine (EngineBinary) with its state in a
 // directory of the test, on networks unique to the test, under the default
 // per-test deadline, and loads the test image. At cleanup an engine still
-// running has its objects removed (Engine.RemoveAll) and is stopped; then
-// nothing stays mounted below the directory. Options' Image, BeforeStop and
+// running has its objects removed (Engine.RemoveAll), is stopped and has
+// what it left on the host checked (HostLeaks); then nothing stays mounted
+// below the directory. Options' Image, BeforeStop and
 // AfterStop work as for Start.
 func StartProcess(t testing.TB, o Options) *Process {
 	t.Helper()
@@ -108,11 +109,13 @@ func StartProcess(t testing.TB, o Options) *Process {
 	p.Start()
 	t.Cleanup(func() {
 		if p.Running() {
+			pods, ctrs := p.objectIDs()
 			p.RemoveAll()
 			if o.BeforeStop != nil {
 				o.BeforeStop(p.Engine)
 			}
 			p.Stop()
+			p.checkHost(pods, ctrs)
 		}
 		UnmountUnder(p.Dir, 3)
 		if o.AfterStop != nil {
@@ -168,6 +171,9 @@ func (p *Process) Stop() {
 		<-done
 	}
 }
+
+// ExitState is how the engine's last run ended; nil while it runs.
+func (p *Process) ExitState() *os.ProcessState { return p.cmd.ProcessState }
 
 // Running tells whether the engine's process is running (started and not
 // yet reaped).
