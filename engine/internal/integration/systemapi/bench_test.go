@@ -115,8 +115,8 @@ func dfOnce(b *testing.B, client *http.Client, base string) {
 func BenchmarkSystemDfVsPodman(b *testing.B) {
 	podmanURL := benchtest.PodmanURL(b)
 	podman := "http://" + strings.TrimPrefix(podmanURL, "tcp://") + "/v4.3.1/libpod"
-	te := startBenchEngine(b)
-	berth := te.base + "/v4.3.1/libpod"
+	te := startEngine(b)
+	berth := te.Base() + "/v4.3.1/libpod"
 
 	var archive bytes.Buffer
 	if err := testimage.DockerArchive(&archive, dfImageSet()...); err != nil {
@@ -168,8 +168,8 @@ func BenchmarkSystemDfVsPodman(b *testing.B) {
 // BenchmarkSystemDf measures GET {prefix}/system/df on berth-engine alone
 // with 50 images, 100 containers and 20 volumes (no reference peer needed).
 func BenchmarkSystemDf(b *testing.B) {
-	te := startBenchEngine(b)
-	berth := te.base + "/v4.3.1/libpod"
+	te := startEngine(b)
+	berth := te.Base() + "/v4.3.1/libpod"
 	var archive bytes.Buffer
 	if err := testimage.DockerArchive(&archive, dfImageSet()...); err != nil {
 		b.Fatal(err)

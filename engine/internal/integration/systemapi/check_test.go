@@ -15,9 +15,9 @@ import (
 
 // check runs POST /system/check with query and decodes the report.
 func (te *testEngine) check(query string) core.SystemCheckReport {
-	te.t.Helper()
+	te.T.Helper()
 	var report core.SystemCheckReport
-	te.decode(te.must(http.StatusOK, "POST", "/system/check?"+query, nil), &report)
+	te.Decode(te.Must(http.StatusOK, "POST", "/system/check?"+query, nil), &report)
 	return report
 }
 
@@ -28,15 +28,15 @@ func (te *testEngine) check(query string) core.SystemCheckReport {
 // it may, and that the store is clean afterwards with the sound objects kept.
 func TestSystemCheckRepairsStorageAndState(t *testing.T) {
 	te := startEngine(t)
-	te.load(testimage.Busybox("localhost/chk-sound:1", "sh"), imageWith([]string{"localhost/chk-damaged:1"}, "damaged.bin", 4096, nil))
-	sound := te.create(map[string]any{"image": "localhost/chk-sound:1", "name": "chk-sound", "command": []string{"true"}})
-	lost := te.create(map[string]any{"image": "localhost/chk-sound:1", "name": "chk-lost", "command": []string{"true"}})
+	te.Load(testimage.Busybox("localhost/chk-sound:1", "sh"), imageWith([]string{"localhost/chk-damaged:1"}, "damaged.bin", 4096, nil))
+	sound := te.Create(map[string]any{"image": "localhost/chk-sound:1", "name": "chk-sound", "command": []string{"true"}})
+	lost := te.Create(map[string]any{"image": "localhost/chk-sound:1", "name": "chk-lost", "command": []string{"true"}})
 	volume := te.volumeMountpoint("chk-vol")
 	if clean := te.check(""); clean.Errors {
 		t.Fatalf("a fresh store has errors: %+v", clean)
 	}
 
-	store := te.eng.Images().Storage()
+	store := te.Eng.Images().Storage()
 	damaged, err := store.Image("localhost/chk-damaged:1")
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func TestSystemCheckRepairsStorageAndState(t *testing.T) {
 	if err := store.DeleteContainer(lost); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(te.root, "state.db")+"?_pragma=busy_timeout(10000)")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(te.Root, "state.db")+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestSystemCheckRepairsStorageAndState(t *testing.T) {
 	if err := os.RemoveAll(filepath.Dir(volume)); err != nil {
 		t.Fatal(err)
 	}
-	stray := filepath.Join(te.root, "volumes", "chk-stray", "_data")
+	stray := filepath.Join(te.Root, "volumes", "chk-stray", "_data")
 	if err := os.MkdirAll(stray, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +110,8 @@ func TestSystemCheckRepairsStorageAndState(t *testing.T) {
 	if after := te.check(""); after.Errors {
 		t.Errorf("errors after repair: %+v", after)
 	}
-	te.must(http.StatusNoContent, "GET", "/containers/"+sound+"/exists", nil)
-	te.must(http.StatusNotFound, "GET", "/containers/"+lost+"/exists", nil)
-	te.must(http.StatusNoContent, "GET", "/images/localhost%2Fchk-sound:1/exists", nil)
-	te.must(http.StatusNoContent, "GET", "/volumes/chk-vol/exists", nil)
+	te.Must(http.StatusNoContent, "GET", "/containers/"+sound+"/exists", nil)
+	te.Must(http.StatusNotFound, "GET", "/containers/"+lost+"/exists", nil)
+	te.Must(http.StatusNoContent, "GET", "/images/localhost%2Fchk-sound:1/exists", nil)
+	te.Must(http.StatusNoContent, "GET", "/volumes/chk-vol/exists", nil)
 }

@@ -12,15 +12,15 @@ import (
 
 // volumeMountpoint creates a volume and returns its host directory.
 func (te *testEngine) volumeMountpoint(name string) string {
-	te.t.Helper()
+	te.T.Helper()
 	var v struct{ Mountpoint string }
-	te.decode(te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": name}), &v)
+	te.Decode(te.Must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": name}), &v)
 	return v.Mountpoint
 }
 
 func TestDiskUsage(t *testing.T) {
 	te := startEngine(t)
-	te.load(
+	te.Load(
 		imageWith([]string{"localhost/df-a:1"}, "a.bin", 1000, nil),
 		imageWith([]string{"localhost/df-b:1", "localhost/df-b:2"}, "b.bin", 3000, nil),
 	)
@@ -32,15 +32,15 @@ func TestDiskUsage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(unused, "g"), []byte("1234567"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	running := te.create(map[string]any{
+	running := te.Create(map[string]any{
 		"image": "localhost/df-a:1", "name": "df-running", "command": []string{"sleep", "60"},
 		"volumes": []map[string]any{{"Name": "df-used", "Dest": "/data"}},
 	})
-	te.must(http.StatusNoContent, "POST", "/containers/"+running+"/start", nil)
-	te.create(map[string]any{"image": "localhost/df-a:1", "name": "df-created", "command": []string{"true"}})
+	te.Must(http.StatusNoContent, "POST", "/containers/"+running+"/start", nil)
+	te.Create(map[string]any{"image": "localhost/df-a:1", "name": "df-created", "command": []string{"true"}})
 
 	var report core.DiskUsageReport
-	te.decode(te.must(http.StatusOK, "GET", "/system/df", nil), &report)
+	te.Decode(te.Must(http.StatusOK, "GET", "/system/df", nil), &report)
 
 	byTag := map[string]*core.ImageDiskUsage{}
 	for _, img := range report.Images {

@@ -17,14 +17,14 @@ import (
 
 // eventList reads past events with filters.
 func (te *testEngine) eventList(query string) []events.Message {
-	te.t.Helper()
-	body := te.must(http.StatusOK, "GET", "/events?stream=false&"+query, nil)
+	te.T.Helper()
+	body := te.Must(http.StatusOK, "GET", "/events?stream=false&"+query, nil)
 	var out []events.Message
 	dec := json.NewDecoder(bytes.NewReader(body))
 	for dec.More() {
 		var m events.Message
 		if err := dec.Decode(&m); err != nil {
-			te.t.Fatalf("decoding events %s: %v", body, err)
+			te.T.Fatalf("decoding events %s: %v", body, err)
 		}
 		out = append(out, m)
 	}
@@ -43,13 +43,13 @@ func actions(list []events.Message) []string {
 func TestImageEvents(t *testing.T) {
 	te := startEngine(t)
 	start := time.Now()
-	te.load(testimage.Busybox("localhost/ev-base:1", "sh"))
-	te.must(http.StatusCreated, "POST", "/images/ev-base:1/tag?repo=localhost/ev-tag&tag=2", nil)
-	te.must(http.StatusCreated, "POST", "/images/ev-base:1/untag?repo=localhost/ev-tag&tag=2", nil)
-	te.must(http.StatusOK, "GET", "/images/ev-base:1/get?format=docker-archive", nil)
-	te.must(http.StatusOK, "POST", "/images/import?reference=localhost/ev-imported:1", bytes.NewReader(rootfsTar(t)))
-	te.must(http.StatusOK, "DELETE", "/images/ev-imported:1", nil)
-	te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "ev-vol"})
+	te.Load(testimage.Busybox("localhost/ev-base:1", "sh"))
+	te.Must(http.StatusCreated, "POST", "/images/ev-base:1/tag?repo=localhost/ev-tag&tag=2", nil)
+	te.Must(http.StatusCreated, "POST", "/images/ev-base:1/untag?repo=localhost/ev-tag&tag=2", nil)
+	te.Must(http.StatusOK, "GET", "/images/ev-base:1/get?format=docker-archive", nil)
+	te.Must(http.StatusOK, "POST", "/images/import?reference=localhost/ev-imported:1", bytes.NewReader(rootfsTar(t)))
+	te.Must(http.StatusOK, "DELETE", "/images/ev-imported:1", nil)
+	te.Must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "ev-vol"})
 
 	since := "since=" + fmt.Sprint(start.Add(-time.Second).Unix())
 	got := actions(te.eventList(since + "&filters=" + filters(map[string][]string{"type": {"image"}})))
@@ -83,12 +83,12 @@ func TestImageEvents(t *testing.T) {
 // happen, and checks a 4.x client's stream leaves out what it cannot decode.
 func TestEventStream(t *testing.T) {
 	te := startEngine(t)
-	te.load(testimage.Busybox("localhost/stream-base:1", "sh"))
-	req, err := http.NewRequest("GET", te.base+"/v4.3.1/libpod/events?filters="+filters(map[string][]string{"type": {"image"}, "event": {"tag"}}), nil)
+	te.Load(testimage.Busybox("localhost/stream-base:1", "sh"))
+	req, err := http.NewRequest("GET", te.Base()+"/v4.3.1/libpod/events?filters="+filters(map[string][]string{"type": {"image"}, "event": {"tag"}}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := te.client.Do(req)
+	resp, err := te.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +102,8 @@ func TestEventStream(t *testing.T) {
 		close(lines)
 	}()
 	for i := 1; i <= 3; i++ {
-		te.must(http.StatusCreated, "POST", fmt.Sprintf("/images/stream-base:1/tag?repo=localhost/streamed&tag=%d", i), nil)
-		te.must(http.StatusCreated, "POST", fmt.Sprintf("/images/stream-base:1/untag?repo=localhost/streamed&tag=%d", i), nil)
+		te.Must(http.StatusCreated, "POST", fmt.Sprintf("/images/stream-base:1/tag?repo=localhost/streamed&tag=%d", i), nil)
+		te.Must(http.StatusCreated, "POST", fmt.Sprintf("/images/stream-base:1/untag?repo=localhost/streamed&tag=%d", i), nil)
 	}
 	for i := 1; i <= 3; i++ {
 		select {

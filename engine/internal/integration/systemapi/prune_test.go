@@ -13,20 +13,20 @@ import (
 
 func TestSystemPrune(t *testing.T) {
 	te := startEngine(t)
-	te.load(
+	te.Load(
 		imageWith([]string{"localhost/prune-kept:1"}, "k", 10, nil),
 		imageWith(nil, "dangling", 2000, map[string]string{"prune": "yes"}),
 	)
-	labelled := te.create(map[string]any{"image": "localhost/prune-kept:1", "command": []string{"true"}, "labels": map[string]string{"prune": "yes"}})
-	plain := te.create(map[string]any{"image": "localhost/prune-kept:1", "command": []string{"true"}})
-	running := te.create(map[string]any{"image": "localhost/prune-kept:1", "command": []string{"sleep", "60"}})
-	te.must(http.StatusNoContent, "POST", "/containers/"+running+"/start", nil)
-	te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "prune-vol", "Labels": map[string]string{"prune": "yes"}})
+	labelled := te.Create(map[string]any{"image": "localhost/prune-kept:1", "command": []string{"true"}, "labels": map[string]string{"prune": "yes"}})
+	plain := te.Create(map[string]any{"image": "localhost/prune-kept:1", "command": []string{"true"}})
+	running := te.Create(map[string]any{"image": "localhost/prune-kept:1", "command": []string{"sleep", "60"}})
+	te.Must(http.StatusNoContent, "POST", "/containers/"+running+"/start", nil)
+	te.Must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "prune-vol", "Labels": map[string]string{"prune": "yes"}})
 
 	// A label filter reaches every kind: the labelled container and the
 	// labelled dangling image go, nothing else; volumes stay without volumes=true.
 	var first core.SystemPruneReport
-	te.decode(te.must(http.StatusOK, "POST", "/system/prune?filters="+filters(map[string][]string{"label": {"prune=yes"}}), nil), &first)
+	te.Decode(te.Must(http.StatusOK, "POST", "/system/prune?filters="+filters(map[string][]string{"label": {"prune=yes"}}), nil), &first)
 	if ids := pruned(first.ContainerPruneReports); !slices.Equal(ids, []string{labelled}) {
 		t.Errorf("containers pruned with the label filter: %v, want only %s", ids, labelled)
 	}
@@ -36,7 +36,7 @@ func TestSystemPrune(t *testing.T) {
 	if len(first.VolumePruneReports) != 0 || first.ReclaimedSpace < 2000 {
 		t.Errorf("volumes pruned without volumes=true: %+v; reclaimed %d", first.VolumePruneReports, first.ReclaimedSpace)
 	}
-	te.must(http.StatusNoContent, "GET", "/containers/"+plain+"/exists", nil)
+	te.Must(http.StatusNoContent, "GET", "/containers/"+plain+"/exists", nil)
 
 	// Podman 4 clients split label=k=v into two values; the 4.x path joins them.
 	status, body := enginetest4(te, "POST", "/system/prune?filters="+filters(map[string][]string{"label": {"prune", "yes"}}))
@@ -47,7 +47,7 @@ func TestSystemPrune(t *testing.T) {
 	// all + volumes: the stopped container, then the image nothing uses any
 	// more (the running container keeps its own), then the unused volume.
 	var second core.SystemPruneReport
-	te.decode(te.must(http.StatusOK, "POST", "/system/prune?all=true&volumes=true", nil), &second)
+	te.Decode(te.Must(http.StatusOK, "POST", "/system/prune?all=true&volumes=true", nil), &second)
 	if ids := pruned(second.ContainerPruneReports); !slices.Equal(ids, []string{plain}) {
 		t.Errorf("containers pruned: %v, want %s", ids, plain)
 	}
@@ -57,10 +57,10 @@ func TestSystemPrune(t *testing.T) {
 	if len(second.ImagePruneReports) != 0 {
 		t.Errorf("the image of a running container was pruned: %+v", second.ImagePruneReports)
 	}
-	te.must(http.StatusNoContent, "GET", "/containers/"+running+"/exists", nil)
-	te.must(http.StatusOK, "DELETE", "/containers/"+running+"?force=true&timeout=0", nil)
+	te.Must(http.StatusNoContent, "GET", "/containers/"+running+"/exists", nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/"+running+"?force=true&timeout=0", nil)
 	var third core.SystemPruneReport
-	te.decode(te.must(http.StatusOK, "POST", "/system/prune?all=true", nil), &third)
+	te.Decode(te.Must(http.StatusOK, "POST", "/system/prune?all=true", nil), &third)
 	if len(third.ImagePruneReports) != 1 || third.ReclaimedSpace == 0 {
 		t.Errorf("with its last container gone the image goes: %+v", third)
 	}
@@ -72,9 +72,9 @@ func TestSystemPrune(t *testing.T) {
 		{"volumes=2x", "volumes"},
 		{"external=true", "external"},
 	} {
-		status, body := te.do("POST", "/system/prune?"+tc.query, nil)
+		status, body := te.Do("POST", "/system/prune?"+tc.query, nil)
 		var e apierror.EngineError
-		te.decode(body, &e)
+		te.Decode(body, &e)
 		if status != http.StatusBadRequest || e.Response != http.StatusBadRequest || !strings.Contains(e.Message, tc.param) {
 			t.Errorf("prune?%s: %d %s, want 400 naming %s", tc.query, status, body, tc.param)
 		}
@@ -83,14 +83,14 @@ func TestSystemPrune(t *testing.T) {
 
 // enginetest4 sends a request under /v4.3.1/libpod.
 func enginetest4(te *testEngine, method, path string) (int, []byte) {
-	te.t.Helper()
+	te.T.Helper()
 	return enginetest4Path(te, method, "/v4.3.1/libpod"+path)
 }
 
 // enginetest4Path sends a request to a full path.
 func enginetest4Path(te *testEngine, method, path string) (int, []byte) {
-	te.t.Helper()
-	return enginetest.Do(te.t, te.client, method, te.base, path, nil)
+	te.T.Helper()
+	return enginetest.Do(te.T, te.Client, method, te.Base(), path, nil)
 }
 
 // pruned lists the IDs of prune reports.

@@ -72,9 +72,9 @@ func TestRoutesNotServedAreNoSuchRoute(t *testing.T) {
 // parameter: never a 500, never ignored.
 func TestBadQueryValuesAre400(t *testing.T) {
 	te := startEngine(t)
-	te.load(testimage.Busybox("localhost/busybox:latest", "sh"))
-	ctr := te.create(map[string]any{"image": "localhost/busybox:latest", "name": "q-ctr", "command": []string{"true"}})
-	te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "q-vol"})
+	te.Load(testimage.Busybox("localhost/busybox:latest", "sh"))
+	ctr := te.Create(map[string]any{"image": "localhost/busybox:latest", "name": "q-ctr", "command": []string{"true"}})
+	te.Must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "q-vol"})
 	bogus := filters(map[string][]string{"bogus": {"x"}})
 	cases := []struct{ method, path, param string }{
 		{"GET", "/containers/json?all=maybe", "all"},
@@ -126,7 +126,7 @@ func TestBadQueryValuesAre400(t *testing.T) {
 		{"POST", "/system/check?unreferenced_layer_max_age=old", "unreferenced_layer_max_age"},
 	}
 	for _, tc := range cases {
-		status, body := te.do(tc.method, tc.path, nil)
+		status, body := te.Do(tc.method, tc.path, nil)
 		e := errorBody(t, tc.method+" "+tc.path, status, body, http.StatusBadRequest)
 		if e.Message != "" && !strings.Contains(strings.ToLower(e.Message), strings.ToLower(tc.param)) {
 			t.Errorf("%s %s: message %q does not name %s", tc.method, tc.path, e.Message, tc.param)
