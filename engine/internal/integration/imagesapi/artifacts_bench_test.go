@@ -159,11 +159,11 @@ func writeOneLayerLayout(b *testing.B, dir, payload string, layer, diffID digest
 
 func benchCall(b *testing.B, e *testEngine, method, path string, want int) {
 	b.Helper()
-	req, err := http.NewRequest(method, e.url+path, nil)
+	req, err := http.NewRequest(method, e.Base()+path, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	resp, err := e.client.Do(req)
+	resp, err := e.Client.Do(req)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
-	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
 // artifactView is an artifact as InspectArtifact answers it.
@@ -227,14 +226,14 @@ func TestArtifactsBadInput(t *testing.T) {
 		{"bad registry auth", http.MethodPost, api + "/bad/push", http.StatusBadRequest},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			req, err := http.NewRequest(c.method, e.url+c.path, strings.NewReader("body"))
+			req, err := http.NewRequest(c.method, e.Base()+c.path, strings.NewReader("body"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if c.name == "bad registry auth" {
 				req.Header.Set("X-Registry-Auth", "%%%")
 			}
-			resp, err := e.client.Do(req)
+			resp, err := e.Client.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -258,9 +257,9 @@ func TestArtifactRegistryAuth(t *testing.T) {
 	}
 	auth := base64.URLEncoding.EncodeToString([]byte(`{"username":"artuser","password":"artpass"}`))
 	for _, path := range []string{api + "/" + url.PathEscape(name) + "/push?tlsVerify=false", api + "/pull?tlsVerify=false&name=" + url.QueryEscape(name)} {
-		req, _ := http.NewRequest(http.MethodPost, e.url+path, nil)
+		req, _ := http.NewRequest(http.MethodPost, e.Base()+path, nil)
 		req.Header.Set("X-Registry-Auth", auth)
-		resp, err := e.client.Do(req)
+		resp, err := e.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,26 +278,22 @@ func TestKillDuringArtifactAdd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the engine binary")
 	}
-	dir := t.TempDir()
-	t.Cleanup(func() { enginetest.UnmountUnder(dir, 1) })
-	p := &engineProcess{t: t, binary: buildEngine(t), root: dir, logPath: filepath.Join(dir, "engine.log")}
-	p.start()
-	defer p.stop()
-	addURL := p.url + "/v5.0.0/libpod/artifacts/add?name=kept&fileName=k.txt"
+	p := startProcess(t)
+	addURL := p.Base() + "/v5.0.0/libpod/artifacts/add?name=kept&fileName=k.txt"
 	resp, err := http.Post(addURL, "application/octet-stream", strings.NewReader("kept"))
 	if err != nil || resp.StatusCode != http.StatusCreated {
 		t.Fatalf("first add: %v %v", resp, err)
 	}
 	resp.Body.Close()
 
-	staging := filepath.Join(dir, "root", "artifacts-staging")
-	blobs := filepath.Join(dir, "root", "artifacts", "blobs", "sha256")
+	staging := filepath.Join(p.Root, "artifacts-staging")
+	blobs := filepath.Join(p.Root, "artifacts", "blobs", "sha256")
 	blobsBefore := listDir(t, blobs)
 	body, writer := io.Pipe()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		resp, err := http.Post(p.url+"/v5.0.0/libpod/artifacts/add?name=interrupted&fileName=big.bin", "application/octet-stream", body)
+		resp, err := http.Post(p.Base()+"/v5.0.0/libpod/artifacts/add?name=interrupted&fileName=big.bin", "application/octet-stream", body)
 		if err == nil {
 			resp.Body.Close()
 		}
@@ -310,13 +305,13 @@ func TestKillDuringArtifactAdd(t *testing.T) {
 		}
 	}
 	waitFor(t, 10*time.Second, func() bool { return len(listDir(t, staging)) > 0 })
-	p.kill()
+	p.Kill9()
 	writer.CloseWithError(errors.New("engine killed"))
 	<-done
-	p.start()
+	p.Start()
 
 	var listed []struct{ Name string }
-	if err := json.Unmarshal(get(t, p.url+"/v5.0.0/libpod/artifacts/json", http.StatusOK), &listed); err != nil {
+	if err := json.Unmarshal(get(t, p.Base()+"/v5.0.0/libpod/artifacts/json", http.StatusOK), &listed); err != nil {
 		t.Fatal(err)
 	}
 	if len(listed) != 1 || listed[0].Name != "kept:latest" {
@@ -328,7 +323,7 @@ func TestKillDuringArtifactAdd(t *testing.T) {
 	if after := listDir(t, blobs); strings.Join(after, ",") != strings.Join(blobsBefore, ",") {
 		t.Errorf("blobs %v, before the interrupted add %v", after, blobsBefore)
 	}
-	resp, err = http.Post(p.url+"/v5.0.0/libpod/artifacts/add?name=interrupted&fileName=big.bin", "application/octet-stream", bytes.NewReader(chunk))
+	resp, err = http.Post(p.Base()+"/v5.0.0/libpod/artifacts/add?name=interrupted&fileName=big.bin", "application/octet-stream", bytes.NewReader(chunk))
 	if err != nil || resp.StatusCode != http.StatusCreated {
 		t.Fatalf("add after restart: %v %v", resp, err)
 	}

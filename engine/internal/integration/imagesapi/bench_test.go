@@ -72,11 +72,11 @@ func BenchmarkImageListVsPodman(b *testing.B) {
 		b.Fatal(err)
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}, Timeout: 60 * time.Second}
-	loadInto(b, client, e.url, archive.Bytes())
+	loadInto(b, client, e.Base(), archive.Bytes())
 	loadInto(b, client, podmanHTTP, archive.Bytes())
 	// Warm both (caches, connections).
 	for i := 0; i < 3; i++ {
-		listOnce(b, client, e.url)
+		listOnce(b, client, e.Base())
 		listOnce(b, client, podmanHTTP)
 	}
 
@@ -84,7 +84,7 @@ func BenchmarkImageListVsPodman(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		listOnce(b, client, e.url)
+		listOnce(b, client, e.Base())
 		berth += time.Since(start)
 		start = time.Now()
 		listOnce(b, client, podmanHTTP)
@@ -109,12 +109,12 @@ func BenchmarkImageList(b *testing.B) {
 		b.Fatal(err)
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 60 * time.Second}
-	loadInto(b, client, e.url, archive.Bytes())
-	listOnce(b, client, e.url)
+	loadInto(b, client, e.Base(), archive.Bytes())
+	listOnce(b, client, e.Base())
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			listOnce(b, client, e.url)
+			listOnce(b, client, e.Base())
 		}
 	})
 }

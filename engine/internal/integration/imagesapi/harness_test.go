@@ -5,98 +5,42 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/containers/storage/pkg/reexec"
-
-	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
-	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
 	"github.com/berth-project/berth/shared/apierror"
 )
 
-func TestMain(m *testing.M) {
-	if reexec.Init() {
-		return
-	}
-	code := m.Run()
-	if engineBinary.path != "" {
-		os.RemoveAll(filepath.Dir(engineBinary.path))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { enginetest.Main(m) }
 
-// strict reports whether missing external components must fail the tests.
-func strict() bool { return os.Getenv("BERTH_TEST_STRICT") == "1" }
-
-// need skips (or, strict, fails) when a program is missing.
+// need skips (or, under BERTH_TEST_STRICT=1, fails) when a program is
+// missing, and answers its path.
 func need(t testing.TB, program string) string {
 	t.Helper()
-	path, err := exec.LookPath(program)
-	if err != nil {
-		if strict() {
-			t.Fatalf("%s is required (BERTH_TEST_STRICT=1): %v", program, err)
-		}
-		t.Skipf("%s not installed", program)
-	}
+	enginetest.Require(t, "image tests", program)
+	path, _ := exec.LookPath(program)
 	return path
 }
 
-// testEngine is a running engine with its own store.
-type testEngine struct {
-	t      testing.TB
-	eng    *engine.Engine
-	srv    *httptest.Server
-	url    string // http://127.0.0.1:PORT
-	client *http.Client
-}
+// testEngine is a running engine with its own store and no image, its
+// requests' paths relative to the server (the API's version included).
+type testEngine struct{ *enginetest.Engine }
 
 // startEngine starts the real engine over a real listener on 127.0.0.1,
 // its state in temporary directories on the local disk.
 func startEngine(t testing.TB) *testEngine {
 	t.Helper()
-	testdeadline.Set(t, testdeadline.Default)
-	need(t, "true")
-	if _, err := os.Stat(testimage.BusyboxPath); err != nil {
-		if strict() {
-			t.Fatalf("busybox-static is required: %v", err)
-		}
-		t.Skip("busybox-static not installed")
-	}
-	root := t.TempDir()
-	ctx := context.Background()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eng, err := engine.New(ctx, logger, engine.Config{
-		Listen:  "tcp://127.0.0.1:0",
-		Root:    root + "/root",
-		RunRoot: root + "/run",
-		Runtime: "runc",
-		Network: enginetest.UniqueNetworks(t),
-	})
-	if err != nil {
-		t.Fatalf("starting engine: %v", err)
-	}
-	srv := httptest.NewServer(eng.Handler())
-	te := &testEngine{t: t, eng: eng, srv: srv, url: srv.URL, client: srv.Client()}
-	t.Cleanup(func() {
-		srv.Close()
-		eng.Close()
-	})
-	return te
+	return &testEngine{enginetest.Start(t, enginetest.Options{What: "image tests", Bridged: true, NoImage: true})}
 }
 
 // tcpURL is the engine's address as podman --remote takes it.
-func (e *testEngine) tcpURL() string { return "tcp://" + strings.TrimPrefix(e.url, "http://") }
+func (e *testEngine) tcpURL() string { return "tcp://" + e.Addr }
 
 // response is a finished request.
 type response struct {
@@ -107,21 +51,9 @@ type response struct {
 
 // do sends a request to path (relative to the server) and reads the answer.
 func (e *testEngine) do(method, path string, body io.Reader) response {
-	e.t.Helper()
-	req, err := http.NewRequest(method, e.url+path, body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	resp, err := e.client.Do(req)
-	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return response{status: resp.StatusCode, header: resp.Header, body: data}
+	e.T.Helper()
+	status, header, data := e.Exchange(method, e.Base()+path, "", body)
+	return response{status: status, header: header, body: data}
 }
 
 // json decodes the body into v, failing the test on error.
@@ -158,14 +90,14 @@ func (r response) engineError(t *testing.T, want int) apierror.EngineError {
 
 // load loads images into the engine through ImagesLoad.
 func (e *testEngine) load(images ...testimage.Image) []string {
-	e.t.Helper()
+	e.T.Helper()
 	var buf bytes.Buffer
 	if err := testimage.DockerArchive(&buf, images...); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	r := e.do(http.MethodPost, "/v4.3.1/libpod/images/load", &buf).expect(e.t, http.StatusOK)
+	r := e.do(http.MethodPost, "/v4.3.1/libpod/images/load", &buf).expect(e.T, http.StatusOK)
 	var report struct{ Names []string }
-	r.json(e.t, &report)
+	r.json(e.T, &report)
 	return report.Names
 }
 
@@ -186,9 +118,9 @@ type summary struct {
 
 // list lists images with the given query string.
 func (e *testEngine) list(query string) []summary {
-	e.t.Helper()
+	e.T.Helper()
 	var out []summary
-	e.do(http.MethodGet, "/libpod/images/json"+query, nil).expect(e.t, http.StatusOK).json(e.t, &out)
+	e.do(http.MethodGet, "/libpod/images/json"+query, nil).expect(e.T, http.StatusOK).json(e.T, &out)
 	return out
 }
 

@@ -12,7 +12,7 @@ import (
 func TestImageUsedByContainer(t *testing.T) {
 	e := startEngine(t)
 	e.load(busybox("localhost/used:1"), busybox("localhost/used:2"))
-	store := e.eng.Images().Storage()
+	store := e.Eng.Images().Storage()
 	img, err := store.Image("localhost/used:1")
 	if err != nil {
 		t.Fatal(err)

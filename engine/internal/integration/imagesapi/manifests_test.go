@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
-	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -337,19 +336,15 @@ func TestManifestListSurvivesKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the engine binary")
 	}
-	dir := t.TempDir()
-	t.Cleanup(func() { enginetest.UnmountUnder(dir, 1) })
-	p := &engineProcess{t: t, binary: buildEngine(t), root: dir, logPath: dir + "/engine.log"}
-	p.start()
-	defer p.stop()
-	post(t, p.url+"/v4.3.1/libpod/manifests/killed", http.StatusOK)
-	p.kill()
-	p.start()
-	body := get(t, p.url+"/v4.3.1/libpod/manifests/killed/json", http.StatusOK)
+	p := startProcess(t)
+	post(t, p.Base()+"/v4.3.1/libpod/manifests/killed", http.StatusOK)
+	p.Kill9()
+	p.Start()
+	body := get(t, p.Base()+"/v4.3.1/libpod/manifests/killed/json", http.StatusOK)
 	var l listManifest
 	if err := json.Unmarshal(body, &l); err != nil || l.MediaType == "" {
 		t.Fatalf("after kill: %s (%v)", body, err)
 	}
-	deleteReq(t, p.url+"/v4.3.1/libpod/manifests/killed", http.StatusOK)
-	get(t, p.url+"/v4.3.1/libpod/manifests/killed/exists", http.StatusNotFound)
+	deleteReq(t, p.Base()+"/v4.3.1/libpod/manifests/killed", http.StatusOK)
+	get(t, p.Base()+"/v4.3.1/libpod/manifests/killed/exists", http.StatusNotFound)
 }

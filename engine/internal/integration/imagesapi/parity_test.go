@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -43,9 +44,9 @@ network_config_dir = "%[1]s/networks"
 `, dir)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	addr := enginetest.FreeAddr(t)
 	cmd := exec.Command(podman, "--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run"),
-		"--storage-driver", "vfs", "system", "service", "--time=0", fmt.Sprintf("tcp:127.0.0.1:%d", port))
+		"--storage-driver", "vfs", "system", "service", "--time=0", "tcp:"+addr)
 	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
 	logFile, err := os.Create(filepath.Join(dir, "service.log"))
 	if err != nil {
@@ -70,7 +71,7 @@ network_config_dir = "%[1]s/networks"
 		_ = exec.Command("chmod", "-R", "u+w", dir).Run()
 		os.RemoveAll(dir)
 	})
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	base := "http://" + addr
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get(base + "/v4.3.1/libpod/_ping"); err == nil {
@@ -163,7 +164,7 @@ func TestWireParityWithPodman(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	both := []string{e.url, podman}
+	both := []string{e.Base(), podman}
 	for _, base := range both {
 		if status, _ := fetchJSON(t, http.MethodPost, base, "/v4.3.1/libpod/images/load", archive.Bytes()); status != http.StatusOK {
 			t.Fatalf("load into %s: %d", base, status)
@@ -172,7 +173,7 @@ func TestWireParityWithPodman(t *testing.T) {
 
 	compare := func(method, path string) {
 		t.Helper()
-		s1, v1 := fetchJSON(t, method, e.url, path, nil)
+		s1, v1 := fetchJSON(t, method, e.Base(), path, nil)
 		s2, v2 := fetchJSON(t, method, podman, path, nil)
 		if s1 != s2 {
 			t.Errorf("%s %s: berth %d, podman %d (%v / %v)", method, path, s1, s2, v1, v2)
@@ -233,14 +234,14 @@ func TestWireParityParentsWithPodman(t *testing.T) {
 	if err := testimage.DockerArchive(&archive, append(parentAndChild(), busybox("localhost/other:1"))...); err != nil {
 		t.Fatal(err)
 	}
-	for _, base := range []string{e.url, podman} {
+	for _, base := range []string{e.Base(), podman} {
 		if status, _ := fetchJSON(t, http.MethodPost, base, "/v4.3.1/libpod/images/load", archive.Bytes()); status != http.StatusOK {
 			t.Fatalf("load into %s: %d", base, status)
 		}
 	}
 	compare := func(method, path string) {
 		t.Helper()
-		s1, v1 := fetchJSON(t, method, e.url, path, nil)
+		s1, v1 := fetchJSON(t, method, e.Base(), path, nil)
 		s2, v2 := fetchJSON(t, method, podman, path, nil)
 		if s1 != s2 {
 			t.Errorf("%s %s: berth %d, podman %d (%v / %v)", method, path, s1, s2, v1, v2)
@@ -265,7 +266,7 @@ func TestWireParityParentsWithPodman(t *testing.T) {
 	// Podman removes the intermediate parent first (deleted, but not reported
 	// since it still had a child); berth removes children first and reports
 	// both. The outcome is compared: both answer 200 and end empty.
-	for _, base := range []string{e.url, podman} {
+	for _, base := range []string{e.Base(), podman} {
 		if status, _ := fetchJSON(t, http.MethodDelete, base, "/v4.3.1/libpod/images/remove?all=true", nil); status != http.StatusOK {
 			t.Errorf("%s: remove all answered %d", base, status)
 		}
@@ -284,7 +285,7 @@ func TestWireParityOCIWithPodman(t *testing.T) {
 		t.Fatal(err)
 	}
 	var loaded [2]any
-	for i, base := range []string{e.url, podman} {
+	for i, base := range []string{e.Base(), podman} {
 		status, body := fetchJSON(t, http.MethodPost, base, "/v4.3.1/libpod/images/load", archive.Bytes())
 		if status != http.StatusOK {
 			t.Fatalf("load into %s: %d %v", base, status, body)
@@ -300,7 +301,7 @@ func TestWireParityOCIWithPodman(t *testing.T) {
 	}
 	name := url.PathEscape(fmt.Sprint(names[0]))
 	for _, path := range []string{"/v4.3.1/libpod/images/json", "/v4.3.1/libpod/images/" + name + "/json", "/v4.3.1/libpod/images/" + name + "/history"} {
-		s1, v1 := fetchJSON(t, http.MethodGet, e.url, path, nil)
+		s1, v1 := fetchJSON(t, http.MethodGet, e.Base(), path, nil)
 		s2, v2 := fetchJSON(t, http.MethodGet, podman, path, nil)
 		if s1 != s2 || !reflect.DeepEqual(scrub(v1), scrub(v2)) {
 			ja, _ := json.MarshalIndent(scrub(v1), "", " ")
