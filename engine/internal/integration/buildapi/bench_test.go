@@ -81,9 +81,9 @@ func BenchmarkBuildVsPodman(b *testing.B) {
 	var berthCold, podmanCold, berthCached, podmanCached time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		berthCold += timedBuild(b, e.client, e.url, tarball, cold)
+		berthCold += timedBuild(b, e.Client, e.Base(), tarball, cold)
 		podmanCold += timedBuild(b, client, podmanBase, tarball, cold)
-		berthCached += timedBuild(b, e.client, e.url, tarball, query)
+		berthCached += timedBuild(b, e.Client, e.Base(), tarball, query)
 		podmanCached += timedBuild(b, client, podmanBase, tarball, query)
 	}
 	b.StopTimer()

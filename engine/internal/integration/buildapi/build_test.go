@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
 // layered is the query of a build with the layer cache, as podman build
@@ -165,15 +167,15 @@ func TestBuildFailingRunStopsAndCleansUp(t *testing.T) {
 	if !strings.Contains(res.output, "doomed-output") || strings.Contains(res.output, "never") {
 		t.Fatalf("output:\n%s", res.output)
 	}
-	if m := mountsUnder(e.root); len(m) > 0 {
+	if m := enginetest.MountsUnder(e.Dir); len(m) > 0 {
 		t.Fatalf("mounts left behind: %v", m)
 	}
-	for _, dir := range []string{e.root + "/run/build", e.root + "/root/tmp"} {
+	for _, dir := range []string{e.RunRoot + "/build", e.Root + "/tmp"} {
 		if left := entries(dir); len(left) > 0 {
 			t.Fatalf("%s keeps %v", dir, left)
 		}
 	}
-	if left := entries(e.root + "/run/runc"); len(left) > 0 {
+	if left := entries(e.RunRoot + "/runc"); len(left) > 0 {
 		t.Fatalf("runc keeps containers %v", left)
 	}
 	// The first RUN's layer stays (an intermediate image caches it); the
@@ -288,12 +290,12 @@ func TestBuildRefusesWhatItDoesNotImplement(t *testing.T) {
 		}
 	}
 	for _, header := range []string{"X-Registry-Auth", "X-Registry-Config"} {
-		req, err := http.NewRequest(http.MethodPost, e.url+"/v4.3.1/libpod/build", bytes.NewReader(ctx))
+		req, err := http.NewRequest(http.MethodPost, e.Base()+"/v4.3.1/libpod/build", bytes.NewReader(ctx))
 		if err != nil {
 			t.Fatal(err)
 		}
 		req.Header.Set(header, "not base64 json!")
-		resp, err := e.client.Do(req)
+		resp, err := e.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,80 +7,46 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/containers/storage/pkg/reexec"
-
-	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
-	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
-func TestMain(m *testing.M) {
-	if reexec.Init() {
-		return
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { enginetest.Main(m) }
 
 // testEngine is a running engine with its own store and one busybox image
 // (localhost/busybox:latest).
-type testEngine struct {
-	t      testing.TB
-	eng    *engine.Engine
-	url    string
-	root   string
-	client *http.Client
+type testEngine struct{ *enginetest.Engine }
+
+// buildOptions are the options of the build tests' engines: the busybox
+// image without a command, logging to logger (nil discards the log).
+func buildOptions(logger *slog.Logger) enginetest.Options {
+	img := testimage.Busybox("localhost/busybox:latest")
+	return enginetest.Options{What: "build tests", Bridged: true, Image: &img, Logger: logger}
 }
 
 func startEngine(t testing.TB) *testEngine {
 	t.Helper()
-	return startEngineLogging(t, slog.New(slog.DiscardHandler))
+	return startEngineLogging(t, nil)
 }
 
 // startEngineLogging starts an engine that logs to logger.
 func startEngineLogging(t testing.TB, logger *slog.Logger) *testEngine {
 	t.Helper()
-	testdeadline.Set(t, testdeadline.Default)
-	enginetest.RequireRuntime(t, "build tests")
-	root := t.TempDir()
-	eng, err := engine.New(context.Background(), logger, engine.Config{
-		Listen: "tcp://127.0.0.1:0", Root: root + "/root", RunRoot: root + "/run", Runtime: "runc",
-	})
-	if err != nil {
-		t.Fatalf("starting engine: %v", err)
-	}
-	srv := httptest.NewServer(eng.Handler())
-	te := &testEngine{t: t, eng: eng, url: srv.URL, root: root, client: srv.Client()}
-	t.Cleanup(func() {
-		srv.Close()
-		eng.Close()
-		enginetest.UnmountUnder(root, 3)
-	})
-	var buf bytes.Buffer
-	if err := testimage.DockerArchive(&buf, testimage.Busybox("localhost/busybox:latest")); err != nil {
-		t.Fatal(err)
-	}
-	resp := te.do(http.MethodPost, "/v4.3.1/libpod/images/load", "", &buf)
-	if resp.status != http.StatusOK {
-		t.Fatalf("loading busybox: %d %s", resp.status, resp.body)
-	}
-	return te
+	return &testEngine{enginetest.Start(t, buildOptions(logger))}
 }
 
 // tcpURL is the engine's address as podman --remote takes it.
-func (e *testEngine) tcpURL() string { return "tcp://" + strings.TrimPrefix(e.url, "http://") }
+func (e *testEngine) tcpURL() string { return "tcp://" + e.Addr }
 
 type response struct {
 	status int
@@ -88,24 +54,9 @@ type response struct {
 }
 
 func (e *testEngine) do(method, path, contentType string, body io.Reader) response {
-	e.t.Helper()
-	req, err := http.NewRequest(method, e.url+path, body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := e.client.Do(req)
-	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return response{status: resp.StatusCode, body: data}
+	e.T.Helper()
+	status, _, data := e.Exchange(method, e.Base()+path, contentType, body)
+	return response{status: status, body: data}
 }
 
 // buildResult is a finished build stream.
@@ -120,14 +71,14 @@ type buildResult struct {
 // build posts a context (files by path; a "->" prefix makes a symlink)
 // with query and decodes the stream.
 func (e *testEngine) build(files map[string]string, query url.Values) buildResult {
-	e.t.Helper()
-	return e.buildTar(contextTar(e.t, files), query)
+	e.T.Helper()
+	return e.buildTar(contextTar(e.T, files), query)
 }
 
 func (e *testEngine) buildTar(tarball []byte, query url.Values) buildResult {
-	e.t.Helper()
+	e.T.Helper()
 	r := e.do(http.MethodPost, "/v4.3.1/libpod/build?"+query.Encode(), "application/x-tar", bytes.NewReader(tarball))
-	return decodeStream(e.t, r)
+	return decodeStream(e.T, r)
 }
 
 func decodeStream(t testing.TB, r response) buildResult {
@@ -189,14 +140,14 @@ func contextTar(t testing.TB, files map[string]string) []byte {
 
 // inspect reads an image's inspect document.
 func (e *testEngine) inspect(name string) imageInspect {
-	e.t.Helper()
+	e.T.Helper()
 	r := e.do(http.MethodGet, "/v4.3.1/libpod/images/"+url.PathEscape(name)+"/json", "", nil)
 	if r.status != http.StatusOK {
-		e.t.Fatalf("inspect %s: %d %s", name, r.status, r.body)
+		e.T.Fatalf("inspect %s: %d %s", name, r.status, r.body)
 	}
 	var out imageInspect
 	if err := json.Unmarshal(r.body, &out); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return out
 }
@@ -227,25 +178,12 @@ type imageInspect struct {
 // exportLayers saves an image as a docker-archive and returns every file
 // of it (layer tars included) as one byte slice, to search for content.
 func (e *testEngine) exportAll(name string) []byte {
-	e.t.Helper()
+	e.T.Helper()
 	r := e.do(http.MethodGet, "/v4.3.1/libpod/images/"+url.PathEscape(name)+"/get?format=docker-archive", "", nil)
 	if r.status != http.StatusOK {
-		e.t.Fatalf("export %s: %d %s", name, r.status, r.body)
+		e.T.Fatalf("export %s: %d %s", name, r.status, r.body)
 	}
 	return r.body
-}
-
-// mountsUnder lists mount points below dir.
-func mountsUnder(dir string) []string {
-	data, _ := os.ReadFile("/proc/self/mounts")
-	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") && !strings.HasSuffix(f[1], "/storage/overlay") {
-			out = append(out, f[1])
-		}
-	}
-	return out
 }
 
 // entries lists a directory's names (none when it does not exist).
@@ -260,10 +198,10 @@ func entries(dir string) []string {
 
 // layerCount counts the store's layers.
 func (e *testEngine) layerCount() int {
-	e.t.Helper()
-	layers, err := e.eng.Images().Storage().Layers()
+	e.T.Helper()
+	layers, err := e.Eng.Images().Storage().Layers()
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return len(layers)
 }

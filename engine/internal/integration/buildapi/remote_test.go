@@ -169,7 +169,7 @@ func TestBuildAddURLsAndGit(t *testing.T) {
 			t.Fatalf("%s: want an error with %q, got %d %q %s", tc.line, tc.want, res.status, res.err, res.body)
 		}
 	}
-	if leftovers, _ := filepath.Glob(filepath.Join(e.root, "root", "tmp", "build-remote-*")); len(leftovers) > 0 {
+	if leftovers, _ := filepath.Glob(filepath.Join(e.Root, "tmp", "build-remote-*")); len(leftovers) > 0 {
 		t.Fatalf("downloads left behind: %v", leftovers)
 	}
 }

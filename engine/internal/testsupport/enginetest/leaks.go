@@ -27,22 +27,36 @@ func (e *Engine) Leaks(podIDs, ctrIDs []string) []string {
 // host: what Leaks finds of the given pods and containers; any process
 // whose command line names the test's directory (conmon, runc,
 // aardvark-dns of the engine's run root); mounts below the directory
-// naming a container or a container's root filesystem; entries of the run
-// root's network namespace, runc state, pause and exit directories;
-// interfaces named with the test's bridge prefix; iptables rules naming an
-// address of the test's subnets.
+// (MountsUnder); entries of the run root's runc state, pause and exit
+// directories; and what NetworkLeaks finds.
 func (e *Engine) HostLeaks(podIDs, ctrIDs []string) []string {
 	out := Leaks(e.Root, e.RunRoot, podIDs, ctrIDs)
 	out = append(out, processesNaming(e.Dir)...)
-	out = append(out, mountsUnder(e.Dir)...)
-	for _, d := range []string{"netns", "runc", "pause", "exits"} {
-		entries, _ := os.ReadDir(filepath.Join(e.RunRoot, d))
-		for _, entry := range entries {
-			out = append(out, "file "+filepath.Join(e.RunRoot, d, entry.Name()))
-		}
+	for _, m := range MountsUnder(e.Dir) {
+		out = append(out, "mount "+m)
 	}
-	out = append(out, interfacesNamed(e.Nets.BridgePrefix)...)
+	for _, d := range []string{"runc", "pause", "exits"} {
+		out = append(out, filesIn(filepath.Join(e.RunRoot, d))...)
+	}
+	return append(out, e.NetworkLeaks()...)
+}
+
+// NetworkLeaks lists what of the engine's networks is on the host:
+// interfaces named with the test's bridge prefix, iptables rules naming an
+// address of the test's subnets, network namespace files.
+func (e *Engine) NetworkLeaks() []string {
+	out := interfacesNamed(e.Nets.BridgePrefix)
 	out = append(out, rulesNaming(e.Nets.SubnetPool)...)
+	return append(out, filesIn(filepath.Join(e.RunRoot, "netns"))...)
+}
+
+// filesIn lists the entries of dir (none when it does not exist).
+func filesIn(dir string) []string {
+	var out []string
+	entries, _ := os.ReadDir(dir)
+	for _, entry := range entries {
+		out = append(out, "file "+filepath.Join(dir, entry.Name()))
+	}
 	return out
 }
 
@@ -164,17 +178,15 @@ func processesNaming(dir string) []string {
 	return out
 }
 
-// mountsUnder lists the mounts below dir that name a container: a root
-// filesystem (…/merged), a container's shm or a container's own directory.
-// The storage driver's home stays mounted while a store is open and is
-// not counted.
-func mountsUnder(dir string) []string {
+// MountsUnder lists the mount points below dir but the storage driver's
+// home (…/storage/overlay), which stays mounted while a store is open.
+func MountsUnder(dir string) []string {
 	var out []string
 	data, _ := os.ReadFile("/proc/self/mounts")
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
-		if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") && !strings.HasSuffix(f[1], "/overlay") {
-			out = append(out, "mount "+f[1])
+		if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") && !strings.HasSuffix(f[1], "/storage/overlay") {
+			out = append(out, f[1])
 		}
 	}
 	return out
