@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,20 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containers/storage/pkg/reexec"
-
 	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
-	"github.com/berth-project/berth/engine/testimage"
 )
 
-func TestMain(m *testing.M) {
-	if reexec.Init() {
-		return
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { enginetest.Main(m) }
 
 // commandTimeout bounds one setup or command; a command that hangs counts
 // as failed.
@@ -56,14 +47,8 @@ spec:
 // setups included); BERTH_COMMANDS_REPORT=1 logs every row's outcome.
 func TestReadmePodmanCommands(t *testing.T) {
 	testdeadline.Set(t, 6*time.Minute)
-	enginetest.RequireRuntime(t, "the README's podman commands")
-	podman, err := exec.LookPath("podman")
-	if err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatal("podman 4.3.1 is required (BERTH_TEST_STRICT=1)")
-		}
-		t.Skip("podman not installed")
-	}
+	enginetest.Require(t, "the README's podman commands", "podman")
+	podman, _ := exec.LookPath("podman")
 	rows, err := readTable(readmePath)
 	if err != nil {
 		t.Fatal(err)
@@ -92,22 +77,17 @@ func TestReadmePodmanCommands(t *testing.T) {
 		rows = kept
 	}
 
-	dir := t.TempDir()
 	// Containers join the default bridge network, as they do for a user.
 	// CDI specs are read from cdi/ in the rows' working directory as well.
-	addr, stop := enginetest.ServeConfig(t, engine.Config{Root: filepath.Join(dir, "root"), RunRoot: filepath.Join(dir, "run"),
-		Runtime: "runc", CRIU: criu, Network: enginetest.UniqueNetworks(t), CDISpecDirs: []string{filepath.Join(dir, "work", "cdi")}})
-	sh := newShell(t, dir, podman, "tcp://"+addr)
-	t.Cleanup(func() {
-		sh.cleanup()
-		client := &http.Client{Timeout: 30 * time.Second}
-		enginetest.RemoveAll(func(method, path string, body any) (int, []byte) {
-			return enginetest.Do(t, client, method, "http://"+addr+"/v4.3.1/libpod", path, body)
-		})
-		stop()
-		enginetest.UnmountUnder(dir, 3)
-	})
-	loadBusybox(t, addr)
+	e := enginetest.Start(t, enginetest.Options{What: "the README's podman commands", Bridged: true,
+		Config: func(c *engine.Config) {
+			c.CRIU = criu
+			c.CDISpecDirs = []string{filepath.Join(filepath.Dir(c.Root), "work", "cdi")}
+		}})
+	sh := newShell(t, e.Dir, podman, "tcp://"+e.Addr)
+	// Runs before the engine's cleanup: what the rows made goes through
+	// the same client first.
+	t.Cleanup(sh.cleanup)
 
 	report := os.Getenv("BERTH_COMMANDS_REPORT") == "1"
 	for _, r := range rows {
@@ -229,20 +209,6 @@ func tail(s string) string {
 		s = "..." + s[len(s)-300:]
 	}
 	return s
-}
-
-// loadBusybox loads localhost/busybox:latest, the image the rows use.
-func loadBusybox(t *testing.T, addr string) {
-	t.Helper()
-	var buf bytes.Buffer
-	img := testimage.Busybox("localhost/busybox:latest", "sh")
-	if err := testimage.DockerArchive(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	status, body := enginetest.Do(t, &http.Client{}, "POST", "http://"+addr, "/v4.3.1/libpod/images/load", &buf)
-	if status != http.StatusOK {
-		t.Fatalf("load busybox: %d %s", status, body)
-	}
 }
 
 // rootfsTar is a one-file root filesystem for import rows.
