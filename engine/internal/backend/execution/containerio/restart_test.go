@@ -3,10 +3,11 @@ package containerio_test
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
 // TestEngineRestart stops the engine while containers run, kills one
@@ -16,33 +17,20 @@ import (
 // if the engine had seen it die, an exec session that was running is
 // reported ended, and schedules resume.
 func TestEngineRestart(t *testing.T) {
-	requireRuntime(t)
-	dir, err := os.MkdirTemp("/tmp", "bs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	te, stop := openEngine(t, dir)
-	stopped := false
-	defer func() {
-		if !stopped {
-			stop()
-		}
-		unmountUnder(dir)
-		os.RemoveAll(dir)
-	}()
-	te.loadBusybox()
-	always := te.create(map[string]any{"command": []string{"sleep", "600"}, "restart_policy": "always"})
+	p := enginetest.StartProcess(t, streamOptions())
+	te := &testEngine{p.Engine}
+	always := te.Create(map[string]any{"command": []string{"sleep", "600"}, "restart_policy": "always"})
 	te.start(always)
-	userStopped := te.create(map[string]any{"command": []string{"sleep", "600"}, "restart_policy": "always"})
+	userStopped := te.Create(map[string]any{"command": []string{"sleep", "600"}, "restart_policy": "always"})
 	te.start(userStopped)
-	te.must(http.StatusNoContent, "POST", "/containers/"+userStopped+"/stop?timeout=0", nil)
-	onFailure := te.create(map[string]any{"command": []string{"sleep", "600"}, "restart_policy": "on-failure", "restart_tries": 2})
+	te.Must(http.StatusNoContent, "POST", "/containers/"+userStopped+"/stop?timeout=0", nil)
+	onFailure := te.Create(map[string]any{"command": []string{"sleep", "600"}, "restart_policy": "on-failure", "restart_tries": 2})
 	te.start(onFailure)
 	var created struct {
 		ID string `json:"Id"`
 	}
-	json.Unmarshal(te.must(http.StatusCreated, "POST", "/containers/"+always+"/exec", map[string]any{"Cmd": []string{"sleep", "600"}}), &created)
-	te.must(http.StatusOK, "POST", "/exec/"+created.ID+"/start", map[string]any{"Detach": true})
+	json.Unmarshal(te.Must(http.StatusCreated, "POST", "/containers/"+always+"/exec", map[string]any{"Cmd": []string{"sleep", "600"}}), &created)
+	te.Must(http.StatusOK, "POST", "/exec/"+created.ID+"/start", map[string]any{"Detach": true})
 
 	var d struct {
 		State struct {
@@ -50,12 +38,11 @@ func TestEngineRestart(t *testing.T) {
 			Pid    int
 		}
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+always+"/json", nil), &d)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+always+"/json", nil), &d)
 	oldPid := d.State.Pid
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+onFailure+"/json", nil), &d)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+onFailure+"/json", nil), &d)
 	oldFailurePid := d.State.Pid
-	stop()
-	stopped = true
+	p.Stop()
 	for _, pid := range []int{oldPid, oldFailurePid} {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatalf("kill container process %d: %v", pid, err)
@@ -63,14 +50,10 @@ func TestEngineRestart(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 
-	te2, stop2 := openEngine(t, dir)
-	defer func() {
-		te2.removeAll()
-		stop2()
-	}()
+	p.Start()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		json.Unmarshal(te2.must(http.StatusOK, "GET", "/containers/"+always+"/json", nil), &d)
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+always+"/json", nil), &d)
 		if d.State.Status == "running" && d.State.Pid != oldPid && d.State.Pid != 0 {
 			break
 		}
@@ -87,7 +70,7 @@ func TestEngineRestart(t *testing.T) {
 		RestartCount int
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		json.Unmarshal(te2.must(http.StatusOK, "GET", "/containers/"+onFailure+"/json", nil), &failed)
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+onFailure+"/json", nil), &failed)
 		if failed.State.Status == "running" && failed.State.Pid != oldFailurePid && failed.State.Pid != 0 {
 			break
 		}
@@ -98,7 +81,7 @@ func TestEngineRestart(t *testing.T) {
 	if failed.RestartCount != 1 {
 		t.Errorf("on-failure container restarted at engine start: RestartCount %d, want 1", failed.RestartCount)
 	}
-	json.Unmarshal(te2.must(http.StatusOK, "GET", "/containers/"+userStopped+"/json", nil), &d)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+userStopped+"/json", nil), &d)
 	if d.State.Status == "running" {
 		t.Fatal("a container stopped by its user was started at engine start")
 	}
@@ -106,12 +89,12 @@ func TestEngineRestart(t *testing.T) {
 		Running  bool
 		ExitCode int
 	}
-	json.Unmarshal(te2.must(http.StatusOK, "GET", "/exec/"+created.ID+"/json", nil), &inspect)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/exec/"+created.ID+"/json", nil), &inspect)
 	if inspect.Running {
 		t.Fatalf("exec session from before the restart still reported running: %+v", inspect)
 	}
 	// The event log survived the restart.
-	body := te2.must(http.StatusOK, "GET", "/events?stream=false&filters=%7B%22container%22%3A%5B%22"+always+"%22%5D%2C%22event%22%3A%5B%22exec%22%5D%7D", nil)
+	body := te.Must(http.StatusOK, "GET", "/events?stream=false&filters=%7B%22container%22%3A%5B%22"+always+"%22%5D%2C%22event%22%3A%5B%22exec%22%5D%7D", nil)
 	if len(body) == 0 {
 		t.Fatal("events recorded before the restart are gone")
 	}

@@ -40,7 +40,7 @@ func TestStreams(t *testing.T) {
 // testAttachForegroundRun is what `podman run` does in the foreground:
 // attach to the created container, start it, read its output, wait.
 func testAttachForegroundRun(t *testing.T, te *testEngine) {
-	id := te.create(map[string]any{"command": []string{"sh", "-c", "echo out; echo err >&2; exit 3"}})
+	id := te.Create(map[string]any{"command": []string{"sh", "-c", "echo out; echo err >&2; exit 3"}})
 	h := te.hijack("POST", "/containers/"+id+"/attach?stream=true&stdout=true&stderr=true", nil, true)
 	if h.status != http.StatusSwitchingProtocols || h.header.Get("Upgrade") != "tcp" || h.header.Get("Content-Type") != stream.RawStreamType {
 		t.Fatalf("attach answered %d %v", h.status, h.header)
@@ -53,7 +53,7 @@ func testAttachForegroundRun(t *testing.T, te *testEngine) {
 	if stdout.String() != "out\n" || stderr.String() != "err\n" {
 		t.Fatalf("stdout %q stderr %q", stdout.String(), stderr.String())
 	}
-	if code := te.wait(id); code != 3 {
+	if code := te.Wait(id); code != 3 {
 		t.Fatalf("exit code %d", code)
 	}
 	// logs=true replays what the container wrote; without stream the
@@ -71,13 +71,13 @@ func testAttachForegroundRun(t *testing.T, te *testEngine) {
 		t.Fatalf("replayed stdout %q stderr %q", stdout.String(), stderr.String())
 	}
 	// Bad requests are refused before any hijack.
-	if status, _ := te.do("POST", "/containers/"+id+"/attach?stream=false&logs=false", nil); status != http.StatusBadRequest {
+	if status, _ := te.Do("POST", "/containers/"+id+"/attach?stream=false&logs=false", nil); status != http.StatusBadRequest {
 		t.Fatalf("attach with neither logs nor stream: %d", status)
 	}
-	if status, _ := te.do("POST", "/containers/"+id+"/attach?detachKeys=ctrl-", nil); status != http.StatusBadRequest {
+	if status, _ := te.Do("POST", "/containers/"+id+"/attach?detachKeys=ctrl-", nil); status != http.StatusBadRequest {
 		t.Fatalf("attach with bad detach keys: %d", status)
 	}
-	if status, _ := te.do("POST", "/containers/nosuch/attach", nil); status != http.StatusNotFound {
+	if status, _ := te.Do("POST", "/containers/nosuch/attach", nil); status != http.StatusNotFound {
 		t.Fatalf("attach to unknown container: %d", status)
 	}
 }
@@ -85,12 +85,12 @@ func testAttachForegroundRun(t *testing.T, te *testEngine) {
 // testAttachTerminalDetach attaches to a container with a terminal, types
 // into it, resizes it, and detaches with the detach keys.
 func testAttachTerminalDetach(t *testing.T, te *testEngine) {
-	id := te.create(map[string]any{"command": []string{"sh"}, "terminal": true, "stdin": true})
+	id := te.Create(map[string]any{"command": []string{"sh"}, "terminal": true, "stdin": true})
 	h := te.hijack("POST", "/containers/"+id+"/attach?stream=true&stdin=true&stdout=true&stderr=true", nil, true)
 	if h.status != http.StatusSwitchingProtocols {
 		t.Fatalf("attach answered %d", h.status)
 	}
-	te.must(http.StatusOK, "POST", "/containers/"+id+"/resize?h=21&w=77&running=true", nil)
+	te.Must(http.StatusOK, "POST", "/containers/"+id+"/resize?h=21&w=77&running=true", nil)
 	te.start(id)
 	out := make(chan string, 1)
 	go func() {
@@ -120,11 +120,11 @@ func testAttachTerminalDetach(t *testing.T, te *testEngine) {
 		t.Fatalf("connection after detach: %v", err)
 	}
 	var state struct{ State struct{ Status string } }
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &state)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &state)
 	if state.State.Status != "running" {
 		t.Fatalf("container is %s after detach", state.State.Status)
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/stop?timeout=0", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/stop?timeout=0", nil)
 }
 
 // readLogs reads a logs response body into stdout and stderr text.
@@ -147,7 +147,7 @@ func readLogs(t *testing.T, te *testEngine, path string) (string, string) {
 }
 
 func testLogs(t *testing.T, te *testEngine) {
-	id := te.create(map[string]any{"command": []string{"sh", "-c", "echo a; echo b >&2; echo c; sleep 1; echo d"}})
+	id := te.Create(map[string]any{"command": []string{"sh", "-c", "echo a; echo b >&2; echo c; sleep 1; echo d"}})
 	te.start(id)
 	// Following ends once the container exits, with everything it wrote.
 	start := time.Now()
@@ -179,11 +179,11 @@ func testLogs(t *testing.T, te *testEngine) {
 		t.Fatalf("since the future: %q", out)
 	}
 	for _, bad := range []string{"?stdout=true&tail=x", "?stdout=true&since=soon", "?follow=true"} {
-		if status, _ := te.do("GET", "/containers/"+id+"/logs"+bad, nil); status != http.StatusBadRequest {
+		if status, _ := te.Do("GET", "/containers/"+id+"/logs"+bad, nil); status != http.StatusBadRequest {
 			t.Errorf("logs%s: status %d, want 400", bad, status)
 		}
 	}
-	if status, _ := te.do("GET", "/containers/nosuch/logs?stdout=true", nil); status != http.StatusNotFound {
+	if status, _ := te.Do("GET", "/containers/nosuch/logs?stdout=true", nil); status != http.StatusNotFound {
 		t.Errorf("logs of unknown container: %d", status)
 	}
 }
@@ -194,7 +194,7 @@ func execRun(t *testing.T, te *testEngine, ctr string, cfg map[string]any, stdin
 	var created struct {
 		ID string `json:"Id"`
 	}
-	json.Unmarshal(te.must(http.StatusCreated, "POST", "/containers/"+ctr+"/exec", cfg), &created)
+	json.Unmarshal(te.Must(http.StatusCreated, "POST", "/containers/"+ctr+"/exec", cfg), &created)
 	h := te.hijack("POST", "/exec/"+created.ID+"/start", []byte(`{"Detach":false,"Tty":false}`), false)
 	if h.status != http.StatusOK {
 		t.Fatalf("exec start answered %d", h.status)
@@ -214,7 +214,7 @@ func execRun(t *testing.T, te *testEngine, ctr string, cfg map[string]any, stdin
 			Entrypoint string `json:"entrypoint"`
 		}
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/exec/"+created.ID+"/json", nil), &inspect)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/exec/"+created.ID+"/json", nil), &inspect)
 	if inspect.Running || inspect.ProcessConfig.Entrypoint != cfg["Cmd"].([]string)[0] {
 		t.Fatalf("inspect after the stream ended: %+v", inspect)
 	}
@@ -222,7 +222,7 @@ func execRun(t *testing.T, te *testEngine, ctr string, cfg map[string]any, stdin
 }
 
 func testExec(t *testing.T, te *testEngine) {
-	id := te.create(map[string]any{"command": []string{"sleep", "600"}, "env": map[string]string{"FROMCTR": "yes"}})
+	id := te.Create(map[string]any{"command": []string{"sleep", "600"}, "env": map[string]string{"FROMCTR": "yes"}})
 	te.start(id)
 	out, errOut, code := execRun(t, te, id, map[string]any{
 		"Cmd": []string{"sh", "-c", "echo $FROMCTR $EXTRA $(pwd); echo oops >&2; exit 7"}, "AttachStdout": true, "AttachStderr": true,
@@ -249,7 +249,7 @@ func testExec(t *testing.T, te *testEngine) {
 	var ttyExec struct {
 		ID string `json:"Id"`
 	}
-	json.Unmarshal(te.must(http.StatusCreated, "POST", "/containers/"+id+"/exec", map[string]any{
+	json.Unmarshal(te.Must(http.StatusCreated, "POST", "/containers/"+id+"/exec", map[string]any{
 		"Cmd": []string{"sh"}, "Tty": true, "AttachStdin": true, "AttachStdout": true,
 	}), &ttyExec)
 	h := te.hijack("POST", "/exec/"+ttyExec.ID+"/start", []byte(`{"Detach":false,"Tty":true,"h":17,"w":61}`), true)
@@ -279,7 +279,7 @@ func testExec(t *testing.T, te *testEngine) {
 			Tty bool `json:"tty"`
 		}
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/exec/"+ttyExec.ID+"/json", nil), &ttyInspect)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/exec/"+ttyExec.ID+"/json", nil), &ttyInspect)
 	if ttyInspect.ExitCode != 5 || !ttyInspect.ProcessConfig.Tty {
 		t.Fatalf("tty exec inspect %+v", ttyInspect)
 	}
@@ -288,9 +288,9 @@ func testExec(t *testing.T, te *testEngine) {
 	var created struct {
 		ID string `json:"Id"`
 	}
-	json.Unmarshal(te.must(http.StatusCreated, "POST", "/containers/"+id+"/exec", map[string]any{"Cmd": []string{"sh", "-c", "sleep 0.3; exit 4"}}), &created)
-	te.must(http.StatusOK, "POST", "/exec/"+created.ID+"/start", map[string]any{"Detach": true})
-	if status, _ := te.do("POST", "/exec/"+created.ID+"/start", map[string]any{"Detach": true}); status != http.StatusConflict {
+	json.Unmarshal(te.Must(http.StatusCreated, "POST", "/containers/"+id+"/exec", map[string]any{"Cmd": []string{"sh", "-c", "sleep 0.3; exit 4"}}), &created)
+	te.Must(http.StatusOK, "POST", "/exec/"+created.ID+"/start", map[string]any{"Detach": true})
+	if status, _ := te.Do("POST", "/exec/"+created.ID+"/start", map[string]any{"Detach": true}); status != http.StatusConflict {
 		t.Fatalf("second start: %d", status)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -300,7 +300,7 @@ func testExec(t *testing.T, te *testEngine) {
 			Running  bool
 			Pid      int
 		}
-		json.Unmarshal(te.must(http.StatusOK, "GET", "/exec/"+created.ID+"/json", nil), &inspect)
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/exec/"+created.ID+"/json", nil), &inspect)
 		if !inspect.Running && inspect.ExitCode == 4 {
 			break
 		}
@@ -325,23 +325,23 @@ func testExec(t *testing.T, te *testEngine) {
 		{"POST", "/exec/nosuch/start", map[string]any{"Detach": true}, http.StatusNotFound},
 		{"POST", "/exec/" + created.ID + "/resize?h=10&w=10", nil, http.StatusConflict},
 	} {
-		if status, body := te.do(tc.method, tc.path, tc.body); status != tc.want {
+		if status, body := te.Do(tc.method, tc.path, tc.body); status != tc.want {
 			t.Errorf("%s %s: %d %s, want %d", tc.method, tc.path, status, body, tc.want)
 		}
 	}
 	// A session of a stopped container cannot start.
-	json.Unmarshal(te.must(http.StatusCreated, "POST", "/containers/"+id+"/exec", map[string]any{"Cmd": []string{"true"}}), &created)
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/stop?timeout=0", nil)
-	if status, _ := te.do("POST", "/exec/"+created.ID+"/start", map[string]any{"Detach": true}); status != http.StatusConflict {
+	json.Unmarshal(te.Must(http.StatusCreated, "POST", "/containers/"+id+"/exec", map[string]any{"Cmd": []string{"true"}}), &created)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/stop?timeout=0", nil)
+	if status, _ := te.Do("POST", "/exec/"+created.ID+"/start", map[string]any{"Detach": true}); status != http.StatusConflict {
 		t.Fatalf("start in a stopped container: %d", status)
 	}
-	if status, _ := te.do("POST", "/containers/"+id+"/exec", map[string]any{"Cmd": []string{"true"}}); status != http.StatusConflict {
+	if status, _ := te.Do("POST", "/containers/"+id+"/exec", map[string]any{"Cmd": []string{"true"}}); status != http.StatusConflict {
 		t.Fatalf("create in a stopped container: %d", status)
 	}
 }
 
 func testStatsAndTop(t *testing.T, te *testEngine) {
-	id := te.create(map[string]any{"name": "busy", "command": []string{"sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; sleep 600"}})
+	id := te.Create(map[string]any{"name": "busy", "command": []string{"sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; sleep 600"}})
 	te.start(id)
 	time.Sleep(500 * time.Millisecond)
 	var report struct {
@@ -356,7 +356,7 @@ func testStatsAndTop(t *testing.T, te *testEngine) {
 			AvgCPU      float64
 		}
 	}
-	body := te.must(http.StatusOK, "GET", "/containers/stats?stream=false&containers=busy", nil)
+	body := te.Must(http.StatusOK, "GET", "/containers/stats?stream=false&containers=busy", nil)
 	if err := json.Unmarshal(body, &report); err != nil {
 		t.Fatalf("stats body %s: %v", body, err)
 	}
@@ -399,7 +399,7 @@ func testStatsAndTop(t *testing.T, te *testEngine) {
 			Current uint64 `json:"current"`
 		} `json:"pids_stats"`
 	}
-	body = te.must(http.StatusOK, "GET", "/containers/busy/stats?stream=false", nil)
+	body = te.Must(http.StatusOK, "GET", "/containers/busy/stats?stream=false", nil)
 	if err := json.Unmarshal(body, &docker); err != nil {
 		t.Fatalf("docker stats %s: %v", body, err)
 	}
@@ -407,10 +407,10 @@ func testStatsAndTop(t *testing.T, te *testEngine) {
 		docker.MemoryStats.Usage == 0 || docker.MemoryStats.Limit == 0 || docker.PidsStats.Current == 0 || docker.Read.IsZero() {
 		t.Fatalf("docker stats %s", body)
 	}
-	if status, _ := te.do("GET", "/containers/busy/stats?stream=true&one-shot=true", nil); status != http.StatusBadRequest {
+	if status, _ := te.Do("GET", "/containers/busy/stats?stream=true&one-shot=true", nil); status != http.StatusBadRequest {
 		t.Fatalf("stream with one-shot: %d", status)
 	}
-	if status, _ := te.do("GET", "/containers/stats?stream=false&containers=nosuch", nil); status != http.StatusNotFound {
+	if status, _ := te.Do("GET", "/containers/stats?stream=false&containers=nosuch", nil); status != http.StatusNotFound {
 		t.Fatalf("stats of unknown container: %d", status)
 	}
 
@@ -418,7 +418,7 @@ func testStatsAndTop(t *testing.T, te *testEngine) {
 		Titles    []string
 		Processes [][]string
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/busy/top", nil), &top)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/busy/top", nil), &top)
 	if strings.Join(top.Titles, ",") != "USER,PID,PPID,%CPU,ELAPSED,TTY,TIME,COMMAND" || len(top.Processes) < 1 {
 		t.Fatalf("top %+v", top)
 	}
@@ -426,12 +426,12 @@ func testStatsAndTop(t *testing.T, te *testEngine) {
 	if cmd := top.Processes[0][7]; top.Processes[0][1] != "1" || !strings.HasPrefix(cmd, "sh -c") && cmd != "sleep 600" {
 		t.Fatalf("first process %v", top.Processes[0])
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/busy/top?ps_args=pid,comm", nil), &top)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/busy/top?ps_args=pid,comm", nil), &top)
 	if strings.Join(top.Titles, ",") != "PID,COMMAND" {
 		t.Fatalf("top with descriptors %+v", top)
 	}
 	// Other arguments go to ps(1) in the container, lines whole.
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/busy/top?ps_args=-o,pid,args", nil), &top)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/busy/top?ps_args=-o,pid,args", nil), &top)
 	if len(top.Titles) != 1 || !strings.Contains(top.Titles[0], "PID") || len(top.Processes) < 1 || len(top.Processes[0]) != 1 {
 		t.Fatalf("top through ps: %+v", top)
 	}
@@ -440,14 +440,14 @@ func testStatsAndTop(t *testing.T, te *testEngine) {
 			t.Fatalf("ps listed itself: %+v", top)
 		}
 	}
-	if status, _ := te.do("GET", "/containers/busy/top?ps_args=--bogus-option", nil); status != http.StatusBadRequest {
+	if status, _ := te.Do("GET", "/containers/busy/top?ps_args=--bogus-option", nil); status != http.StatusBadRequest {
 		t.Fatalf("top with an option ps refuses: %d", status)
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/busy/stop?timeout=0", nil)
-	if status, _ := te.do("GET", "/containers/busy/top", nil); status != http.StatusConflict {
+	te.Must(http.StatusNoContent, "POST", "/containers/busy/stop?timeout=0", nil)
+	if status, _ := te.Do("GET", "/containers/busy/top", nil); status != http.StatusConflict {
 		t.Fatalf("top of stopped container: %d", status)
 	}
-	if status, _ := te.do("GET", "/containers/busy/stats?stream=false", nil); status != http.StatusConflict {
+	if status, _ := te.Do("GET", "/containers/busy/stats?stream=false", nil); status != http.StatusConflict {
 		t.Fatalf("docker stats of stopped container: %d", status)
 	}
 }
@@ -469,9 +469,9 @@ func testEvents(t *testing.T, te *testEngine) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	id := te.create(map[string]any{"command": []string{"sh", "-c", "exit 2"}, "labels": map[string]string{"evtest": "1"}})
+	id := te.Create(map[string]any{"command": []string{"sh", "-c", "exit 2"}, "labels": map[string]string{"evtest": "1"}})
 	te.start(id)
-	te.wait(id)
+	te.Wait(id)
 	dec := json.NewDecoder(resp.Body)
 	seen := map[string]eventMessage{}
 	for len(seen) < 3 {
@@ -492,31 +492,31 @@ func testEvents(t *testing.T, te *testEngine) {
 	}
 
 	// Past events with stream=false, filtered by container and event.
-	body := te.must(http.StatusOK, "GET", `/events?stream=false&filters=`+url.QueryEscape(`{"container":["`+id[:12]+`"],"event":["died"]}`), nil)
+	body := te.Must(http.StatusOK, "GET", `/events?stream=false&filters=`+url.QueryEscape(`{"container":["`+id[:12]+`"],"event":["died"]}`), nil)
 	lines := strings.Split(strings.TrimSpace(string(body)), "\n")
 	if len(lines) != 1 || !strings.Contains(lines[0], `"Action":"died"`) {
 		t.Fatalf("past died events: %s", body)
 	}
 	since := url.QueryEscape(time.Now().Add(time.Hour).Format(time.RFC3339))
-	if body := te.must(http.StatusOK, "GET", "/events?stream=false&since="+since, nil); len(bytes.TrimSpace(body)) != 0 {
+	if body := te.Must(http.StatusOK, "GET", "/events?stream=false&since="+since, nil); len(bytes.TrimSpace(body)) != 0 {
 		t.Fatalf("events since the future: %s", body)
 	}
 	for _, bad := range []string{`?filters={"bogus":["x"]}`, `?filters=notjson`, `?since=whenever`} {
-		if status, _ := te.do("GET", "/events"+bad, nil); status != http.StatusBadRequest {
+		if status, _ := te.Do("GET", "/events"+bad, nil); status != http.StatusBadRequest {
 			t.Errorf("events%s: %d, want 400", bad, status)
 		}
 	}
 }
 
 func testHealthcheck(t *testing.T, te *testEngine) {
-	id := te.create(map[string]any{
+	id := te.Create(map[string]any{
 		"name":    "hc",
 		"command": []string{"sleep", "600"},
 		"healthconfig": map[string]any{
 			"Test": []string{"CMD-SHELL", "test -f /tmp/ok"}, "Interval": int64(300 * time.Millisecond), "Retries": 2, "Timeout": int64(5 * time.Second),
 		},
 	})
-	if status, _ := te.do("GET", "/containers/hc/healthcheck", nil); status != http.StatusConflict {
+	if status, _ := te.Do("GET", "/containers/hc/healthcheck", nil); status != http.StatusConflict {
 		t.Fatalf("healthcheck of a container that is not running: %d", status)
 	}
 	te.start(id)
@@ -525,7 +525,7 @@ func testHealthcheck(t *testing.T, te *testEngine) {
 		FailingStreak int
 		Log           []struct{ ExitCode int }
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/hc/healthcheck", nil), &res)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/hc/healthcheck", nil), &res)
 	if res.Status != "unhealthy" || len(res.Log) == 0 || res.Log[len(res.Log)-1].ExitCode != 1 {
 		t.Fatalf("failing check %+v", res)
 	}
@@ -539,7 +539,7 @@ func testHealthcheck(t *testing.T, te *testEngine) {
 				}
 			}
 		}
-		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/hc/json", nil), &d)
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/hc/json", nil), &d)
 		return d.State.Health.Status, d.State.Health.FailingStreak
 	}
 	deadline := time.Now().Add(15 * time.Second)
@@ -553,29 +553,29 @@ func testHealthcheck(t *testing.T, te *testEngine) {
 	if code != 0 {
 		t.Fatalf("touch exited %d", code)
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/hc/healthcheck", nil), &res)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/hc/healthcheck", nil), &res)
 	if res.Status != "healthy" || res.FailingStreak != 0 {
 		t.Fatalf("passing check %+v", res)
 	}
 	if status, streak := health(); status != "healthy" || streak != 0 {
 		t.Fatalf("state after passing check: %s %d", status, streak)
 	}
-	body := te.must(http.StatusOK, "GET", `/events?stream=false&filters=`+url.QueryEscape(`{"event":["health_status"],"container":["hc"]}`), nil)
+	body := te.Must(http.StatusOK, "GET", `/events?stream=false&filters=`+url.QueryEscape(`{"event":["health_status"],"container":["hc"]}`), nil)
 	if !strings.Contains(string(body), `"HealthStatus":"unhealthy"`) || !strings.Contains(string(body), `"HealthStatus":"healthy"`) {
 		t.Fatalf("health events: %s", body)
 	}
-	plain := te.create(map[string]any{"command": []string{"sleep", "600"}})
+	plain := te.Create(map[string]any{"command": []string{"sleep", "600"}})
 	te.start(plain)
-	if status, _ := te.do("GET", "/containers/"+plain+"/healthcheck", nil); status != http.StatusConflict {
+	if status, _ := te.Do("GET", "/containers/"+plain+"/healthcheck", nil); status != http.StatusConflict {
 		t.Fatalf("healthcheck without a healthconfig: %d", status)
 	}
-	if status, _ := te.do("GET", "/containers/nosuch/healthcheck", nil); status != http.StatusNotFound {
+	if status, _ := te.Do("GET", "/containers/nosuch/healthcheck", nil); status != http.StatusNotFound {
 		t.Fatalf("healthcheck of unknown container: %d", status)
 	}
 }
 
 func testRestartPolicy(t *testing.T, te *testEngine) {
-	id := te.create(map[string]any{"command": []string{"sh", "-c", "echo ran; exit 3"}, "restart_policy": "on-failure", "restart_tries": 2})
+	id := te.Create(map[string]any{"command": []string{"sh", "-c", "echo ran; exit 3"}, "restart_policy": "on-failure", "restart_tries": 2})
 	te.start(id)
 	var d struct {
 		RestartCount int
@@ -586,7 +586,7 @@ func testRestartPolicy(t *testing.T, te *testEngine) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
 		if d.RestartCount == 2 && d.State.Status == "exited" {
 			break
 		}
@@ -599,7 +599,7 @@ func testRestartPolicy(t *testing.T, te *testEngine) {
 	deadline = time.Now().Add(20 * time.Second)
 	for {
 		out, _ := readLogs(t, te, "/containers/"+id+"/logs?stdout=true")
-		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
 		if out == "ran\nran\nran\n" && d.State.Status == "exited" {
 			break
 		}
@@ -610,20 +610,20 @@ func testRestartPolicy(t *testing.T, te *testEngine) {
 	}
 	// Give a fourth run the chance to happen wrongly.
 	time.Sleep(time.Second)
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
 	if d.RestartCount != 2 || d.State.ExitCode != 3 || d.State.Status != "exited" {
 		t.Fatalf("after the retry limit: %+v", d)
 	}
-	if status, _ := te.do("POST", "/containers/"+id+"/shouldrestart", nil); status != http.StatusNotFound {
+	if status, _ := te.Do("POST", "/containers/"+id+"/shouldrestart", nil); status != http.StatusNotFound {
 		t.Fatalf("shouldrestart past the limit: %d", status)
 	}
 
 	// always: restarted after a clean exit, but not after a user's stop.
-	always := te.create(map[string]any{"command": []string{"sh", "-c", "sleep 2"}, "restart_policy": "always"})
+	always := te.Create(map[string]any{"command": []string{"sh", "-c", "sleep 2"}, "restart_policy": "always"})
 	te.start(always)
 	deadline = time.Now().Add(20 * time.Second)
 	for {
-		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+always+"/json", nil), &d)
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+always+"/json", nil), &d)
 		// Stop it while it runs again, not in the pause between runs.
 		if d.RestartCount >= 1 && d.State.Status == "running" {
 			break
@@ -633,9 +633,9 @@ func testRestartPolicy(t *testing.T, te *testEngine) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/"+always+"/stop?timeout=0", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+always+"/stop?timeout=0", nil)
 	time.Sleep(1500 * time.Millisecond)
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+always+"/json", nil), &d)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+always+"/json", nil), &d)
 	if d.State.Status != "exited" {
 		t.Fatalf("stopped always-container came back: %+v", d)
 	}
@@ -653,7 +653,7 @@ func testPodmanClient(t *testing.T, te *testEngine) {
 	}
 	run := func(args ...string) (string, int) {
 		t.Helper()
-		cmd := exec.Command(podman, append([]string{"--remote", "--url", "tcp://" + te.addr}, args...)...)
+		cmd := exec.Command(podman, append([]string{"--remote", "--url", "tcp://" + te.Addr}, args...)...)
 		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 		out, err := cmd.CombinedOutput()
 		code := 0
@@ -691,13 +691,13 @@ func testPodmanClient(t *testing.T, te *testEngine) {
 	}
 	// Interactive, on a real terminal: run -it and exec -it.
 	for _, args := range [][]string{{"run", "-it", "--rm", "busybox", "sh"}, {"exec", "-it", "pc", "sh"}} {
-		out, code := runOnTerminal(t, podman, append([]string{"--remote", "--url", "tcp://" + te.addr}, args...), "stty size; exit 3\n")
+		out, code := runOnTerminal(t, podman, append([]string{"--remote", "--url", "tcp://" + te.Addr}, args...), "stty size; exit 3\n")
 		if code != 3 || !strings.Contains(out, "24 80") {
 			t.Fatalf("podman %v on a terminal: exit %d, output %q", args, code, out)
 		}
 	}
 	// The client relies on a buffered reader: a quick stdin round trip.
-	cmd := exec.Command(podman, "--remote", "--url", "tcp://"+te.addr, "exec", "-i", "pc", "cat")
+	cmd := exec.Command(podman, "--remote", "--url", "tcp://"+te.Addr, "exec", "-i", "pc", "cat")
 	cmd.Stdin = bufio.NewReader(strings.NewReader("through stdin\n"))
 	if out, err := cmd.Output(); err != nil || string(out) != "through stdin\n" {
 		t.Fatalf("exec -i: %q %v", out, err)
