@@ -5,9 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net/http"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,11 +22,8 @@ import (
 // podmanEngine is a client of the reference Podman service with the test
 // image loaded.
 func podmanEngine(b *testing.B) *testEngine {
-	u := benchtest.PodmanURL(b)
-	te := &testEngine{Engine: enginetest.Attach(b, strings.TrimPrefix(u, "tcp://"))}
+	te := &testEngine{Engine: enginetest.AttachPodman(b, benchtest.PodmanURL(b), busyboxImage())}
 	te.Client.Timeout = 2 * time.Minute
-	te.Load(busyboxImage())
-	b.Cleanup(func() { enginetest.RemoveAll(te.Do) })
 	return te
 }
 
@@ -52,13 +46,7 @@ func benchEngine(b *testing.B) *testEngine {
 // containers rlimits above this machine's hard limits unless asked.
 func benchSpec(cmd ...string) map[string]any {
 	spec := map[string]any{"image": "localhost/busybox:latest", "command": cmd}
-	var rl []map[string]any
-	for _, l := range []struct{ env, typ string }{{"BERTH_BENCH_RLIMIT_NOFILE", "nofile"}, {"BERTH_BENCH_RLIMIT_NPROC", "nproc"}} {
-		if v, err := strconv.ParseUint(os.Getenv(l.env), 10, 64); err == nil {
-			rl = append(rl, map[string]any{"type": l.typ, "hard": v, "soft": v})
-		}
-	}
-	if rl != nil {
+	if rl := benchtest.RLimits(); rl != nil {
 		spec["r_limits"] = rl
 	}
 	return spec
@@ -91,25 +79,11 @@ func BenchmarkRunTrueBridge(b *testing.B) {
 	const rounds = 10
 	runCycle(berth)
 	runCycle(podman)
-	var bs, ps []time.Duration
-	b.ResetTimer()
-	// Alternating runs see the same machine load; the pauses let Podman's
-	// background cleanup (and Berth's) finish before the next measurement.
-	for i := 0; i < b.N; i++ {
-		for j := 0; j < rounds; j++ {
-			bs = append(bs, runCycle(berth))
-			time.Sleep(500 * time.Millisecond)
-			ps = append(ps, runCycle(podman))
-			time.Sleep(500 * time.Millisecond)
-		}
-	}
-	b.StopTimer()
-	mb, mp := benchtest.Median(bs), benchtest.Median(ps)
-	ratio := float64(mb) / float64(mp)
-	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
-	b.ReportMetric(float64(mp.Microseconds())/1000, "podman-ms")
-	b.ReportMetric(ratio, "ratio")
-	fmt.Printf("run true on the default bridge: berth median %v, podman median %v, ratio %.3f (goal <= 0.3) over %d runs each\n", mb, mp, ratio, len(bs))
+	// The pauses let Podman's background cleanup (and Berth's) finish
+	// before the next measurement.
+	bs, ps := benchtest.Alternate(b, rounds, [2]time.Duration{500 * time.Millisecond, 500 * time.Millisecond},
+		func(int) time.Duration { return runCycle(berth) }, func(int) time.Duration { return runCycle(podman) })
+	benchtest.Report(b, "run true on the default bridge", "goal <= 0.3", "runs", bs, ps)
 }
 
 // listThroughput issues GET /networks/json from 4 clients for d and answers

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,13 +23,12 @@ type testEngine struct {
 
 // networkOptions are the options of the network tests' engines: netavark,
 // aardvark-dns and iptables, containers on the bridge network by default,
-// the busybox image with the network applets, and nothing of the test's
-// networks left on the host once the engine stopped.
+// the busybox image with the network applets. Start's cleanup fails the
+// test for anything of its networks left on the host (NetworkLeaks).
 func networkOptions() enginetest.Options {
 	img := busyboxImage()
 	return enginetest.Options{What: "network tests", Bridged: true, Image: &img,
-		Needs:     []string{enginetest.Netavark, enginetest.AardvarkDNS, "iptables"},
-		AfterStop: func(e *enginetest.Engine) { (&testEngine{Engine: e}).assertNoLeftovers() }}
+		Needs: []string{enginetest.Netavark, enginetest.AardvarkDNS, "iptables"}}
 }
 
 // busyboxImage is the test image: busybox with the network applets and
@@ -54,27 +51,12 @@ func startEngine(t testing.TB) *testEngine {
 	return te
 }
 
-// assertNoLeftovers fails the test when a bridge, veth peer or firewall
-// rule of the test's networks, or a namespace file, is still there.
+// assertNoLeftovers fails the test when a bridge or firewall rule of the
+// test's networks, or a namespace file, is still there.
 func (te *testEngine) assertNoLeftovers() {
 	te.T.Helper()
-	out, _ := exec.Command("ip", "-o", "link", "show").Output()
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.Contains(line, te.Nets.BridgePrefix) {
-			te.T.Errorf("interface left behind: %s", line)
-		}
-	}
-	block := strings.TrimSuffix(te.Nets.SubnetPool[0], ".0/20")
-	for _, table := range []string{"nat", "filter"} {
-		rules, _ := exec.Command("iptables", "-t", table, "-S").Output()
-		for _, line := range strings.Split(string(rules), "\n") {
-			if strings.Contains(line, block+".") {
-				te.T.Errorf("firewall rule left behind in %s: %s", table, line)
-			}
-		}
-	}
-	if entries, _ := os.ReadDir(filepath.Join(te.Dir, "run", "netns")); len(entries) > 0 {
-		te.T.Errorf("network namespaces left behind: %v", entries)
+	for _, l := range te.NetworkLeaks() {
+		te.T.Errorf("left behind: %s", l)
 	}
 }
 

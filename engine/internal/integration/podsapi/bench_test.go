@@ -1,12 +1,8 @@
 package podsapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,11 +17,7 @@ import (
 // podmanEngine returns a client of the reference Podman service, with the
 // busybox test image loaded.
 func podmanEngine(b *testing.B) *testEngine {
-	u := benchtest.PodmanURL(b)
-	te := &testEngine{enginetest.Attach(b, strings.TrimPrefix(u, "tcp://"))}
-	te.Load(enginetest.BusyboxImage())
-	b.Cleanup(te.RemoveAll)
-	return te
+	return &testEngine{enginetest.AttachPodman(b, benchtest.PodmanURL(b), enginetest.BusyboxImage())}
 }
 
 // podCycle creates, starts and force-removes one empty pod. With network
@@ -65,53 +57,10 @@ func benchPodCycle(b *testing.B, berth *testEngine, network bool) {
 	const rounds = 9
 	podCycle(berth, -1, network) // warm up both (the infra image, first mounts, the bridge)
 	podCycle(podman, -1, network)
-	var bs, ps []time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for j := 0; j < rounds; j++ {
-			n := i*rounds + j
-			bs = append(bs, podCycle(berth, n, network))
-			time.Sleep(200 * time.Millisecond)
-			ps = append(ps, podCycle(podman, n, network))
-			time.Sleep(500 * time.Millisecond)
-		}
-	}
-	b.StopTimer()
-	mb, mp := benchtest.Median(bs), benchtest.Median(ps)
-	ratio := float64(mb) / float64(mp)
-	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
-	b.ReportMetric(float64(mp.Microseconds())/1000, "podman-ms")
-	b.ReportMetric(ratio, "ratio")
-	fmt.Printf("pod create+start+rm -f (network %v): berth median %v, podman median %v, ratio %.3f (goal <= 0.3) over %d runs each\n", network, mb, mp, ratio, len(bs))
-}
-
-// podListThroughput issues GET /pods/json from 4 clients for d and returns
-// complete listings per second.
-func podListThroughput(te *testEngine, want int, d time.Duration) float64 {
-	var n atomic.Int64
-	deadline := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			client := &http.Client{}
-			for time.Now().Before(deadline) {
-				resp, err := client.Get(te.URL + "/pods/json")
-				if err != nil {
-					return
-				}
-				var list []json.RawMessage
-				json.NewDecoder(resp.Body).Decode(&list)
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK && len(list) >= want {
-					n.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(n.Load()) / d.Seconds()
+	bs, ps := benchtest.Alternate(b, rounds, [2]time.Duration{200 * time.Millisecond, 500 * time.Millisecond},
+		func(n int) time.Duration { return podCycle(berth, n, network) },
+		func(n int) time.Duration { return podCycle(podman, n, network) })
+	benchtest.Report(b, fmt.Sprintf("pod create+start+rm -f (network %v)", network), "goal <= 0.3", "runs", bs, ps)
 }
 
 // BenchmarkPodListVsPodman: pod ps with 50 pods of 2 containers (the infra
@@ -131,8 +80,8 @@ func BenchmarkPodListVsPodman(b *testing.B) {
 	b.ResetTimer()
 	var rb, rp float64
 	for i := 0; i < b.N; i++ {
-		rb = podListThroughput(berth, pods, 2*time.Second)
-		rp = podListThroughput(podman, pods, 2*time.Second)
+		rb = benchtest.ListThroughput(berth.URL+"/pods/json", pods, 2*time.Second)
+		rp = benchtest.ListThroughput(podman.URL+"/pods/json", pods, 2*time.Second)
 	}
 	b.StopTimer()
 	if rp == 0 {

@@ -4,10 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,8 +21,7 @@ import (
 func BenchmarkQuadletActivationVsPodman(b *testing.B) {
 	u := benchtest.PodmanURL(b)
 	berth := startEngine(b)
-	podman := &testEngine{enginetest.Attach(b, strings.TrimPrefix(u, "tcp://"))}
-	podman.Load(enginetest.BusyboxImage())
+	podman := &testEngine{enginetest.AttachPodman(b, u, enginetest.BusyboxImage())}
 
 	unit := "[Container]\nImage=localhost/busybox:latest\nNetwork=none\nExec=sleep 1000\nStopTimeout=0\n"
 	berthCycle := func(n int) time.Duration {
@@ -38,13 +33,7 @@ func BenchmarkQuadletActivationVsPodman(b *testing.B) {
 	}
 	spec := map[string]any{"image": "localhost/busybox:latest", "command": []string{"sleep", "1000"},
 		"netns": map[string]string{"nsmode": "none"}, "stop_timeout": 0}
-	var rl []map[string]any
-	for _, l := range []struct{ env, typ string }{{"BERTH_BENCH_RLIMIT_NOFILE", "nofile"}, {"BERTH_BENCH_RLIMIT_NPROC", "nproc"}} {
-		if v, err := strconv.ParseUint(os.Getenv(l.env), 10, 64); err == nil {
-			rl = append(rl, map[string]any{"type": l.typ, "hard": v, "soft": v})
-		}
-	}
-	if rl != nil {
+	if rl := benchtest.RLimits(); rl != nil {
 		spec["r_limits"] = rl
 	}
 	podmanCycle := func(n int) time.Duration {
@@ -61,24 +50,6 @@ func BenchmarkQuadletActivationVsPodman(b *testing.B) {
 	berthCycle(-1)
 	podmanCycle(-1)
 	const rounds = 7
-	var bs, ps []time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for j := 0; j < rounds; j++ {
-			n := i*rounds + j
-			bs = append(bs, berthCycle(n))
-			time.Sleep(200 * time.Millisecond)
-			ps = append(ps, podmanCycle(n))
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-	b.StopTimer()
-	slices.Sort(bs)
-	slices.Sort(ps)
-	mb, mp := bs[len(bs)/2], ps[len(ps)/2]
-	ratio := float64(mb) / float64(mp)
-	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
-	b.ReportMetric(float64(mp.Microseconds())/1000, "podman-ms")
-	b.ReportMetric(ratio, "ratio")
-	fmt.Printf("quadlet activate+force-remove of a .container vs podman create+start+rm -f: berth median %v, podman median %v, ratio %.3f over %d runs each\n", mb, mp, ratio, len(bs))
+	bs, ps := benchtest.Alternate(b, rounds, [2]time.Duration{200 * time.Millisecond, 200 * time.Millisecond}, berthCycle, podmanCycle)
+	benchtest.Report(b, "quadlet activate+force-remove of a .container vs podman create+start+rm -f", "", "runs", bs, ps)
 }

@@ -5,8 +5,14 @@
 package benchtest
 
 import (
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -36,4 +42,87 @@ func Median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// RLimits are the rlimits hack/bench.sh lets containers ask for
+// (BERTH_BENCH_RLIMIT_NOFILE and _NPROC, the Podman service's own) as a
+// create request's r_limits; nil when neither is set. Podman gives
+// containers rlimits above this machine's hard limits unless the request
+// carries them.
+func RLimits() []map[string]any {
+	var rl []map[string]any
+	for _, l := range []struct{ env, typ string }{{"BERTH_BENCH_RLIMIT_NOFILE", "nofile"}, {"BERTH_BENCH_RLIMIT_NPROC", "nproc"}} {
+		if v, err := strconv.ParseUint(os.Getenv(l.env), 10, 64); err == nil {
+			rl = append(rl, map[string]any{"type": l.typ, "hard": v, "soft": v})
+		}
+	}
+	return rl
+}
+
+// Alternate measures berth and podman in turns, rounds pairs for each of
+// b.N iterations (n counts the pairs), sleeping pauses[0] after each of
+// berth's measurements and pauses[1] after podman's, with the benchmark's
+// timer running only meanwhile. Alternating runs see the same machine load;
+// the pauses let background work (Podman's "container cleanup" process per
+// exit, say) finish before the next measurement.
+func Alternate(b *testing.B, rounds int, pauses [2]time.Duration, berth, podman func(n int) time.Duration) (bs, ps []time.Duration) {
+	b.Helper()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < rounds; j++ {
+			n := i*rounds + j
+			bs = append(bs, berth(n))
+			time.Sleep(pauses[0])
+			ps = append(ps, podman(n))
+			time.Sleep(pauses[1])
+		}
+	}
+	b.StopTimer()
+	return bs, ps
+}
+
+// Report reports both medians (berth-ms, podman-ms) and berth's as a
+// fraction of podman's (ratio), and prints them on one line: "WHAT: berth
+// median B, podman median P, ratio R (GOAL) over N UNIT each".
+func Report(b *testing.B, what, goal, unit string, bs, ps []time.Duration) {
+	b.Helper()
+	mb, mp := Median(bs), Median(ps)
+	ratio := float64(mb) / float64(mp)
+	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
+	b.ReportMetric(float64(mp.Microseconds())/1000, "podman-ms")
+	b.ReportMetric(ratio, "ratio")
+	if goal != "" {
+		goal = " (" + goal + ")"
+	}
+	fmt.Printf("%s: berth median %v, podman median %v, ratio %.3f%s over %d %s each\n", what, mb, mp, ratio, goal, len(bs), unit)
+}
+
+// ListThroughput issues GET url from 4 clients for d and answers the
+// complete listings per second: answers of 200 holding a JSON array of at
+// least want entries.
+func ListThroughput(url string, want int, d time.Duration) float64 {
+	var n atomic.Int64
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := &http.Client{}
+			for time.Now().Before(deadline) {
+				resp, err := client.Get(url)
+				if err != nil {
+					return
+				}
+				var list []json.RawMessage
+				json.NewDecoder(resp.Body).Decode(&list)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK && len(list) >= want {
+					n.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n.Load()) / d.Seconds()
 }

@@ -381,3 +381,14 @@ func (e *Engine) PodmanStdout(args ...string) string {
 func (e *Engine) PodmanCommand(args ...string) *exec.Cmd {
 	return exec.Command("podman", append([]string{"--remote", "--url", "tcp://" + e.Addr}, args...)...)
 }
+
+// AttachPodman is a client of the Podman service at url (tcp://HOST:PORT, as
+// hack/bench.sh exports it) with img loaded; every object of it is removed
+// at cleanup.
+func AttachPodman(t testing.TB, url string, img testimage.Image) *Engine {
+	t.Helper()
+	e := Attach(t, strings.TrimPrefix(url, "tcp://"))
+	e.Load(img)
+	t.Cleanup(e.RemoveAll)
+	return e
+}

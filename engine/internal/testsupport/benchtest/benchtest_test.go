@@ -1,0 +1,67 @@
+package benchtest
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+func TestRLimits(t *testing.T) {
+	t.Setenv("BERTH_BENCH_RLIMIT_NOFILE", "1024")
+	t.Setenv("BERTH_BENCH_RLIMIT_NPROC", "")
+	rl := RLimits()
+	if len(rl) != 1 || rl[0]["type"] != "nofile" || rl[0]["hard"] != uint64(1024) || rl[0]["soft"] != uint64(1024) {
+		t.Fatalf("RLimits with NOFILE alone: %v", rl)
+	}
+	t.Setenv("BERTH_BENCH_RLIMIT_NOFILE", "")
+	if rl := RLimits(); rl != nil {
+		t.Fatalf("RLimits without the variables: %v", rl)
+	}
+}
+
+func TestAlternateAndMedian(t *testing.T) {
+	var order []string
+	var bs, ps []time.Duration
+	testing.Benchmark(func(b *testing.B) {
+		order = nil
+		bs, ps = Alternate(b, 3, [2]time.Duration{}, func(n int) time.Duration {
+			order = append(order, "b")
+			return time.Duration(n)
+		}, func(n int) time.Duration {
+			order = append(order, "p")
+			return time.Duration(10 * n)
+		})
+	})
+	if len(bs) == 0 || len(bs) != len(ps) || len(order) != 2*len(bs) {
+		t.Fatalf("%d berth and %d podman measurements in order %v", len(bs), len(ps), order)
+	}
+	for i, who := range order {
+		if want := []string{"b", "p"}[i%2]; who != want {
+			t.Fatalf("measurement %d was %s's, want %s's: %v", i, who, want, order)
+		}
+	}
+	if bs[0] != 0 || ps[2] != 20 {
+		t.Fatalf("rounds not numbered: %v %v", bs, ps)
+	}
+	if m := Median([]time.Duration{4, 1, 3, 2}); m != 3 {
+		t.Fatalf("median of 1..4 = %v, want the upper middle 3", m)
+	}
+}
+
+func TestListThroughput(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/short" {
+			w.Write([]byte(`[1]`))
+			return
+		}
+		w.Write([]byte(`[1,2,3]`))
+	}))
+	defer srv.Close()
+	if r := ListThroughput(srv.URL+"/whole", 3, 200*time.Millisecond); r <= 0 {
+		t.Fatalf("no complete listing counted: %v/s", r)
+	}
+	if r := ListThroughput(srv.URL+"/short", 3, 200*time.Millisecond); r != 0 {
+		t.Fatalf("short listings counted: %v/s", r)
+	}
+}
