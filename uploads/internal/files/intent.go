@@ -141,3 +141,11 @@ func (t *Tree) Settle(id string, g Guard) error {
 		return u, nil
 	})
 }
+
+// Recount books the usage measured on disk for upload id under g's lock, whatever the
+// books say.
+func (t *Tree) Recount(id string, g Guard) error {
+	unlock := t.lock(id)
+	defer unlock()
+	return g.Locked(func(Usage, int64) (Usage, error) { return t.Usage(id) })
+}

@@ -166,6 +166,12 @@ func (t *Tree) TempBytes(id string) int64 {
 	return total
 }
 
+// Exists reports whether upload id has a tree (false only when it surely has none).
+func (t *Tree) Exists(id string) bool {
+	_, err := os.Lstat(filepath.Join(t.base, id, filesDir))
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
 // Dir is the absolute directory holding the files of upload id.
 func (t *Tree) Dir(id string) string { return filepath.Join(t.base, id, filesDir) }
 

@@ -49,11 +49,17 @@ type Sweeper struct {
 	Grace time.Duration
 	// Space, when set, gets its headroom reserve made again once there is room.
 	Space *files.Space
+
+	// rowsChecked is set once a sweep has looked at every row for its tree.
+	rowsChecked bool
 }
 
 // Report counts what one sweep repaired.
 type Report struct {
 	Deleted, Orphans, Settled int
+	// Completed counts rows found without a tree (a create that died halfway in a version
+	// that made the row first), given their empty tree.
+	Completed int
 }
 
 // Sweep finishes tombstoned deletions, removes trees without a row and settles the books
@@ -71,6 +77,16 @@ func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
 			continue
 		}
 		r.Deleted++
+	}
+
+	if !s.rowsChecked {
+		n, err := s.completeCreates(ctx)
+		r.Completed += n
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			s.rowsChecked = true
+		}
 	}
 
 	trees, err := s.Tree.Trees()
@@ -127,6 +143,35 @@ func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
 	return r, errors.Join(errs...)
 }
 
+// completeCreates gives every row without a tree (none is made any more, but an older
+// version made the row before the tree) its empty tree, and books what it holds. It runs
+// once per process: it reads every row.
+func (s *Sweeper) completeCreates(ctx context.Context) (int, error) {
+	done := 0
+	for off := 0; ; off += 500 {
+		page, _, err := s.Store.List(ctx, 500, off)
+		if err != nil {
+			return done, err
+		}
+		for _, u := range page {
+			id := u.ID.String()
+			if s.Tree.Exists(id) {
+				continue
+			}
+			if err := s.Tree.Create(id); err != nil {
+				return done, err
+			}
+			if err := s.Tree.Recount(id, guard.New(ctx, s.Store, u.ID, files.Limits{})); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return done, err
+			}
+			done++
+		}
+		if len(page) < 500 {
+			return done, nil
+		}
+	}
+}
+
 // Run sweeps at once and then every interval until ctx is done, logging what it did.
 func (s *Sweeper) Run(ctx context.Context, every time.Duration) {
 	tick := time.NewTicker(every)
@@ -137,7 +182,7 @@ func (s *Sweeper) Run(ctx context.Context, every time.Duration) {
 			s.Logger.Warn("sweeping uploads failed", "err", err)
 		}
 		if r != (Report{}) {
-			s.Logger.Info("swept uploads", "deletionsFinished", r.Deleted, "orphanTreesRemoved", r.Orphans, "booksSettled", r.Settled)
+			s.Logger.Info("swept uploads", "deletionsFinished", r.Deleted, "orphanTreesRemoved", r.Orphans, "booksSettled", r.Settled, "createsCompleted", r.Completed)
 		}
 		select {
 		case <-ctx.Done():

@@ -89,19 +89,31 @@ func TestSweepRepairsWhatCrashesLeave(t *testing.T) {
 				t.Fatal(err)
 			}
 
+			// A create of an older version killed between the row and the tree.
+			treeless := uuid.New()
+			if _, err := st.Insert(ctx, treeless); err != nil {
+				t.Fatal(err)
+			}
+
 			healthy := newUpload(3)
 			sw := &janitor.Sweeper{Store: st, Tree: tree, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Grace: -time.Hour}
 			r, err := sw.Sweep(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r != (janitor.Report{Deleted: 1, Orphans: 1, Settled: 1}) {
+			if r != (janitor.Report{Deleted: 1, Orphans: 1, Settled: 1, Completed: 1}) {
 				t.Fatalf("report %+v", r)
 			}
 			for _, id := range []uuid.UUID{deleting, orphan} {
 				if _, err := os.Stat(filepath.Join(dataDir, "uploads", id.String())); !errors.Is(err, os.ErrNotExist) {
 					t.Fatalf("tree of %s still there: %v", id, err)
 				}
+			}
+			if !tree.Exists(treeless.String()) {
+				t.Fatal("the row without a tree got none")
+			}
+			if u, err := tree.Usage(treeless.String()); err != nil || u != (files.Usage{}) {
+				t.Fatalf("completed tree: %+v %v", u, err)
 			}
 			rows, err := st.Lookup(ctx, []uuid.UUID{deleting, orphan, unbooked, healthy})
 			if err != nil || len(rows) != 2 {
