@@ -5,12 +5,12 @@ go 1.26.0
 replace github.com/berth-project/berth/shared => ../shared
 
 require (
+	github.com/berth-project/berth/shared v0.0.0
 	github.com/berth-project/berth/uploads v0.0.0
 	github.com/pact-foundation/pact-go/v2 v2.4.2
 )
 
 require (
-	github.com/berth-project/berth/shared v0.0.0 // indirect
 	github.com/hashicorp/go-version v1.7.0 // indirect
 	github.com/hashicorp/logutils v1.0.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect

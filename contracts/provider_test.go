@@ -17,9 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-project/berth/engine/testimage"
 	"github.com/pact-foundation/pact-go/v2/models"
 	"github.com/pact-foundation/pact-go/v2/provider"
+
+	"github.com/berth-project/berth/engine/testimage"
+	"github.com/berth-project/berth/shared/syncbuf"
 )
 
 // buildTags are the tags containers/image and containers/storage need; the
@@ -199,7 +201,7 @@ func (s *stateSetup) call(method, path string, body []byte) (int, string, error)
 // runningEngine is a berth-engine process started by a test.
 type runningEngine struct {
 	url    string
-	output *lockedBuffer
+	output *syncbuf.Buffer
 }
 
 func (e *runningEngine) log() string { return e.output.String() }
@@ -224,7 +226,7 @@ func startEngine(t *testing.T) *runningEngine {
 	}
 	port := freePort(t)
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	output := &lockedBuffer{}
+	output := &syncbuf.Buffer{}
 	cmd := exec.Command(binary,
 		"--listen", fmt.Sprintf("tcp://127.0.0.1:%d", port),
 		"--root", filepath.Join(state, "root"),
@@ -283,22 +285,4 @@ func freePort(t *testing.T) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// lockedBuffer collects a process's output safely across goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

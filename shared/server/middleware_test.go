@@ -15,11 +15,12 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/berth-project/berth/shared/syncbuf"
 )
 
 var (
@@ -28,28 +29,11 @@ var (
 	_ io.ReaderFrom = (*responseRecorder)(nil)
 )
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// records returns the JSON log records written so far.
-func (b *syncBuffer) records(t *testing.T) []map[string]any {
+// logRecords returns the JSON log records written so far.
+func logRecords(t *testing.T, b *syncbuf.Buffer) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var records []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
-		if line == "" {
-			continue
-		}
+	for _, line := range b.Lines() {
 		var record map[string]any
 		if err := json.Unmarshal([]byte(line), &record); err != nil {
 			t.Fatalf("log line %q: %v", line, err)
@@ -119,7 +103,7 @@ func TestRequestID(t *testing.T) {
 }
 
 func TestRecoverAnswersAndKeepsServing(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	logger := NewLogger(&logs, "json", slog.LevelInfo)
 	router := chi.NewRouter()
 	router.Get("/panic", func(w http.ResponseWriter, r *http.Request) {
@@ -157,7 +141,7 @@ func TestRecoverAnswersAndKeepsServing(t *testing.T) {
 			t.Fatalf("after panic: %q", body)
 		}
 	}
-	records := logs.records(t)
+	records := logRecords(t, &logs)
 	if len(records) != 3 {
 		t.Fatalf("%d log records, want one per panic: %v", len(records), records)
 	}
@@ -178,7 +162,7 @@ func TestRecoverDefaultAnswer(t *testing.T) {
 }
 
 func TestRecoverAbortsStartedResponse(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	logger := NewLogger(&logs, "json", slog.LevelInfo)
 	h := Recover(logger, nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "partial")
@@ -199,13 +183,13 @@ func TestRecoverAbortsStartedResponse(t *testing.T) {
 	if string(body) != "partial" {
 		t.Fatalf("body %q", body)
 	}
-	if records := logs.records(t); len(records) != 1 || records[0]["panic"] != "midway" {
+	if records := logRecords(t, &logs); len(records) != 1 || records[0]["panic"] != "midway" {
 		t.Fatalf("log %v", records)
 	}
 }
 
 func TestRecoverPassesErrAbortHandler(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	h := Recover(NewLogger(&logs, "json", slog.LevelInfo), nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}))
@@ -213,7 +197,7 @@ func TestRecoverPassesErrAbortHandler(t *testing.T) {
 		if recovered := recover(); recovered != http.ErrAbortHandler {
 			t.Fatalf("recovered %v, want http.ErrAbortHandler passed on", recovered)
 		}
-		if records := logs.records(t); len(records) != 0 {
+		if records := logRecords(t, &logs); len(records) != 0 {
 			t.Fatalf("ErrAbortHandler was logged: %v", records)
 		}
 	}()
@@ -221,7 +205,7 @@ func TestRecoverPassesErrAbortHandler(t *testing.T) {
 }
 
 func TestAccessLog(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	logger := NewLogger(&logs, "json", slog.LevelInfo)
 	router := chi.NewRouter()
 	router.Get("/v1/uploads/{uuid}", func(w http.ResponseWriter, r *http.Request) {
@@ -238,7 +222,7 @@ func TestAccessLog(t *testing.T) {
 		h.ServeHTTP(httptest.NewRecorder(), req)
 	}
 	var access []map[string]any
-	for _, rec := range logs.records(t) {
+	for _, rec := range logRecords(t, &logs) {
 		if rec["msg"] == "request" {
 			access = append(access, rec)
 		}
@@ -270,7 +254,7 @@ func TestAccessLog(t *testing.T) {
 }
 
 func TestHijackThroughFullChain(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	logger := NewLogger(&logs, "json", slog.LevelInfo)
 	metrics := NewMetrics("berth_test")
 	router := chi.NewRouter()
@@ -326,7 +310,7 @@ func TestHijackThroughFullChain(t *testing.T) {
 	// The access log is written by another layer of the chain than the
 	// one counting the request: it may come a moment later.
 	hijackLogged := func() bool {
-		for _, rec := range logs.records(t) {
+		for _, rec := range logRecords(t, &logs) {
 			if rec["msg"] == "request" && rec["hijacked"] == true && rec["path"] == "/containers/web/attach" {
 				return true
 			}
@@ -335,7 +319,7 @@ func TestHijackThroughFullChain(t *testing.T) {
 	}
 	for !hijackLogged() {
 		if time.Now().After(deadline) {
-			t.Fatalf("no hijacked access record in %v", logs.records(t))
+			t.Fatalf("no hijacked access record in %v", logRecords(t, &logs))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -447,7 +431,7 @@ func TestRecorderInformationalStatus(t *testing.T) {
 }
 
 func TestFileDownloadThroughFullChain(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	content := bytes.Repeat([]byte("0123456789abcdef"), 64*1024)
 	path := t.TempDir() + "/layer.tar"
 	if err := os.WriteFile(path, content, 0o644); err != nil {
@@ -476,7 +460,7 @@ func TestFileDownloadThroughFullChain(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		records := logs.records(t)
+		records := logRecords(t, &logs)
 		if len(records) == 1 {
 			if records[0]["bytes"] != float64(len(content)) || records[0]["status"] != float64(200) {
 				t.Fatalf("access record %v, want %d bytes, status 200", records[0], len(content))
@@ -501,7 +485,7 @@ func TestAccessLogProbesAtDebug(t *testing.T) {
 		{slog.LevelInfo, []string{"/readyz", "/v1/uploads"}},
 		{slog.LevelDebug, []string{"/_ping", "/v4.3.1/libpod/_ping", "/healthz", "/metrics", "/readyz", "/v1/uploads"}},
 	} {
-		var logs syncBuffer
+		var logs syncbuf.Buffer
 		logger := NewLogger(&logs, "json", tc.level)
 		router := chi.NewRouter()
 		for _, p := range []string{"/_ping", "/v4.3.1/libpod/_ping", "/healthz", "/metrics", "/v1/uploads"} {
@@ -513,7 +497,7 @@ func TestAccessLogProbesAtDebug(t *testing.T) {
 			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, p, nil))
 		}
 		var got []string
-		for _, rec := range logs.records(t) {
+		for _, rec := range logRecords(t, &logs) {
 			if rec["msg"] == "request" {
 				got = append(got, rec["path"].(string))
 			}

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,25 +20,8 @@ import (
 	"github.com/berth-project/berth/shared/apierror"
 	"github.com/berth-project/berth/shared/auth"
 	"github.com/berth-project/berth/shared/auth/authtest"
+	"github.com/berth-project/berth/shared/syncbuf"
 )
-
-// syncBuffer is a log both the engine and the test use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // freePort returns a TCP port of host that was free a moment ago.
 func freePort(t *testing.T, host string) string {
@@ -56,7 +38,7 @@ func freePort(t *testing.T, host string) string {
 // startEngine runs berth-engine in process with args (besides its state
 // directories and networks) until the test ends; it returns the address it
 // serves once it answers /_ping, and the log.
-func startEngine(t *testing.T, host string, args ...string) (addr string, log *syncBuffer) {
+func startEngine(t *testing.T, host string, args ...string) (addr string, log *syncbuf.Buffer) {
 	t.Helper()
 	enginetest.RequireRuntime(t, "engine authentication tests")
 	dir := t.TempDir()
@@ -66,7 +48,7 @@ func startEngine(t *testing.T, host string, args ...string) (addr string, log *s
 		enginetest.NetworkFlags(enginetest.UniqueNetworks(t))...)
 	argv = append(argv, args...)
 	ctx, cancel := context.WithCancel(context.Background())
-	log = &syncBuffer{}
+	log = &syncbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, argv, func(string) string { return "" }, io.Discard, log) }()
 	t.Cleanup(func() {
@@ -292,7 +274,7 @@ func TestPodmanThroughTLSProxy(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "engine.sock")
 	proxy := exec.Command("socat", "UNIX-LISTEN:"+sock+",fork",
 		"OPENSSL:"+host+":"+port+",cert="+certs.ClientCert+",key="+certs.ClientKey+",cafile="+certs.CA)
-	var proxyLog syncBuffer
+	var proxyLog syncbuf.Buffer
 	proxy.Stderr = &proxyLog
 	if err := proxy.Start(); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,36 +8,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/berth-project/berth/shared/buildinfo"
+	"github.com/berth-project/berth/shared/syncbuf"
 )
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // start runs the service in-process and returns its base URL and a stop function that
 // waits for run to return.
 func start(t *testing.T, env map[string]string, args ...string) (string, func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	errc := make(chan error, 1)
 	go func() {
 		errc <- run(ctx, append([]string{"berth-uploads", "--listen", "tcp://127.0.0.1:0"}, args...), func(k string) string { return env[k] }, stdout, stderr)

@@ -1,41 +1,16 @@
 package buildapi
 
 import (
-	"bytes"
 	"crypto/rand"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/shared/syncbuf"
 )
-
-// lockedBuffer is a log sink the engine's goroutines may share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// lastLine is the last log line that contains s.
-func (b *lockedBuffer) lastLine(s string) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	lines := strings.Split(b.buf.String(), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.Contains(lines[i], s) {
-			return lines[i]
-		}
-	}
-	return ""
-}
 
 // TestBigContextCachedRebuild builds the benchmark's context (a 20 MiB
 // file COPY'd, three RUNs): a nocache build records its steps for later
@@ -43,7 +18,7 @@ func (b *lockedBuffer) lastLine(s string) string {
 // under a second, and one changed byte in the big file reruns the COPY and
 // everything after it.
 func TestBigContextCachedRebuild(t *testing.T) {
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	e := startEngineLogging(t, slog.New(slog.NewTextHandler(&log, nil)))
 	big := make([]byte, 20<<20)
 	if _, err := rand.Read(big); err != nil {
@@ -58,7 +33,7 @@ func TestBigContextCachedRebuild(t *testing.T) {
 	if cold.status != http.StatusOK || cold.err != "" || strings.Contains(cold.output, "Using cache") {
 		t.Fatalf("cold build: %d %q\n%s", cold.status, cold.err, cold.output)
 	}
-	t.Logf("cold: %s", log.lastLine("build finished"))
+	t.Logf("cold: %s", log.LastLine("build finished"))
 
 	var best time.Duration
 	for i := 0; i < 3; i++ {
@@ -71,7 +46,7 @@ func TestBigContextCachedRebuild(t *testing.T) {
 		if best == 0 || took < best {
 			best = took
 		}
-		t.Logf("cached rebuild %v: %s", took, log.lastLine("build finished"))
+		t.Logf("cached rebuild %v: %s", took, log.LastLine("build finished"))
 	}
 	// The target is 0.2 s on an idle machine; shared test machines get
 	// a margin.
@@ -89,5 +64,5 @@ func TestBigContextCachedRebuild(t *testing.T) {
 	if strings.Count(before, "Using cache") != 0 || strings.Contains(after, "Using cache") || changed.id == cold.id {
 		t.Fatalf("one changed byte did not rerun the COPY and what follows:\n%s", changed.output)
 	}
-	t.Logf("changed byte: %s", log.lastLine("build finished"))
+	t.Logf("changed byte: %s", log.LastLine("build finished"))
 }

@@ -5,7 +5,6 @@
 package registrytest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,11 +14,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/berth-project/berth/shared/syncbuf"
 )
 
 // Binary is where Debian installs the distribution registry.
@@ -43,26 +43,7 @@ type Registry struct {
 
 	cmd  *exec.Cmd
 	done chan struct{}
-	log  *lockedBuffer
-}
-
-// lockedBuffer collects the registry's output; the process writes while a
-// failing test may read.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	log  *syncbuf.Buffer
 }
 
 // Require reports whether the registry binary exists. When it does not, the
@@ -127,7 +108,7 @@ func start(dir string, opts Options) (*Registry, error) {
 		return nil, err
 	}
 
-	r := &Registry{Host: host, Dir: dir, done: make(chan struct{}), log: &lockedBuffer{}}
+	r := &Registry{Host: host, Dir: dir, done: make(chan struct{}), log: &syncbuf.Buffer{}}
 	r.cmd = exec.Command(Binary, "serve", cfgPath)
 	r.cmd.Stdout = r.log
 	r.cmd.Stderr = r.log
