@@ -323,8 +323,13 @@ func (c *client) do(op, method, path string, body []byte, header ...string) (int
 			c.st.record("", op, -1, 0)
 			return -1, nil, false
 		}
-		b, _ := io.ReadAll(res.Body)
+		b, err := io.ReadAll(res.Body)
 		res.Body.Close()
+		if err != nil {
+			// The replica died while sending the body: the answer is lost, not short.
+			c.st.record("", op, -3, 0)
+			return -3, nil, false
+		}
 		c.st.record(c.phase.Load().(string), op, res.StatusCode, time.Since(start))
 		if res.StatusCode >= 500 && res.StatusCode != http.StatusServiceUnavailable {
 			c.st.fail("%s %s answered %d: %s", method, path, res.StatusCode, b)
@@ -407,7 +412,7 @@ func (c *client) step() {
 		p := keys[c.rng.IntN(len(keys))]
 		code, body, ok := c.do("GET", "GET", base+"/files/"+p, nil, "Accept", "application/octet-stream")
 		if ok && code == http.StatusOK && string(body) != c.model[p] {
-			c.st.fail("GET %s/%s: %d bytes, not the %d last written", c.upload, p, len(body), len(c.model[p]))
+			c.st.fail("GET %s/%s: %d bytes %q..., not the %d last written %q...", c.upload, p, len(body), body[:min(len(body), 60)], len(c.model[p]), c.model[p][:min(len(c.model[p]), 60)])
 		} else if ok && code != http.StatusOK && code != http.StatusServiceUnavailable {
 			c.st.fail("GET %s/%s answered %d %s", c.upload, p, code, body)
 		}
