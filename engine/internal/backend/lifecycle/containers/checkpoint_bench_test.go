@@ -1,0 +1,169 @@
+package containers_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+)
+
+// startBenchCRIUEngine is a Berth engine with the CRIU hack/bench.sh found
+// (the same one the Podman service has first in its PATH).
+func startBenchCRIUEngine(b *testing.B) *testEngine {
+	b.Helper()
+	benchtest.Require(b)
+	criu := enginetest.RequireCRIU(b)
+	return startEngine(b, func(c *engine.Config) { c.CRIU = criu })
+}
+
+// checkpointCycle checkpoints the running container id and restores it,
+// and returns how long the two requests took and how much of it the OCI
+// runtime (CRIU) took by the engine's own report.
+func checkpointCycle(te *testEngine, id string) (total, runtime time.Duration) {
+	var ck struct {
+		D int64 `json:"runtime_checkpoint_duration"`
+	}
+	var rs struct {
+		D int64 `json:"runtime_restore_duration"`
+	}
+	start := time.Now()
+	json.Unmarshal(te.must(http.StatusOK, "POST", "/containers/"+id+"/checkpoint", nil), &ck)
+	json.Unmarshal(te.must(http.StatusOK, "POST", "/containers/"+id+"/restore", nil), &rs)
+	return time.Since(start), time.Duration(ck.D+rs.D) * time.Microsecond
+}
+
+// BenchmarkCheckpointRestore: checkpoint + restore of a running busybox
+// container (netns none), Berth and Podman 4.3.1 alternating, both with
+// the same CRIU. Goal: Berth's median at most 0.5x Podman's.
+func BenchmarkCheckpointRestore(b *testing.B) {
+	berth := startBenchCRIUEngine(b)
+	podman := podmanEngine(b)
+	ids := map[*testEngine]string{}
+	for _, te := range []*testEngine{berth, podman} {
+		id := te.create(benchSpec("sh", "-c", "while true; do sleep 1; done"))
+		te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+		checkpointCycle(te, id) // warm up
+		ids[te] = id
+	}
+	const rounds = 8
+	var bs, ps, brt []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < rounds; j++ {
+			total, rt := checkpointCycle(berth, ids[berth])
+			bs, brt = append(bs, total), append(brt, rt)
+			time.Sleep(200 * time.Millisecond)
+			// Podman 4.3.1 reports no runtime durations without printStats.
+			total, _ = checkpointCycle(podman, ids[podman])
+			ps = append(ps, total)
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	b.StopTimer()
+	mb, mp := benchtest.Median(bs), benchtest.Median(ps)
+	ratio := float64(mb) / float64(mp)
+	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
+	b.ReportMetric(float64(mp.Microseconds())/1000, "podman-ms")
+	b.ReportMetric(ratio, "ratio")
+	// The runtime's share is CRIU's dump and restore, the same program
+	// for both engines: the floor under either engine's time.
+	fmt.Printf("checkpoint+restore busybox: berth median %v (of which runc/CRIU %v), podman median %v, ratio %.3f (goal <= 0.5) over %d runs each\n",
+		mb, benchtest.Median(brt), mp, ratio, len(bs))
+}
+
+// BenchmarkCheckpointExportImport64MiB: a container holding 64 MiB of
+// memory is checkpointed with export on one engine and imported on
+// another, against copying its checkpoint files (cp -r of CRIU's images).
+// Goal: export + import within 3x the copy.
+func BenchmarkCheckpointExportImport64MiB(b *testing.B) {
+	from := startBenchCRIUEngine(b)
+	to := startBenchCRIUEngine(b)
+	spec := benchSpec("sh", "-c", `x=$(head -c 67108864 /dev/zero | tr '\000' a); echo ready; while true; do sleep 1; done`)
+	spec["name"] = "big"
+	id := from.create(spec)
+	from.must(http.StatusNoContent, "POST", "/containers/big/start", nil)
+	from.waitLog(id, 1)
+	var d struct{ StaticDir string }
+	json.Unmarshal(from.must(http.StatusOK, "GET", "/containers/big/json", nil), &d)
+	dir := b.TempDir()
+	archive := filepath.Join(dir, "big.tar")
+
+	// moveOnce exports (leaving the container running for the next round)
+	// and imports under a new name; the import is removed afterwards.
+	n := 0
+	var restores []time.Duration
+	moveOnce := func() time.Duration {
+		n++
+		start := time.Now()
+		f, err := os.Create(archive)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp, err := http.Post(from.url+"/containers/big/checkpoint?export=true&leaveRunning=true", "", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(f, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("export: %d %v", resp.StatusCode, err)
+		}
+		resp.Body.Close()
+		f.Close()
+		in, err := os.Open(archive)
+		if err != nil {
+			b.Fatal(err)
+		}
+		name := "big" + strconv.Itoa(n)
+		var report struct {
+			D int64 `json:"runtime_restore_duration"`
+		}
+		json.Unmarshal(to.must(http.StatusOK, "POST", "/containers/import/restore?import=true&name="+name, in), &report)
+		in.Close()
+		took := time.Since(start)
+		restores = append(restores, time.Duration(report.D)*time.Microsecond)
+		to.must(http.StatusOK, "DELETE", "/containers/"+name+"?force=true&timeout=0", nil)
+		return took
+	}
+	// copyOnce copies the files of a checkpoint kept in place.
+	copyOnce := func() time.Duration {
+		from.must(http.StatusOK, "POST", "/containers/big/checkpoint?leaveRunning=true&keep=true", nil)
+		dst := filepath.Join(dir, "copy")
+		os.RemoveAll(dst)
+		start := time.Now()
+		if out, err := exec.Command("cp", "-r", filepath.Join(d.StaticDir, "checkpoint"), dst).CombinedOutput(); err != nil {
+			b.Fatalf("cp: %v %s", err, out)
+		}
+		return time.Since(start)
+	}
+	moveOnce()
+	copyOnce()
+	var ms, cs []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < 4; j++ {
+			ms = append(ms, moveOnce())
+			cs = append(cs, copyOnce())
+		}
+	}
+	b.StopTimer()
+	fi, _ := os.Stat(archive)
+	var size bytes.Buffer
+	fmt.Fprintf(&size, "%d MiB", fi.Size()>>20)
+	mm, mc := benchtest.Median(ms), benchtest.Median(cs)
+	ratio := float64(mm) / float64(mc)
+	b.ReportMetric(float64(mm.Microseconds())/1000, "move-ms")
+	b.ReportMetric(float64(mc.Microseconds())/1000, "copy-ms")
+	b.ReportMetric(ratio, "ratio")
+	fmt.Printf("export+import of a 64 MiB container (archive %s): median %v (of which CRIU's restore %v), copying its checkpoint files %v, ratio %.2f (goal <= 3) over %d runs\n",
+		size.String(), mm, benchtest.Median(restores), mc, ratio, len(ms))
+}
