@@ -80,9 +80,9 @@ func TestReadmePodmanCommands(t *testing.T) {
 	// Containers join the default bridge network, as they do for a user.
 	// CDI specs are read from cdi/ in the rows' working directory as well.
 	e := enginetest.Start(t, enginetest.Options{What: "the README's podman commands", Bridged: true,
-		Config: func(c *engine.Config) {
+		Config: func(e *enginetest.Engine, c *engine.Config) {
 			c.CRIU = criu
-			c.CDISpecDirs = []string{filepath.Join(filepath.Dir(c.Root), "work", "cdi")}
+			c.CDISpecDirs = []string{filepath.Join(e.Dir, "work", "cdi")}
 		}})
 	sh := newShell(t, e.Dir, podman, "tcp://"+e.Addr)
 	// Runs before the engine's cleanup: what the rows made goes through

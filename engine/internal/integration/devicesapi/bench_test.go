@@ -18,12 +18,12 @@ func (te *testEngine) runOnce(devices []map[string]string) time.Duration {
 		ID string `json:"Id"`
 	}
 	spec := map[string]any{"image": "localhost/busybox:latest", "command": []string{"true"}, "devices": devices}
-	if err := json.Unmarshal(te.must(http.StatusCreated, "POST", "/containers/create", spec), &out); err != nil {
-		te.t.Fatal(err)
+	if err := json.Unmarshal(te.Must(http.StatusCreated, "POST", "/containers/create", spec), &out); err != nil {
+		te.T.Fatal(err)
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/"+out.ID+"/start", nil)
-	te.must(http.StatusOK, "POST", "/containers/"+out.ID+"/wait", nil)
-	te.must(http.StatusOK, "DELETE", "/containers/"+out.ID, nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+out.ID+"/start", nil)
+	te.Must(http.StatusOK, "POST", "/containers/"+out.ID+"/wait", nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/"+out.ID, nil)
 	return time.Since(start)
 }
 

@@ -46,15 +46,15 @@ containerEdits:
 
 // setupExample writes the example spec and the directory it mounts.
 func (te *testEngine) setupExample() (hookOut string) {
-	te.t.Helper()
-	share := filepath.Join(te.dir, "share")
+	te.T.Helper()
+	share := filepath.Join(te.Dir, "share")
 	if err := os.MkdirAll(share, 0o755); err != nil {
-		te.t.Fatal(err)
+		te.T.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(share, "note.txt"), []byte("from the spec\n"), 0o644); err != nil {
-		te.t.Fatal(err)
+		te.T.Fatal(err)
 	}
-	hookOut = filepath.Join(te.dir, "hook-state.json")
+	hookOut = filepath.Join(te.Dir, "hook-state.json")
 	te.writeSpec("example.yaml", exampleSpec(share, hookOut))
 	return hookOut
 }
@@ -102,7 +102,7 @@ func TestPodmanRunCDIDevices(t *testing.T) {
 		t.Errorf("pod member with a CDI device:\n%s", out)
 	}
 
-	ctx := filepath.Join(te.dir, "ctx")
+	ctx := filepath.Join(te.Dir, "ctx")
 	os.MkdirAll(ctx, 0o755)
 	os.WriteFile(filepath.Join(ctx, "Containerfile"), []byte("FROM localhost/busybox\nRUN ls -l /dev/xnull > /built && echo \"env=$EXAMPLE_DEV\" >> /built && cat /opt/example/note.txt >> /built\n"), 0o644)
 	te.mustPodman("build", "--device", "example.com/dev=null", "-t", "localhost/cdibuild", ctx)
@@ -119,7 +119,7 @@ func TestPodmanRunCDIDevices(t *testing.T) {
 			} `json:"cdi"`
 		} `json:"host"`
 	}
-	if err := json.Unmarshal(te.must(http.StatusOK, "GET", "/info", nil), &info); err != nil {
+	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/info", nil), &info); err != nil {
 		t.Fatal(err)
 	}
 	names := fmt.Sprint(info.Host.CDI.Devices)
@@ -185,7 +185,7 @@ devices:
 		t.Errorf("a device of a malformed spec: err %v, want the file and field named (%s):\n%s", err, want, out)
 	}
 	for _, dev := range []string{"example.com/dev=nope", "example.com/dev=bad name", "example.com=null"} {
-		status, body := te.do("POST", "/containers/create", map[string]any{
+		status, body := te.Do("POST", "/containers/create", map[string]any{
 			"image": "localhost/busybox", "command": []string{"true"},
 			"devices": []map[string]string{{"path": "example.com/dev=null"}, {"path": dev}},
 		})
@@ -206,7 +206,7 @@ devices:
 			} `json:"cdi"`
 		} `json:"host"`
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/info", nil), &info)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/info", nil), &info)
 	if len(info.Host.CDI.Devices) != 2 || len(info.Host.CDI.Errors) != 1 || !strings.HasSuffix(info.Host.CDI.Errors[0].Spec, "broken.yaml") {
 		t.Errorf("info: want the two good devices and the broken spec named: %+v", info.Host.CDI)
 	}
@@ -234,7 +234,7 @@ spec:
         example.com/dev: %d
 `, name, n)
 	}
-	path := filepath.Join(te.dir, "one.yaml")
+	path := filepath.Join(te.Dir, "one.yaml")
 	os.WriteFile(path, []byte(yaml("gpu-one", 1)), 0o644)
 	te.mustPodman("kube", "play", path)
 	deadline := time.Now().Add(10 * time.Second)
@@ -251,7 +251,7 @@ spec:
 		t.Errorf("kube play with example.com/dev: 1:\n%s", logs)
 	}
 
-	path = filepath.Join(te.dir, "three.yaml")
+	path = filepath.Join(te.Dir, "three.yaml")
 	os.WriteFile(path, []byte(yaml("gpu-three", 3)), 0o644)
 	before := te.containerCount()
 	out, err := te.podman("kube", "play", path)

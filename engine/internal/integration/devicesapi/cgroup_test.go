@@ -26,7 +26,7 @@ func TestDeviceCgroupRule(t *testing.T) {
 	var inspect struct {
 		HostConfig struct{ DeviceCgroupRules []string }
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/ruled/json", nil), &inspect)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/ruled/json", nil), &inspect)
 	if got := inspect.HostConfig.DeviceCgroupRules; len(got) != 1 || got[0] != "c 10:229 rw" {
 		t.Errorf("inspect's HostConfig.DeviceCgroupRules: %q", got)
 	}
@@ -36,7 +36,7 @@ func TestDeviceCgroupRule(t *testing.T) {
 		{"allow": true, "type": "c", "major": 1, "minor": 3, "access": "rwx"},
 		{"allow": true, "type": "b", "major": -2, "access": "r"},
 	} {
-		status, body := te.do("POST", "/containers/create", map[string]any{
+		status, body := te.Do("POST", "/containers/create", map[string]any{
 			"image": "localhost/busybox", "command": []string{"true"}, "device_cgroup_rule": []any{rule},
 		})
 		var msg struct{ Message string }
@@ -64,7 +64,7 @@ func TestGroupAddKeepGroups(t *testing.T) {
 		{[]string{"keep-groups"}, "keep-groups needs crun"},
 		{[]string{"keep-groups", "wheel"}, "keep-groups cannot be combined with other groups"},
 	} {
-		status, body := te.do("POST", "/containers/create", map[string]any{
+		status, body := te.Do("POST", "/containers/create", map[string]any{
 			"image": "localhost/busybox", "command": []string{"id"}, "groups": tc.groups,
 		})
 		var msg struct{ Message string }

@@ -14,21 +14,21 @@ import (
 
 // makeRootfs lays out a root filesystem on the host: busybox as /bin/sh.
 func (te *testEngine) makeRootfs() string {
-	te.t.Helper()
-	dir := filepath.Join(te.dir, "rootfs")
+	te.T.Helper()
+	dir := filepath.Join(te.Dir, "rootfs")
 	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
-		te.t.Fatal(err)
+		te.T.Fatal(err)
 	}
 	data, err := os.ReadFile(testimage.BusyboxPath)
 	if err != nil {
-		te.t.Fatal(err)
+		te.T.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "bin", "busybox"), data, 0o755); err != nil {
-		te.t.Fatal(err)
+		te.T.Fatal(err)
 	}
 	for _, name := range []string{"sh", "cat", "echo", "ls", "sleep"} {
 		if err := os.Symlink("busybox", filepath.Join(dir, "bin", name)); err != nil {
-			te.t.Fatal(err)
+			te.T.Fatal(err)
 		}
 	}
 	return dir
@@ -109,7 +109,7 @@ func TestPodmanRunRootfs(t *testing.T) {
 	before := te.containerCount()
 	file := filepath.Join(rootfs, "plain.txt")
 	for _, tc := range []struct{ rootfs, want string }{
-		{filepath.Join(te.dir, "nope"), "invalid rootfs: " + filepath.Join(te.dir, "nope") + " does not exist"},
+		{filepath.Join(te.Dir, "nope"), "invalid rootfs: " + filepath.Join(te.Dir, "nope") + " does not exist"},
 		{file, "invalid rootfs: " + file + " is not a directory"},
 		{file + ":O", "invalid rootfs: " + file + " is not a directory"},
 	} {
@@ -123,7 +123,7 @@ func TestPodmanRunRootfs(t *testing.T) {
 		{"rootfs": "relative/dir", "command": []string{"true"}},
 		{"image": "localhost/busybox", "rootfs_overlay": true, "command": []string{"true"}},
 	} {
-		status, body := te.do("POST", "/containers/create", spec)
+		status, body := te.Do("POST", "/containers/create", spec)
 		var msg struct{ Message string }
 		json.Unmarshal(body, &msg)
 		if status != http.StatusBadRequest || !strings.HasPrefix(msg.Message, "invalid rootfs") {

@@ -53,8 +53,9 @@ type Options struct {
 	Network func(*engine.NetworkConfig)
 	// Args are more flags for an engine StartProcess runs.
 	Args []string
-	// Config, if set, adjusts the configuration of an engine Start serves.
-	Config func(*engine.Config)
+	// Config, if set, adjusts the configuration of an engine Start serves
+	// (its directories are made).
+	Config func(*Engine, *engine.Config)
 	// Logger receives the log of an engine Start serves; nil discards it.
 	Logger *slog.Logger
 	// NoImage starts the engine without an image (Image is ignored).
@@ -114,7 +115,7 @@ func Start(t testing.TB, o Options) *Engine {
 	e := prepare(t, o)
 	cfg := engine.Config{Root: e.Root, RunRoot: e.RunRoot, Runtime: "runc", Network: e.Nets}
 	if o.Config != nil {
-		o.Config(&cfg)
+		o.Config(e, &cfg)
 	}
 	var stop func()
 	e.Eng, e.Addr, stop = serve(t, o.Logger, cfg)
