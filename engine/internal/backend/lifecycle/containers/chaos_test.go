@@ -1,0 +1,547 @@
+package containers_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/engine/internal/backend/platform/mounts"
+	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
+)
+
+// The chaos loop (make soak; BERTH_CHAOS=DURATION): workers drive a mixed
+// workload against the real engine binary — containers with and without
+// --rm and restart policies, exec, logs, pods, volumes, networks with live
+// connect, image tags — while the test kills the engine with SIGKILL at
+// random and starts it again. Every answer goes into a ledger: an object
+// acknowledged as created must exist, one acknowledged as removed must not,
+// one whose request the kill cut may be either way, and nothing else may
+// appear. At the end the ledger is checked against the restarted engine,
+// restart policies must have been honoured, then everything is removed and
+// nothing may be left: objects, conmon or runc state, mounts, network
+// namespaces, cgroups, bridges, iptables rules.
+
+// Ledger states of an object.
+const (
+	present = "present"
+	absent  = "absent"
+	unknown = "unknown"
+)
+
+type ledger struct {
+	mu   sync.Mutex
+	objs map[string]string // "kind/name" -> state
+	// started holds the containers whose start was acknowledged, ids the
+	// IDs of every container created (for the cgroup check).
+	started map[string]bool
+	ids     []string
+}
+
+// created notes a container's ID from its create answer.
+func (l *ledger) created(body []byte) {
+	var out struct {
+		ID string `json:"Id"`
+	}
+	if json.Unmarshal(body, &out) == nil && out.ID != "" {
+		l.mu.Lock()
+		l.ids = append(l.ids, out.ID)
+		l.mu.Unlock()
+	}
+}
+
+func (l *ledger) start(c *chaosClient, name string) {
+	if st, _ := c.do("POST", "/containers/"+name+"/start", nil); st == http.StatusNoContent {
+		l.mu.Lock()
+		l.started[name] = true
+		l.mu.Unlock()
+	}
+}
+
+func (l *ledger) set(kind, name, state string) {
+	l.mu.Lock()
+	l.objs[kind+"/"+name] = state
+	l.mu.Unlock()
+}
+
+// pick returns a random object of kind in state present, or "".
+func (l *ledger) pick(r *rand.Rand, kind, prefix string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var names []string
+	for k, st := range l.objs {
+		if name, ok := strings.CutPrefix(k, kind+"/"); ok && st == present && strings.HasPrefix(name, prefix) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	slices.Sort(names)
+	return names[r.IntN(len(names))]
+}
+
+// chaosClient sends requests that a kill may cut: a transport error is an
+// answer of status 0.
+type chaosClient struct {
+	base               string
+	client             *http.Client
+	requests, answered atomic.Int64
+}
+
+func (c *chaosClient) do(method, path string, body any) (int, []byte) {
+	c.requests.Add(1)
+	var rd *strings.Reader
+	if body != nil {
+		data, _ := json.Marshal(body)
+		rd = strings.NewReader(string(data))
+	} else {
+		rd = strings.NewReader("")
+	}
+	req, _ := http.NewRequest(method, c.base+path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		// The engine is down: give it a moment rather than spin.
+		time.Sleep(100 * time.Millisecond)
+		return 0, nil
+	}
+	c.answered.Add(1)
+	defer resp.Body.Close()
+	var buf strings.Builder
+	data := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(data)
+		buf.Write(data[:n])
+		if err != nil {
+			break
+		}
+	}
+	return resp.StatusCode, []byte(buf.String())
+}
+
+// ack records the outcome of a change: want on a status in ok, unknown on a
+// cut request, and the failure otherwise.
+func ack(l *ledger, failures *failureLog, kind, name, want string, status int, body []byte, ok ...int) bool {
+	switch {
+	case slices.Contains(ok, status):
+		l.set(kind, name, want)
+		return true
+	case status == 0 || status >= 500:
+		// Cut by a kill (a 500 names what the kill interrupted: the
+		// runtime or netavark killed with the engine).
+		l.set(kind, name, unknown)
+	default:
+		failures.add("%s %s: %d %s", kind, name, status, body)
+		l.set(kind, name, unknown)
+	}
+	return false
+}
+
+type failureLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (f *failureLog) add(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.msgs) < 50 {
+		f.msgs = append(f.msgs, fmt.Sprintf(format, args...))
+	}
+}
+
+// chaosWorker runs the mixed workload until stop closes.
+func chaosWorker(w int, c *chaosClient, l *ledger, failures *failureLog, stop <-chan struct{}) {
+	r := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+	own := fmt.Sprintf("w%d-", w)
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		name := fmt.Sprintf("%s%d", own, i)
+		switch op := r.IntN(100); {
+		case op < 15: // a --rm container: gone by itself after its exit
+			st, body := c.do("POST", "/containers/create", map[string]any{"image": "busybox", "name": name, "command": []string{"true"}, "remove": true})
+			l.set("container", name, unknown)
+			if st == http.StatusCreated {
+				l.created(body)
+				c.do("POST", "/containers/"+name+"/start", nil)
+			} else if st != 0 && st < 500 {
+				failures.add("create --rm %s: %d %s", name, st, body)
+			}
+		case op < 35: // a long-running container; restart=always ones exit every few seconds
+			spec := map[string]any{"image": "busybox", "name": name, "command": []string{"sleep", "600"}, "stop_timeout": 0}
+			if r.IntN(2) == 0 {
+				spec["restart_policy"] = "always"
+				spec["command"] = []string{"sleep", fmt.Sprint(1 + r.IntN(4))}
+			}
+			if r.IntN(2) == 0 {
+				spec["netns"] = map[string]string{"nsmode": "bridge"}
+				spec["Networks"] = map[string]any{"chaos1": map[string]any{}}
+			}
+			st, body := c.do("POST", "/containers/create", spec)
+			if ack(l, failures, "container", name, present, st, body, http.StatusCreated) {
+				l.created(body)
+				l.start(c, name)
+			}
+		case op < 45: // exec in, and logs of, a running container
+			if ctr := l.pick(r, "container", own); ctr != "" {
+				st, body := c.do("POST", "/containers/"+ctr+"/exec", map[string]any{"Cmd": []string{"true"}})
+				var ex struct {
+					ID string `json:"Id"`
+				}
+				if st == http.StatusCreated && json.Unmarshal(body, &ex) == nil {
+					c.do("POST", "/exec/"+ex.ID+"/start", map[string]any{"Detach": true})
+				}
+				c.do("GET", "/containers/"+ctr+"/logs?stdout=true&stderr=true", nil)
+			}
+		case op < 60: // rm -f, sometimes after a live connect to a second network
+			if ctr := l.pick(r, "container", own); ctr != "" {
+				if r.IntN(2) == 0 {
+					c.do("POST", "/networks/chaos2/connect", map[string]any{"container": ctr})
+				}
+				st, body := c.do("DELETE", "/containers/"+ctr+"?force=true&timeout=0", nil)
+				ack(l, failures, "container", ctr, absent, st, body, http.StatusOK, http.StatusNoContent)
+			}
+		case op < 72: // volumes
+			st, body := c.do("POST", "/volumes/create", map[string]any{"Name": name})
+			if ack(l, failures, "volume", name, present, st, body, http.StatusCreated) && r.IntN(2) == 0 {
+				st, body = c.do("DELETE", "/volumes/"+name, nil)
+				ack(l, failures, "volume", name, absent, st, body, http.StatusNoContent)
+			}
+		case op < 84: // pods: create, start, remove with their containers
+			st, body := c.do("POST", "/pods/create", map[string]any{"name": name})
+			if ack(l, failures, "pod", name, present, st, body, http.StatusCreated) {
+				c.do("POST", "/pods/"+name+"/start", nil)
+				if r.IntN(2) == 0 {
+					st, body = c.do("DELETE", "/pods/"+name+"?force=true", nil)
+					ack(l, failures, "pod", name, absent, st, body, http.StatusOK)
+				}
+			}
+		default: // image tags
+			st, body := c.do("POST", "/images/busybox/tag?repo=localhost/chaos&tag="+name, nil)
+			if ack(l, failures, "image", "localhost/chaos:"+name, present, st, body, http.StatusCreated) && r.IntN(2) == 0 {
+				st, body = c.do("POST", "/images/localhost/chaos:"+name+"/untag?repo=localhost/chaos&tag="+name, nil)
+				ack(l, failures, "image", "localhost/chaos:"+name, absent, st, body, http.StatusCreated)
+			}
+		}
+		if i%20 == 19 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// TestChaos is the chaos loop; BERTH_CHAOS is its duration (make soak).
+func TestChaos(t *testing.T) {
+	d, err := time.ParseDuration(os.Getenv("BERTH_CHAOS"))
+	if err != nil || d <= 0 {
+		t.Skip("set BERTH_CHAOS=DURATION (make soak) to run the chaos loop")
+	}
+	requireRuntime(t)
+	testdeadline.Set(t, d+6*time.Minute)
+	p, te := startEngineProcess(t)
+	te.loadBusybox()
+	for _, n := range []string{"chaos1", "chaos2"} {
+		te.must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": n})
+	}
+	c := &chaosClient{base: te.url, client: &http.Client{Timeout: time.Minute}}
+	l := &ledger{objs: map[string]string{}, started: map[string]bool{}}
+	failures := &failureLog{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() { defer wg.Done(); chaosWorker(w, c, l, failures, stop) }()
+	}
+	r := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
+	var ready []time.Duration
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		time.Sleep(time.Duration(2000+r.IntN(6000)) * time.Millisecond)
+		p.kill9()
+		time.Sleep(time.Duration(r.IntN(1500)) * time.Millisecond)
+		started := time.Now()
+		p.start()
+		ready = append(ready, time.Since(started))
+	}
+	close(stop)
+	wg.Wait()
+	// One kill more, with nothing in flight, then the ledger.
+	p.kill9()
+	p.start()
+	slices.Sort(ready)
+	t.Logf("chaos: %v, %d requests (%d answered), %d kills; restart-to-ready median %v, max %v",
+		d, c.requests.Load(), c.answered.Load(), len(ready)+1, ready[len(ready)/2], ready[len(ready)-1])
+	for _, f := range failures.msgs {
+		t.Logf("refused during the run: %s", f)
+	}
+
+	var problems []string
+	problems = append(problems, checkLedger(te, l)...)
+	problems = append(problems, checkPolicies(te, l)...)
+	problems = append(problems, checkRuntimeState(te, p)...)
+	removeEverything(te)
+	p.stop()
+	problems = append(problems, checkLeftovers(p, l.ids)...)
+	if len(problems) > 0 {
+		t.Fatalf("%d differences:\n%s", len(problems), strings.Join(problems, "\n"))
+	}
+}
+
+// checkLedger compares every object in the ledger with the engine, and
+// every object of the engine with the ledger.
+func checkLedger(te *testEngine, l *ledger) []string {
+	var out []string
+	exists := map[string]string{"container": "/containers/%s/exists", "volume": "/volumes/%s/exists", "pod": "/pods/%s/exists", "image": "/images/%s/exists"}
+	for key, want := range l.objs {
+		kind, name, _ := strings.Cut(key, "/")
+		st, _ := te.do("GET", fmt.Sprintf(exists[kind], name), nil)
+		got := map[int]string{http.StatusNoContent: present, http.StatusNotFound: absent}[st]
+		if got == "" || (want != unknown && got != want) {
+			out = append(out, fmt.Sprintf("ledger: %s is %s, the engine says %d", key, want, st))
+		}
+	}
+	var ctrs []struct {
+		Names   []string
+		IsInfra bool
+	}
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/json?all=true", nil), &ctrs)
+	for _, ctr := range ctrs {
+		if _, ok := l.objs["container/"+ctr.Names[0]]; !ok && !ctr.IsInfra {
+			out = append(out, "ledger: container "+ctr.Names[0]+" was never acknowledged")
+		}
+	}
+	var vols []struct{ Name string }
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/volumes/json", nil), &vols)
+	for _, v := range vols {
+		if _, ok := l.objs["volume/"+v.Name]; !ok {
+			out = append(out, "ledger: volume "+v.Name+" was never acknowledged")
+		}
+	}
+	var pods []struct{ Name string }
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/json", nil), &pods)
+	for _, p := range pods {
+		if _, ok := l.objs["pod/"+p.Name]; !ok {
+			out = append(out, "ledger: pod "+p.Name+" was never acknowledged")
+		}
+	}
+	return out
+}
+
+// checkPolicies: after the restart, every restart=always container whose
+// start was acknowledged keeps being restarted (it is seen running, or its
+// restart count grows, within a while), none is left with an error of its
+// own start, and every --rm container that exited goes.
+func checkPolicies(te *testEngine, l *ledger) []string {
+	type view struct {
+		RestartCount int
+		State        struct{ Status, Error string }
+		HostConfig   struct {
+			AutoRemove    bool
+			RestartPolicy struct{ Name string }
+		}
+	}
+	// A container whose rm -f a kill cut is stopped by the user: its
+	// policy no longer applies.
+	watched := func(name string) bool { return l.started[name] && l.objs["container/"+name] == present }
+	first := map[string]int{}
+	var out []string
+	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		out = out[:0]
+		var ctrs []struct{ Names []string }
+		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/json?all=true", nil), &ctrs)
+		for _, ctr := range ctrs {
+			name := ctr.Names[0]
+			var d view
+			if st, body := te.do("GET", "/containers/"+name+"/json", nil); st != http.StatusOK || json.Unmarshal(body, &d) != nil {
+				continue
+			}
+			if _, seen := first[name]; !seen {
+				first[name] = d.RestartCount
+			}
+			switch {
+			case strings.Contains(d.State.Error, "already exists"):
+				out = append(out, fmt.Sprintf("policy: %s is %s: %s", name, d.State.Status, d.State.Error))
+			case d.HostConfig.RestartPolicy.Name == "always" && watched(name) && d.State.Status != "running" && d.RestartCount == first[name]:
+				_, body := te.do("GET", "/containers/"+name+"/json", nil)
+				var full struct{ State json.RawMessage }
+				json.Unmarshal(body, &full)
+				out = append(out, fmt.Sprintf("policy: %s (restart=always, %d restarts) is %s and not restarted: %s", name, d.RestartCount, d.State.Status, full.State))
+			case d.HostConfig.RestartPolicy.Name == "always" && watched(name):
+				first[name] = -1 // restarted: done with it
+			case d.HostConfig.AutoRemove && d.State.Status == "exited":
+				out = append(out, fmt.Sprintf("policy: %s (--rm) exited and is still there", name))
+			}
+		}
+		if len(out) == 0 || time.Now().After(deadline) {
+			return out
+		}
+	}
+}
+
+// checkRuntimeState: every runc container and every conmon of the engine
+// belongs to a container the engine lists as created, running or paused.
+// restart=always containers exit and start again all the time, and each
+// exit has a moment when runc and conmon still have it; an orphan is one
+// that three looks a second and a half apart all find.
+func checkRuntimeState(te *testEngine, p *engineProcess) []string {
+	var found map[string]bool
+	for look := 0; look < 3; look++ {
+		if look > 0 {
+			time.Sleep(1500 * time.Millisecond)
+		}
+		var ctrs []struct {
+			ID    string `json:"Id"`
+			State string
+		}
+		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/json?all=true", nil), &ctrs)
+		live := map[string]bool{}
+		for _, c := range ctrs {
+			live[c.ID] = c.State == "running" || c.State == "created" || c.State == "paused"
+		}
+		now := map[string]bool{}
+		states, _ := os.ReadDir(filepath.Join(p.runRoot, "runc"))
+		for _, st := range states {
+			if !live[st.Name()] {
+				now["runc state of a container the engine does not run: "+st.Name()] = true
+			}
+		}
+		for _, id := range conmonsOf(p.runRoot) {
+			if !live[id] {
+				now["conmon of a container the engine does not run: "+id] = true
+			}
+		}
+		if found == nil {
+			found = now
+		}
+		for k := range found {
+			if !now[k] {
+				delete(found, k)
+			}
+		}
+	}
+	var out []string
+	for k := range found {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// conmonsOf lists the container IDs of the conmon processes that use runRoot.
+func conmonsOf(runRoot string) []string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		data, _ := os.ReadFile(p)
+		args := strings.Split(string(data), "\x00")
+		if len(args) == 0 || filepath.Base(args[0]) != "conmon" || !strings.Contains(string(data), runRoot) {
+			continue
+		}
+		for i, a := range args {
+			if a == "-c" && i+1 < len(args) {
+				out = append(out, args[i+1])
+			}
+		}
+	}
+	return out
+}
+
+// removeEverything removes the engine's pods, containers, volumes, networks
+// and the test's image tags.
+func removeEverything(te *testEngine) {
+	var pods []struct {
+		ID string `json:"Id"`
+	}
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/json", nil), &pods)
+	for _, p := range pods {
+		te.do("DELETE", "/pods/"+p.ID+"?force=true", nil)
+	}
+	te.removeAll()
+	var vols []struct{ Name string }
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/volumes/json", nil), &vols)
+	for _, v := range vols {
+		te.do("DELETE", "/volumes/"+v.Name+"?force=true", nil)
+	}
+	for _, n := range []string{"chaos1", "chaos2"} {
+		te.do("DELETE", "/networks/"+n+"?force=true", nil)
+	}
+}
+
+// checkLeftovers lists what a stopped engine with no objects left behind:
+// processes, runc state, mounts, network namespaces, cgroups, bridges and
+// iptables rules of its networks.
+func checkLeftovers(p *engineProcess, ids []string) []string {
+	var out []string
+	for _, id := range conmonsOf(p.runRoot) {
+		out = append(out, "conmon left: "+id)
+	}
+	if states, _ := os.ReadDir(filepath.Join(p.runRoot, "runc")); len(states) > 0 {
+		out = append(out, fmt.Sprintf("runc state left: %d containers", len(states)))
+	}
+	for _, dir := range []string{p.root, p.runRoot} {
+		if mps, _ := mounts.Under(dir, nil); len(mps) > 0 {
+			out = append(out, "mounts left: "+strings.Join(mps, ", "))
+		}
+	}
+	for _, dir := range []string{"netns", "netns-keep"} {
+		if ns, _ := os.ReadDir(filepath.Join(p.runRoot, dir)); len(ns) > 0 {
+			out = append(out, fmt.Sprintf("network namespaces left in %s: %d", dir, len(ns)))
+		}
+	}
+	for _, id := range ids {
+		if cg, _ := filepath.Glob("/sys/fs/cgroup/*/berth/berth-" + id); len(cg) > 0 {
+			out = append(out, "cgroups left: "+strings.Join(cg, ", "))
+		}
+	}
+	prefix, pool := flagValue(p.netFlags, "--network-bridge-prefix"), flagValue(p.netFlags, "--network-subnet-pool")
+	links, _ := os.ReadDir("/sys/class/net")
+	for _, link := range links {
+		if prefix != "" && strings.HasPrefix(link.Name(), prefix) {
+			out = append(out, "bridge left: "+link.Name())
+		}
+	}
+	// The pool is a 10.a.b.0/20 block: a rule naming any of its /24s is the
+	// test's.
+	if f := strings.Split(strings.TrimSuffix(pool, ".0/20"), "."); len(f) == 3 {
+		for _, tool := range [][]string{{"-w", "-S"}, {"-w", "-t", "nat", "-S"}} {
+			data, _ := exec.Command("iptables", tool...).Output()
+			for _, line := range strings.Split(string(data), "\n") {
+				for k := 0; k < 16; k++ {
+					if strings.Contains(line, fmt.Sprintf(" %s.%s.%d.", f[0], f[1], atoi(f[2])+k)) {
+						out = append(out, "iptables rule left: "+line)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func flagValue(flags []string, name string) string {
+	for i, f := range flags {
+		if f == name && i+1 < len(flags) {
+			return flags[i+1]
+		}
+	}
+	return ""
+}
+
+func atoi(s string) int {
+	n := 0
+	fmt.Sscan(s, &n)
+	return n
+}
