@@ -397,6 +397,11 @@ func (r *Runtime) State(ctx context.Context, id string) (State, error) {
 	if r.isPause(id) {
 		return r.pauseStatus(id)
 	}
+	if r.name == "runc" {
+		if s, ok := r.stateFromFiles(id); ok {
+			return s, nil
+		}
+	}
 	var s State
 	out, err := r.run(ctx, "state", id)
 	if err != nil {

@@ -357,3 +357,61 @@ func TestKillAllCreatedAndRunning(t *testing.T) {
 		exec.Command("rmdir", p).Run()
 	}
 }
+
+// TestStateFromFilesAgreesWithRunc: the state read from runc's files is
+// what "runc state" answers, created, running, paused, resumed and after the
+// container's exit.
+func TestStateFromFilesAgreesWithRunc(t *testing.T) {
+	requireTools(t)
+	testdeadline.Set(t, time.Minute)
+	r, err := New(Options{RunRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id := "berth-runtime-test-statefiles"
+	dir := bundle(t, id, false, "sleep", "100")
+	defer r.Delete(ctx, id, true)
+	if _, err := r.Create(ctx, CreateOptions{ID: id, Name: "t", Bundle: dir, LogPath: filepath.Join(dir, "ctr.log")}); err != nil {
+		t.Fatal(err)
+	}
+	agree := func(want string) {
+		t.Helper()
+		out, err := r.run(ctx, "state", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fromRunc State
+		json.Unmarshal(out, &fromRunc)
+		fromFiles, ok := r.stateFromFiles(id)
+		if !ok || fromFiles.Status != want || fromRunc.Status != want || (want != "stopped" && fromFiles.Pid != fromRunc.Pid) {
+			t.Fatalf("want %s: runc says %+v, the files (ok %v) %+v", want, fromRunc, ok, fromFiles)
+		}
+	}
+	agree("created")
+	if err := r.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	agree("running")
+	if err := r.Pause(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	agree("paused")
+	if err := r.Resume(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	agree("running")
+	if err := r.Kill(ctx, id, syscall.SIGKILL, false); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, r, id)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if st, ok := r.stateFromFiles(id); ok && st.Status == "stopped" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the files never said stopped")
+		}
+	}
+	agree("stopped")
+}

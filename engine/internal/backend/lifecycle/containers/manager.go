@@ -24,6 +24,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
+	"github.com/berth-project/berth/engine/internal/backend/platform/mounts"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -266,15 +267,22 @@ func (m *Manager) reconcile(ctx context.Context) {
 		entries = append(entries, e)
 	}
 	m.mu.RUnlock()
+	// What is mounted in the store, from the kernel's table, read once.
+	mounted := map[string]bool{}
+	if mps, err := mounts.Under(filepath.Join(m.store.GraphRoot(), m.store.GraphDriverName()), nil); err == nil {
+		for _, mp := range mps {
+			mounted[mp] = true
+		}
+	}
 	for _, e := range entries {
 		e.op.Lock()
 		m.reconcileCheckpointLocked(ctx, e)
-		m.reconcileLocked(ctx, e)
+		m.reconcileLocked(ctx, e, mounted)
 		e.op.Unlock()
 	}
 }
 
-func (m *Manager) reconcileLocked(ctx context.Context, e *entry) {
+func (m *Manager) reconcileLocked(ctx context.Context, e *entry, mounted map[string]bool) {
 	rec := m.snapshot(e)
 	switch rec.State {
 	case core.StateCreated, core.StateRunning, core.StatePaused:
@@ -319,8 +327,20 @@ func (m *Manager) reconcileLocked(ctx context.Context, e *entry) {
 		m.afterExitLocked(ctx, e)
 	case core.StateConfigured:
 		m.deleteUnrecordedCreate(ctx, rec)
-		if (rec.Mounted && rec.UserMounts == 0) || rec.NetSetup != nil {
+		if rec.NetSetup != nil {
 			m.cleanupLocked(ctx, e)
+		} else if rec.Mounted && !mounted[rec.Rootfs] {
+			// A created container keeps its rootfs mounted from its
+			// create on, and a kill -9 leaves that mount as it is. An
+			// engine that stopped cleanly unmounted it with the store
+			// (the store counts no mount then): the record learns it
+			// here, in memory only (every start derives it again from
+			// the kernel), and the next init mounts it again. No store
+			// work or database write per container: a start with many
+			// created containers stays fast, the first one too.
+			m.mu.Lock()
+			e.rec.Mounted, e.rec.Rootfs = false, ""
+			m.mu.Unlock()
 		}
 	}
 }

@@ -337,3 +337,46 @@ func TestRestartPolicyAfterACutRestart(t *testing.T) {
 		t.Fatalf("leaked after removal:\n%s", strings.Join(l, "\n"))
 	}
 }
+
+// TestRestartToReady reports how long the engine binary takes from its
+// start to its first answer with many containers (BERTH_RESTART_BENCH=1;
+// make soak): 100 running, then 500 created (never started) containers,
+// three restarts after a SIGTERM and three after a SIGKILL each.
+func TestRestartToReady(t *testing.T) {
+	if os.Getenv("BERTH_RESTART_BENCH") != "1" {
+		t.Skip("set BERTH_RESTART_BENCH=1 (make soak) to measure restart-to-ready")
+	}
+	requireRuntime(t)
+	p, te := startEngineProcess(t)
+	te.loadBusybox()
+	measure := func(what string) {
+		for _, how := range []string{"SIGTERM", "SIGKILL"} {
+			var times []string
+			for range 3 {
+				if how == "SIGTERM" {
+					p.stop()
+				} else {
+					p.kill9()
+				}
+				started := time.Now()
+				p.start()
+				times = append(times, time.Since(started).Round(time.Millisecond).String())
+			}
+			t.Logf("restart-to-ready with %s, after %s: %s", what, how, strings.Join(times, ", "))
+		}
+	}
+	var ids []string
+	for range 100 {
+		id := te.create(map[string]any{"command": []string{"sleep", "600"}})
+		te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+		ids = append(ids, id)
+	}
+	measure("100 running containers")
+	for _, id := range ids {
+		te.must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
+	}
+	for range 500 {
+		te.create(map[string]any{"command": []string{"true"}})
+	}
+	measure("500 created containers")
+}

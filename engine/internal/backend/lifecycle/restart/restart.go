@@ -207,29 +207,48 @@ func (s *Supervisor) maybeRestart(id string) {
 // once when it starts. An on-failure container that failed while no engine
 // watched it (its died event was never delivered) is handled as that event
 // would have been: restarted after the backoff, the restart counted against
-// its retries.
+// its retries. The starts run in the background, one after another: the
+// engine answers at once instead of after every such container's start
+// (a restart-to-ready of seconds with a few dozen of them), as Podman's
+// boot-time restart service does not hold up its API either. Each is
+// decided again right before its start, so a client's stop or removal
+// meanwhile wins.
 func (s *Supervisor) StartAtBoot(ctx context.Context) error {
 	list, err := s.containers.List(ctx, core.ListContainersOptions{All: true})
 	if err != nil {
 		return err
 	}
+	var due []string
 	for _, row := range list {
 		c, err := s.containers.Lookup(ctx, row.ID)
-		if err != nil {
-			continue
-		}
-		if !Decide(c) {
+		if err != nil || !Decide(c) {
 			continue
 		}
 		switch ForContainer(c).Name {
 		case Always, UnlessStopped:
-			if err := s.containers.Start(ctx, c.ID); err != nil && !errors.Is(err, core.ErrNotModified) {
-				s.logger.Error("starting container at engine start", "container", c.ID, "err", err)
-			}
+			due = append(due, c.ID)
 		case OnFailure:
 			s.Hook(ctx, core.ContainerEvent{Type: core.EventDied, ID: c.ID})
 		}
 	}
+	if len(due) == 0 {
+		return nil
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for _, id := range due {
+			if s.ctx.Err() != nil {
+				return
+			}
+			if c, err := s.containers.Lookup(s.ctx, id); err != nil || !Decide(c) {
+				continue
+			}
+			if err := s.containers.Start(s.ctx, id); err != nil && !errors.Is(err, core.ErrNotModified) {
+				s.logger.Error("starting container at engine start", "container", id, "err", err)
+			}
+		}
+	}()
 	return nil
 }
 
