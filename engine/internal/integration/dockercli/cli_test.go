@@ -56,14 +56,14 @@ func TestDockerRunLoop(t *testing.T) {
 	}
 	contains(t, "docker logs", te.run("docker", "logs", "web"), "started")
 
-	src := filepath.Join(te.dir, "in.txt")
+	src := filepath.Join(te.Dir, "in.txt")
 	if err := os.WriteFile(src, []byte("copied in\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	te.run("docker", "cp", src, "web:/in.txt")
 	contains(t, "cp in", te.run("docker", "exec", "web", "cat", "/in.txt"), "copied in")
-	te.run("docker", "cp", "web:/index.html", filepath.Join(te.dir, "out.html"))
-	if got, _ := os.ReadFile(filepath.Join(te.dir, "out.html")); string(got) != "hello\n" {
+	te.run("docker", "cp", "web:/index.html", filepath.Join(te.Dir, "out.html"))
+	if got, _ := os.ReadFile(filepath.Join(te.Dir, "out.html")); string(got) != "hello\n" {
 		t.Fatalf("docker cp out: %q", got)
 	}
 
@@ -127,7 +127,7 @@ func TestDockerAndPodmanShareObjects(t *testing.T) {
 // the swarm routes, over plain HTTP.
 func TestDockerAPIRules(t *testing.T) {
 	te := startEngine(t)
-	base := "http://" + te.addr
+	base := "http://" + te.Addr
 	for _, tt := range []struct {
 		method, path, body string
 		status             int

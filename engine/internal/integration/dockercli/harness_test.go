@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,65 +11,37 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containers/storage/pkg/reexec"
-
-	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
-	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
-func TestMain(m *testing.M) {
-	if reexec.Init() {
-		return
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { enginetest.Main(m) }
 
 // commandTimeout bounds one client command.
 const commandTimeout = 30 * time.Second
 
 // testEngine is an in-process engine and the clients pointed at it.
 type testEngine struct {
-	t    *testing.T
-	addr string
-	dir  string
-	env  []string
+	*enginetest.Engine
+	env []string
 }
 
 // startEngine serves an engine (bridge networks unique to the test), loads
-// localhost/busybox:latest and returns it; the docker CLI is required.
+// localhost/busybox:latest with docker load and returns it; the docker CLI
+// is required.
 func startEngine(t *testing.T) *testEngine {
 	t.Helper()
-	testdeadline.Set(t, testdeadline.Default)
-	enginetest.RequireRuntime(t, "docker CLI tests")
-	if _, err := exec.LookPath("docker"); err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatal("the docker CLI (docker.io) is required (BERTH_TEST_STRICT=1)")
-		}
-		t.Skip("the docker CLI is not installed")
-	}
-	dir := t.TempDir()
-	addr, stop := enginetest.ServeConfig(t, engine.Config{Root: filepath.Join(dir, "root"), RunRoot: filepath.Join(dir, "run"),
-		Runtime: "runc", Network: enginetest.UniqueNetworks(t)})
-	config := filepath.Join(dir, "docker-config")
+	te := &testEngine{Engine: enginetest.Start(t, enginetest.Options{What: "docker CLI tests", Bridged: true, NoImage: true, Needs: []string{"docker"}})}
+	config := filepath.Join(te.Dir, "docker-config")
 	if err := os.MkdirAll(config, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(config, "config.json"), []byte("{}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	te := &testEngine{t: t, addr: addr, dir: dir, env: append(os.Environ(),
-		"DOCKER_HOST=tcp://"+addr, "DOCKER_CONFIG="+config, "DOCKER_BUILDKIT=0", "DOCKER_CLI_HINTS=false",
-		"CONTAINERS_CONF=/dev/null", "XDG_CONFIG_HOME="+config)}
-	t.Cleanup(func() {
-		client := &http.Client{Timeout: 30 * time.Second}
-		enginetest.RemoveAll(func(method, path string, body any) (int, []byte) {
-			return enginetest.Do(t, client, method, "http://"+addr+"/v4.3.1/libpod", path, body)
-		})
-		stop()
-		enginetest.UnmountUnder(dir, 3)
-	})
+	te.env = append(os.Environ(),
+		"DOCKER_HOST=tcp://"+te.Addr, "DOCKER_CONFIG="+config, "DOCKER_BUILDKIT=0", "DOCKER_CLI_HINTS=false",
+		"CONTAINERS_CONF=/dev/null", "XDG_CONFIG_HOME="+config)
 	var buf bytes.Buffer
 	if err := testimage.DockerArchive(&buf, testimage.Busybox("localhost/busybox:latest", "sh")); err != nil {
 		t.Fatal(err)
@@ -82,25 +53,25 @@ func startEngine(t *testing.T) *testEngine {
 // run runs a client command (docker or podman --remote) and fails the test
 // unless it succeeds; it returns the standard output.
 func (te *testEngine) run(name string, args ...string) string {
-	te.t.Helper()
+	te.T.Helper()
 	return te.runIn(nil, name, args...)
 }
 
 func (te *testEngine) runIn(stdin *bytes.Buffer, name string, args ...string) string {
-	te.t.Helper()
+	te.T.Helper()
 	out, errOut, err := te.exec(stdin, name, args...)
 	if err != nil {
-		te.t.Fatalf("%s %s: %v\nstdout: %s\nstderr: %s", name, strings.Join(args, " "), err, out, errOut)
+		te.T.Fatalf("%s %s: %v\nstdout: %s\nstderr: %s", name, strings.Join(args, " "), err, out, errOut)
 	}
 	return out
 }
 
 // fails runs a command that must fail and returns its standard error.
 func (te *testEngine) fails(name string, args ...string) string {
-	te.t.Helper()
+	te.T.Helper()
 	out, errOut, err := te.exec(nil, name, args...)
 	if err == nil {
-		te.t.Fatalf("%s %s succeeded, want a failure\nstdout: %s", name, strings.Join(args, " "), out)
+		te.T.Fatalf("%s %s succeeded, want a failure\nstdout: %s", name, strings.Join(args, " "), out)
 	}
 	return errOut
 }
@@ -109,11 +80,11 @@ func (te *testEngine) exec(stdin *bytes.Buffer, name string, args ...string) (st
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	if name == "podman" {
-		args = append([]string{"--remote", "--url", "tcp://" + te.addr}, args...)
+		args = append([]string{"--remote", "--url", "tcp://" + te.Addr}, args...)
 	}
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = te.env
-	cmd.Dir = te.dir
+	cmd.Dir = te.Dir
 	cmd.WaitDelay = 2 * time.Second
 	if stdin != nil {
 		cmd.Stdin = stdin
@@ -130,12 +101,7 @@ func (te *testEngine) exec(stdin *bytes.Buffer, name string, args ...string) (st
 // requirePodman skips the podman part of a test where podman is missing.
 func requirePodman(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("podman"); err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatal("podman is required (BERTH_TEST_STRICT=1)")
-		}
-		t.Skip("podman not installed")
-	}
+	enginetest.Require(t, "the podman part of docker CLI tests", "podman")
 }
 
 // contains fails unless out holds want.
