@@ -55,6 +55,11 @@ type BuildOptions struct {
 	Format string
 	// Network is the network namespace of RUN steps.
 	Network BuildNetwork
+	// SeccompProfilePath is the system call filter of RUN steps: "" (the
+	// engine's default profile), "unconfined", or a profile file, whose
+	// text the builder reads once into SeccompProfile.
+	SeccompProfilePath string
+	SeccompProfile     []byte
 	// ExtraHosts ("name:ip") are added to /etc/hosts of RUN steps.
 	ExtraHosts []string
 	// Secrets may be mounted by RUN steps.

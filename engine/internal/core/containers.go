@@ -97,12 +97,23 @@ type ContainerSpec struct {
 	ImageVolumeMode string        `json:"image_volume_mode,omitempty"`
 	// VolumesFrom names containers ("name[:ro|rw|z,...]") whose volumes and
 	// bind mounts this container mounts too.
-	VolumesFrom  []string              `json:"volumes_from,omitempty"`
-	Privileged   bool                  `json:"privileged,omitempty"`
-	CapAdd       []string              `json:"cap_add,omitempty"`
-	CapDrop      []string              `json:"cap_drop,omitempty"`
-	ReadOnly     bool                  `json:"read_only_filesystem,omitempty"`
-	NoNewPrivs   bool                  `json:"no_new_privileges,omitempty"`
+	VolumesFrom []string `json:"volumes_from,omitempty"`
+	Privileged  bool     `json:"privileged,omitempty"`
+	CapAdd      []string `json:"cap_add,omitempty"`
+	CapDrop     []string `json:"cap_drop,omitempty"`
+	ReadOnly    bool     `json:"read_only_filesystem,omitempty"`
+	NoNewPrivs  bool     `json:"no_new_privileges,omitempty"`
+	// SeccompPolicy is Podman's: "default" (SeccompProfilePath, else the
+	// engine's default profile) or "image" (the profile in the image's
+	// io.containers.seccomp.profile label, where it has one).
+	SeccompPolicy string `json:"seccomp_policy,omitempty"`
+	// SeccompProfilePath is "" (the default profile), "unconfined" (no
+	// filter) or the absolute path of a profile file, read at create.
+	SeccompProfilePath string `json:"seccomp_profile_path,omitempty"`
+	// Mask and Unmask add paths to, or take paths from, the kernel paths
+	// masked in the container (Unmask "ALL": every default one).
+	Mask         []string              `json:"mask,omitempty"`
+	Unmask       []string              `json:"unmask,omitempty"`
 	Umask        string                `json:"umask,omitempty"`
 	ShmSize      *int64                `json:"shm_size,omitempty"`
 	NetNS        Namespace             `json:"netns,omitempty"`
@@ -631,7 +642,40 @@ func (s *ContainerSpec) Validate() error {
 			return InvalidArgument("healthconfig", errors.New("durations and retries must not be negative"))
 		}
 	}
+	if err := s.validateSecurity(); err != nil {
+		return err
+	}
 	return s.validateValues()
+}
+
+// Seccomp policies (Podman's seccomp_policy).
+const (
+	SeccompPolicyDefault = "default"
+	SeccompPolicyImage   = "image"
+)
+
+// validateSecurity checks the confinement members that need neither the
+// image nor the host.
+func (s *ContainerSpec) validateSecurity() error {
+	switch s.SeccompPolicy {
+	case "", SeccompPolicyDefault, SeccompPolicyImage:
+	default:
+		return InvalidArgument("seccomp_policy", fmt.Errorf("%q is not default or image", s.SeccompPolicy))
+	}
+	if p := s.SeccompProfilePath; p != "" && p != "unconfined" && !strings.HasPrefix(p, "/") {
+		return InvalidArgument("seccomp_profile_path", fmt.Errorf("%q is neither unconfined nor an absolute path", p))
+	}
+	for _, p := range s.Mask {
+		if !strings.HasPrefix(p, "/") || strings.Contains(p, "\x00") {
+			return InvalidArgument("mask", fmt.Errorf("%q is not an absolute path", p))
+		}
+	}
+	for _, p := range s.Unmask {
+		if p != "ALL" && (!strings.HasPrefix(p, "/") || strings.Contains(p, "\x00")) {
+			return InvalidArgument("unmask", fmt.Errorf("%q is neither ALL nor an absolute path", p))
+		}
+	}
+	return nil
 }
 
 // ValidateRestartPolicy checks a restart policy name and its retry count.

@@ -64,44 +64,48 @@ type HealthCheckLog struct {
 
 // InspectContainerData is GetContainer's answer, with Podman's field names.
 type InspectContainerData struct {
-	ID              string                      `json:"Id"`
-	Created         time.Time                   `json:"Created"`
-	Path            string                      `json:"Path"`
-	Args            []string                    `json:"Args"`
-	State           *InspectContainerState      `json:"State"`
-	Image           string                      `json:"Image"`
-	ImageDigest     string                      `json:"ImageDigest"`
-	ImageName       string                      `json:"ImageName"`
-	Rootfs          string                      `json:"Rootfs"`
-	Pod             string                      `json:"Pod"`
-	ResolvConfPath  string                      `json:"ResolvConfPath"`
-	HostnamePath    string                      `json:"HostnamePath"`
-	HostsPath       string                      `json:"HostsPath"`
-	StaticDir       string                      `json:"StaticDir"`
-	OCIConfigPath   string                      `json:"OCIConfigPath,omitempty"`
-	OCIRuntime      string                      `json:"OCIRuntime,omitempty"`
-	ConmonPidFile   string                      `json:"ConmonPidFile"`
-	PidFile         string                      `json:"PidFile"`
-	Name            string                      `json:"Name"`
-	RestartCount    int32                       `json:"RestartCount"`
-	Driver          string                      `json:"Driver"`
-	MountLabel      string                      `json:"MountLabel"`
-	ProcessLabel    string                      `json:"ProcessLabel"`
-	AppArmorProfile string                      `json:"AppArmorProfile"`
-	EffectiveCaps   []string                    `json:"EffectiveCaps"`
-	BoundingCaps    []string                    `json:"BoundingCaps"`
-	ExecIDs         []string                    `json:"ExecIDs"`
-	GraphDriver     *DriverData                 `json:"GraphDriver"`
-	SizeRw          *int64                      `json:"SizeRw,omitempty"`
-	SizeRootFs      int64                       `json:"SizeRootFs,omitempty"`
-	Mounts          []InspectMount              `json:"Mounts"`
-	Dependencies    []string                    `json:"Dependencies"`
-	NetworkSettings *InspectNetworkSettings     `json:"NetworkSettings"`
-	Namespace       string                      `json:"Namespace"`
-	IsInfra         bool                        `json:"IsInfra"`
-	IsService       bool                        `json:"IsService"`
-	Config          *InspectContainerConfig     `json:"Config"`
-	HostConfig      *InspectContainerHostConfig `json:"HostConfig"`
+	ID              string                 `json:"Id"`
+	Created         time.Time              `json:"Created"`
+	Path            string                 `json:"Path"`
+	Args            []string               `json:"Args"`
+	State           *InspectContainerState `json:"State"`
+	Image           string                 `json:"Image"`
+	ImageDigest     string                 `json:"ImageDigest"`
+	ImageName       string                 `json:"ImageName"`
+	Rootfs          string                 `json:"Rootfs"`
+	Pod             string                 `json:"Pod"`
+	ResolvConfPath  string                 `json:"ResolvConfPath"`
+	HostnamePath    string                 `json:"HostnamePath"`
+	HostsPath       string                 `json:"HostsPath"`
+	StaticDir       string                 `json:"StaticDir"`
+	OCIConfigPath   string                 `json:"OCIConfigPath,omitempty"`
+	OCIRuntime      string                 `json:"OCIRuntime,omitempty"`
+	ConmonPidFile   string                 `json:"ConmonPidFile"`
+	PidFile         string                 `json:"PidFile"`
+	Name            string                 `json:"Name"`
+	RestartCount    int32                  `json:"RestartCount"`
+	Driver          string                 `json:"Driver"`
+	MountLabel      string                 `json:"MountLabel"`
+	ProcessLabel    string                 `json:"ProcessLabel"`
+	AppArmorProfile string                 `json:"AppArmorProfile"`
+	EffectiveCaps   []string               `json:"EffectiveCaps"`
+	BoundingCaps    []string               `json:"BoundingCaps"`
+	// SeccompProfilePath names the container's system call filter:
+	// "unconfined", the profile file it was created with, or the file of
+	// the engine's default profile (a Berth addition to Podman's fields).
+	SeccompProfilePath string                      `json:"SeccompProfilePath"`
+	ExecIDs            []string                    `json:"ExecIDs"`
+	GraphDriver        *DriverData                 `json:"GraphDriver"`
+	SizeRw             *int64                      `json:"SizeRw,omitempty"`
+	SizeRootFs         int64                       `json:"SizeRootFs,omitempty"`
+	Mounts             []InspectMount              `json:"Mounts"`
+	Dependencies       []string                    `json:"Dependencies"`
+	NetworkSettings    *InspectNetworkSettings     `json:"NetworkSettings"`
+	Namespace          string                      `json:"Namespace"`
+	IsInfra            bool                        `json:"IsInfra"`
+	IsService          bool                        `json:"IsService"`
+	Config             *InspectContainerConfig     `json:"Config"`
+	HostConfig         *InspectContainerHostConfig `json:"HostConfig"`
 }
 
 // DriverData names the storage driver of a container and its paths.

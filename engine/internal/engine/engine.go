@@ -16,6 +16,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/deploy/kubeapply"
 	"github.com/berth-project/berth/engine/internal/backend/deploy/kubegen"
 	"github.com/berth-project/berth/engine/internal/backend/deploy/systemdgen"
+	"github.com/berth-project/berth/engine/internal/backend/execution/seccomp"
 	"github.com/berth-project/berth/engine/internal/backend/images/artifactstore"
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 	"github.com/berth-project/berth/engine/internal/backend/lifecycle/pods"
@@ -85,6 +86,11 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		if err := os.MkdirAll(dir, 0o711); err != nil {
 			return nil, fmt.Errorf("engine: %w", err)
 		}
+	}
+	// The default seccomp profile is compiled in; the file is written at
+	// every start so that info names one holding exactly what is applied.
+	if err := seccomp.WriteDefault(seccompDefaultPath(cfg)); err != nil {
+		return nil, fmt.Errorf("engine: seccomp profile: %w", err)
 	}
 	images, err := imagestore.Open(imagestore.Options{
 		Root:           cfg.Root,
@@ -166,14 +172,15 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 	}
 
 	sys := system.New(images, system.Config{
-		Listen:      cfg.Listen,
-		Runtime:     cfg.Runtime,
-		VolumePath:  filepath.Join(cfg.Root, "volumes"),
-		Containers:  ctrs.manager,
-		Volumes:     ctrs.volumes,
-		VolumeUsers: ctrs.manager,
-		State:       ctrs.db,
-		CDI:         ctrs.cdi,
+		Listen:             cfg.Listen,
+		SeccompProfilePath: seccompDefaultPath(cfg),
+		Runtime:            cfg.Runtime,
+		VolumePath:         filepath.Join(cfg.Root, "volumes"),
+		Containers:         ctrs.manager,
+		Volumes:            ctrs.volumes,
+		VolumeUsers:        ctrs.manager,
+		State:              ctrs.db,
+		CDI:                ctrs.cdi,
 		Pruners: core.Pruners{
 			Pods:       e.pods.PruneForSystem,
 			Containers: ctrs.manager.Prune,
@@ -289,4 +296,9 @@ func (e *Engine) Close() error {
 		e.containers.Close()
 	}
 	return e.images.Shutdown()
+}
+
+// seccompDefaultPath is the file of the engine's default seccomp profile.
+func seccompDefaultPath(cfg Config) string {
+	return filepath.Join(cfg.RunRoot, "seccomp", "default.json")
 }

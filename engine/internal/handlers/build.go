@@ -75,10 +75,6 @@ type buildQuery struct {
 // contentTypeHeader names the header a context's type is read from.
 const contentTypeHeader = "Content-Type"
 
-// podmanSeccomp is the profile path Podman's client always sends: the
-// engine's default confinement.
-const podmanSeccomp = "/usr/share/containers/seccomp.json"
-
 // buildUnsupported are build parameters the engine does not implement;
 // each is refused when given a value other than its neutral one.
 var buildUnsupported = map[string]string{
@@ -231,6 +227,9 @@ func buildOptions(r *http.Request) (core.BuildOptions, buildQuery, error) {
 			return opts, q, err
 		}
 	}
+	// Podman's client always names its default profile's file: the
+	// builder reads that as the engine's default.
+	opts.SeccompProfilePath = q.Seccomp
 	if opts.PullPolicy, err = buildPullPolicy(values, q); err != nil {
 		return opts, q, err
 	}
@@ -303,9 +302,6 @@ func checkBuildNeutral(values url.Values, q buildQuery) error {
 	}
 	if q.Jobs < 0 {
 		return core.InvalidArgument("jobs", errors.New("must not be negative"))
-	}
-	if q.Seccomp != "" && q.Seccomp != podmanSeccomp {
-		return core.InvalidArgument("seccomp", fmt.Errorf("only the default profile (%s) is supported", podmanSeccomp))
 	}
 	if q.IDMapping != "" {
 		var m struct {

@@ -61,8 +61,7 @@ var specDefaults = map[string]func(json.RawMessage) error{
 		}
 		return nil
 	},
-	"seccomp_policy": stringIn("default"),
-	"cgroups_mode":   stringIn("enabled"),
+	"cgroups_mode": stringIn("enabled"),
 	// Storage is always volatile (see docs/engine/containers.md).
 	"volatile": boolIs(true),
 	// The engine adds no /etc/passwd entry for users missing from it.

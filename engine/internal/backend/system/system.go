@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/seccomp"
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 	"github.com/berth-project/berth/engine/internal/backend/platform/host"
 	"github.com/berth-project/berth/engine/internal/core"
@@ -47,6 +48,8 @@ type Config struct {
 	State StateDB
 	// CDI lists the CDI devices containers may ask for (nil: none).
 	CDI core.CDIRegistry
+	// SeccompProfilePath is the file of the default seccomp profile.
+	SeccompProfilePath string
 }
 
 // Service implements core.System.
@@ -190,6 +193,8 @@ func (s *Service) Info(ctx context.Context) (*core.Info, error) {
 			Security: core.SecurityInfo{
 				DefaultCapabilities: "CAP_CHOWN,CAP_DAC_OVERRIDE,CAP_FOWNER,CAP_FSETID,CAP_KILL,CAP_NET_BIND_SERVICE,CAP_SETFCAP,CAP_SETGID,CAP_SETPCAP,CAP_SETUID,CAP_SYS_CHROOT",
 				Rootless:            os.Geteuid() != 0,
+				SECCOMPEnabled:      seccomp.Supported(),
+				SECCOMPProfilePath:  s.cfg.SeccompProfilePath,
 			},
 			SwapFree:  swapFree,
 			SwapTotal: swapTotal,

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/seccomp"
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/shared/rlimit"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -21,6 +22,9 @@ type Host struct {
 	BoundingCaps []string
 	// SwapAccounting tells whether memory.memsw is available (cgroup v1).
 	SwapAccounting bool
+	// Seccomp tells whether the kernel filters system calls; without it
+	// containers run unfiltered and info says so.
+	Seccomp bool
 }
 
 var rlimitNames = map[string]int{
@@ -49,6 +53,7 @@ func DetectHost() (Host, error) {
 	h.BoundingCaps = caps
 	_, err = os.Stat("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes")
 	h.SwapAccounting = err == nil
+	h.Seccomp = seccomp.Supported()
 	return h, nil
 }
 

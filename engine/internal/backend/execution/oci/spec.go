@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/seccomp"
 	"github.com/berth-project/berth/engine/internal/core"
 	securejoin "github.com/cyphar/filepath-securejoin"
 	"github.com/moby/sys/user"
@@ -37,9 +38,13 @@ var defaultCapabilities = []string{
 // DefaultCapabilities returns a copy of the default capability set.
 func DefaultCapabilities() []string { return append([]string(nil), defaultCapabilities...) }
 
+// maskedPaths and readonlyPaths are the kernel files Podman hides from an
+// unprivileged container (bind-mounting /dev/null or an empty tmpfs over
+// them) or makes read-only: they leak host information or change the host.
 var maskedPaths = []string{
 	"/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
 	"/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/sys/fs/selinux", "/sys/dev/block",
+	"/sys/devices/virtual/powercap",
 }
 
 var readonlyPaths = []string{
@@ -66,6 +71,10 @@ type Input struct {
 	// JoinNamespaces are namespaces to join instead of creating them, by
 	// path (a pod member joins its infra container's /proc/PID/ns/...).
 	JoinNamespaces map[specs.LinuxNamespaceType]string
+	// SeccompProfile is the text of the container's own seccomp profile,
+	// read and checked at create; nil means the engine's default profile
+	// (unless the spec asks for none).
+	SeccompProfile []byte
 }
 
 // Result is a generated spec plus what the caller reports back to the client.
@@ -188,10 +197,13 @@ func Generate(in Input) (*Result, error) {
 		spec.Annotations[KeepGroupsAnnotation] = "1"
 	}
 	if !s.Privileged {
-		spec.Linux.MaskedPaths = append([]string(nil), maskedPaths...)
-		spec.Linux.ReadonlyPaths = append([]string(nil), readonlyPaths...)
+		spec.Linux.MaskedPaths, spec.Linux.ReadonlyPaths = kernelPaths(s.Mask, s.Unmask)
 	} else {
+		spec.Linux.MaskedPaths = append([]string(nil), s.Mask...)
 		spec.Linux.Resources.Devices = []specs.LinuxDeviceCgroup{{Allow: true, Access: "rwm"}}
+	}
+	if err := applySeccomp(spec, s, in); err != nil {
+		return nil, err
 	}
 
 	ns, err := namespaces(s, in.NetNSPath)
@@ -492,4 +504,66 @@ func AddMissingEnv(env, add []string) []string {
 		}
 	}
 	return env
+}
+
+// kernelPaths are the masked and read-only paths of an unprivileged
+// container: Podman's, plus mask, less unmask ("ALL": every default one,
+// read-only ones included, as Podman's unmask=ALL).
+func kernelPaths(mask, unmask []string) (masked, readonly []string) {
+	drop := map[string]bool{}
+	all := false
+	for _, p := range unmask {
+		if p == "ALL" {
+			all = true
+		}
+		drop[filepath.Clean(p)] = true
+	}
+	if !all {
+		for _, p := range maskedPaths {
+			if !drop[p] {
+				masked = append(masked, p)
+			}
+		}
+		for _, p := range readonlyPaths {
+			if !drop[p] {
+				readonly = append(readonly, p)
+			}
+		}
+	}
+	for _, p := range mask {
+		if p = filepath.Clean(p); !slices.Contains(masked, p) {
+			masked = append(masked, p)
+		}
+	}
+	return masked, readonly
+}
+
+// SeccompUnconfined tells whether a container runs without a system call
+// filter: it asked for none, or it is privileged and named no profile of
+// its own (Podman's rule), or the kernel cannot filter.
+func SeccompUnconfined(s *core.ContainerSpec, host Host) bool {
+	if s.SeccompProfilePath == seccomp.Unconfined || !host.Seccomp {
+		return true
+	}
+	return s.Privileged && !CustomSeccompProfile(s)
+}
+
+// CustomSeccompProfile tells whether the request names a profile file of
+// its own (the path of Podman's default profile means the default).
+func CustomSeccompProfile(s *core.ContainerSpec) bool {
+	p := s.SeccompProfilePath
+	return p != "" && p != seccomp.Unconfined && p != seccomp.PodmanDefaultPath
+}
+
+func applySeccomp(spec *specs.Spec, s *core.ContainerSpec, in Input) error {
+	if SeccompUnconfined(s, in.Host) {
+		if CustomSeccompProfile(s) && !in.Host.Seccomp {
+			return core.InvalidArgument("seccomp_profile_path", errors.New("the kernel has no seccomp filters"))
+		}
+		return nil
+	}
+	if err := seccomp.Apply(spec, in.SeccompProfile); err != nil {
+		return core.InvalidArgument("seccomp_profile_path", err)
+	}
+	return nil
 }

@@ -262,3 +262,23 @@ func TestGenerateCapabilitiesAndNamespaces(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestKernelPaths: Podman's masked and read-only paths, plus mask, less
+// unmask; unmask=ALL drops every default one.
+func TestKernelPaths(t *testing.T) {
+	masked, readonly := kernelPaths(nil, nil)
+	if !slices.Contains(masked, "/proc/kcore") || !slices.Contains(readonly, "/proc/sysrq-trigger") {
+		t.Fatalf("defaults: %v %v", masked, readonly)
+	}
+	masked, readonly = kernelPaths([]string{"/proc/cpuinfo", "/proc/kcore"}, []string{"/proc/keys", "/proc/sys/"})
+	if !slices.Contains(masked, "/proc/cpuinfo") || slices.Contains(masked, "/proc/keys") || slices.Contains(readonly, "/proc/sys") {
+		t.Fatalf("mask and unmask: %v %v", masked, readonly)
+	}
+	if n := len(slices.DeleteFunc(slices.Clone(masked), func(p string) bool { return p != "/proc/kcore" })); n != 1 {
+		t.Fatalf("/proc/kcore masked %d times", n)
+	}
+	masked, readonly = kernelPaths([]string{"/proc/cpuinfo"}, []string{"ALL"})
+	if len(masked) != 1 || len(readonly) != 0 {
+		t.Fatalf("unmask ALL: %v %v", masked, readonly)
+	}
+}

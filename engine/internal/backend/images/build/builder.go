@@ -19,6 +19,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
+	"github.com/berth-project/berth/engine/internal/backend/execution/seccomp"
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 	"github.com/berth-project/berth/engine/internal/backend/platform/sizelimit"
 	"github.com/berth-project/berth/engine/internal/core"
@@ -188,6 +189,14 @@ func validate(opts *core.BuildOptions) error {
 	}
 	if opts.Network == "" {
 		opts.Network = core.BuildNetworkPrivate
+	}
+	opts.SeccompProfile = nil
+	if oci.CustomSeccompProfile(&core.ContainerSpec{SeccompProfilePath: opts.SeccompProfilePath}) {
+		profile, err := seccomp.LoadFile(opts.SeccompProfilePath)
+		if err != nil {
+			return core.InvalidArgument("seccomp", err)
+		}
+		opts.SeccompProfile = profile
 	}
 	for i, tag := range opts.Tags {
 		name, err := imagestore.TagName("t", tag)

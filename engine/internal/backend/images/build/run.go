@@ -126,7 +126,8 @@ func (j *job) execRun(ctx context.Context, rootfs string, st *imageState, sc *st
 		User:    st.config.User,
 		HostAdd: j.opts.ExtraHosts,
 		CapAdd:  j.opts.CapAdd, CapDrop: j.opts.CapDrop,
-		DNSServers: j.opts.DNSServers, DNSSearch: j.opts.DNSSearch, DNSOptions: j.opts.DNSOptions,
+		SeccompProfilePath: j.opts.SeccompProfilePath,
+		DNSServers:         j.opts.DNSServers, DNSSearch: j.opts.DNSSearch, DNSOptions: j.opts.DNSOptions,
 	}
 	if j.opts.HTTPProxy {
 		for _, name := range proxyVariables {
@@ -192,6 +193,7 @@ func (j *job) execRun(ctx context.Context, rootfs string, st *imageState, sc *st
 		HostnameFile:   filepath.Join(bundle, "hostname"),
 		CgroupsPath:    path.Join(j.b.o.CgroupParent, id),
 		Host:           j.b.o.Host,
+		SeccompProfile: j.opts.SeccompProfile,
 	})
 	if err != nil {
 		return err

@@ -87,6 +87,10 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	if _, err := oci.ProcessArgs(&spec, img.Config.Config); err != nil {
 		return "", nil, err
 	}
+	seccompProfile, err := resolveSeccomp(&spec, img, m.host)
+	if err != nil {
+		return "", nil, err
+	}
 
 	id := newID()
 	releaseSecrets, err := m.resolveSecrets(ctx, id, &spec)
@@ -162,6 +166,7 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 		ImageStopSignal: img.Config.Config.StopSignal,
 		ImageDigest:     img.Digest,
 		Volumes:         vols,
+		SeccompProfile:  seccompProfile,
 	}
 	m.applyPod(&rec, pod)
 	warnings, err := m.prepare(ctx, &rec, img)
@@ -262,6 +267,7 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 		NetNSPath:      m.netNSPathOf(rec),
 		Host:           m.host,
 		JoinNamespaces: joins,
+		SeccompProfile: rec.SeccompProfile,
 	})
 	if err != nil {
 		return nil, err

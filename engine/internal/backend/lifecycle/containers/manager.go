@@ -67,6 +67,9 @@ type Options struct {
 	// MaxImportSize bounds what a checkpoint archive may expand to (0:
 	// sizelimit.DefaultMax).
 	MaxImportSize int64
+	// SeccompDefaultPath is the file holding the engine's default seccomp
+	// profile, which inspect names for a container that has it.
+	SeccompDefaultPath string
 	// HoldEvents queues the events of Open's reconcile (containers that
 	// exited while no engine ran) and any later ones until ReleaseEvents,
 	// so that subscribers registered after Open still get them.
@@ -105,6 +108,9 @@ type record struct {
 	ImageDigest string `json:"ImageDigest,omitempty"`
 	// PodJoin is what a pod member takes from its pod's infra container.
 	PodJoin podFields `json:"PodJoin,omitempty"`
+	// SeccompProfile is the container's own seccomp profile, read at
+	// create (nil: the default profile, or none as the spec says).
+	SeccompProfile json.RawMessage `json:"SeccompProfile,omitempty"`
 	// NetSetup is the network namespace as set up (addresses included),
 	// from before netavark runs until the teardown; NetStatus is what
 	// netavark reported for each network.
@@ -137,20 +143,22 @@ type removedExit struct {
 
 // Manager is the engine's container backend.
 type Manager struct {
-	images       ImageSource
-	commits      ImageCommitter
-	volumes      core.Volumes
-	secrets      SecretSource
-	nets         core.ContainerNetworking
-	cdi          core.CDIRegistry
-	privateNet   bool
-	store        storage.Store
-	rt           *runtime.Runtime
-	db           *state.DB
-	logger       *slog.Logger
-	host         oci.Host
-	cgroupParent string
-	hostResolv   []byte
+	images     ImageSource
+	commits    ImageCommitter
+	volumes    core.Volumes
+	secrets    SecretSource
+	nets       core.ContainerNetworking
+	cdi        core.CDIRegistry
+	privateNet bool
+	store      storage.Store
+	rt         *runtime.Runtime
+	db         *state.DB
+	logger     *slog.Logger
+	host       oci.Host
+	// seccompDefault is the file of the default seccomp profile.
+	seccompDefault string
+	cgroupParent   string
+	hostResolv     []byte
 
 	mu     sync.RWMutex
 	byID   map[string]*entry
@@ -216,7 +224,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m := &Manager{
 		images: o.Images, commits: o.Commits, volumes: o.Volumes, secrets: o.Secrets, nets: o.Networks, cdi: o.CDI, privateNet: o.DefaultNetworkMode == core.NetNSPrivate, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
-		host: host, cgroupParent: o.CgroupParent, hostResolv: resolv,
+		host: host, seccompDefault: o.SeccompDefaultPath, cgroupParent: o.CgroupParent, hostResolv: resolv,
 		byID: map[string]*entry{}, byName: map[string]*entry{}, reserved: map[string]bool{}, removed: map[string]removedExit{},
 		creating:        map[string][]string{},
 		creatingSecrets: map[string][]string{},

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/seccomp"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -169,6 +170,12 @@ func (m *Manager) createInfra(ctx context.Context, pod *core.Pod, image string) 
 		cs.Entrypoint = s.InfraCommand
 	case s.InfraImage == "":
 		cs.Entrypoint = infraEntrypoint
+		// The engine runs its own pause process itself (see the runtime's
+		// pause.go), chrooted, with no capability and no_new_privs: no
+		// code but catatonit ever runs in it and nothing can exec into it.
+		// A system call filter, which only runc can apply, would buy
+		// nothing and cost the runtime's start-up on every pod.
+		cs.SeccompProfilePath = seccomp.Unconfined
 	}
 	id, _, err := m.o.Containers.Create(ctx, cs)
 	if err != nil {
