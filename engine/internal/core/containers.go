@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -110,6 +111,11 @@ type ContainerSpec struct {
 	// SeccompProfilePath is "" (the default profile), "unconfined" (no
 	// filter) or the absolute path of a profile file, read at create.
 	SeccompProfilePath string `json:"seccomp_profile_path,omitempty"`
+	// UserNS is the user namespace: "" or "host" (the host's), "auto"
+	// (Value "size=N": a range of the engine's subordinate IDs of its own),
+	// "private" (the mappings of IDMappings).
+	UserNS     Namespace         `json:"userns,omitempty"`
+	IDMappings *IDMappingOptions `json:"idmappings,omitempty"`
 	// Mask and Unmask add paths to, or take paths from, the kernel paths
 	// masked in the container (Unmask "ALL": every default one).
 	Mask         []string              `json:"mask,omitempty"`
@@ -665,6 +671,12 @@ func (s *ContainerSpec) validateSecurity() error {
 	if p := s.SeccompProfilePath; p != "" && p != "unconfined" && !strings.HasPrefix(p, "/") {
 		return InvalidArgument("seccomp_profile_path", fmt.Errorf("%q is neither unconfined nor an absolute path", p))
 	}
+	if _, err := s.UserNSMode(); err != nil {
+		return err
+	}
+	if _, err := s.AutoUserNSSize(); err != nil {
+		return err
+	}
 	for _, p := range s.Mask {
 		if !strings.HasPrefix(p, "/") || strings.Contains(p, "\x00") {
 			return InvalidArgument("mask", fmt.Errorf("%q is not an absolute path", p))
@@ -700,4 +712,87 @@ func validName(n string) bool {
 		}
 	}
 	return n != ""
+}
+
+// IDMappingOptions is Podman's idmappings member of the creation request.
+type IDMappingOptions struct {
+	HostUIDMapping bool              `json:"HostUIDMapping"`
+	HostGIDMapping bool              `json:"HostGIDMapping"`
+	UIDMap         []IDMap           `json:"UIDMap"`
+	GIDMap         []IDMap           `json:"GIDMap"`
+	AutoUserNs     bool              `json:"AutoUserNs"`
+	AutoUserNsOpts AutoUserNsOptions `json:"AutoUserNsOpts"`
+}
+
+// AutoUserNsOptions are --userns=auto's options; the engine takes Size
+// (and InitialSize as a lower bound) and refuses the others.
+type AutoUserNsOptions struct {
+	Size                  uint32  `json:"Size"`
+	InitialSize           uint32  `json:"InitialSize"`
+	PasswdFile            string  `json:"PasswdFile"`
+	GroupFile             string  `json:"GroupFile"`
+	AdditionalUIDMappings []IDMap `json:"AdditionalUIDMappings"`
+	AdditionalGIDMappings []IDMap `json:"AdditionalGIDMappings"`
+}
+
+// User namespace modes.
+const (
+	UserNSHost    = "host"
+	UserNSAuto    = "auto"
+	UserNSPrivate = "private"
+)
+
+// UserNSMode says which user namespace the request asks for: "" (the
+// host's), UserNSAuto or UserNSPrivate, reading both the userns member and
+// idmappings (podman sends both).
+func (s *ContainerSpec) UserNSMode() (string, error) {
+	m := s.IDMappings
+	switch s.UserNS.NSMode {
+	case "", UserNSHost:
+		if m != nil && (m.AutoUserNs || len(m.UIDMap) > 0 || len(m.GIDMap) > 0) {
+			if s.UserNS.NSMode == UserNSHost {
+				return "", InvalidArgument("idmappings", errors.New("mappings conflict with --userns=host"))
+			}
+			if m.AutoUserNs {
+				return UserNSAuto, nil
+			}
+			return UserNSPrivate, nil
+		}
+		return "", nil
+	case UserNSAuto:
+		return UserNSAuto, nil
+	case UserNSPrivate:
+		if m == nil || len(m.UIDMap) == 0 || len(m.GIDMap) == 0 {
+			return "", InvalidArgument("idmappings", errors.New("a private user namespace needs both a uid and a gid map (--uidmap, --gidmap)"))
+		}
+		return UserNSPrivate, nil
+	}
+	return "", InvalidArgument("userns", fmt.Errorf("mode %q is not supported (host, auto, private with --uidmap/--gidmap)", s.UserNS.NSMode))
+}
+
+// AutoUserNSSize parses --userns=auto's value ("size=N", "" for the
+// engine's choice) and the idmappings' AutoUserNsOpts.
+func (s *ContainerSpec) AutoUserNSSize() (uint32, error) {
+	var size uint32
+	if s.IDMappings != nil {
+		o := s.IDMappings.AutoUserNsOpts
+		if o.PasswdFile != "" || o.GroupFile != "" || len(o.AdditionalUIDMappings) > 0 || len(o.AdditionalGIDMappings) > 0 {
+			return 0, InvalidArgument("userns", errors.New("auto options other than size are not supported"))
+		}
+		size = max(o.Size, o.InitialSize)
+	}
+	if s.UserNS.NSMode == UserNSAuto && s.UserNS.Value != "" {
+		for _, opt := range strings.Split(s.UserNS.Value, ",") {
+			k, v, _ := strings.Cut(opt, "=")
+			if k != "size" {
+				return 0, InvalidArgument("userns", fmt.Errorf("auto option %q is not supported (size=N)", opt))
+			}
+			n, err := strconv.ParseUint(v, 10, 32)
+			if err != nil || n == 0 {
+				return 0, InvalidArgument("userns", fmt.Errorf("size %q is not a positive number", v))
+			}
+			size = uint32(n)
+		}
+	}
+	return size, nil
 }

@@ -302,25 +302,34 @@ type InspectContainerHostConfig struct {
 	Tmpfs             map[string]string            `json:"Tmpfs"`
 	UTSMode           string                       `json:"UTSMode"`
 	UsernsMode        string                       `json:"UsernsMode"`
-	ShmSize           int64                        `json:"ShmSize"`
-	Runtime           string                       `json:"Runtime"`
-	ConsoleSize       []uint                       `json:"ConsoleSize"`
-	Isolation         string                       `json:"Isolation"`
-	CPUShares         uint64                       `json:"CpuShares"`
-	Memory            int64                        `json:"Memory"`
-	NanoCpus          int64                        `json:"NanoCpus"`
-	CgroupParent      string                       `json:"CgroupParent"`
-	BlkioWeight       uint16                       `json:"BlkioWeight"`
-	CPUPeriod         uint64                       `json:"CpuPeriod"`
-	CPUQuota          int64                        `json:"CpuQuota"`
-	CpusetCpus        string                       `json:"CpusetCpus"`
-	CpusetMems        string                       `json:"CpusetMems"`
-	MemoryReservation int64                        `json:"MemoryReservation"`
-	MemorySwap        int64                        `json:"MemorySwap"`
-	MemorySwappiness  int64                        `json:"MemorySwappiness"`
-	OomKillDisable    bool                         `json:"OomKillDisable"`
-	PidsLimit         int64                        `json:"PidsLimit"`
-	Ulimits           []InspectUlimit              `json:"Ulimits"`
-	CgroupConf        map[string]string            `json:"CgroupConf"`
-	Init              bool                         `json:"Init,omitempty"`
+	// IDMappings are the user namespace's mappings ("0:HOSTID:SIZE"),
+	// absent in the host's user namespace.
+	IDMappings        *InspectIDMappings `json:"IDMappings,omitempty"`
+	ShmSize           int64              `json:"ShmSize"`
+	Runtime           string             `json:"Runtime"`
+	ConsoleSize       []uint             `json:"ConsoleSize"`
+	Isolation         string             `json:"Isolation"`
+	CPUShares         uint64             `json:"CpuShares"`
+	Memory            int64              `json:"Memory"`
+	NanoCpus          int64              `json:"NanoCpus"`
+	CgroupParent      string             `json:"CgroupParent"`
+	BlkioWeight       uint16             `json:"BlkioWeight"`
+	CPUPeriod         uint64             `json:"CpuPeriod"`
+	CPUQuota          int64              `json:"CpuQuota"`
+	CpusetCpus        string             `json:"CpusetCpus"`
+	CpusetMems        string             `json:"CpusetMems"`
+	MemoryReservation int64              `json:"MemoryReservation"`
+	MemorySwap        int64              `json:"MemorySwap"`
+	MemorySwappiness  int64              `json:"MemorySwappiness"`
+	OomKillDisable    bool               `json:"OomKillDisable"`
+	PidsLimit         int64              `json:"PidsLimit"`
+	Ulimits           []InspectUlimit    `json:"Ulimits"`
+	CgroupConf        map[string]string  `json:"CgroupConf"`
+	Init              bool               `json:"Init,omitempty"`
+}
+
+// InspectIDMappings is HostConfig.IDMappings, as Podman shows it.
+type InspectIDMappings struct {
+	UIDMap []string `json:"UidMap"`
+	GIDMap []string `json:"GidMap"`
 }

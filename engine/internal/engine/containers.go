@@ -11,6 +11,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 	"github.com/berth-project/berth/engine/internal/backend/lifecycle/containers"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
+	"github.com/berth-project/berth/engine/internal/backend/platform/userns"
 	"github.com/berth-project/berth/engine/internal/backend/resources/cdi"
 	"github.com/berth-project/berth/engine/internal/backend/resources/network"
 	"github.com/berth-project/berth/engine/internal/backend/resources/secrets"
@@ -79,7 +80,7 @@ func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	devices := cdi.Open(append(slices.Clone(cdi.DefaultSpecDirs), cfg.CDISpecDirs...))
-	mgr, err := containers.Open(ctx, containers.Options{CDI: devices, Images: images, Commits: commits, Runtime: rt, DB: db, Logger: logger, Volumes: vols, Secrets: secretStore, Networks: nets, DefaultNetworkMode: cfg.Network.DefaultMode, SeccompDefaultPath: seccompDefaultPath(cfg), MaxImportSize: cfg.MaxExpandedSize, HoldEvents: true})
+	mgr, err := containers.Open(ctx, containers.Options{CDI: devices, Images: images, Commits: commits, Runtime: rt, DB: db, Logger: logger, Volumes: vols, Secrets: secretStore, Networks: nets, DefaultNetworkMode: cfg.Network.DefaultMode, SubIDs: subIDs(logger), SeccompDefaultPath: seccompDefaultPath(cfg), MaxImportSize: cfg.MaxExpandedSize, HoldEvents: true})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)
@@ -102,4 +103,16 @@ func (b *containerBackend) Close() error {
 	b.manager.Close()
 	b.networks.Close()
 	return b.db.Close()
+}
+
+// subIDs gives the "containers" user subordinate ID ranges where the host
+// has none and answers them; without them (files that cannot be written)
+// user namespaces are refused, and the engine still serves the rest.
+func subIDs(logger *slog.Logger) *userns.Ranges {
+	r, err := userns.Ensure(userns.HostFiles)
+	if err != nil {
+		logger.Warn("user namespaces unavailable: no subordinate ID ranges", "user", userns.User, "err", err)
+		return nil
+	}
+	return &r
 }

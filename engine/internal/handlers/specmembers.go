@@ -66,29 +66,10 @@ var specDefaults = map[string]func(json.RawMessage) error{
 	"volatile": boolIs(true),
 	// The engine adds no /etc/passwd entry for users missing from it.
 	"manage_password": boolIs(true),
-	// The engine runs without user namespaces: only the host's mappings.
-	"idmappings": func(raw json.RawMessage) error {
-		var m struct {
-			HostUIDMapping bool            `json:"HostUIDMapping"`
-			HostGIDMapping bool            `json:"HostGIDMapping"`
-			UIDMap         json.RawMessage `json:"UIDMap"`
-			GIDMap         json.RawMessage `json:"GIDMap"`
-			AutoUserNs     bool            `json:"AutoUserNs"`
-			AutoUserNsOpts json.RawMessage `json:"AutoUserNsOpts"`
-		}
-		if err := strictUnmarshal(raw, &m); err != nil {
-			return err
-		}
-		if !isZeroJSON(m.UIDMap) || !isZeroJSON(m.GIDMap) || m.AutoUserNs || !zeroJSON(m.AutoUserNsOpts, true) {
-			return errors.New("user namespace mappings are not supported")
-		}
-		return nil
-	},
 	// Namespaces the engine always makes the same way.
 	"ipcns":    namespaceIn("private", "shareable"),
 	"utsns":    namespaceIn("private"),
 	"cgroupns": namespaceIn("host"),
-	"userns":   namespaceIn("host"),
 }
 
 // specRefusedValues are values of members the engine has a field for but

@@ -43,6 +43,9 @@ func startEngine(t testing.TB) *testEngine {
 	enginetest.RequireRuntime(t, "security tests")
 	requirePodman(t)
 	dir := t.TempDir()
+	// The engine's root must be reachable from inside a user namespace.
+	os.Chmod(dir, 0o711)
+	os.Chmod(filepath.Dir(dir), 0o711)
 	addr, stop := enginetest.Serve(t, filepath.Join(dir, "root"), filepath.Join(dir, "run"))
 	te := &testEngine{t: t, addr: addr, base: "http://" + addr, client: &http.Client{Timeout: time.Minute}, dir: dir}
 	t.Cleanup(func() {

@@ -19,7 +19,10 @@ const DefaultShmSize = 65536000
 // Mounts returns the container's mounts: the kernel filesystems every
 // container gets, the generated /etc files, then the request's bind and
 // tmpfs mounts, which override defaults at the same destination.
-func Mounts(s *core.ContainerSpec, hostsFile, resolvFile, hostnameFile string) ([]specs.Mount, error) {
+// With userNS, /sys is the host's, bound read-only: sysfs can only be
+// mounted fresh by the user namespace that owns the network namespace,
+// which a bridged container's (made by the engine) is not.
+func Mounts(s *core.ContainerSpec, hostsFile, resolvFile, hostnameFile string, userNS bool) ([]specs.Mount, error) {
 	shm := int64(DefaultShmSize)
 	if s.ShmSize != nil {
 		if *s.ShmSize <= 0 {
@@ -40,7 +43,7 @@ func Mounts(s *core.ContainerSpec, hostsFile, resolvFile, hostnameFile string) (
 		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: sysOpts},
 		{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}},
 	}
-	if s.NetNS.NSMode == core.NetNSHost {
+	if s.NetNS.NSMode == core.NetNSHost || userNS {
 		// sysfs cannot be mounted fresh without a network namespace of our own.
 		base[5] = specs.Mount{Destination: "/sys", Type: "bind", Source: "/sys", Options: []string{"rbind", "nosuid", "noexec", "nodev", "ro"}}
 	}

@@ -71,6 +71,9 @@ type Input struct {
 	// JoinNamespaces are namespaces to join instead of creating them, by
 	// path (a pod member joins its infra container's /proc/PID/ns/...).
 	JoinNamespaces map[specs.LinuxNamespaceType]string
+	// UIDMappings and GIDMappings give the container a user namespace of
+	// its own with these mappings (none: the host's).
+	UIDMappings, GIDMappings []specs.LinuxIDMapping
 	// SeccompProfile is the text of the container's own seccomp profile,
 	// read and checked at create; nil means the engine's default profile
 	// (unless the spec asks for none).
@@ -210,6 +213,13 @@ func Generate(in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(in.UIDMappings) > 0 {
+		// runc creates the user namespace first, so the namespaces it
+		// creates beside it belong to it.
+		ns = append([]specs.LinuxNamespace{{Type: specs.UserNamespace}}, ns...)
+		spec.Linux.UIDMappings = in.UIDMappings
+		spec.Linux.GIDMappings = in.GIDMappings
+	}
 	spec.Linux.Namespaces = joinNamespaces(ns, in.JoinNamespaces)
 	if _, ok := in.JoinNamespaces[specs.UTSNamespace]; ok {
 		// The hostname belongs to the joined UTS namespace; runc may only
@@ -224,7 +234,7 @@ func Generate(in Input) (*Result, error) {
 		return nil, err
 	}
 
-	mounts, err := Mounts(s, in.HostsFile, in.ResolvConfFile, in.HostnameFile)
+	mounts, err := Mounts(s, in.HostsFile, in.ResolvConfFile, in.HostnameFile, len(in.UIDMappings) > 0)
 	if err != nil {
 		return nil, err
 	}

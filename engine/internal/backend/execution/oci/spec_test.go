@@ -144,7 +144,7 @@ func TestMountsValidation(t *testing.T) {
 		{[]specs.Mount{{Destination: "/x", Type: "tmpfs"}, {Destination: "/x/", Type: "tmpfs"}}, "mounts[1].destination"},
 	}
 	for _, tt := range tests {
-		_, err := Mounts(&core.ContainerSpec{Mounts: tt.mounts}, "/h", "/r", "/n")
+		_, err := Mounts(&core.ContainerSpec{Mounts: tt.mounts}, "/h", "/r", "/n", false)
 		if f := fieldOf(t, err); f != tt.field {
 			t.Errorf("%+v: field %q, want %q", tt.mounts, f, tt.field)
 		}
@@ -153,7 +153,7 @@ func TestMountsValidation(t *testing.T) {
 		{Destination: "/mnt", Type: "bind", Source: dir, Options: []string{"ro"}},
 		{Destination: "/run", Type: "tmpfs", Source: "tmpfs"},
 		{Destination: "/dev/shm", Type: "tmpfs", Options: []string{"size=1m"}},
-	}}, "/h", "/r", "/n")
+	}}, "/h", "/r", "/n", false)
 	if err != nil {
 		t.Fatal(err)
 	}

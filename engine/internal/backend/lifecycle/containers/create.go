@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/containers/storage"
 	imgspec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
@@ -111,9 +110,9 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	// Names live in the state database only, so a name is free again the
 	// moment its container is removed, while the storage is deleted behind.
 	// A --rootfs container's storage is an empty layer of no image.
-	sc, err := m.store.CreateContainer(id, nil, img.ID, "", "", &storage.ContainerOptions{Volatile: true})
+	sc, err := m.createStorage(id, &spec, img.ID)
 	if err != nil {
-		return "", nil, fmt.Errorf("create container storage: %w", err)
+		return "", nil, err
 	}
 	ok := false
 	defer func() {
@@ -167,13 +166,16 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 		ImageDigest:     img.Digest,
 		Volumes:         vols,
 		SeccompProfile:  seccompProfile,
+		UIDMap:          fromStorageMaps(sc.UIDMap),
+		GIDMap:          fromStorageMaps(sc.GIDMap),
 	}
 	m.applyPod(&rec, pod)
 	warnings, err := m.prepare(ctx, &rec, img)
 	if err != nil {
 		return "", nil, err
 	}
-	if err := m.copyUp(ctx, rec.Rootfs, vols); err != nil {
+	rootUID, rootGID := hostRoot(&rec)
+	if err := m.copyUp(ctx, rec.Rootfs, vols, rootUID, rootGID); err != nil {
 		return "", nil, err
 	}
 	data, err := json.Marshal(rec)
@@ -230,8 +232,15 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 	if err := os.MkdirAll(rec.Bundle, 0o700); err != nil {
 		return nil, err
 	}
+	rootUID, rootGID := hostRoot(rec)
 	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(rec.StaticDir, name), []byte(content), 0o644); err != nil {
+		path := filepath.Join(rec.StaticDir, name)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			return nil, err
+		}
+		// In a user namespace they belong to the container's root, as
+		// with Podman.
+		if err := os.Chown(path, rootUID, rootGID); err != nil {
 			return nil, err
 		}
 	}
@@ -268,6 +277,8 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 		Host:           m.host,
 		JoinNamespaces: joins,
 		SeccompProfile: rec.SeccompProfile,
+		UIDMappings:    ociMappings(rec.UIDMap),
+		GIDMappings:    ociMappings(rec.GIDMap),
 	})
 	if err != nil {
 		return nil, err

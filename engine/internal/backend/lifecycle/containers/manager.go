@@ -26,6 +26,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
 	"github.com/berth-project/berth/engine/internal/backend/platform/mounts"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
+	"github.com/berth-project/berth/engine/internal/backend/platform/userns"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -67,6 +68,9 @@ type Options struct {
 	// MaxImportSize bounds what a checkpoint archive may expand to (0:
 	// sizelimit.DefaultMax).
 	MaxImportSize int64
+	// SubIDs are the subordinate ID ranges user namespaces take their host
+	// IDs from; nil refuses every user namespace.
+	SubIDs *userns.Ranges
 	// SeccompDefaultPath is the file holding the engine's default seccomp
 	// profile, which inspect names for a container that has it.
 	SeccompDefaultPath string
@@ -108,6 +112,10 @@ type record struct {
 	ImageDigest string `json:"ImageDigest,omitempty"`
 	// PodJoin is what a pod member takes from its pod's infra container.
 	PodJoin podFields `json:"PodJoin,omitempty"`
+	// UIDMap and GIDMap are the container's user namespace mappings
+	// (none: the host's user namespace), as its storage got them.
+	UIDMap []core.IDMap `json:"UIDMap,omitempty"`
+	GIDMap []core.IDMap `json:"GIDMap,omitempty"`
 	// SeccompProfile is the container's own seccomp profile, read at
 	// create (nil: the default profile, or none as the spec says).
 	SeccompProfile json.RawMessage `json:"SeccompProfile,omitempty"`
@@ -157,8 +165,12 @@ type Manager struct {
 	host       oci.Host
 	// seccompDefault is the file of the default seccomp profile.
 	seccompDefault string
-	cgroupParent   string
-	hostResolv     []byte
+	// subIDs are the ranges of user namespaces; idMu serialises choosing
+	// a container's mappings with creating its storage.
+	subIDs       *userns.Ranges
+	idMu         sync.Mutex
+	cgroupParent string
+	hostResolv   []byte
 
 	mu     sync.RWMutex
 	byID   map[string]*entry
@@ -224,7 +236,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m := &Manager{
 		images: o.Images, commits: o.Commits, volumes: o.Volumes, secrets: o.Secrets, nets: o.Networks, cdi: o.CDI, privateNet: o.DefaultNetworkMode == core.NetNSPrivate, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
-		host: host, seccompDefault: o.SeccompDefaultPath, cgroupParent: o.CgroupParent, hostResolv: resolv,
+		host: host, seccompDefault: o.SeccompDefaultPath, subIDs: o.SubIDs, cgroupParent: o.CgroupParent, hostResolv: resolv,
 		byID: map[string]*entry{}, byName: map[string]*entry{}, reserved: map[string]bool{}, removed: map[string]removedExit{},
 		creating:        map[string][]string{},
 		creatingSecrets: map[string][]string{},

@@ -212,10 +212,17 @@ func volumeBinds(spec core.ContainerSpec, vols []mountedVolume) core.ContainerSp
 
 // copyUp fills new volumes with what the image has at their destination,
 // as Podman does on a volume's first use.
-func (m *Manager) copyUp(ctx context.Context, rootfs string, vols []mountedVolume) error {
+func (m *Manager) copyUp(ctx context.Context, rootfs string, vols []mountedVolume, rootUID, rootGID int) error {
 	for _, v := range vols {
 		if !v.copyUp {
 			continue
+		}
+		if rootUID != 0 || rootGID != 0 {
+			// A new volume belongs to the container's root, who in a
+			// user namespace is an unprivileged host ID (as Podman does).
+			if err := os.Lchown(v.Source, rootUID, rootGID); err != nil {
+				return fmt.Errorf("volume %s: %w", v.Name, err)
+			}
 		}
 		src, err := securejoin.SecureJoin(rootfs, v.Dest)
 		if err != nil {
