@@ -33,9 +33,7 @@ func BenchmarkTransferVsPodman(b *testing.B) {
 	podmanURL := benchtest.PodmanURL(b)
 	requireBusybox(b)
 	podman := benchEngine{name: "podman", base: strings.Replace(podmanURL, "tcp://", "http://", 1) + "/v4.3.1/libpod"}
-	root := b.TempDir()
-	berthProc := startEngine(b, root)
-	berth := benchEngine{name: "berth", base: berthProc.URL + "/v4.3.1/libpod"}
+	berth := benchEngine{name: "berth", base: startEngine(b).URL}
 
 	size := int64(200 << 20)
 	if s := os.Getenv("BERTH_BENCH_LOAD_MB"); s != "" {

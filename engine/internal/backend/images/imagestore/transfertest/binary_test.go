@@ -12,123 +12,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
-	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
-// buildTags are the build tags containers/image and storage need here.
-const buildTags = "containers_image_openpgp,exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper"
-
-var (
-	binaryOnce sync.Once
-	binaryPath string
-	binaryErr  error
-)
-
-// engineBinary builds berth-engine once per test run.
-func engineBinary(t testing.TB) string {
+// startEngine starts berth-engine (the binary enginetest builds once) as
+// a process of its own, without an image, logging warnings.
+func startEngine(t testing.TB) *enginetest.Process {
 	t.Helper()
-	binaryOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "berth-engine-bin-")
-		if err != nil {
-			binaryErr = err
-			return
-		}
-		binaryPath = filepath.Join(dir, "berth-engine")
-		cmd := exec.Command("go", "build", "-tags="+buildTags, "-o", binaryPath, "github.com/berth-project/berth/engine/cmd/berth-engine")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binaryErr = fmt.Errorf("go build berth-engine: %v\n%s", err, out)
-		}
-	})
-	if binaryErr != nil {
-		t.Fatal(binaryErr)
-	}
-	return binaryPath
-}
-
-// engineProc is a running berth-engine.
-type engineProc struct {
-	cmd  *exec.Cmd
-	URL  string // http://127.0.0.1:PORT
-	Addr string // 127.0.0.1:PORT
-	done chan struct{}
-	log  *bytes.Buffer
-}
-
-// startEngine runs berth-engine on root and waits for _ping.
-func startEngine(t testing.TB, root string) *engineProc {
-	t.Helper()
-	testdeadline.Set(t, testdeadline.Default)
-	bin := engineBinary(t)
-	addr := registrytest.ClosedAddr(t)
-	p := &engineProc{Addr: addr, URL: "http://" + addr, done: make(chan struct{}), log: &bytes.Buffer{}}
-	p.cmd = exec.Command(bin, "--listen", "tcp://"+addr, "--root", filepath.Join(root, "root"), "--runroot", filepath.Join(root, "run"), "--log-level", "warn")
-	p.cmd.Stdout = p.log
-	p.cmd.Stderr = p.log
-	// Wait returns soon after the engine exits even if a process it forked
-	// (containers/storage clones helpers) still holds its output pipe.
-	p.cmd.WaitDelay = 10 * time.Second
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.stop()
-		releaseRoot(root)
-	})
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.done:
-			t.Fatalf("berth-engine exited at start:\n%s", p.log.String())
-		default:
-		}
-		resp, err := http.Get(p.URL + "/_ping")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("berth-engine did not answer _ping:\n%s", p.log.String())
-	return nil
-}
-
-// kill sends SIGKILL and waits for the process.
-func (p *engineProc) kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
-}
-
-// stop ends the engine with SIGTERM (graceful shutdown).
-func (p *engineProc) stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		p.kill()
-	}
+	return enginetest.StartProcess(t, enginetest.Options{What: "transfer tests", NoImage: true, Args: []string{"--log-level", "warn"}})
 }
 
 // verifyRoot opens a stopped engine's store directly: it must check clean,
@@ -183,14 +80,17 @@ func TestKill9DuringLoadAndPull(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	root := t.TempDir()
-	load := func(ctx context.Context, p *engineProc) error {
+	// Each round starts the engine on the same directory.
+	p := startEngine(t)
+	root := p.Dir
+	p.Stop()
+	load := func(ctx context.Context, p *enginetest.Process) error {
 		f, err := os.Open(archivePath)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.URL+"/libpod/images/load", f)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.Base()+"/libpod/images/load", f)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return err
@@ -202,8 +102,8 @@ func TestKill9DuringLoadAndPull(t *testing.T) {
 		}
 		return nil
 	}
-	pull := func(ctx context.Context, p *engineProc) error {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.URL+"/libpod/images/pull?tlsVerify=false&reference="+url.QueryEscape(ref), nil)
+	pull := func(ctx context.Context, p *enginetest.Process) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.Base()+"/libpod/images/pull?tlsVerify=false&reference="+url.QueryEscape(ref), nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return err
@@ -218,29 +118,29 @@ func TestKill9DuringLoadAndPull(t *testing.T) {
 
 	for _, op := range []struct {
 		name  string
-		run   func(context.Context, *engineProc) error
+		run   func(context.Context, *enginetest.Process) error
 		image string
 	}{{"load", load, "localhost/crash:1"}, {"pull", pull, ref}} {
 		// Time one complete run, then kill at fractions of it.
-		p := startEngine(t, root)
+		p.Start()
 		start := time.Now()
 		if err := op.run(opContext(t), p); err != nil {
-			t.Fatalf("%s: %v\n%s", op.name, err, p.log.String())
+			t.Fatalf("%s: %v\n%s", op.name, err, p.Log())
 		}
 		full := time.Since(start)
-		p.stop()
+		p.Stop()
 		removeAll(t, root)
 		for _, frac := range []float64{0.1, 0.35, 0.7} {
-			p := startEngine(t, root)
+			p.Start()
 			done := make(chan error, 1)
 			go func() { done <- op.run(opContext(t), p) }()
 			time.Sleep(time.Duration(float64(full) * frac))
-			p.kill()
+			p.Kill9()
 			<-done
 			// A restart repairs and sweeps what the kill left: either the
 			// image is complete or nothing of it remains.
-			p = startEngine(t, root)
-			p.stop()
+			p.Start()
+			p.Stop()
 			snap := verifyRoot(t, root)
 			switch {
 			case len(snap.Images) == 0 && len(snap.Layers) == 0:
@@ -250,14 +150,14 @@ func TestKill9DuringLoadAndPull(t *testing.T) {
 				t.Errorf("%s killed at %.0f%%, after restart: %s", op.name, frac*100, snap)
 			}
 			// The restarted engine sweeps what the kill left and the transfer works.
-			p = startEngine(t, root)
+			p.Start()
 			if err := op.run(opContext(t), p); err != nil {
-				t.Fatalf("%s after a kill at %.0f%%: %v\n%s", op.name, frac*100, err, p.log.String())
+				t.Fatalf("%s after a kill at %.0f%%: %v\n%s", op.name, frac*100, err, p.Log())
 			}
 			if status := exists(t, p, op.image); status != http.StatusNoContent {
 				t.Errorf("%s: image %s missing after the retry (%d)", op.name, op.image, status)
 			}
-			p.stop()
+			p.Stop()
 			snap = verifyRoot(t, root)
 			if len(snap.Images) != 1 {
 				t.Errorf("%s after a kill at %.0f%%: images %v, want exactly one", op.name, frac*100, snap.Images)
@@ -268,17 +168,6 @@ func TestKill9DuringLoadAndPull(t *testing.T) {
 			removeAll(t, root)
 		}
 	}
-}
-
-// releaseRoot unmounts what storage keeps mounted under an engine root (the
-// overlay driver's private mount survives a killed engine), so the
-// directory can be removed.
-func releaseRoot(root string) {
-	store, err := imagestore.Open(imagestore.Options{Root: filepath.Join(root, "root"), RunRoot: filepath.Join(root, "run")})
-	if err == nil {
-		_, _ = store.Storage().Shutdown(true)
-	}
-	enginetest.UnmountUnder(root, 1)
 }
 
 // opContext bounds one transfer of the kill test, so that a stuck engine
@@ -308,9 +197,9 @@ func removeAll(t testing.TB, root string) {
 	}
 }
 
-func exists(t testing.TB, p *engineProc, name string) int {
+func exists(t testing.TB, p *enginetest.Process, name string) int {
 	t.Helper()
-	resp, err := http.Get(p.URL + "/libpod/images/" + url.PathEscape(name) + "/exists")
+	resp, err := http.Get(p.Base() + "/libpod/images/" + url.PathEscape(name) + "/exists")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +208,7 @@ func exists(t testing.TB, p *engineProc, name string) int {
 }
 
 // podman runs Podman's remote client against an engine.
-func podman(t testing.TB, p *engineProc, args ...string) (string, error) {
+func podman(t testing.TB, p *enginetest.Process, args ...string) (string, error) {
 	t.Helper()
 	full := append([]string{"--remote", "--url", "tcp://" + p.Addr}, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -353,8 +242,7 @@ func TestPodmanRemoteClient(t *testing.T) {
 	requirePodman(t)
 	requireBusybox(t)
 	reg := registrytest.Start(t, registrytest.Options{})
-	root := t.TempDir()
-	p := startEngine(t, root)
+	p := startEngine(t)
 	dir := t.TempDir()
 
 	archivePath := filepath.Join(dir, "in.tar")
@@ -365,7 +253,7 @@ func TestPodmanRemoteClient(t *testing.T) {
 		t.Helper()
 		out, err := podman(t, p, args...)
 		if err != nil {
-			t.Fatalf("podman %s: %v\n%s\nengine log:\n%s", strings.Join(args, " "), err, out, p.log.String())
+			t.Fatalf("podman %s: %v\n%s\nengine log:\n%s", strings.Join(args, " "), err, out, p.Log())
 		}
 		return out
 	}
@@ -415,11 +303,11 @@ func TestPodmanRemoteClient(t *testing.T) {
 			Env []string
 		}
 	}
-	if err := getJSON(p.URL+"/libpod/images/localhost%2Fimported:1/json", &cfg); err != nil || len(cfg.Config.Cmd) == 0 {
+	if err := getJSON(p.Base()+"/libpod/images/localhost%2Fimported:1/json", &cfg); err != nil || len(cfg.Config.Cmd) == 0 {
 		t.Errorf("imported image config %+v, %v", cfg, err)
 	}
 
-	other := startEngine(t, t.TempDir())
+	other := startEngine(t)
 	out = run("image", "scp", "localhost/cli:1", "tcp://"+other.Addr+"::")
 	if !strings.Contains(out, "localhost/cli:1") {
 		t.Errorf("podman image scp printed %q", out)
@@ -427,13 +315,13 @@ func TestPodmanRemoteClient(t *testing.T) {
 	if status := exists(t, other, "localhost/cli:1"); status != http.StatusNoContent {
 		t.Errorf("scp target lacks the image: %d", status)
 	}
-	p.stop()
-	verifyRoot(t, root)
+	p.Stop()
+	verifyRoot(t, p.Dir)
 }
 
-func inspectID(p *engineProc, name string) (string, error) {
+func inspectID(p *enginetest.Process, name string) (string, error) {
 	var img struct{ Id string }
-	err := getJSON(p.URL+"/libpod/images/"+url.PathEscape(name)+"/json", &img)
+	err := getJSON(p.Base()+"/libpod/images/"+url.PathEscape(name)+"/json", &img)
 	return img.Id, err
 }
 

@@ -11,25 +11,16 @@ import (
 	"testing"
 
 	"github.com/containers/storage"
-	"github.com/containers/storage/pkg/reexec"
 
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
 	"github.com/berth-project/berth/engine/internal/handlers"
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
-func TestMain(m *testing.M) {
-	if reexec.Init() {
-		return
-	}
-	code := m.Run()
-	if binaryPath != "" {
-		os.RemoveAll(filepath.Dir(binaryPath))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { enginetest.Main(m) }
 
 // env is one store with its transfer backend.
 type env struct {
