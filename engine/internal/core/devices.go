@@ -130,3 +130,39 @@ func validateGroups(groups []string) error {
 	}
 	return nil
 }
+
+// ParseDeviceCgroupRule reads a rule as the CLIs take it: "TYPE MAJOR:MINOR
+// ACCESS", a number being * for any ("c 1:3 rwm", "b *:* r", "a *:* rwm").
+func ParseDeviceCgroupRule(rule string) (specs.LinuxDeviceCgroup, error) {
+	out := specs.LinuxDeviceCgroup{Allow: true}
+	f := strings.Fields(rule)
+	if len(f) != 3 {
+		return out, fmt.Errorf("%q is not TYPE MAJOR:MINOR ACCESS", rule)
+	}
+	majorS, minorS, ok := strings.Cut(f[1], ":")
+	if !ok {
+		return out, fmt.Errorf("%q: %q is not MAJOR:MINOR", rule, f[1])
+	}
+	num := func(v string) (*int64, error) {
+		if v == "*" {
+			return nil, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %q is not a number or *", rule, v)
+		}
+		return &n, nil
+	}
+	var err error
+	out.Type, out.Access = f[0], f[2]
+	if out.Major, err = num(majorS); err != nil {
+		return out, err
+	}
+	if out.Minor, err = num(minorS); err != nil {
+		return out, err
+	}
+	if err := ValidateDeviceCgroupRule(out); err != nil {
+		return out, fmt.Errorf("%q: %w", rule, err)
+	}
+	return out, nil
+}

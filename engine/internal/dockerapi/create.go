@@ -155,6 +155,12 @@ func (s *server) toSpec(name string, cfg *containertypes.Config, hc *containerty
 	if err := healthConfig(&spec, cfg.Healthcheck); err != nil {
 		return spec, err
 	}
+	if err := deviceRequests(&spec, hc.DeviceRequests); err != nil {
+		return spec, err
+	}
+	if err := deviceCgroupRules(&spec, hc.DeviceCgroupRules); err != nil {
+		return spec, err
+	}
 	if err := resources(&spec, &hc.Resources); err != nil {
 		return spec, err
 	}
@@ -211,10 +217,6 @@ func refuseUnsupported(cfg *containertypes.Config, hc *containertypes.HostConfig
 		return bad("HostConfig.BlkioDevice", "per-device block IO limits are not supported")
 	case hc.CPURealtimePeriod != 0 || hc.CPURealtimeRuntime != 0:
 		return bad("HostConfig.CpuRealtime", "real-time CPU scheduling is not supported")
-	case len(hc.DeviceCgroupRules) > 0:
-		return bad("HostConfig.DeviceCgroupRules", "device cgroup rules are not supported")
-	case len(hc.DeviceRequests) > 0:
-		return bad("HostConfig.DeviceRequests", "device requests (GPUs) are not supported")
 	case hc.KernelMemory != 0 || hc.KernelMemoryTCP != 0:
 		return bad("HostConfig.KernelMemory", "kernel memory limits are not supported")
 	case hc.CPUCount != 0 || hc.CPUPercent != 0 || hc.IOMaximumIOps != 0 || hc.IOMaximumBandwidth != 0:
@@ -344,6 +346,15 @@ func resources(spec *core.ContainerSpec, res *containertypes.Resources) error {
 		spec.Rlimits = append(spec.Rlimits, rlimit.Rlimit{Type: "RLIMIT_" + strings.ToUpper(u.Name), Hard: ulimitValue(u.Hard), Soft: ulimitValue(u.Soft)})
 	}
 	for _, d := range res.Devices {
+		if core.IsCDIDevice(d.PathOnHost) {
+			// docker run --device vendor.com/class=name (a client that
+			// does not know CDI sends it as a path, in both places).
+			if d.PathInContainer != "" && d.PathInContainer != d.PathOnHost {
+				return core.InvalidArgument("HostConfig.Devices", fmt.Errorf("CDI device %q takes no path in the container (%q)", d.PathOnHost, d.PathInContainer))
+			}
+			spec.Devices = append(spec.Devices, specs.LinuxDevice{Path: d.PathOnHost})
+			continue
+		}
 		path := d.PathOnHost
 		if d.PathInContainer != "" {
 			path += ":" + d.PathInContainer

@@ -205,6 +205,11 @@ func (s *server) hostConfig(c *core.Container, in *core.InspectContainerData) *c
 	for _, d := range ih.Devices {
 		hc.Devices = append(hc.Devices, containertypes.DeviceMapping{PathOnHost: d.PathOnHost, PathInContainer: d.PathInContainer, CgroupPermissions: d.CgroupPermissions})
 	}
+	hc.DeviceCgroupRules = append(hc.DeviceCgroupRules, ih.DeviceCgroupRules...)
+	for _, name := range core.CDIDevices(c.Spec.Devices) {
+		// Docker shows a CDI device as a request of the cdi driver.
+		hc.DeviceRequests = append(hc.DeviceRequests, containertypes.DeviceRequest{Driver: "cdi", DeviceIDs: []string{name}})
+	}
 	for _, p := range c.Spec.PortMappings {
 		n := max(int(p.Range), 1)
 		for i := 0; i < n; i++ {
