@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -557,4 +558,58 @@ func TestCheckpointPodMember(t *testing.T) {
 	}
 	to.must(http.StatusOK, "DELETE", "/pods/pod2?force=true", nil)
 	from.must(http.StatusOK, "DELETE", "/pods/pod1?force=true", nil)
+}
+
+// TestCheckpointPodmanCLI: podman 4.3.1's own client: checkpoint and
+// restore --all, --print-stats, and an export with --ignore-rootfs
+// imported under another name.
+func TestCheckpointPodmanCLI(t *testing.T) {
+	te := startCRIUEngine(t)
+	podmanBin, err := exec.LookPath("podman")
+	if err != nil {
+		if os.Getenv("BERTH_TEST_STRICT") == "1" {
+			t.Fatal("podman 4.3.1 is required (BERTH_TEST_STRICT=1)")
+		}
+		t.Skip("podman not installed")
+	}
+	u, _ := url.Parse(te.url)
+	podman := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(podmanBin, append([]string{"--remote", "--url", "tcp://" + u.Host}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("podman %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	ids := []string{te.create(map[string]any{"name": "one", "command": counter}), te.create(map[string]any{"name": "two", "command": counter})}
+	for _, id := range ids {
+		te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+		te.waitLog(id, 2)
+	}
+	podman("container", "checkpoint", "--all")
+	counts := map[string]int{}
+	for _, id := range ids {
+		if st := te.checkpointState(id); st.Status != "exited" || !st.Checkpointed {
+			t.Fatalf("after checkpoint --all: %+v", st)
+		}
+		counts[id] = te.counted(id)
+	}
+	if out := podman("container", "restore", "--all", "--print-stats"); !strings.Contains(out, "pages_restored") {
+		t.Fatalf("restore --print-stats: %s", out)
+	}
+	for _, id := range ids {
+		te.keepsCounting(id, counts[id])
+	}
+	if out := podman("inspect", "--format", "{{.State.Restored}}", "one"); strings.TrimSpace(out) != "true" {
+		t.Fatalf("inspect State.Restored: %q", out)
+	}
+	archive := filepath.Join(t.TempDir(), "one.tar")
+	podman("container", "checkpoint", "--export", archive, "--ignore-rootfs", "one")
+	count := te.counted(ids[0])
+	podman("container", "restore", "--import", archive, "--name", "three", "--ignore-rootfs")
+	te.keepsCounting(te.inspect("three").ID, count)
+	if out, err := exec.Command(podmanBin, "--remote", "--url", "tcp://"+u.Host, "container", "restore", "--import", archive, "--name", "three").CombinedOutput(); err == nil || !strings.Contains(string(out), "in use") {
+		t.Fatalf("import under a name in use: %v %s", err, out)
+	}
 }
