@@ -118,6 +118,13 @@ func (s *server) info(w http.ResponseWriter, r *http.Request) {
 		out.DefaultRuntime = host.OCIRuntime.Name
 		out.Runtimes[host.OCIRuntime.Name] = systemtypes.RuntimeWithStatus{Runtime: systemtypes.Runtime{Path: host.OCIRuntime.Path}}
 	}
+	if host.CDI != nil {
+		// Docker's CDISpecDirs and DiscoveredDevices (API 1.50).
+		out.CDISpecDirs = host.CDI.SpecDirs
+		for _, d := range host.CDI.Devices {
+			out.DiscoveredDevices = append(out.DiscoveredDevices, systemtypes.DeviceInfo{Source: "cdi", ID: d.Name})
+		}
+	}
 	if host.Security.SECCOMPEnabled {
 		out.SecurityOptions = append(out.SecurityOptions, "name=seccomp,profile=default")
 	}

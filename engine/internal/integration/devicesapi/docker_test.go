@@ -62,6 +62,10 @@ func TestDockerGPUsThroughCDI(t *testing.T) {
 		t.Skip("the docker CLI is not installed")
 	}
 	te.writeSpec("nvidia.yaml", gpuSpec)
+	status, body := enginetest.Do(t, te.Client, "GET", te.Base(), "/v1.44/info", nil)
+	if status != http.StatusOK || !strings.Contains(string(body), te.cdiDir) || !strings.Contains(string(body), `{"Source":"cdi","ID":"nvidia.com/gpu=1"}`) {
+		t.Errorf("Docker info's CDISpecDirs and DiscoveredDevices: %d %s", status, body)
+	}
 	probe := []string{"localhost/busybox:latest", "sh", "-c", "ls /dev/nvidia0 /dev/nvidia1 2>&1; echo vis=$NVIDIA_VISIBLE_DEVICES"}
 	for _, tc := range []struct {
 		args      []string
@@ -100,7 +104,7 @@ func TestDockerGPUsThroughCDI(t *testing.T) {
 		t.Errorf("docker inspect DeviceCgroupRules: %s", out)
 	}
 	// The docker CLI checks a rule's syntax itself; the API checks what reaches it.
-	status, body := enginetest.Do(t, te.Client, "POST", te.Base(), "/v1.44/containers/create", map[string]any{
+	status, body = enginetest.Do(t, te.Client, "POST", te.Base(), "/v1.44/containers/create", map[string]any{
 		"Image": "localhost/busybox:latest", "HostConfig": map[string]any{"DeviceCgroupRules": []string{"c 10:229 rwx"}},
 	})
 	if status != http.StatusBadRequest || !strings.Contains(string(body), "DeviceCgroupRules[0]") || !strings.Contains(string(body), "rwx") {
