@@ -111,6 +111,9 @@ type ContainerSpec struct {
 	// SeccompProfilePath is "" (the default profile), "unconfined" (no
 	// filter) or the absolute path of a profile file, read at create.
 	SeccompProfilePath string `json:"seccomp_profile_path,omitempty"`
+	// SeccompProfileText is a profile given by its text (the docker CLI
+	// sends the file's content); it is not part of libpod's wire format.
+	SeccompProfileText string `json:"-"`
 	// UserNS is the user namespace: "" or "host" (the host's), "auto"
 	// (Value "size=N": a range of the engine's subordinate IDs of its own),
 	// "private" (the mappings of IDMappings).

@@ -130,14 +130,27 @@ func (s *server) toSpec(name string, cfg *containertypes.Config, hc *containerty
 		v := hc.ShmSize
 		spec.ShmSize = &v
 	}
+	if hc.MaskedPaths != nil && len(hc.MaskedPaths) == 0 && hc.ReadonlyPaths != nil && len(hc.ReadonlyPaths) == 0 {
+		// The docker CLI's --security-opt systempaths=unconfined.
+		spec.Unmask = append(spec.Unmask, "ALL")
+	}
 	for _, opt := range hc.SecurityOpt {
-		switch opt {
-		case "no-new-privileges", "no-new-privileges:true", "no-new-privileges=true":
+		key, value, _ := strings.Cut(opt, "=")
+		if k, v, ok := strings.Cut(opt, ":"); ok && !strings.Contains(k, "=") {
+			key, value = k, v
+		}
+		switch {
+		case opt == "no-new-privileges" || (key == "no-new-privileges" && value == "true"):
 			spec.NoNewPrivs = true
-		case "no-new-privileges:false", "no-new-privileges=false",
-			// The engine applies no seccomp filter, AppArmor profile or
-			// SELinux label: these ask for what it already does.
-			"seccomp=unconfined", "seccomp:unconfined", "apparmor=unconfined", "apparmor:unconfined", "label=disable", "label:disable":
+		case key == "no-new-privileges" && value == "false":
+		case key == "seccomp" && strings.HasPrefix(strings.TrimSpace(value), "{"):
+			// The docker CLI reads a profile file itself and sends its text.
+			spec.SeccompProfileText = value
+		case key == "seccomp" && value != "":
+			spec.SeccompProfilePath = value
+		// The engine applies no AppArmor profile or SELinux label on
+		// this host: these ask for what it already does.
+		case opt == "apparmor=unconfined" || opt == "apparmor:unconfined" || opt == "label=disable" || opt == "label:disable":
 		default:
 			return spec, core.InvalidArgument("HostConfig.SecurityOpt", fmt.Errorf("%q is not supported", opt))
 		}

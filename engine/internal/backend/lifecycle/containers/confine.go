@@ -19,6 +19,10 @@ import (
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
+// inlineSeccomp is the profile path of a container whose profile came as
+// text (Docker's API).
+const inlineSeccomp = "inline"
+
 // imageSeccompLabel is the image label holding a seccomp profile, applied
 // with seccomp_policy "image" (Podman's).
 const imageSeccompLabel = "io.containers.seccomp.profile"
@@ -30,6 +34,16 @@ const imageSeccompLabel = "io.containers.seccomp.profile"
 func resolveSeccomp(s *core.ContainerSpec, img *core.Image, host oci.Host) (json.RawMessage, error) {
 	if s.SeccompProfilePath == seccomp.Unconfined {
 		return nil, nil
+	}
+	if s.SeccompProfileText != "" {
+		if err := seccomp.Check([]byte(s.SeccompProfileText)); err != nil {
+			return nil, core.InvalidArgument("HostConfig.SecurityOpt", fmt.Errorf("seccomp profile: %w", err))
+		}
+		// Kept as the container's own profile, as a file's text is;
+		// inspect names it "inline".
+		text := s.SeccompProfileText
+		s.SeccompProfilePath, s.SeccompProfileText = inlineSeccomp, ""
+		return json.RawMessage(text), nil
 	}
 	if oci.CustomSeccompProfile(s) {
 		data, err := seccomp.LoadFile(s.SeccompProfilePath)
