@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // cgroupMounts are the cgroup hierarchies of the host: every v1 hierarchy
@@ -125,4 +129,45 @@ func removeCgroups(paths []string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// RemoveStrayCgroup kills whatever still runs in a container's cgroup
+// (path as in its spec) and removes it, in every hierarchy, when the
+// runtime holds no state for the container: a create cut by a kill -9
+// after its process joined the cgroup but before its state was written (a
+// pause process between its spawn and its state.json) leaves a process
+// nobody knows, in a cgroup that keeps its pod's cgroup from going.
+func (r *Runtime) RemoveStrayCgroup(id, path string) error {
+	if r.Exists(id) || !filepath.IsAbs(path) || strings.Contains(path, "..") || filepath.Clean(path) == "/" {
+		return nil
+	}
+	mounts, err := cgroupMounts()
+	if err != nil {
+		return err
+	}
+	var dirs []string
+	for _, mp := range mounts {
+		if _, err := os.Stat(filepath.Join(mp, path)); err == nil {
+			dirs = append(dirs, filepath.Join(mp, path))
+		}
+	}
+	if len(dirs) == 0 {
+		return nil
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		left := 0
+		for _, d := range dirs {
+			data, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+			for _, f := range strings.Fields(string(data)) {
+				if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+					unix.Kill(pid, unix.SIGKILL)
+					left++
+				}
+			}
+		}
+		if left == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	return removeCgroups(dirs)
 }

@@ -47,7 +47,7 @@ type ledger struct {
 	ids     []string
 }
 
-// created notes a container's ID from its create answer.
+// created notes a container's or a pod's ID from its create answer.
 func (l *ledger) created(body []byte) {
 	var out struct {
 		ID string `json:"Id"`
@@ -226,6 +226,7 @@ func chaosWorker(w int, c *chaosClient, l *ledger, failures *failureLog, stop <-
 		case op < 84: // pods: create, start, remove with their containers
 			st, body := c.do("POST", "/pods/create", map[string]any{"name": name})
 			if ack(l, failures, "pod", name, present, st, body, http.StatusCreated) {
+				l.created(body)
 				c.do("POST", "/pods/"+name+"/start", nil)
 				if r.IntN(2) == 0 {
 					st, body = c.do("DELETE", "/pods/"+name+"?force=true", nil)
@@ -502,9 +503,24 @@ func checkLeftovers(p *engineProcess, ids []string) []string {
 			out = append(out, fmt.Sprintf("network namespaces left in %s: %d", dir, len(ns)))
 		}
 	}
+	// Containers' and pods' cgroups (a pod's holds its infra's), and any
+	// process still in one.
 	for _, id := range ids {
-		if cg, _ := filepath.Glob("/sys/fs/cgroup/*/berth/berth-" + id); len(cg) > 0 {
-			out = append(out, "cgroups left: "+strings.Join(cg, ", "))
+		for _, pattern := range []string{"/sys/fs/cgroup/*/berth/berth-" + id, "/sys/fs/cgroup/*/berth/berth-pod-" + id} {
+			if cg, _ := filepath.Glob(pattern); len(cg) > 0 {
+				out = append(out, "cgroups left: "+strings.Join(cg, ", "))
+			}
+		}
+	}
+	cgroups, _ := filepath.Glob("/proc/[0-9]*/cgroup")
+	for _, f := range cgroups {
+		data, _ := os.ReadFile(f)
+		for _, id := range ids {
+			if strings.Contains(string(data), id) {
+				cmd, _ := os.ReadFile(filepath.Join(filepath.Dir(f), "cmdline"))
+				out = append(out, fmt.Sprintf("process left in a cgroup of %s: %s %q", id, filepath.Dir(f), strings.ReplaceAll(string(cmd), "\x00", " ")))
+				break
+			}
 		}
 	}
 	prefix, pool := flagValue(p.netFlags, "--network-bridge-prefix"), flagValue(p.netFlags, "--network-subnet-pool")

@@ -3,6 +3,7 @@ package containers_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -298,5 +299,72 @@ func removeRulesNaming(cidr string) {
 			exec.Command("iptables", "-w", "-t", table, "-F", c).Run()
 			exec.Command("iptables", "-w", "-t", table, "-X", c).Run()
 		}
+	}
+}
+
+// TestStartKillsWhatACutInfraCreateLeft: a kill -9 between the spawn of a
+// pod's pause process and the record of its state leaves a process in the
+// infra container's cgroup that no runtime state names (the chaos loop
+// found such catatonit processes, and pod cgroups that could not be removed
+// because of them). The next engine kills it and removes the cgroup; the
+// pod's removal then leaves no cgroup.
+func TestStartKillsWhatACutInfraCreateLeft(t *testing.T) {
+	site := newCrashSite(t)
+	te, stop := site.serve()
+	te.must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "cutpod"})
+	var pod struct {
+		ID               string `json:"Id"`
+		InfraContainerID string
+	}
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/cutpod/json", nil), &pod)
+	var infra struct{ State struct{ CgroupPath string } }
+	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+pod.InfraContainerID+"/json", nil), &infra)
+	cgPath := infra.State.CgroupPath
+	if cgPath == "" || !strings.Contains(cgPath, pod.InfraContainerID) {
+		t.Fatalf("infra cgroup path %q", cgPath)
+	}
+	stop()
+
+	// What the cut create left: a process in the infra's cgroup.
+	sleeper := exec.Command("/bin/busybox", "sleep", "300")
+	if err := sleeper.Start(); err != nil {
+		t.Skip("needs busybox-static")
+	}
+	exited := make(chan struct{})
+	go func() { sleeper.Wait(); close(exited) }()
+	var dirs []string
+	t.Cleanup(func() {
+		sleeper.Process.Kill()
+		<-exited
+		for _, d := range dirs {
+			os.Remove(d)
+		}
+	})
+	for _, ctl := range []string{"pids", "memory"} {
+		dir := filepath.Join("/sys/fs/cgroup", ctl, cgPath)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Skipf("cgroup v1 %s: %v", ctl, err)
+		}
+		dirs = append(dirs, dir)
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(fmt.Sprint(sleeper.Process.Pid)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	te, stop = site.serve()
+	defer stop()
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the process in the infra's cgroup outlived the engine's start")
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("cgroup %s after the start: %v", d, err)
+		}
+	}
+	te.must(http.StatusOK, "DELETE", "/pods/cutpod?force=true", nil)
+	if cg, _ := filepath.Glob("/sys/fs/cgroup/*/berth/berth-pod-" + pod.ID); len(cg) > 0 {
+		t.Fatalf("pod cgroups after the pod's removal: %v", cg)
 	}
 }

@@ -374,6 +374,11 @@ func (m *Manager) reconcileLocked(ctx context.Context, e *entry, mounted map[str
 // init cannot be taken for the exit of the container created next.
 func (m *Manager) deleteUnrecordedCreate(ctx context.Context, rec record) {
 	if !m.rt.Exists(rec.ID) {
+		// Cut before the runtime wrote its state: a process may sit in
+		// the container's cgroup all the same.
+		if err := m.rt.RemoveStrayCgroup(rec.ID, rec.CgroupPath); err != nil {
+			m.logger.Warn("remove the cgroup of a create cut short", "container", rec.ID, "err", err)
+		}
 		return
 	}
 	if err := m.rt.Delete(ctx, rec.ID, true); err != nil {
