@@ -98,6 +98,8 @@ func (s *server) build(w http.ResponseWriter, r *http.Request) {
 		writeError(w, q.err)
 		return
 	}
+	// The build streams its output while it still reads the context.
+	_ = http.NewResponseController(w).EnableFullDuplex()
 	js := startJSONStream(w)
 	opts.Progress = streamWriter{js}
 	id, err := s.deps.Build.Build(r.Context(), r.Body, opts)
@@ -110,10 +112,8 @@ func (s *server) build(w http.ResponseWriter, r *http.Request) {
 	if len(short) > 12 {
 		short = short[:12]
 	}
+	// The builder's output already names the tags it committed.
 	js.send(progressMessage{Stream: "Successfully built " + short + "\n"})
-	for _, t := range opts.Tags {
-		js.send(progressMessage{Stream: "Successfully tagged " + t + "\n"})
-	}
 }
 
 // streamWriter sends build output as {"stream": ...} lines.

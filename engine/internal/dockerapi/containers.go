@@ -165,7 +165,21 @@ func (s *server) containerStart(w http.ResponseWriter, r *http.Request) {
 		writeError(w, core.InvalidArgument("detachKeys", errors.New("detach keys are read at attach")))
 		return
 	}
-	s.lifecycle(w, r, func(ctx context.Context, name string) error { return s.deps.Containers.Start(ctx, name) })
+	s.lifecycle(w, r, func(ctx context.Context, name string) error {
+		err := s.deps.Containers.Start(ctx, name)
+		if err == nil || errors.Is(err, core.ErrNotModified) {
+			return err
+		}
+		// As Docker does, a container made with AutoRemove goes when its
+		// start fails: it will never exit to be removed (docker run --rm
+		// waits for that removal).
+		if c, lerr := s.deps.Containers.Lookup(ctx, name); lerr == nil && c.Spec.Remove && c.State != core.StateRunning {
+			if rerr := s.deps.Containers.Remove(ctx, c.ID, core.RemoveContainerOptions{Force: true, Volumes: true}); rerr != nil {
+				s.logger.Warn("docker start: removing the auto-remove container after its failed start", "container", c.ID, "err", rerr)
+			}
+		}
+		return err
+	})
 }
 
 // stopTimeout reads t (Docker's seconds); nil keeps the container's own.
@@ -310,8 +324,12 @@ func (s *server) containerWait(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
 	code, err := s.deps.Containers.Wait(ctx, c.ID, conditions)
-	if err == nil && cond == "removed" {
+	switch {
+	case err == nil && cond == "removed":
 		err = s.awaitRemoval(ctx, c.ID)
+	case errors.Is(err, core.ErrNoSuchContainer) && cond == "removed":
+		// Removed without an exit to report (its start failed).
+		code, err = int32(c.ExitCode), nil
 	}
 	resp := containertypes.WaitResponse{StatusCode: int64(code)}
 	if err != nil {

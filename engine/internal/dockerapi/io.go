@@ -48,10 +48,20 @@ func (s *server) containerAttach(w http.ResponseWriter, r *http.Request) {
 	var sess *containerio.Session
 	if doStream {
 		if sess, err = s.deps.ContainerIO.Attach(r.Context(), c.ID); err != nil {
-			writeError(w, err)
-			return
+			if c.State != core.StateConfigured {
+				writeError(w, err)
+				return
+			}
+			// Attaching to a container that was never started prepares
+			// it, which fails where its process cannot run (a missing
+			// executable). Docker's attach never fails for that: the
+			// client gets an empty stream and the error from its start.
+			s.logger.Debug("docker attach: preparing the container failed", "container", name, "err", err)
+			sess = nil
+			doLogs = false
+		} else {
+			defer sess.Close()
 		}
-		defer sess.Close()
 	}
 	tty := c.Spec.Terminal
 	conn, rw, err := stream.Hijack(w, r)

@@ -49,7 +49,7 @@ func TestReadmePodmanCommands(t *testing.T) {
 	testdeadline.Set(t, 6*time.Minute)
 	enginetest.Require(t, "the README's podman commands", "podman")
 	podman, _ := exec.LookPath("podman")
-	rows, err := readTable(readmePath)
+	rows, err := readTable(readmePath, podmanTable)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,10 +12,22 @@ import (
 // readmePath is the README holding the table, relative to this package.
 const readmePath = "../../../../README.md"
 
-// Markers around the table in the README.
-const (
-	tableStart = "<!-- podman-commands:start -->"
-	tableEnd   = "<!-- podman-commands:end -->"
+// table names one command table of the README: the markers around it and
+// the client every command starts with.
+type table struct {
+	start, end, client string
+}
+
+// The README's tables: podman --remote's and the docker CLI's.
+var (
+	podmanTable = table{start: "<!-- podman-commands:start -->", end: "<!-- podman-commands:end -->", client: "podman"}
+	dockerTable = table{start: "<!-- docker-commands:start -->", end: "<!-- docker-commands:end -->", client: "docker"}
+)
+
+// Markers around the podman table (the tests of the parser use them).
+var (
+	tableStart = podmanTable.start
+	tableEnd   = podmanTable.end
 )
 
 // Row statuses.
@@ -34,32 +46,32 @@ type row struct {
 	status  string
 }
 
-// readTable reads the rows between the markers of the README at path.
-func readTable(path string) ([]row, error) {
+// readTable reads the rows of tbl in the README at path.
+func readTable(path string, tbl table) ([]row, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return parseTable(bufio.NewScanner(f))
+	return parseTable(bufio.NewScanner(f), tbl)
 }
 
 // parseTable reads the markdown table between tableStart and tableEnd: a
 // header, a separator, then rows of four cells (command, setup, output,
 // status); commands are written in backticks, `\|` stands for a pipe.
-func parseTable(sc *bufio.Scanner) ([]row, error) {
+func parseTable(sc *bufio.Scanner, tbl table) ([]row, error) {
 	var rows []row
 	inside, header, line := false, 0, 0
 	for sc.Scan() {
 		line++
 		text := strings.TrimSpace(sc.Text())
 		switch {
-		case text == tableStart:
+		case text == tbl.start:
 			inside = true
 			continue
-		case text == tableEnd:
+		case text == tbl.end:
 			if !inside {
-				return nil, fmt.Errorf("line %d: %s before %s", line, tableEnd, tableStart)
+				return nil, fmt.Errorf("line %d: %s before %s", line, tbl.end, tbl.start)
 			}
 			if len(rows) == 0 {
 				return nil, fmt.Errorf("line %d: the table has no rows", line)
@@ -84,8 +96,8 @@ func parseTable(sc *bufio.Scanner) ([]row, error) {
 			}
 			*dst = v
 		}
-		if !strings.HasPrefix(r.command, "podman ") {
-			return nil, fmt.Errorf("line %d: command %q does not start with podman", line, r.command)
+		if !strings.HasPrefix(r.command, tbl.client+" ") {
+			return nil, fmt.Errorf("line %d: command %q does not start with %s", line, r.command, tbl.client)
 		}
 		if r.status != statusWorks && r.status != statusNotYet {
 			return nil, fmt.Errorf("line %d: status %q, want %q or %q", line, r.status, statusWorks, statusNotYet)
@@ -95,7 +107,7 @@ func parseTable(sc *bufio.Scanner) ([]row, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("no table between %s and %s", tableStart, tableEnd)
+	return nil, fmt.Errorf("no table between %s and %s", tbl.start, tbl.end)
 }
 
 // splitCells splits a table line at its unescaped pipes.
@@ -160,7 +172,7 @@ func TestParseTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseTable(bufio.NewScanner(strings.NewReader(tt.text)))
+			got, err := parseTable(bufio.NewScanner(strings.NewReader(tt.text)), podmanTable)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
@@ -180,7 +192,7 @@ func TestParseTable(t *testing.T) {
 // TestReadmeTableParses keeps the README's table well formed and its rows'
 // names apart, even where podman is not installed.
 func TestReadmeTableParses(t *testing.T) {
-	rows, err := readTable(readmePath)
+	rows, err := readTable(readmePath, podmanTable)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,5 +205,23 @@ func TestReadmeTableParses(t *testing.T) {
 	}
 	if len(rows) < 80 {
 		t.Errorf("the table has %d rows; it covers the everyday commands (at least 80)", len(rows))
+	}
+}
+
+// TestReadmeDockerTableParses keeps the docker table well formed.
+func TestReadmeDockerTableParses(t *testing.T) {
+	rows, err := readTable(readmePath, dockerTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, r := range rows {
+		if prev, ok := seen[r.command]; ok {
+			t.Errorf("line %d repeats the command of line %d: %s", r.line, prev, r.command)
+		}
+		seen[r.command] = r.line
+	}
+	if len(rows) < 40 {
+		t.Errorf("the docker table has %d rows; it covers the everyday commands (at least 40)", len(rows))
 	}
 }
