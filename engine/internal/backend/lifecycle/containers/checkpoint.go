@@ -292,6 +292,15 @@ func (m *Manager) finishRestore(ctx context.Context, e *entry, pid, conmonPID in
 // leaves the checkpoint in place.
 func (m *Manager) reconcileCheckpointLocked(ctx context.Context, e *entry) {
 	rec := m.snapshot(e)
+	if rec.Importing {
+		// Killed before the imported checkpoint was in place: the
+		// container is only half made.
+		m.logger.Warn("remove a container whose import the engine did not finish", "container", rec.ID)
+		if err := m.removeLocked(ctx, e, core.RemoveContainerOptions{Force: true, Volumes: true}); err != nil {
+			m.logger.Warn("remove a half-imported container", "container", rec.ID, "err", err)
+		}
+		return
+	}
 	if rec.Checkpointing {
 		dir := checkpointDir(rec)
 		done := runtime.DumpComplete(dir)

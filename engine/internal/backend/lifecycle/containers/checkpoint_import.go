@@ -131,6 +131,9 @@ func (m *Manager) restoreImported(ctx context.Context, id string, a *checkpointa
 	}
 	e.op.Lock()
 	defer e.op.Unlock()
+	if err := m.update(ctx, e, func(r *record) { r.Importing = true }); err != nil {
+		return report, err
+	}
 	rec := m.snapshot(e)
 	if diff := a.RootfsDiffPath(); diff != "" && !opts.IgnoreRootFS {
 		if err := m.applyLayerDiff(rec, diff); err != nil {
@@ -156,6 +159,7 @@ func (m *Manager) restoreImported(ctx context.Context, id string, a *checkpointa
 		return report, err
 	}
 	if err := m.update(ctx, e, func(r *record) {
+		r.Importing = false
 		r.Checkpointed = true
 		r.CheckpointedAt = a.Config.CheckpointedAt
 		r.CheckpointPath = dir

@@ -613,3 +613,59 @@ func TestCheckpointPodmanCLI(t *testing.T) {
 		t.Fatalf("import under a name in use: %v %s", err, out)
 	}
 }
+
+// TestImportKill9: an engine killed during an import leaves the imported
+// container running, restorable, or gone, and no unpacked archive.
+func TestImportKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the engine binary")
+	}
+	requireRuntime(t)
+	t.Setenv("BERTH_ENGINE_CRIU", enginetest.RequireCRIU(t))
+	from := startCRIUEngine(t)
+	id := from.create(map[string]any{"name": "mover", "command": counter})
+	from.must(http.StatusNoContent, "POST", "/containers/mover/start", nil)
+	from.waitLog(id, 2)
+	archive := from.must(http.StatusOK, "POST", "/containers/mover/checkpoint?export=true", nil)
+
+	p, te := startEngineProcess(t)
+	te.loadBusybox()
+	go func() {
+		resp, err := http.Post(te.url+"/containers/import/restore?import=true", "application/x-tar", bytes.NewReader(archive))
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	// Killed as soon as the imported container exists.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+		if status, _ := te.do("GET", "/containers/mover/exists", nil); status == http.StatusNoContent {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the imported container never appeared")
+		}
+	}
+	p.kill9()
+	time.Sleep(2 * time.Second)
+	p.start()
+	status, _ := te.do("GET", "/containers/mover/exists", nil)
+	switch {
+	case status == http.StatusNotFound:
+		t.Log("the half-imported container was removed")
+	default:
+		st := te.checkpointState("mover")
+		t.Logf("after the kill: %+v", st)
+		if st.Status != "running" && !st.Checkpointed {
+			t.Fatalf("the imported container is neither running nor restorable: %+v", st)
+		}
+		te.must(http.StatusOK, "DELETE", "/containers/mover?force=true&timeout=0", nil)
+	}
+	if stale, _ := filepath.Glob(filepath.Join(te.root, "*", importPrefixGlob)); len(stale) > 0 {
+		t.Fatalf("the interrupted import left %v", stale)
+	}
+	// The archive still imports.
+	te.must(http.StatusOK, "POST", "/containers/import/restore?import=true", bytes.NewReader(archive))
+	if st := te.checkpointState("mover"); st.Status != "running" {
+		t.Fatalf("import after the crash: %+v", st)
+	}
+}

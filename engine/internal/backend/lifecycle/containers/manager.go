@@ -93,6 +93,10 @@ type record struct {
 	// became of the container (see reconcileCheckpointLocked).
 	Checkpointing bool `json:"Checkpointing,omitempty"`
 	Restoring     bool `json:"Restoring,omitempty"`
+	// Importing is set from the create of an imported container until its
+	// checkpoint is in place: an engine killed before then removes it at
+	// start, so that no half-imported container stays.
+	Importing bool `json:"Importing,omitempty"`
 	// CheckpointNets are the addresses the container had on each network
 	// when it was checkpointed; a restore asks for them again.
 	CheckpointNets map[string]core.PerNetworkOptions `json:"CheckpointNets,omitempty"`
@@ -297,7 +301,9 @@ func (m *Manager) reconcile(ctx context.Context) {
 	for _, e := range entries {
 		e.op.Lock()
 		m.reconcileCheckpointLocked(ctx, e)
-		m.reconcileLocked(ctx, e, mounted)
+		if !m.isRemoved(e) {
+			m.reconcileLocked(ctx, e, mounted)
+		}
 		e.op.Unlock()
 	}
 }
