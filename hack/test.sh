@@ -221,6 +221,26 @@ wait_kube_apiserver() {
   export BERTH_KUBE_APISERVER
 }
 
+# start_compose_build builds (or finds cached) Docker Compose, the CLI plugin the docker API tests
+# drive, in the background like kube-apiserver; wait_compose exports BERTH_DOCKER_COMPOSE (its path).
+COMPOSE_PID=""
+start_compose_build() {
+  "$ROOT/hack/docker-compose.sh" >"$LOGDIR/docker-compose.path" 2>"$LOGDIR/docker-compose.log" &
+  COMPOSE_PID=$!
+}
+wait_compose() {
+  [ -n "$COMPOSE_PID" ] || start_compose_build
+  local rc=0
+  wait "$COMPOSE_PID" || rc=$?
+  COMPOSE_PID=""
+  if [ $rc -ne 0 ]; then
+    cat "$LOGDIR/docker-compose.log" >&2
+    return $rc
+  fi
+  BERTH_DOCKER_COMPOSE=$(tail -n 1 "$LOGDIR/docker-compose.path")
+  export BERTH_DOCKER_COMPOSE
+}
+
 # warm_engine_binary builds berth-engine with both cgo settings the engine tests build it with
 # (nothing is kept): the tests that start the binary then find it in the build cache instead of
 # compiling it inside their deadlines, which a cold cache on 2 busy cores can exceed.
@@ -245,6 +265,7 @@ run_unit() {
   gotest uploads
   step "CRIU" find_criu
   step "build kube-apiserver" wait_kube_apiserver
+  step "build docker compose" wait_compose
   step "build berth-engine" warm_engine_binary
   gotest engine
 }
@@ -285,7 +306,7 @@ run_checks() {
 # last line), so editing this file during a run cannot change the running script.
 main() {
   log "berth tests: $what (go: $("$GO" version | cut -d' ' -f3), GOFLAGS=$GOFLAGS)"
-  case "$what" in unit | all) start_kube_apiserver_build ;; esac
+  case "$what" in unit | all) start_kube_apiserver_build && start_compose_build ;; esac
   step "go mod download" go_mod_download
   case "$what" in
   unit) run_unit ;;
