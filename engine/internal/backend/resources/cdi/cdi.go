@@ -29,6 +29,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	cdilib "tags.cncf.io/container-device-interface/pkg/cdi"
 	"tags.cncf.io/container-device-interface/pkg/parser"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -51,6 +52,8 @@ type Registry struct {
 	mu         sync.Mutex
 	stamp      string
 	generation uint64
+	// loadErrors are the spec files whose last reload failed as a whole.
+	loadErrors []core.CDISpecError
 }
 
 var _ core.CDIRegistry = (*Registry)(nil)
@@ -68,10 +71,16 @@ func Open(dirs []string) *Registry {
 	for _, d := range dirs {
 		clean = append(clean, filepath.Clean(d))
 	}
+	// Before the library validates a spec (which panics on a kind with a
+	// one-character vendor or class), this turns such a spec into an error
+	// of its file; the other specs are still served.
+	validatorOnce.Do(func() { cdilib.SetSpecValidator(kindValidator{}) })
 	r := &Registry{dirs: clean}
 	// Manual refresh: the fingerprint decides (see the package comment).
-	r.cache, _ = cdilib.NewCache(cdilib.WithSpecDirs(clean...), cdilib.WithAutoRefresh(false))
-	r.stamp = fingerprint(clean)
+	// An empty cache, then the directories: the library loads them when
+	// configured, and a spec it fails on is caught and named (refresh).
+	r.cache, _ = cdilib.NewCache(cdilib.WithSpecDirs(), cdilib.WithAutoRefresh(false))
+	r.reloadWith(fingerprint(clean), func() { _ = r.cache.Configure(cdilib.WithSpecDirs(clean...)) })
 	r.generation = uint64(time.Now().UnixNano())
 	return r
 }
@@ -87,10 +96,47 @@ func (r *Registry) refresh() {
 	if stamp == r.stamp {
 		return
 	}
-	// Spec errors are kept by the cache and reported per file.
-	_ = r.cache.Refresh()
+	r.reloadWith(stamp, func() { _ = r.cache.Refresh() })
+}
+
+// reloadWith runs a load of the library at the given fingerprint (r.mu
+// held, or r not shared yet).
+func (r *Registry) reloadWith(stamp string, load func()) {
 	r.stamp = stamp
+	r.loadErrors = nil
+	if err := guard(load); err != nil {
+		// The specs stay as last loaded; said until the directories change.
+		r.loadErrors = append(r.loadErrors, core.CDISpecError{Spec: strings.Join(r.dirs, ", "), Error: err.Error() + "; the specs are served as last loaded"})
+		return
+	}
 	r.generation++
+}
+
+// validatorOnce installs kindValidator, the library's one (global) hook.
+var validatorOnce sync.Once
+
+// kindValidator refuses a spec whose kind the library cannot validate
+// without panicking (see kindProblem).
+type kindValidator struct{}
+
+func (kindValidator) Validate(raw *cdispec.Spec) error {
+	if p := kindProblem(raw.Kind); p != "" {
+		return errors.New("kind: " + p)
+	}
+	return nil
+}
+
+// guard runs a load of the library (its errors per file are kept by the
+// cache) and returns a panic of it as an error: it has one on a
+// one-character vendor or class, and the cache is then left as it was.
+func guard(load func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("reading the specs failed: %v", p)
+		}
+	}()
+	load()
+	return nil
 }
 
 // Generation implements core.CDIRegistry.
@@ -154,6 +200,10 @@ func (r *Registry) resolve(names []string) ([]string, error) {
 	}
 	var known []string
 	for _, name := range names {
+		vendor, class, dev := parser.ParseDevice(name)
+		if vendor != "" && (len(vendor) < 2 || len(class) < 2) {
+			return nil, core.InvalidArgument("devices", fmt.Errorf("%q: the vendor and the class of a CDI device need two characters or more", name))
+		}
 		vendor, class, dev, err := parser.ParseQualifiedName(name)
 		if err != nil {
 			return nil, core.InvalidArgument("devices", fmt.Errorf("%q is neither a host path nor a CDI device (vendor.com/class=name): %w", name, err))
@@ -245,6 +295,9 @@ func (r *Registry) specErrors() []core.CDISpecError {
 		}
 		out = append(out, core.CDISpecError{Spec: path, Error: strings.Join(msgs, "; ")})
 	}
+	r.mu.Lock()
+	out = append(out, r.loadErrors...)
+	r.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Spec < out[j].Spec })
 	return out
 }

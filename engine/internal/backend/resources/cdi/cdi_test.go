@@ -211,3 +211,25 @@ func BenchmarkInject(b *testing.B) {
 		}
 	}
 }
+
+// TestOneLetterKind: the library panics validating a kind with a
+// one-character vendor or class; such a spec is named like any broken one
+// and the others are served, and such a device name is a 400.
+func TestOneLetterKind(t *testing.T) {
+	dir := t.TempDir()
+	writeSpec(t, dir, "example.yaml", exampleSpec)
+	writeSpec(t, dir, "short.yaml", "cdiVersion: \"0.6.0\"\nkind: a.com/b\ndevices:\n- name: x\n  containerEdits:\n    env: [A=1]\n")
+	r := Open([]string{dir})
+	if _, err := r.Resolve([]string{"example.com/dev=null"}); err != nil {
+		t.Fatalf("a good spec beside a one-letter kind: %v", err)
+	}
+	info := r.Info(t.Context())
+	if len(info.Errors) != 1 || !strings.HasSuffix(info.Errors[0].Spec, "short.yaml") || !strings.Contains(info.Errors[0].Error, "two characters") {
+		t.Errorf("info errors %+v", info.Errors)
+	}
+	for _, name := range []string{"a.com/b=x", "a/bb=x"} {
+		if _, err := r.Resolve([]string{name}); err == nil || !errors.Is(err, core.ErrInvalidArgument) {
+			t.Errorf("Resolve(%q) = %v, want a 400", name, err)
+		}
+	}
+}

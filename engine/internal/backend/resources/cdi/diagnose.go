@@ -34,12 +34,8 @@ func diagnose(path string) string {
 	if !ok {
 		return "kind: missing or not a string (vendor.com/class)"
 	}
-	if vendor, class := parser.ParseQualifier(kind); vendor == "" {
-		return fmt.Sprintf("kind: %q is not vendor.com/class", kind)
-	} else if err := parser.ValidateVendorName(vendor); err != nil {
-		return fmt.Sprintf("kind: %v", err)
-	} else if err := parser.ValidateClassName(class); err != nil {
-		return fmt.Sprintf("kind: %v", err)
+	if p := kindProblem(kind); p != "" {
+		return "kind: " + p
 	}
 	if p := editsProblem("containerEdits", top["containerEdits"]); p != "" {
 		return p
@@ -119,6 +115,27 @@ func editsProblem(field string, v any) string {
 				}
 			}
 		}
+	}
+	return ""
+}
+
+// kindProblem says what is wrong with a kind ("vendor.com/class"), ""
+// when nothing. A one-character vendor or class is refused here: the
+// library's validation (v1.1.0) indexes past the end of such a name and
+// panics.
+func kindProblem(kind string) string {
+	vendor, class := parser.ParseQualifier(kind)
+	switch {
+	case vendor == "":
+		return fmt.Sprintf("%q is not vendor.com/class", kind)
+	case len(vendor) < 2 || len(class) < 2:
+		return fmt.Sprintf("%q: the vendor and the class need two characters or more", kind)
+	}
+	if err := parser.ValidateVendorName(vendor); err != nil {
+		return err.Error()
+	}
+	if err := parser.ValidateClassName(class); err != nil {
+		return err.Error()
 	}
 	return ""
 }
