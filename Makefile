@@ -47,6 +47,10 @@ test: deps ## Install what the tests need, then run every test (unit, PostgreSQL
 test-unit: ## Run the Go tests of shared, uploads and engine (starts a throwaway PostgreSQL; no docker)
 	@hack/test.sh unit
 
+.PHONY: test-hosts
+test-hosts: deps ## Run the host suite in a Debian 12 VM (systemd, cgroup v2) under qemu; the image is built once and cached
+	@hack/hostlab.sh run
+
 .PHONY: checks
 checks: ## gofmt, go vet, go mod tidy, promtool rules and rule tests, deploy/ manifest and dashboard checks
 	@hack/test.sh checks

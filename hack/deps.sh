@@ -9,7 +9,8 @@ what=${1:-test}
 runtime_pkgs=(runc conmon netavark aardvark-dns catatonit criu iptables containernetworking-plugins
   busybox-static uidmap git)
 test_pkgs=(podman skopeo docker.io docker-registry prometheus postgresql wrk hyperfine jq sqlite3
-  debootstrap curl ca-certificates gcc libc6-dev python3-yaml docker-compose systemd socat etcd-server)
+  debootstrap curl ca-certificates gcc libc6-dev python3-yaml docker-compose systemd socat etcd-server
+  qemu-system-x86 e2fsprogs)
 
 pkgs=("${runtime_pkgs[@]}")
 if [ "$what" = test ]; then

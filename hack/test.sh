@@ -4,6 +4,7 @@
 #   hack/test.sh contracts  Pact consumer tests and the provider verification (cgo + libpact_ffi)
 #   hack/test.sh e2e        starts dockerd if needed, builds the images, runs the e2e module
 #   hack/test.sh checks     gofmt, go vet, go mod tidy, promtool rules and unit tests, deploy/ manifest checks
+#   hack/test.sh hosts      the host suite in a Debian 12 VM with systemd and cgroup v2 (hack/hostlab.sh)
 #   hack/test.sh all        checks, then all of the above
 # Exports BERTH_TEST_STRICT=1: a test whose component is missing fails instead of skipping.
 # Environment: BERTH_TEST_VERBOSE=1 adds -v; BERTH_TEST_RUN=REGEX adds -run REGEX.
@@ -15,8 +16,8 @@ LOG_TAG=test
 cd "$ROOT" || exit 1
 
 what=${1:-all}
-case "$what" in unit | contracts | e2e | checks | all) ;; *)
-  echo "usage: $0 {unit|contracts|e2e|checks|all}" >&2
+case "$what" in unit | contracts | e2e | checks | hosts | all) ;; *)
+  echo "usage: $0 {unit|contracts|e2e|checks|hosts|all}" >&2
   exit 2
   ;;
 esac
@@ -50,6 +51,7 @@ cleanup() {
   stop_postgres
   stop_dockerd
   [ -z "$KUBE_APISERVER_PID" ] || kill "$KUBE_APISERVER_PID" 2>/dev/null
+  [ -z "$HOSTLAB_IMAGE_PID" ] || kill "$HOSTLAB_IMAGE_PID" 2>/dev/null
   if [ -d "$LOGDIR" ]; then
     if [ "$FAILED" -eq 0 ]; then rm -rf "$LOGDIR"; else log "logs kept in $LOGDIR"; fi
   fi
@@ -294,6 +296,30 @@ run_e2e() {
   gotest e2e
 }
 
+# start_hostlab_image builds (or finds cached) the host lab's VM image in the background, so a
+# first build (debootstrap, several minutes) overlaps the other tests; run_hosts waits for it.
+HOSTLAB_IMAGE_PID=""
+start_hostlab_image() {
+  "$ROOT/hack/hostlab.sh" image >"$LOGDIR/hostlab-image.log" 2>&1 &
+  HOSTLAB_IMAGE_PID=$!
+}
+wait_hostlab_image() {
+  [ -n "$HOSTLAB_IMAGE_PID" ] || start_hostlab_image
+  local rc=0
+  wait "$HOSTLAB_IMAGE_PID" || rc=$?
+  HOSTLAB_IMAGE_PID=""
+  [ $rc -eq 0 ] || cat "$LOGDIR/hostlab-image.log" >&2
+  return $rc
+}
+
+run_hosts() {
+  step "build host lab image" wait_hostlab_image || return 1
+  step "host suite (VM)" run_logged "$LOGDIR/hostlab.log" "$ROOT/hack/hostlab.sh" run
+  local rc=$?
+  grep -E '^(ok|FAIL|--- FAIL|PASS)' "$LOGDIR/hostlab.log" | sed 's/^/hostlab: /' >>"$RESULTS"
+  return $rc
+}
+
 run_checks() {
   step "gofmt" gofmt_check
   step "go vet" go_vet
@@ -307,17 +333,20 @@ run_checks() {
 main() {
   log "berth tests: $what (go: $("$GO" version | cut -d' ' -f3), GOFLAGS=$GOFLAGS)"
   case "$what" in unit | all) start_kube_apiserver_build && start_compose_build ;; esac
+  case "$what" in hosts | all) start_hostlab_image ;; esac
   step "go mod download" go_mod_download
   case "$what" in
   unit) run_unit ;;
   contracts) run_contracts ;;
   e2e) run_e2e ;;
   checks) run_checks ;;
+  hosts) run_hosts ;;
   all)
     run_checks
     run_unit
     run_contracts
     run_e2e
+    run_hosts
     ;;
   esac
 

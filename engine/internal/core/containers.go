@@ -48,6 +48,14 @@ type Namespace struct {
 	Value  string `json:"value,omitempty"`
 }
 
+// Cgroup namespace modes (CgroupNS.NSMode) the engine supports.
+const (
+	CgroupNSHost      = "host"
+	CgroupNSPrivate   = "private"
+	CgroupNSContainer = "container"
+	CgroupNSPath      = "path"
+)
+
 // Network namespace modes the engine supports.
 const (
 	NetNSNone    = "none"
@@ -121,12 +129,17 @@ type ContainerSpec struct {
 	IDMappings *IDMappingOptions `json:"idmappings,omitempty"`
 	// Mask and Unmask add paths to, or take paths from, the kernel paths
 	// masked in the container (Unmask "ALL": every default one).
-	Mask         []string              `json:"mask,omitempty"`
-	Unmask       []string              `json:"unmask,omitempty"`
-	Umask        string                `json:"umask,omitempty"`
-	ShmSize      *int64                `json:"shm_size,omitempty"`
-	NetNS        Namespace             `json:"netns,omitempty"`
-	PidNS        Namespace             `json:"pidns,omitempty"`
+	Mask    []string  `json:"mask,omitempty"`
+	Unmask  []string  `json:"unmask,omitempty"`
+	Umask   string    `json:"umask,omitempty"`
+	ShmSize *int64    `json:"shm_size,omitempty"`
+	NetNS   Namespace `json:"netns,omitempty"`
+	PidNS   Namespace `json:"pidns,omitempty"`
+	// CgroupNS is the cgroup namespace: host, private, container (Value
+	// names the container whose namespace it joins) or path (Value: an
+	// nsfs path). Creation fills in the host's default: private on the
+	// unified hierarchy, host on v1, as Podman.
+	CgroupNS     Namespace             `json:"cgroupns,omitempty"`
 	DNSServers   []string              `json:"dns_server,omitempty"`
 	DNSSearch    []string              `json:"dns_search,omitempty"`
 	DNSOptions   []string              `json:"dns_option,omitempty"`
@@ -221,10 +234,13 @@ type Container struct {
 	// StaticDir holds generated files that survive restarts (hosts, hostname, resolv.conf).
 	StaticDir string
 
-	State        ContainerState
-	ConmonPID    int
-	PID          int
-	ExitCode     int32
+	State     ContainerState
+	ConmonPID int
+	PID       int
+	ExitCode  int32
+	// OOMKilled is true when the kernel's OOM killer killed a process of
+	// the container under its memory limit before it exited.
+	OOMKilled    bool
 	StartedAt    time.Time
 	FinishedAt   time.Time
 	Error        string
@@ -271,12 +287,14 @@ type ContainerEventType string
 
 // Container event types, as Podman names them in its event stream.
 const (
-	EventCreate  ContainerEventType = "create"
-	EventInit    ContainerEventType = "init"
-	EventStart   ContainerEventType = "start"
-	EventStop    ContainerEventType = "stop"
-	EventKill    ContainerEventType = "kill"
-	EventDied    ContainerEventType = "died"
+	EventCreate ContainerEventType = "create"
+	EventInit   ContainerEventType = "init"
+	EventStart  ContainerEventType = "start"
+	EventStop   ContainerEventType = "stop"
+	EventKill   ContainerEventType = "kill"
+	EventDied   ContainerEventType = "died"
+	// EventOOM precedes EventDied when the OOM killer struck the container.
+	EventOOM     ContainerEventType = "oom"
 	EventPause   ContainerEventType = "pause"
 	EventUnpause ContainerEventType = "unpause"
 	EventRestart ContainerEventType = "restart"

@@ -295,6 +295,7 @@ type InspectContainerHostConfig struct {
 	Links             []string                     `json:"Links"`
 	OomScoreAdj       int                          `json:"OomScoreAdj"`
 	PidMode           string                       `json:"PidMode"`
+	CgroupnsMode      string                       `json:"CgroupnsMode,omitempty"`
 	Privileged        bool                         `json:"Privileged"`
 	PublishAllPorts   bool                         `json:"PublishAllPorts"`
 	ReadonlyRootfs    bool                         `json:"ReadonlyRootfs"`

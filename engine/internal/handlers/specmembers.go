@@ -61,15 +61,31 @@ var specDefaults = map[string]func(json.RawMessage) error{
 		}
 		return nil
 	},
-	"cgroups_mode": stringIn("enabled"),
+	// The engine never moves conmon into a cgroup of its own: it stays in
+	// the engine's, which is what no-conmon asks. disabled (no cgroup for
+	// the container) is beyond runc; split needs the systemd manager.
+	"cgroups_mode": func(raw json.RawMessage) error {
+		var mode string
+		if err := json.Unmarshal(raw, &mode); err != nil {
+			return err
+		}
+		switch mode {
+		case "enabled", "no-conmon":
+			return nil
+		case "disabled":
+			return errors.New(`"disabled" is not supported: runc always gives a container its own cgroup`)
+		case "split":
+			return errors.New(`"split" is not supported: it needs the systemd cgroup manager`)
+		}
+		return fmt.Errorf("unknown mode %q (enabled, no-conmon, disabled, split)", mode)
+	},
 	// Storage is always volatile (see docs/engine/containers.md).
 	"volatile": boolIs(true),
 	// The engine adds no /etc/passwd entry for users missing from it.
 	"manage_password": boolIs(true),
 	// Namespaces the engine always makes the same way.
-	"ipcns":    namespaceIn("private", "shareable"),
-	"utsns":    namespaceIn("private"),
-	"cgroupns": namespaceIn("host"),
+	"ipcns": namespaceIn("private", "shareable"),
+	"utsns": namespaceIn("private"),
 }
 
 // specRefusedValues are values of members the engine has a field for but

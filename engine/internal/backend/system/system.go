@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/backend/execution/seccomp"
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 	"github.com/berth-project/berth/engine/internal/backend/platform/host"
@@ -172,8 +173,8 @@ func (s *Service) Info(ctx context.Context) (*core.Info, error) {
 			Arch:              runtime.GOARCH,
 			BuildahVersion:    "1.42.0",
 			CgroupManager:     "cgroupfs",
-			CgroupsVersion:    host.CgroupVersion(),
-			CgroupControllers: host.CgroupControllers(),
+			CgroupsVersion:    cgroups.Host().Version(),
+			CgroupControllers: cgroups.Host().Controllers(),
 			Conmon:            conmon,
 			CPUs:              runtime.NumCPU(),
 			CPUUtilization:    host.CPUUsage(),

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/backend/execution/seccomp"
 	"github.com/berth-project/berth/engine/internal/core"
 	securejoin "github.com/cyphar/filepath-securejoin"
@@ -427,6 +428,23 @@ func namespaces(s *core.ContainerSpec, netnsPath string) ([]specs.LinuxNamespace
 		ns = ns[1:]
 	default:
 		return nil, core.InvalidArgument("pidns", fmt.Errorf("mode %q is not supported (private or host)", s.PidNS.NSMode))
+	}
+	switch s.CgroupNS.NSMode {
+	case core.CgroupNSHost:
+	case core.CgroupNSPrivate, core.CgroupNSContainer:
+		// A container's namespace is joined at init (JoinNamespaces).
+		ns = append(ns, specs.LinuxNamespace{Type: specs.CgroupNamespace})
+	case core.CgroupNSPath:
+		if !filepath.IsAbs(s.CgroupNS.Value) {
+			return nil, core.InvalidArgument("cgroupns", fmt.Errorf("path %q is not absolute", s.CgroupNS.Value))
+		}
+		ns = append(ns, specs.LinuxNamespace{Type: specs.CgroupNamespace, Path: s.CgroupNS.Value})
+	case "":
+		if cgroups.Host().Unified() {
+			ns = append(ns, specs.LinuxNamespace{Type: specs.CgroupNamespace})
+		}
+	default:
+		return nil, core.InvalidArgument("cgroupns", fmt.Errorf("mode %q is not supported (host, private, container, path)", s.CgroupNS.NSMode))
 	}
 	switch s.NetNS.NSMode {
 	case "", core.NetNSPrivate, core.NetNSNone:

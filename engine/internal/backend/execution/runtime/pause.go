@@ -18,6 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -611,10 +612,8 @@ func (r *Runtime) pauseStatus(id string) (State, error) {
 	if !st.Started {
 		out.Status = "created"
 	}
-	if p := freezerPath(st); p != "" {
-		if data, err := os.ReadFile(filepath.Join(p, "freezer.state")); err == nil && strings.TrimSpace(string(data)) == "FROZEN" {
-			out.Status = "paused"
-		}
+	if cg, ok := pauseFreezerCgroup(st); ok && cgroups.Host().Frozen(cg) {
+		out.Status = "paused"
 	}
 	return out, nil
 }
@@ -665,47 +664,34 @@ func (r *Runtime) pauseDelete(id string, force bool) error {
 	return os.RemoveAll(r.pauseDir(id))
 }
 
-// pauseFreeze freezes or thaws the pause process through its freezer cgroup.
+// pauseFreeze freezes or thaws the pause process through its cgroup: the
+// freezer hierarchy on v1, cgroup.freeze on the unified hierarchy.
 func (r *Runtime) pauseFreeze(id string, freeze bool) error {
 	st, err := r.readPauseState(id)
 	if err != nil {
 		return err
 	}
-	p := freezerPath(st)
-	if p == "" {
+	cg, ok := pauseFreezerCgroup(st)
+	if !ok {
 		return fmt.Errorf("pause process of %s: no freezer cgroup", id)
 	}
-	want := "THAWED"
-	if freeze {
-		want = "FROZEN"
+	if err := cgroups.Host().Freeze(cg, freeze); err != nil {
+		return fmt.Errorf("pause process of %s: %w", id, err)
 	}
-	file := filepath.Join(p, "freezer.state")
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		if err := os.WriteFile(file, []byte(want), 0o644); err != nil {
-			return err
-		}
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return err
-		}
-		if strings.TrimSpace(string(data)) == want {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("pause process of %s: freezer stuck in %s", id, strings.TrimSpace(string(data)))
-		}
-		time.Sleep(time.Millisecond)
-	}
+	return nil
 }
 
-func freezerPath(st pauseState) string {
+// pauseFreezerCgroup is the cgroup that freezes the pause process: its
+// freezer hierarchy's on v1, its only one on v2.
+func pauseFreezerCgroup(st pauseState) (string, bool) {
+	h := cgroups.Host()
 	for _, p := range st.CgroupPaths {
-		if strings.HasPrefix(p, "/sys/fs/cgroup/freezer/") {
-			return p
+		if !h.Unified() && !strings.HasPrefix(p, h.Dir("freezer", "/")+"/") {
+			continue
 		}
+		return h.Rel(p)
 	}
-	return ""
+	return "", false
 }
 
 // errPause is the answer of the operations a pause process has no use for.

@@ -1,10 +1,9 @@
-// Package stats reads container resource usage from cgroups v1 (the
-// hierarchy these machines run) and turns it into Podman's ContainerStats.
+// Package stats reads container resource usage from the container's
+// cgroup, on the v1 hierarchies or the unified v2 one (the cgroups seam
+// tells which), and turns it into Podman's ContainerStats.
 package stats
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,17 +14,19 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 )
 
-// DefaultRoot is where the cgroup v1 controllers are mounted.
-const DefaultRoot = "/sys/fs/cgroup"
+// DefaultRoot is where the host's cgroup hierarchies are mounted.
+const DefaultRoot = cgroups.DefaultRoot
 
 // clockTicks is USER_HZ, the unit of cpuacct.stat (100 on Linux).
 const clockTicks = 100
 
 // ErrNoCgroup is returned when the container's cgroup does not exist (it is
 // not running).
-var ErrNoCgroup = errors.New("container cgroup not found")
+var ErrNoCgroup = cgroups.ErrNoCgroup
 
 // Sample is one reading of a cgroup's counters.
 type Sample struct {
@@ -48,18 +49,123 @@ type Sample struct {
 	Time time.Time
 }
 
-// Reader reads cgroup v1 counters below Root.
+// Reader reads cgroup counters below Root ("" for the host's hierarchy).
 type Reader struct {
 	Root string
 }
 
-// Read samples the cgroup at path (relative to each controller's root) and,
-// when pid is positive, the network counters of that process's namespace.
+// Read samples the cgroup at path (relative to the hierarchy's root, or
+// each v1 controller's) and, when pid is positive, the network counters of
+// that process's namespace.
 func (r Reader) Read(cgroupPath string, pid int) (Sample, error) {
-	root := r.Root
-	if root == "" {
-		root = DefaultRoot
+	h := cgroups.At(r.Root)
+	var s Sample
+	var err error
+	if h.Unified() {
+		s, err = readUnified(filepath.Join(h.Root(), cgroupPath))
+	} else {
+		s, err = readV1(h.Root(), cgroupPath)
 	}
+	if err != nil {
+		return Sample{}, err
+	}
+	if pid > 0 && !sharesHostNetwork(pid) {
+		s.NetRx, s.NetTx = readNetDev(fmt.Sprintf("/proc/%d/net/dev", pid))
+	}
+	return s, nil
+}
+
+// readUnified reads the v2 control files of the cgroup at dir: cpu.stat
+// (microseconds), memory.current less inactive page cache against
+// memory.max, memory.peak, pids.current and io.stat. v2 keeps no per-CPU
+// usage.
+func readUnified(dir string) (Sample, error) {
+	s := Sample{Time: time.Now()}
+	cpu, err := cgroups.ReadKeyValues(filepath.Join(dir, "cpu.stat"))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Sample{}, fmt.Errorf("%w: %s", ErrNoCgroup, dir)
+		}
+		return Sample{}, err
+	}
+	s.CPUNano = cpu["usage_usec"] * 1000
+	s.CPUSystemNano = cpu["system_usec"] * 1000
+	usage, err := readUint(filepath.Join(dir, "memory.current"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Sample{}, err
+	}
+	if kv, err := cgroups.ReadKeyValues(filepath.Join(dir, "memory.stat")); err == nil {
+		if inactive := kv["inactive_file"]; inactive < usage {
+			usage -= inactive
+		}
+	}
+	s.MemUsage = usage
+	if peak, err := readUint(filepath.Join(dir, "memory.peak")); err == nil {
+		s.MemMaxUsage = peak
+	}
+	s.MemLimit = physicalMemory()
+	// memory.max reads "max" when unlimited, which readUint refuses.
+	if limit, err := readUint(filepath.Join(dir, "memory.max")); err == nil && limit > 0 && limit < s.MemLimit {
+		s.MemLimit = limit
+	}
+	if pids, err := readUint(filepath.Join(dir, "pids.current")); err == nil {
+		s.PIDs = pids
+	}
+	s.Blkio = readIOStat(filepath.Join(dir, "io.stat"))
+	for _, e := range s.Blkio {
+		switch e.Op {
+		case "Read":
+			s.BlockRead += e.Value
+		case "Write":
+			s.BlockWrite += e.Value
+		}
+	}
+	return s, nil
+}
+
+// readIOStat reads v2's io.stat ("MAJ:MIN rbytes=N wbytes=N rios=N ...")
+// into v1-shaped entries (Read and Write bytes per device), which is what
+// Docker's blkio_stats carries on v2 too.
+func readIOStat(path string) []BlkioEntry {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []BlkioEntry
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		majStr, minStr, ok := strings.Cut(fields[0], ":")
+		if !ok {
+			continue
+		}
+		major, err1 := strconv.ParseUint(majStr, 10, 64)
+		minor, err2 := strconv.ParseUint(minStr, 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		for _, kv := range fields[1:] {
+			k, v, _ := strings.Cut(kv, "=")
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				continue
+			}
+			switch k {
+			case "rbytes":
+				out = append(out, BlkioEntry{Major: major, Minor: minor, Op: "Read", Value: n})
+			case "wbytes":
+				out = append(out, BlkioEntry{Major: major, Minor: minor, Op: "Write", Value: n})
+			}
+		}
+	}
+	return out
+}
+
+// readV1 reads the v1 control files of cgroup cgroupPath, one hierarchy
+// per controller below root.
+func readV1(root, cgroupPath string) (Sample, error) {
 	ctl := func(controller, file string) string {
 		return filepath.Join(root, controller, cgroupPath, file)
 	}
@@ -112,9 +218,6 @@ func (r Reader) Read(cgroupPath string, pid int) (Sample, error) {
 			s.BlockWrite += e.Value
 		}
 	}
-	if pid > 0 && !sharesHostNetwork(pid) {
-		s.NetRx, s.NetTx = readNetDev(fmt.Sprintf("/proc/%d/net/dev", pid))
-	}
 	return s, nil
 }
 
@@ -132,22 +235,7 @@ func readUint(path string) (uint64, error) {
 
 // readKeyValues reads "key value" lines (memory.stat, cpuacct.stat).
 func readKeyValues(path string) (map[string]uint64, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]uint64{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) != 2 {
-			continue
-		}
-		if v, err := strconv.ParseUint(fields[1], 10, 64); err == nil {
-			out[fields[0]] = v
-		}
-	}
-	return out, nil
+	return cgroups.ReadKeyValues(path)
 }
 
 // readBlkio reads "MAJ:MIN Op bytes" lines; the "Total" line is skipped.

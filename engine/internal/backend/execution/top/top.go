@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/backend/execution/rootfs"
 )
@@ -143,7 +143,7 @@ type Result struct {
 
 // Options locate the container's processes.
 type Options struct {
-	// CgroupRoot is the cgroup v1 mount ("/sys/fs/cgroup" when empty).
+	// CgroupRoot is the cgroup mount ("" for the host's hierarchy).
 	CgroupRoot string
 	// CgroupPath is the container's cgroup relative to a controller root.
 	CgroupPath string
@@ -153,16 +153,9 @@ type Options struct {
 
 // List renders the container's processes with the given descriptors.
 func List(opts Options, descs []string) (*Result, error) {
-	root := opts.CgroupRoot
-	if root == "" {
-		root = "/sys/fs/cgroup"
-	}
-	pids, err := readPids(filepath.Join(root, "pids", opts.CgroupPath, "cgroup.procs"))
+	pids, err := cgroups.At(opts.CgroupRoot).Procs(opts.CgroupPath)
 	if err != nil {
-		pids, err = readPids(filepath.Join(root, "memory", opts.CgroupPath, "cgroup.procs"))
-		if err != nil {
-			return nil, fmt.Errorf("read container processes: %w", err)
-		}
+		return nil, fmt.Errorf("read container processes: %w", err)
 	}
 	ctx := &renderCtx{
 		now:        time.Now(),
@@ -198,20 +191,6 @@ func List(opts Options, descs []string) (*Result, error) {
 		res.Processes = append(res.Processes, row)
 	}
 	return res, nil
-}
-
-func readPids(path string) ([]int, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []int
-	for _, f := range strings.Fields(string(data)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out, nil
 }
 
 type proc struct {

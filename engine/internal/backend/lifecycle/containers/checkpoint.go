@@ -266,6 +266,7 @@ func (m *Manager) finishRestore(ctx context.Context, e *entry, pid, conmonPID in
 		r.StoppedByUser = false
 		r.Error = ""
 		r.ExitCode = 0
+		r.OOMKilled = false
 		r.Restored = true
 		r.RestoredAt = now
 		r.RestoreLog = filepath.Join(dir, runtime.RestoreLog)

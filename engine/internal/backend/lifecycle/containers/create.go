@@ -69,6 +69,9 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	if err := m.resolveNetwork(ctx, &spec, img, joinsPodNet); err != nil {
 		return "", nil, err
 	}
+	if err := m.resolveCgroupNS(&spec); err != nil {
+		return "", nil, err
+	}
 	if spec.StopTimeout == nil {
 		t := uint(defaultStopTimeout)
 		spec.StopTimeout = &t
@@ -264,6 +267,9 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 	// resolv.conf, so that the pod's DNS and host entries reach it.
 	netFiles := rec.StaticDir
 	joins, infra := m.joinedNamespaces(rec)
+	if joins, err = m.joinCgroupNS(rec, joins); err != nil {
+		return nil, err
+	}
 	if infra != nil && slices.Contains(rec.PodJoin.Shared, core.PodShareNet) {
 		netFiles = infra.StaticDir
 	}
@@ -416,6 +422,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 		r.NeedsCleanup = true
 		r.Error = ""
 		r.ExitCode = 0
+		r.OOMKilled = false
 	}); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -144,6 +145,7 @@ func (m *Manager) handleExit(ctx context.Context, e *entry) bool {
 	if !ok {
 		return false
 	}
+	oom := m.oomKilled(rec)
 	recorded := false
 	m.update(ctx, e, func(r *record) {
 		if r.State != core.StateCreated && r.State != core.StateRunning && r.State != core.StatePaused {
@@ -151,15 +153,32 @@ func (m *Manager) handleExit(ctx context.Context, e *entry) bool {
 		}
 		r.State = core.StateExited
 		r.ExitCode = code
+		r.OOMKilled = oom
 		r.FinishedAt = at
 		r.PID = 0
 		recorded = true
 	})
 	if recorded {
+		if oom {
+			m.emit(ctx, core.EventOOM, m.snapshot(e), nil)
+		}
 		m.emit(ctx, core.EventDied, m.snapshot(e), nil)
 		m.cleanupAfterExit(e)
 	}
 	return recorded
+}
+
+// oomKilled reports whether the OOM killer killed a process of the
+// container: its cgroup counts the kills (memory.events on v2,
+// memory.oom_control on v1) and is still there when the exit is recorded
+// (the runtime's delete comes after). Containers in a pod count the kills
+// in their own cgroup, whichever limit (theirs or the pod's) was hit.
+func (m *Manager) oomKilled(rec record) bool {
+	if rec.CgroupPath == "" || rec.PauseProcess {
+		return false
+	}
+	n, ok := cgroups.Host().OOMKills(rec.CgroupPath)
+	return ok && n > 0
 }
 
 // pollExit is the slow path of exit detection: the exit file, and failing

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -158,33 +157,4 @@ func Uptime() string {
 	}
 	d := time.Duration(secs * float64(time.Second)).Round(10 * time.Millisecond)
 	return fmt.Sprintf("%dh %dm %.2fs", int(d.Hours()), int(d.Minutes())%60, float64(d%time.Minute)/float64(time.Second))
-}
-
-// CgroupVersion is "v2" on a unified hierarchy, else "v1".
-func CgroupVersion() string {
-	var fs unix.Statfs_t
-	if err := unix.Statfs("/sys/fs/cgroup", &fs); err == nil && fs.Type == unix.CGROUP2_SUPER_MAGIC {
-		return "v2"
-	}
-	return "v1"
-}
-
-// CgroupControllers lists the cgroup controllers available.
-func CgroupControllers() []string {
-	if data, err := os.ReadFile("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		return strings.Fields(string(data))
-	}
-	entries, err := os.ReadDir("/sys/fs/cgroup")
-	if err != nil {
-		return []string{}
-	}
-	out := []string{}
-	for _, e := range entries {
-		if e.IsDir() && !strings.Contains(e.Name(), ",") {
-			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", e.Name(), "tasks")); err == nil {
-				out = append(out, e.Name())
-			}
-		}
-	}
-	return out
 }

@@ -1,0 +1,218 @@
+package hostsuite
+
+import (
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestInfoReportsTheCgroupHierarchy: info names the host's cgroup version
+// and the controllers containers can use.
+func TestInfoReportsTheCgroupHierarchy(t *testing.T) {
+	l := startLab(t)
+	var info struct {
+		Host struct {
+			CgroupVersion     string   `json:"cgroupVersion"`
+			CgroupControllers []string `json:"cgroupControllers"`
+			CgroupManager     string   `json:"cgroupManager"`
+		} `json:"host"`
+	}
+	l.decode(l.must(http.StatusOK, "GET", "/info", nil), &info)
+	if want := pick("v1", "v2"); info.Host.CgroupVersion != want {
+		t.Fatalf("cgroupVersion %q, want %q", info.Host.CgroupVersion, want)
+	}
+	for _, c := range []string{"memory", "pids", "cpu", "cpuset"} {
+		if !slices.Contains(info.Host.CgroupControllers, c) {
+			t.Fatalf("cgroupControllers %v lack %s", info.Host.CgroupControllers, c)
+		}
+	}
+	if info.Host.CgroupManager != "cgroupfs" {
+		t.Fatalf("cgroupManager %q", info.Host.CgroupManager)
+	}
+}
+
+// TestStatsReadTheContainersCgroup: CPU, memory against the container's
+// limit, PIDs and (on v2) the bytes written to disk come from the
+// container's own cgroup.
+func TestStatsReadTheContainersCgroup(t *testing.T) {
+	l := startLab(t)
+	id := l.run(map[string]any{
+		"command": []string{"sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; " +
+			"dd if=/dev/zero of=/big bs=1M count=8 oflag=direct 2>/dd.err; touch /written; sleep 600 & sleep 600"},
+		"resource_limits": map[string]any{"memory": map[string]any{"limit": 96 << 20}},
+	})
+	eventually(t, 60*time.Second, "the container's busy loop and write", func() bool {
+		_, err := os.Stat(l.rootfsFile(id, "written"))
+		return err == nil
+	})
+	s := l.stats(id)
+	if s.CPUNano == 0 {
+		t.Errorf("CPUNano is 0 after a busy loop")
+	}
+	if s.MemUsage == 0 || s.MemUsage > 96<<20 {
+		t.Errorf("MemUsage %d", s.MemUsage)
+	}
+	if s.MemLimit != 96<<20 {
+		t.Errorf("MemLimit %d, want %d", s.MemLimit, 96<<20)
+	}
+	if s.PIDs != 2 {
+		t.Errorf("PIDs %d, want 2 (two sleeps)", s.PIDs)
+	}
+	// On v1 the counters are blkio.throttle.*, which these machines' kernel
+	// leaves at 0 for a cgroup without throttle rules (seen: "Total 0" after
+	// 8 MiB of O_DIRECT writes); v2's io.stat counts every write.
+	if unified() && s.BlockOutput < 8<<20 {
+		ddErr, _ := os.ReadFile(l.rootfsFile(id, "dd.err"))
+		t.Errorf("BlockOutput %d after writing 8 MiB with O_DIRECT (dd: %s)", s.BlockOutput, ddErr)
+	}
+}
+
+// rootfsFile is a file in a running container's root filesystem, seen
+// from the host through /proc/PID/root.
+func (l *lab) rootfsFile(id, name string) string {
+	return "/proc/" + strconv.Itoa(l.inspect(id).State.Pid) + "/root/" + name
+}
+
+// TestTopListsTheContainersProcesses: top reads the container's processes
+// from its cgroup.
+func TestTopListsTheContainersProcesses(t *testing.T) {
+	l := startLab(t)
+	id := l.run(map[string]any{"command": []string{"sh", "-c", "sleep 700 & sleep 800"}})
+	var top struct {
+		Titles    []string
+		Processes [][]string
+	}
+	eventually(t, 10*time.Second, "both sleeps in top", func() bool {
+		l.decode(l.must(http.StatusOK, "GET", "/containers/"+id+"/top?ps_args=pid,args", nil), &top)
+		var seen int
+		for _, p := range top.Processes {
+			if strings.Contains(strings.Join(p, " "), "sleep 700") || strings.Contains(strings.Join(p, " "), "sleep 800") {
+				seen++
+			}
+		}
+		return seen == 2
+	})
+	if len(top.Processes) != 2 {
+		t.Fatalf("top: %v", top.Processes)
+	}
+}
+
+// TestUpdateChangesTheCgroup: update writes memory, swap, CPU quota and
+// shares (weight on v2), cpuset and pids limits into the running
+// container's cgroup, and inspect shows them.
+func TestUpdateChangesTheCgroup(t *testing.T) {
+	l := startLab(t)
+	id := l.run(map[string]any{"command": []string{"sleep", "600"},
+		"resource_limits": map[string]any{"memory": map[string]any{"limit": 64 << 20}}})
+	cg := l.inspect(id).State.CgroupPath
+	if got := readCgroup(t, cg, "memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(64<<20) {
+		t.Fatalf("memory limit at start: %s", got)
+	}
+	l.must(http.StatusCreated, "POST", "/containers/"+id+"/update", map[string]any{
+		"memory": map[string]any{"limit": 128 << 20},
+		"cpu":    map[string]any{"quota": 50000, "period": 100000, "shares": 512, "cpus": "0"},
+		"pids":   map[string]any{"limit": 40},
+	})
+	checks := []struct{ controller, v1, v2, want string }{
+		{"memory", "memory.limit_in_bytes", "memory.max", strconv.Itoa(128 << 20)},
+		{"cpu", "cpu.cfs_quota_us", "cpu.max", pick("50000", "50000 100000")},
+		{"cpu", "cpu.shares", "cpu.weight", pick("512", "20")},
+		{"cpuset", "cpuset.cpus", "cpuset.cpus", "0"},
+		{"pids", "pids.max", "pids.max", "40"},
+	}
+	for _, c := range checks {
+		if got := readCgroup(t, cg, c.controller, c.v1, c.v2); got != c.want {
+			t.Errorf("%s after update: %q, want %q", pick(c.v1, c.v2), got, c.want)
+		}
+	}
+	d := l.inspect(id)
+	if d.HostConfig.Memory != 128<<20 || d.HostConfig.PidsLimit != 40 || d.HostConfig.CpuQuota != 50000 || d.HostConfig.CpusetCpus != "0" {
+		t.Errorf("inspect after update: %+v", d.HostConfig)
+	}
+}
+
+// TestPauseFreezesTheCgroup: pause freezes the container's cgroup (the
+// freezer on v1, cgroup.freeze on v2) and unpause thaws it.
+func TestPauseFreezesTheCgroup(t *testing.T) {
+	l := startLab(t)
+	id := l.run(map[string]any{"command": []string{"sleep", "600"}})
+	cg := l.inspect(id).State.CgroupPath
+	frozen := func() bool {
+		if unified() {
+			data, _ := os.ReadFile("/sys/fs/cgroup" + cg + "/cgroup.events")
+			return strings.Contains(string(data), "frozen 1")
+		}
+		data, _ := os.ReadFile("/sys/fs/cgroup/freezer" + cg + "/freezer.state")
+		return strings.TrimSpace(string(data)) == "FROZEN"
+	}
+	l.must(http.StatusNoContent, "POST", "/containers/"+id+"/pause", nil)
+	if d := l.inspect(id); !d.State.Paused || !frozen() {
+		t.Fatalf("after pause: paused %v, frozen %v", d.State.Paused, frozen())
+	}
+	l.must(http.StatusNoContent, "POST", "/containers/"+id+"/unpause", nil)
+	if d := l.inspect(id); d.State.Paused || frozen() {
+		t.Fatalf("after unpause: paused %v, frozen %v", d.State.Paused, frozen())
+	}
+}
+
+// TestCgroupNamespaces: by default a container on the unified hierarchy
+// has a cgroup namespace of its own (its /proc/self/cgroup reads "0::/"),
+// on v1 the host's; --cgroupns host, private and container:ID do what they
+// say, and a bad mode is a 400 naming cgroupns that creates nothing.
+func TestCgroupNamespaces(t *testing.T) {
+	l := startLab(t)
+	// The containers note their own /proc/self/cgroup in /cg.
+	selfCgroup := func(id string) string {
+		var data []byte
+		eventually(t, 10*time.Second, "/cg written", func() bool {
+			data, _ = os.ReadFile(l.rootfsFile(id, "cg"))
+			return len(data) > 0
+		})
+		return string(data)
+	}
+	sleeper := []string{"sh", "-c", "cat /proc/self/cgroup >/cg; exec sleep 600"}
+	nsOf := func(id string) string {
+		link, err := os.Readlink("/proc/" + strconv.Itoa(l.inspect(id).State.Pid) + "/ns/cgroup")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return link
+	}
+	hostNS, _ := os.Readlink("/proc/self/ns/cgroup")
+
+	def := l.run(map[string]any{"command": []string{"sleep", "600"}})
+	priv := l.run(map[string]any{"command": sleeper, "cgroupns": map[string]string{"nsmode": "private"}})
+	host := l.run(map[string]any{"command": []string{"sleep", "600"}, "cgroupns": map[string]string{"nsmode": "host"}})
+	joined := l.run(map[string]any{"command": []string{"sleep", "600"}, "cgroupns": map[string]string{"nsmode": "container", "value": priv}})
+
+	if got := l.inspect(def).HostConfig.CgroupnsMode; got != pick("host", "private") {
+		t.Errorf("default CgroupnsMode %q", got)
+	}
+	if (nsOf(def) == hostNS) == unified() {
+		t.Errorf("default cgroup namespace %s (host's %s) on %s", nsOf(def), hostNS, pick("v1", "v2"))
+	}
+	if nsOf(priv) == hostNS || nsOf(host) != hostNS || nsOf(joined) != nsOf(priv) {
+		t.Errorf("namespaces: private %s, host %s, joined %s, host's %s", nsOf(priv), nsOf(host), nsOf(joined), hostNS)
+	}
+	if unified() {
+		if got := selfCgroup(priv); strings.TrimSpace(got) != "0::/" {
+			t.Errorf("/proc/self/cgroup in a private namespace: %q", got)
+		}
+	}
+	if got := l.inspect(joined).HostConfig.CgroupnsMode; got != "container:"+priv {
+		t.Errorf("joined CgroupnsMode %q", got)
+	}
+	for _, bad := range []map[string]string{{"nsmode": "bogus"}, {"nsmode": "container", "value": "nosuch"}, {"nsmode": "path", "value": "relative"}} {
+		status, body := l.do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "name": "bad", "cgroupns": bad})
+		if status != http.StatusBadRequest || !strings.Contains(string(body), "cgroupns") {
+			t.Errorf("cgroupns %v: %d %s", bad, status, body)
+		}
+	}
+	if status, _ := l.do("GET", "/containers/bad/json", nil); status != http.StatusNotFound {
+		t.Errorf("a refused create left a container behind (%d)", status)
+	}
+}

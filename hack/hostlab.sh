@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# The host lab: Berth's host suite in a Debian 12 VM with systemd as PID 1 and the unified cgroup v2
+# hierarchy (the hosts users have), booted under qemu on this machine.
+#   hack/hostlab.sh image   builds (or reuses) the cached VM image and prints its folder
+#   hack/hostlab.sh run     (default) builds Berth's binaries, boots the VM, runs the host suite
+#                           inside and reports its output; exits non-zero when it failed
+# The image is made from Debian's packages alone: debootstrap (minbase plus the packages below),
+# Debian's cloud kernel, and a small busybox initramfs that loads the virtio modules and
+# switch_roots to systemd. It is cached in ${BERTH_CACHE:-$HOME/.cache/berth}/hostlab-KEY, KEY a
+# hash of this script's image part (version, packages, guest setup), and booted read-only
+# (qemu snapshot=on): every run starts from the same image. The apt mirror is read from this
+# machine's apt sources at run time. Berth's binaries (a static berth-engine and the compiled test
+# binary of engine/internal/integration/hostsuite) travel on a second disk, on which the guest
+# writes the suite's output and exit code; they are read back with debugfs after power-off.
+# qemu runs with TCG (this machine's /dev/kvm cannot boot a stock kernel), 2 vCPUs, up to 3 GiB.
+# Environment: BERTH_CACHE; BERTH_HOSTLAB_RUN=REGEX (go test -run), BERTH_HOSTLAB_TIMEOUT
+# (seconds of VM time, default 900); BERTH_TEST_VERBOSE=1 adds -test.v (the default prints
+# every test's name and result anyway).
+set -euo pipefail
+LOG_TAG=hostlab
+# shellcheck source=hack/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+what=${1:-run}
+case "$what" in image | run) ;; *)
+  echo "usage: $0 {image|run}" >&2
+  exit 2
+  ;;
+esac
+
+# Bump IMAGE_VERSION when the guest setup below changes: it is part of the cache key.
+IMAGE_VERSION=1
+SUITE=bookworm
+PKGS=(systemd systemd-sysv dbus udev kmod iproute2 procps util-linux e2fsprogs
+  runc conmon netavark aardvark-dns catatonit iptables busybox-static criu podman
+  uidmap containernetworking-plugins)
+cache=${BERTH_CACHE:-$HOME/.cache/berth}
+key=$(printf '%s\n' "$IMAGE_VERSION" "$SUITE" "${PKGS[@]}" | sha256sum | cut -c1-16)
+imgdir=$cache/hostlab-$key
+
+# apt_mirror prints the Debian mirror of this machine's apt sources (deb822 or one-line format).
+apt_mirror() {
+  local m=""
+  if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+    m=$(awk '/^URIs:/ && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources)
+  fi
+  if [ -z "$m" ]; then
+    m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+      awk '$1 == "deb" && $0 !~ /security/ {for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) {print $i; exit}}')
+  fi
+  [ -n "$m" ] || die "no Debian mirror found in /etc/apt/sources.list*"
+  echo "$m"
+}
+
+# build_image makes the VM image in $imgdir: vmlinuz, initrd.img and root.img.
+build_image() {
+  local tmp mirror kpkg kver rootfs
+  for t in debootstrap mkfs.ext4 debugfs busybox qemu-system-x86_64; do
+    command -v "$t" >/dev/null 2>&1 || die "$t not found (hack/deps.sh test installs it)"
+  done
+  tmp=$(mktemp -d /tmp/berth-hostlab-image.XXXXXX)
+  # shellcheck disable=SC2064
+  trap "rm -rf '$tmp'" RETURN
+  mirror=$(apt_mirror)
+  # Debian's cloud kernel: the exact package the metapackage points at (a glob would fetch all).
+  kpkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+  if [ -z "$kpkg" ]; then
+    apt-get update -qq
+    kpkg=$(apt-cache depends linux-image-cloud-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+  fi
+  [ -n "$kpkg" ] || die "cannot resolve linux-image-cloud-amd64"
+  log "building the VM image ($SUITE from $mirror, kernel $kpkg) into $imgdir"
+  (cd "$tmp" && apt-get download -qq "$kpkg" 2>/dev/null) || die "apt-get download $kpkg failed"
+  mkdir "$tmp/kernel"
+  dpkg-deb -x "$tmp"/"$kpkg"_*.deb "$tmp/kernel"
+  kver=$(basename "$(ls -d "$tmp"/kernel/lib/modules/*)")
+  rootfs=$tmp/rootfs
+  local inc
+  inc=$(IFS=,; echo "${PKGS[*]}")
+  debootstrap --variant=minbase --include="$inc" "$SUITE" "$rootfs" "$mirror" >"$tmp/debootstrap.log" 2>&1 ||
+    { tail -n 30 "$tmp/debootstrap.log" >&2; die "debootstrap failed"; }
+  mkdir -p "$rootfs/lib/modules"
+  cp -a "$tmp/kernel/lib/modules/$kver" "$rootfs/lib/modules/"
+  chroot "$rootfs" depmod "$kver"
+  guest_setup "$rootfs"
+  rm -rf "$rootfs/var/cache/apt/archives"/*.deb "$rootfs/var/lib/apt/lists"/*_Packages
+
+  # The initramfs: busybox, the virtio modules (built as modules in the cloud kernel) and an /init
+  # that loads them and hands over to systemd on /dev/vda.
+  local ird=$tmp/initrd m f
+  mkdir -p "$ird/bin" "$ird/dev" "$ird/proc" "$ird/sys" "$ird/newroot" "$ird/modules"
+  cp "$(command -v busybox)" "$ird/bin/busybox"
+  ln -s busybox "$ird/bin/sh"
+  for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk; do
+    f=$(find "$tmp/kernel/lib/modules/$kver" -name "$m.ko*" | head -n 1)
+    [ -n "$f" ] || die "module $m not in $kpkg"
+    case "$f" in
+    *.xz) xz -dc "$f" >"$ird/modules/$m.ko" ;;
+    *.zst) zstd -qdc "$f" >"$ird/modules/$m.ko" ;;
+    *) cp "$f" "$ird/modules/$m.ko" ;;
+    esac
+  done
+  cat >"$ird/init" <<'INIT'
+#!/bin/sh
+/bin/busybox mount -t proc proc /proc
+/bin/busybox mount -t sysfs sys /sys
+/bin/busybox mount -t devtmpfs dev /dev
+for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk; do
+  /bin/busybox insmod /modules/$m.ko
+done
+i=0
+while [ ! -b /dev/vda ] && [ $i -lt 100 ]; do /bin/busybox sleep 0.1; i=$((i + 1)); done
+/bin/busybox mount -t ext4 -o rw /dev/vda /newroot || { echo "hostlab initramfs: cannot mount /dev/vda"; /bin/busybox poweroff -f; }
+/bin/busybox umount /proc /sys
+/bin/busybox mount --move /dev /newroot/dev
+exec /bin/busybox switch_root /newroot /lib/systemd/systemd
+INIT
+  chmod 0755 "$ird/init"
+  (cd "$ird" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1) >"$tmp/initrd.img"
+
+  mkdir -p "$imgdir.tmp"
+  cp "$(ls "$tmp"/kernel/boot/vmlinuz-*)" "$imgdir.tmp/vmlinuz"
+  cp "$tmp/initrd.img" "$imgdir.tmp/initrd.img"
+  mkfs.ext4 -q -d "$rootfs" -L root "$imgdir.tmp/root.img" 4G
+  echo "$kpkg" >"$imgdir.tmp/kernel"
+  rm -rf "$imgdir"
+  mv "$imgdir.tmp" "$imgdir"
+  log "image ready in $imgdir ($(du -sh "$imgdir" | cut -f1) on disk)"
+}
+
+# guest_setup ROOTFS: what the guest needs beyond its packages. A oneshot unit mounts the
+# payload disk (/dev/vdb) on /hostlab, runs its run.sh, records the exit code there and powers
+# off. The serial getty is masked (it would take the console); nothing else runs at boot that
+# the suite does not need.
+guest_setup() {
+  local r=$1
+  echo hostlab >"$r/etc/hostname"
+  printf '127.0.0.1 localhost hostlab\n::1 localhost\n' >"$r/etc/hosts"
+  echo '/dev/vda / ext4 rw,noatime 0 0' >"$r/etc/fstab"
+  : >"$r/etc/machine-id"
+  ln -sf /dev/null "$r/etc/systemd/system/serial-getty@ttyS0.service"
+  ln -sf /dev/null "$r/etc/systemd/system/getty@tty1.service"
+  mkdir -p "$r/hostlab" "$r/etc/systemd/system/multi-user.target.wants"
+  cat >"$r/usr/local/sbin/hostlab-run" <<'RUN'
+#!/bin/sh
+# Runs the host lab's payload: /dev/vdb carries run.sh and Berth's binaries; the output and the
+# exit code go back on the same disk, and the VM powers off.
+mount /dev/vdb /hostlab || { echo "hostlab: cannot mount /dev/vdb" >/dev/ttyS0; systemctl --no-block poweroff; exit 1; }
+mkdir -p /hostlab/results
+rc=0
+/bin/sh /hostlab/run.sh >/hostlab/results/output 2>&1 || rc=$?
+echo "$rc" >/hostlab/results/rc
+sync
+umount /hostlab
+systemctl --no-block poweroff
+RUN
+  chmod 0755 "$r/usr/local/sbin/hostlab-run"
+  cat >"$r/etc/systemd/system/hostlab.service" <<'UNIT'
+[Unit]
+Description=Berth host lab: the host suite
+After=basic.target systemd-udev-settle.service dbus.service
+Wants=dbus.service
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/hostlab-run
+StandardOutput=journal+console
+StandardError=journal+console
+TimeoutStartSec=infinity
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+  ln -sf /etc/systemd/system/hostlab.service "$r/etc/systemd/system/multi-user.target.wants/hostlab.service"
+}
+
+ensure_image() {
+  mkdir -p "$cache"
+  exec 8>"$cache/hostlab.lock"
+  flock 8
+  if [ ! -f "$imgdir/root.img" ] || [ ! -f "$imgdir/vmlinuz" ] || [ ! -f "$imgdir/initrd.img" ]; then
+    build_image
+  fi
+  flock -u 8
+}
+
+# vm_memory prints the MiB to give the VM: 3072, or less where this machine has less free.
+vm_memory() {
+  local avail
+  avail=$(awk '/^MemAvailable:/ {print int($2 / 1024)}' /proc/meminfo)
+  if [ "$avail" -ge 3584 ]; then echo 3072; return; fi
+  [ "$avail" -ge 2048 ] || die "only ${avail} MiB of memory free; the VM needs at least 1.5 GiB"
+  echo $((avail - 512))
+}
+
+run_suite() {
+  ensure_image
+  local work payload rc mem timeout_s
+  work=$(mktemp -d /tmp/berth-hostlab.XXXXXX)
+  # shellcheck disable=SC2064
+  trap "rm -rf '$work'" EXIT
+  payload=$work/payload
+  mkdir -p "$payload"
+  log "building berth-engine and the host suite (static)"
+  (cd "$ROOT/engine" && CGO_ENABLED=0 "$GO" build -ldflags '-s -w' -o "$payload/berth-engine" ./cmd/berth-engine) ||
+    die "building berth-engine failed"
+  (cd "$ROOT/engine" && CGO_ENABLED=0 "$GO" test -c -ldflags '-s -w' -o "$payload/hostsuite.test" ./internal/integration/hostsuite) ||
+    die "building the host suite failed"
+  timeout_s=${BERTH_HOSTLAB_TIMEOUT:-900}
+  local targs="-test.timeout $((timeout_s - 60))s -test.v"
+  [ -n "${BERTH_HOSTLAB_RUN:-}" ] && targs="$targs -test.run '${BERTH_HOSTLAB_RUN}'"
+  cat >"$payload/run.sh" <<RUN
+#!/bin/sh
+# Written by hack/hostlab.sh: runs the host suite inside the VM.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export BERTH_TEST_STRICT=1 BERTH_HOSTLAB=1 BERTH_ENGINE_BIN=/hostlab/berth-engine HOME=/root
+echo "host: \$(uname -r), cgroup: \$(stat -fc %T /sys/fs/cgroup), controllers: \$(cat /sys/fs/cgroup/cgroup.controllers 2>/dev/null), pid 1: \$(cat /proc/1/comm)"
+cd /tmp
+{ /hostlab/hostsuite.test $targs 2>&1; echo \$? >/tmp/hostsuite.rc; } | tee /dev/ttyS0
+exit \$(cat /tmp/hostsuite.rc)
+RUN
+  mkfs.ext4 -q -d "$payload" -L hostlab "$work/payload.img" 1G
+  mem=$(vm_memory)
+  log "booting the VM (TCG, 2 vCPUs, ${mem} MiB; $(cat "$imgdir/kernel")); the suite's output follows"
+  local t0=$SECONDS
+  rc=0
+  timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -smp 2 -m "$mem" \
+    -nographic -no-reboot -nic none -device virtio-rng-pci \
+    -kernel "$imgdir/vmlinuz" -initrd "$imgdir/initrd.img" \
+    -append "console=ttyS0 root=/dev/vda rw quiet loglevel=3 systemd.show_status=0 panic=-1" \
+    -drive "file=$imgdir/root.img,if=virtio,format=raw,snapshot=on" \
+    -drive "file=$work/payload.img,if=virtio,format=raw" \
+    </dev/null >"$work/console.log" 2>&1 || rc=$?
+  log "VM ran $((SECONDS - t0))s (qemu exit $rc)"
+  local out guest_rc
+  out=$(debugfs -R 'cat /results/output' "$work/payload.img" 2>/dev/null || true)
+  guest_rc=$(debugfs -R 'cat /results/rc' "$work/payload.img" 2>/dev/null | tr -dc 0-9 || true)
+  if [ -z "$guest_rc" ]; then
+    echo "---- serial console (last 80 lines) ----" >&2
+    tail -n 80 "$work/console.log" >&2
+    [ -z "$out" ] || { echo "---- suite output so far ----"; echo "$out"; }
+    die "the host suite did not finish (qemu exit $rc; timeout ${timeout_s}s)"
+  fi
+  echo "$out"
+  if [ "$guest_rc" != 0 ]; then
+    log "host suite FAILED in the VM (exit $guest_rc)"
+    return 1
+  fi
+  log "host suite passed in the VM"
+}
+
+case "$what" in
+image)
+  ensure_image
+  echo "$imgdir"
+  ;;
+run) run_suite ;;
+esac
