@@ -58,6 +58,54 @@ func TestReadFakeHierarchy(t *testing.T) {
 	}
 }
 
+// TestReadFakeUnified reads the v2 control files of a cgroup below a root
+// that holds cgroup.controllers (the unified hierarchy).
+func TestReadFakeUnified(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"cgroup.controllers":  "cpu io memory pids\n",
+		"ctr/cpu.stat":        "usage_usec 2000000\nuser_usec 1500000\nsystem_usec 500000\n",
+		"ctr/memory.current":  "10485760\n",
+		"ctr/memory.stat":     "anon 100\ninactive_file 1048576\n",
+		"ctr/memory.max":      "20971520\n",
+		"ctr/memory.peak":     "12582912\n",
+		"ctr/pids.current":    "3\n",
+		"ctr/io.stat":         "8:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n8:16 rbytes=4096 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n",
+		"free/cpu.stat":       "usage_usec 1\nuser_usec 1\nsystem_usec 0\n",
+		"free/memory.current": "4096\n",
+		"free/memory.max":     "max\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Reader{Root: root}.Read("/ctr", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.CPUNano != 2e9 || s.CPUSystemNano != 5e8 || len(s.PerCPU) != 0 {
+		t.Fatalf("cpu: %+v", s)
+	}
+	if s.MemUsage != 9437184 || s.MemLimit != 20971520 || s.MemMaxUsage != 12582912 || s.PIDs != 3 || s.BlockRead != 8192 || s.BlockWrite != 8192 || len(s.Blkio) != 4 {
+		t.Fatalf("sample: %+v", s)
+	}
+	free, err := Reader{Root: root}.Read("/free", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if free.MemLimit != physicalMemory() {
+		t.Fatalf("an unlimited cgroup's limit %d, want the host's memory", free.MemLimit)
+	}
+	if _, err := (Reader{Root: root}).Read("/gone", 0); !errors.Is(err, ErrNoCgroup) {
+		t.Fatalf("missing cgroup: %v", err)
+	}
+}
+
 // TestReadRealCgroup puts a process into fresh cgroup v1 groups and reads
 // them back through the kernel's files.
 func TestReadRealCgroup(t *testing.T) {

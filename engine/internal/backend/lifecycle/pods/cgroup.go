@@ -13,6 +13,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -100,10 +101,10 @@ func limitWrites(r *specs.LinuxResources, unified bool) []cgroupWrite {
 	return out
 }
 
-// unifiedCgroups reports whether root is a cgroup v2 (unified) mount.
+// unifiedCgroups reports whether root is a cgroup v2 (unified) mount, as
+// the engine's cgroups seam found it.
 func unifiedCgroups(root string) bool {
-	_, err := os.Stat(filepath.Join(root, "cgroup.controllers"))
-	return err == nil
+	return cgroups.At(root).Unified()
 }
 
 // createCgroup creates a pod's cgroup rel (relative to each hierarchy's
