@@ -101,9 +101,9 @@ func TestTopListsTheContainersProcesses(t *testing.T) {
 	}
 }
 
-// TestUpdateChangesTheCgroup: update writes memory, swap, CPU quota and
-// shares (weight on v2), cpuset and pids limits into the running
-// container's cgroup, and inspect shows them.
+// TestUpdateChangesTheCgroup: update writes memory, CPU quota and shares
+// (weight on v2), cpuset, pids and a device's read throttle into the
+// running container's cgroup, and inspect shows them.
 func TestUpdateChangesTheCgroup(t *testing.T) {
 	l := startLab(t)
 	id := l.run(map[string]any{"command": []string{"sleep", "600"},
@@ -112,10 +112,12 @@ func TestUpdateChangesTheCgroup(t *testing.T) {
 	if got := readCgroup(t, cg, "memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(64<<20) {
 		t.Fatalf("memory limit at start: %s", got)
 	}
+	major, minor := blockDevice(t)
 	l.must(http.StatusCreated, "POST", "/containers/"+id+"/update", map[string]any{
-		"memory": map[string]any{"limit": 128 << 20},
-		"cpu":    map[string]any{"quota": 50000, "period": 100000, "shares": 512, "cpus": "0"},
-		"pids":   map[string]any{"limit": 40},
+		"memory":  map[string]any{"limit": 128 << 20},
+		"cpu":     map[string]any{"quota": 50000, "period": 100000, "shares": 512, "cpus": "0"},
+		"pids":    map[string]any{"limit": 40},
+		"blockIO": map[string]any{"throttleReadBpsDevice": []map[string]any{{"major": major, "minor": minor, "rate": 1 << 20}}},
 	})
 	checks := []struct{ controller, v1, v2, want string }{
 		{"memory", "memory.limit_in_bytes", "memory.max", strconv.Itoa(128 << 20)},
@@ -129,10 +131,38 @@ func TestUpdateChangesTheCgroup(t *testing.T) {
 			t.Errorf("%s after update: %q, want %q", pick(c.v1, c.v2), got, c.want)
 		}
 	}
+	dev := strconv.Itoa(major) + ":" + strconv.Itoa(minor)
+	throttle := readCgroup(t, cg, "blkio", "blkio.throttle.read_bps_device", "io.max")
+	if want := pick(dev+" 1048576", dev+" rbps=1048576 wbps=max riops=max wiops=max"); !strings.Contains(throttle, want) {
+		t.Errorf("device throttle after update: %q, want %q", throttle, want)
+	}
 	d := l.inspect(id)
 	if d.HostConfig.Memory != 128<<20 || d.HostConfig.PidsLimit != 40 || d.HostConfig.CpuQuota != 50000 || d.HostConfig.CpusetCpus != "0" {
 		t.Errorf("inspect after update: %+v", d.HostConfig)
 	}
+}
+
+// blockDevice is the major and minor number of a disk of the host.
+func blockDevice(t *testing.T) (int, int) {
+	t.Helper()
+	entries, _ := os.ReadDir("/sys/block")
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "loop") || strings.HasPrefix(e.Name(), "ram") || strings.HasPrefix(e.Name(), "nbd") {
+			continue
+		}
+		data, err := os.ReadFile("/sys/block/" + e.Name() + "/dev")
+		if err != nil {
+			continue
+		}
+		maj, min, ok := strings.Cut(strings.TrimSpace(string(data)), ":")
+		a, err1 := strconv.Atoi(maj)
+		b, err2 := strconv.Atoi(min)
+		if ok && err1 == nil && err2 == nil {
+			return a, b
+		}
+	}
+	t.Fatal("no disk in /sys/block")
+	return 0, 0
 }
 
 // TestPauseFreezesTheCgroup: pause freezes the container's cgroup (the

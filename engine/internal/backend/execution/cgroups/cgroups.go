@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
 
@@ -140,6 +141,102 @@ func (h *Hierarchy) Rel(dir string) (cg string, ok bool) {
 		return "/", true
 	}
 	return "/" + rest, true
+}
+
+// SwapAccounting reports whether the kernel accounts swap per cgroup, so
+// that memory+swap limits can be set: memory.memsw.* on v1; on v2
+// memory.swap.max, which only non-root cgroups have (the engine's own, or
+// any child of the root).
+func (h *Hierarchy) SwapAccounting() bool {
+	if !h.unified {
+		_, err := os.Stat(filepath.Join(h.root, "memory", "memory.memsw.limit_in_bytes"))
+		return err == nil
+	}
+	return h.childHas("memory.swap.max")
+}
+
+// IOWeights reports whether block I/O weights can be set: blkio.weight or
+// blkio.bfq.weight on v1 (a CFQ or BFQ scheduler), io.weight or
+// io.bfq.weight in non-root cgroups on v2.
+func (h *Hierarchy) IOWeights() bool {
+	if !h.unified {
+		for _, f := range []string{"blkio.weight", "blkio.bfq.weight"} {
+			if _, err := os.Stat(filepath.Join(h.root, "blkio", f)); err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	return h.childHas("io.weight") || h.childHas("io.bfq.weight")
+}
+
+// childHas reports whether a non-root cgroup of the unified hierarchy (the
+// engine's own, or a child of the root) has the control file.
+func (h *Hierarchy) childHas(file string) bool {
+	if data, err := os.ReadFile("/proc/self/cgroup"); err == nil && h.root == DefaultRoot {
+		for _, line := range strings.Split(string(data), "\n") {
+			if own, ok := strings.CutPrefix(line, "0::"); ok && own != "/" {
+				if _, err := os.Stat(filepath.Join(h.root, own, file)); err == nil {
+					return true
+				}
+			}
+		}
+	}
+	entries, _ := os.ReadDir(h.root)
+	for _, e := range entries {
+		if e.IsDir() {
+			if _, err := os.Stat(filepath.Join(h.root, e.Name(), file)); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// IOController is the controller block I/O limits need: blkio on v1, io
+// on v2.
+func (h *Hierarchy) IOController() string {
+	if h.unified {
+		return "io"
+	}
+	return "blkio"
+}
+
+// SetIOThrottle writes b's per-device throttles (bytes and operations per
+// second, read and write) into cgroup cg: the blkio.throttle.* files on v1,
+// io.max on v2 (a rate of 0 lifts that limit). runc sets them when it
+// creates a container but not on update, so the engine writes them then.
+func (h *Hierarchy) SetIOThrottle(cg string, b *specs.LinuxBlockIO) error {
+	if b == nil {
+		return nil
+	}
+	lists := []struct {
+		v1, v2 string
+		devs   []specs.LinuxThrottleDevice
+	}{
+		{"blkio.throttle.read_bps_device", "rbps", b.ThrottleReadBpsDevice},
+		{"blkio.throttle.write_bps_device", "wbps", b.ThrottleWriteBpsDevice},
+		{"blkio.throttle.read_iops_device", "riops", b.ThrottleReadIOPSDevice},
+		{"blkio.throttle.write_iops_device", "wiops", b.ThrottleWriteIOPSDevice},
+	}
+	dir := h.Dir("blkio", cg)
+	for _, l := range lists {
+		for _, d := range l.devs {
+			dev := strconv.FormatInt(d.Major, 10) + ":" + strconv.FormatInt(d.Minor, 10)
+			file, line := filepath.Join(dir, l.v1), dev+" "+strconv.FormatUint(d.Rate, 10)
+			if h.unified {
+				rate := strconv.FormatUint(d.Rate, 10)
+				if d.Rate == 0 {
+					rate = "max"
+				}
+				file, line = filepath.Join(dir, "io.max"), dev+" "+l.v2+"="+rate
+			}
+			if err := os.WriteFile(file, []byte(line), 0o644); err != nil {
+				return fmt.Errorf("cgroup %s: %s %q: %w", cg, filepath.Base(file), line, err)
+			}
+		}
+	}
+	return nil
 }
 
 // ErrNoCgroup is returned when a container's cgroup does not exist (it is

@@ -1,11 +1,13 @@
 package oci
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/backend/execution/seccomp"
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/shared/rlimit"
@@ -51,8 +53,7 @@ func DetectHost() (Host, error) {
 		return h, err
 	}
 	h.BoundingCaps = caps
-	_, err = os.Stat("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes")
-	h.SwapAccounting = err == nil
+	h.SwapAccounting = cgroups.Host().SwapAccounting()
 	h.Seccomp = seccomp.Supported()
 	return h, nil
 }
@@ -217,6 +218,16 @@ func resources(r *specs.LinuxResources, s *core.ContainerSpec, host Host, warnin
 			}
 			r.CPU = &cpu
 		}
+		if b := s.Resources.BlockIO; b != nil && !blockIOEmpty(b) {
+			if ctl := cgroups.Host().IOController(); !cgroups.Host().HasController(ctl) {
+				return core.InvalidArgument("resource_limits.blockIO", fmt.Errorf("the host has no %s cgroup controller", ctl))
+			}
+			if ((b.Weight != nil && *b.Weight != 0) || len(b.WeightDevice) > 0) && !cgroups.Host().IOWeights() {
+				return core.InvalidArgument("resource_limits.blockIO.weight", errors.New("the host's I/O scheduler offers no cgroup weights (no CFQ or BFQ)"))
+			}
+			blk := *b
+			r.BlockIO = &blk
+		}
 		if p := s.Resources.Pids; p != nil {
 			pids := *p
 			if pids.Limit != nil && *pids.Limit < -1 {
@@ -239,4 +250,12 @@ func resources(r *specs.LinuxResources, s *core.ContainerSpec, host Host, warnin
 		}
 	}
 	return nil
+}
+
+// blockIOEmpty reports whether b asks for nothing (podman sends an empty
+// object).
+func blockIOEmpty(b *specs.LinuxBlockIO) bool {
+	return (b.Weight == nil || *b.Weight == 0) && (b.LeafWeight == nil || *b.LeafWeight == 0) && len(b.WeightDevice) == 0 &&
+		len(b.ThrottleReadBpsDevice) == 0 && len(b.ThrottleWriteBpsDevice) == 0 &&
+		len(b.ThrottleReadIOPSDevice) == 0 && len(b.ThrottleWriteIOPSDevice) == 0
 }

@@ -6,6 +6,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -41,6 +42,12 @@ func (m *Manager) Update(ctx context.Context, nameOrID string, opts core.UpdateC
 		if rec.State == core.StateRunning || rec.State == core.StatePaused || rec.State == core.StateCreated {
 			if err := m.rt.Update(ctx, rec.ID, merged); err != nil {
 				return fmt.Errorf("update container %s: %w", rec.Name, err)
+			}
+			// runc update leaves device throttles alone.
+			if rec.CgroupPath != "" {
+				if err := cgroups.Host().SetIOThrottle(rec.CgroupPath, opts.Resources.BlockIO); err != nil {
+					return fmt.Errorf("update container %s: %w", rec.Name, err)
+				}
 			}
 		}
 	}
@@ -149,6 +156,29 @@ func mergeResources(cur, upd *specs.LinuxResources) *specs.LinuxResources {
 	if upd.Pids != nil {
 		p := *upd.Pids
 		out.Pids = &p
+	}
+	if upd.BlockIO != nil {
+		blk := specs.LinuxBlockIO{}
+		if out.BlockIO != nil {
+			blk = *out.BlockIO
+		}
+		if upd.BlockIO.Weight != nil {
+			blk.Weight = upd.BlockIO.Weight
+		}
+		for _, l := range []struct {
+			cur *[]specs.LinuxThrottleDevice
+			upd []specs.LinuxThrottleDevice
+		}{
+			{&blk.ThrottleReadBpsDevice, upd.BlockIO.ThrottleReadBpsDevice},
+			{&blk.ThrottleWriteBpsDevice, upd.BlockIO.ThrottleWriteBpsDevice},
+			{&blk.ThrottleReadIOPSDevice, upd.BlockIO.ThrottleReadIOPSDevice},
+			{&blk.ThrottleWriteIOPSDevice, upd.BlockIO.ThrottleWriteIOPSDevice},
+		} {
+			if len(l.upd) > 0 {
+				*l.cur = l.upd
+			}
+		}
+		out.BlockIO = &blk
 	}
 	return out
 }
