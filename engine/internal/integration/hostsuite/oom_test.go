@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
@@ -29,19 +30,22 @@ func TestOOMKillIsRecorded(t *testing.T) {
 	// Podman 4 clients cannot decode an "oom" status: read the events as
 	// a newer client.
 	base := strings.Replace(l.url, "/v4.3.1/", "/v5.0.0/", 1)
-	_, body := enginetest.Do(t, l.client, "GET", base, `/events?stream=false&filters={"container":["hog"]}`, nil)
-	var seq []string
-	dec := json.NewDecoder(bytes.NewReader(body))
-	for dec.More() {
-		var m struct{ Action string }
-		if err := dec.Decode(&m); err != nil {
-			t.Fatalf("events %s: %v", body, err)
+	// died follows oom a moment after the exit is recorded (and wait returns).
+	var got string
+	eventually(t, 10*time.Second, "oom then died in the events", func() bool {
+		_, body := enginetest.Do(t, l.client, "GET", base, `/events?stream=false&filters={"container":["hog"]}`, nil)
+		var seq []string
+		dec := json.NewDecoder(bytes.NewReader(body))
+		for dec.More() {
+			var m struct{ Action string }
+			if err := dec.Decode(&m); err != nil {
+				t.Fatalf("events %s: %v", body, err)
+			}
+			seq = append(seq, m.Action)
 		}
-		seq = append(seq, m.Action)
-	}
-	if got := strings.Join(seq, " "); !strings.Contains(got, "oom died") {
-		t.Fatalf("events %q, want oom before died", got)
-	}
+		got = strings.Join(seq, " ")
+		return strings.Contains(got, "oom died")
+	})
 
 	calm := l.run(map[string]any{"command": []string{"sh", "-c", "exit 3"},
 		"resource_limits": map[string]any{"memory": map[string]any{"limit": 32 << 20}}})
