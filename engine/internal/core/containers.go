@@ -127,6 +127,9 @@ type ContainerSpec struct {
 	// "private" (the mappings of IDMappings).
 	UserNS     Namespace         `json:"userns,omitempty"`
 	IDMappings *IDMappingOptions `json:"idmappings,omitempty"`
+	// ApparmorProfile is the AppArmor profile: "" (the engine's default
+	// where the host enforces AppArmor), "unconfined" or a loaded profile.
+	ApparmorProfile string `json:"apparmor_profile,omitempty"`
 	// Mask and Unmask add paths to, or take paths from, the kernel paths
 	// masked in the container (Unmask "ALL": every default one).
 	Mask    []string  `json:"mask,omitempty"`

@@ -148,9 +148,10 @@ func (s *server) toSpec(name string, cfg *containertypes.Config, hc *containerty
 			spec.SeccompProfileText = value
 		case key == "seccomp" && value != "":
 			spec.SeccompProfilePath = value
-		// The engine applies no AppArmor profile or SELinux label on
-		// this host: these ask for what it already does.
-		case opt == "apparmor=unconfined" || opt == "apparmor:unconfined" || opt == "label=disable" || opt == "label:disable":
+		case key == "apparmor" && value != "":
+			spec.ApparmorProfile = value
+		// The engine applies no SELinux label: this asks for what it does.
+		case opt == "label=disable" || opt == "label:disable":
 		default:
 			return spec, core.InvalidArgument("HostConfig.SecurityOpt", fmt.Errorf("%q is not supported", opt))
 		}

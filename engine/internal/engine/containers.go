@@ -10,6 +10,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 	"github.com/berth-project/berth/engine/internal/backend/lifecycle/containers"
+	"github.com/berth-project/berth/engine/internal/backend/platform/apparmor"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
 	"github.com/berth-project/berth/engine/internal/backend/platform/userns"
 	"github.com/berth-project/berth/engine/internal/backend/resources/cdi"
@@ -48,7 +49,7 @@ type NetworkConfig struct {
 
 // openContainers opens the state database under cfg.Root, finds conmon and
 // the OCI runtime, and loads (and reconciles) every container.
-func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images *imagestore.Store, commits containers.ImageCommitter) (*containerBackend, error) {
+func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images *imagestore.Store, commits containers.ImageCommitter, appArmor apparmor.Host) (*containerBackend, error) {
 	db, err := state.Open(ctx, filepath.Join(cfg.Root, "state.db"))
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
@@ -80,7 +81,7 @@ func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	devices := cdi.Open(append(slices.Clone(cdi.DefaultSpecDirs), cfg.CDISpecDirs...))
-	mgr, err := containers.Open(ctx, containers.Options{CDI: devices, Images: images, Commits: commits, Runtime: rt, DB: db, Logger: logger, Volumes: vols, Secrets: secretStore, Networks: nets, DefaultNetworkMode: cfg.Network.DefaultMode, SubIDs: subIDs(logger), SeccompDefaultPath: seccompDefaultPath(cfg), MaxImportSize: cfg.MaxExpandedSize, HoldEvents: true})
+	mgr, err := containers.Open(ctx, containers.Options{CDI: devices, Images: images, Commits: commits, Runtime: rt, DB: db, Logger: logger, Volumes: vols, Secrets: secretStore, Networks: nets, DefaultNetworkMode: cfg.Network.DefaultMode, SubIDs: subIDs(logger), AppArmor: appArmor, SeccompDefaultPath: seccompDefaultPath(cfg), MaxImportSize: cfg.MaxExpandedSize, HoldEvents: true})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/images/artifactstore"
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 	"github.com/berth-project/berth/engine/internal/backend/lifecycle/pods"
+	"github.com/berth-project/berth/engine/internal/backend/platform/apparmor"
 	"github.com/berth-project/berth/engine/internal/backend/system"
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/dockerapi"
@@ -92,6 +93,12 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 	if err := seccomp.WriteDefault(seccompDefaultPath(cfg)); err != nil {
 		return nil, fmt.Errorf("engine: seccomp profile: %w", err)
 	}
+	// AppArmor is chosen once: where the host enforces it, containers run
+	// under the engine's default profile, which must load.
+	appArmor, err := apparmor.Detect(ctx, filepath.Join(cfg.RunRoot, "apparmor"))
+	if err != nil {
+		return nil, fmt.Errorf("engine: AppArmor: %w", err)
+	}
 	images, err := imagestore.Open(imagestore.Options{
 		Root:           cfg.Root,
 		RunRoot:        cfg.RunRoot,
@@ -124,7 +131,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		return nil, err
 	}
 
-	ctrs, err := openContainers(ctx, logger, cfg, images, transfer)
+	ctrs, err := openContainers(ctx, logger, cfg, images, transfer, appArmor)
 	if err != nil {
 		e.Close()
 		return nil, err
@@ -174,6 +181,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 	sys := system.New(images, system.Config{
 		Listen:             cfg.Listen,
 		SeccompProfilePath: seccompDefaultPath(cfg),
+		AppArmorEnabled:    appArmor.Enabled,
 		Runtime:            cfg.Runtime,
 		VolumePath:         filepath.Join(cfg.Root, "volumes"),
 		Containers:         ctrs.manager,

@@ -51,6 +51,8 @@ type Config struct {
 	CDI core.CDIRegistry
 	// SeccompProfilePath is the file of the default seccomp profile.
 	SeccompProfilePath string
+	// AppArmorEnabled: the host enforces AppArmor and the engine applies it.
+	AppArmorEnabled bool
 }
 
 // Service implements core.System.
@@ -195,6 +197,7 @@ func (s *Service) Info(ctx context.Context) (*core.Info, error) {
 				DefaultCapabilities: "CAP_CHOWN,CAP_DAC_OVERRIDE,CAP_FOWNER,CAP_FSETID,CAP_KILL,CAP_NET_BIND_SERVICE,CAP_SETFCAP,CAP_SETGID,CAP_SETPCAP,CAP_SETUID,CAP_SYS_CHROOT",
 				Rootless:            os.Geteuid() != 0,
 				SECCOMPEnabled:      seccomp.Supported(),
+				AppArmorEnabled:     s.cfg.AppArmorEnabled,
 				SECCOMPProfilePath:  s.cfg.SeccompProfilePath,
 			},
 			SwapFree:  swapFree,

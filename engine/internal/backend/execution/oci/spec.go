@@ -75,6 +75,9 @@ type Input struct {
 	// UIDMappings and GIDMappings give the container a user namespace of
 	// its own with these mappings (none: the host's).
 	UIDMappings, GIDMappings []specs.LinuxIDMapping
+	// ApparmorProfile is the AppArmor profile the process runs under
+	// ("": none), chosen by the caller against the host's AppArmor.
+	ApparmorProfile string
 	// SeccompProfile is the text of the container's own seccomp profile,
 	// read and checked at create; nil means the engine's default profile
 	// (unless the spec asks for none).
@@ -206,6 +209,7 @@ func Generate(in Input) (*Result, error) {
 		spec.Linux.MaskedPaths = append([]string(nil), s.Mask...)
 		spec.Linux.Resources.Devices = []specs.LinuxDeviceCgroup{{Allow: true, Access: "rwm"}}
 	}
+	proc.ApparmorProfile = in.ApparmorProfile
 	if err := applySeccomp(spec, s, in); err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/backend/execution/seccomp"
+	"github.com/berth-project/berth/engine/internal/backend/platform/apparmor"
 	"github.com/berth-project/berth/engine/internal/backend/platform/userns"
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -66,12 +67,43 @@ func resolveSeccomp(s *core.ContainerSpec, img *core.Image, host oci.Host) (json
 	return nil, nil
 }
 
+// apparmorProfile chooses the container's AppArmor profile: none where the
+// host does not enforce AppArmor (asking for a profile there is refused,
+// never ignored), else the engine's default, unless the request says
+// unconfined (or is privileged) or names another loaded profile.
+func (m *Manager) apparmorProfile(s *core.ContainerSpec) (string, error) {
+	p := s.ApparmorProfile
+	if !m.apparmor.Enabled {
+		if p != "" && p != apparmor.Unconfined {
+			return "", core.InvalidArgument("apparmor_profile", fmt.Errorf("%q: AppArmor is not enabled on this host", p))
+		}
+		return "", nil
+	}
+	switch {
+	case p == apparmor.Unconfined || (p == "" && s.Privileged):
+		return "", nil
+	case p == "":
+		return apparmor.DefaultProfile, nil
+	}
+	loaded, err := m.apparmor.Loaded(p)
+	if err != nil {
+		return "", err
+	}
+	if !loaded {
+		return "", core.InvalidArgument("apparmor_profile", fmt.Errorf("profile %q is not loaded (apparmor_parser loads profiles)", p))
+	}
+	return p, nil
+}
+
 // securityOpts are the --security-opt values that describe the container's
 // confinement, as Podman's inspect lists them in HostConfig.SecurityOpt.
 func securityOpts(s *core.ContainerSpec) []string {
 	opts := []string{}
 	if s.NoNewPrivs {
 		opts = append(opts, "no-new-privileges")
+	}
+	if s.ApparmorProfile != "" {
+		opts = append(opts, "apparmor="+s.ApparmorProfile)
 	}
 	if s.SeccompProfilePath != "" && s.SeccompProfilePath != seccomp.PodmanDefaultPath {
 		opts = append(opts, "seccomp="+s.SeccompProfilePath)
@@ -296,4 +328,14 @@ func (m *Manager) traversableStorage() error {
 		}
 	}
 	return nil
+}
+
+// inspectAppArmor is the profile inspect reports: the one the container
+// runs under ("" without AppArmor).
+func (m *Manager) inspectAppArmor(s *core.ContainerSpec) string {
+	p, err := m.apparmorProfile(s)
+	if err != nil {
+		return s.ApparmorProfile
+	}
+	return p
 }

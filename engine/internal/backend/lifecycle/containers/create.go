@@ -93,6 +93,9 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	if err != nil {
 		return "", nil, err
 	}
+	if _, err := m.apparmorProfile(&spec); err != nil {
+		return "", nil, err
+	}
 
 	id := newID()
 	releaseSecrets, err := m.resolveSecrets(ctx, id, &spec)
@@ -273,18 +276,23 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 	if infra != nil && slices.Contains(rec.PodJoin.Shared, core.PodShareNet) {
 		netFiles = infra.StaticDir
 	}
+	aaProfile, err := m.apparmorProfile(&spec)
+	if err != nil {
+		return nil, err
+	}
 	res, err := oci.Generate(oci.Input{
 		ID: rec.ID, Spec: &spec, Image: imgCfg, Rootfs: rec.Rootfs,
-		HostsFile:      filepath.Join(netFiles, "hosts"),
-		ResolvConfFile: filepath.Join(netFiles, "resolv.conf"),
-		HostnameFile:   filepath.Join(rec.StaticDir, "hostname"),
-		CgroupsPath:    rec.CgroupPath,
-		NetNSPath:      m.netNSPathOf(rec),
-		Host:           m.host,
-		JoinNamespaces: joins,
-		SeccompProfile: rec.SeccompProfile,
-		UIDMappings:    ociMappings(rec.UIDMap),
-		GIDMappings:    ociMappings(rec.GIDMap),
+		HostsFile:       filepath.Join(netFiles, "hosts"),
+		ResolvConfFile:  filepath.Join(netFiles, "resolv.conf"),
+		HostnameFile:    filepath.Join(rec.StaticDir, "hostname"),
+		CgroupsPath:     rec.CgroupPath,
+		NetNSPath:       m.netNSPathOf(rec),
+		Host:            m.host,
+		JoinNamespaces:  joins,
+		SeccompProfile:  rec.SeccompProfile,
+		ApparmorProfile: aaProfile,
+		UIDMappings:     ociMappings(rec.UIDMap),
+		GIDMappings:     ociMappings(rec.GIDMap),
 	})
 	if err != nil {
 		return nil, err

@@ -224,6 +224,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 		EffectiveCaps:      caps,
 		BoundingCaps:       caps,
 		SeccompProfilePath: m.seccompProfilePath(&r),
+		AppArmorProfile:    m.inspectAppArmor(s),
 		ExecIDs:            []string{},
 		GraphDriver:        &core.DriverData{Name: m.store.GraphDriverName(), Data: map[string]string{}},
 		Mounts:             inspectMounts(s, r.Volumes),

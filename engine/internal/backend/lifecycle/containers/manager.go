@@ -24,6 +24,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
+	"github.com/berth-project/berth/engine/internal/backend/platform/apparmor"
 	"github.com/berth-project/berth/engine/internal/backend/platform/mounts"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
 	"github.com/berth-project/berth/engine/internal/backend/platform/userns"
@@ -68,6 +69,8 @@ type Options struct {
 	// MaxImportSize bounds what a checkpoint archive may expand to (0:
 	// sizelimit.DefaultMax).
 	MaxImportSize int64
+	// AppArmor is the host's AppArmor (zero: not enforced).
+	AppArmor apparmor.Host
 	// SubIDs are the subordinate ID ranges user namespaces take their host
 	// IDs from; nil refuses every user namespace.
 	SubIDs *userns.Ranges
@@ -172,6 +175,7 @@ type Manager struct {
 	// subIDs are the ranges of user namespaces; idMu serialises choosing
 	// a container's mappings with creating its storage.
 	subIDs       *userns.Ranges
+	apparmor     apparmor.Host
 	idMu         sync.Mutex
 	cgroupParent string
 	hostResolv   []byte
@@ -240,7 +244,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m := &Manager{
 		images: o.Images, commits: o.Commits, volumes: o.Volumes, secrets: o.Secrets, nets: o.Networks, cdi: o.CDI, privateNet: o.DefaultNetworkMode == core.NetNSPrivate, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
-		host: host, seccompDefault: o.SeccompDefaultPath, subIDs: o.SubIDs, cgroupParent: o.CgroupParent, hostResolv: resolv,
+		host: host, seccompDefault: o.SeccompDefaultPath, subIDs: o.SubIDs, apparmor: o.AppArmor, cgroupParent: o.CgroupParent, hostResolv: resolv,
 		byID: map[string]*entry{}, byName: map[string]*entry{}, reserved: map[string]bool{}, removed: map[string]removedExit{},
 		creating:        map[string][]string{},
 		creatingSecrets: map[string][]string{},

@@ -176,6 +176,7 @@ func (m *Manager) createInfra(ctx context.Context, pod *core.Pod, image string) 
 		// A system call filter, which only runc can apply, would buy
 		// nothing and cost the runtime's start-up on every pod.
 		cs.SeccompProfilePath = seccomp.Unconfined
+		cs.ApparmorProfile = "unconfined"
 	}
 	id, _, err := m.o.Containers.Create(ctx, cs)
 	if err != nil {
