@@ -91,6 +91,13 @@ func (m *Manager) checkpointLocked(ctx context.Context, e *entry, opts core.Chec
 		// CRIU ended the container's processes; conmon records the exit.
 		if m.waitExit(ctx, e, time.Now().Add(30*time.Second)) {
 			m.cleanupLocked(ctx, e)
+			// CRIU's SIGKILL is no failure of the process: like Podman,
+			// a checkpointed container shows exit code 0.
+			m.update(ctx, e, func(r *record) {
+				if r.State == core.StateExited {
+					r.ExitCode = 0
+				}
+			})
 		}
 	}
 	m.emit(ctx, core.EventCheckpoint, m.snapshot(e), nil)

@@ -133,6 +133,9 @@ func TestCheckpointRestoreInPlace(t *testing.T) {
 	if report.ID != id || report.Duration <= 0 || report.Stats["frozen_time"] == 0 || report.Stats["pages_written"] == 0 {
 		t.Fatalf("checkpoint report: %s", body)
 	}
+	if code := te.inspect(id).State.ExitCode; code != 0 {
+		t.Fatalf("a checkpointed container shows exit code %d", code)
+	}
 	st := te.checkpointState(id)
 	if st.Status != "exited" || !st.Checkpointed || st.CheckpointPath == "" || st.CheckpointLog == "" || st.CheckpointedAt.IsZero() || st.Restored {
 		t.Fatalf("after checkpoint: %+v", st)
