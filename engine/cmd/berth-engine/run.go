@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -51,14 +52,44 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ln.Close()
 		return err
 	}
+	var dockerLn net.Listener
+	if cfg.dockerSocket != "" {
+		if !strings.HasPrefix(cfg.dockerSocket, "/") {
+			ln.Close()
+			return usageError{fmt.Errorf("docker-socket: %q is not an absolute path", cfg.dockerSocket)}
+		}
+		if dockerLn, err = server.Listen("unix://" + cfg.dockerSocket); err != nil {
+			ln.Close()
+			return fmt.Errorf("listen unix://%s: %w", cfg.dockerSocket, err)
+		}
+	}
 	eng, err := engine.New(ctx, logger, cfg.engine)
 	if err != nil {
 		ln.Close()
+		if dockerLn != nil {
+			dockerLn.Close()
+		}
 		return err
 	}
 	defer eng.Close()
 	fmt.Fprintf(stdout, "berth-engine listening on %s (root %s, storage driver %s)\n", cfg.engine.Listen, cfg.engine.Root, eng.StorageDriver())
-	return server.RunWithLimits(ctx, ln, apiAuth.handler(eng.Handler()), logger, cfg.shutdownTimeout, apiAuth.limits())
+	handler := apiAuth.handler(eng.Handler())
+	if dockerLn == nil {
+		return server.RunWithLimits(ctx, ln, handler, logger, cfg.shutdownTimeout, apiAuth.limits())
+	}
+	// The extra unix socket serves the same handler, with the same token
+	// rules (TLS is for tcp:// listeners); both stop together.
+	fmt.Fprintf(stdout, "berth-engine listening on unix://%s too\n", cfg.dockerSocket)
+	serveCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	errs := make(chan error, 2)
+	go func() { errs <- server.RunWithLimits(serveCtx, ln, handler, logger, cfg.shutdownTimeout, apiAuth.limits()) }()
+	go func() {
+		errs <- server.RunWithLimits(serveCtx, dockerLn, handler, logger, cfg.shutdownTimeout, server.DefaultLimits)
+	}()
+	first := <-errs
+	stop()
+	return errors.Join(first, <-errs)
 }
 
 // config is the parsed command line.
@@ -70,6 +101,9 @@ type config struct {
 	shutdownTimeout time.Duration
 	// version asks for the version line instead of serving.
 	version bool
+	// dockerSocket is a unix socket served besides --listen, for clients
+	// and containers that expect a Docker socket to bind-mount.
+	dockerSocket string
 }
 
 // parseFlags reads the flags of DESIGN.md; each defaults to its environment variable.
@@ -109,6 +143,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	activateEnv := env("BERTH_ENGINE_ACTIVATE_QUADLETS", "false")
 	activate, activateErr := strconv.ParseBool(activateEnv)
 	fs.BoolVar(&cfg.engine.ActivateQuadlets, "activate-quadlets", activate, "activate quadlets at install (create and start what they describe) unless the install says activate=false (BERTH_ENGINE_ACTIVATE_QUADLETS)")
+	fs.StringVar(&cfg.dockerSocket, "docker-socket", env("BERTH_ENGINE_DOCKER_SOCKET", ""), "absolute path of a unix socket served besides --listen (both APIs, the same token rules), e.g. /run/berth/docker.sock for tools that bind-mount a Docker socket (BERTH_ENGINE_DOCKER_SOCKET)")
 	cfg.auth.register(fs, env)
 	fs.BoolVar(&cfg.version, "version", false, "print the version, commit and Go version, then exit")
 	timeout := env("BERTH_ENGINE_SHUTDOWN_TIMEOUT", "30s")
