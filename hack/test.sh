@@ -23,7 +23,10 @@ case "$what" in unit | contracts | e2e | checks | hosts | all) ;; *)
 esac
 
 export BERTH_TEST_STRICT=1
-export CGO_ENABLED=1 # contracts link libpact_ffi; the other modules build the same either way
+# Every module builds without cgo, as the shipped binaries do (make build), so the dependencies are
+# compiled once for go vet, the tests and the engine binaries; only the contracts link libpact_ffi
+# (cgo), and they build their engine binary without it too.
+export CGO_ENABLED=0
 export TESTCONTAINERS_RYUK_DISABLED=true
 export TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1
 export BERTH_E2E_ENGINE_IMAGE=${BERTH_E2E_ENGINE_IMAGE:-localhost/berth-engine:latest}
@@ -38,7 +41,14 @@ declare -A TIMEOUT=([shared]=5m [uploads]=10m [engine]=15m [contracts]=10m [e2e]
 LOGDIR=$(mktemp -d /tmp/berth-test.XXXXXX)
 RESULTS=$LOGDIR/results
 : >"$RESULTS"
-SUMMARY=()
+# The summary lines and the failure mark live in files: the lanes of `all` run in subshells.
+SUMMARY=$LOGDIR/summary
+: >"$SUMMARY"
+FAILMARK=$LOGDIR/failed
+# summary LINE: adds a line to the final summary.
+summary() { echo "$1" >>"$SUMMARY"; }
+# failed: true once any step failed, in this shell or a lane.
+failed() { [ "$FAILED" -ne 0 ] || [ -e "$FAILMARK" ]; }
 FAILED=0
 START=$(date +%s)
 
@@ -53,7 +63,7 @@ cleanup() {
   [ -z "$KUBE_APISERVER_PID" ] || kill "$KUBE_APISERVER_PID" 2>/dev/null
   [ -z "$HOSTLAB_IMAGE_PID" ] || kill "$HOSTLAB_IMAGE_PID" 2>/dev/null
   if [ -d "$LOGDIR" ]; then
-    if [ "$FAILED" -eq 0 ]; then rm -rf "$LOGDIR"; else log "logs kept in $LOGDIR"; fi
+    if ! failed; then rm -rf "$LOGDIR"; else log "logs kept in $LOGDIR"; fi
   fi
 }
 trap 'FAILED=1; cleanup' EXIT
@@ -68,10 +78,11 @@ step() {
   "$@"
   rc=$?
   if [ $rc -eq 0 ]; then
-    SUMMARY+=("[pass] $(printf '%-28s' "$name") $(($(date +%s) - t0))s")
+    summary "[pass] $(printf '%-28s' "$name") $(($(date +%s) - t0))s"
   else
-    SUMMARY+=("[FAIL] $(printf '%-28s' "$name") $(($(date +%s) - t0))s (exit $rc)")
+    summary "[FAIL] $(printf '%-28s' "$name") $(($(date +%s) - t0))s (exit $rc)"
     FAILED=1
+    : >"$FAILMARK"
   fi
   return $rc
 }
@@ -103,10 +114,13 @@ gofmt_check() {
 go_vet() {
   local m rc=0
   for m in $(existing_modules); do
-    (cd "$m" && "$GO" vet ./...) || rc=1
+    (cd "$m" && CGO_ENABLED=$(module_cgo "$m") "$GO" vet ./...) || rc=1
   done
   return $rc
 }
+
+# module_cgo MOD: 1 for the module that links C (the contracts: libpact_ffi), else 0.
+module_cgo() { if [ "$1" = contracts ]; then echo 1; else echo 0; fi; }
 
 # go_mod_tidy: every module's go.mod and go.sum are what `go mod tidy` would write.
 go_mod_tidy() {
@@ -181,14 +195,14 @@ gotest() {
   local m=$1 args
   if ! module_has_tests "$m"; then
     log "$m: no test files yet"
-    SUMMARY+=("[----] $(printf '%-28s' "go test $m") no test files")
+    summary "[----] $(printf '%-28s' "go test $m") no test files"
     return 0
   fi
   args=(test -count=1 -timeout "${TIMEOUT[$m]}")
   [ "${BERTH_TEST_VERBOSE:-}" = 1 ] && args+=(-v)
   [ -n "${BERTH_TEST_RUN:-}" ] && args+=(-run "$BERTH_TEST_RUN")
   args+=(./...)
-  step "go test $m" run_logged "$LOGDIR/go-test-$m.log" bash -c 'cd "$1" && shift && exec "$@"' _ "$m" "$GO" "${args[@]}"
+  step "go test $m" run_logged "$LOGDIR/go-test-$m.log" env CGO_ENABLED="$(module_cgo "$m")" bash -c 'cd "$1" && shift && exec "$@"' _ "$m" "$GO" "${args[@]}"
   local rc=$?
   grep -E '^(ok|FAIL|--- FAIL)' "$LOGDIR/go-test-$m.log" >>"$RESULTS"
   return $rc
@@ -243,12 +257,11 @@ wait_compose() {
   export BERTH_DOCKER_COMPOSE
 }
 
-# warm_engine_binary builds berth-engine with both cgo settings the engine tests build it with
-# (nothing is kept): the tests that start the binary then find it in the build cache instead of
-# compiling it inside their deadlines, which a cold cache on 2 busy cores can exceed.
+# warm_engine_binary builds berth-engine as the engine tests build it (nothing is kept): the tests
+# that start the binary then find it in the build cache instead of compiling it inside their
+# deadlines, which a cold cache on 2 busy cores can exceed.
 warm_engine_binary() {
-  (cd engine && CGO_ENABLED=0 "$GO" build -o /dev/null ./cmd/berth-engine &&
-    CGO_ENABLED=1 "$GO" build -o /dev/null ./cmd/berth-engine)
+  (cd engine && CGO_ENABLED=0 "$GO" build -o /dev/null ./cmd/berth-engine)
 }
 
 # find_criu exports BERTH_ENGINE_CRIU: a CRIU that passes `criu check` (the machine's own, or one
@@ -275,8 +288,9 @@ run_unit() {
 run_contracts() {
   if [ ! -e /usr/local/lib/libpact_ffi.so ] && ! ldconfig -p | grep -q libpact_ffi; then
     echo "libpact_ffi.so not installed: run hack/deps.sh test" >&2
-    SUMMARY+=("[FAIL] $(printf '%-28s' "go test contracts") libpact_ffi missing")
+    summary "[FAIL] $(printf '%-28s' "go test contracts") libpact_ffi missing"
     FAILED=1
+    : >"$FAILMARK"
     return 1
   fi
   gotest contracts
@@ -320,6 +334,60 @@ run_hosts() {
   return $rc
 }
 
+# lane NAME FN...: runs the functions in the background with their output in a file of its own,
+# printed when the lane ends (see wait_lanes), so the lanes' lines do not interleave.
+LANES=()
+lane() {
+  local name=$1
+  shift
+  (
+    for fn in "$@"; do "$fn" || true; done
+  ) >"$LOGDIR/lane-$name.out" 2>&1 &
+  LANES+=("$name:$!")
+}
+wait_lanes() {
+  local l
+  for l in "${LANES[@]}"; do
+    wait "${l#*:}"
+    log "== lane ${l%%:*}"
+    cat "$LOGDIR/lane-${l%%:*}.out"
+  done
+  LANES=()
+}
+
+# run_all: the checks (go vet compiles every package once for the tests after it), then three
+# lanes at once: the engine's tests (CPU), the shared, uploads and contract tests (mostly
+# PostgreSQL and I/O), and the e2e images (apt and docker build); then the e2e tests and the
+# host lab's VM, each alone.
+run_all() {
+  run_checks
+  step "start PostgreSQL" start_postgres || true
+  step "start dockerd" start_dockerd || true
+  lane modules gotest_shared gotest_uploads run_contracts
+  lane e2e-images e2e_images
+  step "CRIU" find_criu
+  step "build kube-apiserver" wait_kube_apiserver
+  step "build docker compose" wait_compose
+  step "build berth-engine" warm_engine_binary
+  gotest engine
+  wait_lanes
+  if [ -e "$LOGDIR/e2e-images.ok" ]; then
+    gotest e2e
+  else
+    summary "[FAIL] $(printf '%-28s' "go test e2e") not run: the e2e images failed"
+    : >"$FAILMARK"
+  fi
+  run_hosts
+}
+gotest_shared() { gotest shared; }
+gotest_uploads() { gotest uploads; }
+e2e_images() {
+  module_has_tests e2e || { : >"$LOGDIR/e2e-images.ok"; return 0; }
+  step "build binaries" build_binaries || return 1
+  step "build images" "$ROOT/hack/images.sh" engine uploads || return 1
+  : >"$LOGDIR/e2e-images.ok"
+}
+
 run_checks() {
   step "gofmt" gofmt_check
   step "go vet" go_vet
@@ -341,23 +409,18 @@ main() {
   e2e) run_e2e ;;
   checks) run_checks ;;
   hosts) run_hosts ;;
-  all)
-    run_checks
-    run_unit
-    run_contracts
-    run_e2e
-    run_hosts
-    ;;
+  all) run_all ;;
   esac
 
   results=$(cat "$RESULTS")
   cleanup
   echo
   echo "==================== berth test summary ($what, $(($(date +%s) - START))s) ===================="
-  printf '%s\n' "${SUMMARY[@]}"
+  cat "$SUMMARY"
   echo "==================== go test results ===================="
   [ -z "$results" ] || echo "$results"
-  if [ "$FAILED" -ne 0 ]; then
+  if failed; then
+    FAILED=1
     echo "FAIL"
     exit 1
   fi
