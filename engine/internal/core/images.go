@@ -181,4 +181,8 @@ type ImageUsers interface {
 	ContainersUsingImage(ctx context.Context, imageID string) ([]string, error)
 	// RemoveContainer removes a container and its storage, stopping it first.
 	RemoveContainer(ctx context.Context, containerID string) error
+	// SettleRemovals waits until the storage of every removed container is
+	// deleted (a remove deletes it in the background), so that what storage
+	// says of an image's users is current.
+	SettleRemovals()
 }

@@ -42,6 +42,9 @@ func (s *Store) Prune(ctx context.Context, opts core.ImagePruneOptions) ([]core.
 		}
 	}
 	defer s.cache.invalidate()
+	// A container removed just before (rm -f, then prune) still holds its
+	// image in storage until its layer's background deletion ends.
+	s.settleRemovals()
 
 	reports := []core.PruneReport{}
 	removed := map[string]bool{}

@@ -199,6 +199,7 @@ func (s *Store) family(id string) (children int, parent *storage.Image, err erro
 
 // containersUsing asks the container backend (and storage) which containers use imageID.
 func (s *Store) containersUsing(ctx context.Context, imageID string) ([]string, error) {
+	s.settleRemovals()
 	s.mu.RLock()
 	users := s.users
 	inStorage, err := s.storageContainersUsing(imageID)
@@ -219,6 +220,18 @@ func (s *Store) containersUsing(ctx context.Context, imageID string) ([]string, 
 		}
 	}
 	return ids, nil
+}
+
+// settleRemovals waits until the containers removed so far are gone from
+// storage: their layers are deleted in the background, and until then
+// storage counts them as users of their images.
+func (s *Store) settleRemovals() {
+	s.mu.RLock()
+	users := s.users
+	s.mu.RUnlock()
+	if users != nil {
+		users.SettleRemovals()
+	}
 }
 
 // storageContainersUsing lists the storage containers created from imageID.

@@ -248,7 +248,7 @@ func (m *Manager) Prune(ctx context.Context, filters map[string][]string) ([]cor
 // (core.ImageUsers, for image removal).
 func (m *Manager) ContainersUsingImage(ctx context.Context, imageID string) ([]string, error) {
 	// A removed container's layer may still be on its way out of storage.
-	m.deleting.Wait()
+	m.SettleRemovals()
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	var ids []string
@@ -259,6 +259,10 @@ func (m *Manager) ContainersUsingImage(ctx context.Context, imageID string) ([]s
 	}
 	return ids, nil
 }
+
+// SettleRemovals waits for the background deletions of removed containers'
+// storage (core.ImageUsers: image removal and prune read storage after it).
+func (m *Manager) SettleRemovals() { m.deleting.Wait() }
 
 // RemoveContainer stops and removes a container (core.ImageUsers, for a
 // forced image removal).
