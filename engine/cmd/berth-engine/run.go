@@ -83,7 +83,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	serveCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	errs := make(chan error, 2)
-	go func() { errs <- server.RunWithLimits(serveCtx, ln, handler, logger, cfg.shutdownTimeout, apiAuth.limits()) }()
+	go func() {
+		errs <- server.RunWithLimits(serveCtx, ln, handler, logger, cfg.shutdownTimeout, apiAuth.limits())
+	}()
 	go func() {
 		errs <- server.RunWithLimits(serveCtx, dockerLn, handler, logger, cfg.shutdownTimeout, server.DefaultLimits)
 	}()
