@@ -396,33 +396,35 @@ func checkPolicies(te *testEngine, l *ledger) []string {
 // checkRuntimeState: every runc container and every conmon of the engine
 // belongs to a container the engine lists as created, running or paused.
 // restart=always containers exit and start again all the time, and each
-// exit has a moment when runc and conmon still have it; an orphan is one
-// that three looks a second and a half apart all find.
+// exit and restart has a moment when runc and conmon have it while the
+// record says exited (a runtime create takes seconds on a loaded machine);
+// an orphan is one that five looks over ten seconds all find.
 func checkRuntimeState(te *testEngine, p *engineProcess) []string {
 	var found map[string]bool
-	for look := 0; look < 3; look++ {
+	for look := 0; look < 5; look++ {
 		if look > 0 {
-			time.Sleep(1500 * time.Millisecond)
+			time.Sleep(2500 * time.Millisecond)
 		}
 		var ctrs []struct {
 			ID    string `json:"Id"`
 			State string
 		}
 		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/json?all=true", nil), &ctrs)
-		live := map[string]bool{}
+		live, state := map[string]bool{}, map[string]string{}
 		for _, c := range ctrs {
 			live[c.ID] = c.State == "running" || c.State == "created" || c.State == "paused"
+			state[c.ID] = c.State
 		}
 		now := map[string]bool{}
 		states, _ := os.ReadDir(filepath.Join(p.runRoot, "runc"))
 		for _, st := range states {
 			if !live[st.Name()] {
-				now["runc state of a container the engine does not run: "+st.Name()] = true
+				now[fmt.Sprintf("runc state of a container the engine does not run: %s (%q)", st.Name(), state[st.Name()])] = true
 			}
 		}
 		for _, id := range conmonsOf(p.runRoot) {
 			if !live[id] {
-				now["conmon of a container the engine does not run: "+id] = true
+				now[fmt.Sprintf("conmon of a container the engine does not run: %s (%q)", id, state[id])] = true
 			}
 		}
 		if found == nil {
