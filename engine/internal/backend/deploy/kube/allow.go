@@ -112,7 +112,9 @@ var (
 		"readinessProbe": probeShape,
 		"startupProbe":   with(probeShape, leaves("successThreshold")),
 		"securityContext": with(leaves("runAsUser", "runAsGroup", "readOnlyRootFilesystem", "privileged", "allowPrivilegeEscalation"), allow{
-			"capabilities": leaves("add", "drop"),
+			"capabilities":    leaves("add", "drop"),
+			"seccompProfile":  leaves("type", "localhostProfile"),
+			"appArmorProfile": leaves("type", "localhostProfile"),
 		}),
 	})
 	itemsShape   = leaves("key", "path")

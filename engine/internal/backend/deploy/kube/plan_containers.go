@@ -304,6 +304,33 @@ func securityContext(cs *core.ContainerSpec, sc *v1.SecurityContext, psc *v1.Pod
 	if sc.AllowPrivilegeEscalation != nil {
 		cs.NoNewPrivs = !*sc.AllowPrivilegeEscalation
 	}
+	// A profile of the runtime's default is the engine's default; a
+	// Localhost one names a profile file (seccomp) or a loaded profile
+	// (AppArmor), which create checks like --security-opt's.
+	if p := sc.SeccompProfile; p != nil {
+		switch p.Type {
+		case v1.SeccompProfileTypeUnconfined:
+			cs.SeccompProfilePath = "unconfined"
+		case v1.SeccompProfileTypeLocalhost:
+			if p.LocalhostProfile != nil {
+				cs.SeccompProfilePath = *p.LocalhostProfile
+			} else {
+				cs.SeccompProfilePath = "Localhost"
+			}
+		}
+	}
+	if p := sc.AppArmorProfile; p != nil {
+		switch p.Type {
+		case v1.AppArmorProfileTypeUnconfined:
+			cs.ApparmorProfile = "unconfined"
+		case v1.AppArmorProfileTypeLocalhost:
+			if p.LocalhostProfile != nil {
+				cs.ApparmorProfile = *p.LocalhostProfile
+			} else {
+				cs.ApparmorProfile = "Localhost"
+			}
+		}
+	}
 	if caps := sc.Capabilities; caps != nil {
 		for _, c := range caps.Add {
 			cs.CapAdd = append(cs.CapAdd, string(c))

@@ -282,6 +282,18 @@ func (g *Generator) containersWorkload(ctrs []*core.Container, opts core.KubeGen
 	vols := volumeSet{}
 	var ports []corev1.ContainerPort
 	var servers, searches, options []string
+	// Containers that each have a user namespace of their own are a pod
+	// without the host's users.
+	ownUsers := true
+	for _, c := range ctrs {
+		if mode, _ := c.Spec.UserNSMode(); mode == "" {
+			ownUsers = false
+		}
+	}
+	if ownUsers {
+		no := false
+		pod.Spec.HostUsers = &no
+	}
 	for _, c := range ctrs {
 		kc := g.container(c, &vols, opts)
 		ports = append(ports, kc.Ports...)
@@ -627,6 +639,21 @@ func securityContext(s core.ContainerSpec) *corev1.SecurityContext {
 	if s.ReadOnly {
 		yes := true
 		sc.ReadOnlyRootFilesystem = &yes
+	}
+	// What was applied beyond the runtime's defaults: no filter, or a
+	// profile of the container's own.
+	switch p := s.SeccompProfilePath; {
+	case p == "unconfined":
+		sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
+	case strings.HasPrefix(p, "/") && p != "/usr/share/containers/seccomp.json":
+		sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: &p}
+	}
+	switch p := s.ApparmorProfile; p {
+	case "":
+	case "unconfined":
+		sc.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+	default:
+		sc.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: &p}
 	}
 	if s.NoNewPrivs {
 		no := false

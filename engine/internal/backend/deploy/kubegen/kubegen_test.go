@@ -69,6 +69,17 @@ func TestContainerFields(t *testing.T) {
 		*sc.RunAsUser != 1000 || *sc.RunAsGroup != 50 || !*sc.ReadOnlyRootFilesystem {
 		t.Errorf("security context %+v", sc)
 	}
+	sc = securityContext(core.ContainerSpec{SeccompProfilePath: "unconfined", ApparmorProfile: "unconfined"})
+	if sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeUnconfined || sc.AppArmorProfile == nil || sc.AppArmorProfile.Type != corev1.AppArmorProfileTypeUnconfined {
+		t.Errorf("unconfined: %+v", sc)
+	}
+	sc = securityContext(core.ContainerSpec{SeccompProfilePath: "/p.json"})
+	if sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeLocalhost || *sc.SeccompProfile.LocalhostProfile != "/p.json" || sc.AppArmorProfile != nil {
+		t.Errorf("profile file: %+v", sc)
+	}
+	if sc := securityContext(core.ContainerSpec{SeccompProfilePath: "/usr/share/containers/seccomp.json"}); sc.SeccompProfile != nil {
+		t.Errorf("the default profile's path: %+v", sc.SeccompProfile)
+	}
 	if sc := securityContext(core.ContainerSpec{Privileged: true}); sc.Capabilities != nil || !*sc.Privileged {
 		t.Errorf("privileged %+v", sc)
 	}
