@@ -62,7 +62,9 @@ func startLab(t testing.TB) *lab {
 	testdeadline.Set(t, testdeadline.Default)
 	enginetest.RequireRuntime(t, "host suite tests")
 	shared.once.Do(func() {
-		dir, err := os.MkdirTemp("", "berth-hostsuite-")
+		// A short path: conmon's attach socket (RUNROOT/socket/ID/attach) must fit a
+		// unix socket address (108 bytes).
+		dir, err := os.MkdirTemp("", "bh")
 		if err != nil {
 			shared.err = err.Error()
 			return

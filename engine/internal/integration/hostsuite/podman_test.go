@@ -1,0 +1,68 @@
+package hostsuite
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPodmanClient drives the engine with podman 4.3.1's own client: run
+// with a memory limit, stats, top, an OOM kill and its inspect, and a
+// container's view of its cgroup namespace.
+func TestPodmanClient(t *testing.T) {
+	l := startLab(t)
+	if _, err := exec.LookPath("podman"); err != nil {
+		if os.Getenv("BERTH_TEST_STRICT") == "1" {
+			t.Fatal("podman is not installed (BERTH_TEST_STRICT=1)")
+		}
+		t.Skip("podman is not installed")
+	}
+	url := "tcp://" + strings.TrimPrefix(strings.TrimSuffix(l.url, "/v4.3.1/libpod"), "http://")
+	podman := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "podman", append([]string{"--remote", "--url", url}, args...)...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	must := func(args ...string) string {
+		t.Helper()
+		out, err := podman(args...)
+		if err != nil {
+			t.Fatalf("podman %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	must("run", "-d", "--name", "pm", "--memory", "64m", "localhost/busybox:latest", "sleep", "600")
+	var stats []struct {
+		Name     string `json:"name"`
+		MemUsage string `json:"mem_usage"`
+		PIDs     string `json:"pids"`
+	}
+	out := must("stats", "--no-stream", "--format", "json", "pm")
+	if err := json.Unmarshal([]byte(out), &stats); err != nil || len(stats) != 1 {
+		t.Fatalf("podman stats: %v\n%s", err, out)
+	}
+	if !strings.Contains(stats[0].MemUsage, "/ 67.11MB") || stats[0].PIDs != "1" {
+		t.Fatalf("podman stats: %+v", stats[0])
+	}
+	if out := must("top", "pm", "pid", "args"); !strings.Contains(out, "sleep 600") {
+		t.Fatalf("podman top:\n%s", out)
+	}
+	must("run", "-d", "--name", "pmhog", "--memory", "32m", "--memory-swap", "32m", "localhost/busybox:latest",
+		"sh", "-c", "x=0123456789abcdef; while true; do x=$x$x; done")
+	if out := strings.TrimSpace(must("wait", "pmhog")); out != "137" {
+		t.Fatalf("podman wait of a memory hog: %q", out)
+	}
+	if out := strings.TrimSpace(must("inspect", "--format", "{{.State.OOMKilled}}", "pmhog")); out != "true" {
+		t.Fatalf("podman inspect OOMKilled: %q", out)
+	}
+	out = must("run", "--cgroupns", "private", "localhost/busybox:latest", "cat", "/proc/self/cgroup")
+	if unified() && strings.TrimSpace(out) != "0::/" {
+		t.Fatalf("/proc/self/cgroup with --cgroupns private: %q", out)
+	}
+}
