@@ -1,0 +1,115 @@
+package dockerapi
+
+import (
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	containertypes "github.com/docker/docker/api/types/container"
+	"github.com/docker/go-connections/nat"
+
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+func TestSplitAndCompareVersions(t *testing.T) {
+	for _, tt := range []struct {
+		path, version, rest string
+		ok                  bool
+	}{
+		{"/v1.41/containers/json", "1.41", "/containers/json", true},
+		{"/v1.24/_ping", "1.24", "/_ping", true},
+		{"/volumes", "", "", false},
+		{"/version", "", "", false},
+		{"/v/x", "", "", false},
+	} {
+		v, rest, ok := splitVersion(tt.path)
+		if v != tt.version || rest != tt.rest || ok != tt.ok {
+			t.Errorf("splitVersion(%q) = %q %q %v", tt.path, v, rest, ok)
+		}
+	}
+	if compareVersions("1.24", "1.4") <= 0 || compareVersions("1.44", "1.44") != 0 || compareVersions("1.9", "1.10") >= 0 {
+		t.Error("versions compare as numbers per part")
+	}
+}
+
+func TestParseTime(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for in, want := range map[string]time.Time{
+		"1700000000":           time.Unix(1700000000, 0),
+		"1700000000.5":         time.Unix(1700000000, 500000000),
+		"10m":                  now.Add(-10 * time.Minute),
+		"2026-01-02T03:04:05Z": time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+	} {
+		got, err := parseTime(in, now)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("parseTime(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	if _, err := parseTime("yesterday", now); err == nil {
+		t.Error("parseTime accepted yesterday")
+	}
+}
+
+// TestToSpec: Docker's create body becomes the engine's spec; what the
+// engine cannot honour is refused naming the field.
+func TestToSpec(t *testing.T) {
+	s := &server{cfg: Config{DefaultNetwork: "podman"}}
+	cfg := &containertypes.Config{Image: "busybox", Env: []string{"A=1", "UNSET"}, StopSignal: "SIGINT",
+		ExposedPorts: nat.PortSet{"80/tcp": {}}, Volumes: map[string]struct{}{"/anon": {}}}
+	hc := &containertypes.HostConfig{
+		Binds:         []string{"/host:/ctr:ro", "named:/data"},
+		PortBindings:  nat.PortMap{"80/tcp": {{HostIP: "127.0.0.1", HostPort: "8080"}}},
+		NetworkMode:   "default",
+		RestartPolicy: containertypes.RestartPolicy{Name: "on-failure", MaximumRetryCount: 3},
+		Tmpfs:         map[string]string{"/tmp": "size=1m"},
+	}
+	spec, err := s.toSpec("/web", cfg, hc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Env["A"] != "1" || len(spec.Env) != 1 || *spec.StopSignal != 2 || spec.RestartPolicy != "on-failure" || *spec.RestartTries != 3 {
+		t.Errorf("spec %+v", spec)
+	}
+	if _, ok := spec.Networks["podman"]; !ok || spec.NetNS.NSMode != core.NetNSBridge {
+		t.Errorf("default network mode: %+v %+v", spec.NetNS, spec.Networks)
+	}
+	if len(spec.PortMappings) != 1 || spec.PortMappings[0].HostPort != 8080 || spec.PortMappings[0].HostIP != "127.0.0.1" {
+		t.Errorf("ports %+v", spec.PortMappings)
+	}
+	if len(spec.Mounts) != 2 || len(spec.Volumes) != 2 || spec.Volumes[1].Dest != "/anon" || !spec.Volumes[1].IsAnonymous {
+		t.Errorf("mounts %+v volumes %+v", spec.Mounts, spec.Volumes)
+	}
+
+	for field, hc := range map[string]*containertypes.HostConfig{
+		"HostConfig.Links":          {Links: []string{"a:b"}},
+		"HostConfig.UTSMode":        {UTSMode: "host"},
+		"HostConfig.LogConfig.Type": {LogConfig: containertypes.LogConfig{Type: "syslog"}},
+		"HostConfig.RestartPolicy":  {RestartPolicy: containertypes.RestartPolicy{Name: "no", MaximumRetryCount: 2}},
+		"HostConfig.Binds":          {Binds: []string{"/a:relative"}},
+		"HostConfig.CgroupParent":   {Resources: containertypes.Resources{CgroupParent: "/mine"}},
+	} {
+		_, err := s.toSpec("", &containertypes.Config{Image: "busybox"}, hc, nil)
+		var fe *core.FieldError
+		if !errors.As(err, &fe) || fe.Field != field {
+			t.Errorf("%s: error %v, want one naming it", field, err)
+		}
+	}
+}
+
+// TestVersionedPaths: versions outside the range are 400 with Docker's
+// message; the route table sees the path without its prefix.
+func TestVersionedPaths(t *testing.T) {
+	h := NewHandler(nil, Deps{}, Config{})
+	for path, want := range map[string]int{"/v1.44/_ping": 200, "/_ping": 200, "/v1.23/_ping": 400, "/v1.45/_ping": 400, "/v1.44/nothing": 404} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != want {
+			t.Errorf("GET %s: %d, want %d", path, rec.Code, want)
+		}
+		if want == 400 && !strings.Contains(rec.Body.String(), `"message":"client version`) {
+			t.Errorf("GET %s: body %s", path, rec.Body)
+		}
+	}
+}
