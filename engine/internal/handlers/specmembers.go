@@ -128,12 +128,6 @@ func checkSpecMembers(members map[string]json.RawMessage) error {
 // an empty object. An object with members is not zero even when their values
 // are (a map's keys carry meaning: {"default": {}} names a network).
 func isZeroJSON(raw json.RawMessage) bool {
-	return zeroJSON(raw, false)
-}
-
-// zeroJSON is isZeroJSON; with deep, an object whose members are all zero
-// is zero too (for structures such as idmappings' AutoUserNsOpts).
-func zeroJSON(raw json.RawMessage, deep bool) bool {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return true
@@ -141,15 +135,7 @@ func zeroJSON(raw json.RawMessage, deep bool) bool {
 	switch raw[0] {
 	case '{':
 		var m map[string]json.RawMessage
-		if json.Unmarshal(raw, &m) != nil || (!deep && len(m) > 0) {
-			return false
-		}
-		for _, v := range m {
-			if !zeroJSON(v, deep) {
-				return false
-			}
-		}
-		return true
+		return json.Unmarshal(raw, &m) == nil && len(m) == 0
 	case '[':
 		var a []json.RawMessage
 		return json.Unmarshal(raw, &a) == nil && len(a) == 0
