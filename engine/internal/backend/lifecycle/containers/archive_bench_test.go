@@ -48,12 +48,12 @@ func BenchmarkCopyIntoContainerVsPodman(b *testing.B) {
 		var out struct {
 			ID string `json:"Id"`
 		}
-		json.Unmarshal(te.must(http.StatusCreated, "POST", "/containers/create", benchSpec("sleep", "600")), &out)
-		te.must(http.StatusNoContent, "POST", "/containers/"+out.ID+"/start", nil)
+		json.Unmarshal(te.Must(http.StatusCreated, "POST", "/containers/create", benchSpec("sleep", "600")), &out)
+		te.Must(http.StatusNoContent, "POST", "/containers/"+out.ID+"/start", nil)
 		targets = append(targets, target{te: te, ctr: out.ID})
 	}
 	cp := func(tg target, dest string) time.Duration {
-		url := "tcp://" + strings.TrimPrefix(strings.TrimSuffix(tg.te.url, "/v4.3.1/libpod"), "http://")
+		url := "tcp://" + strings.TrimPrefix(strings.TrimSuffix(tg.te.URL, "/v4.3.1/libpod"), "http://")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, bin, "--remote", "--url", url, "cp", file, tg.ctr+":"+dest)
@@ -67,20 +67,8 @@ func BenchmarkCopyIntoContainerVsPodman(b *testing.B) {
 	cp(targets[0], "/warm")
 	cp(targets[1], "/warm")
 	const rounds = 5
-	var bs, ps []time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for j := 0; j < rounds; j++ {
-			dest := fmt.Sprintf("/copy-%d-%d", i, j)
-			bs = append(bs, cp(targets[0], dest))
-			ps = append(ps, cp(targets[1], dest))
-		}
-	}
-	b.StopTimer()
-	mb, mp := benchtest.Median(bs), benchtest.Median(ps)
-	ratio := float64(mb) / float64(mp)
-	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
-	b.ReportMetric(float64(mp.Microseconds())/1000, "podman-ms")
-	b.ReportMetric(ratio, "ratio")
-	fmt.Printf("podman cp 100 MiB into a container: berth median %v, podman median %v, ratio %.3f (goal <= 1) over %d copies each\n", mb, mp, ratio, len(bs))
+	bs, ps := benchtest.Alternate(b, rounds, [2]time.Duration{},
+		func(n int) time.Duration { return cp(targets[0], fmt.Sprintf("/copy-%d", n)) },
+		func(n int) time.Duration { return cp(targets[1], fmt.Sprintf("/copy-%d", n)) })
+	benchtest.Report(b, "podman cp 100 MiB into a container", "goal <= 1", "copies", bs, ps)
 }

@@ -31,7 +31,7 @@ func TestKill9DuringCopyAndCommit(t *testing.T) {
 	te.loadBusybox()
 	stopped := te.create(map[string]any{"name": "cp-target", "command": []string{"true"}})
 	big := te.create(map[string]any{"name": "commit-src", "command": []string{"sh", "-c", "dd if=/dev/urandom of=/big bs=1M count=48 2>/dev/null"}})
-	te.must(http.StatusNoContent, "POST", "/containers/"+big+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+big+"/start", nil)
 	if code := te.wait(big); code != 0 {
 		t.Fatalf("writing /big: exit %d", code)
 	}
@@ -53,12 +53,12 @@ func TestKill9DuringCopyAndCommit(t *testing.T) {
 		pw.Close()
 	}()
 	go func() {
-		req, _ := http.NewRequest(http.MethodPut, te.url+"/containers/"+stopped+"/archive?path=/", pr)
+		req, _ := http.NewRequest(http.MethodPut, te.URL+"/containers/"+stopped+"/archive?path=/", pr)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
 	}()
-	tmp := filepath.Join(p.root, "tmp")
+	tmp := filepath.Join(p.Root, "tmp")
 	waitFor(t, func() bool {
 		spools, _ := filepath.Glob(filepath.Join(tmp, "transfer-cp-*"))
 		for _, s := range spools {
@@ -71,21 +71,21 @@ func TestKill9DuringCopyAndCommit(t *testing.T) {
 	// And a commit of a 48 MiB layer; wherever the kill lands in it, the
 	// store must be consistent afterwards.
 	go func() {
-		resp, err := http.Post(te.url+"/commit?container="+big+"&repo=localhost/interrupted", "", nil)
+		resp, err := http.Post(te.URL+"/commit?container="+big+"&repo=localhost/interrupted", "", nil)
 		if err == nil {
 			resp.Body.Close()
 		}
 	}()
 	time.Sleep(300 * time.Millisecond)
-	p.kill9()
+	p.Kill9()
 	pw.CloseWithError(io.ErrClosedPipe)
 
-	p.start()
+	p.Start()
 	if spools, _ := filepath.Glob(filepath.Join(tmp, "transfer-*")); len(spools) > 0 {
 		t.Errorf("temporaries left after restart: %v", spools)
 	}
 	var mounted map[string]string
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
 	if len(mounted) > 0 {
 		t.Errorf("rootfs mounts after restart: %v", mounted)
 	}
@@ -100,21 +100,21 @@ func TestKill9DuringCopyAndCommit(t *testing.T) {
 	var out struct {
 		ID string `json:"Id"`
 	}
-	json.Unmarshal(te.must(http.StatusOK, "POST", "/commit?"+q.Encode(), nil), &out)
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/commit?"+q.Encode(), nil), &out)
 	for _, id := range []string{stopped, big} {
-		te.must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
+		te.Must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
 	}
-	if l := leaks(p.root, p.runRoot, stopped, big); len(l) > 0 {
+	if l := leaks(p.Root, p.RunRoot, stopped, big); len(l) > 0 {
 		t.Fatalf("leaked after removal:\n%s", strings.Join(l, "\n"))
 	}
-	p.stop()
+	p.Stop()
 
 	// Every layer left is part of an image.
 	driver := "vfs"
-	if _, err := os.Stat(filepath.Join(p.root, "storage", "overlay-layers")); err == nil {
+	if _, err := os.Stat(filepath.Join(p.Root, "storage", "overlay-layers")); err == nil {
 		driver = "overlay"
 	}
-	st, err := storage.GetStore(storage.StoreOptions{GraphRoot: filepath.Join(p.root, "storage"), RunRoot: filepath.Join(p.runRoot, "storage"), GraphDriverName: driver})
+	st, err := storage.GetStore(storage.StoreOptions{GraphRoot: filepath.Join(p.Root, "storage"), RunRoot: filepath.Join(p.RunRoot, "storage"), GraphDriverName: driver})
 	if err != nil {
 		t.Fatalf("opening the store: %v", err)
 	}

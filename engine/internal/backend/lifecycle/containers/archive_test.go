@@ -74,35 +74,35 @@ type pathStat struct {
 
 // statPath sends HEAD .../archive and decodes the stat header.
 func (te *testEngine) statPath(id, p string) (int, pathStat) {
-	te.t.Helper()
-	req, _ := http.NewRequest(http.MethodHead, te.url+"/containers/"+id+"/archive?path="+url.QueryEscape(p), nil)
-	resp, err := te.client.Do(req)
+	te.T.Helper()
+	req, _ := http.NewRequest(http.MethodHead, te.URL+"/containers/"+id+"/archive?path="+url.QueryEscape(p), nil)
+	resp, err := te.Client.Do(req)
 	if err != nil {
-		te.t.Fatal(err)
+		te.T.Fatal(err)
 	}
 	resp.Body.Close()
 	var st pathStat
 	if raw := resp.Header.Get("X-Docker-Container-Path-Stat"); raw != "" {
 		data, err := base64.URLEncoding.DecodeString(raw)
 		if err != nil || json.Unmarshal(data, &st) != nil {
-			te.t.Fatalf("stat header %q: %v", raw, err)
+			te.T.Fatalf("stat header %q: %v", raw, err)
 		}
 	}
 	return resp.StatusCode, st
 }
 
 func (te *testEngine) getArchive(id, p string) (int, map[string]string) {
-	te.t.Helper()
-	status, body := te.do("GET", "/containers/"+id+"/archive?path="+url.QueryEscape(p), nil)
+	te.T.Helper()
+	status, body := te.Do("GET", "/containers/"+id+"/archive?path="+url.QueryEscape(p), nil)
 	if status != http.StatusOK {
 		return status, nil
 	}
-	return status, untar(te.t, body)
+	return status, untar(te.T, body)
 }
 
 func (te *testEngine) putArchive(id, p string, archive []byte, query string) (int, []byte) {
-	te.t.Helper()
-	return te.do("PUT", "/containers/"+id+"/archive?path="+url.QueryEscape(p)+query, bytes.NewReader(archive))
+	te.T.Helper()
+	return te.Do("PUT", "/containers/"+id+"/archive?path="+url.QueryEscape(p)+query, bytes.NewReader(archive))
 }
 
 // waitFor polls cond for up to ten seconds.
@@ -131,9 +131,9 @@ func TestArchiveCannotReachTheHost(t *testing.T) {
 		"ln -s ../../../../../../../" + strings.TrimPrefix(hostDir, "/") + " /app/rel-link && ln -s /etc/shadow /app/shadow-link && echo ctr-shadow > /etc/shadow"
 	running := te.create(map[string]any{"command": []string{"sh", "-c", setup + " && sleep 600"},
 		"mounts": []map[string]any{{"destination": "/scratch", "type": "tmpfs", "source": "tmpfs"}}})
-	te.must(http.StatusNoContent, "POST", "/containers/"+running+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+running+"/start", nil)
 	stopped := te.create(map[string]any{"command": []string{"sh", "-c", setup}})
-	te.must(http.StatusNoContent, "POST", "/containers/"+stopped+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+stopped+"/start", nil)
 	te.wait(stopped)
 	waitFor(t, func() bool { s, _ := te.statPath(running, "/etc/shadow"); return s == http.StatusOK })
 
@@ -203,8 +203,8 @@ func TestArchiveCannotReachTheHost(t *testing.T) {
 		t.Errorf("tmpfs file: %v", got)
 	}
 	// 400s and 404s name what is wrong.
-	te.must(http.StatusBadRequest, "GET", "/containers/"+running+"/archive", nil)
-	te.must(http.StatusNotFound, "GET", "/containers/nosuch/archive?path=/", nil)
+	te.Must(http.StatusBadRequest, "GET", "/containers/"+running+"/archive", nil)
+	te.Must(http.StatusNotFound, "GET", "/containers/nosuch/archive?path=/", nil)
 	if status, _ := te.putArchive(running, "/app", tarBytes(t, [2]string{"x", "y"}), "&rename=notjson"); status != http.StatusBadRequest {
 		t.Errorf("bad rename: %d", status)
 	}
@@ -220,7 +220,7 @@ func TestArchiveCannotReachTheHost(t *testing.T) {
 	}
 	// Copies leave no mount of the stopped container behind.
 	var mounted map[string]string
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
 	if _, ok := mounted[stopped]; ok {
 		t.Errorf("the stopped container stays mounted: %v", mounted)
 	}
@@ -229,14 +229,14 @@ func TestArchiveCannotReachTheHost(t *testing.T) {
 func TestCommitAndImageChanges(t *testing.T) {
 	te := startEngine(t)
 	id := te.create(map[string]any{"command": []string{"sh", "-c", "echo committed > /motd; rm /bin/yes; sleep 600"}, "env": map[string]string{"FROM_CTR": "1"}, "labels": map[string]string{"l": "v"}})
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	waitFor(t, func() bool { s, _ := te.statPath(id, "/motd"); return s == http.StatusOK })
 	q := url.Values{"container": {id}, "repo": {"localhost/committed"}, "tag": {"1"}, "author": {"A <a@b>"}, "comment": {"a message"},
 		"changes": {`CMD ["/bin/cat", "/motd"]`, "ENV GREETING=hi\nLABEL stage=two"}, "pause": {"true"}}
 	var out struct {
 		ID string `json:"Id"`
 	}
-	json.Unmarshal(te.must(http.StatusOK, "POST", "/commit?"+q.Encode(), nil), &out)
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/commit?"+q.Encode(), nil), &out)
 	if len(out.ID) != 64 {
 		t.Fatalf("commit answered %q", out.ID)
 	}
@@ -253,7 +253,7 @@ func TestCommitAndImageChanges(t *testing.T) {
 		Comment string
 		Parent  string
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/images/localhost%2Fcommitted:1/json", nil), &img)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/images/localhost%2Fcommitted:1/json", nil), &img)
 	if !slices.Equal(img.Config.Cmd, []string{"/bin/cat", "/motd"}) || !slices.Contains(img.Config.Env, "GREETING=hi") ||
 		!slices.Contains(img.Config.Env, "FROM_CTR=1") || img.Config.Labels["stage"] != "two" || img.Config.Labels["l"] != "v" || img.Author != "A <a@b>" {
 		t.Errorf("committed image: %+v", img)
@@ -268,7 +268,7 @@ func TestCommitAndImageChanges(t *testing.T) {
 		Path string
 		Kind int
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/images/localhost%2Fcommitted:1/changes", nil), &changes)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/images/localhost%2Fcommitted:1/changes", nil), &changes)
 	kinds := map[string]int{}
 	for _, c := range changes {
 		kinds[c.Path] = c.Kind
@@ -277,25 +277,25 @@ func TestCommitAndImageChanges(t *testing.T) {
 		t.Errorf("image changes: %v", changes)
 	}
 	// podman 4.3.1's `image diff` asks the container route with diffType=image.
-	if status, _ := te.do("GET", "/containers/localhost%2Fcommitted:1/changes?diffType=image", nil); status != http.StatusOK {
+	if status, _ := te.Do("GET", "/containers/localhost%2Fcommitted:1/changes?diffType=image", nil); status != http.StatusOK {
 		t.Errorf("diffType=image on the container route: %d", status)
 	}
-	te.must(http.StatusNotFound, "GET", "/containers/"+id+"/changes?diffType=image", nil)
-	te.must(http.StatusBadRequest, "GET", "/containers/"+id+"/changes?diffType=layer", nil)
-	te.must(http.StatusNotFound, "GET", "/images/nosuch/changes", nil)
+	te.Must(http.StatusNotFound, "GET", "/containers/"+id+"/changes?diffType=image", nil)
+	te.Must(http.StatusBadRequest, "GET", "/containers/"+id+"/changes?diffType=layer", nil)
+	te.Must(http.StatusNotFound, "GET", "/images/nosuch/changes", nil)
 	// Docker format keeps ONBUILD; OCI refuses it.
 	q = url.Values{"container": {id}, "changes": {"ONBUILD RUN true"}}
-	te.must(http.StatusBadRequest, "POST", "/commit?"+q.Encode(), nil)
+	te.Must(http.StatusBadRequest, "POST", "/commit?"+q.Encode(), nil)
 	q.Set("format", "docker")
-	te.must(http.StatusOK, "POST", "/commit?"+q.Encode(), nil)
+	te.Must(http.StatusOK, "POST", "/commit?"+q.Encode(), nil)
 	// Bad input.
-	te.must(http.StatusNotFound, "POST", "/commit?container=nosuch", nil)
-	te.must(http.StatusBadRequest, "POST", "/commit", nil)
-	te.must(http.StatusBadRequest, "POST", "/commit?container="+id+"&format=v1", nil)
-	te.must(http.StatusBadRequest, "POST", "/commit?container="+id+"&tag=2", nil)
-	te.must(http.StatusBadRequest, "POST", "/commit?container="+id+"&changes=RUN+x", nil)
+	te.Must(http.StatusNotFound, "POST", "/commit?container=nosuch", nil)
+	te.Must(http.StatusBadRequest, "POST", "/commit", nil)
+	te.Must(http.StatusBadRequest, "POST", "/commit?container="+id+"&format=v1", nil)
+	te.Must(http.StatusBadRequest, "POST", "/commit?container="+id+"&tag=2", nil)
+	te.Must(http.StatusBadRequest, "POST", "/commit?container="+id+"&changes=RUN+x", nil)
 	// stream=true answers JSON lines ending with the ID.
-	body := te.must(http.StatusOK, "POST", "/commit?container="+id+"&stream=true&squash=true", nil)
+	body := te.Must(http.StatusOK, "POST", "/commit?container="+id+"&stream=true&squash=true", nil)
 	lines = strings.Split(strings.TrimSpace(string(body)), "\n")
 	var last struct{ Stream string }
 	json.Unmarshal([]byte(lines[len(lines)-1]), &last)
@@ -373,8 +373,8 @@ func TestPodmanRemoteCopyCommitDiff(t *testing.T) {
 // beneath the mount point, and works while the container runs.
 func TestArchiveOfVolumes(t *testing.T) {
 	te := startEngine(t)
-	te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "cp-plain"})
-	te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "cp-tmpfs", "Options": map[string]string{"type": "tmpfs", "device": "tmpfs"}})
+	te.Must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "cp-plain"})
+	te.Must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "cp-tmpfs", "Options": map[string]string{"type": "tmpfs", "device": "tmpfs"}})
 	vols := []map[string]any{{"Name": "cp-plain", "Dest": "/plain"}, {"Name": "cp-tmpfs", "Dest": "/tmpfs"}}
 	stopped := te.create(map[string]any{"command": []string{"true"}, "volumes": vols})
 	if status, body := te.putArchive(stopped, "/plain", tarBytes(t, [2]string{"f", "in volume"}), ""); status != http.StatusOK {
@@ -384,7 +384,7 @@ func TestArchiveOfVolumes(t *testing.T) {
 		t.Errorf("put into the tmpfs volume of a stopped container: %d %s", status, body)
 	}
 	running := te.create(map[string]any{"command": []string{"sleep", "600"}, "volumes": vols})
-	te.must(http.StatusNoContent, "POST", "/containers/"+running+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+running+"/start", nil)
 	if _, got := te.getArchive(running, "/plain/f"); got["f"] != "in volume" {
 		t.Errorf("the plain volume seen from a running container: %v", got)
 	}

@@ -1,7 +1,6 @@
 package containers_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,12 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
 // The benchmarks compare Berth with Podman 4.3.1 serving the same API on the
@@ -25,24 +23,14 @@ import (
 // podmanEngine returns a client of the reference Podman service, with the
 // busybox test image loaded.
 func podmanEngine(b *testing.B) *testEngine {
-	u := benchtest.PodmanURL(b)
-	te := &testEngine{t: b, url: "http://" + strings.TrimPrefix(u, "tcp://") + "/v4.3.1/libpod", client: &http.Client{}}
-	te.loadBusybox()
-	b.Cleanup(te.removeAll)
-	return te
+	return &testEngine{enginetest.AttachPodman(b, benchtest.PodmanURL(b), enginetest.BusyboxImage())}
 }
 
 // benchSpec is the create request both engines get. Podman gives containers
 // rlimits above this machine's hard limits unless the request carries them.
 func benchSpec(cmd ...string) map[string]any {
 	spec := map[string]any{"image": "localhost/busybox:latest", "command": cmd, "netns": map[string]string{"nsmode": "none"}}
-	var rl []map[string]any
-	for _, l := range []struct{ env, typ string }{{"BERTH_BENCH_RLIMIT_NOFILE", "nofile"}, {"BERTH_BENCH_RLIMIT_NPROC", "nproc"}} {
-		if v, err := strconv.ParseUint(os.Getenv(l.env), 10, 64); err == nil {
-			rl = append(rl, map[string]any{"type": l.typ, "hard": v, "soft": v})
-		}
-	}
-	if rl != nil {
+	if rl := benchtest.RLimits(); rl != nil {
 		spec["r_limits"] = rl
 	}
 	return spec
@@ -52,13 +40,13 @@ func benchSpec(cmd ...string) map[string]any {
 func runCycle(te *testEngine) time.Duration {
 	start := time.Now()
 	id := te.create(benchSpec("true"))
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	if code := te.wait(id); code != 0 {
-		te.t.Fatalf("true exited %d", code)
+		te.T.Fatalf("true exited %d", code)
 	}
-	status, body := te.do("DELETE", "/containers/"+id, nil)
+	status, body := te.Do("DELETE", "/containers/"+id, nil)
 	if status != http.StatusOK && status != http.StatusNoContent {
-		te.t.Fatalf("remove: %d %s", status, body)
+		te.T.Fatalf("remove: %d %s", status, body)
 	}
 	return time.Since(start)
 }
@@ -72,55 +60,12 @@ func BenchmarkRunTrueContainer(b *testing.B) {
 	const rounds = 15
 	runCycle(berth) // warm up both (first overlay mount, caches)
 	runCycle(podman)
-	var bs, ps []time.Duration
-	b.ResetTimer()
-	// Alternating runs see the same machine load; the pauses let Podman's
-	// background work (a "podman container cleanup" process per exit)
-	// finish before the next measurement, whichever engine it is for.
-	for i := 0; i < b.N; i++ {
-		for j := 0; j < rounds; j++ {
-			bs = append(bs, runCycle(berth))
-			time.Sleep(200 * time.Millisecond)
-			ps = append(ps, runCycle(podman))
-			time.Sleep(500 * time.Millisecond)
-		}
-	}
-	b.StopTimer()
-	mb, mp := benchtest.Median(bs), benchtest.Median(ps)
-	ratio := float64(mb) / float64(mp)
-	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
-	b.ReportMetric(float64(mp.Microseconds())/1000, "podman-ms")
-	b.ReportMetric(ratio, "ratio")
-	fmt.Printf("run true container: berth median %v, podman median %v, ratio %.3f (goal <= 0.25) over %d runs each\n", mb, mp, ratio, len(bs))
-}
-
-// listThroughput issues GET /containers/json?all=true from 4 clients for d
-// and returns requests per second.
-func listThroughput(te *testEngine, d time.Duration) float64 {
-	var n atomic.Int64
-	deadline := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			client := &http.Client{}
-			for time.Now().Before(deadline) {
-				resp, err := client.Get(te.url + "/containers/json?all=true")
-				if err != nil {
-					return
-				}
-				var list []json.RawMessage
-				json.NewDecoder(resp.Body).Decode(&list)
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK && len(list) >= 100 {
-					n.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(n.Load()) / d.Seconds()
+	// The pauses let Podman's background work (a "podman container
+	// cleanup" process per exit) finish before the next measurement,
+	// whichever engine it is for.
+	bs, ps := benchtest.Alternate(b, rounds, [2]time.Duration{200 * time.Millisecond, 500 * time.Millisecond},
+		func(int) time.Duration { return runCycle(berth) }, func(int) time.Duration { return runCycle(podman) })
+	benchtest.Report(b, "run true container", "goal <= 0.25", "runs", bs, ps)
 }
 
 // BenchmarkListContainers100: ListContainers with 100 containers. Goal:
@@ -139,8 +84,8 @@ func BenchmarkListContainers100(b *testing.B) {
 	b.ResetTimer()
 	var rb, rp float64
 	for i := 0; i < b.N; i++ {
-		rb = listThroughput(berth, 2*time.Second)
-		rp = listThroughput(podman, 2*time.Second)
+		rb = benchtest.ListThroughput(berth.URL+"/containers/json?all=true", 100, 2*time.Second)
+		rp = benchtest.ListThroughput(podman.URL+"/containers/json?all=true", 100, 2*time.Second)
 	}
 	b.StopTimer()
 	if rp == 0 {
@@ -174,15 +119,15 @@ func pingLatency(url string, n int) (time.Duration, time.Duration) {
 func BenchmarkPingWith100Running(b *testing.B) {
 	benchtest.Require(b)
 	te := startEngine(b)
-	p50Idle, p99Idle := pingLatency(te.url, 2000)
+	p50Idle, p99Idle := pingLatency(te.URL, 2000)
 	for i := 0; i < 100; i++ {
 		id := te.create(benchSpec("sleep", "600"))
-		te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+		te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	}
 	b.ResetTimer()
 	var p50, p99 time.Duration
 	for i := 0; i < b.N; i++ {
-		p50, p99 = pingLatency(te.url, 2000)
+		p50, p99 = pingLatency(te.URL, 2000)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(p50.Microseconds()), "p50-us")
@@ -198,22 +143,17 @@ func BenchmarkIdleRSS(b *testing.B) {
 	benchtest.Require(b)
 	requireRuntime(b)
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "berth-engine")
-	build := exec.Command("go", "build", "-o", bin, "github.com/berth-project/berth/engine/cmd/berth-engine")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := enginetest.EngineBinary(b)
 	var rss float64
 	for i := 0; i < b.N; i++ {
-		addr := freeAddr(b)
+		addr := enginetest.FreeAddr(b)
 		cmd := exec.Command(bin, "--listen", "tcp://"+addr, "--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run"))
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
-		te := &testEngine{t: b, url: "http://" + addr + "/v4.3.1/libpod", client: &http.Client{}}
+		te := &testEngine{enginetest.Attach(b, addr)}
 		for deadline := time.Now().Add(30 * time.Second); ; {
-			if resp, err := http.Get(te.url + "/_ping"); err == nil {
+			if resp, err := http.Get(te.URL + "/_ping"); err == nil {
 				resp.Body.Close()
 				break
 			}
@@ -223,7 +163,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		te.loadBusybox()
-		te.must(http.StatusOK, "GET", "/containers/json?all=true", nil)
+		te.Must(http.StatusOK, "GET", "/containers/json?all=true", nil)
 		time.Sleep(3 * time.Second)
 		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
 		for _, line := range strings.Split(string(data), "\n") {

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/platform/mounts"
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 )
 
@@ -257,9 +257,9 @@ func TestChaos(t *testing.T) {
 	p, te := startEngineProcess(t)
 	te.loadBusybox()
 	for _, n := range []string{"chaos1", "chaos2"} {
-		te.must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": n})
+		te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": n})
 	}
-	c := &chaosClient{base: te.url, client: &http.Client{Timeout: time.Minute}}
+	c := &chaosClient{base: te.URL, client: &http.Client{Timeout: time.Minute}}
 	l := &ledger{objs: map[string]string{}, started: map[string]bool{}}
 	failures := &failureLog{}
 	stop := make(chan struct{})
@@ -272,17 +272,17 @@ func TestChaos(t *testing.T) {
 	var ready []time.Duration
 	for end := time.Now().Add(d); time.Now().Before(end); {
 		time.Sleep(time.Duration(2000+r.IntN(6000)) * time.Millisecond)
-		p.kill9()
+		p.Kill9()
 		time.Sleep(time.Duration(r.IntN(1500)) * time.Millisecond)
 		started := time.Now()
-		p.start()
+		p.Start()
 		ready = append(ready, time.Since(started))
 	}
 	close(stop)
 	wg.Wait()
 	// One kill more, with nothing in flight, then the ledger.
-	p.kill9()
-	p.start()
+	p.Kill9()
+	p.Start()
 	slices.Sort(ready)
 	t.Logf("chaos: %v, %d requests (%d answered), %d kills; restart-to-ready median %v, max %v",
 		d, c.requests.Load(), c.answered.Load(), len(ready)+1, ready[len(ready)/2], ready[len(ready)-1])
@@ -295,7 +295,7 @@ func TestChaos(t *testing.T) {
 	problems = append(problems, checkPolicies(te, l)...)
 	problems = append(problems, checkRuntimeState(te, p)...)
 	removeEverything(te)
-	p.stop()
+	p.Stop()
 	problems = append(problems, checkLeftovers(p, l.ids)...)
 	if len(problems) > 0 {
 		t.Fatalf("%d differences:\n%s", len(problems), strings.Join(problems, "\n"))
@@ -309,7 +309,7 @@ func checkLedger(te *testEngine, l *ledger) []string {
 	exists := map[string]string{"container": "/containers/%s/exists", "volume": "/volumes/%s/exists", "pod": "/pods/%s/exists", "image": "/images/%s/exists"}
 	for key, want := range l.objs {
 		kind, name, _ := strings.Cut(key, "/")
-		st, _ := te.do("GET", fmt.Sprintf(exists[kind], name), nil)
+		st, _ := te.Do("GET", fmt.Sprintf(exists[kind], name), nil)
 		got := map[int]string{http.StatusNoContent: present, http.StatusNotFound: absent}[st]
 		if got == "" || (want != unknown && got != want) {
 			out = append(out, fmt.Sprintf("ledger: %s is %s, the engine says %d", key, want, st))
@@ -319,21 +319,21 @@ func checkLedger(te *testEngine, l *ledger) []string {
 		Names   []string
 		IsInfra bool
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/json?all=true", nil), &ctrs)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/json?all=true", nil), &ctrs)
 	for _, ctr := range ctrs {
 		if _, ok := l.objs["container/"+ctr.Names[0]]; !ok && !ctr.IsInfra {
 			out = append(out, "ledger: container "+ctr.Names[0]+" was never acknowledged")
 		}
 	}
 	var vols []struct{ Name string }
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/volumes/json", nil), &vols)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/volumes/json", nil), &vols)
 	for _, v := range vols {
 		if _, ok := l.objs["volume/"+v.Name]; !ok {
 			out = append(out, "ledger: volume "+v.Name+" was never acknowledged")
 		}
 	}
 	var pods []struct{ Name string }
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/json", nil), &pods)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/pods/json", nil), &pods)
 	for _, p := range pods {
 		if _, ok := l.objs["pod/"+p.Name]; !ok {
 			out = append(out, "ledger: pod "+p.Name+" was never acknowledged")
@@ -363,11 +363,11 @@ func checkPolicies(te *testEngine, l *ledger) []string {
 	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(300 * time.Millisecond) {
 		out = out[:0]
 		var ctrs []struct{ Names []string }
-		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/json?all=true", nil), &ctrs)
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/json?all=true", nil), &ctrs)
 		for _, ctr := range ctrs {
 			name := ctr.Names[0]
 			var d view
-			if st, body := te.do("GET", "/containers/"+name+"/json", nil); st != http.StatusOK || json.Unmarshal(body, &d) != nil {
+			if st, body := te.Do("GET", "/containers/"+name+"/json", nil); st != http.StatusOK || json.Unmarshal(body, &d) != nil {
 				continue
 			}
 			if _, seen := first[name]; !seen {
@@ -377,7 +377,7 @@ func checkPolicies(te *testEngine, l *ledger) []string {
 			case strings.Contains(d.State.Error, "already exists"):
 				out = append(out, fmt.Sprintf("policy: %s is %s: %s", name, d.State.Status, d.State.Error))
 			case d.HostConfig.RestartPolicy.Name == "always" && watched(name) && d.State.Status != "running" && d.RestartCount == first[name]:
-				_, body := te.do("GET", "/containers/"+name+"/json", nil)
+				_, body := te.Do("GET", "/containers/"+name+"/json", nil)
 				var full struct{ State json.RawMessage }
 				json.Unmarshal(body, &full)
 				out = append(out, fmt.Sprintf("policy: %s (restart=always, %d restarts) is %s and not restarted: %s", name, d.RestartCount, d.State.Status, full.State))
@@ -399,7 +399,7 @@ func checkPolicies(te *testEngine, l *ledger) []string {
 // exit and restart has a moment when runc and conmon have it while the
 // record says exited (a runtime create takes seconds on a loaded machine);
 // an orphan is one that five looks over ten seconds all find.
-func checkRuntimeState(te *testEngine, p *engineProcess) []string {
+func checkRuntimeState(te *testEngine, p *enginetest.Process) []string {
 	var found map[string]bool
 	for look := 0; look < 5; look++ {
 		if look > 0 {
@@ -409,20 +409,20 @@ func checkRuntimeState(te *testEngine, p *engineProcess) []string {
 			ID    string `json:"Id"`
 			State string
 		}
-		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/json?all=true", nil), &ctrs)
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/json?all=true", nil), &ctrs)
 		live, state := map[string]bool{}, map[string]string{}
 		for _, c := range ctrs {
 			live[c.ID] = c.State == "running" || c.State == "created" || c.State == "paused"
 			state[c.ID] = c.State
 		}
 		now := map[string]bool{}
-		states, _ := os.ReadDir(filepath.Join(p.runRoot, "runc"))
+		states, _ := os.ReadDir(filepath.Join(p.RunRoot, "runc"))
 		for _, st := range states {
 			if !live[st.Name()] {
 				now[fmt.Sprintf("runc state of a container the engine does not run: %s (%q)", st.Name(), state[st.Name()])] = true
 			}
 		}
-		for _, id := range conmonsOf(p.runRoot) {
+		for _, id := range conmonsOf(p.RunRoot) {
 			if !live[id] {
 				now[fmt.Sprintf("conmon of a container the engine does not run: %s (%q)", id, state[id])] = true
 			}
@@ -469,39 +469,39 @@ func removeEverything(te *testEngine) {
 	var pods []struct {
 		ID string `json:"Id"`
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/json", nil), &pods)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/pods/json", nil), &pods)
 	for _, p := range pods {
-		te.do("DELETE", "/pods/"+p.ID+"?force=true", nil)
+		te.Do("DELETE", "/pods/"+p.ID+"?force=true", nil)
 	}
-	te.removeAll()
+	enginetest.RemoveAll(te.Do)
 	var vols []struct{ Name string }
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/volumes/json", nil), &vols)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/volumes/json", nil), &vols)
 	for _, v := range vols {
-		te.do("DELETE", "/volumes/"+v.Name+"?force=true", nil)
+		te.Do("DELETE", "/volumes/"+v.Name+"?force=true", nil)
 	}
 	for _, n := range []string{"chaos1", "chaos2"} {
-		te.do("DELETE", "/networks/"+n+"?force=true", nil)
+		te.Do("DELETE", "/networks/"+n+"?force=true", nil)
 	}
 }
 
 // checkLeftovers lists what a stopped engine with no objects left behind:
 // processes, runc state, mounts, network namespaces, cgroups, bridges and
 // iptables rules of its networks.
-func checkLeftovers(p *engineProcess, ids []string) []string {
+func checkLeftovers(p *enginetest.Process, ids []string) []string {
 	var out []string
-	for _, id := range conmonsOf(p.runRoot) {
+	for _, id := range conmonsOf(p.RunRoot) {
 		out = append(out, "conmon left: "+id)
 	}
-	if states, _ := os.ReadDir(filepath.Join(p.runRoot, "runc")); len(states) > 0 {
+	if states, _ := os.ReadDir(filepath.Join(p.RunRoot, "runc")); len(states) > 0 {
 		out = append(out, fmt.Sprintf("runc state left: %d containers", len(states)))
 	}
-	for _, dir := range []string{p.root, p.runRoot} {
+	for _, dir := range []string{p.Root, p.RunRoot} {
 		if mps, _ := mounts.Under(dir, nil); len(mps) > 0 {
 			out = append(out, "mounts left: "+strings.Join(mps, ", "))
 		}
 	}
 	for _, dir := range []string{"netns", "netns-keep"} {
-		if ns, _ := os.ReadDir(filepath.Join(p.runRoot, dir)); len(ns) > 0 {
+		if ns, _ := os.ReadDir(filepath.Join(p.RunRoot, dir)); len(ns) > 0 {
 			out = append(out, fmt.Sprintf("network namespaces left in %s: %d", dir, len(ns)))
 		}
 	}
@@ -525,41 +525,12 @@ func checkLeftovers(p *engineProcess, ids []string) []string {
 			}
 		}
 	}
-	prefix, pool := flagValue(p.netFlags, "--network-bridge-prefix"), flagValue(p.netFlags, "--network-subnet-pool")
-	links, _ := os.ReadDir("/sys/class/net")
-	for _, link := range links {
-		if prefix != "" && strings.HasPrefix(link.Name(), prefix) {
-			out = append(out, "bridge left: "+link.Name())
-		}
-	}
-	// The pool is a 10.a.b.0/20 block: a rule naming any of its /24s is the
-	// test's.
-	if f := strings.Split(strings.TrimSuffix(pool, ".0/20"), "."); len(f) == 3 {
-		for _, tool := range [][]string{{"-w", "-S"}, {"-w", "-t", "nat", "-S"}} {
-			data, _ := exec.Command("iptables", tool...).Output()
-			for _, line := range strings.Split(string(data), "\n") {
-				for k := 0; k < 16; k++ {
-					if strings.Contains(line, fmt.Sprintf(" %s.%s.%d.", f[0], f[1], atoi(f[2])+k)) {
-						out = append(out, "iptables rule left: "+line)
-					}
-				}
-			}
+	// Bridges of its networks and iptables rules naming their subnets
+	// (namespace files are counted above).
+	for _, l := range p.NetworkLeaks() {
+		if !strings.HasPrefix(l, "file ") {
+			out = append(out, "left: "+l)
 		}
 	}
 	return out
-}
-
-func flagValue(flags []string, name string) string {
-	for i, f := range flags {
-		if f == name && i+1 < len(flags) {
-			return flags[i+1]
-		}
-	}
-	return ""
-}
-
-func atoi(s string) int {
-	n := 0
-	fmt.Sscan(s, &n)
-	return n
 }

@@ -38,8 +38,8 @@ func checkpointCycle(te *testEngine, id string) (total, runtime time.Duration) {
 		D int64 `json:"runtime_restore_duration"`
 	}
 	start := time.Now()
-	json.Unmarshal(te.must(http.StatusOK, "POST", "/containers/"+id+"/checkpoint", nil), &ck)
-	json.Unmarshal(te.must(http.StatusOK, "POST", "/containers/"+id+"/restore", nil), &rs)
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/containers/"+id+"/checkpoint", nil), &ck)
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/containers/"+id+"/restore", nil), &rs)
 	return time.Since(start), time.Duration(ck.D+rs.D) * time.Microsecond
 }
 
@@ -52,7 +52,7 @@ func BenchmarkCheckpointRestore(b *testing.B) {
 	ids := map[*testEngine]string{}
 	for _, te := range []*testEngine{berth, podman} {
 		id := te.create(benchSpec("sh", "-c", "while true; do sleep 1; done"))
-		te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+		te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 		checkpointCycle(te, id) // warm up
 		ids[te] = id
 	}
@@ -92,10 +92,10 @@ func BenchmarkCheckpointExportImport64MiB(b *testing.B) {
 	spec := benchSpec("sh", "-c", `x=$(head -c 67108864 /dev/zero | tr '\000' a); echo ready; while true; do sleep 1; done`)
 	spec["name"] = "big"
 	id := from.create(spec)
-	from.must(http.StatusNoContent, "POST", "/containers/big/start", nil)
+	from.Must(http.StatusNoContent, "POST", "/containers/big/start", nil)
 	from.waitLog(id, 1)
 	var d struct{ StaticDir string }
-	json.Unmarshal(from.must(http.StatusOK, "GET", "/containers/big/json", nil), &d)
+	json.Unmarshal(from.Must(http.StatusOK, "GET", "/containers/big/json", nil), &d)
 	dir := b.TempDir()
 	archive := filepath.Join(dir, "big.tar")
 
@@ -110,7 +110,7 @@ func BenchmarkCheckpointExportImport64MiB(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		resp, err := http.Post(from.url+"/containers/big/checkpoint?export=true&leaveRunning=true", "", nil)
+		resp, err := http.Post(from.URL+"/containers/big/checkpoint?export=true&leaveRunning=true", "", nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -127,16 +127,16 @@ func BenchmarkCheckpointExportImport64MiB(b *testing.B) {
 		var report struct {
 			D int64 `json:"runtime_restore_duration"`
 		}
-		json.Unmarshal(to.must(http.StatusOK, "POST", "/containers/import/restore?import=true&name="+name, in), &report)
+		json.Unmarshal(to.Must(http.StatusOK, "POST", "/containers/import/restore?import=true&name="+name, in), &report)
 		in.Close()
 		took := time.Since(start)
 		restores = append(restores, time.Duration(report.D)*time.Microsecond)
-		to.must(http.StatusOK, "DELETE", "/containers/"+name+"?force=true&timeout=0", nil)
+		to.Must(http.StatusOK, "DELETE", "/containers/"+name+"?force=true&timeout=0", nil)
 		return took
 	}
 	// copyOnce copies the files of a checkpoint kept in place.
 	copyOnce := func() time.Duration {
-		from.must(http.StatusOK, "POST", "/containers/big/checkpoint?leaveRunning=true&keep=true", nil)
+		from.Must(http.StatusOK, "POST", "/containers/big/checkpoint?leaveRunning=true&keep=true", nil)
 		dst := filepath.Join(dir, "copy")
 		os.RemoveAll(dst)
 		start := time.Now()

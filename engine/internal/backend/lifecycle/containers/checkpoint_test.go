@@ -45,21 +45,21 @@ type checkpointState struct {
 }
 
 func (te *testEngine) checkpointState(id string) checkpointState {
-	te.t.Helper()
+	te.T.Helper()
 	var d struct{ State checkpointState }
-	if err := json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d); err != nil {
-		te.t.Fatal(err)
+	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d); err != nil {
+		te.T.Fatal(err)
 	}
 	return d.State
 }
 
 // counted is the last number a counter logged.
 func (te *testEngine) counted(id string) int {
-	te.t.Helper()
+	te.T.Helper()
 	lines := te.logLines(id)
 	n, err := strconv.Atoi(lines[len(lines)-1])
 	if err != nil {
-		te.t.Fatalf("counter logged %q", lines)
+		te.T.Fatalf("counter logged %q", lines)
 	}
 	return n
 }
@@ -68,22 +68,22 @@ func (te *testEngine) counted(id string) int {
 // count went on from there: it passes count+2 without starting over (a
 // fresh start would log 0 again).
 func (te *testEngine) keepsCounting(id string, count int) {
-	te.t.Helper()
+	te.T.Helper()
 	before := len(te.logLines(id))
 	lines := te.waitLog(id, before+3)
 	for _, l := range lines[before:] {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < count {
-			te.t.Fatalf("restored counter went back: checkpointed at %d, then logged %q", count, lines[before:])
+			te.T.Fatalf("restored counter went back: checkpointed at %d, then logged %q", count, lines[before:])
 		}
 	}
 }
 
 // eventStatuses are the statuses of the container's events since since.
 func (te *testEngine) eventStatuses(id string, since time.Time) []string {
-	te.t.Helper()
+	te.T.Helper()
 	filters, _ := json.Marshal(map[string][]string{"container": {id}})
-	body := te.must(http.StatusOK, "GET", "/events?stream=false&since="+strconv.FormatInt(since.Unix(), 10)+"&filters="+url.QueryEscape(string(filters)), nil)
+	body := te.Must(http.StatusOK, "GET", "/events?stream=false&since="+strconv.FormatInt(since.Unix(), 10)+"&filters="+url.QueryEscape(string(filters)), nil)
 	var out []string
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	for sc.Scan() {
@@ -112,12 +112,12 @@ func TestCheckpointRestoreInPlace(t *testing.T) {
 	te := startCRIUEngine(t)
 	since := time.Now().Add(-time.Second)
 	id := te.create(map[string]any{"name": "counter", "command": counter})
-	te.must(http.StatusConflict, "POST", "/containers/counter/checkpoint", nil)
-	te.must(http.StatusConflict, "POST", "/containers/counter/restore", nil)
-	te.must(http.StatusNoContent, "POST", "/containers/counter/start", nil)
-	te.must(http.StatusConflict, "POST", "/containers/counter/restore", nil)
+	te.Must(http.StatusConflict, "POST", "/containers/counter/checkpoint", nil)
+	te.Must(http.StatusConflict, "POST", "/containers/counter/restore", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/counter/start", nil)
+	te.Must(http.StatusConflict, "POST", "/containers/counter/restore", nil)
 	for _, q := range []string{"preCheckpoint=true", "withPrevious=true", "createImage=img", "ignoreRootFS=true"} {
-		te.must(http.StatusBadRequest, "POST", "/containers/counter/checkpoint?"+q, nil)
+		te.Must(http.StatusBadRequest, "POST", "/containers/counter/checkpoint?"+q, nil)
 	}
 	te.waitLog(id, 3)
 
@@ -126,7 +126,7 @@ func TestCheckpointRestoreInPlace(t *testing.T) {
 		Duration int64  `json:"runtime_checkpoint_duration"`
 		Stats    map[string]uint64
 	}
-	body := te.must(http.StatusOK, "POST", "/containers/counter/checkpoint?printStats=true", nil)
+	body := te.Must(http.StatusOK, "POST", "/containers/counter/checkpoint?printStats=true", nil)
 	if err := json.Unmarshal(bytes.Replace(body, []byte(`"criu_statistics"`), []byte(`"Stats"`), 1), &report); err != nil {
 		t.Fatal(err)
 	}
@@ -145,11 +145,11 @@ func TestCheckpointRestoreInPlace(t *testing.T) {
 	}
 	count := te.counted(id)
 	for _, q := range []string{"name=other", "pod=p", "publishPorts=8080:80", "ignoreRootFS=true", "ignoreVolumes=true"} {
-		te.must(http.StatusBadRequest, "POST", "/containers/counter/restore?"+q, nil)
+		te.Must(http.StatusBadRequest, "POST", "/containers/counter/restore?"+q, nil)
 	}
-	te.must(http.StatusBadRequest, "POST", "/containers/counter/restore?import=true&publishPorts=nonsense", nil)
+	te.Must(http.StatusBadRequest, "POST", "/containers/counter/restore?import=true&publishPorts=nonsense", nil)
 
-	te.must(http.StatusOK, "POST", "/containers/counter/restore", nil)
+	te.Must(http.StatusOK, "POST", "/containers/counter/restore", nil)
 	st = te.checkpointState(id)
 	if st.Status != "running" || !st.Restored || st.RestoredAt.IsZero() || st.Checkpointed {
 		t.Fatalf("after restore: %+v", st)
@@ -159,15 +159,15 @@ func TestCheckpointRestoreInPlace(t *testing.T) {
 	}
 	te.keepsCounting(id, count)
 	// The checkpoint went with the restore.
-	te.must(http.StatusNoContent, "POST", "/containers/counter/stop?timeout=0", nil)
-	te.must(http.StatusConflict, "POST", "/containers/counter/restore", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/counter/stop?timeout=0", nil)
+	te.Must(http.StatusConflict, "POST", "/containers/counter/restore", nil)
 
 	events := strings.Join(te.eventStatuses(id, since), " ")
 	if !strings.Contains(events, "checkpoint") || !strings.Contains(events, "restore") {
 		t.Fatalf("events: %s", events)
 	}
-	te.must(http.StatusOK, "DELETE", "/containers/counter", nil)
-	if l := leaks(te.root, te.runRoot, id); len(l) > 0 {
+	te.Must(http.StatusOK, "DELETE", "/containers/counter", nil)
+	if l := leaks(te.Root, te.RunRoot, id); len(l) > 0 {
 		t.Fatalf("removal left: %v", l)
 	}
 }
@@ -175,9 +175,9 @@ func TestCheckpointRestoreInPlace(t *testing.T) {
 func TestCheckpointLeaveRunningKeep(t *testing.T) {
 	te := startCRIUEngine(t)
 	id := te.create(map[string]any{"name": "counter", "command": counter})
-	te.must(http.StatusNoContent, "POST", "/containers/counter/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/counter/start", nil)
 	te.waitLog(id, 2)
-	te.must(http.StatusOK, "POST", "/containers/counter/checkpoint?leaveRunning=true&keep=true&tcpEstablished=true&fileLocks=true", nil)
+	te.Must(http.StatusOK, "POST", "/containers/counter/checkpoint?leaveRunning=true&keep=true&tcpEstablished=true&fileLocks=true", nil)
 	st := te.checkpointState(id)
 	if st.Status != "running" || !st.Checkpointed {
 		t.Fatalf("after checkpoint --leave-running: %+v", st)
@@ -186,10 +186,10 @@ func TestCheckpointLeaveRunningKeep(t *testing.T) {
 		t.Fatalf("--keep keeps CRIU's log: %v", err)
 	}
 	// A running container is not restored over.
-	te.must(http.StatusConflict, "POST", "/containers/counter/restore", nil)
-	te.must(http.StatusNoContent, "POST", "/containers/counter/stop?timeout=0", nil)
+	te.Must(http.StatusConflict, "POST", "/containers/counter/restore", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/counter/stop?timeout=0", nil)
 	// From the checkpoint, not from the start: the counter is past 0.
-	te.must(http.StatusOK, "POST", "/containers/counter/restore?keep=true&tcpEstablished=true&fileLocks=true", nil)
+	te.Must(http.StatusOK, "POST", "/containers/counter/restore?keep=true&tcpEstablished=true&fileLocks=true", nil)
 	st = te.checkpointState(id)
 	if st.Status != "running" || !st.Restored || !st.Checkpointed {
 		t.Fatalf("after restore --keep: %+v", st)
@@ -202,9 +202,9 @@ func TestCheckpointLeaveRunningKeep(t *testing.T) {
 	if _, err := os.Stat(st.RestoreLog); err != nil {
 		t.Fatalf("--keep keeps CRIU's restore log: %v", err)
 	}
-	te.must(http.StatusOK, "DELETE", "/containers/counter?force=true&timeout=0", nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/counter?force=true&timeout=0", nil)
 	gone(t, st.CheckpointPath)
-	if l := leaks(te.root, te.runRoot, id); len(l) > 0 {
+	if l := leaks(te.Root, te.RunRoot, id); len(l) > 0 {
 		t.Fatalf("removal left: %v", l)
 	}
 }
@@ -235,16 +235,16 @@ func rewriteArchive(t *testing.T, archive []byte, edit func(name string, content
 
 // containerCount is how many containers an engine has.
 func (te *testEngine) containerCount() int {
-	te.t.Helper()
+	te.T.Helper()
 	var list []json.RawMessage
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/json?all=true", nil), &list)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/json?all=true", nil), &list)
 	return len(list)
 }
 
 // fileIn reads a file of a container's root filesystem through export.
 func (te *testEngine) fileIn(id, path string) (string, bool) {
-	te.t.Helper()
-	tr := tar.NewReader(bytes.NewReader(te.must(http.StatusOK, "GET", "/containers/"+id+"/export", nil)))
+	te.T.Helper()
+	tr := tar.NewReader(bytes.NewReader(te.Must(http.StatusOK, "GET", "/containers/"+id+"/export", nil)))
 	for {
 		h, err := tr.Next()
 		if err != nil {
@@ -262,15 +262,15 @@ func TestCheckpointExportImport(t *testing.T) {
 	to := startCRIUEngine(t)
 	id := from.create(map[string]any{"name": "mover", "volumes": []map[string]any{{"Name": "data", "Dest": "/data"}},
 		"command": []string{"sh", "-c", "echo kept > /data/f; echo changed > /tmp/x; i=0; while true; do echo $i; i=$((i+1)); sleep 0.1; done"}})
-	from.must(http.StatusNoContent, "POST", "/containers/mover/start", nil)
+	from.Must(http.StatusNoContent, "POST", "/containers/mover/start", nil)
 	from.waitLog(id, 3)
-	archive := from.must(http.StatusOK, "POST", "/containers/mover/checkpoint?export=true", nil)
+	archive := from.Must(http.StatusOK, "POST", "/containers/mover/checkpoint?export=true", nil)
 	count := from.counted(id)
 	// Exported without keep, the checkpoint left with the archive.
 	if st := from.checkpointState(id); st.Status != "exited" || st.Checkpointed {
 		t.Fatalf("after export: %+v", st)
 	}
-	from.must(http.StatusConflict, "POST", "/containers/mover/restore", nil)
+	from.Must(http.StatusConflict, "POST", "/containers/mover/restore", nil)
 
 	// Bad archives: 400 naming what is wrong, and no container made.
 	before := to.containerCount()
@@ -291,7 +291,7 @@ func TestCheckpointExportImport(t *testing.T) {
 			return nil
 		}), "config.dump"},
 	} {
-		status, body := to.do("POST", "/containers/import/restore?import=true", bytes.NewReader(c.body))
+		status, body := to.Do("POST", "/containers/import/restore?import=true", bytes.NewReader(c.body))
 		if status != http.StatusBadRequest || !strings.Contains(string(body), c.want) {
 			t.Errorf("%s: %d %s, want 400 naming %q", c.name, status, body, c.want)
 		}
@@ -303,7 +303,7 @@ func TestCheckpointExportImport(t *testing.T) {
 		}
 		return nil
 	})
-	status, body := to.do("POST", "/containers/import/restore?import=true&name=broken", bytes.NewReader(broken))
+	status, body := to.Do("POST", "/containers/import/restore?import=true&name=broken", bytes.NewReader(broken))
 	if status != http.StatusInternalServerError || !strings.Contains(string(body), "CRIU: ") || !strings.Contains(string(body), "Error (") {
 		t.Errorf("restore of a damaged checkpoint: %d %s, want 500 with CRIU's error lines", status, body)
 	}
@@ -314,7 +314,7 @@ func TestCheckpointExportImport(t *testing.T) {
 	var report struct {
 		ID string `json:"Id"`
 	}
-	json.Unmarshal(to.must(http.StatusOK, "POST", "/containers/import/restore?import=true", bytes.NewReader(archive)), &report)
+	json.Unmarshal(to.Must(http.StatusOK, "POST", "/containers/import/restore?import=true", bytes.NewReader(archive)), &report)
 	moved := to.inspect("mover")
 	if moved.ID != report.ID || moved.State.Status != "running" {
 		t.Fatalf("imported: %+v (report %+v)", moved.State, report)
@@ -327,26 +327,26 @@ func TestCheckpointExportImport(t *testing.T) {
 		t.Errorf("root filesystem change: %q %v", got, ok)
 	}
 	var vol struct{ Mountpoint string }
-	json.Unmarshal(to.must(http.StatusOK, "GET", "/volumes/data/json", nil), &vol)
+	json.Unmarshal(to.Must(http.StatusOK, "GET", "/volumes/data/json", nil), &vol)
 	if data, err := os.ReadFile(vol.Mountpoint + "/f"); err != nil || string(data) != "kept\n" {
 		t.Errorf("volume content: %q %v", data, err)
 	}
 
 	// The name is taken now; another name, without the rootfs changes.
-	to.must(http.StatusConflict, "POST", "/containers/import/restore?import=true", bytes.NewReader(archive))
-	json.Unmarshal(to.must(http.StatusOK, "POST", "/containers/import/restore?import=true&name=mover2&ignoreRootFS=true&ignoreStaticIP=true&ignoreStaticMAC=true&keep=true", bytes.NewReader(archive)), &report)
+	to.Must(http.StatusConflict, "POST", "/containers/import/restore?import=true", bytes.NewReader(archive))
+	json.Unmarshal(to.Must(http.StatusOK, "POST", "/containers/import/restore?import=true&name=mover2&ignoreRootFS=true&ignoreStaticIP=true&ignoreStaticMAC=true&keep=true", bytes.NewReader(archive)), &report)
 	if _, ok := to.fileIn(report.ID, "/tmp/x"); ok {
 		t.Errorf("ignoreRootFS: the rootfs change came along")
 	}
 	if st := to.checkpointState("mover2"); st.Status != "running" || !st.Checkpointed {
 		t.Fatalf("imported with keep: %+v", st)
 	}
-	to.must(http.StatusOK, "DELETE", "/containers/mover2?force=true&timeout=0", nil)
-	to.must(http.StatusOK, "DELETE", "/containers/mover?force=true&timeout=0", nil)
-	if l := leaks(to.root, to.runRoot, moved.ID, report.ID); len(l) > 0 {
+	to.Must(http.StatusOK, "DELETE", "/containers/mover2?force=true&timeout=0", nil)
+	to.Must(http.StatusOK, "DELETE", "/containers/mover?force=true&timeout=0", nil)
+	if l := leaks(to.Root, to.RunRoot, moved.ID, report.ID); len(l) > 0 {
 		t.Fatalf("removal left: %v", l)
 	}
-	if stale, _ := filepath.Glob(filepath.Join(to.root, "*", importPrefixGlob)); len(stale) > 0 {
+	if stale, _ := filepath.Glob(filepath.Join(to.Root, "*", importPrefixGlob)); len(stale) > 0 {
 		t.Fatalf("imports left %v", stale)
 	}
 }
@@ -366,10 +366,10 @@ func TestCheckpointRestoreKill9(t *testing.T) {
 	p, te := startEngineProcess(t)
 	te.loadBusybox()
 	id := te.create(map[string]any{"name": "counter", "command": counter})
-	te.must(http.StatusNoContent, "POST", "/containers/counter/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/counter/start", nil)
 	te.waitLog(id, 3)
 	var d struct{ StaticDir string }
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/counter/json", nil), &d)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/counter/json", nil), &d)
 	dir := filepath.Join(d.StaticDir, "checkpoint")
 
 	// killDuring sends the request and kills the engine as soon as CRIU's
@@ -377,7 +377,7 @@ func TestCheckpointRestoreKill9(t *testing.T) {
 	killDuring := func(path, log string) {
 		t.Helper()
 		go func() {
-			resp, err := http.Post(strings.TrimSuffix(te.url, "/")+path, "", nil)
+			resp, err := http.Post(strings.TrimSuffix(te.URL, "/")+path, "", nil)
 			if err == nil {
 				resp.Body.Close()
 			}
@@ -390,10 +390,10 @@ func TestCheckpointRestoreKill9(t *testing.T) {
 				t.Fatalf("%s never appeared", log)
 			}
 		}
-		p.kill9()
+		p.Kill9()
 		// runc and CRIU carry on without the engine.
 		time.Sleep(2 * time.Second)
-		p.start()
+		p.Start()
 	}
 
 	// settle restores the container when the crash left it checkpointed,
@@ -404,7 +404,7 @@ func TestCheckpointRestoreKill9(t *testing.T) {
 		switch {
 		case st.Status == "running":
 		case st.Checkpointed:
-			te.must(http.StatusOK, "POST", "/containers/counter/restore?keep=true", nil)
+			te.Must(http.StatusOK, "POST", "/containers/counter/restore?keep=true", nil)
 		default:
 			t.Fatalf("after a kill -9 during %s the container is lost: %+v", when, st)
 		}
@@ -416,13 +416,13 @@ func TestCheckpointRestoreKill9(t *testing.T) {
 	killDuring("/containers/counter/checkpoint?keep=true", "dump.log")
 	settle("a checkpoint", count)
 
-	te.must(http.StatusOK, "POST", "/containers/counter/checkpoint?keep=true", nil)
+	te.Must(http.StatusOK, "POST", "/containers/counter/checkpoint?keep=true", nil)
 	count = te.counted(id)
 	killDuring("/containers/counter/restore?keep=true", "restore.log")
 	settle("a restore", count)
 
-	te.must(http.StatusOK, "DELETE", "/containers/counter?force=true&timeout=0", nil)
-	if l := leaks(te.root, te.runRoot, id); len(l) > 0 {
+	te.Must(http.StatusOK, "DELETE", "/containers/counter?force=true&timeout=0", nil)
+	if l := leaks(te.Root, te.RunRoot, id); len(l) > 0 {
 		t.Fatalf("removal left: %v", l)
 	}
 	gone(t, dir)
@@ -455,12 +455,12 @@ func servesPasswd(addr string) bool {
 // starts after the restore: it shows that the restored network namespace
 // and its published port work.
 func (te *testEngine) serveHTTP(name string) {
-	te.t.Helper()
+	te.T.Helper()
 	var created struct {
 		ID string `json:"Id"`
 	}
-	json.Unmarshal(te.must(http.StatusCreated, "POST", "/containers/"+name+"/exec", map[string]any{"Cmd": []string{"busybox", "httpd", "-p", "80", "-h", "/etc"}}), &created)
-	te.must(http.StatusOK, "POST", "/exec/"+created.ID+"/start", map[string]any{"Detach": true})
+	json.Unmarshal(te.Must(http.StatusCreated, "POST", "/containers/"+name+"/exec", map[string]any{"Cmd": []string{"busybox", "httpd", "-p", "80", "-h", "/etc"}}), &created)
+	te.Must(http.StatusOK, "POST", "/exec/"+created.ID+"/start", map[string]any{"Detach": true})
 }
 
 // TestCheckpointBridgePorts: a container on a bridge network with a
@@ -468,22 +468,22 @@ func (te *testEngine) serveHTTP(name string) {
 // imported into another engine with another port.
 func TestCheckpointBridgePorts(t *testing.T) {
 	from := startCRIUEngine(t, bridged)
-	addr := freeAddr(t)
+	addr := enginetest.FreeAddr(t)
 	_, port, _ := strings.Cut(addr, ":")
 	hostPort, _ := strconv.Atoi(port)
 	id := from.create(map[string]any{"name": "web",
 		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": hostPort, "container_port": 80, "protocol": "tcp"}},
 		"command":      counter})
-	from.must(http.StatusNoContent, "POST", "/containers/web/start", nil)
+	from.Must(http.StatusNoContent, "POST", "/containers/web/start", nil)
 	from.waitLog(id, 2)
 	var before struct {
 		NetworkSettings struct{ IPAddress, MacAddress string }
 	}
-	json.Unmarshal(from.must(http.StatusOK, "GET", "/containers/web/json", nil), &before)
+	json.Unmarshal(from.Must(http.StatusOK, "GET", "/containers/web/json", nil), &before)
 
-	from.must(http.StatusOK, "POST", "/containers/web/checkpoint?tcpEstablished=true&keep=true", nil)
+	from.Must(http.StatusOK, "POST", "/containers/web/checkpoint?tcpEstablished=true&keep=true", nil)
 	count := from.counted(id)
-	from.must(http.StatusOK, "POST", "/containers/web/restore?tcpEstablished=true&keep=true", nil)
+	from.Must(http.StatusOK, "POST", "/containers/web/restore?tcpEstablished=true&keep=true", nil)
 	from.keepsCounting(id, count)
 	from.serveHTTP("web")
 	if !servesPasswd(addr) {
@@ -492,58 +492,58 @@ func TestCheckpointBridgePorts(t *testing.T) {
 	var after struct {
 		NetworkSettings struct{ IPAddress, MacAddress string }
 	}
-	json.Unmarshal(from.must(http.StatusOK, "GET", "/containers/web/json", nil), &after)
+	json.Unmarshal(from.Must(http.StatusOK, "GET", "/containers/web/json", nil), &after)
 	if before.NetworkSettings.IPAddress == "" || after.NetworkSettings != before.NetworkSettings {
 		t.Fatalf("addresses before %+v, after the restore %+v", before.NetworkSettings, after.NetworkSettings)
 	}
 
-	from.must(http.StatusNoContent, "POST", "/containers/web/stop?timeout=0", nil)
-	from.must(http.StatusOK, "POST", "/containers/web/restore", nil)
-	archive := from.must(http.StatusOK, "POST", "/containers/web/checkpoint?export=true", nil)
+	from.Must(http.StatusNoContent, "POST", "/containers/web/stop?timeout=0", nil)
+	from.Must(http.StatusOK, "POST", "/containers/web/restore", nil)
+	archive := from.Must(http.StatusOK, "POST", "/containers/web/checkpoint?export=true", nil)
 	count = from.counted(id)
 	to := startCRIUEngine(t, bridged)
-	addr2 := freeAddr(t)
-	json.Unmarshal(to.must(http.StatusOK, "POST", "/containers/import/restore?import=true&ignoreStaticIP=true&ignoreStaticMAC=true&publishPorts="+url.QueryEscape(addr2+":80"), bytes.NewReader(archive)), &struct{}{})
+	addr2 := enginetest.FreeAddr(t)
+	json.Unmarshal(to.Must(http.StatusOK, "POST", "/containers/import/restore?import=true&ignoreStaticIP=true&ignoreStaticMAC=true&publishPorts="+url.QueryEscape(addr2+":80"), bytes.NewReader(archive)), &struct{}{})
 	to.keepsCounting(to.inspect("web").ID, count)
 	to.serveHTTP("web")
 	if !servesPasswd(addr2) {
 		t.Fatal("the imported container does not answer on its new port")
 	}
-	to.must(http.StatusOK, "DELETE", "/containers/web?force=true&timeout=0", nil)
-	from.must(http.StatusOK, "DELETE", "/containers/web?force=true&timeout=0", nil)
+	to.Must(http.StatusOK, "DELETE", "/containers/web?force=true&timeout=0", nil)
+	from.Must(http.StatusOK, "DELETE", "/containers/web?force=true&timeout=0", nil)
 }
 
 // TestCheckpointPodMember: a pod member is checkpointed and restored into
 // its pod in place, and imported into a pod of another engine.
 func TestCheckpointPodMember(t *testing.T) {
 	from := startCRIUEngine(t)
-	from.must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "pod1"})
+	from.Must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "pod1"})
 	id := from.create(map[string]any{"name": "member", "pod": "pod1", "command": counter})
-	from.must(http.StatusNoContent, "POST", "/containers/member/start", nil)
+	from.Must(http.StatusNoContent, "POST", "/containers/member/start", nil)
 	from.waitLog(id, 3)
 	var pod struct{ InfraContainerID string }
-	json.Unmarshal(from.must(http.StatusOK, "GET", "/pods/pod1/json", nil), &pod)
-	from.must(http.StatusConflict, "POST", "/containers/"+pod.InfraContainerID+"/checkpoint", nil)
+	json.Unmarshal(from.Must(http.StatusOK, "GET", "/pods/pod1/json", nil), &pod)
+	from.Must(http.StatusConflict, "POST", "/containers/"+pod.InfraContainerID+"/checkpoint", nil)
 
-	from.must(http.StatusOK, "POST", "/containers/member/checkpoint", nil)
+	from.Must(http.StatusOK, "POST", "/containers/member/checkpoint", nil)
 	count := from.counted(id)
-	from.must(http.StatusOK, "POST", "/containers/member/restore", nil)
+	from.Must(http.StatusOK, "POST", "/containers/member/restore", nil)
 	from.keepsCounting(id, count)
 	var member struct{ Pod string }
-	json.Unmarshal(from.must(http.StatusOK, "GET", "/containers/member/json", nil), &member)
+	json.Unmarshal(from.Must(http.StatusOK, "GET", "/containers/member/json", nil), &member)
 	if member.Pod == "" {
 		t.Fatal("the restored member left its pod")
 	}
 
-	archive := from.must(http.StatusOK, "POST", "/containers/member/checkpoint?export=true", nil)
+	archive := from.Must(http.StatusOK, "POST", "/containers/member/checkpoint?export=true", nil)
 	count = from.counted(id)
 	to := startCRIUEngine(t)
-	to.must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "pod2"})
-	status, body := to.do("POST", "/containers/import/restore?import=true", bytes.NewReader(archive))
+	to.Must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "pod2"})
+	status, body := to.Do("POST", "/containers/import/restore?import=true", bytes.NewReader(archive))
 	if status != http.StatusBadRequest || !strings.Contains(string(body), "pod") {
 		t.Fatalf("import of a pod member without a pod: %d %s", status, body)
 	}
-	to.must(http.StatusOK, "POST", "/containers/import/restore?import=true&pod=pod2", bytes.NewReader(archive))
+	to.Must(http.StatusOK, "POST", "/containers/import/restore?import=true&pod=pod2", bytes.NewReader(archive))
 	moved := to.inspect("member")
 	to.keepsCounting(moved.ID, count)
 	var pod2 struct {
@@ -551,7 +551,7 @@ func TestCheckpointPodMember(t *testing.T) {
 			ID string `json:"Id"`
 		}
 	}
-	json.Unmarshal(to.must(http.StatusOK, "GET", "/pods/pod2/json", nil), &pod2)
+	json.Unmarshal(to.Must(http.StatusOK, "GET", "/pods/pod2/json", nil), &pod2)
 	found := false
 	for _, c := range pod2.Containers {
 		found = found || c.ID == moved.ID
@@ -559,8 +559,8 @@ func TestCheckpointPodMember(t *testing.T) {
 	if !found {
 		t.Fatalf("pod2 does not list the imported member: %+v", pod2)
 	}
-	to.must(http.StatusOK, "DELETE", "/pods/pod2?force=true", nil)
-	from.must(http.StatusOK, "DELETE", "/pods/pod1?force=true", nil)
+	to.Must(http.StatusOK, "DELETE", "/pods/pod2?force=true", nil)
+	from.Must(http.StatusOK, "DELETE", "/pods/pod1?force=true", nil)
 }
 
 // TestCheckpointPodmanCLI: podman 4.3.1's own client: checkpoint and
@@ -575,7 +575,7 @@ func TestCheckpointPodmanCLI(t *testing.T) {
 		}
 		t.Skip("podman not installed")
 	}
-	u, _ := url.Parse(te.url)
+	u, _ := url.Parse(te.URL)
 	podman := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(podmanBin, append([]string{"--remote", "--url", "tcp://" + u.Host}, args...)...)
@@ -587,7 +587,7 @@ func TestCheckpointPodmanCLI(t *testing.T) {
 	}
 	ids := []string{te.create(map[string]any{"name": "one", "command": counter}), te.create(map[string]any{"name": "two", "command": counter})}
 	for _, id := range ids {
-		te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+		te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 		te.waitLog(id, 2)
 	}
 	podman("container", "checkpoint", "--all")
@@ -627,31 +627,31 @@ func TestImportKill9(t *testing.T) {
 	t.Setenv("BERTH_ENGINE_CRIU", enginetest.RequireCRIU(t))
 	from := startCRIUEngine(t)
 	id := from.create(map[string]any{"name": "mover", "command": counter})
-	from.must(http.StatusNoContent, "POST", "/containers/mover/start", nil)
+	from.Must(http.StatusNoContent, "POST", "/containers/mover/start", nil)
 	from.waitLog(id, 2)
-	archive := from.must(http.StatusOK, "POST", "/containers/mover/checkpoint?export=true", nil)
+	archive := from.Must(http.StatusOK, "POST", "/containers/mover/checkpoint?export=true", nil)
 
 	p, te := startEngineProcess(t)
 	te.loadBusybox()
 	go func() {
-		resp, err := http.Post(te.url+"/containers/import/restore?import=true", "application/x-tar", bytes.NewReader(archive))
+		resp, err := http.Post(te.URL+"/containers/import/restore?import=true", "application/x-tar", bytes.NewReader(archive))
 		if err == nil {
 			resp.Body.Close()
 		}
 	}()
 	// Killed as soon as the imported container exists.
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
-		if status, _ := te.do("GET", "/containers/mover/exists", nil); status == http.StatusNoContent {
+		if status, _ := te.Do("GET", "/containers/mover/exists", nil); status == http.StatusNoContent {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the imported container never appeared")
 		}
 	}
-	p.kill9()
+	p.Kill9()
 	time.Sleep(2 * time.Second)
-	p.start()
-	status, _ := te.do("GET", "/containers/mover/exists", nil)
+	p.Start()
+	status, _ := te.Do("GET", "/containers/mover/exists", nil)
 	switch {
 	case status == http.StatusNotFound:
 		t.Log("the half-imported container was removed")
@@ -661,13 +661,13 @@ func TestImportKill9(t *testing.T) {
 		if st.Status != "running" && !st.Checkpointed {
 			t.Fatalf("the imported container is neither running nor restorable: %+v", st)
 		}
-		te.must(http.StatusOK, "DELETE", "/containers/mover?force=true&timeout=0", nil)
+		te.Must(http.StatusOK, "DELETE", "/containers/mover?force=true&timeout=0", nil)
 	}
-	if stale, _ := filepath.Glob(filepath.Join(te.root, "*", importPrefixGlob)); len(stale) > 0 {
+	if stale, _ := filepath.Glob(filepath.Join(te.Root, "*", importPrefixGlob)); len(stale) > 0 {
 		t.Fatalf("the interrupted import left %v", stale)
 	}
 	// The archive still imports.
-	te.must(http.StatusOK, "POST", "/containers/import/restore?import=true", bytes.NewReader(archive))
+	te.Must(http.StatusOK, "POST", "/containers/import/restore?import=true", bytes.NewReader(archive))
 	if st := te.checkpointState("mover"); st.Status != "running" {
 		t.Fatalf("import after the crash: %+v", st)
 	}

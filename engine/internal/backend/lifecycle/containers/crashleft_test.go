@@ -47,7 +47,9 @@ func newCrashSite(t *testing.T) *crashSite {
 func (s *crashSite) serve() (te *testEngine, stop func()) {
 	s.t.Helper()
 	addr, stop := enginetest.ServeConfig(s.t, s.cfg)
-	return &testEngine{t: s.t, url: "http://" + addr + "/v4.3.1/libpod", root: s.cfg.Root, runRoot: s.cfg.RunRoot, client: &http.Client{}}, stop
+	e := enginetest.Attach(s.t, addr)
+	e.Root, e.RunRoot = s.cfg.Root, s.cfg.RunRoot
+	return &testEngine{e}, stop
 }
 
 // mountsUnderRoot lists what is mounted under the engine's root.
@@ -118,7 +120,7 @@ func TestRemoveUnmountsRootfsTheStoreDidNotCount(t *testing.T) {
 	if !strings.HasSuffix(rootfs, "/merged") {
 		t.Skipf("rootfs %q is not an overlay mount", rootfs)
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	te.wait(id)
 	for deadline := time.Now().Add(10 * time.Second); mounts.IsMountPoint(rootfs); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -135,7 +137,7 @@ func TestRemoveUnmountsRootfsTheStoreDidNotCount(t *testing.T) {
 	mountTmpfs(t, rootfs)
 
 	te, stop = site.serve()
-	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/"+id, nil)
 	// The layer goes in the background, through a staged-deletion
 	// directory that must not stay behind.
 	layerDir := filepath.Dir(rootfs)
@@ -213,9 +215,9 @@ func TestTeardownAfterInterfaceGoneRemovesBridges(t *testing.T) {
 	}
 	nets := map[string]netInfo{}
 	for _, name := range []string{"first", "second"} {
-		te.must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": name})
+		te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": name})
 		var n netInfo
-		if err := json.Unmarshal(te.must(http.StatusOK, "GET", "/networks/"+name+"/json", nil), &n); err != nil || n.Interface == "" || len(n.Subnets) == 0 {
+		if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/networks/"+name+"/json", nil), &n); err != nil || n.Interface == "" || len(n.Subnets) == 0 {
 			t.Fatalf("network %s: %+v %v", name, n, err)
 		}
 		nets[name] = n
@@ -230,10 +232,10 @@ func TestTeardownAfterInterfaceGoneRemovesBridges(t *testing.T) {
 	})
 	id := te.create(map[string]any{"command": []string{"sleep", "300"},
 		"netns": map[string]string{"nsmode": "bridge"}, "Networks": map[string]any{"first": map[string]any{}}})
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
-	te.must(http.StatusOK, "POST", "/networks/second/connect", map[string]any{"container": id})
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusOK, "POST", "/networks/second/connect", map[string]any{"container": id})
 	var d struct{ NetworkSettings struct{ SandboxKey string } }
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
 	if out, err := exec.Command("nsenter", "--net="+d.NetworkSettings.SandboxKey, "ip", "link", "del", "eth1").CombinedOutput(); err != nil {
 		t.Fatalf("delete eth1: %v %s", err, out)
 	}
@@ -241,7 +243,7 @@ func TestTeardownAfterInterfaceGoneRemovesBridges(t *testing.T) {
 
 	te, stop = site.serve()
 	defer stop()
-	te.must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
 	left := func() []string {
 		var out []string
 		for name, n := range nets {
@@ -269,7 +271,7 @@ func TestTeardownAfterInterfaceGoneRemovesBridges(t *testing.T) {
 		t.Fatalf("add a bridge: %v %s", err, out)
 	}
 	for name := range nets {
-		te.must(http.StatusOK, "DELETE", "/networks/"+name, nil)
+		te.Must(http.StatusOK, "DELETE", "/networks/"+name, nil)
 	}
 	if l := left(); len(l) > 0 {
 		t.Fatalf("after the networks' removal:\n%s", strings.Join(l, "\n"))
@@ -311,14 +313,14 @@ func removeRulesNaming(cidr string) {
 func TestStartKillsWhatACutInfraCreateLeft(t *testing.T) {
 	site := newCrashSite(t)
 	te, stop := site.serve()
-	te.must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "cutpod"})
+	te.Must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "cutpod"})
 	var pod struct {
 		ID               string `json:"Id"`
 		InfraContainerID string
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/pods/cutpod/json", nil), &pod)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/pods/cutpod/json", nil), &pod)
 	var infra struct{ State struct{ CgroupPath string } }
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+pod.InfraContainerID+"/json", nil), &infra)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+pod.InfraContainerID+"/json", nil), &infra)
 	cgPath := infra.State.CgroupPath
 	if cgPath == "" || !strings.Contains(cgPath, pod.InfraContainerID) {
 		t.Fatalf("infra cgroup path %q", cgPath)
@@ -363,7 +365,7 @@ func TestStartKillsWhatACutInfraCreateLeft(t *testing.T) {
 			t.Errorf("cgroup %s after the start: %v", d, err)
 		}
 	}
-	te.must(http.StatusOK, "DELETE", "/pods/cutpod?force=true", nil)
+	te.Must(http.StatusOK, "DELETE", "/pods/cutpod?force=true", nil)
 	if cg, _ := filepath.Glob("/sys/fs/cgroup/*/berth/berth-pod-" + pod.ID); len(cg) > 0 {
 		t.Fatalf("pod cgroups after the pod's removal: %v", cg)
 	}

@@ -29,7 +29,7 @@ func TestGeneratedNamesNeverCollide(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := te.client.Post(te.url+"/containers/create", "application/json", strings.NewReader(`{"image":"busybox","command":["true"]}`))
+			resp, err := te.Client.Post(te.URL+"/containers/create", "application/json", strings.NewReader(`{"image":"busybox","command":["true"]}`))
 			if err != nil {
 				results <- "error: " + err.Error()
 				return
@@ -93,7 +93,7 @@ func TestCreateRefusesWhatStartCannotRun(t *testing.T) {
 	for _, tc := range cases {
 		tc.spec["image"] = "busybox"
 		tc.spec["command"] = []string{"true"}
-		status, body := te.do("POST", "/containers/create", tc.spec)
+		status, body := te.Do("POST", "/containers/create", tc.spec)
 		if status != http.StatusBadRequest || !strings.Contains(string(body), "invalid "+tc.field+":") {
 			t.Errorf("%s: %d %s, want 400 naming %s", tc.name, status, body, tc.field)
 		}
@@ -120,9 +120,9 @@ func TestStartOfAVanishedNetNSIs400(t *testing.T) {
 	if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns del: %v %s", err, out)
 	}
-	status, body := te.do("POST", "/containers/"+id+"/start", nil)
+	status, body := te.Do("POST", "/containers/"+id+"/start", nil)
 	if status != http.StatusBadRequest || !bytes.Contains(body, []byte("invalid netns:")) {
 		t.Errorf("start: %d %s, want 400 naming netns", status, body)
 	}
-	te.must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true", nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true", nil)
 }

@@ -11,20 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containers/storage/pkg/reexec"
-
 	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
-	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
-	"github.com/berth-project/berth/engine/testimage"
 )
 
-func TestMain(m *testing.M) {
-	if reexec.Init() {
-		return
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { enginetest.Main(m) }
 
 // requireRuntime skips (or fails under BERTH_TEST_STRICT=1) without root,
 // runc, conmon or busybox-static.
@@ -33,72 +24,36 @@ func requireRuntime(t testing.TB) {
 	enginetest.RequireRuntime(t, "container tests")
 }
 
-// testEngine is an in-process engine serving on a real loopback listener.
-type testEngine struct {
-	t       testing.TB
-	url     string
-	root    string
-	runRoot string
-	client  *http.Client
-}
+// testEngine is an engine serving on a real loopback listener
+// (enginetest.Engine) with the package's own helpers.
+type testEngine struct{ *enginetest.Engine }
 
+// startEngine serves an in-process engine with the busybox image, its
+// containers in a private network namespace by default; tweaks adjust its
+// configuration. At cleanup every object is removed and the host checked
+// (enginetest.Start).
 func startEngine(t testing.TB, tweaks ...func(*engine.Config)) *testEngine {
 	t.Helper()
-	testdeadline.Set(t, testdeadline.Default)
-	requireRuntime(t)
-	dir := t.TempDir()
-	te := &testEngine{t: t, root: filepath.Join(dir, "root"), runRoot: filepath.Join(dir, "run"), client: &http.Client{}}
-	nets := enginetest.UniqueNetworks(t)
-	nets.DefaultMode = "private"
-	cfg := engine.Config{Root: te.root, RunRoot: te.runRoot, Runtime: "runc", Network: nets}
-	for _, tweak := range tweaks {
-		tweak(&cfg)
-	}
-	addr, stop := enginetest.ServeConfig(t, cfg)
-	te.url = "http://" + addr + "/v4.3.1/libpod"
-	t.Cleanup(func() {
-		te.removeAll()
-		stop()
-		unmountUnder(dir)
-	})
-	te.loadBusybox()
-	return te
+	return &testEngine{enginetest.Start(t, enginetest.Options{What: "container tests",
+		Config: func(_ *enginetest.Engine, c *engine.Config) {
+			for _, tweak := range tweaks {
+				tweak(c)
+			}
+		}})}
 }
 
 // unmountUnder lazily unmounts whatever is still mounted below dir so that
 // t.TempDir can be removed even after a failed test.
 func unmountUnder(dir string) { enginetest.UnmountUnder(dir, 1) }
 
+// loadBusybox loads the test image (again).
 func (te *testEngine) loadBusybox() {
-	te.t.Helper()
-	var buf bytes.Buffer
-	img := testimage.Busybox("localhost/busybox:latest", "sh")
-	img.Config.StopSignal = ""
-	if err := testimage.DockerArchive(&buf, img); err != nil {
-		te.t.Fatal(err)
-	}
-	status, body := te.do("POST", "/images/load", &buf)
-	if status != http.StatusOK {
-		te.t.Fatalf("load busybox: %d %s", status, body)
-	}
-}
-
-func (te *testEngine) removeAll() { enginetest.RemoveAll(te.do) }
-
-// do sends a request; a non-nil body that is not an io.Reader is sent as JSON.
-func (te *testEngine) do(method, path string, body any) (int, []byte) {
-	te.t.Helper()
-	return enginetest.Do(te.t, te.client, method, te.url, path, body)
-}
-
-// must sends a request and fails unless the answer has the wanted status.
-func (te *testEngine) must(want int, method, path string, body any) []byte {
-	te.t.Helper()
-	return enginetest.Must(te.t, te.do, want, method, path, body)
+	te.T.Helper()
+	te.Load(enginetest.BusyboxImage())
 }
 
 func (te *testEngine) create(spec map[string]any) string {
-	te.t.Helper()
+	te.T.Helper()
 	if _, ok := spec["image"]; !ok {
 		spec["image"] = "busybox"
 	}
@@ -106,9 +61,9 @@ func (te *testEngine) create(spec map[string]any) string {
 		ID       string `json:"Id"`
 		Warnings []string
 	}
-	json.Unmarshal(te.must(http.StatusCreated, "POST", "/containers/create", spec), &out)
+	json.Unmarshal(te.Must(http.StatusCreated, "POST", "/containers/create", spec), &out)
 	if len(out.ID) != 64 {
-		te.t.Fatalf("create returned id %q", out.ID)
+		te.T.Fatalf("create returned id %q", out.ID)
 	}
 	return out.ID
 }
@@ -140,16 +95,16 @@ type inspectData struct {
 }
 
 func (te *testEngine) inspect(id string) inspectData {
-	te.t.Helper()
+	te.T.Helper()
 	var d inspectData
-	if err := json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d); err != nil {
-		te.t.Fatal(err)
+	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d); err != nil {
+		te.T.Fatal(err)
 	}
 	return d
 }
 
 func (te *testEngine) wait(id string, conditions ...string) int32 {
-	te.t.Helper()
+	te.T.Helper()
 	q := ""
 	for i, c := range conditions {
 		if i == 0 {
@@ -160,18 +115,18 @@ func (te *testEngine) wait(id string, conditions ...string) int32 {
 		q += "condition=" + c
 	}
 	var code int32
-	if err := json.Unmarshal(te.must(http.StatusOK, "POST", "/containers/"+id+"/wait"+q, nil), &code); err != nil {
-		te.t.Fatal(err)
+	if err := json.Unmarshal(te.Must(http.StatusOK, "POST", "/containers/"+id+"/wait"+q, nil), &code); err != nil {
+		te.T.Fatal(err)
 	}
 	return code
 }
 
 // logLines returns the message part of each line of a container's k8s-file log.
 func (te *testEngine) logLines(id string) []string {
-	te.t.Helper()
+	te.T.Helper()
 	data, err := os.ReadFile(te.inspect(id).HostConfig.LogConfig.Path)
 	if err != nil {
-		te.t.Fatal(err)
+		te.T.Fatal(err)
 	}
 	var out []string
 	for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
@@ -185,12 +140,12 @@ func (te *testEngine) logLines(id string) []string {
 
 // run creates, starts and waits for a container and returns its exit code and output.
 func (te *testEngine) run(spec map[string]any) (int32, []string) {
-	te.t.Helper()
+	te.T.Helper()
 	id := te.create(spec)
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	code := te.wait(id)
 	lines := te.logLines(id)
-	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/"+id, nil)
 	return code, lines
 }
 
@@ -230,13 +185,13 @@ func leaks(root, runRoot string, ids ...string) []string {
 
 // waitLog waits until a container's log has at least n lines.
 func (te *testEngine) waitLog(id string, n int) []string {
-	te.t.Helper()
+	te.T.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if lines := te.logLines(id); len(lines) >= n {
 			return lines
 		}
 		if time.Now().After(deadline) {
-			te.t.Fatalf("container %s logged fewer than %d lines", id, n)
+			te.T.Fatalf("container %s logged fewer than %d lines", id, n)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

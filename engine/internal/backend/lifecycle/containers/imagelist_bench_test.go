@@ -32,7 +32,7 @@ func imageListUnderChurn(tb testing.TB, te *testEngine, readers, churners int, d
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(deadline) {
-				resp, err := client.Post(te.url+"/containers/create", "application/json", strings.NewReader(`{"image":"busybox","command":["true"],"netns":{"nsmode":"none"}}`))
+				resp, err := client.Post(te.URL+"/containers/create", "application/json", strings.NewReader(`{"image":"busybox","command":["true"],"netns":{"nsmode":"none"}}`))
 				if err != nil {
 					return
 				}
@@ -42,7 +42,7 @@ func imageListUnderChurn(tb testing.TB, te *testEngine, readers, churners int, d
 				if resp.StatusCode != http.StatusCreated || jsonInto(body, &id) != nil {
 					continue
 				}
-				req, _ := http.NewRequest(http.MethodDelete, te.url+"/containers/"+id.ID+"?force=true", nil)
+				req, _ := http.NewRequest(http.MethodDelete, te.URL+"/containers/"+id.ID+"?force=true", nil)
 				if resp, err := client.Do(req); err == nil {
 					io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
@@ -60,7 +60,7 @@ func imageListUnderChurn(tb testing.TB, te *testEngine, readers, churners int, d
 			var mine []time.Duration
 			for time.Now().Before(deadline) {
 				start := time.Now()
-				resp, err := client.Get(te.url + "/images/json")
+				resp, err := client.Get(te.URL + "/images/json")
 				if err != nil {
 					return
 				}
@@ -85,16 +85,16 @@ func imageListUnderChurn(tb testing.TB, te *testEngine, readers, churners int, d
 
 // loadImages adds n more small images, so a listing has something to list.
 func (te *testEngine) loadImages(n int) {
-	te.t.Helper()
+	te.T.Helper()
 	var imgs []testimage.Image
 	for i := 0; i < n; i++ {
 		imgs = append(imgs, testimage.Busybox(fmt.Sprintf("localhost/list%d:latest", i), "true", fmt.Sprint(i)))
 	}
 	var buf bytes.Buffer
 	if err := testimage.DockerArchive(&buf, imgs...); err != nil {
-		te.t.Fatal(err)
+		te.T.Fatal(err)
 	}
-	te.must(http.StatusOK, "POST", "/images/load", &buf)
+	te.Must(http.StatusOK, "POST", "/images/load", &buf)
 }
 
 // BenchmarkImageListUnderChurn: GET /images/json latency from 100 readers

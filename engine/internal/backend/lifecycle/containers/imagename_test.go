@@ -11,7 +11,7 @@ import (
 
 // psImages lists (all) containers matching the filters and returns their Image fields by name.
 func (te *testEngine) psImages(filters map[string][]string) map[string]string {
-	te.t.Helper()
+	te.T.Helper()
 	q := "/containers/json?all=true"
 	if filters != nil {
 		data, _ := json.Marshal(filters)
@@ -21,8 +21,8 @@ func (te *testEngine) psImages(filters map[string][]string) map[string]string {
 		Image string
 		Names []string
 	}
-	if err := json.Unmarshal(te.must(http.StatusOK, "GET", q, nil), &list); err != nil {
-		te.t.Fatal(err)
+	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", q, nil), &list); err != nil {
+		te.T.Fatal(err)
 	}
 	out := map[string]string{}
 	for _, c := range list {
@@ -36,7 +36,7 @@ func (te *testEngine) psImages(filters map[string][]string) map[string]string {
 // filter parses names with a registry port.
 func TestContainerRecordsGivenImageName(t *testing.T) {
 	te := startEngine(t)
-	te.must(http.StatusCreated, "POST", "/images/localhost/busybox:latest/tag?repo=127.0.0.1:5999/qa/bb&tag=1", nil)
+	te.Must(http.StatusCreated, "POST", "/images/localhost/busybox:latest/tag?repo=127.0.0.1:5999/qa/bb&tag=1", nil)
 	te.create(map[string]any{"name": "bylocal", "image": "localhost/busybox", "command": []string{"true"}})
 	te.create(map[string]any{"name": "byport", "image": "127.0.0.1:5999/qa/bb:1", "command": []string{"true"}})
 	te.create(map[string]any{"name": "byshort", "image": "busybox", "command": []string{"true"}})
@@ -99,7 +99,7 @@ func TestNameAndIDFiltersAreRegexps(t *testing.T) {
 		}
 	}
 	data, _ := json.Marshal(map[string][]string{"name": {"(ke"}})
-	if status, body := te.do("GET", "/containers/json?all=true&filters="+url.QueryEscape(string(data)), nil); status != http.StatusBadRequest {
+	if status, body := te.Do("GET", "/containers/json?all=true&filters="+url.QueryEscape(string(data)), nil); status != http.StatusBadRequest {
 		t.Errorf("name=(ke: %d %s, want 400", status, body)
 	}
 }
@@ -110,8 +110,8 @@ func TestNameAndIDFiltersAreRegexps(t *testing.T) {
 func TestRemoveRunningWithoutForce(t *testing.T) {
 	te := startEngine(t)
 	id := te.create(map[string]any{"name": "busy", "command": []string{"sleep", "60"}})
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
-	status, body := te.do("DELETE", "/containers/busy", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	status, body := te.Do("DELETE", "/containers/busy", nil)
 	var e struct {
 		Cause    string `json:"cause"`
 		Message  string `json:"message"`
@@ -146,7 +146,7 @@ func TestHostNetworkHostname(t *testing.T) {
 	}
 	id := te.create(map[string]any{"command": []string{"true"}, "netns": map[string]string{"nsmode": "host"}})
 	var d struct{ Config struct{ Hostname string } }
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
 	if d.Config.Hostname != host {
 		t.Errorf("inspect Config.Hostname %q, want %q", d.Config.Hostname, host)
 	}

@@ -30,7 +30,7 @@ func TestInitRunsCatatonit(t *testing.T) {
 		Args       []string
 		HostConfig struct{ Init bool }
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
 	if d.Path != "/run/podman-init" || len(d.Args) < 2 || d.Args[0] != "--" || d.Args[1] != "true" || !d.HostConfig.Init {
 		t.Fatalf("inspect with init: %+v", d)
 	}
@@ -39,7 +39,7 @@ func TestInitRunsCatatonit(t *testing.T) {
 		{"image": "busybox", "init": true, "init_path": "relative/catatonit"},
 		{"image": "busybox", "init_path": "/usr/bin/catatonit"},
 	} {
-		status, body := te.do("POST", "/containers/create", spec)
+		status, body := te.Do("POST", "/containers/create", spec)
 		if status != http.StatusBadRequest || !strings.Contains(string(body), "init_path") {
 			t.Errorf("%v: %d %s", spec, status, body)
 		}

@@ -14,7 +14,7 @@ import (
 func TestInspectPodmanFields(t *testing.T) {
 	te := startEngine(t)
 	var img struct{ Digest string }
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/images/busybox/json", nil), &img)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/images/busybox/json", nil), &img)
 	if img.Digest == "" {
 		t.Fatal("image has no digest")
 	}
@@ -43,7 +43,7 @@ func TestInspectPodmanFields(t *testing.T) {
 			Data map[string]string
 		}
 	}
-	if err := json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d); err != nil {
+	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d); err != nil {
 		t.Fatal(err)
 	}
 	if d.ImageDigest != img.Digest {
@@ -73,7 +73,7 @@ func TestInspectPodmanFields(t *testing.T) {
 			}
 		}
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	if code := te.wait(id); code != 0 {
 		t.Fatalf("exit %d: %q", code, te.logLines(id))
 	}

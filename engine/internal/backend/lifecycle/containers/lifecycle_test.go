@@ -23,8 +23,8 @@ func TestLifecycle(t *testing.T) {
 	if st := te.inspect(id).State.Status; st != "created" {
 		t.Fatalf("after create: %s", st)
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/life/start", nil)
-	te.must(http.StatusNotModified, "POST", "/containers/life/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/life/start", nil)
+	te.Must(http.StatusNotModified, "POST", "/containers/life/start", nil)
 	d := te.inspect("life")
 	if !d.State.Running || d.State.Pid <= 0 || d.State.ConmonPid <= 0 || d.State.StartedAt.IsZero() {
 		t.Fatalf("after start: %+v", d.State)
@@ -33,19 +33,19 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("container process %d: %v", d.State.Pid, err)
 	}
 
-	te.must(http.StatusNoContent, "POST", "/containers/"+id[:12]+"/pause", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id[:12]+"/pause", nil)
 	if d := te.inspect(id); d.State.Status != "paused" || !d.State.Paused {
 		t.Fatalf("after pause: %+v", d.State)
 	}
-	te.must(http.StatusConflict, "POST", "/containers/life/pause", nil)
-	te.must(http.StatusNoContent, "POST", "/containers/life/unpause", nil)
+	te.Must(http.StatusConflict, "POST", "/containers/life/pause", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/life/unpause", nil)
 	if st := te.inspect(id).State.Status; st != "running" {
 		t.Fatalf("after unpause: %s", st)
 	}
 
 	// busybox sh as PID 1 ignores SIGTERM: stop must fall back to SIGKILL after the timeout.
 	start := time.Now()
-	te.must(http.StatusNoContent, "POST", "/containers/life/stop?timeout=1", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/life/stop?timeout=1", nil)
 	if el := time.Since(start); el < time.Second || el > 8*time.Second {
 		t.Fatalf("stop with timeout 1 took %v", el)
 	}
@@ -53,33 +53,33 @@ func TestLifecycle(t *testing.T) {
 	if d.State.Status != "exited" || d.State.ExitCode != 137 || d.State.Running || d.State.FinishedAt.IsZero() {
 		t.Fatalf("after stop: %+v", d.State)
 	}
-	te.must(http.StatusNotModified, "POST", "/containers/life/stop", nil)
-	te.must(http.StatusConflict, "POST", "/containers/life/kill", nil)
+	te.Must(http.StatusNotModified, "POST", "/containers/life/stop", nil)
+	te.Must(http.StatusConflict, "POST", "/containers/life/kill", nil)
 
-	te.must(http.StatusNoContent, "POST", "/containers/life/restart?timeout=0", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/life/restart?timeout=0", nil)
 	if st := te.inspect(id).State.Status; st != "running" {
 		t.Fatalf("after restart: %s", st)
 	}
 	te.waitLog(id, 2)
-	te.must(http.StatusNoContent, "POST", "/containers/life/kill?signal=KILL", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/life/kill?signal=KILL", nil)
 	if code := te.wait(id); code != 137 {
 		t.Fatalf("wait after kill: %d", code)
 	}
 	if got := te.logLines(id); len(got) != 2 || got[0] != "started" || got[1] != "started" {
 		t.Fatalf("log after two starts: %q", got)
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/life/start", nil)
-	te.must(http.StatusConflict, "DELETE", "/containers/life", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/life/start", nil)
+	te.Must(http.StatusConflict, "DELETE", "/containers/life", nil)
 	var rm []struct {
 		ID string `json:"Id"`
 	}
-	json.Unmarshal(te.must(http.StatusOK, "DELETE", "/containers/life?force=true&timeout=0", nil), &rm)
+	json.Unmarshal(te.Must(http.StatusOK, "DELETE", "/containers/life?force=true&timeout=0", nil), &rm)
 	if len(rm) != 1 || rm[0].ID != id {
 		t.Fatalf("remove report %+v", rm)
 	}
-	te.must(http.StatusNotFound, "GET", "/containers/life/json", nil)
-	te.must(http.StatusNotFound, "GET", "/containers/life/exists", nil)
-	if l := leaks(te.root, te.runRoot, id); len(l) > 0 {
+	te.Must(http.StatusNotFound, "GET", "/containers/life/json", nil)
+	te.Must(http.StatusNotFound, "GET", "/containers/life/exists", nil)
+	if l := leaks(te.Root, te.RunRoot, id); len(l) > 0 {
 		t.Fatalf("leaked after remove: %v", l)
 	}
 }
@@ -87,21 +87,21 @@ func TestLifecycle(t *testing.T) {
 func TestKillSignalsAndWaitConditions(t *testing.T) {
 	te := startEngine(t)
 	id := te.create(map[string]any{"command": []string{"sh", "-c", "trap 'exit 42' USR1; echo ready; while true; do sleep 0.05; done"}})
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	if code := te.wait(id, "running"); code != 0 {
 		t.Fatalf("wait running: %d", code)
 	}
 	// PID 1 ignores signals it has no handler for: wait until the trap is set.
 	te.waitLog(id, 1)
-	te.must(http.StatusBadRequest, "POST", "/containers/"+id+"/kill?signal=NOPE", nil)
-	te.must(http.StatusBadRequest, "POST", "/containers/"+id+"/wait?condition=bogus", nil)
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/kill?signal=10", nil)
+	te.Must(http.StatusBadRequest, "POST", "/containers/"+id+"/kill?signal=NOPE", nil)
+	te.Must(http.StatusBadRequest, "POST", "/containers/"+id+"/wait?condition=bogus", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/kill?signal=10", nil)
 	if code := te.wait(id, "exited"); code != 42 {
 		t.Fatalf("exit code after USR1 trap: %d", code)
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	te.waitLog(id, 2)
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/kill?signal=SIGUSR1", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/kill?signal=SIGUSR1", nil)
 	if code := te.wait(id); code != 42 {
 		t.Fatalf("exit code after SIGUSR1 by name: %d", code)
 	}
@@ -133,7 +133,7 @@ func TestCreateValidationAndErrors(t *testing.T) {
 		{"{not json", http.StatusBadRequest, "body"},
 	}
 	for _, c := range cases {
-		status, body := te.do("POST", "/containers/create", c.body)
+		status, body := te.Do("POST", "/containers/create", c.body)
 		var e struct {
 			Message  string `json:"message"`
 			Response int    `json:"response"`
@@ -148,7 +148,7 @@ func TestCreateValidationAndErrors(t *testing.T) {
 		}
 	}
 	var list []json.RawMessage
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/json?all=true", nil), &list)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/json?all=true", nil), &list)
 	if len(list) != 1 {
 		t.Fatalf("failed creates left containers behind: %d listed", len(list))
 	}
@@ -158,17 +158,17 @@ func TestCreateValidationAndErrors(t *testing.T) {
 		{"POST", "/containers/nosuch/restart"}, {"POST", "/containers/nosuch/wait"}, {"DELETE", "/containers/nosuch"},
 		{"POST", "/containers/nosuch/init"}, {"POST", "/containers/nosuch/update"}, {"GET", "/containers/nosuch/exists"},
 	} {
-		if status, body := te.do(route.method, route.path, nil); status != http.StatusNotFound {
+		if status, body := te.Do(route.method, route.path, nil); status != http.StatusNotFound {
 			t.Errorf("%s %s: %d %s, want 404", route.method, route.path, status, body)
 		}
 	}
-	te.must(http.StatusOK, "DELETE", "/containers/nosuch?ignore=true", nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/nosuch?ignore=true", nil)
 }
 
 func TestMissingCommandFailsStartAndIsRemovable(t *testing.T) {
 	te := startEngine(t)
 	id := te.create(map[string]any{"command": []string{"/no/such/binary"}})
-	status, body := te.do("POST", "/containers/"+id+"/start", nil)
+	status, body := te.Do("POST", "/containers/"+id+"/start", nil)
 	if status != http.StatusInternalServerError || !strings.Contains(string(body), "/no/such/binary") || !strings.Contains(string(body), "no such file") {
 		t.Fatalf("start: %d %s", status, body)
 	}
@@ -176,8 +176,8 @@ func TestMissingCommandFailsStartAndIsRemovable(t *testing.T) {
 	if d.State.Status != "created" || d.State.Error == "" || d.State.Running {
 		t.Fatalf("state after failed start: %+v", d.State)
 	}
-	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
-	if l := leaks(te.root, te.runRoot, id); len(l) > 0 {
+	te.Must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+	if l := leaks(te.Root, te.RunRoot, id); len(l) > 0 {
 		t.Fatalf("leaked: %v", l)
 	}
 }
@@ -236,13 +236,13 @@ func TestProcessSettings(t *testing.T) {
 func TestAutoRemoveKeepsExitCodeForWait(t *testing.T) {
 	te := startEngine(t)
 	id := te.create(map[string]any{"command": []string{"sh", "-c", "exit 5"}, "remove": true})
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	if code := te.wait(id); code != 5 {
 		t.Fatalf("wait: %d", code)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		status, _ := te.do("GET", "/containers/"+id+"/exists", nil)
+		status, _ := te.Do("GET", "/containers/"+id+"/exists", nil)
 		if status == http.StatusNotFound {
 			break
 		}
@@ -254,7 +254,7 @@ func TestAutoRemoveKeepsExitCodeForWait(t *testing.T) {
 	if code := te.wait(id); code != 5 {
 		t.Fatalf("wait after removal: %d", code)
 	}
-	if l := leaks(te.root, te.runRoot, id); len(l) > 0 {
+	if l := leaks(te.Root, te.RunRoot, id); len(l) > 0 {
 		t.Fatalf("leaked: %v", l)
 	}
 }
@@ -266,9 +266,9 @@ func TestListFiltersAndPrune(t *testing.T) {
 	b := te.create(map[string]any{"name": "b-two", "command": []string{"sleep", "60"}, "labels": map[string]string{"tier": "web"}})
 	time.Sleep(10 * time.Millisecond)
 	c := te.create(map[string]any{"name": "c-three", "command": []string{"true"}})
-	te.must(http.StatusNoContent, "POST", "/containers/"+a+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+a+"/start", nil)
 	te.wait(a)
-	te.must(http.StatusNoContent, "POST", "/containers/"+b+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+b+"/start", nil)
 
 	list := func(q string) []string {
 		var out []struct {
@@ -276,7 +276,7 @@ func TestListFiltersAndPrune(t *testing.T) {
 			Names []string
 			State string
 		}
-		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/json"+q, nil), &out)
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/json"+q, nil), &out)
 		var names []string
 		for _, c := range out {
 			names = append(names, c.Names[0])
@@ -321,13 +321,13 @@ func TestListFiltersAndPrune(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", tt.q, got, tt.want)
 		}
 	}
-	te.must(http.StatusBadRequest, "GET", "/containers/json"+f(`{"status":["sleepy"]}`), nil)
-	te.must(http.StatusBadRequest, "GET", "/containers/json"+f(`{"bogus":["x"]}`), nil)
+	te.Must(http.StatusBadRequest, "GET", "/containers/json"+f(`{"status":["sleepy"]}`), nil)
+	te.Must(http.StatusBadRequest, "GET", "/containers/json"+f(`{"bogus":["x"]}`), nil)
 
 	var pruned []struct {
 		ID string `json:"Id"`
 	}
-	json.Unmarshal(te.must(http.StatusOK, "POST", "/containers/prune", nil), &pruned)
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/containers/prune", nil), &pruned)
 	var ids []string
 	for _, p := range pruned {
 		ids = append(ids, p.ID)
@@ -346,7 +346,7 @@ func TestListFiltersAndPrune(t *testing.T) {
 func TestUpdateResourcesOfRunningContainer(t *testing.T) {
 	te := startEngine(t)
 	id := te.create(map[string]any{"command": []string{"sleep", "60"}, "resource_limits": map[string]any{"memory": map[string]any{"limit": 64 << 20}}})
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	cg := te.inspect(id).State.CgroupPath
 	read := func() string {
 		data, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/memory", cg, "memory.limit_in_bytes"))
@@ -358,14 +358,14 @@ func TestUpdateResourcesOfRunningContainer(t *testing.T) {
 	if got := read(); got != strconv.Itoa(64<<20) {
 		t.Fatalf("memory limit at start: %s", got)
 	}
-	te.must(http.StatusCreated, "POST", "/containers/"+id+"/update?restartPolicy=on-failure&restartRetries=2", map[string]any{"memory": map[string]any{"limit": 128 << 20}})
+	te.Must(http.StatusCreated, "POST", "/containers/"+id+"/update?restartPolicy=on-failure&restartRetries=2", map[string]any{"memory": map[string]any{"limit": 128 << 20}})
 	if got := read(); got != strconv.Itoa(128<<20) {
 		t.Fatalf("memory limit after update: %s", got)
 	}
 	if d := te.inspect(id); d.HostConfig.Memory != 128<<20 {
 		t.Fatalf("inspect memory after update: %d", d.HostConfig.Memory)
 	}
-	te.must(http.StatusBadRequest, "POST", "/containers/"+id+"/update?restartPolicy=sometimes", map[string]any{})
+	te.Must(http.StatusBadRequest, "POST", "/containers/"+id+"/update?restartPolicy=sometimes", map[string]any{})
 }
 
 // TestStopAfterConmonDied: with its monitor gone no exit file will come;
@@ -373,7 +373,7 @@ func TestUpdateResourcesOfRunningContainer(t *testing.T) {
 func TestStopAfterConmonDied(t *testing.T) {
 	te := startEngine(t)
 	id := te.create(map[string]any{"command": []string{"sleep", "600"}})
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	d := te.inspect(id)
 	if err := syscall.Kill(d.State.ConmonPid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -381,7 +381,7 @@ func TestStopAfterConmonDied(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		te.must(http.StatusNoContent, "POST", "/containers/"+id+"/stop?timeout=0", nil)
+		te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/stop?timeout=0", nil)
 	}()
 	select {
 	case <-done:
@@ -391,8 +391,8 @@ func TestStopAfterConmonDied(t *testing.T) {
 	if d := te.inspect(id); d.State.Status != "exited" || d.State.Error == "" {
 		t.Fatalf("after stop: %+v", d.State)
 	}
-	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
-	if l := leaks(te.root, te.runRoot, id); len(l) > 0 {
+	te.Must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+	if l := leaks(te.Root, te.RunRoot, id); len(l) > 0 {
 		t.Fatalf("leaked: %v", l)
 	}
 }
@@ -402,31 +402,31 @@ func TestMountUnmountRename(t *testing.T) {
 	id := te.create(map[string]any{"name": "m1", "command": []string{"sh", "-c", "echo hi > /made-inside"}})
 	te.create(map[string]any{"name": "other"})
 	var path string
-	json.Unmarshal(te.must(http.StatusOK, "POST", "/containers/m1/mount", nil), &path)
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/containers/m1/mount", nil), &path)
 	if _, err := os.Stat(filepath.Join(path, "bin/busybox")); err != nil {
 		t.Fatalf("mounted rootfs %q: %v", path, err)
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/m1/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/m1/start", nil)
 	te.wait(id)
 	// The client's mount outlives the container's exit.
 	if data, err := os.ReadFile(filepath.Join(path, "made-inside")); err != nil || string(data) != "hi\n" {
 		t.Fatalf("file written by the container: %q %v", data, err)
 	}
 	var mounted map[string]string
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
 	if mounted[id] != path {
 		t.Fatalf("showmounted %v", mounted)
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/m1/unmount", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/m1/unmount", nil)
 	mounted = nil
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
 	if _, ok := mounted[id]; ok {
 		t.Fatalf("still mounted after unmount: %v", mounted)
 	}
-	te.must(http.StatusConflict, "POST", "/containers/m1/rename?name=other", nil)
-	te.must(http.StatusBadRequest, "POST", "/containers/m1/rename?name=bad%20name", nil)
-	te.must(http.StatusNoContent, "POST", "/containers/m1/rename?name=m2", nil)
-	te.must(http.StatusNotFound, "GET", "/containers/m1/json", nil)
+	te.Must(http.StatusConflict, "POST", "/containers/m1/rename?name=other", nil)
+	te.Must(http.StatusBadRequest, "POST", "/containers/m1/rename?name=bad%20name", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/m1/rename?name=m2", nil)
+	te.Must(http.StatusNotFound, "GET", "/containers/m1/json", nil)
 	if d := te.inspect("m2"); d.ID != id {
 		t.Fatalf("renamed container %s", d.ID)
 	}
@@ -437,13 +437,13 @@ func TestMountUnmountRename(t *testing.T) {
 func TestExportAndChanges(t *testing.T) {
 	te := startEngine(t)
 	id := te.create(map[string]any{"command": []string{"sh", "-c", "echo data > /added; rm /bin/yes; echo x >> /etc/passwd"}})
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	te.wait(id)
 	var changes []struct {
 		Path string
 		Kind int
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/changes", nil), &changes)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/changes", nil), &changes)
 	kinds := map[string]int{}
 	for _, c := range changes {
 		kinds[c.Path] = c.Kind
@@ -457,7 +457,7 @@ func TestExportAndChanges(t *testing.T) {
 	if k, ok := kinds["/etc/passwd"]; !ok || k != 0 {
 		t.Errorf("/etc/passwd: %v", changes)
 	}
-	tarData := te.must(http.StatusOK, "GET", "/containers/"+id+"/export", nil)
+	tarData := te.Must(http.StatusOK, "GET", "/containers/"+id+"/export", nil)
 	tr := tar.NewReader(bytes.NewReader(tarData))
 	found := map[string]string{}
 	for {
@@ -476,10 +476,10 @@ func TestExportAndChanges(t *testing.T) {
 	if found["added"] != "data\n" || found["yes"] != "" {
 		t.Fatalf("export: %v (%d bytes)", found, len(tarData))
 	}
-	te.must(http.StatusNotFound, "GET", "/containers/nosuch/export", nil)
+	te.Must(http.StatusNotFound, "GET", "/containers/nosuch/export", nil)
 	// The export's mount is released again.
 	var mounted map[string]string
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
 	if _, ok := mounted[id]; ok {
 		t.Fatalf("still mounted after export: %v", mounted)
 	}
@@ -489,8 +489,8 @@ func TestContainerMetrics(t *testing.T) {
 	te := startEngine(t)
 	id := te.create(map[string]any{"command": []string{"sleep", "60"}})
 	te.create(map[string]any{"command": []string{"true"}})
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
-	resp, err := http.Get(strings.TrimSuffix(te.url, "/v4.3.1/libpod") + "/metrics")
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	resp, err := http.Get(strings.TrimSuffix(te.URL, "/v4.3.1/libpod") + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

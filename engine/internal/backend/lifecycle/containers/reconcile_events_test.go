@@ -22,18 +22,18 @@ func TestDiedEventForExitWhileEngineDown(t *testing.T) {
 	p, te := startEngineProcess(t)
 	te.loadBusybox()
 	id := te.create(map[string]any{"name": "quitter", "command": []string{"sh", "-c", "sleep 1; exit 4"}})
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	since := time.Now().Add(-time.Second)
-	p.stop()
+	p.Stop()
 	time.Sleep(2 * time.Second)
-	p.start()
+	p.Start()
 
 	if d := te.inspect(id); d.State.Status != "exited" || d.State.ExitCode != 4 {
 		t.Fatalf("after restart: %+v", d.State)
 	}
 	filters, _ := json.Marshal(map[string][]string{"event": {"died"}, "container": {id}})
 	q := "/events?stream=false&since=" + strconv.FormatInt(since.Unix(), 10) + "&filters=" + url.QueryEscape(string(filters))
-	body := te.must(http.StatusOK, "GET", q, nil)
+	body := te.Must(http.StatusOK, "GET", q, nil)
 	var died []map[string]any
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	for sc.Scan() {

@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,100 +17,14 @@ import (
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
-// engineProcess is the real berth-engine binary, run as its own process.
-type engineProcess struct {
-	t       *testing.T
-	bin     string
-	addr    string
-	root    string
-	runRoot string
-	cmd     *exec.Cmd
-	// netFlags give the engine networks of its own, chosen at the first start.
-	netFlags []string
-}
-
-func buildEngine(t *testing.T) string {
+// startEngineProcess starts berth-engine as a process of its own on state
+// in a temporary directory, with a client for it (enginetest.StartProcess:
+// an engine still running at the end has its objects removed, is stopped
+// and has the host checked, and nothing stays mounted under the directory).
+func startEngineProcess(t *testing.T) (*enginetest.Process, *testEngine) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "berth-engine")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/berth-project/berth/engine/cmd/berth-engine")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build berth-engine: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func (p *engineProcess) start() {
-	p.t.Helper()
-	if p.netFlags == nil {
-		nets := enginetest.UniqueNetworks(p.t)
-		nets.DefaultMode = "private"
-		p.netFlags = enginetest.NetworkFlags(nets)
-	}
-	p.cmd = exec.Command(p.bin, append([]string{"--listen", "tcp://" + p.addr, "--root", p.root, "--runroot", p.runRoot}, p.netFlags...)...)
-	p.cmd.Stdout = os.Stderr
-	p.cmd.Stderr = os.Stderr
-	if err := p.cmd.Start(); err != nil {
-		p.t.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		resp, err := http.Get("http://" + p.addr + "/libpod/_ping")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("engine did not answer _ping: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func (p *engineProcess) kill9() {
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	p.cmd.Wait()
-}
-
-func (p *engineProcess) stop() {
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		p.kill9()
-	}
-}
-
-// startEngineProcess builds berth-engine and starts it on state in a
-// temporary directory, with a client for it. When the test ends, an engine
-// still running has its containers removed and is stopped, and nothing
-// stays mounted under the directory.
-func startEngineProcess(t *testing.T) (*engineProcess, *testEngine) {
-	t.Helper()
-	dir := t.TempDir()
-	p := &engineProcess{t: t, bin: buildEngine(t), addr: freeAddr(t), root: filepath.Join(dir, "root"), runRoot: filepath.Join(dir, "run")}
-	p.start()
-	te := &testEngine{t: t, url: "http://" + p.addr + "/v4.3.1/libpod", root: p.root, runRoot: p.runRoot, client: &http.Client{}}
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			te.removeAll()
-			p.stop()
-		}
-		unmountUnder(dir)
-	})
-	return p, te
-}
-
-func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	p := enginetest.StartProcess(t, enginetest.Options{What: "engine restart tests"})
+	return p, &testEngine{p.Engine}
 }
 
 // TestRestartSafety kills the engine with SIGKILL while containers run and
@@ -133,7 +44,7 @@ func TestRestartSafety(t *testing.T) {
 	done := te.create(map[string]any{"name": "done", "command": []string{"sh", "-c", "exit 3"}})
 	idle := te.create(map[string]any{"name": "idle", "command": []string{"true"}})
 	for _, id := range []string{ticker, quitter, done} {
-		te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+		te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	}
 	if code := te.wait(done); code != 3 {
 		t.Fatalf("done: exit %d", code)
@@ -141,10 +52,10 @@ func TestRestartSafety(t *testing.T) {
 	te.waitLog(ticker, 2)
 	tickerPid := te.inspect(ticker).State.Pid
 
-	p.kill9()
+	p.Kill9()
 	// quitter exits while no engine watches; ticker keeps logging.
 	time.Sleep(2500 * time.Millisecond)
-	p.start()
+	p.Start()
 
 	d := te.inspect(ticker)
 	if d.State.Status != "running" || d.State.Pid != tickerPid {
@@ -162,22 +73,22 @@ func TestRestartSafety(t *testing.T) {
 		t.Fatalf("idle after restart: %+v", d.State)
 	}
 	// The engine still controls the survivors.
-	te.must(http.StatusNoContent, "POST", "/containers/ticker/stop?timeout=0", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/ticker/stop?timeout=0", nil)
 	if d := te.inspect(ticker); d.State.Status != "exited" || d.State.ExitCode != 137 {
 		t.Fatalf("ticker after stop: %+v", d.State)
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/quitter/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/quitter/start", nil)
 	if code := te.wait(quitter); code != 7 {
 		t.Fatalf("quitter second run: exit %d", code)
 	}
 	for _, id := range []string{ticker, quitter, done, idle} {
-		te.must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
+		te.Must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
 	}
-	if l := leaks(p.root, p.runRoot, ticker, quitter, done, idle); len(l) > 0 {
+	if l := leaks(p.Root, p.RunRoot, ticker, quitter, done, idle); len(l) > 0 {
 		t.Fatalf("leaked after removal:\n%s", strings.Join(l, "\n"))
 	}
-	p.stop()
-	if st := p.cmd.ProcessState; st == nil || !st.Success() {
+	p.Stop()
+	if st := p.ExitState(); st == nil || !st.Success() {
 		t.Fatalf("engine exit after SIGTERM: %v", fmt.Sprint(st))
 	}
 }
@@ -195,13 +106,13 @@ func TestRestartDeletesWhatACutCreateLeft(t *testing.T) {
 	p, te := startEngineProcess(t)
 	te.loadBusybox()
 	id := te.create(map[string]any{"name": "cut", "command": []string{"sh", "-c", "echo ran"}})
-	p.kill9()
+	p.Kill9()
 
 	// What the cut create left: the container in runc, created, with the
 	// cgroup the engine gives it.
-	created := plantCutCreate(t, p.runRoot, id)
+	created := plantCutCreate(t, p.RunRoot, id)
 
-	p.start()
+	p.Start()
 	deadline := time.Now().Add(5 * time.Second)
 	for runtime.ProcessAlive(created.PID) || runtime.ProcessAlive(created.ConmonPID) {
 		if time.Now().After(deadline) {
@@ -209,7 +120,7 @@ func TestRestartDeletesWhatACutCreateLeft(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := os.Stat(filepath.Join(p.runRoot, "runc", id)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(p.RunRoot, "runc", id)); !os.IsNotExist(err) {
 		t.Fatalf("runc state after the restart: %v", err)
 	}
 	if cg, _ := filepath.Glob("/sys/fs/cgroup/*/berth/berth-" + id); len(cg) > 0 {
@@ -218,12 +129,12 @@ func TestRestartDeletesWhatACutCreateLeft(t *testing.T) {
 	if st := te.inspect(id).State.Status; st != "created" {
 		t.Fatalf("state after the restart: %s", st)
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	if code := te.wait(id); code != 0 || strings.Join(te.logLines(id), "") != "ran" {
 		t.Fatalf("the container after the restart: exit %d, log %q", code, te.logLines(id))
 	}
-	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
-	if l := leaks(p.root, p.runRoot, id); len(l) > 0 {
+	te.Must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+	if l := leaks(p.Root, p.RunRoot, id); len(l) > 0 {
 		t.Fatalf("leaked after removal:\n%s", strings.Join(l, "\n"))
 	}
 }
@@ -284,13 +195,13 @@ func TestRestartPolicyAfterACutRestart(t *testing.T) {
 	// Two restarts, then on-failure gives up: exited, restart count 2.
 	id := te.create(map[string]any{"name": "cutrestart", "command": []string{"sh", "-c", "echo ran; exit 3"},
 		"restart_policy": "on-failure", "restart_tries": 2})
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		var d struct {
 			RestartCount int
 			State        struct{ Status string }
 		}
-		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
 		if d.RestartCount == 2 && d.State.Status == "exited" && len(te.logLines(id)) == 3 {
 			break
 		}
@@ -298,17 +209,17 @@ func TestRestartPolicyAfterACutRestart(t *testing.T) {
 			t.Fatalf("on-failure:2 did not end exited after two restarts: %+v, log %q", d, te.logLines(id))
 		}
 	}
-	if status, body := te.do("POST", "/containers/"+id+"/update?restartPolicy=always", nil); status >= 300 {
+	if status, body := te.Do("POST", "/containers/"+id+"/update?restartPolicy=always", nil); status >= 300 {
 		t.Fatalf("update the restart policy: %d %s", status, body)
 	}
 	var paths struct{ ConmonPidFile string }
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &paths)
-	p.kill9()
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &paths)
+	p.Kill9()
 
-	created := plantCutCreate(t, p.runRoot, id)
+	created := plantCutCreate(t, p.RunRoot, id)
 	// The cut create's conmon wrote its pid where the container's does.
 	os.WriteFile(paths.ConmonPidFile, []byte(fmt.Sprint(created.ConmonPID)), 0o600)
-	p.start()
+	p.Start()
 	for deadline := time.Now().Add(5 * time.Second); runtime.ProcessAlive(created.PID) || runtime.ProcessAlive(created.ConmonPID); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the cut create's init (%d) or conmon (%d) outlived the restart", created.PID, created.ConmonPID)
@@ -321,7 +232,7 @@ func TestRestartPolicyAfterACutRestart(t *testing.T) {
 			RestartCount int
 			State        struct{ Status, Error string }
 		}
-		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
 		if d.State.Error != "" {
 			t.Fatalf("after the restart: %+v", d)
 		}
@@ -332,8 +243,8 @@ func TestRestartPolicyAfterACutRestart(t *testing.T) {
 			t.Fatalf("not restarted after the engine's restart: %+v, log %q", d, te.logLines(id))
 		}
 	}
-	te.must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
-	if l := leaks(p.root, p.runRoot, id); len(l) > 0 {
+	te.Must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
+	if l := leaks(p.Root, p.RunRoot, id); len(l) > 0 {
 		t.Fatalf("leaked after removal:\n%s", strings.Join(l, "\n"))
 	}
 }
@@ -354,12 +265,12 @@ func TestRestartToReady(t *testing.T) {
 			var times []string
 			for range 3 {
 				if how == "SIGTERM" {
-					p.stop()
+					p.Stop()
 				} else {
-					p.kill9()
+					p.Kill9()
 				}
 				started := time.Now()
-				p.start()
+				p.Start()
 				times = append(times, time.Since(started).Round(time.Millisecond).String())
 			}
 			t.Logf("restart-to-ready with %s, after %s: %s", what, how, strings.Join(times, ", "))
@@ -368,12 +279,12 @@ func TestRestartToReady(t *testing.T) {
 	var ids []string
 	for range 100 {
 		id := te.create(map[string]any{"command": []string{"sleep", "600"}})
-		te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+		te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 		ids = append(ids, id)
 	}
 	measure("100 running containers")
 	for _, id := range ids {
-		te.must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
+		te.Must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
 	}
 	for range 500 {
 		te.create(map[string]any{"command": []string{"true"}})

@@ -46,14 +46,14 @@ func TestRootfsOverlayRestartSafety(t *testing.T) {
 	live := te.create(spec("live", "echo live > /live; exec /bin/busybox sleep 60"))
 	quitter := te.create(spec("quitter", "echo q > /quit; /bin/busybox sleep 1.5; exit 4"))
 	for _, id := range []string{live, quitter} {
-		te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+		te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	}
 	if n := overlaysOn(t, rootfs); n != 2 {
 		t.Fatalf("%d overlays on the rootfs while both run, want 2", n)
 	}
-	p.kill9()
+	p.Kill9()
 	time.Sleep(2500 * time.Millisecond)
-	p.start()
+	p.Start()
 
 	if d := te.inspect(quitter); d.State.Status != "exited" || d.State.ExitCode != 4 {
 		t.Fatalf("quitter after restart: %+v", d.State)
@@ -69,7 +69,7 @@ func TestRootfsOverlayRestartSafety(t *testing.T) {
 		t.Fatalf("live after restart: %+v", d.State)
 	}
 	for _, id := range []string{live, quitter} {
-		te.must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
+		te.Must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
 	}
 	if n := overlaysOn(t, rootfs); n != 0 {
 		t.Fatalf("%d overlays on the rootfs after removal", n)
@@ -79,7 +79,7 @@ func TestRootfsOverlayRestartSafety(t *testing.T) {
 			t.Errorf("a container's /%s reached the rootfs", f)
 		}
 	}
-	if l := leaks(p.root, p.runRoot, live, quitter); len(l) > 0 {
+	if l := leaks(p.Root, p.RunRoot, live, quitter); len(l) > 0 {
 		t.Fatalf("leaked after removal:\n%s", strings.Join(l, "\n"))
 	}
 }

@@ -16,11 +16,11 @@ import (
 
 // secretID creates a secret through the API and returns its ID.
 func (te *testEngine) secret(name, data string) string {
-	te.t.Helper()
+	te.T.Helper()
 	var out struct{ ID string }
-	json.Unmarshal(te.must(http.StatusOK, "POST", "/secrets/create?name="+name, strings.NewReader(data)), &out)
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/secrets/create?name="+name, strings.NewReader(data)), &out)
 	if out.ID == "" {
-		te.t.Fatalf("secret %s: no ID", name)
+		te.T.Fatalf("secret %s: no ID", name)
 	}
 	return out.ID
 }
@@ -58,30 +58,30 @@ func TestSecretsInContainers(t *testing.T) {
 	}
 
 	id := te.create(map[string]any{"command": []string{"true"}, "secret_env": map[string]string{"TOKEN": "s2"}, "secrets": []map[string]any{{"Source": "s1"}}})
-	raw := te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil)
+	raw := te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil)
 	if bytes.Contains(raw, []byte("tok-en")) || bytes.Contains(raw, []byte("hunter2")) {
 		t.Fatalf("container inspect shows secret data: %s", raw)
 	}
 	for _, name := range []string{"s1", "s2"} {
-		status, body := te.do("DELETE", "/secrets/"+name, nil)
+		status, body := te.Do("DELETE", "/secrets/"+name, nil)
 		if status != http.StatusConflict || !strings.Contains(string(body), id[:12]) {
 			t.Fatalf("remove %s in use: %d %s", name, status, body)
 		}
 	}
-	if status, _ := te.do("DELETE", "/secrets/x?all=true", nil); status != http.StatusConflict {
+	if status, _ := te.Do("DELETE", "/secrets/x?all=true", nil); status != http.StatusConflict {
 		t.Fatalf("remove all with secrets in use: %d", status)
 	}
-	if raw := te.must(http.StatusOK, "GET", "/secrets/s2/json", nil); bytes.Contains(raw, []byte("tok-en")) {
+	if raw := te.Must(http.StatusOK, "GET", "/secrets/s2/json", nil); bytes.Contains(raw, []byte("tok-en")) {
 		t.Fatalf("secret inspect without showsecret: %s", raw)
 	}
-	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
-	te.must(http.StatusNoContent, "DELETE", "/secrets/s1", nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+	te.Must(http.StatusNoContent, "DELETE", "/secrets/s1", nil)
 
-	status, body := te.do("POST", "/containers/create", map[string]any{"image": "busybox", "secrets": []map[string]any{{"Source": "nope"}}})
+	status, body := te.Do("POST", "/containers/create", map[string]any{"image": "busybox", "secrets": []map[string]any{{"Source": "nope"}}})
 	if status != http.StatusNotFound || !strings.Contains(string(body), "secrets[0]") {
 		t.Fatalf("create with an unknown secret: %d %s", status, body)
 	}
-	status, body = te.do("POST", "/containers/create", map[string]any{"image": "busybox", "secret_env": map[string]string{"A": "nope"}})
+	status, body = te.Do("POST", "/containers/create", map[string]any{"image": "busybox", "secret_env": map[string]string{"A": "nope"}})
 	if status != http.StatusNotFound || !strings.Contains(string(body), "secret_env.A") {
 		t.Fatalf("create with an unknown env secret: %d %s", status, body)
 	}
@@ -113,7 +113,7 @@ func TestSecretsAPIErrors(t *testing.T) {
 		{"DELETE", "/secrets/nope", "", 404, "nope"},
 		{"DELETE", "/secrets/taken?all=maybe", "", 400, "all"},
 	} {
-		status, body := te.do(tc.method, tc.path, strings.NewReader(tc.body))
+		status, body := te.Do(tc.method, tc.path, strings.NewReader(tc.body))
 		var e struct {
 			Cause, Message string
 			Response       int
@@ -126,12 +126,12 @@ func TestSecretsAPIErrors(t *testing.T) {
 		}
 	}
 	big := strings.Repeat("x", 512000)
-	if status, _ := te.do("POST", "/secrets/create?name=big", strings.NewReader(big)); status != http.StatusBadRequest {
+	if status, _ := te.Do("POST", "/secrets/create?name=big", strings.NewReader(big)); status != http.StatusBadRequest {
 		t.Fatalf("secret of 512000 bytes: %d", status)
 	}
-	te.must(http.StatusNoContent, "GET", "/secrets/taken/exists", nil)
+	te.Must(http.StatusNoContent, "GET", "/secrets/taken/exists", nil)
 	var listed []json.RawMessage
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/secrets/json", nil), &listed)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/secrets/json", nil), &listed)
 	if len(listed) != 1 {
 		t.Fatalf("secrets after refused creates: %s", listed)
 	}
@@ -195,7 +195,7 @@ func TestPodmanRemoteSecrets(t *testing.T) {
 	}
 	// Podman 4 clients cannot decode secret events (the engine leaves them
 	// out of their streams); a newer API version gets them.
-	status, body := enginetest.Do(t, te.client, "GET", strings.Replace(te.url, "/v4.3.1/", "/v5.0.0/", 1),
+	status, body := enginetest.Do(t, te.Client, "GET", strings.Replace(te.URL, "/v4.3.1/", "/v5.0.0/", 1),
 		`/events?stream=false&filters={"type":["secret"]}`, nil)
 	var actions []string
 	for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
@@ -222,12 +222,12 @@ func TestSecretsSurviveKill(t *testing.T) {
 		t.Skip("builds and runs the engine binary")
 	}
 	p, te := startEngineProcess(t)
-	te.client = &http.Client{Timeout: 10 * time.Second}
+	te.Client = &http.Client{Timeout: 10 * time.Second}
 	te.loadBusybox()
 	te.secret("kept", "kept-data")
 	user := te.create(map[string]any{"name": "user", "command": []string{"cat", "/run/secrets/kept"}})
 	_ = user
-	te.must(http.StatusOK, "DELETE", "/containers/user", nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/user", nil)
 	user = te.create(map[string]any{"name": "user", "command": []string{"cat", "/run/secrets/kept"}, "secrets": []map[string]any{{"Source": "kept"}}})
 
 	var wg sync.WaitGroup
@@ -244,12 +244,12 @@ func TestSecretsSurviveKill(t *testing.T) {
 				default:
 				}
 				name := "w" + string(rune('a'+w)) + strings.Repeat("x", i%5) + string(rune('0'+i%10))
-				req, _ := http.NewRequest("POST", te.url+"/secrets/create?replace=true&name="+name, strings.NewReader("data-of-"+name))
+				req, _ := http.NewRequest("POST", te.URL+"/secrets/create?replace=true&name="+name, strings.NewReader("data-of-"+name))
 				if resp, err := client.Do(req); err == nil {
 					resp.Body.Close()
 				}
 				if i%3 == 0 {
-					req, _ = http.NewRequest("DELETE", te.url+"/secrets/"+name, nil)
+					req, _ = http.NewRequest("DELETE", te.URL+"/secrets/"+name, nil)
 					if resp, err := client.Do(req); err == nil {
 						resp.Body.Close()
 					}
@@ -258,27 +258,27 @@ func TestSecretsSurviveKill(t *testing.T) {
 		}(w)
 	}
 	time.Sleep(700 * time.Millisecond)
-	p.kill9()
+	p.Kill9()
 	close(stop)
 	wg.Wait()
-	p.start()
+	p.Start()
 
 	var listed []struct {
 		ID   string
 		Spec struct{ Name string }
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/secrets/json", nil), &listed)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/secrets/json", nil), &listed)
 	if len(listed) < 2 {
 		t.Fatalf("secrets after the kill: %d", len(listed))
 	}
 	files := map[string]bool{}
-	entries, _ := os.ReadDir(filepath.Join(p.root, "secrets"))
+	entries, _ := os.ReadDir(filepath.Join(p.Root, "secrets"))
 	for _, e := range entries {
 		files[e.Name()] = true
 	}
 	for _, s := range listed {
 		var full struct{ SecretData string }
-		json.Unmarshal(te.must(http.StatusOK, "GET", "/secrets/"+s.ID+"/json?showsecret=true", nil), &full)
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/secrets/"+s.ID+"/json?showsecret=true", nil), &full)
 		want := "data-of-" + s.Spec.Name
 		if s.Spec.Name == "kept" {
 			want = "kept-data"
@@ -291,20 +291,20 @@ func TestSecretsSurviveKill(t *testing.T) {
 	if len(files) != 0 {
 		t.Fatalf("data files without a secret after restart: %v", files)
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/user/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/user/start", nil)
 	if code := te.wait(user); code != 0 {
 		t.Fatalf("user exit %d", code)
 	}
 	if lines := te.logLines(user); len(lines) != 1 || !strings.Contains(lines[0], "kept-data") {
 		t.Fatalf("user's log: %q", lines)
 	}
-	if status, _ := te.do("DELETE", "/secrets/kept", nil); status != http.StatusConflict {
+	if status, _ := te.Do("DELETE", "/secrets/kept", nil); status != http.StatusConflict {
 		t.Fatalf("remove a secret in use after restart: %d", status)
 	}
-	te.must(http.StatusOK, "DELETE", "/containers/user", nil)
-	te.must(http.StatusNoContent, "DELETE", "/secrets/x?all=true", nil)
-	if entries, _ := os.ReadDir(filepath.Join(p.root, "secrets")); len(entries) != 0 {
+	te.Must(http.StatusOK, "DELETE", "/containers/user", nil)
+	te.Must(http.StatusNoContent, "DELETE", "/secrets/x?all=true", nil)
+	if entries, _ := os.ReadDir(filepath.Join(p.Root, "secrets")); len(entries) != 0 {
 		t.Fatalf("files after removing every secret: %v", entries)
 	}
-	p.stop()
+	p.Stop()
 }

@@ -72,7 +72,7 @@ func measure(te *testEngine, cycled []string) resources {
 	}
 	mounts, _ := os.ReadFile("/proc/self/mounts")
 	for _, line := range strings.Split(string(mounts), "\n") {
-		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], filepath.Dir(te.root)) {
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], filepath.Dir(te.Root)) {
 			r.Mounts++
 		}
 	}
@@ -101,15 +101,15 @@ func TestSoak(t *testing.T) {
 	te := startEngine(t, func(c *engine.Config) { c.ExecRetention = soakRetention })
 	n := func(full int) int { return max(1, int(math.Round(float64(full)*scale))) }
 	long := te.create(map[string]any{"command": []string{"sh", "-c", "while true; do echo tick; sleep 1; done"}})
-	te.must(http.StatusNoContent, "POST", "/containers/"+long+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+long+"/start", nil)
 	var cycled []string
 	exec := func() {
 		var created struct{ ID string }
-		json.Unmarshal(te.must(http.StatusCreated, "POST", "/containers/"+long+"/exec", map[string]any{"Cmd": []string{"true"}}), &created)
-		te.must(http.StatusOK, "POST", "/exec/"+created.ID+"/start", map[string]any{"Detach": true})
+		json.Unmarshal(te.Must(http.StatusCreated, "POST", "/containers/"+long+"/exec", map[string]any{"Cmd": []string{"true"}}), &created)
+		te.Must(http.StatusOK, "POST", "/exec/"+created.ID+"/start", map[string]any{"Detach": true})
 		for deadline := time.Now().Add(10 * time.Second); ; {
 			var ins struct{ Running bool }
-			json.Unmarshal(te.must(http.StatusOK, "GET", "/exec/"+created.ID+"/json", nil), &ins)
+			json.Unmarshal(te.Must(http.StatusOK, "GET", "/exec/"+created.ID+"/json", nil), &ins)
 			if !ins.Running {
 				return
 			}
@@ -120,13 +120,13 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	readLogs := func() {
-		te.must(http.StatusOK, "GET", "/containers/"+long+"/logs?stdout=true&tail=10", nil)
+		te.Must(http.StatusOK, "GET", "/containers/"+long+"/logs?stdout=true&tail=10", nil)
 	}
 	cycle := func() {
 		id := te.create(map[string]any{"command": []string{"true"}})
-		te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+		te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 		te.wait(id)
-		te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+		te.Must(http.StatusOK, "DELETE", "/containers/"+id, nil)
 		cycled = append(cycled, id)
 	}
 
@@ -146,7 +146,7 @@ func TestSoak(t *testing.T) {
 						return
 					default:
 					}
-					resp, err := te.client.Get(te.url + "/images/json")
+					resp, err := te.Client.Get(te.URL + "/images/json")
 					if err != nil {
 						errs <- err
 						return
@@ -160,7 +160,7 @@ func TestSoak(t *testing.T) {
 		return func() {
 			close(quit)
 			wg.Wait()
-			te.client.CloseIdleConnections()
+			te.Client.CloseIdleConnections()
 		}
 	}
 	// settle lets exits and cleanups finish and ended exec sessions pass

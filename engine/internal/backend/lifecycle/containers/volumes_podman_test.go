@@ -22,7 +22,7 @@ func podmanRemote(t *testing.T, te *testEngine) func(args ...string) (string, er
 		}
 		t.Skip("podman is not installed")
 	}
-	base := "tcp://" + strings.TrimPrefix(strings.TrimSuffix(te.url, "/v4.3.1/libpod"), "http://")
+	base := "tcp://" + strings.TrimPrefix(strings.TrimSuffix(te.URL, "/v4.3.1/libpod"), "http://")
 	xdg := t.TempDir()
 	return func(args ...string) (string, error) {
 		t.Helper()

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -31,14 +32,14 @@ type volumeJSON struct {
 }
 
 func (te *testEngine) volumes(filters string) []volumeJSON {
-	te.t.Helper()
+	te.T.Helper()
 	path := "/volumes/json"
 	if filters != "" {
 		path += "?filters=" + url.QueryEscape(filters)
 	}
 	var out []volumeJSON
-	if err := json.Unmarshal(te.must(http.StatusOK, "GET", path, nil), &out); err != nil {
-		te.t.Fatal(err)
+	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", path, nil), &out); err != nil {
+		te.T.Fatal(err)
 	}
 	return out
 }
@@ -55,7 +56,7 @@ func volumeNames(vs []volumeJSON) []string {
 func TestVolumeAPI(t *testing.T) {
 	te := startEngine(t)
 	var v volumeJSON
-	json.Unmarshal(te.must(http.StatusCreated, "POST", "/volumes/create",
+	json.Unmarshal(te.Must(http.StatusCreated, "POST", "/volumes/create",
 		map[string]any{"Name": "data", "Labels": map[string]string{"app": "web"}, "Options": map[string]string{"UID": "1000"}}), &v)
 	if v.Name != "data" || v.Driver != "local" || v.Scope != "local" || v.Labels["app"] != "web" || v.UID != 1000 || !v.NeedsCopyUp {
 		t.Fatalf("created volume: %+v", v)
@@ -65,29 +66,29 @@ func TestVolumeAPI(t *testing.T) {
 		t.Fatalf("mountpoint %s: %v", v.Mountpoint, err)
 	}
 	var anon volumeJSON
-	json.Unmarshal(te.must(http.StatusCreated, "POST", "/volumes/create", ""), &anon)
+	json.Unmarshal(te.Must(http.StatusCreated, "POST", "/volumes/create", ""), &anon)
 	if len(anon.Name) != 64 {
 		t.Fatalf("unnamed volume got name %q", anon.Name)
 	}
-	te.must(http.StatusNoContent, "GET", "/volumes/data/exists", nil)
-	te.must(http.StatusNotFound, "GET", "/volumes/nope/exists", nil)
-	te.must(http.StatusOK, "GET", "/volumes/data/json", nil)
-	te.must(http.StatusNotFound, "GET", "/volumes/nope/json", nil)
-	te.must(http.StatusNotFound, "DELETE", "/volumes/nope", nil)
+	te.Must(http.StatusNoContent, "GET", "/volumes/data/exists", nil)
+	te.Must(http.StatusNotFound, "GET", "/volumes/nope/exists", nil)
+	te.Must(http.StatusOK, "GET", "/volumes/data/json", nil)
+	te.Must(http.StatusNotFound, "GET", "/volumes/nope/json", nil)
+	te.Must(http.StatusNotFound, "DELETE", "/volumes/nope", nil)
 
 	// Bad input: nothing is created.
-	te.must(http.StatusConflict, "POST", "/volumes/create", map[string]any{"Name": "data"})
-	te.must(http.StatusBadRequest, "POST", "/volumes/create", map[string]any{"Name": "../x"})
-	te.must(http.StatusBadRequest, "POST", "/volumes/create", map[string]any{"Name": "x", "Driver": "nfs"})
-	te.must(http.StatusBadRequest, "POST", "/volumes/create", map[string]any{"Name": "x", "Options": map[string]string{"device": "/dev/sda"}})
-	te.must(http.StatusBadRequest, "POST", "/volumes/create", "{not json")
-	te.must(http.StatusBadRequest, "GET", "/volumes/json?filters="+url.QueryEscape(`{"colour":["red"]}`), nil)
-	te.must(http.StatusBadRequest, "GET", "/volumes/json?filters="+url.QueryEscape(`{"dangling":["maybe"]}`), nil)
-	te.must(http.StatusBadRequest, "POST", "/volumes/prune?filters="+url.QueryEscape(`{"name":["data"]}`), nil)
+	te.Must(http.StatusConflict, "POST", "/volumes/create", map[string]any{"Name": "data"})
+	te.Must(http.StatusBadRequest, "POST", "/volumes/create", map[string]any{"Name": "../x"})
+	te.Must(http.StatusBadRequest, "POST", "/volumes/create", map[string]any{"Name": "x", "Driver": "nfs"})
+	te.Must(http.StatusBadRequest, "POST", "/volumes/create", map[string]any{"Name": "x", "Options": map[string]string{"device": "/dev/sda"}})
+	te.Must(http.StatusBadRequest, "POST", "/volumes/create", "{not json")
+	te.Must(http.StatusBadRequest, "GET", "/volumes/json?filters="+url.QueryEscape(`{"colour":["red"]}`), nil)
+	te.Must(http.StatusBadRequest, "GET", "/volumes/json?filters="+url.QueryEscape(`{"dangling":["maybe"]}`), nil)
+	te.Must(http.StatusBadRequest, "POST", "/volumes/prune?filters="+url.QueryEscape(`{"name":["data"]}`), nil)
 	if got := volumeNames(te.volumes("")); len(got) != 2 || !slices.Contains(got, "data") {
 		t.Fatalf("volumes after bad requests: %v", got)
 	}
-	if entries, _ := os.ReadDir(filepath.Join(te.root, "volumes")); len(entries) != 2 {
+	if entries, _ := os.ReadDir(filepath.Join(te.Root, "volumes")); len(entries) != 2 {
 		t.Fatalf("volume directories: %v", entries)
 	}
 
@@ -110,20 +111,20 @@ func TestVolumeAPI(t *testing.T) {
 		ID   string `json:"Id"`
 		Size uint64
 	}
-	json.Unmarshal(te.must(http.StatusOK, "POST", "/volumes/prune?filters="+url.QueryEscape(`{"label":["app=web"]}`), nil), &reports)
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/volumes/prune?filters="+url.QueryEscape(`{"label":["app=web"]}`), nil), &reports)
 	if len(reports) != 0 {
 		t.Fatalf("prune with label removed %+v", reports)
 	}
-	json.Unmarshal(te.must(http.StatusOK, "POST", "/volumes/prune", nil), &reports)
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/volumes/prune", nil), &reports)
 	if len(reports) != 1 || reports[0].ID != anon.Name {
 		t.Fatalf("prune: %+v", reports)
 	}
 	if _, err := os.Stat(anon.Mountpoint); !os.IsNotExist(err) {
 		t.Fatalf("pruned volume's directory: %v", err)
 	}
-	te.must(http.StatusConflict, "DELETE", "/volumes/data", nil)
-	te.must(http.StatusNoContent, "DELETE", "/volumes/data?force=true", nil)
-	te.must(http.StatusNotFound, "GET", "/containers/"+id+"/json", nil)
+	te.Must(http.StatusConflict, "DELETE", "/volumes/data", nil)
+	te.Must(http.StatusNoContent, "DELETE", "/volumes/data?force=true", nil)
+	te.Must(http.StatusNotFound, "GET", "/containers/"+id+"/json", nil)
 	if _, err := os.Stat(v.Mountpoint); !os.IsNotExist(err) {
 		t.Fatalf("removed volume's directory: %v", err)
 	}
@@ -163,7 +164,7 @@ func TestVolumesInContainers(t *testing.T) {
 	if err := testimage.DockerArchive(&buf, img); err != nil {
 		t.Fatal(err)
 	}
-	te.must(http.StatusOK, "POST", "/images/load", &buf)
+	te.Must(http.StatusOK, "POST", "/images/load", &buf)
 	id := te.create(map[string]any{
 		"image":   "localhost/seeded:latest",
 		"command": []string{"sh", "-c", "cat /seeded/hello; echo local > /anon/a"},
@@ -175,7 +176,7 @@ func TestVolumesInContainers(t *testing.T) {
 			RW                                      bool
 		}
 	}
-	json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &insp)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &insp)
 	var anon []string
 	for _, m := range insp.Mounts {
 		if m.Type != "volume" || m.Driver != "local" || len(m.Name) != 64 || !m.RW {
@@ -191,16 +192,16 @@ func TestVolumesInContainers(t *testing.T) {
 			t.Fatalf("anonymous volume %+v", v)
 		}
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	if code := te.wait(id); code != 0 {
 		t.Fatalf("exit %d: %v", code, te.logLines(id))
 	}
 	if out := te.logLines(id); !slices.Equal(out, []string{"from the image"}) {
 		t.Fatalf("image content in the volume: %v", out)
 	}
-	te.must(http.StatusConflict, "DELETE", "/volumes/"+anon[0], nil)
+	te.Must(http.StatusConflict, "DELETE", "/volumes/"+anon[0], nil)
 	// rm -v removes the anonymous volumes, not the named one.
-	te.must(http.StatusOK, "DELETE", "/containers/"+id+"?v=true", nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/"+id+"?v=true", nil)
 	if got := volumeNames(te.volumes("")); !slices.Equal(got, []string{"shared"}) {
 		t.Fatalf("volumes after rm -v: %v", got)
 	}
@@ -211,7 +212,7 @@ func TestVolumesInContainers(t *testing.T) {
 	if n := len(te.volumes("")); n != 2 {
 		t.Fatalf("%d volumes with the --rm container", n)
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	te.wait(id)
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && len(te.volumes("")) != 1; {
 		time.Sleep(50 * time.Millisecond)
@@ -222,15 +223,15 @@ func TestVolumesInContainers(t *testing.T) {
 
 	// Without -v the anonymous volume stays; container prune removes it.
 	id = te.create(map[string]any{"command": []string{"true"}, "volumes": []map[string]any{{"Dest": "/keep"}}})
-	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/"+id, nil)
 	if n := len(te.volumes("")); n != 2 {
 		t.Fatalf("rm without -v left %d volumes", n)
 	}
 	for _, v := range te.volumes(`{"anonymous":["true"]}`) {
-		te.must(http.StatusNoContent, "DELETE", "/volumes/"+v.Name, nil)
+		te.Must(http.StatusNoContent, "DELETE", "/volumes/"+v.Name, nil)
 	}
 	te.create(map[string]any{"command": []string{"true"}, "volumes": []map[string]any{{"Dest": "/keep"}}})
-	te.must(http.StatusOK, "POST", "/containers/prune", nil)
+	te.Must(http.StatusOK, "POST", "/containers/prune", nil)
 	if got := volumeNames(te.volumes("")); !slices.Equal(got, []string{"shared"}) {
 		t.Fatalf("volumes after container prune: %v", got)
 	}
@@ -247,9 +248,9 @@ func TestVolumesInContainers(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("volumes_from rw: %d %v", code, out)
 	}
-	te.must(http.StatusNotFound, "POST", "/containers/create", map[string]any{"image": "busybox", "volumes_from": []string{"nope"}})
-	te.must(http.StatusBadRequest, "POST", "/containers/create", map[string]any{"image": "busybox", "volumes_from": []string{src + ":ro,rw"}})
-	te.must(http.StatusOK, "DELETE", "/containers/"+src+"?v=true", nil)
+	te.Must(http.StatusNotFound, "POST", "/containers/create", map[string]any{"image": "busybox", "volumes_from": []string{"nope"}})
+	te.Must(http.StatusBadRequest, "POST", "/containers/create", map[string]any{"image": "busybox", "volumes_from": []string{src + ":ro,rw"}})
+	te.Must(http.StatusOK, "DELETE", "/containers/"+src+"?v=true", nil)
 
 	// Bad volume specs: 400 and nothing created.
 	for _, vols := range []string{
@@ -259,7 +260,7 @@ func TestVolumesInContainers(t *testing.T) {
 		`[{"Name":"a","Dest":"/a"},{"Name":"b","Dest":"/a"}]`,
 		`[{"Name":"x","Dest":"/a","Options":["bogus"]}]`,
 	} {
-		status, body := te.do("POST", "/containers/create", `{"image":"busybox","volumes":`+vols+`}`)
+		status, body := te.Do("POST", "/containers/create", `{"image":"busybox","volumes":`+vols+`}`)
 		if status != http.StatusBadRequest || !strings.Contains(string(body), "volumes") && !strings.Contains(string(body), "mounts") {
 			t.Fatalf("volumes %s: %d %s", vols, status, body)
 		}
@@ -282,7 +283,7 @@ func TestVolumePruneRacesCreate(t *testing.T) {
 			case <-done:
 				return
 			default:
-				if resp, err := te.client.Post(te.url+"/volumes/prune", "", nil); err == nil {
+				if resp, err := te.Client.Post(te.URL+"/volumes/prune", "", nil); err == nil {
 					resp.Body.Close()
 				}
 			}
@@ -299,7 +300,7 @@ func TestVolumePruneRacesCreate(t *testing.T) {
 		var insp struct {
 			Mounts []struct{ Name, Source string }
 		}
-		json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &insp)
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &insp)
 		if len(insp.Mounts) != 2 {
 			t.Fatalf("mounts %+v", insp.Mounts)
 		}
@@ -307,7 +308,7 @@ func TestVolumePruneRacesCreate(t *testing.T) {
 			if _, err := os.Stat(m.Source); err != nil {
 				t.Fatalf("container %s lost volume %s: %v", id, m.Name, err)
 			}
-			te.must(http.StatusOK, "GET", "/volumes/"+m.Name+"/json", nil)
+			te.Must(http.StatusOK, "GET", "/volumes/"+m.Name+"/json", nil)
 		}
 	}
 }
@@ -324,7 +325,7 @@ func TestVolumeListFilterAlternatives(t *testing.T) {
 		"vb": {"tier": "web", "env": "prod"},
 		"vc": {"tier": "web"},
 	} {
-		te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": name, "Labels": labels})
+		te.Must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": name, "Labels": labels})
 	}
 	id := te.create(map[string]any{"command": []string{"true"}, "volumes": []map[string]any{{"Name": "va", "Dest": "/data"}}})
 	future := time.Now().Add(time.Hour).Format(time.RFC3339)
@@ -360,15 +361,15 @@ func TestVolumeListFilterAlternatives(t *testing.T) {
 	var reports []struct {
 		ID string `json:"Id"`
 	}
-	json.Unmarshal(te.must(http.StatusOK, "POST", "/volumes/prune?filters="+url.QueryEscape(`{"label":["tier=web","env"]}`), nil), &reports)
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/volumes/prune?filters="+url.QueryEscape(`{"label":["tier=web","env"]}`), nil), &reports)
 	if len(reports) != 1 || reports[0].ID != "vb" {
 		t.Fatalf("prune with two labels: %+v", reports)
 	}
-	json.Unmarshal(te.must(http.StatusOK, "POST", "/volumes/prune?filters="+url.QueryEscape(`{"until":["1h","`+future+`"],"label!":["tier=db"]}`), nil), &reports)
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/volumes/prune?filters="+url.QueryEscape(`{"until":["1h","`+future+`"],"label!":["tier=db"]}`), nil), &reports)
 	if len(reports) != 1 || reports[0].ID != "vc" {
 		t.Fatalf("prune with until alternatives and label!: %+v", reports)
 	}
-	te.must(http.StatusOK, "DELETE", "/containers/"+id, nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/"+id, nil)
 }
 
 // tarOf builds an uncompressed tar of the given entries (name -> content;
@@ -396,12 +397,12 @@ func tarOf(t *testing.T, entries ...[2]string) []byte {
 // volume, a malformed or truncated tar is a 400 and imports nothing.
 func TestVolumeExportImport(t *testing.T) {
 	te := startEngine(t)
-	te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "data"})
-	data := filepath.Join(te.root, "volumes", "data", "_data")
+	te.Must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "data"})
+	data := filepath.Join(te.Root, "volumes", "data", "_data")
 	os.WriteFile(filepath.Join(data, "keep"), []byte("kept"), 0o600)
 	os.WriteFile(filepath.Join(data, "old"), []byte("old"), 0o644)
 
-	te.must(http.StatusNoContent, "POST", "/volumes/data/import", bytes.NewReader(tarOf(t,
+	te.Must(http.StatusNoContent, "POST", "/volumes/data/import", bytes.NewReader(tarOf(t,
 		[2]string{"sub/", ""}, [2]string{"sub/new", "new-content"}, [2]string{"/old", "replaced"})))
 	for file, want := range map[string]string{"keep": "kept", "old": "replaced", "sub/new": "new-content"} {
 		if got, err := os.ReadFile(filepath.Join(data, file)); err != nil || string(got) != want {
@@ -412,7 +413,7 @@ func TestVolumeExportImport(t *testing.T) {
 		t.Fatalf("container reading the import: %d %q", code, out)
 	}
 
-	status, body := te.do("GET", "/volumes/data/export", nil)
+	status, body := te.Do("GET", "/volumes/data/export", nil)
 	if status != http.StatusOK {
 		t.Fatalf("export: %d %s", status, body)
 	}
@@ -438,7 +439,7 @@ func TestVolumeExportImport(t *testing.T) {
 		"truncated":      tarOf(t, [2]string{"big", strings.Repeat("x", 4096)})[:1024],
 		"empty":          nil,
 	} {
-		status, body := te.do("POST", "/volumes/data/import", bytes.NewReader(bad))
+		status, body := te.Do("POST", "/volumes/data/import", bytes.NewReader(bad))
 		if status != http.StatusBadRequest || !strings.Contains(string(body), "body") {
 			t.Errorf("%s: %d %s", name, status, body)
 		}
@@ -447,14 +448,14 @@ func TestVolumeExportImport(t *testing.T) {
 	if len(after) != len(before) {
 		t.Fatalf("a refused import left files: %v -> %v", before, after)
 	}
-	if _, err := os.Stat(filepath.Join(te.root, "volumes", "escaped")); err == nil {
+	if _, err := os.Stat(filepath.Join(te.Root, "volumes", "escaped")); err == nil {
 		t.Fatal("a traversal entry was written outside the volume")
 	}
-	if staged, _ := filepath.Glob(filepath.Join(te.root, "volumes", "data", ".import-*")); len(staged) != 0 {
+	if staged, _ := filepath.Glob(filepath.Join(te.Root, "volumes", "data", ".import-*")); len(staged) != 0 {
 		t.Fatalf("staging left: %v", staged)
 	}
-	te.must(http.StatusNotFound, "GET", "/volumes/nope/export", nil)
-	te.must(http.StatusNotFound, "POST", "/volumes/nope/import", bytes.NewReader(tarOf(t, [2]string{"f", "x"})))
+	te.Must(http.StatusNotFound, "GET", "/volumes/nope/export", nil)
+	te.Must(http.StatusNotFound, "POST", "/volumes/nope/import", bytes.NewReader(tarOf(t, [2]string{"f", "x"})))
 }
 
 // TestVolumeMountOptions: a tmpfs volume (type=tmpfs, o=size=...,nodev,
@@ -463,8 +464,8 @@ func TestVolumeExportImport(t *testing.T) {
 // host directory's content; options the driver cannot honour are a 400.
 func TestVolumeMountOptions(t *testing.T) {
 	te := startEngine(t)
-	te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "tmp", "Options": map[string]string{"type": "tmpfs", "o": "size=2m,nodev,noexec", "UID": "1000"}})
-	data := filepath.Join(te.root, "volumes", "tmp", "_data")
+	te.Must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "tmp", "Options": map[string]string{"type": "tmpfs", "o": "size=2m,nodev,noexec", "UID": "1000"}})
+	data := filepath.Join(te.Root, "volumes", "tmp", "_data")
 	code, out := te.run(map[string]any{"command": []string{"sh", "-c", "grep ' /data ' /proc/mounts; stat -c %u /data; echo x > /data/f && echo written"},
 		"volumes": []map[string]any{{"Name": "tmp", "Dest": "/data"}}})
 	all := strings.Join(out, "\n")
@@ -477,8 +478,8 @@ func TestVolumeMountOptions(t *testing.T) {
 
 	host := t.TempDir()
 	os.WriteFile(filepath.Join(host, "from-host"), []byte("hi"), 0o644)
-	te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "bound", "Options": map[string]string{"type": "none", "o": "bind", "device": host}})
-	te.must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "bound-ro", "Options": map[string]string{"o": "bind,ro", "device": host}})
+	te.Must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "bound", "Options": map[string]string{"type": "none", "o": "bind", "device": host}})
+	te.Must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "bound-ro", "Options": map[string]string{"o": "bind,ro", "device": host}})
 	code, out = te.run(map[string]any{"command": []string{"sh", "-c", "cat /data/from-host; echo; echo c > /data/from-ctr; (touch /ro/x) 2>/dev/null || echo ro-refused"},
 		"volumes": []map[string]any{{"Name": "bound", "Dest": "/data"}, {"Name": "bound-ro", "Dest": "/ro"}}})
 	if code != 0 || !strings.Contains(strings.Join(out, " "), "hi") || !strings.Contains(strings.Join(out, " "), "ro-refused") {
@@ -487,9 +488,9 @@ func TestVolumeMountOptions(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(host, "from-ctr")); err != nil || string(got) != "c\n" {
 		t.Fatalf("the container's write on the host: %q %v", got, err)
 	}
-	te.removeAll()
-	te.must(http.StatusNoContent, "DELETE", "/volumes/bound", nil)
-	te.must(http.StatusNoContent, "DELETE", "/volumes/bound-ro", nil)
+	enginetest.RemoveAll(te.Do)
+	te.Must(http.StatusNoContent, "DELETE", "/volumes/bound", nil)
+	te.Must(http.StatusNoContent, "DELETE", "/volumes/bound-ro", nil)
 	if entries, _ := os.ReadDir(host); len(entries) != 2 {
 		t.Fatalf("removing the bind volumes touched the host directory: %v", entries)
 	}
@@ -505,7 +506,7 @@ func TestVolumeMountOptions(t *testing.T) {
 		{"type": "tmpfs", "o": "mand"},
 		{"colour": "red"},
 	} {
-		status, body := te.do("POST", "/volumes/create", map[string]any{"Name": "bad", "Options": opts})
+		status, body := te.Do("POST", "/volumes/create", map[string]any{"Name": "bad", "Options": opts})
 		if status != http.StatusBadRequest || !strings.Contains(string(body), "Options") {
 			t.Errorf("%v: %d %s", opts, status, body)
 		}
