@@ -16,7 +16,7 @@ func TestAppArmorWithoutHostSupport(t *testing.T) {
 		t.Skip("this host enforces AppArmor")
 	}
 	te := startEngine(t)
-	te.load(busybox)
+	te.Load(busybox)
 	var info struct {
 		Host struct {
 			Security struct {
@@ -24,18 +24,18 @@ func TestAppArmorWithoutHostSupport(t *testing.T) {
 			} `json:"security"`
 		} `json:"host"`
 	}
-	if err := json.Unmarshal([]byte(te.mustPodman("info", "--format", "json")), &info); err != nil {
+	if err := json.Unmarshal([]byte(te.MustPodman("info", "--format", "json")), &info); err != nil {
 		t.Fatal(err)
 	}
 	if info.Host.Security.ApparmorEnabled {
 		t.Errorf("info: apparmorEnabled true on a host without AppArmor")
 	}
-	te.mustPodman("run", "--rm", "--security-opt", "apparmor=unconfined", "localhost/busybox", "true")
-	if got := te.inspect(strings.TrimSpace(te.mustPodman("create", "localhost/busybox", "true")))["AppArmorProfile"]; got != "" {
+	te.MustPodman("run", "--rm", "--security-opt", "apparmor=unconfined", "localhost/busybox", "true")
+	if got := te.inspect(strings.TrimSpace(te.MustPodman("create", "localhost/busybox", "true")))["AppArmorProfile"]; got != "" {
 		t.Errorf("AppArmorProfile %v, want none", got)
 	}
 	before := te.containerCount()
-	out, err := te.podman("create", "--security-opt", "apparmor=berth-default", "localhost/busybox", "true")
+	out, err := te.Podman("create", "--security-opt", "apparmor=berth-default", "localhost/busybox", "true")
 	if err == nil || !strings.Contains(out, "invalid apparmor_profile") || !strings.Contains(out, "not enabled") {
 		t.Errorf("apparmor=berth-default without AppArmor: %v\n%s", err, out)
 	}

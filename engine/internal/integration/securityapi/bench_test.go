@@ -19,15 +19,15 @@ func runCycle(te *testEngine, extra map[string]any) time.Duration {
 	}
 	start := time.Now()
 	var created struct{ ID string }
-	if err := json.Unmarshal(te.must(http.StatusCreated, "POST", "/containers/create", spec), &created); err != nil {
-		te.t.Fatal(err)
+	if err := json.Unmarshal(te.Must(http.StatusCreated, "POST", "/containers/create", spec), &created); err != nil {
+		te.T.Fatal(err)
 	}
-	te.must(http.StatusNoContent, "POST", "/containers/"+created.ID+"/start", nil)
+	te.Must(http.StatusNoContent, "POST", "/containers/"+created.ID+"/start", nil)
 	var code int
-	if err := json.Unmarshal(te.must(http.StatusOK, "POST", "/containers/"+created.ID+"/wait", nil), &code); err != nil || code != 0 {
-		te.t.Fatalf("wait: %v, exit %d", err, code)
+	if err := json.Unmarshal(te.Must(http.StatusOK, "POST", "/containers/"+created.ID+"/wait", nil), &code); err != nil || code != 0 {
+		te.T.Fatalf("wait: %v, exit %d", err, code)
 	}
-	te.must(http.StatusOK, "DELETE", "/containers/"+created.ID, nil)
+	te.Must(http.StatusOK, "DELETE", "/containers/"+created.ID, nil)
 	return time.Since(start)
 }
 
@@ -37,7 +37,7 @@ func runCycle(te *testEngine, extra map[string]any) time.Duration {
 func BenchmarkSeccompOverhead(b *testing.B) {
 	benchtest.Require(b)
 	te := startEngine(b)
-	te.load(busybox)
+	te.Load(busybox)
 	unconfined := map[string]any{"seccomp_profile_path": "unconfined"}
 	runCycle(te, nil)
 	runCycle(te, unconfined)
@@ -66,7 +66,7 @@ func BenchmarkSeccompOverhead(b *testing.B) {
 func BenchmarkUserNSOverhead(b *testing.B) {
 	benchtest.Require(b)
 	te := startEngine(b)
-	te.load(busybox)
+	te.Load(busybox)
 	auto := map[string]any{"userns": map[string]string{"nsmode": "auto"}}
 	runCycle(te, nil)
 	runCycle(te, auto)

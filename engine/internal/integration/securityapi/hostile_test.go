@@ -47,12 +47,12 @@ func attempts(out string) map[string]string {
 // with seccomp off or --privileged show the helper sees an allowed attempt.
 func TestHostileContainer(t *testing.T) {
 	te := startEngine(t)
-	te.load(busybox, hostileImage(t))
-	te.mustPodman("run", "-d", "--name", "victim", "localhost/busybox", "sleep", "120")
-	victimPID := strings.TrimSpace(te.mustPodman("inspect", "--format", "{{.State.Pid}}", "victim"))
+	te.Load(busybox, hostileImage(t))
+	te.MustPodman("run", "-d", "--name", "victim", "localhost/busybox", "sleep", "120")
+	victimPID := strings.TrimSpace(te.MustPodman("inspect", "--format", "{{.State.Pid}}", "victim"))
 	all := []string{"mount-proc", "keyctl", "init-module", "sysrq", "kcore", "ptrace=" + victimPID, "raw-socket", "packet-socket", "reboot"}
 
-	out, err := te.podman(append([]string{"run", "--rm", "localhost/hostile", "/hostile"}, all...)...)
+	out, err := te.Podman(append([]string{"run", "--rm", "localhost/hostile", "/hostile"}, all...)...)
 	got := attempts(out)
 	for _, a := range all {
 		name, _, _ := strings.Cut(a, "=")
@@ -64,20 +64,20 @@ func TestHostileContainer(t *testing.T) {
 		t.Errorf("default container: %v", err)
 	}
 	t.Logf("default container:\n%s", out)
-	out, err = te.podman("run", "--rm", "localhost/hostile", "busybox", "unshare", "-Ur", "true")
+	out, err = te.Podman("run", "--rm", "localhost/hostile", "busybox", "unshare", "-Ur", "true")
 	if err == nil || !strings.Contains(out, "Operation not permitted") {
 		t.Errorf("unshare -Ur in a default container: %v\n%s", err, out)
 	}
 
 	// Without the filter the keyring and user namespaces are reachable:
 	// the filter, not chance, refused them above.
-	out, _ = te.podman(append([]string{"run", "--rm", "--security-opt", "seccomp=unconfined", "localhost/hostile", "/hostile"}, all...)...)
+	out, _ = te.Podman(append([]string{"run", "--rm", "--security-opt", "seccomp=unconfined", "localhost/hostile", "/hostile"}, all...)...)
 	if v := attempts(out)["keyctl"]; v != "ALLOWED" {
 		t.Errorf("seccomp=unconfined: keyctl %q, want ALLOWED\n%s", v, out)
 	}
-	te.mustPodman("run", "--rm", "--security-opt", "seccomp=unconfined", "localhost/hostile", "busybox", "unshare", "-Ur", "true")
+	te.MustPodman("run", "--rm", "--security-opt", "seccomp=unconfined", "localhost/hostile", "busybox", "unshare", "-Ur", "true")
 	// Capabilities refuse the rest: --privileged has them.
-	out, _ = te.podman(append([]string{"run", "--rm", "--privileged", "localhost/hostile", "/hostile"}, all...)...)
+	out, _ = te.Podman(append([]string{"run", "--rm", "--privileged", "localhost/hostile", "/hostile"}, all...)...)
 	got = attempts(out)
 	for _, name := range []string{"mount-proc", "raw-socket", "reboot"} {
 		if got[name] != "ALLOWED" {
@@ -85,7 +85,7 @@ func TestHostileContainer(t *testing.T) {
 		}
 	}
 	// --cap-add NET_RAW gives raw sockets back, and only them.
-	out, _ = te.podman(append([]string{"run", "--rm", "--cap-add", "NET_RAW", "localhost/hostile", "/hostile"}, all...)...)
+	out, _ = te.Podman(append([]string{"run", "--rm", "--cap-add", "NET_RAW", "localhost/hostile", "/hostile"}, all...)...)
 	got = attempts(out)
 	if got["raw-socket"] != "ALLOWED" || got["mount-proc"] == "ALLOWED" || got["keyctl"] == "ALLOWED" {
 		t.Errorf("--cap-add NET_RAW:\n%s", out)

@@ -10,19 +10,19 @@ import (
 // capability set, as a container sees them.
 func TestKernelPathsAndPrivileges(t *testing.T) {
 	te := startEngine(t)
-	te.load(busybox)
+	te.Load(busybox)
 	// /proc/timer_list exists on every kernel these tests run on; masked it reads empty.
-	if out := te.mustPodman("run", "--rm", "localhost/busybox", "sh", "-c", "wc -c < /proc/timer_list"); strings.TrimSpace(out) != "0" {
+	if out := te.MustPodman("run", "--rm", "localhost/busybox", "sh", "-c", "wc -c < /proc/timer_list"); strings.TrimSpace(out) != "0" {
 		t.Errorf("/proc/timer_list in a default container: %s bytes, want 0 (masked)", out)
 	}
-	if out := te.mustPodman("run", "--rm", "--security-opt", "unmask=/proc/timer_list", "localhost/busybox", "sh", "-c", "wc -c < /proc/timer_list"); strings.TrimSpace(out) == "0" {
+	if out := te.MustPodman("run", "--rm", "--security-opt", "unmask=/proc/timer_list", "localhost/busybox", "sh", "-c", "wc -c < /proc/timer_list"); strings.TrimSpace(out) == "0" {
 		t.Errorf("unmask=/proc/timer_list: still empty")
 	}
-	if out := te.mustPodman("run", "--rm", "--security-opt", "mask=/proc/cpuinfo", "localhost/busybox", "sh", "-c", "wc -c < /proc/cpuinfo"); strings.TrimSpace(out) != "0" {
+	if out := te.MustPodman("run", "--rm", "--security-opt", "mask=/proc/cpuinfo", "localhost/busybox", "sh", "-c", "wc -c < /proc/cpuinfo"); strings.TrimSpace(out) != "0" {
 		t.Errorf("mask=/proc/cpuinfo: %s bytes, want 0", out)
 	}
 	ro := func(args ...string) bool {
-		out := te.mustPodman(append(append([]string{"run", "--rm"}, args...), "localhost/busybox", "cat", "/proc/self/mountinfo")...)
+		out := te.MustPodman(append(append([]string{"run", "--rm"}, args...), "localhost/busybox", "cat", "/proc/self/mountinfo")...)
 		for _, line := range strings.Split(out, "\n") {
 			if f := strings.Fields(line); len(f) > 5 && f[4] == "/proc/sys" {
 				return strings.HasPrefix(f[5], "ro")
@@ -38,7 +38,7 @@ func TestKernelPathsAndPrivileges(t *testing.T) {
 	}
 
 	status := func(args ...string) string {
-		return te.mustPodman(append(append([]string{"run", "--rm"}, args...), "localhost/busybox", "cat", "/proc/self/status")...)
+		return te.MustPodman(append(append([]string{"run", "--rm"}, args...), "localhost/busybox", "cat", "/proc/self/status")...)
 	}
 	field := func(out, name string) string {
 		for _, line := range strings.Split(out, "\n") {
@@ -65,7 +65,7 @@ func TestKernelPathsAndPrivileges(t *testing.T) {
 	if v := field(status("--cap-drop", "ALL", "--cap-add", "NET_RAW"), "CapBnd"); v != "0000000000002000" {
 		t.Errorf("--cap-drop ALL --cap-add NET_RAW: CapBnd %s", v)
 	}
-	if out, err := te.podman("run", "--rm", "--cap-add", "SYS_RESOURCE", "localhost/busybox", "true"); err == nil || !strings.Contains(out, "bounding set") {
+	if out, err := te.Podman("run", "--rm", "--cap-add", "SYS_RESOURCE", "localhost/busybox", "true"); err == nil || !strings.Contains(out, "bounding set") {
 		t.Errorf("--cap-add of a capability the engine lacks: %v\n%s", err, out)
 	}
 }

@@ -23,7 +23,7 @@ func seccompMode(out string) string {
 // containers run without one; info and inspect say which applies.
 func TestSeccompByDefault(t *testing.T) {
 	te := startEngine(t)
-	te.load(busybox)
+	te.Load(busybox)
 
 	var info struct {
 		Host struct {
@@ -33,7 +33,7 @@ func TestSeccompByDefault(t *testing.T) {
 			} `json:"security"`
 		} `json:"host"`
 	}
-	if err := json.Unmarshal([]byte(te.mustPodman("info", "--format", "json")), &info); err != nil {
+	if err := json.Unmarshal([]byte(te.MustPodman("info", "--format", "json")), &info); err != nil {
 		t.Fatal(err)
 	}
 	sec := info.Host.Security
@@ -46,11 +46,11 @@ func TestSeccompByDefault(t *testing.T) {
 		t.Fatalf("default profile at %s: %v, %.200s", sec.SeccompProfilePath, err, data)
 	}
 
-	if m := seccompMode(te.mustPodman("run", "--rm", "localhost/busybox", "cat", "/proc/self/status")); m != "2" {
+	if m := seccompMode(te.MustPodman("run", "--rm", "localhost/busybox", "cat", "/proc/self/status")); m != "2" {
 		t.Errorf("default container: Seccomp %s, want 2 (filter)", m)
 	}
-	te.mustPodman("run", "-d", "--name", "filtered", "localhost/busybox", "sleep", "60")
-	if m := seccompMode(te.mustPodman("exec", "filtered", "cat", "/proc/self/status")); m != "2" {
+	te.MustPodman("run", "-d", "--name", "filtered", "localhost/busybox", "sleep", "60")
+	if m := seccompMode(te.MustPodman("exec", "filtered", "cat", "/proc/self/status")); m != "2" {
 		t.Errorf("exec in a default container: Seccomp %s, want 2", m)
 	}
 	ins := te.inspect("filtered")
@@ -58,13 +58,13 @@ func TestSeccompByDefault(t *testing.T) {
 		t.Errorf("inspect SeccompProfilePath %v, want %s", ins["SeccompProfilePath"], sec.SeccompProfilePath)
 	}
 
-	if m := seccompMode(te.mustPodman("run", "--rm", "--security-opt", "seccomp=unconfined", "localhost/busybox", "cat", "/proc/self/status")); m != "0" {
+	if m := seccompMode(te.MustPodman("run", "--rm", "--security-opt", "seccomp=unconfined", "localhost/busybox", "cat", "/proc/self/status")); m != "0" {
 		t.Errorf("seccomp=unconfined: Seccomp %s, want 0", m)
 	}
-	if m := seccompMode(te.mustPodman("run", "--rm", "--privileged", "localhost/busybox", "cat", "/proc/self/status")); m != "0" {
+	if m := seccompMode(te.MustPodman("run", "--rm", "--privileged", "localhost/busybox", "cat", "/proc/self/status")); m != "0" {
 		t.Errorf("--privileged: Seccomp %s, want 0", m)
 	}
-	te.mustPodman("create", "--name", "open", "--security-opt", "seccomp=unconfined", "--security-opt", "no-new-privileges", "localhost/busybox", "true")
+	te.MustPodman("create", "--name", "open", "--security-opt", "seccomp=unconfined", "--security-opt", "no-new-privileges", "localhost/busybox", "true")
 	ins = te.inspect("open")
 	opts, _ := json.Marshal(ins["HostConfig"].(map[string]any)["SecurityOpt"])
 	if ins["SeccompProfilePath"] != "unconfined" || !strings.Contains(string(opts), `"seccomp=unconfined"`) || !strings.Contains(string(opts), `"no-new-privileges"`) {
@@ -74,45 +74,45 @@ func TestSeccompByDefault(t *testing.T) {
 	// A build's RUN steps: the step fails unless the filter is as asked.
 	dir := t.TempDir()
 	os.WriteFile(dir+"/Containerfile", []byte("FROM localhost/busybox\nRUN grep -q '^Seccomp:.*2' /proc/self/status\n"), 0o644)
-	te.mustPodman("build", "-t", "localhost/filtered-build", dir)
+	te.MustPodman("build", "-t", "localhost/filtered-build", dir)
 	os.WriteFile(dir+"/Containerfile", []byte("FROM localhost/busybox\nRUN grep -q '^Seccomp:.*0' /proc/self/status\n"), 0o644)
-	te.mustPodman("build", "--security-opt", "seccomp=unconfined", "-t", "localhost/open-build", dir)
+	te.MustPodman("build", "--security-opt", "seccomp=unconfined", "-t", "localhost/open-build", dir)
 }
 
 // TestSeccompCustomProfile: a profile file of the client's own is applied
 // (here: mkdir refused), and kept with the container when the file goes.
 func TestSeccompCustomProfile(t *testing.T) {
 	te := startEngine(t)
-	te.load(busybox)
+	te.Load(busybox)
 	profile := te.writeFile("nomkdir.json", `{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mkdir","mkdirat"],"action":"SCMP_ACT_ERRNO"}]}`)
-	out, err := te.podman("run", "--rm", "--security-opt", "seccomp="+profile, "localhost/busybox", "mkdir", "/made")
+	out, err := te.Podman("run", "--rm", "--security-opt", "seccomp="+profile, "localhost/busybox", "mkdir", "/made")
 	if err == nil || !strings.Contains(out, "Operation not permitted") {
 		t.Fatalf("mkdir under a profile refusing it: %v\n%s", err, out)
 	}
-	te.mustPodman("create", "--name", "custom", "--security-opt", "seccomp="+profile, "localhost/busybox", "mkdir", "/made")
+	te.MustPodman("create", "--name", "custom", "--security-opt", "seccomp="+profile, "localhost/busybox", "mkdir", "/made")
 	os.Remove(profile)
-	if out, err := te.podman("start", "--attach", "custom"); err == nil || !strings.Contains(out, "Operation not permitted") {
+	if out, err := te.Podman("start", "--attach", "custom"); err == nil || !strings.Contains(out, "Operation not permitted") {
 		t.Fatalf("start after the profile file went: %v\n%s", err, out)
 	}
 	if got := te.inspect("custom")["SeccompProfilePath"]; got != profile {
 		t.Errorf("inspect SeccompProfilePath %v, want %s", got, profile)
 	}
 	// seccomp_policy=image takes the image's label.
-	te.load(testImageWithLabel("localhost/labelled:latest", map[string]string{
+	te.Load(testImageWithLabel("localhost/labelled:latest", map[string]string{
 		"io.containers.seccomp.profile": `{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mkdir","mkdirat"],"action":"SCMP_ACT_ERRNO"}]}`,
 	}))
-	out, err = te.podman("run", "--rm", "--seccomp-policy", "image", "localhost/labelled", "mkdir", "/made")
+	out, err = te.Podman("run", "--rm", "--seccomp-policy", "image", "localhost/labelled", "mkdir", "/made")
 	if err == nil || !strings.Contains(out, "Operation not permitted") {
 		t.Fatalf("seccomp-policy=image: %v\n%s", err, out)
 	}
-	te.mustPodman("run", "--rm", "localhost/labelled", "mkdir", "/made")
+	te.MustPodman("run", "--rm", "localhost/labelled", "mkdir", "/made")
 }
 
 // TestSeccompBadProfile: a profile that is not JSON, names an unknown action
 // or is missing is a 400 naming the file and the member; nothing is created.
 func TestSeccompBadProfile(t *testing.T) {
 	te := startEngine(t)
-	te.load(busybox)
+	te.Load(busybox)
 	for _, tc := range []struct {
 		name, content string
 		want          []string
@@ -125,7 +125,7 @@ func TestSeccompBadProfile(t *testing.T) {
 			[]string{"syscalls[0].args[0].op"}},
 	} {
 		path := te.writeFile(tc.name, tc.content)
-		status, body := te.do("POST", "/containers/create", map[string]any{"image": "localhost/busybox", "command": []string{"true"}, "seccomp_profile_path": path})
+		status, body := te.Do("POST", "/containers/create", map[string]any{"image": "localhost/busybox", "command": []string{"true"}, "seccomp_profile_path": path})
 		if status != http.StatusBadRequest {
 			t.Errorf("%s: status %d, want 400: %s", tc.name, status, body)
 			continue
@@ -138,11 +138,11 @@ func TestSeccompBadProfile(t *testing.T) {
 			}
 		}
 	}
-	out, err := te.podman("run", "--rm", "--security-opt", "seccomp="+te.dir+"/missing.json", "localhost/busybox", "true")
+	out, err := te.Podman("run", "--rm", "--security-opt", "seccomp="+te.Dir+"/missing.json", "localhost/busybox", "true")
 	if err == nil || !strings.Contains(out, "missing.json") {
 		t.Errorf("a missing profile: %v\n%s", err, out)
 	}
-	status, body := te.do("POST", "/containers/create", map[string]any{"image": "localhost/busybox", "seccomp_policy": "strict"})
+	status, body := te.Do("POST", "/containers/create", map[string]any{"image": "localhost/busybox", "seccomp_policy": "strict"})
 	if status != http.StatusBadRequest || !strings.Contains(string(body), "seccomp_policy") {
 		t.Errorf("seccomp_policy strict: %d %s", status, body)
 	}

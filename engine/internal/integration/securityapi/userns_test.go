@@ -15,15 +15,15 @@ import (
 
 // idMaps reads a container's HostConfig.IDMappings.UidMap as ranges.
 func (te *testEngine) idMaps(name string) [][3]uint64 {
-	te.t.Helper()
+	te.T.Helper()
 	var out struct {
 		HostConfig struct {
 			UsernsMode string
 			IDMappings *struct{ UidMap []string }
 		}
 	}
-	if err := json.Unmarshal(te.must(http.StatusOK, "GET", "/containers/"+name+"/json", nil), &out); err != nil {
-		te.t.Fatal(err)
+	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+name+"/json", nil), &out); err != nil {
+		te.T.Fatal(err)
 	}
 	if out.HostConfig.IDMappings == nil {
 		return nil
@@ -58,26 +58,17 @@ func overlaps(a, b [][3]uint64) bool {
 // --uidmap/--gidmap and --userns=host work; bad requests are 400s naming
 // the option with nothing created.
 func TestUserNamespaces(t *testing.T) {
-	enginetest.RequireRuntime(t, "security tests")
-	requirePodman(t)
-	dir := t.TempDir()
+	p := enginetest.StartProcess(t, securityOptions())
+	te := &testEngine{p.Engine}
+	dir := p.Dir
 	// The engine's root must be reachable from inside a user namespace.
-	os.Chmod(dir, 0o711)
-	os.Chmod(filepath.Dir(dir), 0o711)
-	root, run := filepath.Join(dir, "root"), filepath.Join(dir, "run")
-	addr, stop := enginetest.Serve(t, root, run)
-	te := &testEngine{t: t, addr: addr, base: "http://" + addr, client: http.DefaultClient, dir: dir}
-	t.Cleanup(func() {
-		enginetest.RemoveAll(te.do)
-		stop()
-		enginetest.UnmountUnder(dir, 3)
-	})
-	te.load(busybox)
+	reachableFromUserns(dir)
+	te.Load(busybox)
 
 	bind := filepath.Join(dir, "bind")
 	os.Mkdir(bind, 0o777)
 	os.Chmod(bind, 0o777)
-	out := te.mustPodman("run", "--rm", "--userns=auto", "-v", bind+":/b", "-v", "userns-vol:/v", "localhost/busybox",
+	out := te.MustPodman("run", "--rm", "--userns=auto", "-v", bind+":/b", "-v", "userns-vol:/v", "localhost/busybox",
 		"sh", "-c", "cat /proc/self/uid_map; id -u; touch /b/f /v/f; stat -c '%u:%g' / /bin/busybox /etc/hosts /v /v/f")
 	f := strings.Fields(out)
 	if len(f) < 9 || f[0] != "0" || f[1] == "0" || f[3] != "0" {
@@ -96,8 +87,8 @@ func TestUserNamespaces(t *testing.T) {
 		t.Errorf("file written by the container's root into a bind mount: host owner %d, want the mapped uid %s", uid, f[1])
 	}
 
-	te.mustPodman("create", "--name", "auto-a", "--userns=auto:size=2000", "localhost/busybox", "true")
-	te.mustPodman("create", "--name", "auto-b", "--userns=auto", "localhost/busybox", "true")
+	te.MustPodman("create", "--name", "auto-a", "--userns=auto:size=2000", "localhost/busybox", "true")
+	te.MustPodman("create", "--name", "auto-b", "--userns=auto", "localhost/busybox", "true")
 	a, b := te.idMaps("auto-a"), te.idMaps("auto-b")
 	if len(a) != 1 || a[0][2] != 2000 || len(b) == 0 || overlaps(a, b) {
 		t.Fatalf("two auto containers: %v and %v (size 2000, no overlap wanted)", a, b)
@@ -107,33 +98,32 @@ func TestUserNamespaces(t *testing.T) {
 	}
 
 	// A restart keeps the ranges taken; a removal frees its range once.
-	stop()
-	addr, stop = enginetest.Serve(t, root, run)
-	te.addr, te.base = addr, "http://"+addr
-	te.mustPodman("create", "--name", "auto-c", "--userns=auto:size=2000", "localhost/busybox", "true")
+	p.Stop()
+	p.Start()
+	te.MustPodman("create", "--name", "auto-c", "--userns=auto:size=2000", "localhost/busybox", "true")
 	c := te.idMaps("auto-c")
 	if overlaps(c, a) || overlaps(c, b) {
 		t.Fatalf("after a restart: %v overlaps %v or %v", c, a, b)
 	}
-	te.mustPodman("rm", "auto-a")
-	te.mustPodman("create", "--name", "auto-d", "--userns=auto:size=2000", "localhost/busybox", "true")
-	te.mustPodman("create", "--name", "auto-e", "--userns=auto:size=2000", "localhost/busybox", "true")
+	te.MustPodman("rm", "auto-a")
+	te.MustPodman("create", "--name", "auto-d", "--userns=auto:size=2000", "localhost/busybox", "true")
+	te.MustPodman("create", "--name", "auto-e", "--userns=auto:size=2000", "localhost/busybox", "true")
 	d, e := te.idMaps("auto-d"), te.idMaps("auto-e")
 	if overlaps(d, e) || overlaps(d, b) || overlaps(d, c) || overlaps(e, b) || overlaps(e, c) {
 		t.Fatalf("after a removal: %v and %v overlap each other or %v, %v", d, e, b, c)
 	}
-	if out := te.mustPodman("start", "--attach", "auto-d"); out != "" {
+	if out := te.MustPodman("start", "--attach", "auto-d"); out != "" {
 		t.Errorf("start auto-d: %s", out)
 	}
 
 	// Explicit maps within the ranges, and the host's user namespace.
 	free := e[0][1] + e[0][2] + 100000
 	m := strconv.FormatUint(free, 10)
-	out = te.mustPodman("run", "--rm", "--uidmap", "0:"+m+":3000", "--gidmap", "0:"+m+":3000", "localhost/busybox", "cat", "/proc/self/uid_map")
+	out = te.MustPodman("run", "--rm", "--uidmap", "0:"+m+":3000", "--gidmap", "0:"+m+":3000", "localhost/busybox", "cat", "/proc/self/uid_map")
 	if f := strings.Fields(out); len(f) != 3 || f[1] != m || f[2] != "3000" {
 		t.Errorf("--uidmap 0:%s:3000: uid_map %q", m, out)
 	}
-	if out := te.mustPodman("run", "--rm", "--userns=host", "localhost/busybox", "cat", "/proc/self/uid_map"); !strings.Contains(out, "4294967295") {
+	if out := te.MustPodman("run", "--rm", "--userns=host", "localhost/busybox", "cat", "/proc/self/uid_map"); !strings.Contains(out, "4294967295") {
 		t.Errorf("--userns=host: uid_map %q, want the whole range", out)
 	}
 
@@ -148,7 +138,7 @@ func TestUserNamespaces(t *testing.T) {
 		{[]string{"--userns=auto:size=4294967295"}, "userns"},
 		{[]string{"--userns=auto:uidmapping=0:1:1"}, "userns"},
 	} {
-		out, err := te.podman(append(append([]string{"create"}, tc.args...), "localhost/busybox", "true")...)
+		out, err := te.Podman(append(append([]string{"create"}, tc.args...), "localhost/busybox", "true")...)
 		if err == nil || !strings.Contains(out, "invalid "+tc.want) {
 			t.Errorf("create %v: %v, want a 400 naming %s\n%s", tc.args, err, tc.want, out)
 		}
