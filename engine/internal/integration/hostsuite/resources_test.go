@@ -247,3 +247,22 @@ func TestCgroupNamespaces(t *testing.T) {
 		t.Errorf("a refused create left a container behind (%d)", status)
 	}
 }
+
+// TestHealthcheckRunsInTheContainer: a healthcheck runs in the container
+// (an exec the runtime places in its cgroup): failing while a file is
+// missing, passing once the container made it.
+func TestHealthcheckRunsInTheContainer(t *testing.T) {
+	l := startLab(t)
+	l.run(map[string]any{"name": "checked", "command": []string{"sh", "-c", "sleep 2; touch /tmp/ok; exec sleep 600"},
+		"healthconfig": map[string]any{"Test": []string{"CMD-SHELL", "test -f /tmp/ok"}, "Interval": int64(time.Hour), "Retries": 1, "Timeout": int64(20 * time.Second)},
+	})
+	var res struct{ Status string }
+	l.decode(l.must(http.StatusOK, "GET", "/containers/checked/healthcheck", nil), &res)
+	if res.Status != "unhealthy" && res.Status != "healthy" {
+		t.Fatalf("first check: %+v", res)
+	}
+	eventually(t, 30*time.Second, "a passing check", func() bool {
+		l.decode(l.must(http.StatusOK, "GET", "/containers/checked/healthcheck", nil), &res)
+		return res.Status == "healthy"
+	})
+}
