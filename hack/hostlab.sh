@@ -33,7 +33,7 @@ IMAGE_VERSION=1
 SUITE=bookworm
 PKGS=(systemd systemd-sysv dbus udev kmod iproute2 procps util-linux e2fsprogs
   runc conmon netavark aardvark-dns catatonit iptables busybox-static criu podman
-  uidmap containernetworking-plugins)
+  uidmap containernetworking-plugins apparmor)
 cache=${BERTH_CACHE:-$HOME/.cache/berth}
 key=$(printf '%s\n' "$IMAGE_VERSION" "$SUITE" "${PKGS[@]}" | sha256sum | cut -c1-16)
 imgdir=$cache/hostlab-$key
