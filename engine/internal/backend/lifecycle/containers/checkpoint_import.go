@@ -66,7 +66,7 @@ func (m *Manager) Import(ctx context.Context, r io.Reader, opts core.RestoreOpti
 	if err != nil {
 		return report, err
 	}
-	id, _, err := m.Create(ctx, spec)
+	id, _, err := m.create(ctx, spec, func(r *record) { r.Importing = true })
 	if err != nil {
 		return report, err
 	}
@@ -131,9 +131,6 @@ func (m *Manager) restoreImported(ctx context.Context, id string, a *checkpointa
 	}
 	e.op.Lock()
 	defer e.op.Unlock()
-	if err := m.update(ctx, e, func(r *record) { r.Importing = true }); err != nil {
-		return report, err
-	}
 	rec := m.snapshot(e)
 	if diff := a.RootfsDiffPath(); diff != "" && !opts.IgnoreRootFS {
 		if err := m.applyLayerDiff(rec, diff); err != nil {

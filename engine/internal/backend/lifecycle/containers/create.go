@@ -25,6 +25,13 @@ const defaultStopTimeout = 10
 // image's top layer, its mounted rootfs, and a validated OCI spec. Nothing is
 // left behind when any step fails.
 func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, []string, error) {
+	return m.create(ctx, spec, nil)
+}
+
+// create is Create; adjust, when set, changes the record before it is first
+// written (an import marks it Importing in the same write, so no kill -9
+// finds the container without the mark).
+func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust func(*record)) (string, []string, error) {
 	// A client that goes away must not leave a change half done.
 	ctx = context.WithoutCancel(ctx)
 	defer m.metrics.observe("create", time.Now())
@@ -183,6 +190,9 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 	rootUID, rootGID := hostRoot(&rec)
 	if err := m.copyUp(ctx, rec.Rootfs, vols, rootUID, rootGID); err != nil {
 		return "", nil, err
+	}
+	if adjust != nil {
+		adjust(&rec)
 	}
 	data, err := json.Marshal(rec)
 	if err != nil {

@@ -357,7 +357,10 @@ func (m *Manager) reconcileLocked(ctx context.Context, e *entry, mounted map[str
 		m.afterExitLocked(ctx, e)
 	case core.StateConfigured:
 		m.deleteUnrecordedCreate(ctx, rec)
-		if rec.NetSetup != nil {
+		if rec.NetSetup != nil || (rec.Mounted && rec.UserMounts == 0 && mounted[rec.Rootfs]) {
+			// A kill -9 left its network or its rootfs mount (the
+			// store's count of it may include a copy or commit the kill
+			// cut): the cleanup after an exit settles both.
 			m.cleanupLocked(ctx, e)
 		} else if rec.Mounted && !mounted[rec.Rootfs] {
 			// A created container keeps its rootfs mounted from its
