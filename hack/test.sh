@@ -412,14 +412,17 @@ main() {
   all) run_all ;;
   esac
 
+  # Read before cleanup, which removes the log directory when nothing failed.
   results=$(cat "$RESULTS")
+  summary_lines=$(cat "$SUMMARY")
+  if failed; then FAILED=1; fi
   cleanup
   echo
   echo "==================== berth test summary ($what, $(($(date +%s) - START))s) ===================="
-  cat "$SUMMARY"
+  echo "$summary_lines"
   echo "==================== go test results ===================="
   [ -z "$results" ] || echo "$results"
-  if failed; then
+  if [ "$FAILED" -ne 0 ]; then
     FAILED=1
     echo "FAIL"
     exit 1
