@@ -50,6 +50,7 @@ summary() { echo "$1" >>"$SUMMARY"; }
 # failed: true once any step failed, in this shell or a lane.
 failed() { [ "$FAILED" -ne 0 ] || [ -e "$FAILMARK" ]; }
 FAILED=0
+declare -A TOOL_PID=() # background tool builds by name (start_tool_build)
 START=$(date +%s)
 
 # cleanup: stops what this script started; keeps the logs when something failed. Runs before
@@ -60,7 +61,8 @@ cleanup() {
   CLEANED=1
   stop_postgres
   stop_dockerd
-  [ -z "$KUBE_APISERVER_PID" ] || kill "$KUBE_APISERVER_PID" 2>/dev/null
+  local pid
+  for pid in "${TOOL_PID[@]}"; do kill "$pid" 2>/dev/null; done
   [ -z "$HOSTLAB_IMAGE_PID" ] || kill "$HOSTLAB_IMAGE_PID" 2>/dev/null
   if [ -d "$LOGDIR" ]; then
     if ! failed; then rm -rf "$LOGDIR"; else log "logs kept in $LOGDIR"; fi
@@ -216,46 +218,31 @@ run_logged() {
   return "${PIPESTATUS[0]}"
 }
 
-# start_kube_apiserver_build builds (or finds cached) the kube-apiserver of the kube apply tests in
-# the background, so the ~6-minute first build overlaps the checks and the other modules' tests;
-# wait_kube_apiserver exports BERTH_KUBE_APISERVER (its path) before the engine tests.
-KUBE_APISERVER_PID=""
-start_kube_apiserver_build() {
-  "$ROOT/hack/kube-apiserver.sh" >"$LOGDIR/kube-apiserver.path" 2>"$LOGDIR/kube-apiserver.log" &
-  KUBE_APISERVER_PID=$!
+# The cached tool builds the tests need (kube-apiserver for the kube apply tests, Docker Compose
+# for the docker API tests) start in the background at once, so a first build (minutes) overlaps
+# the checks and the other tests. Each script prints the tool's path on its last line.
+# start_tool_build NAME SCRIPT starts hack/SCRIPT; wait_tool_build NAME SCRIPT VAR waits for it
+# (starting it first if need be) and exports VAR as the tool's path. TOOL_PID (declared at the
+# top, for cleanup) holds the builds still running.
+start_tool_build() {
+  "$ROOT/hack/$2" >"$LOGDIR/$1.path" 2>"$LOGDIR/$1.log" &
+  TOOL_PID[$1]=$!
 }
-wait_kube_apiserver() {
-  [ -n "$KUBE_APISERVER_PID" ] || start_kube_apiserver_build
-  local rc=0
-  wait "$KUBE_APISERVER_PID" || rc=$?
-  KUBE_APISERVER_PID=""
+wait_tool_build() {
+  local name=$1 script=$2 var=$3 rc=0
+  [ -n "${TOOL_PID[$name]:-}" ] || start_tool_build "$name" "$script"
+  wait "${TOOL_PID[$name]}" || rc=$?
+  unset "TOOL_PID[$name]"
   if [ $rc -ne 0 ]; then
-    cat "$LOGDIR/kube-apiserver.log" >&2
+    cat "$LOGDIR/$name.log" >&2
     return $rc
   fi
-  BERTH_KUBE_APISERVER=$(tail -n 1 "$LOGDIR/kube-apiserver.path")
-  export BERTH_KUBE_APISERVER
+  export "$var=$(tail -n 1 "$LOGDIR/$name.path")"
 }
-
-# start_compose_build builds (or finds cached) Docker Compose, the CLI plugin the docker API tests
-# drive, in the background like kube-apiserver; wait_compose exports BERTH_DOCKER_COMPOSE (its path).
-COMPOSE_PID=""
-start_compose_build() {
-  "$ROOT/hack/docker-compose.sh" >"$LOGDIR/docker-compose.path" 2>"$LOGDIR/docker-compose.log" &
-  COMPOSE_PID=$!
-}
-wait_compose() {
-  [ -n "$COMPOSE_PID" ] || start_compose_build
-  local rc=0
-  wait "$COMPOSE_PID" || rc=$?
-  COMPOSE_PID=""
-  if [ $rc -ne 0 ]; then
-    cat "$LOGDIR/docker-compose.log" >&2
-    return $rc
-  fi
-  BERTH_DOCKER_COMPOSE=$(tail -n 1 "$LOGDIR/docker-compose.path")
-  export BERTH_DOCKER_COMPOSE
-}
+start_kube_apiserver_build() { start_tool_build kube-apiserver kube-apiserver.sh; }
+wait_kube_apiserver() { wait_tool_build kube-apiserver kube-apiserver.sh BERTH_KUBE_APISERVER; }
+start_compose_build() { start_tool_build docker-compose docker-compose.sh; }
+wait_compose() { wait_tool_build docker-compose docker-compose.sh BERTH_DOCKER_COMPOSE; }
 
 # warm_engine_binary builds berth-engine as the engine tests build it (nothing is kept): the tests
 # that start the binary then find it in the build cache instead of compiling it inside their
