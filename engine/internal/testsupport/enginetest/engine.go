@@ -60,10 +60,12 @@ type Options struct {
 	Logger *slog.Logger
 	// NoImage starts the engine without an image (Image is ignored).
 	NoImage bool
-	// ShortDir puts the engine's state in a short directory under /tmp
-	// instead of the test's own, for tests with long names whose unix
-	// socket paths (conmon's, runc's) would pass the 108-byte limit.
-	ShortDir bool
+	// LongDir puts the engine's root and run root more than 108 bytes
+	// deep, past the limit of a unix socket address, so that the tests
+	// show conmon's attach socket (and every other socket the engine
+	// reaches under them) still works: they are dialled and bound through
+	// /proc/self/fd, as Podman does, never by their full path.
+	LongDir bool
 	// BeforeStop runs at cleanup once every pod, container, secret and
 	// volume is removed, before the engine stops; AfterStop once it has
 	// stopped and its mounts are gone.
@@ -144,7 +146,7 @@ func prepare(t testing.TB, o Options) *Engine {
 	testdeadline.Set(t, testdeadline.Default)
 	RequireRuntime(t, o.What)
 	Require(t, o.What, o.Needs...)
-	dir := testDir(t, o.ShortDir)
+	dir := testDir(t, o.LongDir)
 	e := &Engine{T: t, Dir: dir, Root: filepath.Join(dir, "root"), RunRoot: filepath.Join(dir, "run"), Nets: UniqueNetworks(t), Client: &http.Client{}}
 	if !o.Bridged {
 		e.Nets.DefaultMode = "private"
@@ -156,17 +158,19 @@ func prepare(t testing.TB, o Options) *Engine {
 }
 
 // testDir is the directory of a test's engine: the test's own, or with
-// short a new one under /tmp, removed at cleanup.
-func testDir(t testing.TB, short bool) string {
+// long one of its subdirectories more than 108 bytes deep.
+func testDir(t testing.TB, long bool) string {
 	t.Helper()
-	if !short {
-		return t.TempDir()
+	dir := t.TempDir()
+	if !long {
+		return dir
 	}
-	dir, err := os.MkdirTemp("/tmp", "bs")
-	if err != nil {
+	for len(dir) <= 120 {
+		dir = filepath.Join(dir, "a-deliberately-long-directory")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
 }
 

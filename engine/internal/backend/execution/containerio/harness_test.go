@@ -15,11 +15,11 @@ import (
 
 func TestMain(m *testing.M) { enginetest.Main(m) }
 
-// streamOptions are the options of the stream tests' engines: a short
-// directory keeps conmon's and runc's socket paths under the 108-byte
-// limit of unix socket addresses.
+// streamOptions are the options of the stream tests' engines: their
+// state lies deeper than the 108-byte limit of unix socket addresses, so
+// every attach, exec and terminal test also shows that a long root works.
 func streamOptions() enginetest.Options {
-	return enginetest.Options{What: "container stream tests", ShortDir: true}
+	return enginetest.Options{What: "container stream tests", LongDir: true}
 }
 
 // testEngine is an in-process engine serving on a real loopback listener.
