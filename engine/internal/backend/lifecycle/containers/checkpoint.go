@@ -306,7 +306,9 @@ func (m *Manager) reconcileCheckpointLocked(ctx context.Context, e *entry) {
 		m.logger.Warn("remove a container whose import the engine did not finish", "container", rec.ID)
 		if err := m.removeLocked(ctx, e, core.RemoveContainerOptions{Force: true, Volumes: true}); err != nil {
 			m.logger.Warn("remove a half-imported container", "container", rec.ID, "err", err)
+			return
 		}
+		m.dropVolumes(ctx, rec.ID, rec.ImportVolumes)
 		return
 	}
 	if rec.Checkpointing {

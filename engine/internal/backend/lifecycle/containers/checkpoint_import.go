@@ -66,7 +66,12 @@ func (m *Manager) Import(ctx context.Context, r io.Reader, opts core.RestoreOpti
 	if err != nil {
 		return report, err
 	}
-	id, _, err := m.create(ctx, spec, func(r *record) { r.Importing = true })
+	var made []string
+	id, _, err := m.create(ctx, spec, func(r *record, madeVolumes []string) {
+		r.Importing = true
+		r.ImportVolumes = madeVolumes
+		made = madeVolumes
+	})
 	if err != nil {
 		return report, err
 	}
@@ -74,6 +79,8 @@ func (m *Manager) Import(ctx context.Context, r io.Reader, opts core.RestoreOpti
 	if err != nil {
 		if rerr := m.Remove(ctx, id, core.RemoveContainerOptions{Force: true, Volumes: true}); rerr != nil {
 			m.logger.Warn("remove the container of a failed import", "container", id, "err", rerr)
+		} else {
+			m.dropVolumes(ctx, id, made)
 		}
 		return report, err
 	}
@@ -157,6 +164,7 @@ func (m *Manager) restoreImported(ctx context.Context, id string, a *checkpointa
 	}
 	if err := m.update(ctx, e, func(r *record) {
 		r.Importing = false
+		r.ImportVolumes = nil
 		r.Checkpointed = true
 		r.CheckpointedAt = a.Config.CheckpointedAt
 		r.CheckpointPath = dir

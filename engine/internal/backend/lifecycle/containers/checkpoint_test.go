@@ -310,6 +310,10 @@ func TestCheckpointExportImport(t *testing.T) {
 	if n := to.containerCount(); n != before {
 		t.Fatalf("bad imports left %d containers", n-before)
 	}
+	// The named volume the damaged import made went with its container.
+	if status, body := to.Do("GET", "/volumes/data/exists", nil); status != http.StatusNotFound {
+		t.Fatalf("after the failed import, volume data: %d %s, want 404", status, body)
+	}
 
 	var report struct {
 		ID string `json:"Id"`
@@ -626,7 +630,7 @@ func TestImportKill9(t *testing.T) {
 	requireRuntime(t)
 	t.Setenv("BERTH_ENGINE_CRIU", enginetest.RequireCRIU(t))
 	from := startCRIUEngine(t)
-	id := from.create(map[string]any{"name": "mover", "command": counter})
+	id := from.create(map[string]any{"name": "mover", "command": counter, "volumes": []map[string]any{{"Name": "moved", "Dest": "/data"}}})
 	from.Must(http.StatusNoContent, "POST", "/containers/mover/start", nil)
 	from.waitLog(id, 2)
 	archive := from.Must(http.StatusOK, "POST", "/containers/mover/checkpoint?export=true", nil)
@@ -655,6 +659,10 @@ func TestImportKill9(t *testing.T) {
 	switch {
 	case status == http.StatusNotFound:
 		t.Log("the half-imported container was removed")
+		// With the named volume its create made.
+		if status, body := te.Do("GET", "/volumes/moved/exists", nil); status != http.StatusNotFound {
+			t.Fatalf("the removed half import left volume moved: %d %s", status, body)
+		}
 	default:
 		st := te.checkpointState("mover")
 		t.Logf("after the kill: %+v", st)

@@ -31,7 +31,7 @@ func (m *Manager) Create(ctx context.Context, spec core.ContainerSpec) (string, 
 // create is Create; adjust, when set, changes the record before it is first
 // written (an import marks it Importing in the same write, so no kill -9
 // finds the container without the mark).
-func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust func(*record)) (string, []string, error) {
+func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust func(r *record, madeVolumes []string)) (string, []string, error) {
 	// A client that goes away must not leave a change half done.
 	ctx = context.WithoutCancel(ctx)
 	defer m.metrics.observe("create", time.Now())
@@ -192,7 +192,7 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 		return "", nil, err
 	}
 	if adjust != nil {
-		adjust(&rec)
+		adjust(&rec, createdVols)
 	}
 	data, err := json.Marshal(rec)
 	if err != nil {

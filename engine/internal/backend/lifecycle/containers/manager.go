@@ -100,6 +100,10 @@ type record struct {
 	// checkpoint is in place: an engine killed before then removes it at
 	// start, so that no half-imported container stays.
 	Importing bool `json:"Importing,omitempty"`
+	// ImportVolumes are the named volumes an import's create made. A failed
+	// import, or one a kill -9 cut, removes them with the container: a
+	// volume that came only with the archive must not outlive it.
+	ImportVolumes []string `json:"ImportVolumes,omitempty"`
 	// CheckpointNets are the addresses the container had on each network
 	// when it was checkpointed; a restore asks for them again.
 	CheckpointNets map[string]core.PerNetworkOptions `json:"CheckpointNets,omitempty"`

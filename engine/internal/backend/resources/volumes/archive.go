@@ -79,7 +79,8 @@ func (s *Store) Import(ctx context.Context, name string, r io.Reader) error {
 // checkTar copies a tar stream from r to w, refusing a malformed one and any
 // entry (or hard link target) that would land outside the volume.
 func checkTar(r io.Reader, w io.Writer) error {
-	tr := tar.NewReader(r)
+	counted := &countingReader{r: r}
+	tr := tar.NewReader(counted)
 	tw := tar.NewWriter(w)
 	entries := 0
 	for {
@@ -111,10 +112,24 @@ func checkTar(r io.Reader, w io.Writer) error {
 			return fmt.Errorf("import: %w", err)
 		}
 	}
-	if entries == 0 {
+	// An archive of an empty volume (what Export writes for one) is just
+	// the end-of-archive marker, two zero blocks; less than that is no tar.
+	if entries == 0 && counted.n < 2*512 {
 		return core.InvalidArgument("body", errors.New("not a tar archive: no entries"))
 	}
 	return tw.Close()
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // linkTarget is a hard link's target (a path inside the archive); symbolic

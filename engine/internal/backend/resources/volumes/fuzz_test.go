@@ -74,3 +74,19 @@ func FuzzImportTar(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckTarEmptyArchive: the archive of an empty volume (only the
+// end-of-archive marker, as Export writes it) imports; an empty body or a
+// lone zero block is no tar.
+func TestCheckTarEmptyArchive(t *testing.T) {
+	var empty bytes.Buffer
+	tar.NewWriter(&empty).Close()
+	if err := checkTar(bytes.NewReader(empty.Bytes()), io.Discard); err != nil {
+		t.Fatalf("an empty archive: %v", err)
+	}
+	for name, body := range map[string][]byte{"empty body": nil, "one zero block": make([]byte, 512)} {
+		if err := checkTar(bytes.NewReader(body), io.Discard); !errors.Is(err, core.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want an invalid argument", name, err)
+		}
+	}
+}
