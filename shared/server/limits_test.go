@@ -142,46 +142,98 @@ func TestBodyWithinTheLimitsAndAHijackAfterIt(t *testing.T) {
 	}
 }
 
-// TestConnectionsOverTheCapAre503: a client past MaxConnsPerClient gets 503
-// at once (before: every stalled connection held a descriptor until the
-// process ran out), and a slot comes back when a connection closes.
-func TestConnectionsOverTheCapAre503(t *testing.T) {
-	var inHandler atomic.Int32
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		inHandler.Add(1)
-		defer inHandler.Add(-1)
+// countingHandler is bodyReader counting the requests inside it.
+func countingHandler(in *atomic.Int32) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in.Add(1)
+		defer in.Add(-1)
 		bodyReader(w, r)
 	})
-	addr := startLimited(t, h, Limits{BodyIdleTimeout: 2 * time.Second, MaxConnsPerClient: 3, MaxConns: 100})
-	var stalled []net.Conn
-	for i := 0; i < 3; i++ {
-		stalled = append(stalled, sendHead(t, addr, 1000, "x"))
-	}
-	deadline := time.Now().Add(3 * time.Second)
-	for inHandler.Load() < 3 && time.Now().Before(deadline) {
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	over := sendHead(t, addr, 1, "x")
-	if status := readStatus(t, over, 3*time.Second); status != http.StatusServiceUnavailable {
-		t.Fatalf("connection over the cap: %d, want 503", status)
+}
+
+// TestStalledBodyIsShedByRate: a body that stops arriving is cut off once
+// it falls below MinBodyRate after the grace, without waiting for the idle
+// timeout (before: the read waited the whole BodyIdleTimeout, 30 s by
+// default, holding its descriptor).
+func TestStalledBodyIsShedByRate(t *testing.T) {
+	addr := startLimited(t, bodyReader, Limits{BodyIdleTimeout: 20 * time.Second, MinBodyRate: 1000, BodyRateGrace: 300 * time.Millisecond})
+	begin := time.Now()
+	c := sendHead(t, addr, 100000, "x")
+	if status := readStatus(t, c, 5*time.Second); status != http.StatusRequestTimeout {
+		t.Fatalf("stalled body: %d, want 408", status)
 	}
-	stalled[0].Close()
-	deadline = time.Now().Add(3 * time.Second)
-	for {
-		c := sendHead(t, addr, 2, "ok")
-		status := readStatus(t, c, 3*time.Second)
-		if status == http.StatusOK {
-			break
+	if took := time.Since(begin); took > 3*time.Second {
+		t.Fatalf("stalled body cut off after %v, want about the 300ms grace", took)
+	}
+}
+
+// TestBodiesOverTheClientCapShedTheStalled: a client address past
+// MaxBodiesPerClient has its most stalled body shed to make room for the
+// new one (before: the address got 503 while it held its cap of stalled
+// connections, legitimate clients behind it included); only while none of
+// its bodies can be judged stalled yet is the new one 503.
+func TestBodiesOverTheClientCapShedTheStalled(t *testing.T) {
+	var in atomic.Int32
+	addr := startLimited(t, countingHandler(&in), Limits{BodyIdleTimeout: 20 * time.Second, MinBodyRate: 1000, BodyRateGrace: 3 * time.Second, MaxBodiesPerClient: 3})
+	var stalled []net.Conn
+	for i := 0; i < 3; i++ {
+		stalled = append(stalled, sendHead(t, addr, 100000, "x"))
+	}
+	waitFor(t, "3 stalled bodies in the handler", func() bool { return in.Load() == 3 })
+	if status := readStatus(t, sendHead(t, addr, 2, "ok"), 3*time.Second); status != http.StatusServiceUnavailable {
+		t.Fatalf("body over the cap while none is judged stalled yet: %d, want 503", status)
+	}
+	time.Sleep(1100 * time.Millisecond) // past the age at which a body can be judged
+	if status := readStatus(t, sendHead(t, addr, 2, "ok"), 3*time.Second); status != http.StatusOK {
+		t.Fatalf("body over the cap with stalled ones to shed: %d, want 200", status)
+	}
+	shed := 0
+	for _, c := range stalled {
+		_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusRequestTimeout {
+				t.Fatalf("shed body answered %d, want 408", resp.StatusCode)
+			}
+			shed++
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no slot came back after a connection closed: %d", status)
-		}
-		time.Sleep(20 * time.Millisecond)
+	}
+	if shed != 1 {
+		t.Fatalf("%d stalled bodies shed for one new body, want 1", shed)
+	}
+}
+
+// TestConnectionCapShedsTheStalled: at MaxConns a new connection is let in
+// by shedding a stalled body; with none stalled it is 503.
+func TestConnectionCapShedsTheStalled(t *testing.T) {
+	var in atomic.Int32
+	addr := startLimited(t, countingHandler(&in), Limits{BodyIdleTimeout: 20 * time.Second, MinBodyRate: 1000, BodyRateGrace: 3 * time.Second, MaxConns: 3})
+	for i := 0; i < 3; i++ {
+		sendHead(t, addr, 100000, "x")
+	}
+	waitFor(t, "3 stalled bodies in the handler", func() bool { return in.Load() == 3 })
+	if status := readStatus(t, sendHead(t, addr, 2, "ok"), 3*time.Second); status != http.StatusServiceUnavailable {
+		t.Fatalf("connection over the cap while none is judged stalled yet: %d, want 503", status)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if status := readStatus(t, sendHead(t, addr, 2, "ok"), 3*time.Second); status != http.StatusOK {
+		t.Fatalf("connection over the cap with stalled bodies to shed: %d, want 200", status)
 	}
 }
 
 // TestManyStalledUploadsHoldBoundedResources: 200 stalled bodies from one
-// client reach the handler at most MaxConnsPerClient at a time, and every
+// client reach the handler at most MaxBodiesPerClient at a time, and every
 // one of them has ended shortly after BodyIdleTimeout.
 func TestManyStalledUploadsHoldBoundedResources(t *testing.T) {
 	var inHandler, peak atomic.Int32
@@ -192,7 +244,7 @@ func TestManyStalledUploadsHoldBoundedResources(t *testing.T) {
 		defer inHandler.Add(-1)
 		bodyReader(w, r)
 	})
-	addr := startLimited(t, h, Limits{BodyIdleTimeout: 300 * time.Millisecond, MaxConnsPerClient: 20, MaxConns: 1000})
+	addr := startLimited(t, h, Limits{BodyIdleTimeout: 300 * time.Millisecond, MaxBodiesPerClient: 20, MaxConns: 1000})
 	for i := 0; i < 200; i++ {
 		sendHead(t, addr, 1000, strings.Repeat("x", 10))
 	}

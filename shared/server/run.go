@@ -39,7 +39,8 @@ func Run(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logg
 
 // RunWithLimits is Run with limits on slow and numerous clients: header and
 // idle timeouts, body read deadlines that move with progress and a minimum
-// body rate, and caps on connections (503 over them).
+// body rate, and caps on connections and on the bodies of one client, at
+// which stalled bodies are shed first (503 only when none is stalled).
 func RunWithLimits(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger, shutdownTimeout time.Duration, limits Limits) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -47,12 +48,18 @@ func RunWithLimits(ctx context.Context, ln net.Listener, h http.Handler, logger 
 	shuttingDown := make(chan struct{})
 	baseCtx, cancelBase := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), shuttingDownKey{}, shuttingDown))
 	defer cancelBase()
-	ln = LimitListener(ln, limits)
+	if limits.MaxConns == 0 {
+		limits.MaxConns = connsForDescriptors()
+	}
+	tracked := newBodies(limits)
+	if limits.MaxConns > 0 {
+		ln = &limitListener{Listener: ln, max: limits.MaxConns, bodies: tracked}
+	}
 	if limits.TLS != nil {
 		ln = tls.NewListener(ln, limits.TLS)
 	}
 	srv := &http.Server{
-		Handler:           guardBodies(h, limits),
+		Handler:           guardBodies(h, limits, tracked),
 		ReadHeaderTimeout: limits.ReadHeaderTimeout,
 		IdleTimeout:       limits.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
