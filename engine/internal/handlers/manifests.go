@@ -193,7 +193,8 @@ type createQuery struct {
 }
 
 // createManifestFromQuery is ManifestCreate at /manifests/create (the v3
-// form, also served to later versions): the name is a query parameter.
+// form, also served to later versions): the name is a query parameter, or
+// on 4.x and later paths without one the list is named "create".
 func (s *Server) createManifestFromQuery(w http.ResponseWriter, r *http.Request) {
 	s.createManifestNamed(w, r, "")
 }
@@ -219,6 +220,11 @@ func (s *Server) createManifestNamed(w http.ResponseWriter, r *http.Request, nam
 	}
 	if name == "" {
 		name = q.Name
+	}
+	if name == "" && !v3API(r) {
+		// Podman serves /manifests/create only on 3.x paths; on later ones
+		// "create" is the list's name (podman manifest create create).
+		name = "create"
 	}
 	tlsVerify, auth, err := registryQuery(r)
 	if err != nil {
@@ -263,11 +269,18 @@ func (s *Server) createManifestNamed(w http.ResponseWriter, r *http.Request, nam
 		writeError(w, err)
 		return
 	}
-	status := http.StatusOK
-	if v3API(r) {
-		status = http.StatusCreated
+	writeJSON(w, createStatus(r), idReport{ID: id})
+}
+
+// createStatus is ManifestCreate's success status as Podman's handler
+// chooses it: 201 when the path names API version 4.0 or later, 200 for 3.x
+// paths and unversioned ones (Podman's version check fails there, and the
+// handler keeps 200).
+func createStatus(r *http.Request) int {
+	if chi.URLParam(r, "version") == "" || v3API(r) {
+		return http.StatusOK
 	}
-	writeJSON(w, status, idReport{ID: id})
+	return http.StatusCreated
 }
 
 // mergeMaps returns a with b's keys set.

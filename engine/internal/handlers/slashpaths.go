@@ -17,8 +17,8 @@ type slashRoute struct {
 
 // slashPaths lets {name:.*} parameters span several path segments, as image
 // references do ("quay.io/org/app:1"). Podman's client escapes the slashes
-// (%2F), which the router matches as one segment; a client that sends them
-// unescaped gets its path re-escaped here, before routing, when it matches a
+// (%2F), which the router matches as one segment; a client that sends some
+// or all of them unescaped gets its path re-escaped here, before routing, when it matches a
 // registered wildcard route. The patterns come from the router itself.
 func slashPaths(mux *chi.Mux) http.Handler {
 	var routes []slashRoute
@@ -30,10 +30,11 @@ func slashPaths(mux *chi.Mux) http.Handler {
 	})
 	longestFirst(routes)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.RawPath == "" || !strings.Contains(r.URL.RawPath, "%2F") {
-			if escaped, ok := escapeWildcards(routes, r.Method, r.URL.EscapedPath()); ok {
-				r.URL.RawPath = escaped
-			}
+		// A path may mix both forms (podman escapes the list's name, a
+		// curl user may not escape the push destination): only the
+		// unescaped slashes of wildcard parts are escaped.
+		if escaped, ok := escapeWildcards(routes, r.Method, r.URL.EscapedPath()); ok {
+			r.URL.RawPath = escaped
 		}
 		mux.ServeHTTP(w, r)
 	})
@@ -80,8 +81,16 @@ func matchSegments(pattern, path []string) ([]string, bool) {
 	head := pattern[0]
 	switch {
 	case strings.HasPrefix(head, "{") && strings.HasSuffix(head, ":.*}"):
-		// A wildcard spans one or more non-empty segments.
-		for n := 1; n <= len(path) && path[n-1] != ""; n++ {
+		// A wildcard spans one or more segments that start and end
+		// non-empty; empty ones between are kept ("docker://host/name",
+		// a push destination as curl users write it).
+		if path[0] == "" {
+			return nil, false
+		}
+		for n := 1; n <= len(path); n++ {
+			if path[n-1] == "" {
+				continue
+			}
 			if rest, ok := matchSegments(pattern[1:], path[n:]); ok {
 				return append([]string{strings.Join(path[:n], "%2F")}, rest...), true
 			}

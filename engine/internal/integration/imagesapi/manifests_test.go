@@ -3,6 +3,8 @@ package imagesapi
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -25,10 +27,11 @@ type listManifest struct {
 		Size        int64             `json:"size"`
 		Annotations map[string]string `json:"annotations"`
 		Platform    struct {
-			Architecture string `json:"architecture"`
-			OS           string `json:"os"`
-			OSVersion    string `json:"os.version"`
-			Variant      string `json:"variant"`
+			Architecture string   `json:"architecture"`
+			OS           string   `json:"os"`
+			OSVersion    string   `json:"os.version"`
+			Variant      string   `json:"variant"`
+			Features     []string `json:"features"`
 		} `json:"platform"`
 	} `json:"manifests"`
 	Annotations map[string]string `json:"annotations"`
@@ -198,7 +201,7 @@ func TestManifestListRegistryInstances(t *testing.T) {
 	e.load(testimage.Busybox("localhost/regbase:1"))
 	e.importArch(t, "localhost/regbase:arm", "arm64")
 	api := "/v4.3.1/libpod/manifests/"
-	e.do(http.MethodPost, api+"src?images=containers-storage:localhost/regbase:1", nil).expect(t, http.StatusOK)
+	e.do(http.MethodPost, api+"src?images=containers-storage:localhost/regbase:1", nil).expect(t, http.StatusCreated)
 	e.do(http.MethodPut, api+"src", strings.NewReader(`{"operation":"update","images":["localhost/regbase:arm"]}`)).expect(t, http.StatusOK)
 	var report struct {
 		ID string `json:"Id"`
@@ -208,12 +211,12 @@ func TestManifestListRegistryInstances(t *testing.T) {
 		t.Fatalf("push answered %+v", report)
 	}
 
-	e.do(http.MethodPost, api+"one?tlsVerify=false&images="+url.QueryEscape("docker://"+reg.Host+"/src:1"), nil).expect(t, http.StatusOK)
+	e.do(http.MethodPost, api+"one?tlsVerify=false&images="+url.QueryEscape("docker://"+reg.Host+"/src:1"), nil).expect(t, http.StatusCreated)
 	one := e.inspectList(t, "one")
 	if len(one.Manifests) != 1 || one.Manifests[0].Platform.Architecture != hostArch() {
 		t.Errorf("a registry list without all adds this platform's instance: %+v", one)
 	}
-	e.do(http.MethodPost, api+"every?all=true&tlsVerify=false&images="+url.QueryEscape("docker://"+reg.Host+"/src:1"), nil).expect(t, http.StatusOK)
+	e.do(http.MethodPost, api+"every?all=true&tlsVerify=false&images="+url.QueryEscape("docker://"+reg.Host+"/src:1"), nil).expect(t, http.StatusCreated)
 	if every := e.inspectList(t, "every"); len(every.Manifests) != 2 {
 		t.Errorf("all adds every instance: %+v", every)
 	}
@@ -248,7 +251,8 @@ func TestManifestListV3Routes(t *testing.T) {
 	var created struct {
 		ID string `json:"Id"`
 	}
-	e.do(http.MethodPost, v3+"create?name=v3list", nil).expect(t, http.StatusCreated).json(t, &created)
+	// Podman's ManifestCreate answers 200 on 3.x paths (201 from 4.0 on).
+	e.do(http.MethodPost, v3+"create?name=v3list", nil).expect(t, http.StatusOK).json(t, &created)
 	e.do(http.MethodPost, v3+"v3list/add", strings.NewReader(`{"images":["localhost/v3base:1"],"annotation":["a=b"]}`)).expect(t, http.StatusOK)
 	l := e.inspectList(t, "v3list")
 	if len(l.Manifests) != 1 || l.Manifests[0].Annotations["a"] != "b" {
@@ -277,7 +281,7 @@ func TestManifestListBadInput(t *testing.T) {
 	reg := registrytest.Start(t, registrytest.Options{})
 	e.load(testimage.Busybox("localhost/badbase:1"))
 	api := "/v4.3.1/libpod/manifests/"
-	e.do(http.MethodPost, api+"bad", nil).expect(t, http.StatusOK)
+	e.do(http.MethodPost, api+"bad", nil).expect(t, http.StatusCreated)
 	for _, c := range []struct {
 		name, method, path, body string
 		want                     int
@@ -310,10 +314,10 @@ func TestManifestListBadInput(t *testing.T) {
 		})
 	}
 	// amend returns the existing list; ignore makes a missing list no error.
-	e.do(http.MethodPost, api+"bad?amend=true", nil).expect(t, http.StatusOK)
+	e.do(http.MethodPost, api+"bad?amend=true", nil).expect(t, http.StatusCreated)
 	e.do(http.MethodDelete, api+"nolist?ignore=true", nil).expect(t, http.StatusOK)
 	// rmi removes a list like an image.
-	e.do(http.MethodPost, api+"rmilist", nil).expect(t, http.StatusOK)
+	e.do(http.MethodPost, api+"rmilist", nil).expect(t, http.StatusCreated)
 	e.do(http.MethodDelete, "/v4.3.1/libpod/images/rmilist", nil).expect(t, http.StatusOK)
 	e.do(http.MethodGet, api+"rmilist/exists", nil).engineError(t, http.StatusNotFound)
 	// manifest rm (images/remove with lookupmanifest) refuses a plain image.
@@ -337,7 +341,7 @@ func TestManifestListSurvivesKill(t *testing.T) {
 		t.Skip("builds and kills the engine binary")
 	}
 	p := startProcess(t)
-	post(t, p.Base()+"/v4.3.1/libpod/manifests/killed", http.StatusOK)
+	post(t, p.Base()+"/v4.3.1/libpod/manifests/killed", http.StatusCreated)
 	p.Kill9()
 	p.Start()
 	body := get(t, p.Base()+"/v4.3.1/libpod/manifests/killed/json", http.StatusOK)
@@ -347,4 +351,99 @@ func TestManifestListSurvivesKill(t *testing.T) {
 	}
 	deleteReq(t, p.Base()+"/v4.3.1/libpod/manifests/killed", http.StatusOK)
 	get(t, p.Base()+"/v4.3.1/libpod/manifests/killed/exists", http.StatusNotFound)
+}
+
+// TestPodmanRemoteManifestPlatformFields: podman 4.3.1's manifest add with
+// every platform flag and an annotation, on a list whose name carries a
+// registry host and slashes; inspect (podman's and the API's) shows them;
+// the list is pushed through a path with unescaped slashes and a docker://
+// destination, and the registry holds the OCI index with them (Podman 5's
+// format: features have no place in an index). A list with features and no
+// annotations is pushed as a Docker list, which carries them. Create
+// answers 201 on 4.x paths, 200 on 3.x and unversioned ones.
+func TestPodmanRemoteManifestPlatformFields(t *testing.T) {
+	e := startEngine(t)
+	p := newPodman(t, e)
+	reg := registrytest.Start(t, registrytest.Options{})
+	e.load(testimage.Busybox("localhost/platbase:1"))
+
+	name := reg.Host + "/team/plat:1"
+	p.run("manifest", "create", name)
+	p.run("manifest", "add", "--annotation", "team=arm", "--os-version", "10.0", "--features", "sse4",
+		"--variant", "v8", "--os", "linux", "--arch", "arm64", name, "localhost/platbase:1")
+	var shown listManifest
+	platformOK := func(what string, withFeatures bool) {
+		t.Helper()
+		if len(shown.Manifests) != 1 {
+			t.Fatalf("%s: %+v", what, shown)
+		}
+		pl := shown.Manifests[0].Platform
+		if pl.Architecture != "arm64" || pl.OS != "linux" || pl.OSVersion != "10.0" || pl.Variant != "v8" ||
+			(withFeatures && (len(pl.Features) != 1 || pl.Features[0] != "sse4")) {
+			t.Errorf("%s platform: %+v", what, pl)
+		}
+	}
+	// podman 4.3.1 decodes inspect as a Docker list: annotations are not shown.
+	if err := json.Unmarshal([]byte(p.run("manifest", "inspect", name)), &shown); err != nil {
+		t.Fatal(err)
+	}
+	platformOK("podman manifest inspect", true)
+	e.do(http.MethodGet, "/v4.3.1/libpod/manifests/"+name+"/json", nil).expect(t, http.StatusOK).json(t, &shown)
+	platformOK("ManifestInspect", true)
+	if shown.MediaType != "application/vnd.oci.image.index.v1+json" || shown.Manifests[0].Annotations["team"] != "arm" {
+		t.Errorf("ManifestInspect: %+v", shown)
+	}
+
+	// Unescaped slashes in the list's name and a docker:// destination.
+	pushedName := reg.Host + "/team/pushed:1"
+	var pushed struct {
+		ID string `json:"Id"`
+	}
+	e.do(http.MethodPost, "/v4.3.1/libpod/manifests/"+name+"/registry/docker://"+pushedName+"?all=true&tlsVerify=false", nil).
+		expect(t, http.StatusOK).json(t, &pushed)
+	raw := skopeoRaw(t, pushedName)
+	if pushed.ID != "sha256:"+sha256Hex(raw) {
+		t.Errorf("push answered %s for a list whose digest is %s", pushed.ID, sha256Hex(raw))
+	}
+	shown.Manifests = nil
+	if err := json.Unmarshal(raw, &shown); err != nil {
+		t.Fatal(err)
+	}
+	platformOK("pushed index", false)
+	if shown.MediaType != "application/vnd.oci.image.index.v1+json" || shown.Manifests[0].Annotations["team"] != "arm" {
+		t.Errorf("pushed: %s", raw)
+	}
+
+	p.run("manifest", "create", "featlist")
+	p.run("manifest", "add", "--features", "sse4", "--os-version", "10.0", "--variant", "v8", "--arch", "arm64", "featlist", "localhost/platbase:1")
+	e.do(http.MethodPost, "/v4.3.1/libpod/manifests/featlist/registry/"+reg.Host+"/team/feat:1?all=true&tlsVerify=false", nil).expect(t, http.StatusOK)
+	shown.Manifests = nil
+	if err := json.Unmarshal(skopeoRaw(t, reg.Host+"/team/feat:1"), &shown); err != nil {
+		t.Fatal(err)
+	}
+	platformOK("pushed Docker list", true)
+	if shown.MediaType != "application/vnd.docker.distribution.manifest.list.v2+json" {
+		t.Errorf("a list with features only pushed as %s", shown.MediaType)
+	}
+
+	for _, c := range []struct {
+		path string
+		want int
+	}{
+		{"/v4.3.1/libpod/manifests/created4", http.StatusCreated},
+		{"/v5.0.0/libpod/manifests/created5", http.StatusCreated},
+		{"/libpod/manifests/createdplain", http.StatusOK},
+		{"/v3.4.0/libpod/manifests/create?name=created3", http.StatusOK},
+		{"/v4.3.1/libpod/manifests/create", http.StatusCreated},
+	} {
+		e.do(http.MethodPost, c.path, nil).expect(t, c.want)
+	}
+	// On 4.x paths "create" is a list's name, as in Podman.
+	e.do(http.MethodGet, "/v4.3.1/libpod/manifests/create/exists", nil).expect(t, http.StatusNoContent)
+}
+
+// sha256Hex is the hex SHA-256 of data.
+func sha256Hex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }

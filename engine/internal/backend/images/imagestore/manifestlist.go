@@ -22,6 +22,11 @@ const listStateKey = "berth-manifest-list"
 // wire format (Docker lists have no annotations, OCI indexes no features),
 // serialized to the one that can carry what it holds.
 type listState struct {
+	// Version is the format rule the list is serialized by: 0 for lists
+	// written before OCI indexes became the default (they keep the Docker
+	// form until annotated, so they read back byte for byte), listVersionOCI
+	// for lists created or changed since.
+	Version     int               `json:"version,omitempty"`
 	Entries     []listEntry       `json:"entries"`
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// Sources maps an instance digest to where its manifest and blobs are
@@ -79,6 +84,10 @@ func (l *listState) remove(d digest.Digest) bool {
 	return len(l.Entries) != n
 }
 
+// listVersionOCI is the listState.Version of lists serialized as Podman 5
+// does (see preferOCI).
+const listVersionOCI = 1
+
 // annotated reports whether the list or any instance carries annotations,
 // which only an OCI index can hold.
 func (l *listState) annotated() bool {
@@ -93,10 +102,43 @@ func (l *listState) annotated() bool {
 	return false
 }
 
-// serialize renders the list as it is served and pushed: a Docker manifest
-// list (as Podman creates them), or an OCI index once annotations are set.
-func (l *listState) serialize() ([]byte, error) {
+// preferOCI reports whether the list is served and pushed as an OCI index,
+// by Podman 5's rule (containers/common's manifests.preferOCI): an index
+// when it holds what only an index can carry (annotations), a Docker list
+// when it holds what only a Docker list can carry (platform features), an
+// index when it has instances, and a Docker list while it is empty (the
+// Docker form names its type explicitly). Lists written before this rule
+// (Version 0) stay Docker lists until annotated.
+func (l *listState) preferOCI() bool {
 	if l.annotated() {
+		return true
+	}
+	if l.Version < listVersionOCI {
+		return false
+	}
+	for _, e := range l.Entries {
+		if len(e.Platform.Features) > 0 {
+			return false
+		}
+	}
+	return len(l.Entries) > 0
+}
+
+// mediaType is the type the list is served and pushed as.
+func (l *listState) mediaType() string {
+	if l.preferOCI() {
+		return imgspecv1.MediaTypeImageIndex
+	}
+	return manifest.DockerV2ListMediaType
+}
+
+// serialize renders the list as it is stored, served to copies and pushed:
+// an OCI index or a Docker manifest list, as preferOCI chooses. An index
+// has no place for platform features (the OCI spec reserves the field), so
+// a list holding both annotations and features pushes without the
+// features, as Podman's does; inspect shows both.
+func (l *listState) serialize() ([]byte, error) {
+	if l.preferOCI() {
 		index := imgspecv1.Index{
 			MediaType:   imgspecv1.MediaTypeImageIndex,
 			Annotations: maps.Clone(l.Annotations),
@@ -121,20 +163,51 @@ func (l *listState) serialize() ([]byte, error) {
 	}
 	list := manifest.Schema2List{SchemaVersion: 2, MediaType: manifest.DockerV2ListMediaType}
 	for _, e := range l.Entries {
-		d := manifest.Schema2ManifestDescriptor{
-			Platform: manifest.Schema2PlatformSpec{
-				Architecture: e.Platform.Architecture,
-				OS:           e.Platform.OS,
-				OSVersion:    e.Platform.OSVersion,
-				OSFeatures:   slices.Clone(e.Platform.OSFeatures),
-				Variant:      e.Platform.Variant,
-				Features:     slices.Clone(e.Platform.Features),
-			},
-		}
-		d.MediaType, d.Digest, d.Size = e.MediaType, e.Digest, e.Size
-		list.Manifests = append(list.Manifests, d)
+		list.Manifests = append(list.Manifests, e.dockerDescriptor())
 	}
 	return json.Marshal(list)
+}
+
+// dockerDescriptor is the entry as a Docker list names it.
+func (e listEntry) dockerDescriptor() manifest.Schema2ManifestDescriptor {
+	d := manifest.Schema2ManifestDescriptor{
+		Platform: manifest.Schema2PlatformSpec{
+			Architecture: e.Platform.Architecture,
+			OS:           e.Platform.OS,
+			OSVersion:    e.Platform.OSVersion,
+			OSFeatures:   slices.Clone(e.Platform.OSFeatures),
+			Variant:      e.Platform.Variant,
+			Features:     slices.Clone(e.Platform.Features),
+		},
+	}
+	d.MediaType, d.Digest, d.Size = e.MediaType, e.Digest, e.Size
+	return d
+}
+
+// inspectDescriptor is one instance as ManifestInspect shows it: Docker's
+// descriptor (its platform has features) plus the OCI annotations.
+type inspectDescriptor struct {
+	manifest.Schema2ManifestDescriptor
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// inspectList is ManifestInspect's answer for a local list, Podman 5's
+// ManifestListData: every field either wire format can carry, the media
+// type the list is pushed as.
+type inspectList struct {
+	SchemaVersion int                 `json:"schemaVersion"`
+	MediaType     string              `json:"mediaType"`
+	Manifests     []inspectDescriptor `json:"manifests"`
+	Annotations   map[string]string   `json:"annotations,omitempty"`
+}
+
+// inspect renders the list as ManifestInspect answers it.
+func (l *listState) inspect() ([]byte, error) {
+	out := inspectList{SchemaVersion: 2, MediaType: l.mediaType(), Manifests: []inspectDescriptor{}, Annotations: maps.Clone(l.Annotations)}
+	for _, e := range l.Entries {
+		out.Manifests = append(out.Manifests, inspectDescriptor{Schema2ManifestDescriptor: e.dockerDescriptor(), Annotations: maps.Clone(e.Annotations)})
+	}
+	return json.Marshal(out)
 }
 
 // isManifestList reports whether a stored image is a manifest list.
@@ -180,8 +253,11 @@ func listBigData(l *listState) ([]storage.ImageBigDataOption, digest.Digest, err
 	}, d, nil
 }
 
-// writeListState saves l as the state of list image id.
+// writeListState saves l as the state of list image id. A list written
+// before OCI indexes became the default takes the current rule now, as
+// Podman 5 converts a list it saves.
 func writeListState(st storage.Store, id string, l *listState) error {
+	l.Version = listVersionOCI
 	items, _, err := listBigData(l)
 	if err != nil {
 		return err

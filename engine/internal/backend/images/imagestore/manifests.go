@@ -99,7 +99,7 @@ func (m *ManifestLists) createLocked(name string, opts core.ManifestCreateOption
 		}
 		return "", false, fmt.Errorf("%s: %w (image %s)", name, core.ErrNameInUse, shortID(img.ID))
 	}
-	state := &listState{Annotations: maps.Clone(opts.IndexAnnotations)}
+	state := &listState{Version: listVersionOCI, Annotations: maps.Clone(opts.IndexAnnotations)}
 	items, d, err := listBigData(state)
 	if err != nil {
 		return "", false, err
@@ -158,7 +158,7 @@ func (m *ManifestLists) Inspect(ctx context.Context, name string, opts core.Mani
 	}
 	s.mu.RUnlock()
 	if err == nil {
-		return state.serialize()
+		return state.inspect()
 	}
 	if !errors.Is(err, core.ErrNoSuchManifestList) {
 		return nil, err
