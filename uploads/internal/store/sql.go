@@ -218,15 +218,7 @@ func (s *sqlStore) Mutate(ctx context.Context, id uuid.UUID, fn func(u Upload) (
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		u, err := scanUpload(tx.QueryRowContext(ctx, s.q(`SELECT `+uploadCols+` FROM uploads WHERE id = ?`+s.d.rowLock), id.String()))
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return ErrNotFound
-		case err != nil:
-			return fmt.Errorf("lock upload %s: %w", id, err)
-		case u.Status == StatusDeleting:
-			return ErrNotFound
-		}
-		next, err := fn(u)
+		next, err := lockedUsage(id, u, err, fn)
 		if err != nil {
 			return err
 		}
@@ -237,6 +229,21 @@ func (s *sqlStore) Mutate(ctx context.Context, id uuid.UUID, fn func(u Upload) (
 		}
 		return nil
 	})
+}
+
+// lockedUsage is Mutate's step between its two statements: the upload u
+// read and locked (or the error err of reading it) becomes fn's new usage.
+// A missing or deleted upload is ErrNotFound.
+func lockedUsage(id uuid.UUID, u Upload, err error, fn func(u Upload) (Usage, error)) (Usage, error) {
+	switch {
+	case errors.Is(err, sql.ErrNoRows), errors.Is(err, pgx.ErrNoRows):
+		return Usage{}, ErrNotFound
+	case err != nil:
+		return Usage{}, fmt.Errorf("lock upload %s: %w", id, err)
+	case u.Status == StatusDeleting:
+		return Usage{}, ErrNotFound
+	}
+	return fn(u)
 }
 
 // mutatePipelined is Mutate for PostgreSQL in two round trips instead of four: BEGIN
@@ -274,15 +281,7 @@ func (s *sqlStore) mutatePipelined(ctx context.Context, id uuid.UUID, fn func(u 
 		if cerr := br.Close(); err == nil {
 			err = cerr
 		}
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return ErrNotFound
-		case err != nil:
-			return fmt.Errorf("lock upload %s: %w", id, err)
-		case u.Status == StatusDeleting:
-			return ErrNotFound
-		}
-		next, err := fn(u)
+		next, err := lockedUsage(id, u, err, fn)
 		if err != nil {
 			return err
 		}
@@ -363,35 +362,24 @@ func (s *sqlStore) Deleting(ctx context.Context, limit int) ([]uuid.UUID, error)
 }
 
 func (s *sqlStore) Errors(ctx context.Context, id uuid.UUID, limit, offset int) ([]FileError, int, error) {
-	u, err := s.Get(ctx, id)
-	if err != nil {
-		return nil, 0, err
-	}
-	if err := CheckState(u, StatusProcessing, StatusDone); err != nil {
-		return nil, 0, err
-	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT file, message FROM upload_errors WHERE upload_id = ? ORDER BY seq LIMIT ? OFFSET ?`), id.String(), limit, offset)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list errors of %s: %w", id, err)
-	}
-	defer rows.Close()
-	out := []FileError{}
-	for rows.Next() {
-		var fe FileError
-		if err := rows.Scan(&fe.File, &fe.Message); err != nil {
-			return nil, 0, err
-		}
-		out = append(out, fe)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, err
-	}
 	// The counter and the entries are written in one transaction, so the counter of the
-	// row read above is the total.
-	return out, u.Errors, nil
+	// upload read first is the total.
+	return processedPage(ctx, s, id, func(u Upload) int { return u.Errors }, "errors",
+		`SELECT file, message FROM upload_errors WHERE upload_id = ? ORDER BY seq LIMIT ? OFFSET ?`, limit, offset,
+		func(rows *sql.Rows, fe *FileError) error { return rows.Scan(&fe.File, &fe.Message) })
 }
 
 func (s *sqlStore) Images(ctx context.Context, id uuid.UUID, limit, offset int) ([]DeployedImage, int, error) {
+	// Like the error entries, the counter is written with the rows it counts.
+	return processedPage(ctx, s, id, func(u Upload) int { return u.Images }, "images",
+		`SELECT file, name FROM upload_images WHERE upload_id = ? ORDER BY seq, ordinal LIMIT ? OFFSET ?`, limit, offset,
+		func(rows *sql.Rows, img *DeployedImage) error { return rows.Scan(&img.File, &img.Name) })
+}
+
+// processedPage reads one page of what processing recorded for an upload
+// (its error entries or its deployed images), which exists only from
+// processing on, and the total that the upload's counter holds.
+func processedPage[T any](ctx context.Context, s *sqlStore, id uuid.UUID, total func(Upload) int, what, query string, limit, offset int, scan func(*sql.Rows, *T) error) ([]T, int, error) {
 	u, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, 0, err
@@ -399,24 +387,23 @@ func (s *sqlStore) Images(ctx context.Context, id uuid.UUID, limit, offset int) 
 	if err := CheckState(u, StatusProcessing, StatusDone); err != nil {
 		return nil, 0, err
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT file, name FROM upload_images WHERE upload_id = ? ORDER BY seq, ordinal LIMIT ? OFFSET ?`), id.String(), limit, offset)
+	rows, err := s.db.QueryContext(ctx, s.q(query), id.String(), limit, offset)
 	if err != nil {
-		return nil, 0, fmt.Errorf("list images of %s: %w", id, err)
+		return nil, 0, fmt.Errorf("list %s of %s: %w", what, id, err)
 	}
 	defer rows.Close()
-	out := []DeployedImage{}
+	out := []T{}
 	for rows.Next() {
-		var img DeployedImage
-		if err := rows.Scan(&img.File, &img.Name); err != nil {
+		var v T
+		if err := scan(rows, &v); err != nil {
 			return nil, 0, err
 		}
-		out = append(out, img)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, 0, err
 	}
-	// Like the error entries, the counter is written with the rows it counts.
-	return out, u.Images, nil
+	return out, total(u), nil
 }
 
 func (s *sqlStore) CountByStatus(ctx context.Context) (map[Status]int, error) {
