@@ -533,31 +533,16 @@ func (s *server) networking(spec *core.ContainerSpec, cfg *containertypes.Config
 		spec.Networks[primary] = core.PerNetworkOptions{}
 		for name, ep := range endpoints {
 			engineName := s.engineNetwork(name)
-			opts := core.PerNetworkOptions{}
-			if ep != nil {
-				if len(ep.Links) > 0 {
-					return core.InvalidArgument("NetworkingConfig.EndpointsConfig.Links", errors.New("legacy links are not supported"))
+			opts, err := endpointOptions("NetworkingConfig.EndpointsConfig.", ep)
+			if err != nil {
+				return err
+			}
+			if ep != nil && ep.MacAddress != "" {
+				mac, err := net.ParseMAC(ep.MacAddress)
+				if err != nil {
+					return core.InvalidArgument("NetworkingConfig.EndpointsConfig.MacAddress", err)
 				}
-				opts.Aliases = ep.Aliases
-				if ep.IPAMConfig != nil {
-					for _, a := range []string{ep.IPAMConfig.IPv4Address, ep.IPAMConfig.IPv6Address} {
-						if a == "" {
-							continue
-						}
-						ip := net.ParseIP(a)
-						if ip == nil {
-							return core.InvalidArgument("NetworkingConfig.EndpointsConfig.IPAMConfig", fmt.Errorf("%q is not an IP address", a))
-						}
-						opts.StaticIPs = append(opts.StaticIPs, ip)
-					}
-				}
-				if ep.MacAddress != "" {
-					mac, err := net.ParseMAC(ep.MacAddress)
-					if err != nil {
-						return core.InvalidArgument("NetworkingConfig.EndpointsConfig.MacAddress", err)
-					}
-					opts.StaticMAC = core.HardwareAddr(mac)
-				}
+				opts.StaticMAC = core.HardwareAddr(mac)
 			}
 			spec.Networks[engineName] = opts
 		}

@@ -143,17 +143,7 @@ func (s *server) execStart(w http.ResponseWriter, r *http.Request) {
 	defer conn.Close()
 	var streams exec.Streams
 	var mux *stream.Mux
-	if sess.Config.Tty {
-		streams.Stdout = bufFlusher{rw.Writer}
-	} else {
-		mux = stream.NewMux(rw.Writer, rw.Writer.Flush)
-		if sess.Config.AttachStdout {
-			streams.Stdout = mux.Writer(stream.Stdout)
-		}
-		if sess.Config.AttachStderr {
-			streams.Stderr = mux.Writer(stream.Stderr)
-		}
-	}
+	streams.Stdout, streams.Stderr, mux = stream.Outputs(rw.Writer, sess.Config.Tty, sess.Config.Tty || sess.Config.AttachStdout, sess.Config.AttachStderr)
 	if sess.Config.AttachStdin {
 		streams.Stdin = rw.Reader
 	}

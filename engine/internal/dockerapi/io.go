@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -70,37 +69,9 @@ func (s *server) containerAttach(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer conn.Close()
-	var stdout, stderr io.Writer
-	if tty {
-		if wantOut {
-			stdout = bufFlusher{rw.Writer}
-		}
-	} else {
-		mux := stream.NewMux(rw.Writer, rw.Writer.Flush)
-		if wantOut {
-			stdout = mux.Writer(stream.Stdout)
-		}
-		if wantErr {
-			stderr = mux.Writer(stream.Stderr)
-		}
-	}
+	stdout, stderr, _ := stream.Outputs(rw.Writer, tty, wantOut, wantErr)
 	if doLogs {
-		err := s.deps.ContainerIO.Logs(r.Context(), c.ID, containerio.LogOptions{Tail: -1}, func(l logs.Line) error {
-			dst := stdout
-			if l.Stream == logs.Stderr && !tty {
-				dst = stderr
-			}
-			if dst == nil {
-				return nil
-			}
-			text := l.Text
-			if !l.Partial {
-				text = append(text, '\n')
-			}
-			_, err := dst.Write(text)
-			return err
-		})
-		if err != nil {
+		if err := containerio.ReplayLog(r.Context(), s.deps.ContainerIO.Logs, c.ID, tty, stdout, stderr); err != nil {
 			s.logger.Warn("docker attach: replaying logs", "container", name, "err", err)
 			return
 		}
@@ -116,22 +87,6 @@ func (s *server) containerAttach(w http.ResponseWriter, r *http.Request) {
 		s.logger.Debug("docker attach ended", "container", name, "err", err)
 	}
 	_ = rw.Flush()
-}
-
-// bufFlusher flushes a buffered writer after each write.
-type bufFlusher struct {
-	w interface {
-		io.Writer
-		Flush() error
-	}
-}
-
-func (b bufFlusher) Write(p []byte) (int, error) {
-	n, err := b.w.Write(p)
-	if err == nil {
-		err = b.w.Flush()
-	}
-	return n, err
 }
 
 // terminalSize reads h and w.

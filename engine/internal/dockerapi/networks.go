@@ -1,6 +1,7 @@
 package dockerapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -237,54 +238,36 @@ func (s *server) networkRemove(w http.ResponseWriter, r *http.Request) {
 // networkConnect answers docker network connect.
 func (s *server) networkConnect(w http.ResponseWriter, r *http.Request) {
 	var req networktypes.ConnectOptions
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if req.Container == "" {
-		writeError(w, core.InvalidArgument("Container", errors.New("a container is required")))
-		return
-	}
-	opts := core.PerNetworkOptions{}
-	if ep := req.EndpointConfig; ep != nil {
-		if len(ep.Links) > 0 {
-			writeError(w, core.InvalidArgument("EndpointConfig.Links", errors.New("legacy links are not supported")))
-			return
+	s.changeMembership(w, r, &req, &req.Container, func(ctx context.Context, network string) error {
+		opts, err := endpointOptions("EndpointConfig.", req.EndpointConfig)
+		if err != nil {
+			return err
 		}
-		opts.Aliases = ep.Aliases
-		if ep.IPAMConfig != nil {
-			for _, a := range []string{ep.IPAMConfig.IPv4Address, ep.IPAMConfig.IPv6Address} {
-				if a == "" {
-					continue
-				}
-				ip := net.ParseIP(a)
-				if ip == nil {
-					writeError(w, core.InvalidArgument("EndpointConfig.IPAMConfig", fmt.Errorf("%q is not an IP address", a)))
-					return
-				}
-				opts.StaticIPs = append(opts.StaticIPs, ip)
-			}
-		}
-	}
-	if err := s.deps.Networks.Connect(r.Context(), s.engineNetwork(pathParam(r, "name")), req.Container, opts); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
+		return s.deps.Networks.Connect(ctx, network, req.Container, opts)
+	})
 }
 
 // networkDisconnect answers docker network disconnect.
 func (s *server) networkDisconnect(w http.ResponseWriter, r *http.Request) {
 	var req networktypes.DisconnectOptions
-	if err := decodeBody(r, &req); err != nil {
+	s.changeMembership(w, r, &req, &req.Container, func(ctx context.Context, network string) error {
+		return s.deps.Networks.Disconnect(ctx, network, req.Container, req.Force)
+	})
+}
+
+// changeMembership answers a connect or disconnect: it decodes the body
+// into req, which must name a container (*container), and applies change
+// to the network of the path.
+func (s *server) changeMembership(w http.ResponseWriter, r *http.Request, req any, container *string, change func(ctx context.Context, network string) error) {
+	if err := decodeBody(r, req); err != nil {
 		writeError(w, err)
 		return
 	}
-	if req.Container == "" {
+	if *container == "" {
 		writeError(w, core.InvalidArgument("Container", errors.New("a container is required")))
 		return
 	}
-	if err := s.deps.Networks.Disconnect(r.Context(), s.engineNetwork(pathParam(r, "name")), req.Container, req.Force); err != nil {
+	if err := change(r.Context(), s.engineNetwork(pathParam(r, "name"))); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -311,4 +294,32 @@ func (s *server) networkPrune(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// endpointOptions translates a Docker endpoint (of a create's
+// NetworkingConfig or a network connect) into the engine's options for
+// that network: aliases and static addresses; legacy links are refused.
+// field prefixes the names of refused fields.
+func endpointOptions(field string, ep *networktypes.EndpointSettings) (core.PerNetworkOptions, error) {
+	opts := core.PerNetworkOptions{}
+	if ep == nil {
+		return opts, nil
+	}
+	if len(ep.Links) > 0 {
+		return opts, core.InvalidArgument(field+"Links", errors.New("legacy links are not supported"))
+	}
+	opts.Aliases = ep.Aliases
+	if ep.IPAMConfig != nil {
+		for _, a := range []string{ep.IPAMConfig.IPv4Address, ep.IPAMConfig.IPv6Address} {
+			if a == "" {
+				continue
+			}
+			ip := net.ParseIP(a)
+			if ip == nil {
+				return opts, core.InvalidArgument(field+"IPAMConfig", fmt.Errorf("%q is not an IP address", a))
+			}
+			opts.StaticIPs = append(opts.StaticIPs, ip)
+		}
+	}
+	return opts, nil
 }

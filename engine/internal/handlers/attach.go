@@ -2,13 +2,11 @@ package handlers
 
 import (
 	"errors"
-	"io"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/containerio"
-	"github.com/berth-project/berth/engine/internal/backend/execution/logs"
 	"github.com/berth-project/berth/engine/internal/backend/execution/stream"
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -113,38 +111,9 @@ func (s *Server) attachContainer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer conn.Close()
-	var stdout, stderr io.Writer
-	raw := flushWriter{rw.Writer}
-	if tty {
-		if wantOut {
-			stdout = raw
-		}
-	} else {
-		mux := stream.NewMux(rw.Writer, rw.Writer.Flush)
-		if wantOut {
-			stdout = mux.Writer(stream.Stdout)
-		}
-		if wantErr {
-			stderr = mux.Writer(stream.Stderr)
-		}
-	}
+	stdout, stderr, _ := stream.Outputs(rw.Writer, tty, wantOut, wantErr)
 	if q.Logs {
-		err := s.deps.ContainerIO.Logs(r.Context(), name, containerio.LogOptions{Tail: -1}, func(l logs.Line) error {
-			dst := stdout
-			if l.Stream == logs.Stderr && !tty {
-				dst = stderr
-			}
-			if dst == nil {
-				return nil
-			}
-			text := l.Text
-			if !l.Partial {
-				text = append(text, '\n')
-			}
-			_, err := dst.Write(text)
-			return err
-		})
-		if err != nil {
+		if err := containerio.ReplayLog(r.Context(), s.deps.ContainerIO.Logs, name, tty, stdout, stderr); err != nil {
 			s.logger.Warn("attach: replaying logs", "container", name, "err", err)
 			return
 		}

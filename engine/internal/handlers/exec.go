@@ -112,13 +112,7 @@ func (s *Server) execStart(w http.ResponseWriter, r *http.Request) {
 	tty := sess.Config.Tty
 	var streams exec.Streams
 	var mux *stream.Mux
-	if tty {
-		streams.Stdout = flushWriter{rw.Writer}
-	} else {
-		mux = stream.NewMux(rw.Writer, rw.Writer.Flush)
-		streams.Stdout = mux.Writer(stream.Stdout)
-		streams.Stderr = mux.Writer(stream.Stderr)
-	}
+	streams.Stdout, streams.Stderr, mux = stream.Outputs(rw.Writer, tty, true, true)
 	if sess.Config.AttachStdin {
 		streams.Stdin = rw.Reader
 	}

@@ -5,7 +5,6 @@
 package handlers
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -175,18 +174,6 @@ func answerJSON(w http.ResponseWriter, body any, err error) {
 		return
 	}
 	writeJSON(w, http.StatusOK, body)
-}
-
-// flushWriter writes through a buffered connection and flushes every write
-// so an interactive client sees output at once.
-type flushWriter struct{ w *bufio.Writer }
-
-func (f flushWriter) Write(p []byte) (int, error) {
-	n, err := f.w.Write(p)
-	if err != nil {
-		return n, err
-	}
-	return n, f.w.Flush()
 }
 
 type errorDetail struct {

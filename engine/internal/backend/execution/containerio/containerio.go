@@ -98,6 +98,29 @@ func (s *Service) Logs(ctx context.Context, nameOrID string, opts LogOptions, em
 	return logs.Read(ctx, c.LogPath, readOpts, emit)
 }
 
+// ReplayLog writes what a container logged so far to an attach's
+// writers, as an attach with logs=true sends it before the live streams
+// (both front doors do): every record a line of its own unless partial,
+// stderr's records on stdout with a terminal, a stream with a nil writer
+// left out. logsOf is the service's Logs (or what stands for it).
+func ReplayLog(ctx context.Context, logsOf func(ctx context.Context, nameOrID string, opts LogOptions, emit func(logs.Line) error) error, nameOrID string, tty bool, stdout, stderr io.Writer) error {
+	return logsOf(ctx, nameOrID, LogOptions{Tail: -1}, func(l logs.Line) error {
+		dst := stdout
+		if l.Stream == logs.Stderr && !tty {
+			dst = stderr
+		}
+		if dst == nil {
+			return nil
+		}
+		text := l.Text
+		if !l.Partial {
+			text = append(text, '\n')
+		}
+		_, err := dst.Write(text)
+		return err
+	})
+}
+
 // Session is an open attach connection to a container's conmon.
 type Session struct {
 	Container *core.Container
