@@ -35,6 +35,7 @@ var floors = map[string]int{
 	"internal/backend/lifecycle/": 4,
 	"internal/backend/system":     5, // composes the stores below it
 	"internal/backend/deploy/":    5,
+	"internal/httpwire":           5, // the wire plumbing both front doors share
 	"internal/handlers":           6,
 	"internal/dockerapi":          6, // Docker's front door, beside handlers
 	"internal/engine":             7,

@@ -11,24 +11,27 @@ import (
 	containertypes "github.com/docker/docker/api/types/container"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/httpwire"
 )
 
 // pathStatHeader carries a path's stat, base64 JSON, on archive answers.
 const pathStatHeader = "X-Docker-Container-Path-Stat"
 
-// archives is the archive side of the containers service, or nil.
-func (s *server) archives() core.ContainerArchives {
-	a, _ := s.deps.Containers.(core.ContainerArchives)
-	return a
-}
-
-func archivePath(w http.ResponseWriter, r *http.Request) (string, bool) {
+// archiveTarget is what an archive route works on: the archive side of
+// the containers service and the path in the container. Without either it
+// answers (no route, or a 400) and reports false.
+func (s *server) archiveTarget(w http.ResponseWriter, r *http.Request) (core.ContainerArchives, string, bool) {
+	a, ok := s.deps.Containers.(core.ContainerArchives)
+	if !ok {
+		noRoute(w, r)
+		return nil, "", false
+	}
 	p := r.URL.Query().Get("path")
 	if p == "" {
 		writeError(w, core.InvalidArgument("path", errors.New("a path is required")))
-		return "", false
+		return nil, "", false
 	}
-	return p, true
+	return a, p, true
 }
 
 func setPathStat(w http.ResponseWriter, st core.PathStat) {
@@ -38,17 +41,13 @@ func setPathStat(w http.ResponseWriter, st core.PathStat) {
 
 // archiveStat answers HEAD archive (docker cp's first look).
 func (s *server) archiveStat(w http.ResponseWriter, r *http.Request) {
-	a := s.archives()
-	p, ok := archivePath(w, r)
-	if a == nil || !ok {
-		if a == nil {
-			noRoute(w, r)
-		}
+	a, p, ok := s.archiveTarget(w, r)
+	if !ok {
 		return
 	}
 	st, err := a.StatPath(r.Context(), pathParam(r, "name"), p)
 	if err != nil {
-		w.WriteHeader(statusOf(err))
+		w.WriteHeader(httpwire.StatusOf(err))
 		return
 	}
 	setPathStat(w, st)
@@ -57,12 +56,8 @@ func (s *server) archiveStat(w http.ResponseWriter, r *http.Request) {
 
 // archiveGet streams a path as a tar.
 func (s *server) archiveGet(w http.ResponseWriter, r *http.Request) {
-	a := s.archives()
-	p, ok := archivePath(w, r)
-	if a == nil || !ok {
-		if a == nil {
-			noRoute(w, r)
-		}
+	a, p, ok := s.archiveTarget(w, r)
+	if !ok {
 		return
 	}
 	started := false
@@ -80,12 +75,8 @@ func (s *server) archiveGet(w http.ResponseWriter, r *http.Request) {
 
 // archivePut extracts a tar into a directory of the container.
 func (s *server) archivePut(w http.ResponseWriter, r *http.Request) {
-	a := s.archives()
-	p, ok := archivePath(w, r)
-	if a == nil || !ok {
-		if a == nil {
-			noRoute(w, r)
-		}
+	a, p, ok := s.archiveTarget(w, r)
+	if !ok {
 		return
 	}
 	q := queryOf(r)
@@ -126,25 +117,10 @@ func (s *server) containerExport(w http.ResponseWriter, r *http.Request) {
 		noRoute(w, r)
 		return
 	}
-	sw := &startedWriter{w: w}
-	if err := f.Export(r.Context(), pathParam(r, "name"), sw); err != nil && !sw.started {
+	sw := &httpwire.TarAnswer{W: w}
+	if err := f.Export(r.Context(), pathParam(r, "name"), sw); err != nil && !sw.Started {
 		writeError(w, err)
 	}
-}
-
-// startedWriter sends the tar status line with the first bytes.
-type startedWriter struct {
-	w       http.ResponseWriter
-	started bool
-}
-
-func (s *startedWriter) Write(p []byte) (int, error) {
-	if !s.started {
-		s.started = true
-		s.w.Header().Set("Content-Type", "application/x-tar")
-		s.w.WriteHeader(http.StatusOK)
-	}
-	return s.w.Write(p)
 }
 
 // commit answers docker commit: the container's changes as a new image.

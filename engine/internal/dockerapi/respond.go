@@ -2,7 +2,6 @@ package dockerapi
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,43 +12,11 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/berth-project/berth/engine/internal/core"
-	sharedserver "github.com/berth-project/berth/shared/server"
+	"github.com/berth-project/berth/engine/internal/httpwire"
 )
 
 // maxBodyBytes bounds the JSON bodies Docker's routes decode.
 const maxBodyBytes = 4 << 20
-
-// statusOf maps a core error to Docker's status code.
-func statusOf(err error) int {
-	switch {
-	case errors.Is(err, core.ErrNotModified):
-		return http.StatusNotModified
-	case errors.Is(err, core.ErrNoSuchImage),
-		errors.Is(err, core.ErrNoSuchContainer),
-		errors.Is(err, core.ErrNoSuchExecSession),
-		errors.Is(err, core.ErrNoSuchVolume),
-		errors.Is(err, core.ErrNoSuchPath),
-		errors.Is(err, core.ErrNoSuchNetwork):
-		return http.StatusNotFound
-	case errors.Is(err, core.ErrNameInUse),
-		errors.Is(err, core.ErrStateConflict),
-		errors.Is(err, core.ErrImageInUse),
-		errors.Is(err, core.ErrVolumeInUse),
-		errors.Is(err, core.ErrNetworkInUse),
-		errors.Is(err, core.ErrSubnetInUse),
-		errors.Is(err, core.ErrAddressInUse),
-		errors.Is(err, core.ErrAmbiguous):
-		return http.StatusConflict
-	case errors.Is(err, core.ErrTooLarge):
-		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, sharedserver.ErrSlowBody):
-		return http.StatusRequestTimeout
-	case errors.Is(err, core.ErrInvalidArgument):
-		return http.StatusBadRequest
-	default:
-		return http.StatusInternalServerError
-	}
-}
 
 // errorBody is Docker's error answer.
 type errorBody struct {
@@ -63,7 +30,7 @@ func writeMessage(w http.ResponseWriter, status int, msg string) {
 
 // writeError answers err with its Docker status; 304 has no body.
 func writeError(w http.ResponseWriter, err error) {
-	status := statusOf(err)
+	status := httpwire.StatusOf(err)
 	if status == http.StatusNotModified {
 		w.WriteHeader(status)
 		return
@@ -73,13 +40,9 @@ func writeError(w http.ResponseWriter, err error) {
 
 // writeJSON answers status with body as JSON.
 func writeJSON(w http.ResponseWriter, status int, body any) {
-	encoded, err := json.Marshal(body)
-	if err != nil {
-		status, encoded = http.StatusInternalServerError, []byte(`{"message":"encoding response failed"}`)
+	if err := httpwire.WriteJSON(w, status, body); err != nil {
+		writeMessage(w, http.StatusInternalServerError, "encoding response failed")
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(encoded, '\n'))
 }
 
 // decodeBody decodes a JSON body into dst; an empty body leaves dst as is.

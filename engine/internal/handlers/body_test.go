@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/berth-project/berth/engine/internal/httpwire"
 )
 
 // TestJSONBodiesAreBoundedAndWhole: every JSON endpoint refuses a body over
@@ -78,7 +80,7 @@ func TestDecodeJSON(t *testing.T) {
 		switch {
 		case tc.wantErr == "" && err != nil:
 			t.Errorf("%.40q: %v", tc.body, err)
-		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || statusOf(err) != tc.wantCode):
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || httpwire.StatusOf(err) != tc.wantCode):
 			t.Errorf("%.40q: %v, want an error with %q answered %d", tc.body, err, tc.wantErr, tc.wantCode)
 		case tc.wantErr == "" && present != tc.present:
 			t.Errorf("%.40q: present %v, want %v", tc.body, present, tc.present)

@@ -13,6 +13,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/httpwire"
 	"github.com/berth-project/berth/shared/rlimit"
 )
 
@@ -63,25 +64,10 @@ type fileHandlers struct {
 // export streams the rootfs as a tar; errors before the first byte get the
 // usual error body, later ones can only cut the stream.
 func (h fileHandlers) export(w http.ResponseWriter, r *http.Request) {
-	sw := &startedWriter{w: w}
-	if err := h.f.Export(r.Context(), pathParam(r, "name"), sw); err != nil && !sw.started {
+	sw := &httpwire.TarAnswer{W: w}
+	if err := h.f.Export(r.Context(), pathParam(r, "name"), sw); err != nil && !sw.Started {
 		writeError(w, err)
 	}
-}
-
-// startedWriter sets the tar content type on the first write.
-type startedWriter struct {
-	w       http.ResponseWriter
-	started bool
-}
-
-func (s *startedWriter) Write(p []byte) (int, error) {
-	if !s.started {
-		s.started = true
-		s.w.Header().Set("Content-Type", "application/x-tar")
-		s.w.WriteHeader(http.StatusOK)
-	}
-	return s.w.Write(p)
 }
 
 type checkpointHandlers struct {
@@ -168,14 +154,14 @@ func (h checkpointHandlers) checkpoint(w http.ResponseWriter, r *http.Request) {
 		LeaveRunning: q.LeaveRunning, TCPEstablished: q.TCPEstablished, FileLocks: q.FileLocks, Keep: q.Keep,
 		PrintStats: q.PrintStats, IgnoreRootFS: truthy(q.IgnoreRootFS), IgnoreVolumes: truthy(q.IgnoreVolumes),
 	}
-	var sw *startedWriter
+	var sw *httpwire.TarAnswer
 	if export {
-		sw = &startedWriter{w: w}
+		sw = &httpwire.TarAnswer{W: w}
 		opts.Export = sw
 	}
 	report, err := h.k.Checkpoint(r.Context(), c.ID, opts)
 	switch {
-	case err != nil && sw != nil && sw.started:
+	case err != nil && sw != nil && sw.Started:
 		// The archive is cut short; the client sees a truncated tar.
 		return
 	case err != nil:

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/httpwire"
 )
 
 // FuzzDecodeContainerSpec feeds arbitrary bodies to the create request
@@ -32,8 +33,8 @@ func FuzzDecodeContainerSpec(f *testing.F) {
 		if !errors.As(err, &fe) || fe.Field == "" {
 			t.Fatalf("rejection without a field: %v", err)
 		}
-		if statusOf(err) != http.StatusBadRequest {
-			t.Fatalf("rejection %v maps to %d, want 400", err, statusOf(err))
+		if httpwire.StatusOf(err) != http.StatusBadRequest {
+			t.Fatalf("rejection %v maps to %d, want 400", err, httpwire.StatusOf(err))
 		}
 	})
 }

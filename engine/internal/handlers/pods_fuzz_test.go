@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/httpwire"
 )
 
 // FuzzDecodePodSpec feeds arbitrary bodies to the pod creation decoder: it
@@ -27,8 +28,8 @@ func FuzzDecodePodSpec(f *testing.F) {
 		if !errors.As(err, &fe) || fe.Field == "" {
 			t.Fatalf("rejection without a field: %v", err)
 		}
-		if statusOf(err) != http.StatusBadRequest {
-			t.Fatalf("rejection %v maps to %d, want 400", err, statusOf(err))
+		if httpwire.StatusOf(err) != http.StatusBadRequest {
+			t.Fatalf("rejection %v maps to %d, want 400", err, httpwire.StatusOf(err))
 		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/httpwire"
 )
 
 func TestDecodeValues(t *testing.T) {
@@ -85,8 +86,8 @@ func TestStatusOf(t *testing.T) {
 		errors.Join(errors.New("ctx"), core.ErrNoSuchImage): 404,
 	}
 	for err, want := range cases {
-		if got := statusOf(err); got != want {
-			t.Errorf("statusOf(%v) = %d, want %d", err, got, want)
+		if got := httpwire.StatusOf(err); got != want {
+			t.Errorf("httpwire.StatusOf(%v) = %d, want %d", err, got, want)
 		}
 	}
 }

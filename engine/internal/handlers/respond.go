@@ -16,8 +16,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/httpwire"
 	"github.com/berth-project/berth/shared/apierror"
-	"github.com/berth-project/berth/shared/server"
 )
 
 // errInternalPanic answers a request whose handler panicked.
@@ -26,51 +26,10 @@ var errInternalPanic = errors.New("internal server error")
 // errNoRoute answers paths and methods the engine does not serve.
 var errNoRoute = errors.New("no such route")
 
-// statusOf maps a core error to its HTTP status: the one place where domain
-// errors get their wire meaning.
-func statusOf(err error) int {
-	switch {
-	case errors.Is(err, core.ErrNotModified):
-		return http.StatusNotModified
-	case errors.Is(err, core.ErrNoSuchImage),
-		errors.Is(err, core.ErrNoSuchContainer),
-		errors.Is(err, core.ErrNoSuchPod),
-		errors.Is(err, core.ErrNoSuchExecSession),
-		errors.Is(err, core.ErrNoSuchVolume),
-		errors.Is(err, core.ErrNoSuchSecret),
-		errors.Is(err, core.ErrNoSuchPath),
-		errors.Is(err, core.ErrNoSuchManifestList),
-		errors.Is(err, core.ErrNoSuchArtifact),
-		errors.Is(err, core.ErrNoSuchNetwork),
-		errors.Is(err, core.ErrNoSuchQuadlet):
-		return http.StatusNotFound
-	case errors.Is(err, core.ErrNameInUse),
-		errors.Is(err, core.ErrStateConflict),
-		errors.Is(err, core.ErrImageInUse),
-		errors.Is(err, core.ErrVolumeInUse),
-		errors.Is(err, core.ErrSecretInUse),
-		errors.Is(err, core.ErrNetworkInUse),
-		errors.Is(err, core.ErrSubnetInUse),
-		errors.Is(err, core.ErrAddressInUse),
-		errors.Is(err, core.ErrAmbiguous):
-		return http.StatusConflict
-	case errors.Is(err, core.ErrTooLarge):
-		// Before ErrInvalidArgument: an over-limit archive may also be
-		// reported against the argument that carried it.
-		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, server.ErrSlowBody):
-		return http.StatusRequestTimeout
-	case errors.Is(err, core.ErrInvalidArgument):
-		return http.StatusBadRequest
-	default:
-		return http.StatusInternalServerError
-	}
-}
-
 // writeError answers with err's status and the engine error body
 // ({cause, message, response}); 304 carries no body.
 func writeError(w http.ResponseWriter, err error) {
-	status := statusOf(err)
+	status := httpwire.StatusOf(err)
 	if status == http.StatusNotModified {
 		w.WriteHeader(status)
 		return
@@ -80,14 +39,9 @@ func writeError(w http.ResponseWriter, err error) {
 
 // writeJSON answers with status and body encoded as JSON.
 func writeJSON(w http.ResponseWriter, status int, body any) {
-	encoded, err := json.Marshal(body)
-	if err != nil {
+	if err := httpwire.WriteJSON(w, status, body); err != nil {
 		apierror.WriteEngine(w, http.StatusInternalServerError, fmt.Errorf("encoding response: %w", err))
-		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(encoded, '\n'))
 }
 
 // writeExists answers an exists route from the lookup's error: 204 when

@@ -1,0 +1,90 @@
+// Package httpwire holds what both of the engine's front doors, the libpod
+// handlers and the Docker API, write on the wire the same way: the status
+// a core error maps to, JSON answers, and streamed answers whose status is
+// sent with their first bytes. Each front door keeps its own error body
+// ({cause, message, response} or Docker's {message}); the statuses behind
+// them are one mapping, so one domain error means the same to both.
+package httpwire
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/shared/server"
+)
+
+// StatusOf maps a core error to its HTTP status: the one place where domain
+// errors get their wire meaning.
+func StatusOf(err error) int {
+	switch {
+	case errors.Is(err, core.ErrNotModified):
+		return http.StatusNotModified
+	case errors.Is(err, core.ErrNoSuchImage),
+		errors.Is(err, core.ErrNoSuchContainer),
+		errors.Is(err, core.ErrNoSuchPod),
+		errors.Is(err, core.ErrNoSuchExecSession),
+		errors.Is(err, core.ErrNoSuchVolume),
+		errors.Is(err, core.ErrNoSuchSecret),
+		errors.Is(err, core.ErrNoSuchPath),
+		errors.Is(err, core.ErrNoSuchManifestList),
+		errors.Is(err, core.ErrNoSuchArtifact),
+		errors.Is(err, core.ErrNoSuchNetwork),
+		errors.Is(err, core.ErrNoSuchQuadlet):
+		return http.StatusNotFound
+	case errors.Is(err, core.ErrNameInUse),
+		errors.Is(err, core.ErrStateConflict),
+		errors.Is(err, core.ErrImageInUse),
+		errors.Is(err, core.ErrVolumeInUse),
+		errors.Is(err, core.ErrSecretInUse),
+		errors.Is(err, core.ErrNetworkInUse),
+		errors.Is(err, core.ErrSubnetInUse),
+		errors.Is(err, core.ErrAddressInUse),
+		errors.Is(err, core.ErrAmbiguous):
+		return http.StatusConflict
+	case errors.Is(err, core.ErrTooLarge):
+		// Before ErrInvalidArgument: an over-limit archive may also be
+		// reported against the argument that carried it.
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, server.ErrSlowBody):
+		return http.StatusRequestTimeout
+	case errors.Is(err, core.ErrInvalidArgument):
+		return http.StatusBadRequest
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// WriteJSON answers status with body as one JSON document and a newline.
+// A body that cannot be encoded is not written: the error is returned for
+// the caller to answer in its own error body.
+func WriteJSON(w http.ResponseWriter, status int, body any) error {
+	encoded, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(encoded, '\n'))
+	return nil
+}
+
+// TarAnswer is an http.ResponseWriter's body for a tar stream (an export,
+// an archive): the 200 and the tar content type go out with the first
+// bytes, so that an error before them still gets its own status.
+type TarAnswer struct {
+	W http.ResponseWriter
+	// Started reports whether the answer has begun; after that an error
+	// can only cut the stream.
+	Started bool
+}
+
+func (t *TarAnswer) Write(p []byte) (int, error) {
+	if !t.Started {
+		t.Started = true
+		t.W.Header().Set("Content-Type", "application/x-tar")
+		t.W.WriteHeader(http.StatusOK)
+	}
+	return t.W.Write(p)
+}
