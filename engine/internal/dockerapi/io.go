@@ -1,7 +1,6 @@
 package dockerapi
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/execution/stats"
 	"github.com/berth-project/berth/engine/internal/backend/execution/stream"
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/httpwire"
 )
 
 // containerAttach hijacks the connection and joins it to the container's
@@ -217,16 +217,8 @@ func (s *server) containerStats(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	enc := json.NewEncoder(w)
-	encode := func(st *stats.DockerStats) error {
-		out := *st
-		if !strings.HasPrefix(out.Name, "/") {
-			out.Name = "/" + out.Name
-		}
-		return enc.Encode(&out)
+	next := func(prev *stats.DockerStats) (*stats.DockerStats, error) {
+		return s.deps.ContainerIO.DockerStats(r.Context(), name, prev)
 	}
 	if !streaming && !oneShot {
 		// Docker's stream=false reports after one interval, with the
@@ -236,27 +228,20 @@ func (s *server) containerStats(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-time.After(statsInterval):
 		}
-		if report, err = s.deps.ContainerIO.DockerStats(r.Context(), name, report); err != nil {
+		if report, err = next(report); err != nil {
+			writeError(w, err)
 			return
 		}
 	}
-	for {
-		if err := encode(report); err != nil {
-			return
+	err = httpwire.StreamReports(w, r.Context(), report, streaming, statsInterval, next, func(st *stats.DockerStats) any {
+		out := *st
+		if !strings.HasPrefix(out.Name, "/") {
+			out.Name = "/" + out.Name
 		}
-		_ = rc.Flush()
-		if !streaming {
-			return
-		}
-		select {
-		case <-r.Context().Done():
-			return
-		case <-time.After(statsInterval):
-		}
-		if report, err = s.deps.ContainerIO.DockerStats(r.Context(), name, report); err != nil {
-			s.logger.Debug("docker stats stream ended", "container", name, "err", err)
-			return
-		}
+		return &out
+	})
+	if err != nil {
+		s.logger.Debug("docker stats stream ended", "container", name, "err", err)
 	}
 }
 

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/stats"
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/httpwire"
 )
 
 // registerStatsRoutes serves StatsContainer for one or many containers.
@@ -49,27 +49,11 @@ func (s *Server) containerStatsDocker(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	enc := json.NewEncoder(w)
-	for {
-		if err := enc.Encode(report); err != nil {
-			return
-		}
-		_ = rc.Flush()
-		if !q.Stream {
-			return
-		}
-		select {
-		case <-r.Context().Done():
-			return
-		case <-time.After(dockerStatsInterval):
-		}
-		if report, err = s.deps.ContainerIO.DockerStats(r.Context(), name, report); err != nil {
-			s.logger.Debug("stats stream ended", "container", name, "err", err)
-			return
-		}
+	err = httpwire.StreamReports(w, r.Context(), report, q.Stream, dockerStatsInterval, func(prev *stats.DockerStats) (*stats.DockerStats, error) {
+		return s.deps.ContainerIO.DockerStats(r.Context(), name, prev)
+	}, func(st *stats.DockerStats) any { return st })
+	if err != nil {
+		s.logger.Debug("stats stream ended", "container", name, "err", err)
 	}
 }
 
@@ -104,32 +88,15 @@ func (s *Server) containerStats(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	enc := json.NewEncoder(w)
-	report := first
-	ticker := time.NewTicker(time.Duration(q.Interval) * time.Second)
-	defer ticker.Stop()
-	for {
+	err = httpwire.StreamReports(w, r.Context(), first, q.Stream, time.Duration(q.Interval)*time.Second, func([]stats.ContainerStats) ([]stats.ContainerStats, error) {
+		return s.deps.ContainerIO.Stats(r.Context(), q.Containers)
+	}, func(report []stats.ContainerStats) any {
 		if report == nil {
 			report = []stats.ContainerStats{}
 		}
-		if err := enc.Encode(statsReport{Stats: report}); err != nil {
-			return
-		}
-		_ = rc.Flush()
-		if !q.Stream {
-			return
-		}
-		select {
-		case <-r.Context().Done():
-			return
-		case <-ticker.C:
-		}
-		if report, err = s.deps.ContainerIO.Stats(r.Context(), q.Containers); err != nil {
-			s.logger.Debug("stats stream ended", "err", err)
-			return
-		}
+		return statsReport{Stats: report}
+	})
+	if err != nil {
+		s.logger.Debug("stats stream ended", "err", err)
 	}
 }

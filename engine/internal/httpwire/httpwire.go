@@ -7,9 +7,11 @@
 package httpwire
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/shared/server"
@@ -87,4 +89,36 @@ func (t *TarAnswer) Write(p []byte) (int, error) {
 		t.W.WriteHeader(http.StatusOK)
 	}
 	return t.W.Write(p)
+}
+
+// StreamReports answers 200 and writes report as one JSON line (as line
+// shapes it), flushed; while streaming, it waits every interval and writes
+// what next makes of the previous report, until the client goes (nil) or
+// next fails (its error, for the caller to log: the answer has begun).
+// Both front doors' stats routes stream this way.
+func StreamReports[T any](w http.ResponseWriter, ctx context.Context, report T, streaming bool, every time.Duration, next func(prev T) (T, error), line func(T) any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	for {
+		if err := enc.Encode(line(report)); err != nil {
+			return nil
+		}
+		_ = rc.Flush()
+		if !streaming {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+		var err error
+		if report, err = next(report); err != nil {
+			return err
+		}
+	}
 }
