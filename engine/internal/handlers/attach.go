@@ -133,13 +133,9 @@ func (s *Server) attachContainer(w http.ResponseWriter, r *http.Request) {
 
 // resizeContainer sets a container's terminal size through conmon.
 func (s *Server) resizeContainer(w http.ResponseWriter, r *http.Request) {
-	var q resizeQuery
-	if err := decodeQuery(r, &q); err != nil {
+	q, err := decodeResize(r)
+	if err != nil {
 		writeError(w, err)
-		return
-	}
-	if q.Height > 0xffff || q.Width > 0xffff {
-		writeError(w, core.InvalidArgument("h", errors.New("terminal dimensions must fit in 16 bits")))
 		return
 	}
 	if err := s.deps.ContainerIO.Resize(r.Context(), pathParam(r, "name"), uint16(q.Height), uint16(q.Width)); err != nil {

@@ -386,6 +386,8 @@ type removeQuery struct {
 	Timeout       string `query:"timeout"`
 }
 
+func (q removeQuery) timeout() (*uint, error) { return optionalUint("timeout", q.Timeout) }
+
 // removeEntry is one line of RemoveContainer's answer.
 type removeEntry struct {
 	ID       string `json:"Id"`
@@ -395,12 +397,8 @@ type removeEntry struct {
 
 func (h containerHandlers) remove(w http.ResponseWriter, r *http.Request) {
 	var q removeQuery
-	if !queryInto(w, r, &q) {
-		return
-	}
-	timeout, err := optionalUint("timeout", q.Timeout)
-	if err != nil {
-		writeError(w, err)
+	timeout, ok := timedQueryInto(w, r, &q)
+	if !ok {
 		return
 	}
 	name := pathParam(r, "name")
@@ -411,7 +409,7 @@ func (h containerHandlers) remove(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	err = h.c.Remove(r.Context(), name, core.RemoveContainerOptions{
+	err := h.c.Remove(r.Context(), name, core.RemoveContainerOptions{
 		Force: q.Force, Ignore: q.Ignore, Volumes: q.Volumes || q.DockerVolumes, Timeout: timeout,
 	})
 	if err != nil {

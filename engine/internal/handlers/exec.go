@@ -148,16 +148,12 @@ func (s *Server) execStart(w http.ResponseWriter, r *http.Request) {
 // execResize sets a session's terminal size; 201 as Podman answers. With
 // running=true a session that is no longer running is not an error.
 func (s *Server) execResize(w http.ResponseWriter, r *http.Request) {
-	var q resizeQuery
-	if err := decodeQuery(r, &q); err != nil {
+	q, err := decodeResize(r)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if q.Height > 0xffff || q.Width > 0xffff {
-		writeError(w, core.InvalidArgument("h", errors.New("terminal dimensions must fit in 16 bits")))
-		return
-	}
-	err := s.deps.Exec.Resize(r.Context(), chi.URLParam(r, "id"), uint16(q.Height), uint16(q.Width))
+	err = s.deps.Exec.Resize(r.Context(), chi.URLParam(r, "id"), uint16(q.Height), uint16(q.Width))
 	if err != nil && !(q.Running && errors.Is(err, core.ErrStateConflict)) {
 		writeError(w, err)
 		return

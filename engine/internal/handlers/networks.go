@@ -191,23 +191,14 @@ func (h networkHandlers) exists(w http.ResponseWriter, r *http.Request) {
 	writeExists(w, err, core.ErrNoSuchNetwork)
 }
 
-type networkRemoveQuery struct {
-	Force   bool   `query:"force"`
-	Timeout string `query:"timeout"`
-}
-
 func (h networkHandlers) remove(w http.ResponseWriter, r *http.Request) {
-	var q networkRemoveQuery
-	if !queryInto(w, r, &q) {
-		return
-	}
-	timeout, err := optionalUint("timeout", q.Timeout)
-	if err != nil {
-		writeError(w, err)
+	var q forceRemoveQuery
+	timeout, ok := timedQueryInto(w, r, &q)
+	if !ok {
 		return
 	}
 	name := pathParam(r, "name")
-	err = h.n.Remove(r.Context(), name, q.Force, timeout)
+	err := h.n.Remove(r.Context(), name, q.Force, timeout)
 	finishJSON(w, http.StatusOK, []core.NetworkRemoveReport{{Name: name}}, err)
 }
 

@@ -121,19 +121,10 @@ func (h podHandlers) stats(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-type podRemoveQuery struct {
-	Force   bool   `query:"force"`
-	Timeout string `query:"timeout"`
-}
-
 func (h podHandlers) remove(w http.ResponseWriter, r *http.Request) {
-	var q podRemoveQuery
-	if !queryInto(w, r, &q) {
-		return
-	}
-	timeout, err := optionalUint("timeout", q.Timeout)
-	if err != nil {
-		writeError(w, err)
+	var q forceRemoveQuery
+	timeout, ok := timedQueryInto(w, r, &q)
+	if !ok {
 		return
 	}
 	report, err := h.p.Remove(r.Context(), pathParam(r, "name"), core.RemovePodOptions{Force: q.Force, Timeout: timeout})

@@ -252,15 +252,36 @@ func (q stopQuery) timeout() (*uint, error) {
 // the error and reporting false when either is bad.
 func stopQueryInto(w http.ResponseWriter, r *http.Request) (stopQuery, *uint, bool) {
 	var q stopQuery
-	if !queryInto(w, r, &q) {
-		return q, nil, false
+	timeout, ok := timedQueryInto(w, r, &q)
+	return q, timeout, ok
+}
+
+// forceRemoveQuery are the parameters of a pod's or network's removal.
+type forceRemoveQuery struct {
+	Force   bool   `query:"force"`
+	Timeout string `query:"timeout"`
+}
+
+func (q forceRemoveQuery) timeout() (*uint, error) { return optionalUint("timeout", q.Timeout) }
+
+// timedQuery is a query with a timeout parameter (the stop timeout of a
+// stop, restart or forced removal).
+type timedQuery interface {
+	timeout() (*uint, error)
+}
+
+// timedQueryInto decodes r's query into q, a pointer, and reads its
+// timeout, answering the error and reporting false when either is bad.
+func timedQueryInto(w http.ResponseWriter, r *http.Request, q timedQuery) (*uint, bool) {
+	if !queryInto(w, r, q) {
+		return nil, false
 	}
 	timeout, err := q.timeout()
 	if err != nil {
 		writeError(w, err)
-		return q, nil, false
+		return nil, false
 	}
-	return q, timeout, true
+	return timeout, true
 }
 
 type killQuery struct {
@@ -288,6 +309,19 @@ type resizeQuery struct {
 	Height  uint64 `query:"h"`
 	Width   uint64 `query:"w"`
 	Running bool   `query:"running"`
+}
+
+// decodeResize reads a container's or exec session's terminal resize
+// parameters; a dimension must fit a terminal's 16 bits.
+func decodeResize(r *http.Request) (resizeQuery, error) {
+	var q resizeQuery
+	if err := decodeQuery(r, &q); err != nil {
+		return q, err
+	}
+	if q.Height > 0xffff || q.Width > 0xffff {
+		return q, core.InvalidArgument("h", errors.New("terminal dimensions must fit in 16 bits"))
+	}
+	return q, nil
 }
 
 // tlsVerifyParam is the tlsverify a client asked for, or nil when it did not
