@@ -166,8 +166,7 @@ func (s *Server) removeArtifacts(w http.ResponseWriter, r *http.Request) {
 		All       bool     `query:"all"`
 		Ignore    bool     `query:"ignore"`
 	}{}
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	removed, err := s.deps.Artifacts.Remove(r.Context(), q.Artifacts, core.ArtifactRemoveOptions{All: q.All, Ignore: q.Ignore})

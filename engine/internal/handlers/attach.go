@@ -64,8 +64,7 @@ func attachStreams(r *http.Request) (stdin, stdout, stderr bool, err error) {
 // frames without.
 func (s *Server) attachContainer(w http.ResponseWriter, r *http.Request) {
 	q := attachQuery{Stream: true}
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	wantIn, wantOut, wantErr, err := attachStreams(r)

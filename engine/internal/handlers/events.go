@@ -37,8 +37,7 @@ type eventsQuery struct {
 // (with since/until, or stream=false) and, while streaming, new ones.
 func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	q := eventsQuery{Stream: true}
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	filter, err := events.ParseFilter(q.Filters)

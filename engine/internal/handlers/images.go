@@ -186,8 +186,7 @@ func (s *Server) imageTree(w http.ResponseWriter, r *http.Request) {
 	query := struct {
 		WhatRequires bool `query:"whatrequires"`
 	}{}
-	if err := decodeQuery(r, &query); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &query) {
 		return
 	}
 	tree, err := s.deps.Images.Tree(r.Context(), pathParam(r, "name"), query.WhatRequires)
@@ -300,8 +299,7 @@ func (s *Server) removeImages(w http.ResponseWriter, r *http.Request) {
 		// LookupManifest (podman manifest rm) names manifest lists only.
 		LookupManifest bool `query:"lookupmanifest"`
 	}{}
-	if err := decodeQuery(r, &query); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &query) {
 		return
 	}
 	if !query.All && len(query.Images) == 0 {
@@ -331,8 +329,7 @@ func (s *Server) removeImage(w http.ResponseWriter, r *http.Request) {
 		Ignore  bool `query:"ignore"`
 		NoPrune bool `query:"noprune"`
 	}{}
-	if err := decodeQuery(r, &query); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &query) {
 		return
 	}
 	report, errs := s.deps.Images.Remove(r.Context(), []string{pathParam(r, "name")}, core.ImageRemoveOptions{

@@ -39,8 +39,7 @@ type logsQuery struct {
 // (libpod clients always get frame headers, with or without a terminal).
 func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
 	q := logsQuery{Tail: "all"}
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	if !q.Stdout && !q.Stderr {

@@ -214,8 +214,7 @@ func (s *Server) createManifestEndingIn(suffix string) http.HandlerFunc {
 
 func (s *Server) createManifestNamed(w http.ResponseWriter, r *http.Request, name string) {
 	var q createQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	if name == "" {
@@ -427,8 +426,7 @@ func (s *Server) removeManifestDigestV3(w http.ResponseWriter, r *http.Request) 
 	q := struct {
 		Digest string `query:"digest"`
 	}{}
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	if q.Digest == "" {
@@ -453,8 +451,7 @@ func (s *Server) deleteManifest(w http.ResponseWriter, r *http.Request) {
 	q := struct {
 		Ignore bool `query:"ignore"`
 	}{}
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	report, err := s.deps.Manifests.Delete(r.Context(), pathParam(r, "name"))

@@ -78,8 +78,7 @@ func (h quadletHandlers) list(w http.ResponseWriter, r *http.Request) {
 	var q struct {
 		Filters map[string][]string `query:"filters"`
 	}
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	list, err := h.q.List(r.Context(), q.Filters)

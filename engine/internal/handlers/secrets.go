@@ -48,8 +48,7 @@ type secretCreateReport struct {
 
 func (h secretHandlers) create(w http.ResponseWriter, r *http.Request) {
 	var q secretCreateQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxSecretBody+1))
@@ -77,8 +76,7 @@ func (h secretHandlers) list(w http.ResponseWriter, r *http.Request) {
 	var q struct {
 		Filters map[string][]string `query:"filters"`
 	}
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	secs, err := h.s.List(r.Context(), q.Filters)
@@ -89,8 +87,7 @@ func (h secretHandlers) inspect(w http.ResponseWriter, r *http.Request) {
 	var q struct {
 		ShowSecret bool `query:"showsecret"`
 	}
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	sec, err := h.s.Inspect(r.Context(), pathParam(r, "name"), q.ShowSecret)
@@ -109,8 +106,7 @@ func (h secretHandlers) remove(w http.ResponseWriter, r *http.Request) {
 	var q struct {
 		All bool `query:"all"`
 	}
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	var err error

@@ -35,8 +35,7 @@ type dockerStatsQuery struct {
 // once or every five seconds while streaming.
 func (s *Server) containerStatsDocker(w http.ResponseWriter, r *http.Request) {
 	q := dockerStatsQuery{Stream: true}
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	if q.Stream && q.OneShot {
@@ -75,8 +74,7 @@ type statsReport struct {
 // interval seconds while streaming.
 func (s *Server) containerStats(w http.ResponseWriter, r *http.Request) {
 	q := statsQuery{Stream: true, Interval: 5}
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	if q.Interval < 1 || q.Interval > 3600 {

@@ -85,8 +85,7 @@ func (s *Server) systemCheck(w http.ResponseWriter, r *http.Request) {
 		RepairLossy bool   `query:"repair_lossy"`
 		MaxAge      string `query:"unreferenced_layer_max_age"`
 	}{}
-	if err := decodeQuery(r, &query); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &query) {
 		return
 	}
 	opts := core.SystemCheckOptions{Quick: query.Quick, Repair: query.Repair, RepairLossy: query.RepairLossy}
@@ -128,8 +127,7 @@ func (s *Server) systemPrune(w http.ResponseWriter, r *http.Request) {
 		External bool                `query:"external"`
 		Filters  map[string][]string `query:"filters"`
 	}{}
-	if err := decodeQuery(r, &query); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &query) {
 		return
 	}
 	if query.External {

@@ -30,8 +30,7 @@ type topQuery struct {
 // once or every delay seconds while streaming.
 func (s *Server) containerTop(w http.ResponseWriter, r *http.Request) {
 	q := topQuery{Delay: 5}
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	if q.Delay < 1 || q.Delay > 3600 {

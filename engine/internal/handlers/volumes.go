@@ -48,8 +48,7 @@ type volumeListQuery struct {
 
 func (h volumeHandlers) list(w http.ResponseWriter, r *http.Request) {
 	var q volumeListQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	vols, err := h.v.List(r.Context(), q.Filters)
@@ -62,8 +61,7 @@ func (h volumeHandlers) list(w http.ResponseWriter, r *http.Request) {
 
 func (h volumeHandlers) prune(w http.ResponseWriter, r *http.Request) {
 	var q volumeListQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	reports, err := h.v.Prune(r.Context(), q.Filters)
@@ -94,8 +92,7 @@ type volumeRemoveQuery struct {
 
 func (h volumeHandlers) remove(w http.ResponseWriter, r *http.Request) {
 	var q volumeRemoveQuery
-	if err := decodeQuery(r, &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	if err := h.v.Remove(r.Context(), pathParam(r, "name"), q.Force); err != nil {
