@@ -19,7 +19,18 @@ var (
 	ErrSubnetInUse = errors.New("subnet is already used")
 	// ErrAddressInUse: a requested static address or host port is taken (409).
 	ErrAddressInUse = errors.New("address is already in use")
+	// ErrNetworkExists: a network of the requested name exists (409). It is
+	// an ErrNameInUse in Podman's words, which its clients match on.
+	ErrNetworkExists error = nameInUseError("network already exists")
 )
+
+// nameInUseError is an ErrNameInUse with words of its own.
+type nameInUseError string
+
+func (e nameInUseError) Error() string { return string(e) }
+
+// Is makes errors.Is(err, ErrNameInUse) true.
+func (e nameInUseError) Is(target error) bool { return target == ErrNameInUse }
 
 // IPNet is a subnet in CIDR notation on the wire ("10.88.0.0/16").
 type IPNet struct {
@@ -187,7 +198,7 @@ type NetworkRemoveReport struct {
 // Networks is the network domain of the engine. Every nameOrID accepts a
 // full name, a full ID or a unique ID prefix.
 type Networks interface {
-	// Create creates a network; ErrNameInUse when the name is taken, unless
+	// Create creates a network; ErrNetworkExists when the name is taken, unless
 	// ignoreIfExists, which answers the existing network.
 	Create(ctx context.Context, req Network, ignoreIfExists bool) (*Network, error)
 	// Inspect returns a network and the containers attached to it.

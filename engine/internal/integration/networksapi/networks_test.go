@@ -175,7 +175,7 @@ func TestNetworkRoutes(t *testing.T) {
 		{"not a network address", "POST", "/networks/create", map[string]any{"name": "x1", "subnets": []map[string]any{{"subnet": fmt.Sprintf("%s.%d.7/24", prefix, thirdN+9)}}}, 400, "subnets"},
 		{"gateway outside", "POST", "/networks/create", map[string]any{"name": "x1", "subnets": []map[string]any{{"subnet": sub(9), "gateway": "192.0.2.1"}}}, 400, "gateway"},
 		{"lease range outside", "POST", "/networks/create", map[string]any{"name": "x1", "subnets": []map[string]any{{"subnet": sub(9), "lease_range": map[string]string{"start_ip": "192.0.2.1"}}}}, 400, "lease_range"},
-		{"name in use", "POST", "/networks/create", map[string]any{"name": "neta"}, 409, ""},
+		{"name in use", "POST", "/networks/create", map[string]any{"name": "neta"}, 409, "network already exists"},
 		{"overlapping subnet", "POST", "/networks/create", map[string]any{"name": "x1", "subnets": []map[string]any{{"subnet": sub(5)}}}, 409, ""},
 		{"loopback", "POST", "/networks/create", map[string]any{"name": "x1", "subnets": []map[string]any{{"subnet": "127.0.0.0/8"}}}, 409, ""},
 		{"host route", "POST", "/networks/create", map[string]any{"name": "x1", "subnets": []map[string]any{{"subnet": hostRoute(t)}}}, 409, ""},

@@ -40,7 +40,7 @@ func TestPodmanRemoteNetworks(t *testing.T) {
 	if _, err := te.Podman("network", "exists", "nosuch"); err == nil {
 		t.Fatal("network exists nosuch succeeded")
 	}
-	if out, err := te.Podman("network", "create", "pnet"); err == nil || !strings.Contains(out, "in use") {
+	if out, err := te.Podman("network", "create", "pnet"); err == nil || !strings.Contains(out, "network already exists") {
 		t.Fatalf("create of a taken name: %v %s", err, out)
 	}
 

@@ -70,6 +70,11 @@ func (m *Manager) resolveNetwork(ctx context.Context, spec *core.ContainerSpec, 
 			return err
 		}
 		spec.Networks, spec.CNINetworks = nets, nil
+		if wantsPorts {
+			if err := m.checkPortsReachable(ctx, nets); err != nil {
+				return err
+			}
+		}
 		ports, err := resolvePorts(spec, img)
 		if err != nil {
 			return err
@@ -99,6 +104,22 @@ func (m *Manager) resolveNetwork(ctx context.Context, spec *core.ContainerSpec, 
 		spec.NetNS.Value = m.snapshot(target).ID
 	}
 	return nil
+}
+
+// checkPortsReachable refuses published ports for a container none of
+// whose networks is a bridge: netavark forwards host ports to bridge
+// networks only, and would drop them without a word on macvlan.
+func (m *Manager) checkPortsReachable(ctx context.Context, nets map[string]core.PerNetworkOptions) error {
+	for name := range nets {
+		n, err := m.nets.Lookup(ctx, name)
+		if err != nil {
+			return err
+		}
+		if n.Driver == "bridge" {
+			return nil
+		}
+	}
+	return core.InvalidArgument("portmappings", errors.New("ports are published on bridge networks only, and the container joins none"))
 }
 
 // portProtocols are the protocols a port may be published for.

@@ -28,7 +28,8 @@ import (
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
-// Driver is the only network driver the engine has.
+// Driver is the engine's default network driver (see macvlan.go for the
+// other).
 const Driver = "bridge"
 
 // Defaults of Options, the same as Podman's.
@@ -258,19 +259,13 @@ func (m *Manager) createLocked(ctx context.Context, req core.Network, ignoreIfEx
 	if req.ID != "" {
 		return nil, false, core.InvalidArgument("id", errors.New("a network's ID is chosen by the engine"))
 	}
-	if req.Driver == "" {
-		req.Driver = Driver
-	}
-	if req.Driver != Driver {
-		return nil, false, core.InvalidArgument("driver", fmt.Errorf("%q is not supported (bridge)", req.Driver))
-	}
 	if req.Name != "" && (len(req.Name) > 255 || !validName.MatchString(req.Name)) {
 		return nil, false, core.InvalidArgument("name", fmt.Errorf("%q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", req.Name))
 	}
 	if reservedNames[req.Name] {
 		return nil, false, core.InvalidArgument("name", fmt.Errorf("%q is a network mode, not a network name", req.Name))
 	}
-	if err := checkOptions(&req); err != nil {
+	if err := checkDriver(&req); err != nil {
 		return nil, false, err
 	}
 	for _, s := range req.NetworkDNSServers {
@@ -294,10 +289,16 @@ func (m *Manager) createLocked(ctx context.Context, req core.Network, ignoreIfEx
 			if ignoreIfExists {
 				return copyNetwork(existing), false, nil
 			}
-			return nil, false, fmt.Errorf("network name %s already used: %w", req.Name, core.ErrNameInUse)
+			return nil, false, fmt.Errorf("network name %s already used: %w", req.Name, core.ErrNetworkExists)
 		}
 	}
-	if req.NetworkInterface != "" {
+	if req.Driver == DriverMacvlan {
+		// Macvlan networks share their parents; their names default as
+		// bridges' do.
+		if req.Name == "" {
+			req.Name = m.freeBridgeLocked()
+		}
+	} else if req.NetworkInterface != "" {
 		for _, n := range m.networks {
 			if n.NetworkInterface == req.NetworkInterface {
 				return nil, false, fmt.Errorf("bridge name %s already used by network %s: %w", req.NetworkInterface, n.Name, core.ErrNameInUse)
@@ -309,7 +310,7 @@ func (m *Manager) createLocked(ctx context.Context, req core.Network, ignoreIfEx
 	if req.Name == "" {
 		req.Name = req.NetworkInterface
 		if _, ok := m.networks[req.Name]; ok {
-			return nil, false, fmt.Errorf("network name %s already used: %w", req.Name, core.ErrNameInUse)
+			return nil, false, fmt.Errorf("network name %s already used: %w", req.Name, core.ErrNetworkExists)
 		}
 	}
 	if err := m.assignSubnetsLocked(&req, checkHost); err != nil {
@@ -335,7 +336,7 @@ func (m *Manager) createLocked(ctx context.Context, req core.Network, ignoreIfEx
 	}
 	if err := m.db.AddNetwork(ctx, state.NetworkRecord{Name: req.Name, ID: req.ID, Created: req.Created, Data: data}); err != nil {
 		if errors.Is(err, state.ErrDuplicate) {
-			return nil, false, fmt.Errorf("network name %s already used: %w", req.Name, core.ErrNameInUse)
+			return nil, false, fmt.Errorf("network name %s already used: %w", req.Name, core.ErrNetworkExists)
 		}
 		return nil, false, err
 	}
@@ -352,12 +353,8 @@ func checkOptions(req *core.Network) error {
 	for k, v := range req.Options {
 		switch k {
 		case "mtu", "metric":
-			var n uint32
-			if _, err := fmt.Sscanf(v, "%d", &n); err != nil || fmt.Sprint(n) != v {
-				return core.InvalidArgument("options", fmt.Errorf("%s=%q is not a non-negative number", k, v))
-			}
-			if k == "mtu" && n != 0 && n < 68 {
-				return core.InvalidArgument("options", fmt.Errorf("mtu %d is below 68", n))
+			if err := checkNumberOption(k, v); err != nil {
+				return err
 			}
 		case "isolate":
 			if v != "true" && v != "false" {
@@ -374,22 +371,45 @@ func checkOptions(req *core.Network) error {
 			return core.InvalidArgument("options", fmt.Errorf("%q is not a bridge option (mtu, metric, isolate)", k))
 		}
 	}
-	for k, v := range req.IPAMOptions {
+	v, err := ipamDriver(req)
+	if err != nil {
+		return err
+	}
+	switch v {
+	case "", "host-local":
+	case "none":
+		if len(req.Subnets) > 0 {
+			return core.InvalidArgument("ipam_options", errors.New("the none IPAM driver takes no subnets"))
+		}
+		if req.DNSEnabled {
+			return core.InvalidArgument("ipam_options", errors.New("the none IPAM driver cannot serve DNS"))
+		}
+	default:
+		return core.InvalidArgument("ipam_options", fmt.Errorf("driver %q is not supported (host-local, none)", v))
+	}
+	return nil
+}
+
+// ipamDriver answers the IPAM driver a network asks for; "driver" is the
+// only IPAM option.
+func ipamDriver(req *core.Network) (string, error) {
+	for k := range req.IPAMOptions {
 		if k != "driver" {
-			return core.InvalidArgument("ipam_options", fmt.Errorf("%q is not an IPAM option (driver)", k))
+			return "", core.InvalidArgument("ipam_options", fmt.Errorf("%q is not an IPAM option (driver)", k))
 		}
-		switch v {
-		case "", "host-local":
-		case "none":
-			if len(req.Subnets) > 0 {
-				return core.InvalidArgument("ipam_options", errors.New("the none IPAM driver takes no subnets"))
-			}
-			if req.DNSEnabled {
-				return core.InvalidArgument("ipam_options", errors.New("the none IPAM driver cannot serve DNS"))
-			}
-		default:
-			return core.InvalidArgument("ipam_options", fmt.Errorf("driver %q is not supported (host-local, none)", v))
-		}
+	}
+	return req.IPAMOptions["driver"], nil
+}
+
+// checkNumberOption validates an mtu or metric option: a non-negative
+// number, an mtu of 68 or more (0: the default).
+func checkNumberOption(k, v string) error {
+	var n uint32
+	if _, err := fmt.Sscanf(v, "%d", &n); err != nil || fmt.Sprint(n) != v {
+		return core.InvalidArgument("options", fmt.Errorf("%s=%q is not a non-negative number", k, v))
+	}
+	if k == "mtu" && n != 0 && n < 68 {
+		return core.InvalidArgument("options", fmt.Errorf("mtu %d is below 68", n))
 	}
 	return nil
 }
@@ -418,6 +438,22 @@ func (m *Manager) freeBridgeLocked() string {
 // (and the host's routes) and picks subnets for a network that names none.
 func (m *Manager) assignSubnetsLocked(req *core.Network, checkHost bool) error {
 	if req.IPAMOptions["driver"] == "none" {
+		return nil
+	}
+	if req.Driver == DriverMacvlan {
+		// A macvlan network's subnet is its parent's link's: it is a
+		// host route by design, and other macvlan networks on the same
+		// link share it (as Podman lets them).
+		for i, s := range req.Subnets {
+			for _, o := range req.Subnets[:i] {
+				if overlaps(&s.Subnet.IPNet, &o.Subnet.IPNet) {
+					return core.InvalidArgument("subnets", fmt.Errorf("subnets %s and %s overlap", &s.Subnet.IPNet, &o.Subnet.IPNet))
+				}
+			}
+			if !isIPv4(&s.Subnet.IPNet) {
+				req.IPv6Enabled = true
+			}
+		}
 		return nil
 	}
 	var taken []*net.IPNet

@@ -322,6 +322,10 @@ func (m *Manager) Setup(ctx context.Context, s core.NetworkSetup) (core.NetworkS
 // its neighbours may lose the gateway for a while when it changes.
 func (m *Manager) pinBridges(nets map[string]*core.Network) {
 	for _, n := range nets {
+		if n.Driver != Driver {
+			// A macvlan network's interface is its parent, the host's.
+			continue
+		}
 		if err := pinBridgeMAC(n.NetworkInterface); err != nil {
 			m.logger.Warn("pin bridge address", "network", n.Name, "err", err)
 		}
