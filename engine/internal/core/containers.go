@@ -200,6 +200,80 @@ type ContainerSpec struct {
 	PublishExposedPorts bool                `json:"publish_image_ports,omitempty"`
 	Expose              map[uint16]string   `json:"expose,omitempty"`
 	NetworkOptions      map[string][]string `json:"network_options,omitempty"`
+	// LogConfiguration selects where conmon sends the container's output
+	// (Podman's --log-driver, --log-opt tag=): nil is k8s-file.
+	LogConfiguration *LogConfig `json:"log_configuration,omitempty"`
+}
+
+// Log drivers the engine offers: conmon writes a k8s-file log under the
+// container's directory, or sends every line to the systemd journal
+// (where journald runs).
+const (
+	LogDriverK8sFile  = "k8s-file"
+	LogDriverJournald = "journald"
+)
+
+// LogConfig is Podman's LogConfig of a SpecGenerator. Only the driver and,
+// with journald, the tag (conmon's --log-tag: the entries' CONTAINER_TAG
+// and SYSLOG_IDENTIFIER) take effect; podman's --log-opt tag=T arrives as
+// the option "tag". A path, size or other option is refused.
+type LogConfig struct {
+	Driver  string            `json:"driver,omitempty"`
+	Path    string            `json:"path,omitempty"`
+	Size    int64             `json:"size,omitempty"`
+	Tag     string            `json:"tag,omitempty"`
+	Options map[string]string `json:"options,omitempty"`
+}
+
+// LogDriver is the container's log driver: LogDriverK8sFile unless the
+// request chose journald.
+func (s *ContainerSpec) LogDriver() string {
+	if s.LogConfiguration != nil && s.LogConfiguration.Driver != "" {
+		return s.LogConfiguration.Driver
+	}
+	return LogDriverK8sFile
+}
+
+// LogTag is the journald tag the request set ("" for none).
+func (s *ContainerSpec) LogTag() string {
+	if s.LogConfiguration == nil {
+		return ""
+	}
+	return s.LogConfiguration.tag()
+}
+
+func (lc *LogConfig) tag() string {
+	if lc.Tag != "" {
+		return lc.Tag
+	}
+	return lc.Options["tag"]
+}
+
+func (lc *LogConfig) validate() error {
+	if lc == nil {
+		return nil
+	}
+	switch lc.Driver {
+	case "", LogDriverK8sFile, LogDriverJournald:
+	default:
+		return InvalidArgument("log_configuration.driver", fmt.Errorf("log driver %q is not supported (k8s-file, journald)", lc.Driver))
+	}
+	for k := range lc.Options {
+		if k != "tag" {
+			return InvalidArgument("log_configuration.options", fmt.Errorf("log option %q is not supported (tag, with journald)", k))
+		}
+	}
+	if lc.Path != "" || lc.Size != 0 {
+		return InvalidArgument("log_configuration", errors.New("a log path and size are not supported"))
+	}
+	tag := lc.tag()
+	if tag != "" && lc.Driver != LogDriverJournald {
+		return InvalidArgument("log_configuration.tag", errors.New("a log tag needs the journald log driver (conmon's k8s-file has none)"))
+	}
+	if strings.ContainsAny(tag, "\n\x00") {
+		return InvalidArgument("log_configuration.tag", fmt.Errorf("%q holds a newline or NUL", tag))
+	}
+	return nil
 }
 
 // Container is the engine's record of one container. It is a snapshot: the
@@ -619,6 +693,9 @@ func (s *ContainerSpec) Validate() error {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return InvalidArgument("env", fmt.Errorf("invalid variable name %q", k))
 		}
+	}
+	if err := s.LogConfiguration.validate(); err != nil {
+		return err
 	}
 	if err := ValidateRestartPolicy(s.RestartPolicy, s.RestartTries); err != nil {
 		return err

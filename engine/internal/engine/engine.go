@@ -16,6 +16,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/deploy/kubeapply"
 	"github.com/berth-project/berth/engine/internal/backend/deploy/kubegen"
 	"github.com/berth-project/berth/engine/internal/backend/deploy/systemdgen"
+	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
 	"github.com/berth-project/berth/engine/internal/backend/execution/seccomp"
 	"github.com/berth-project/berth/engine/internal/backend/images/artifactstore"
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
@@ -182,6 +183,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		Listen:             cfg.Listen,
 		SeccompProfilePath: seccompDefaultPath(cfg),
 		AppArmorEnabled:    appArmor.Enabled,
+		LogDrivers:         runtime.LogDrivers(),
 		Runtime:            cfg.Runtime,
 		VolumePath:         filepath.Join(cfg.Root, "volumes"),
 		Containers:         ctrs.manager,

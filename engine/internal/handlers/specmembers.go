@@ -41,26 +41,6 @@ var specDefaults = map[string]func(json.RawMessage) error{
 	// that is systemd or init, which the engine then runs as any command.
 	"systemd":      stringIn("true", "false"),
 	"sdnotifyMode": stringIn("container", "ignore"),
-	// conmon writes the k8s-file log.
-	"log_configuration": func(raw json.RawMessage) error {
-		var lc struct {
-			Driver string            `json:"driver"`
-			Path   string            `json:"path"`
-			Size   int64             `json:"size"`
-			Tag    string            `json:"tag"`
-			Opts   map[string]string `json:"options"`
-		}
-		if err := strictUnmarshal(raw, &lc); err != nil {
-			return err
-		}
-		if lc.Driver != "" && lc.Driver != "k8s-file" {
-			return fmt.Errorf("log driver %q is not supported (k8s-file)", lc.Driver)
-		}
-		if lc.Path != "" || lc.Size != 0 || lc.Tag != "" || len(lc.Opts) > 0 {
-			return errors.New("log path, size, tag and options are not supported")
-		}
-		return nil
-	},
 	// The engine never moves conmon into a cgroup of its own: it stays in
 	// the engine's, which is what no-conmon asks. disabled (no cgroup for
 	// the container) is beyond runc; split needs the systemd manager.

@@ -53,6 +53,8 @@ type Config struct {
 	SeccompProfilePath string
 	// AppArmorEnabled: the host enforces AppArmor and the engine applies it.
 	AppArmorEnabled bool
+	// LogDrivers are the log drivers the host offers (nil: k8s-file).
+	LogDrivers []string
 }
 
 // Service implements core.System.
@@ -224,7 +226,7 @@ func (s *Service) Info(ctx context.Context) (*core.Info, error) {
 		Plugins: core.Plugins{
 			Volume:        []string{"local"},
 			Network:       []string{"bridge"},
-			Log:           []string{"k8s-file"},
+			Log:           s.cfg.logDrivers(),
 			Authorization: nil,
 		},
 		Version: core.EngineVersion{
@@ -284,4 +286,12 @@ func (s *Service) cdiInfo(ctx context.Context) *core.CDIInfo {
 	}
 	info := s.cfg.CDI.Info(ctx)
 	return &info
+}
+
+// logDrivers are the log drivers info lists.
+func (c Config) logDrivers() []string {
+	if len(c.LogDrivers) == 0 {
+		return []string{core.LogDriverK8sFile}
+	}
+	return c.LogDrivers
 }

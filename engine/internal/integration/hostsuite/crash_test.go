@@ -3,15 +3,9 @@ package hostsuite
 import (
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
-	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 )
 
 // TestContainersSurviveEngineKill: a container keeps running while its
@@ -19,63 +13,16 @@ import (
 // cgroup (stats, update) and removes it without leaving its cgroup behind.
 // A container that exits while no engine watches is recorded as exited.
 func TestContainersSurviveEngineKill(t *testing.T) {
-	testdeadline.Set(t, testdeadline.Default)
-	enginetest.RequireRuntime(t, "host suite tests")
-	bin := engineBinary(t)
-	dir := t.TempDir()
-	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	root, runRoot := filepath.Join(dir, "root"), filepath.Join(dir, "run")
-	nets := enginetest.UniqueNetworks(t)
-	nets.DefaultMode = "private"
-	args := append([]string{"--listen", "tcp://" + addr, "--root", root, "--runroot", runRoot}, enginetest.NetworkFlags(nets)...)
-	// The engine's log is shown only when the test fails.
-	logPath := filepath.Join(dir, "engine.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		logFile.Close()
-		if t.Failed() {
-			data, _ := os.ReadFile(logPath)
-			t.Logf("engine log:\n%s", data)
-		}
-	})
-	var cmd *exec.Cmd
-	start := func() {
-		cmd = exec.Command(bin, args...)
-		cmd.Stderr = logFile
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 60*time.Second, "the engine answering _ping", func() bool {
-			resp, err := http.Get("http://" + addr + "/libpod/_ping")
-			if err == nil {
-				resp.Body.Close()
-			}
-			return err == nil
-		})
-	}
-	start()
-	l := &lab{t: t, url: "http://" + addr + "/v4.3.1/libpod", root: root, runRoot: runRoot, client: &http.Client{}}
-	t.Cleanup(func() {
-		l.removeAll()
-		if cmd.ProcessState == nil {
-			cmd.Process.Signal(syscall.SIGTERM)
-			cmd.Wait()
-		}
-		enginetest.UnmountUnder(dir, 3)
-	})
-	l.loadBusybox()
+	p := startEngineProcess(t)
+	l := p.lab
 	long := l.run(map[string]any{"name": "long", "command": []string{"sleep", "900"},
 		"resource_limits": map[string]any{"memory": map[string]any{"limit": 64 << 20}}})
 	short := l.run(map[string]any{"name": "short", "command": []string{"sleep", "2"}})
 	cg := l.inspect(long).State.CgroupPath
 
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	p.kill()
 	time.Sleep(3 * time.Second) // short exits while no engine watches
-	start()
+	p.start(t)
 
 	if d := l.inspect(long); !d.State.Running {
 		t.Fatalf("long after the restart: %+v", d.State)

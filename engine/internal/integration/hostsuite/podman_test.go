@@ -1,13 +1,9 @@
 package hostsuite
 
 import (
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestPodmanClient drives the engine with podman 4.3.1's own client: run
@@ -15,28 +11,8 @@ import (
 // container's view of its cgroup namespace.
 func TestPodmanClient(t *testing.T) {
 	l := startLab(t)
-	if _, err := exec.LookPath("podman"); err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatal("podman is not installed (BERTH_TEST_STRICT=1)")
-		}
-		t.Skip("podman is not installed")
-	}
-	url := "tcp://" + strings.TrimPrefix(strings.TrimSuffix(l.url, "/v4.3.1/libpod"), "http://")
-	podman := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "podman", append([]string{"--remote", "--url", url}, args...)...)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	must := func(args ...string) string {
-		t.Helper()
-		out, err := podman(args...)
-		if err != nil {
-			t.Fatalf("podman %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
+	requirePodman(t)
+	must := l.mustPodman
 	must("run", "-d", "--name", "pm", "--memory", "64m", "localhost/busybox:latest", "sleep", "600")
 	var stats []struct {
 		Name     string `json:"name"`

@@ -95,6 +95,9 @@ func (s *Service) Logs(ctx context.Context, nameOrID string, opts LogOptions, em
 		defer unsubscribe()
 		readOpts.Done = done
 	}
+	if c.Spec.LogDriver() == core.LogDriverJournald {
+		return logs.Journal{}.Read(ctx, c.ID, readOpts, emit)
+	}
 	return logs.Read(ctx, c.LogPath, readOpts, emit)
 }
 

@@ -25,6 +25,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/berth-project/berth/engine/internal/core"
 )
 
 // ErrNotExist is returned when the OCI runtime does not know the container.
@@ -151,6 +153,9 @@ type CreateOptions struct {
 	// Bundle holds config.json; conmon's pid files and fifos go there too.
 	Bundle  string
 	LogPath string
+	// LogDriver is core.LogDriverJournald to send the output to the
+	// journal (tagged LogTag when set) instead of LogPath.
+	LogDriver, LogTag string
 	// Terminal allocates a pty; Stdin keeps a pipe to the process's stdin open.
 	Terminal, Stdin bool
 	// RestoreDir restores the container from a checkpoint instead of
@@ -207,10 +212,13 @@ func (r *Runtime) Create(ctx context.Context, o CreateOptions) (Created, error) 
 		"-p", filepath.Join(o.Bundle, "pidfile"),
 		"--conmon-pidfile", filepath.Join(o.Bundle, "conmon.pid"),
 		"--exit-dir", r.exitDir,
-		"-l", "k8s-file:" + o.LogPath,
+		"-l", logArg(o),
 		"--socket-dir-path", r.socketDir,
 		"--log-level", "warning",
 		"--syslog=false",
+	}
+	if o.LogDriver == core.LogDriverJournald && o.LogTag != "" {
+		args = append(args, "--log-tag", o.LogTag)
 	}
 	for _, a := range r.globalArgs {
 		args = append(args, "--runtime-arg", a)

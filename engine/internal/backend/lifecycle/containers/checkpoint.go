@@ -225,6 +225,7 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 	start := time.Now()
 	created, err := m.rt.Create(ctx, runtime.CreateOptions{
 		ID: rec.ID, Name: rec.Name, Bundle: rec.Bundle, LogPath: rec.LogPath,
+		LogDriver: rec.Spec.LogDriver(), LogTag: rec.Spec.LogTag(),
 		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin,
 		RestoreDir: dir, RuntimeOpts: runtime.RestoreOptions(dir, opts.TCPEstablished, opts.FileLocks),
 	})

@@ -408,6 +408,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 	}
 	created, err := m.rt.Create(ctx, runtime.CreateOptions{
 		ID: rec.ID, Name: rec.Name, Bundle: rec.Bundle, LogPath: rec.LogPath,
+		LogDriver: rec.Spec.LogDriver(), LogTag: rec.Spec.LogTag(),
 		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin,
 		// A pod's default infra container only holds namespaces: the
 		// engine runs its catatonit itself where the spec allows.

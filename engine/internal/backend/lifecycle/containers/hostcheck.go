@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
+	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -28,6 +29,11 @@ func checkOnHost(s *core.ContainerSpec) error {
 				return core.InvalidArgument("sysctl", fmt.Errorf("%s does not exist on this host", key))
 			}
 			return core.InvalidArgument("sysctl", err)
+		}
+	}
+	if s.LogDriver() == core.LogDriverJournald {
+		if err := runtime.Journald(); err != nil {
+			return core.InvalidArgument("log_configuration.driver", err)
 		}
 	}
 	if err := checkRootfs(s); err != nil {

@@ -252,7 +252,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 			Binds:           binds(s, r.Volumes),
 			CgroupManager:   "cgroupfs",
 			CgroupMode:      "host",
-			LogConfig:       &core.InspectLogConfig{Type: "k8s-file", Config: map[string]string{}, Path: r.LogPath, Size: "0B"},
+			LogConfig:       inspectLogConfig(&r),
 			NetworkMode:     netMode(s),
 			PortBindings:    portBindings(&r, false),
 			PublishAllPorts: s.PublishExposedPorts,
@@ -528,4 +528,18 @@ func inspectRootfs(r *record) string {
 		return r.Spec.Rootfs
 	}
 	return r.Rootfs
+}
+
+// inspectLogConfig is HostConfig.LogConfig: the driver, with journald the
+// tag, and the k8s-file's path (conmon writes none for journald).
+func inspectLogConfig(r *record) *core.InspectLogConfig {
+	lc := &core.InspectLogConfig{Type: r.Spec.LogDriver(), Config: map[string]string{}, Size: "0B"}
+	if lc.Type == core.LogDriverJournald {
+		if tag := r.Spec.LogTag(); tag != "" {
+			lc.Tag = tag
+		}
+		return lc
+	}
+	lc.Path = r.LogPath
+	return lc
 }

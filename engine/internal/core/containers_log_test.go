@@ -1,0 +1,48 @@
+package core
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestLogConfigValidate: the log drivers the engine has pass, with a tag
+// only for journald; anything it would ignore is a 400 naming the member.
+func TestLogConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		lc    *LogConfig
+		field string // "" accepted
+		want  string
+	}{
+		{nil, "", ""},
+		{&LogConfig{}, "", ""},
+		{&LogConfig{Driver: "k8s-file"}, "", ""},
+		{&LogConfig{Driver: "journald"}, "", ""},
+		{&LogConfig{Driver: "journald", Tag: "web"}, "", ""},
+		{&LogConfig{Driver: "json-file"}, "log_configuration.driver", `"json-file" is not supported`},
+		{&LogConfig{Driver: "k8s-file", Size: 100}, "log_configuration", "size"},
+		{&LogConfig{Driver: "k8s-file", Path: "/tmp/x"}, "log_configuration", "path"},
+		{&LogConfig{Driver: "journald", Options: map[string]string{"tag": "web"}}, "", ""},
+		{&LogConfig{Driver: "journald", Options: map[string]string{"max-size": "1k"}}, "log_configuration.options", "max-size"},
+		{&LogConfig{Driver: "k8s-file", Options: map[string]string{"tag": "web"}}, "log_configuration.tag", "journald"},
+		{&LogConfig{Driver: "k8s-file", Tag: "web"}, "log_configuration.tag", "journald"},
+		{&LogConfig{Tag: "web"}, "log_configuration.tag", "journald"},
+		{&LogConfig{Driver: "journald", Tag: "a\nb"}, "log_configuration.tag", "newline"},
+	} {
+		spec := ContainerSpec{Image: "busybox", LogConfiguration: tc.lc}
+		err := spec.Validate()
+		var fe *FieldError
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%+v: %v, want accepted", tc.lc, err)
+		case tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%+v: %v, want a 400 naming %s saying %q", tc.lc, err, tc.field, tc.want)
+		}
+	}
+	if tag := (&ContainerSpec{LogConfiguration: &LogConfig{Options: map[string]string{"tag": "t"}}}).LogTag(); tag != "t" {
+		t.Errorf("tag from options %q", tag)
+	}
+	if d := (&ContainerSpec{}).LogDriver(); d != LogDriverK8sFile {
+		t.Errorf("default driver %q", d)
+	}
+}
