@@ -51,6 +51,10 @@ test-unit: ## Run the Go tests of shared, uploads and engine (starts a throwaway
 test-hosts: deps ## Run the host suite in a Debian 12 VM (systemd, cgroup v2) under qemu; the image is built once and cached
 	@hack/hostlab.sh run
 
+.PHONY: bench-hosts
+bench-hosts: deps ## Benchmark the engine against Podman 4.3.1 in the host lab's VM (cycle and stats; prints BENCH lines)
+	@hack/hostlab.sh bench
+
 .PHONY: checks
 checks: ## gofmt, go vet, go mod tidy, promtool rules and rule tests, deploy/ manifest and dashboard checks
 	@hack/test.sh checks

@@ -4,6 +4,8 @@
 #   hack/hostlab.sh image   builds (or reuses) the cached VM image and prints its folder
 #   hack/hostlab.sh run     (default) builds Berth's binaries, boots the VM, runs the host suite
 #                           inside and reports its output; exits non-zero when it failed
+#   hack/hostlab.sh bench   the same VM, running only TestBenchVsPodman (BERTH_HOSTLAB_BENCH=1):
+#                           the engine against Podman 4.3.1 in the VM; its BENCH lines are the figures
 # The image is made from Debian's packages alone: debootstrap (minbase plus the packages below),
 # Debian's cloud kernel, and a small busybox initramfs that loads the virtio modules and
 # switch_roots to systemd. It is cached in ${BERTH_CACHE:-$HOME/.cache/berth}/hostlab-KEY, KEY a
@@ -22,8 +24,8 @@ LOG_TAG=hostlab
 . "$(dirname "$0")/lib.sh"
 
 what=${1:-run}
-case "$what" in image | run) ;; *)
-  echo "usage: $0 {image|run}" >&2
+case "$what" in image | run | bench) ;; *)
+  echo "usage: $0 {image|run|bench}" >&2
   exit 2
   ;;
 esac
@@ -208,12 +210,17 @@ run_suite() {
     die "building the host suite failed"
   timeout_s=${BERTH_HOSTLAB_TIMEOUT:-900}
   local targs="-test.timeout $((timeout_s - 60))s -test.v"
+  local bench=0
+  if [ "$what" = bench ]; then
+    bench=1
+    BERTH_HOSTLAB_RUN='^TestBenchVsPodman$'
+  fi
   [ -n "${BERTH_HOSTLAB_RUN:-}" ] && targs="$targs -test.run '${BERTH_HOSTLAB_RUN}'"
   cat >"$payload/run.sh" <<RUN
 #!/bin/sh
 # Written by hack/hostlab.sh: runs the host suite inside the VM.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-export BERTH_TEST_STRICT=1 BERTH_HOSTLAB=1 BERTH_ENGINE_BIN=/hostlab/berth-engine HOME=/root
+export BERTH_TEST_STRICT=1 BERTH_HOSTLAB=1 BERTH_ENGINE_BIN=/hostlab/berth-engine HOME=/root BERTH_HOSTLAB_BENCH=$bench
 echo "host: \$(uname -r), cgroup: \$(stat -fc %T /sys/fs/cgroup), controllers: \$(cat /sys/fs/cgroup/cgroup.controllers 2>/dev/null), pid 1: \$(cat /proc/1/comm)"
 cd /tmp
 { /hostlab/hostsuite.test $targs 2>&1; echo \$? >/tmp/hostsuite.rc; } | tee /dev/ttyS0
@@ -266,5 +273,5 @@ image)
   ensure_image
   echo "$imgdir"
   ;;
-run) run_suite ;;
+run | bench) run_suite ;;
 esac

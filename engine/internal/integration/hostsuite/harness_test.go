@@ -102,15 +102,22 @@ func requireFile(t testing.TB, path string) {
 
 func (l *lab) loadBusybox() {
 	l.t.Helper()
+	l.must(http.StatusOK, "POST", "/images/load", busyboxArchive(l.t))
+}
+
+// busyboxArchive is the suite's image, localhost/busybox:latest, as a
+// docker archive (what /images/load and podman load take).
+func busyboxArchive(t testing.TB) *bytes.Buffer {
+	t.Helper()
 	var buf bytes.Buffer
 	img := testimage.Busybox("localhost/busybox:latest", "sh")
 	img.Config.StopSignal = ""
 	// httpd serves the bridge tests' published port.
 	img.Layers = []testimage.Layer{{Files: []testimage.File{{Path: "bin/httpd", Linkname: "busybox"}}}}
 	if err := testimage.DockerArchive(&buf, img); err != nil {
-		l.t.Fatal(err)
+		t.Fatal(err)
 	}
-	l.must(http.StatusOK, "POST", "/images/load", &buf)
+	return &buf
 }
 
 func (l *lab) do(method, path string, body any) (int, []byte) {
