@@ -83,7 +83,9 @@ func TestBenchVsPodman(t *testing.T) {
 	const cliCycles = 8
 	var cliB, cliP []time.Duration
 	for i := 0; i <= cliCycles; i++ {
-		b := timed(func() { podmanCLI(t, "--remote", "--url", url, "run", "--rm", "--network", "none", "localhost/busybox:latest", "true") })
+		b := timed(func() {
+			podmanCLI(t, "--remote", "--url", url, "run", "--rm", "--network", "none", "localhost/busybox:latest", "true")
+		})
 		q := timed(func() { podmanCLI(t, "run", "--rm", "--network", "none", "localhost/busybox:latest", "true") })
 		if i > 0 {
 			cliB, cliP = append(cliB, b), append(cliP, q)
@@ -226,4 +228,3 @@ func (a *apiTarget) removeAll(t testing.TB) {
 	t.Helper()
 	enginetest.RemoveAll(func(m, p string, b any) (int, []byte) { return a.do(t, m, p, b) })
 }
-
