@@ -66,6 +66,7 @@ func (s *server) toSpec(name string, cfg *containertypes.Config, hc *containerty
 		return core.ContainerSpec{}, err
 	}
 	spec := core.ContainerSpec{
+		LogConfiguration:    dockerLogConfig(hc.LogConfig),
 		Name:                name,
 		Image:               cfg.Image,
 		RawImageName:        cfg.Image,
@@ -220,9 +221,11 @@ func refuseUnsupported(cfg *containertypes.Config, hc *containertypes.HostConfig
 		return bad("HostConfig.MaskedPaths", "custom masked paths are not supported")
 	case len(hc.ReadonlyPaths) > 0:
 		return bad("HostConfig.ReadonlyPaths", "custom read-only paths are not supported")
-	case hc.LogConfig.Type != "" && hc.LogConfig.Type != "json-file" && hc.LogConfig.Type != "k8s-file" && hc.LogConfig.Type != "local":
-		return bad("HostConfig.LogConfig.Type", fmt.Sprintf("%q is not supported (the engine keeps a log file per container)", hc.LogConfig.Type))
-	case len(hc.LogConfig.Config) > 0:
+	case hc.LogConfig.Type != "" && hc.LogConfig.Type != "json-file" && hc.LogConfig.Type != "k8s-file" && hc.LogConfig.Type != "local" && hc.LogConfig.Type != core.LogDriverJournald:
+		return bad("HostConfig.LogConfig.Type", fmt.Sprintf("%q is not supported (the engine keeps a log file per container, or sends it to journald)", hc.LogConfig.Type))
+	case hc.LogConfig.Type == core.LogDriverJournald && (len(hc.LogConfig.Config) > 1 || len(hc.LogConfig.Config) == 1 && hc.LogConfig.Config["tag"] == ""):
+		return bad("HostConfig.LogConfig.Config", "journald takes only the option tag")
+	case hc.LogConfig.Type != core.LogDriverJournald && len(hc.LogConfig.Config) > 0:
 		return bad("HostConfig.LogConfig.Config", "log driver options are not supported")
 	case hc.CgroupParent != "":
 		return bad("HostConfig.CgroupParent", "a cgroup parent is not supported")
@@ -647,4 +650,13 @@ func signalName(n int) string {
 		}
 	}
 	return strconv.Itoa(n)
+}
+
+// dockerLogConfig is the spec's log configuration for a Docker LogConfig:
+// journald (with its tag) or, for any file driver, the engine's k8s-file.
+func dockerLogConfig(lc containertypes.LogConfig) *core.LogConfig {
+	if lc.Type != core.LogDriverJournald {
+		return nil
+	}
+	return &core.LogConfig{Driver: core.LogDriverJournald, Tag: lc.Config["tag"]}
 }

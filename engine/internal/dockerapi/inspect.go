@@ -180,7 +180,7 @@ func (s *server) hostConfig(c *core.Container, in *core.InspectContainerData) *c
 		Sysctls:         c.Spec.Sysctl,
 		Annotations:     c.Spec.Annotations,
 		Init:            &c.Spec.Init,
-		LogConfig:       containertypes.LogConfig{Type: "json-file", Config: map[string]string{}},
+		LogConfig:       dockerInspectLogConfig(&c.Spec),
 		RestartPolicy:   containertypes.RestartPolicy{Name: containertypes.RestartPolicyMode(firstNonEmpty(c.Spec.RestartPolicy, "no"))},
 	}
 	if c.Spec.PidNS.NSMode == "host" {
@@ -302,4 +302,17 @@ func minString(v []string) string {
 		}
 	}
 	return m
+}
+
+// dockerInspectLogConfig is json-file (the k8s-file log, read as Docker
+// reads its own) or journald with its tag.
+func dockerInspectLogConfig(s *core.ContainerSpec) containertypes.LogConfig {
+	lc := containertypes.LogConfig{Type: "json-file", Config: map[string]string{}}
+	if s.LogDriver() == core.LogDriverJournald {
+		lc.Type = core.LogDriverJournald
+		if tag := s.LogTag(); tag != "" {
+			lc.Config["tag"] = tag
+		}
+	}
+	return lc
 }

@@ -64,10 +64,14 @@ func TestToSpec(t *testing.T) {
 		NetworkMode:   "default",
 		RestartPolicy: containertypes.RestartPolicy{Name: "on-failure", MaximumRetryCount: 3},
 		Tmpfs:         map[string]string{"/tmp": "size=1m"},
+		LogConfig:     containertypes.LogConfig{Type: "journald", Config: map[string]string{"tag": "web"}},
 	}
 	spec, err := s.toSpec("/web", cfg, hc, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if spec.LogDriver() != "journald" || spec.LogTag() != "web" {
+		t.Errorf("log configuration %+v", spec.LogConfiguration)
 	}
 	if spec.Env["A"] != "1" || len(spec.Env) != 1 || *spec.StopSignal != 2 || spec.RestartPolicy != "on-failure" || *spec.RestartTries != 3 {
 		t.Errorf("spec %+v", spec)
@@ -83,12 +87,13 @@ func TestToSpec(t *testing.T) {
 	}
 
 	for field, hc := range map[string]*containertypes.HostConfig{
-		"HostConfig.Links":          {Links: []string{"a:b"}},
-		"HostConfig.UTSMode":        {UTSMode: "host"},
-		"HostConfig.LogConfig.Type": {LogConfig: containertypes.LogConfig{Type: "syslog"}},
-		"HostConfig.RestartPolicy":  {RestartPolicy: containertypes.RestartPolicy{Name: "no", MaximumRetryCount: 2}},
-		"HostConfig.Binds":          {Binds: []string{"/a:relative"}},
-		"HostConfig.CgroupParent":   {Resources: containertypes.Resources{CgroupParent: "/mine"}},
+		"HostConfig.Links":            {Links: []string{"a:b"}},
+		"HostConfig.UTSMode":          {UTSMode: "host"},
+		"HostConfig.LogConfig.Type":   {LogConfig: containertypes.LogConfig{Type: "syslog"}},
+		"HostConfig.LogConfig.Config": {LogConfig: containertypes.LogConfig{Type: "journald", Config: map[string]string{"labels": "a"}}},
+		"HostConfig.RestartPolicy":    {RestartPolicy: containertypes.RestartPolicy{Name: "no", MaximumRetryCount: 2}},
+		"HostConfig.Binds":            {Binds: []string{"/a:relative"}},
+		"HostConfig.CgroupParent":     {Resources: containertypes.Resources{CgroupParent: "/mine"}},
 	} {
 		_, err := s.toSpec("", &containertypes.Config{Image: "busybox"}, hc, nil)
 		var fe *core.FieldError
