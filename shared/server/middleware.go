@@ -25,15 +25,45 @@ type requestIDKey struct{}
 // RequestID gives every request an id: the client's X-Request-Id when it is
 // printable ASCII of at most 128 bytes, else a new random one. The id is put
 // into the request context (see RequestIDFrom) and the response header, so
-// a client's report can be matched with the server's logs.
+// a client's report can be matched with the server's logs. A request that
+// already has an id in its context keeps it, so it may run twice.
 func RequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if RequestIDFrom(r.Context()) != "" {
+			// An outer RequestID chose it (a guard in front of the router).
+			next.ServeHTTP(w, r)
+			return
+		}
 		id := r.Header.Get(RequestIDHeader)
 		if !validRequestID(id) {
 			id = newRequestID()
 		}
 		w.Header().Set(RequestIDHeader, id)
 		next.ServeHTTP(w, r.WithContext(WithRequestID(r.Context(), id)))
+	})
+}
+
+// ReferenceIDHeader is Podman's correlation header: its API server sets it
+// on every response.
+const ReferenceIDHeader = "X-Reference-Id"
+
+// ReferenceID sets X-Reference-Id on every response, as Podman's API server
+// does: the request's own X-Reference-Id when it is printable ASCII of at
+// most 128 bytes (echoed, as Podman echoes it), else the request id that
+// RequestID chose, so that a client quoting the reference names the lines of
+// the server's log. It must run after RequestID.
+func ReferenceID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(ReferenceIDHeader)
+		if !validRequestID(id) {
+			id = RequestIDFrom(r.Context())
+			if id == "" {
+				id = newRequestID()
+			}
+			r.Header.Set(ReferenceIDHeader, id)
+		}
+		w.Header().Set(ReferenceIDHeader, id)
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -507,3 +507,54 @@ func TestAccessLogProbesAtDebug(t *testing.T) {
 		}
 	}
 }
+
+// TestReferenceID: X-Reference-Id echoes the client's when it is valid, and
+// is otherwise the request id, so it is on every response.
+func TestReferenceID(t *testing.T) {
+	var seen string
+	h := RequestID(ReferenceID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = r.Header.Get(ReferenceIDHeader)
+	})))
+	tests := []struct {
+		name, reference, request string
+		want                     string
+	}{
+		{"client reference echoed", "ref-1", "req-1", "ref-1"},
+		{"none: the request id", "", "req-2", "req-2"},
+		{"invalid: the request id", "two words", "req-3", "req-3"},
+		{"too long: the request id", strings.Repeat("x", 129), "req-4", "req-4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, "/", nil)
+			if tt.reference != "" {
+				req.Header.Set(ReferenceIDHeader, tt.reference)
+			}
+			req.Header.Set(RequestIDHeader, tt.request)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if got := rec.Header().Get(ReferenceIDHeader); got != tt.want || seen != tt.want {
+				t.Fatalf("X-Reference-Id %q (handler saw %q), want %q", got, seen, tt.want)
+			}
+		})
+	}
+	rec := httptest.NewRecorder()
+	ReferenceID(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if got := rec.Header().Get(ReferenceIDHeader); !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(got) {
+		t.Fatalf("without RequestID: X-Reference-Id %q, want a generated one", got)
+	}
+}
+
+// TestRequestIDTwice: a RequestID behind another keeps the id the first
+// chose, so a guard in front of the router and the router log the same id.
+func TestRequestIDTwice(t *testing.T) {
+	var seen string
+	h := RequestID(RequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = RequestIDFrom(r.Context())
+	})))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if got := rec.Header().Get(RequestIDHeader); got == "" || got != seen {
+		t.Fatalf("response id %q, handler saw %q", got, seen)
+	}
+}

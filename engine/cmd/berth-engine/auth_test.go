@@ -102,6 +102,11 @@ func get(t *testing.T, c *http.Client, url, token string) (int, apierror.EngineE
 		return 0, apierror.EngineError{}, err
 	}
 	defer resp.Body.Close()
+	// Podman's X-Reference-Id is on every answer, a 401 included (not on
+	// net/http's own 400 to plain HTTP on a TLS port).
+	if resp.StatusCode != http.StatusBadRequest && (resp.Header.Get("X-Reference-Id") == "" || resp.Header.Get("X-Reference-Id") != resp.Header.Get("X-Request-Id")) {
+		t.Errorf("%s (%d): X-Reference-Id %q, X-Request-Id %q; want both, equal", url, resp.StatusCode, resp.Header.Get("X-Reference-Id"), resp.Header.Get("X-Request-Id"))
+	}
 	var body apierror.EngineError
 	if resp.StatusCode == http.StatusUnauthorized {
 		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {

@@ -73,7 +73,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer eng.Close()
 	fmt.Fprintf(stdout, "berth-engine listening on %s (root %s, storage driver %s)\n", cfg.engine.Listen, cfg.engine.Root, eng.StorageDriver())
-	handler := apiAuth.handler(eng.Handler())
+	// The ids go on before authentication, so that a 401 carries them too.
+	handler := server.RequestID(server.ReferenceID(apiAuth.handler(eng.Handler())))
 	if dockerLn == nil {
 		return server.RunWithLimits(ctx, ln, handler, logger, cfg.shutdownTimeout, apiAuth.limits())
 	}

@@ -2,8 +2,11 @@ package core
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 	"time"
 )
 
@@ -82,6 +85,85 @@ type CommitOptions struct {
 	Format string
 	// Squash makes the image a single layer.
 	Squash bool
+	// Config, when set, is merged over the new image's configuration
+	// before Changes are applied (Podman 5's JSON body of the commit).
+	Config *CommitConfig
+}
+
+// CommitConfig is the image configuration a commit merges over the
+// container's, in Docker's Schema2Config shape (what podman commit --config
+// sends): a non-empty string or list replaces the value, Env entries replace
+// the variables they name, and Labels, ExposedPorts and Volumes are added.
+// The members of a container's runtime settings that an image configuration
+// does not keep are refused when set (Check).
+type CommitConfig struct {
+	User         string              `json:"User,omitempty"`
+	ExposedPorts map[string]struct{} `json:"ExposedPorts,omitempty"`
+	Env          []string            `json:"Env,omitempty"`
+	Cmd          []string            `json:"Cmd,omitempty"`
+	Healthcheck  *HealthConfig       `json:"Healthcheck,omitempty"`
+	Volumes      map[string]struct{} `json:"Volumes,omitempty"`
+	WorkingDir   string              `json:"WorkingDir,omitempty"`
+	Entrypoint   []string            `json:"Entrypoint,omitempty"`
+	OnBuild      []string            `json:"OnBuild,omitempty"`
+	Labels       map[string]string   `json:"Labels,omitempty"`
+	StopSignal   string              `json:"StopSignal,omitempty"`
+	Shell        []string            `json:"Shell,omitempty"`
+
+	Hostname        string `json:"Hostname,omitempty"`
+	Domainname      string `json:"Domainname,omitempty"`
+	AttachStdin     bool   `json:"AttachStdin,omitempty"`
+	AttachStdout    bool   `json:"AttachStdout,omitempty"`
+	AttachStderr    bool   `json:"AttachStderr,omitempty"`
+	Tty             bool   `json:"Tty,omitempty"`
+	OpenStdin       bool   `json:"OpenStdin,omitempty"`
+	StdinOnce       bool   `json:"StdinOnce,omitempty"`
+	ArgsEscaped     bool   `json:"ArgsEscaped,omitempty"`
+	Image           string `json:"Image,omitempty"`
+	NetworkDisabled bool   `json:"NetworkDisabled,omitempty"`
+	MacAddress      string `json:"MacAddress,omitempty"`
+	StopTimeout     *int   `json:"StopTimeout,omitempty"`
+}
+
+// Check refuses, naming the member, what an image made in format ("oci",
+// "docker"; "" is oci) cannot keep.
+func (c *CommitConfig) Check(format string) error {
+	if c == nil {
+		return nil
+	}
+	notKept := errors.New("a container setting that an image configuration does not keep")
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"Hostname", c.Hostname != ""}, {"Domainname", c.Domainname != ""},
+		{"AttachStdin", c.AttachStdin}, {"AttachStdout", c.AttachStdout}, {"AttachStderr", c.AttachStderr},
+		{"Tty", c.Tty}, {"OpenStdin", c.OpenStdin}, {"StdinOnce", c.StdinOnce}, {"ArgsEscaped", c.ArgsEscaped},
+		{"Image", c.Image != ""}, {"NetworkDisabled", c.NetworkDisabled}, {"MacAddress", c.MacAddress != ""},
+		{"StopTimeout", c.StopTimeout != nil},
+	} {
+		if f.set {
+			return InvalidArgument("config."+f.name, notKept)
+		}
+	}
+	for _, kv := range c.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return InvalidArgument("config.Env", fmt.Errorf("%q is not KEY=VALUE", kv))
+		}
+	}
+	if format == "docker" {
+		return nil
+	}
+	dockerOnly := errors.New("only kept by the docker image format (format=docker)")
+	switch {
+	case c.Healthcheck != nil:
+		return InvalidArgument("config.Healthcheck", dockerOnly)
+	case len(c.OnBuild) > 0:
+		return InvalidArgument("config.OnBuild", dockerOnly)
+	case len(c.Shell) > 0:
+		return InvalidArgument("config.Shell", dockerOnly)
+	}
+	return nil
 }
 
 // ContainerCommits makes images from containers. A Containers

@@ -269,6 +269,8 @@ type InspectDevice struct {
 
 // InspectContainerHostConfig is the HostConfig member of InspectContainerData.
 type InspectContainerHostConfig struct {
+	// Annotations are the container's OCI annotations, as in Config.
+	Annotations       map[string]string            `json:"Annotations,omitempty"`
 	Binds             []string                     `json:"Binds"`
 	CgroupManager     string                       `json:"CgroupManager,omitempty"`
 	CgroupMode        string                       `json:"CgroupMode"`

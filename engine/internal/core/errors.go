@@ -1,6 +1,9 @@
 package core
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Domain errors. Backends wrap them with context (fmt.Errorf("...: %w", ErrX));
 // the HTTP layer maps them to status codes in one place.
@@ -62,3 +65,10 @@ func (e *FieldError) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, ErrInvalidArgument) true for every FieldError.
 func (e *FieldError) Is(target error) bool { return target == ErrInvalidArgument }
+
+// NoSuchContainer is a container lookup of nameOrID that found nothing, in
+// Podman's words (its clients print them; "no such container" is the cause
+// they match).
+func NoSuchContainer(nameOrID string) error {
+	return fmt.Errorf("no container with name or ID %q found: %w", nameOrID, ErrNoSuchContainer)
+}

@@ -196,12 +196,19 @@ func commitHandler(c core.ContainerCommits) http.HandlerFunc {
 			writeError(w, core.InvalidArgument("tag", errors.New("a tag needs repo")))
 			return
 		}
-		if n, _ := io.ReadFull(r.Body, make([]byte, 1)); n > 0 {
-			writeError(w, core.InvalidArgument("body", errors.New("a configuration override in the body is not supported")))
-			return
-		}
 		opts := core.CommitOptions{
 			Author: q.Author, Comment: q.Comment, Pause: q.Pause, Format: q.Format, Squash: q.Squash,
+		}
+		// Podman 5 sends the configuration to merge (commit --config) as
+		// the body; older clients send none.
+		var config core.CommitConfig
+		present, err := decodeJSON(r.Body, &config, true)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if present {
+			opts.Config = &config
 		}
 		for _, change := range q.Changes {
 			for _, line := range strings.Split(change, "\n") {

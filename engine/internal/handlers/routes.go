@@ -21,6 +21,9 @@ import (
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(server.RequestID)
+	// Every answer, libpod's, Docker's, a 404 or a panic's, carries
+	// Podman's X-Reference-Id.
+	r.Use(server.ReferenceID)
 	r.Use(server.Recover(s.logger, func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, errInternalPanic)
 	}))

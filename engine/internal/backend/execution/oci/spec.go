@@ -36,6 +36,34 @@ var defaultCapabilities = []string{
 	"CAP_NET_BIND_SERVICE", "CAP_SETFCAP", "CAP_SETGID", "CAP_SETPCAP", "CAP_SETUID", "CAP_SYS_CHROOT",
 }
 
+// Podman's keys for settings it records among a container's OCI
+// annotations; clients read them back from inspect's Config.Annotations.
+const (
+	AnnotationPrivileged = "io.podman.annotations.privileged"
+	AnnotationAutoremove = "io.podman.annotations.autoremove"
+	AnnotationInit       = "io.podman.annotations.init"
+)
+
+// annotationTrue is Podman's value of a set boolean annotation.
+const annotationTrue = "TRUE"
+
+// Annotations are a container's annotations as Podman 5 writes them into
+// its OCI configuration: the requested ones, and "TRUE" under Podman's key
+// for a privileged, auto-removed or init container (Podman 5 writes no
+// "FALSE" ones).
+func Annotations(s *core.ContainerSpec) map[string]string {
+	out := make(map[string]string, len(s.Annotations)+3)
+	for k, v := range s.Annotations {
+		out[k] = v
+	}
+	for key, set := range map[string]bool{AnnotationPrivileged: s.Privileged, AnnotationAutoremove: s.Remove, AnnotationInit: s.Init} {
+		if set {
+			out[key] = annotationTrue
+		}
+	}
+	return out
+}
+
 // DefaultCapabilities returns a copy of the default capability set.
 func DefaultCapabilities() []string { return append([]string(nil), defaultCapabilities...) }
 
@@ -194,7 +222,7 @@ func Generate(in Input) (*Result, error) {
 			spec.Linux.Sysctl = sysctl
 		}
 	}
-	for k, v := range s.Annotations {
+	for k, v := range Annotations(s) {
 		spec.Annotations[k] = v
 	}
 	if keepGroups {

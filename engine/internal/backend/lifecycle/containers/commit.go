@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/containers/image/v5/manifest"
 	"github.com/containers/storage"
 	"github.com/containers/storage/pkg/archive"
 
@@ -34,6 +35,9 @@ func (m *Manager) Commit(ctx context.Context, nameOrID string, opts core.CommitO
 	}
 	if opts.Format != "" && opts.Format != imagestore.FormatOCI && opts.Format != imagestore.FormatDocker {
 		return "", core.InvalidArgument("format", fmt.Errorf("%q is not oci or docker", opts.Format))
+	}
+	if err := opts.Config.Check(opts.Format); err != nil {
+		return "", err
 	}
 	e, err := m.lookup(nameOrID)
 	if err != nil {
@@ -72,10 +76,14 @@ func (m *Manager) Commit(ctx context.Context, nameOrID string, opts core.CommitO
 		names = []string{opts.Reference}
 	}
 	id, err := m.commits.Commit(ctx, imagestore.CommitOptions{
-		Parent:    rec.ImageID,
-		Layer:     diff,
-		Squash:    opts.Squash,
-		Edit:      func(cfg *imagestore.RuntimeConfig) error { containerConfig(rec, cfg); return nil },
+		Parent: rec.ImageID,
+		Layer:  diff,
+		Squash: opts.Squash,
+		Edit: func(cfg *imagestore.RuntimeConfig) error {
+			containerConfig(rec, cfg)
+			mergeCommitConfig(cfg, opts.Config)
+			return nil
+		},
 		Changes:   opts.Changes,
 		Author:    opts.Author,
 		Comment:   opts.Comment,
@@ -123,6 +131,59 @@ func containerConfig(rec record, cfg *imagestore.RuntimeConfig) {
 	if rec.Spec.WorkDir != "" {
 		cfg.WorkingDir = rec.Spec.WorkDir
 	}
+}
+
+// mergeCommitConfig lays a commit's configuration over the image's, as
+// Podman merges it (see core.CommitConfig).
+func mergeCommitConfig(cfg *imagestore.RuntimeConfig, c *core.CommitConfig) {
+	if c == nil {
+		return
+	}
+	if c.User != "" {
+		cfg.User = c.User
+	}
+	if c.WorkingDir != "" {
+		cfg.WorkingDir = c.WorkingDir
+	}
+	if c.StopSignal != "" {
+		cfg.StopSignal = c.StopSignal
+	}
+	if len(c.Cmd) > 0 {
+		cfg.Cmd = c.Cmd
+	}
+	if len(c.Entrypoint) > 0 {
+		cfg.Entrypoint = c.Entrypoint
+	}
+	if len(c.Shell) > 0 {
+		cfg.Shell = c.Shell
+	}
+	if len(c.OnBuild) > 0 {
+		cfg.OnBuild = c.OnBuild
+	}
+	if h := c.Healthcheck; h != nil {
+		cfg.Healthcheck = &manifest.Schema2HealthConfig{Test: h.Test, StartPeriod: h.StartPeriod, Interval: h.Interval, Timeout: h.Timeout, Retries: h.Retries}
+	}
+	for _, kv := range c.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		cfg.Env = setEnvVar(cfg.Env, k, v)
+	}
+	cfg.Labels = addKeys(cfg.Labels, c.Labels)
+	cfg.ExposedPorts = addKeys(cfg.ExposedPorts, c.ExposedPorts)
+	cfg.Volumes = addKeys(cfg.Volumes, c.Volumes)
+}
+
+// addKeys returns to with the entries of from added.
+func addKeys[V any](to, from map[string]V) map[string]V {
+	if len(from) == 0 {
+		return to
+	}
+	if to == nil {
+		to = make(map[string]V, len(from))
+	}
+	for k, v := range from {
+		to[k] = v
+	}
+	return to
 }
 
 func setEnvVar(env []string, key, value string) []string {

@@ -541,19 +541,29 @@ var waitConditions = map[string]bool{
 
 // Wait blocks until the container meets one of the conditions and returns
 // its exit code. No condition means "stopped or exited".
+//
+// Like Podman 5, the exit code of a removed container is kept for
+// removedRetention: a wait without conditions on the full ID of a container
+// removed a moment ago (podman run --rm racing its auto-removal) answers
+// it, and a wait for the exit that is under way when the container is
+// removed answers it too. Any other wait on a container that is gone is
+// ErrNoSuchContainer.
 func (m *Manager) Wait(ctx context.Context, nameOrID string, conditions []string) (int32, error) {
 	for _, c := range conditions {
 		if !waitConditions[strings.ToLower(c)] {
 			return -1, core.InvalidArgument("condition", fmt.Errorf("%q is not a container state or health condition", c))
 		}
 	}
-	if len(conditions) == 0 {
+	anyCondition := len(conditions) == 0
+	if anyCondition {
 		conditions = []string{"stopped", "exited"}
 	}
 	e, err := m.lookup(nameOrID)
 	if err != nil {
-		if code, ok := m.removedExitCode(nameOrID); ok {
-			return code, nil
+		if anyCondition && errors.Is(err, core.ErrNoSuchContainer) {
+			if code, ok := m.removedExitCode(ctx, nameOrID); ok {
+				return code, nil
+			}
 		}
 		return -1, err
 	}
@@ -564,10 +574,12 @@ func (m *Manager) Wait(ctx context.Context, nameOrID string, conditions []string
 		removed := e.removed
 		m.mu.RUnlock()
 		if removed {
-			if code, ok := m.removedExitCode(rec.ID); ok {
-				return code, nil
+			if waitsForExit(conditions) {
+				if code, ok := m.removedExitCode(ctx, rec.ID); ok {
+					return code, nil
+				}
 			}
-			return -1, fmt.Errorf("container %s was removed: %w", rec.Name, core.ErrNoSuchContainer)
+			return -1, core.NoSuchContainer(nameOrID)
 		}
 		for _, c := range conditions {
 			if conditionMet(strings.ToLower(c), rec) {
@@ -578,6 +590,18 @@ func (m *Manager) Wait(ctx context.Context, nameOrID string, conditions []string
 			return -1, ctx.Err()
 		}
 	}
+}
+
+// waitsForExit reports whether one of the conditions is met by a container
+// that has exited.
+func waitsForExit(conditions []string) bool {
+	for _, c := range conditions {
+		switch strings.ToLower(c) {
+		case "stopped", "exited", "not-running", "next-exit":
+			return true
+		}
+	}
+	return false
 }
 
 func conditionMet(c string, rec record) bool {
@@ -599,16 +623,12 @@ func conditionMet(c string, rec record) bool {
 	return false
 }
 
-func (m *Manager) removedExitCode(nameOrID string) (int32, bool) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if r, ok := m.removed[nameOrID]; ok {
-		return r.code, true
+// removedExitCode is the exit code kept for the removed container with
+// the full ID id (Podman keeps them by ID only).
+func (m *Manager) removedExitCode(ctx context.Context, id string) (int32, bool) {
+	exit, err := m.db.RemovedExitCode(context.WithoutCancel(ctx), id)
+	if err != nil || time.Since(exit.Removed) > removedRetention {
+		return 0, false
 	}
-	for id, r := range m.removed {
-		if r.name == nameOrID || (len(nameOrID) >= 12 && strings.HasPrefix(id, nameOrID)) {
-			return r.code, true
-		}
-	}
-	return 0, false
+	return exit.Code, true
 }

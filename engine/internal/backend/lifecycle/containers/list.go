@@ -193,6 +193,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 	if s.RestartTries != nil {
 		tries = *s.RestartTries
 	}
+	annotations := oci.Annotations(s)
 	data := &core.InspectContainerData{
 		ID: r.ID, Created: r.Created, Path: r.Path, Args: nonNil(r.Args), Pod: r.Pod, IsInfra: r.IsInfra,
 		State: &core.InspectContainerState{
@@ -238,7 +239,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 			Volumes:    map[string]struct{}{},
 			WorkingDir: firstNonEmpty(s.WorkDir, r.ImageWorkDir, "/"),
 			Entrypoint: strings.Join(entrypoint, " "),
-			Labels:     s.Labels, Annotations: s.Annotations,
+			Labels:     s.Labels, Annotations: annotations,
 			StopSignal:                 uint(m.stopSignal(r)),
 			Healthcheck:                s.HealthConfig,
 			HealthcheckOnFailureAction: s.HealthCheckOnFailureAction.String(),
@@ -266,6 +267,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 			PidMode:      firstNonEmpty(s.PidNS.NSMode, "private"),
 			CgroupnsMode: cgroupnsMode(s.CgroupNS),
 			Privileged:   s.Privileged, ReadonlyRootfs: s.ReadOnly,
+			Annotations: annotations,
 			SecurityOpt: securityOpts(s), Tmpfs: tmpfs(s), UTSMode: "private", UsernsMode: usernsMode(s),
 			IDMappings: inspectIDMappings(&r),
 			ShmSize:    shmSize(s), Runtime: "oci", ConsoleSize: []uint{0, 0},

@@ -152,14 +152,6 @@ type entry struct {
 	mountedForCopy bool
 }
 
-// removedExit remembers the exit code of a removed container so that a wait
-// racing with auto-removal still learns it.
-type removedExit struct {
-	name string
-	code int32
-	at   time.Time
-}
-
 // Manager is the engine's container backend.
 type Manager struct {
 	images     ImageSource
@@ -189,7 +181,8 @@ type Manager struct {
 	byName map[string]*entry
 	// reserved holds the names of containers being created (see reserveName).
 	reserved map[string]bool
-	removed  map[string]removedExit
+	// exitsPruned is when the kept exit codes were last pruned.
+	exitsPruned time.Time
 	// creating maps a volume name to the containers being created with it,
 	// so that a volume removal or prune cannot take it from under them.
 	creating map[string][]string
@@ -249,7 +242,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	m := &Manager{
 		images: o.Images, commits: o.Commits, volumes: o.Volumes, secrets: o.Secrets, nets: o.Networks, cdi: o.CDI, privateNet: o.DefaultNetworkMode == core.NetNSPrivate, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
 		host: host, seccompDefault: o.SeccompDefaultPath, subIDs: o.SubIDs, apparmor: o.AppArmor, cgroupParent: o.CgroupParent, hostResolv: resolv,
-		byID: map[string]*entry{}, byName: map[string]*entry{}, reserved: map[string]bool{}, removed: map[string]removedExit{},
+		byID: map[string]*entry{}, byName: map[string]*entry{}, reserved: map[string]bool{},
 		creating:        map[string][]string{},
 		creatingSecrets: map[string][]string{},
 		hooks:           map[int]core.ContainerHook{},
@@ -472,7 +465,7 @@ func (m *Manager) lookup(nameOrID string) (*entry, error) {
 		}
 	}
 	if found == nil {
-		return nil, fmt.Errorf("%q: %w", nameOrID, core.ErrNoSuchContainer)
+		return nil, core.NoSuchContainer(nameOrID)
 	}
 	return found, nil
 }

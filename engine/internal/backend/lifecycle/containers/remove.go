@@ -17,7 +17,7 @@ import (
 )
 
 // removedRetention is how long the exit code of a removed container stays
-// available to Wait.
+// available to Wait (Podman's five minutes).
 const removedRetention = 5 * time.Minute
 
 // Remove removes a container: a running one only with Force (it is stopped
@@ -87,9 +87,16 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 			return fmt.Errorf("unmount container %s: %w", rec.Name, err)
 		}
 	}
-	if err := m.db.RemoveContainer(ctx, rec.ID); err != nil && !errors.Is(err, state.ErrNotFound) {
+	// The exit code stays for a wait racing the removal, written with the
+	// removal so that a crash keeps one or the other.
+	var exit *state.ExitCode
+	if rec.State == core.StateExited || rec.State == core.StateStopped {
+		exit = &state.ExitCode{Code: rec.ExitCode, Removed: time.Now()}
+	}
+	if err := m.db.RemoveContainerKeepingExit(ctx, rec.ID, exit); err != nil && !errors.Is(err, state.ErrNotFound) {
 		return err
 	}
+	m.pruneExitCodes(ctx)
 	// The unmounted writable layer and the container's directories go in
 	// the background; a crash before that is repaired by reapOrphans.
 	m.deleting.Add(1)
@@ -105,15 +112,6 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 	if m.byName[rec.Name] == e {
 		delete(m.byName, rec.Name)
 	}
-	now := time.Now()
-	for id, r := range m.removed {
-		if now.Sub(r.at) > removedRetention {
-			delete(m.removed, id)
-		}
-	}
-	if rec.State == core.StateExited || rec.State == core.StateStopped {
-		m.removed[rec.ID] = removedExit{name: rec.Name, code: rec.ExitCode, at: now}
-	}
 	close(e.changed)
 	e.changed = make(chan struct{})
 	m.mu.Unlock()
@@ -122,6 +120,24 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 		m.removeAnonymousVolumes(ctx, rec)
 	}
 	return nil
+}
+
+// pruneExitCodes forgets the exit codes kept longer than removedRetention,
+// at most once a minute.
+func (m *Manager) pruneExitCodes(ctx context.Context) {
+	now := time.Now()
+	m.mu.Lock()
+	due := now.Sub(m.exitsPruned) >= time.Minute
+	if due {
+		m.exitsPruned = now
+	}
+	m.mu.Unlock()
+	if !due {
+		return
+	}
+	if err := m.db.PruneExitCodes(ctx, now.Add(-removedRetention)); err != nil {
+		m.logger.Warn("forgetting old exit codes failed", "err", err)
+	}
 }
 
 // deleteStorage deletes a removed container's storage and directories.

@@ -57,6 +57,20 @@ func (s *DB) UpdateContainer(ctx context.Context, r ContainerRecord) error {
 
 // RemoveContainer deletes a container and its exec sessions.
 func (s *DB) RemoveContainer(ctx context.Context, id string) error {
+	return s.RemoveContainerKeepingExit(ctx, id, nil)
+}
+
+// ExitCode is the exit code of a removed container, kept for a while so
+// that a wait racing with the removal (podman run --rm) still learns it.
+type ExitCode struct {
+	Code    int32
+	Removed time.Time
+}
+
+// RemoveContainerKeepingExit deletes a container and its exec sessions and,
+// when exit is not nil, records its exit code in the same transaction: after
+// a crash either the container is still there or its exit code is.
+func (s *DB) RemoveContainerKeepingExit(ctx context.Context, id string, exit *ExitCode) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM containers WHERE id = ?`, id)
 		if err != nil {
@@ -65,8 +79,39 @@ func (s *DB) RemoveContainer(ctx context.Context, id string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("container %s: %w", id, ErrNotFound)
 		}
+		if exit == nil {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO container_exit_codes (id, exit_code, removed) VALUES (?, ?, ?)`,
+			id, exit.Code, exit.Removed.UnixNano()); err != nil {
+			return fmt.Errorf("record exit code of container %s: %w", id, err)
+		}
 		return nil
 	})
+}
+
+// RemovedExitCode reads the exit code kept for a removed container, by full
+// ID; ErrNotFound when none is kept.
+func (s *DB) RemovedExitCode(ctx context.Context, id string) (ExitCode, error) {
+	var out ExitCode
+	var removed int64
+	err := s.db.QueryRowContext(ctx, `SELECT exit_code, removed FROM container_exit_codes WHERE id = ?`, id).Scan(&out.Code, &removed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return out, fmt.Errorf("exit code of container %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return out, fmt.Errorf("read exit code of container %s: %w", id, err)
+	}
+	out.Removed = time.Unix(0, removed)
+	return out, nil
+}
+
+// PruneExitCodes forgets the exit codes of containers removed before.
+func (s *DB) PruneExitCodes(ctx context.Context, before time.Time) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM container_exit_codes WHERE removed < ?`, before.UnixNano()); err != nil {
+		return fmt.Errorf("prune exit codes: %w", err)
+	}
+	return nil
 }
 
 // GetContainer reads one container by full ID.

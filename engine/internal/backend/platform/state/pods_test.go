@@ -3,18 +3,13 @@ package state
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 )
 
 func TestPodsTable(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openTestDB(t)
 	now := time.Now()
 	if err := db.AddPod(ctx, PodRecord{ID: "p1", Name: "web", Created: now, Data: []byte(`{"a":1}`)}); err != nil {
 		t.Fatal(err)

@@ -96,3 +96,57 @@ func TestContainersExecSessionsEventsSurviveReopen(t *testing.T) {
 		t.Fatalf("removed volume: %v", err)
 	}
 }
+
+// TestExitCodesOfRemovedContainers: a removal that keeps the exit code
+// writes it with the removal; it is read by full ID only and pruned by age.
+func TestExitCodesOfRemovedContainers(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t)
+	now := time.Now()
+	for _, id := range []string{"old", "new", "nocode"} {
+		if err := db.AddContainer(ctx, ContainerRecord{ID: id, Name: "n-" + id, State: "exited", Created: now, Data: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.RemoveContainerKeepingExit(ctx, "old", &ExitCode{Code: 1, Removed: now.Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RemoveContainerKeepingExit(ctx, "new", &ExitCode{Code: 3, Removed: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RemoveContainerKeepingExit(ctx, "nocode", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RemoveContainerKeepingExit(ctx, "new", &ExitCode{Code: 4, Removed: now}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("removing a removed container again: %v", err)
+	}
+	if exit, err := db.RemovedExitCode(ctx, "new"); err != nil || exit.Code != 3 || exit.Removed.UnixNano() != now.UnixNano() {
+		t.Fatalf("exit code of new: %+v %v", exit, err)
+	}
+	for _, id := range []string{"nocode", "ne", "n-new"} {
+		if _, err := db.RemovedExitCode(ctx, id); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("exit code of %q: %v, want ErrNotFound", id, err)
+		}
+	}
+	if err := db.PruneExitCodes(ctx, now.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RemovedExitCode(ctx, "old"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("pruned exit code: %v", err)
+	}
+	if _, err := db.RemovedExitCode(ctx, "new"); err != nil {
+		t.Fatalf("recent exit code pruned: %v", err)
+	}
+}
+
+// openTestDB opens a new state database in the test's directory, closed
+// when the test ends.
+func openTestDB(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
