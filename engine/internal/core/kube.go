@@ -22,7 +22,8 @@ type KubePlayer interface {
 	PlayArchive(ctx context.Context, archive io.Reader, opts KubePlayOptions) (*KubePlayReport, error)
 	// Down stops and removes the pods the YAML describes and the secrets
 	// it created; with Force also the volumes of its claims, ConfigMaps
-	// and Secrets. A YAML none of whose pods exists is ErrNoSuchPod.
+	// and Secrets. Pods already gone are skipped (a report with nothing
+	// removed), as Podman's down does.
 	Down(ctx context.Context, yaml []byte, opts KubeDownOptions) (*KubePlayReport, error)
 }
 
@@ -79,10 +80,11 @@ type KubeDownOptions struct {
 
 // KubePlayPod is one pod of a KubePlayReport (Podman's PlayKubePod).
 type KubePlayPod struct {
-	ID              string   `json:"ID"`
-	Containers      []string `json:"Containers"`
-	InitContainers  []string `json:"InitContainers"`
-	Logs            []string `json:"Logs"`
+	ID             string   `json:"ID"`
+	Containers     []string `json:"Containers"`
+	InitContainers []string `json:"InitContainers"`
+	Logs           []string `json:"Logs"`
+	// ContainerErrors is null when there are none, as Podman's.
 	ContainerErrors []string `json:"ContainerErrors"`
 }
 

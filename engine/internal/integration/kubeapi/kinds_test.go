@@ -31,12 +31,16 @@ type playReport struct {
 func (te *testEngine) play(query, yaml string) playReport {
 	te.T.Helper()
 	var r playReport
-	if err := json.Unmarshal(te.Must(http.StatusOK, "POST", "/kube/play"+query, strings.NewReader(yaml)), &r); err != nil {
+	body := te.Must(http.StatusOK, "POST", "/kube/play"+query, strings.NewReader(yaml))
+	if err := json.Unmarshal(body, &r); err != nil {
 		te.T.Fatal(err)
 	}
-	for _, p := range r.Pods {
-		if len(p.ContainerErrors) > 0 {
-			te.T.Fatalf("container errors: %v", p.ContainerErrors)
+	// Without errors ContainerErrors is null, as Podman's report has it.
+	var raw struct{ Pods []map[string]json.RawMessage }
+	json.Unmarshal(body, &raw)
+	for _, p := range raw.Pods {
+		if string(p["ContainerErrors"]) != "null" {
+			te.T.Fatalf("container errors: %s", p["ContainerErrors"])
 		}
 	}
 	return r
@@ -196,12 +200,12 @@ spec:
 	}
 	add("play.yaml", `apiVersion: v1
 kind: Pod
-metadata: {name: bkp-built}
+metadata: {name: bkp-built, labels: {tier: from-pod}}
 spec:
   restartPolicy: Never
   containers: [{name: c, image: localhost/bkp-built:1, command: [cat, /built]}]
 `)
-	add("bkp-built/Containerfile", "FROM localhost/busybox:latest\nCOPY built /built\n")
+	add("bkp-built/Containerfile", "FROM localhost/busybox:latest\nLABEL org.berth.built=yes tier=from-image\nCOPY built /built\n")
 	add("bkp-built/built", "built-from-archive\n")
 	tw.Close()
 	status, body := te.Raw("POST", "/kube/play", "application/x-tar", &buf)
@@ -215,6 +219,17 @@ spec:
 	logs := te.Must(http.StatusOK, "GET", "/containers/"+ar.Pods[0].Containers[0]+"/logs?stdout=true", nil)
 	if code != 0 || !bytes.Contains(logs, []byte("built-from-archive")) {
 		t.Fatalf("built image ran with %d: %q", code, logs)
+	}
+	// The Containerfile's LABEL lines are on the image and on the
+	// container; the pod's label wins where both set one.
+	var img struct{ Labels map[string]string }
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/images/localhost/bkp-built:1/json", nil), &img)
+	var ctr struct {
+		Config struct{ Labels map[string]string }
+	}
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+ar.Pods[0].Containers[0]+"/json", nil), &ctr)
+	if img.Labels["org.berth.built"] != "yes" || ctr.Config.Labels["org.berth.built"] != "yes" || ctr.Config.Labels["tier"] != "from-pod" {
+		t.Fatalf("labels of the built image %v and its container %v", img.Labels, ctr.Config.Labels)
 	}
 }
 
@@ -306,8 +321,14 @@ spec:
 	if len(ctrs) != 2 {
 		t.Fatalf("containers after a failed play: %d", len(ctrs))
 	}
+	// A down of pods already gone removes nothing and answers 200, as
+	// Podman's (its stop and removal ignore missing pods).
 	status, body = te.Raw("DELETE", "/kube/play", "", strings.NewReader(pod("bkp-nowhere", "x")))
-	if status != http.StatusNotFound || !strings.Contains(string(body), "no such pod") {
+	var gone struct {
+		StopReport, RmReport []json.RawMessage
+	}
+	json.Unmarshal(body, &gone)
+	if status != http.StatusOK || len(gone.StopReport) != 0 || len(gone.RmReport) != 0 || !strings.Contains(string(body), `"StopReport":[]`) {
 		t.Fatalf("down of nothing: %d %s", status, body)
 	}
 }

@@ -208,3 +208,35 @@ func keys[V any](m map[string]V) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestPodmanGenerateKubeServiceOfPod: podman 4.3.1's `kube generate -s`
+// of a pod gets a NodePort Service for the pod's published ports, ahead of
+// the Pod as Podman orders them (Services before workloads).
+func TestPodmanGenerateKubeServiceOfPod(t *testing.T) {
+	te := startEngine(t)
+	te.MustPodman("pod", "create", "--name", "bkgsvc", "-p", "127.0.0.1:18224:80", "-p", "127.0.0.1:18225:81/udp")
+	te.MustPodman("create", "--pod", "bkgsvc", "--name", "bkgsvc-web", "localhost/busybox:latest", "sleep", "1000")
+	out := te.MustPodman("kube", "generate", "-s", "bkgsvc")
+	objs := objects(t, []byte(out))
+	svc, ok := objs["Service/bkgsvc"].(*corev1.Service)
+	if !ok {
+		t.Fatalf("no Service/bkgsvc in %v:\n%s", keys(objs), out)
+	}
+	if _, ok := objs["Pod/bkgsvc"]; !ok || strings.Index(out, "kind: Service") > strings.Index(out, "kind: Pod") {
+		t.Fatalf("want the Service, then the Pod:\n%s", out)
+	}
+	ports := map[int32]corev1.ServicePort{}
+	for _, p := range svc.Spec.Ports {
+		ports[p.Port] = p
+	}
+	tcp, udp := ports[80], ports[81]
+	if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Selector["app"] != "bkgsvc" || len(ports) != 2 ||
+		tcp.TargetPort.IntValue() != 80 || tcp.NodePort < 30000 || tcp.NodePort > 32767 || tcp.Name != "80" ||
+		udp.Protocol != corev1.ProtocolUDP {
+		t.Fatalf("service %+v", svc.Spec)
+	}
+	// Without -s there is no Service.
+	if objs := objects(t, []byte(te.MustPodman("kube", "generate", "bkgsvc"))); objs["Service/bkgsvc"] != nil {
+		t.Fatalf("a Service without -s: %v", keys(objs))
+	}
+}

@@ -17,13 +17,14 @@ func (p *Player) Down(ctx context.Context, data []byte, opts core.KubeDownOption
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.down(ctx, docs, opts, false)
+	return p.down(ctx, docs, opts)
 }
 
 // down removes the documents' pods and secrets (and with Force their
-// volumes). Pods that do not exist are skipped; when none exists and
-// missingOK is false, the answer is ErrNoSuchPod.
-func (p *Player) down(ctx context.Context, docs []*document, opts core.KubeDownOptions, missingOK bool) (*core.KubePlayReport, error) {
+// volumes). Pods that do not exist are skipped, as Podman's down skips
+// them (its stop and removal ignore missing pods): a down of pods already
+// gone answers a report with nothing removed.
+func (p *Player) down(ctx context.Context, docs []*document, opts core.KubeDownOptions) (*core.KubePlayReport, error) {
 	report := &core.KubePlayReport{
 		StopReport: []*core.KubePodStopReport{},
 		RmReport:   []*core.PodRmReport{},
@@ -32,20 +33,15 @@ func (p *Player) down(ctx context.Context, docs []*document, opts core.KubeDownO
 	// Every pod is looked up first, then all are removed concurrently
 	// (a forced removal stops the members, then the infra container).
 	var ids []string
-	var missing []string
 	for _, name := range names {
 		pod, err := p.o.Pods.Inspect(ctx, name)
 		if errors.Is(err, core.ErrNoSuchPod) {
-			missing = append(missing, name)
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
 		ids = append(ids, pod.ID)
-	}
-	if len(names) > 0 && len(ids) == 0 && !missingOK {
-		return nil, fmt.Errorf("no pod with name %q found: %w", missing[0], core.ErrNoSuchPod)
 	}
 	zero := uint(0)
 	errs := make([]error, len(ids))

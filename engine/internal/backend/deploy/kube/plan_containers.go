@@ -47,6 +47,9 @@ func (pl *planner) container(ctx context.Context, d *document, t podTemplate, fi
 		Annotations:  copyMap(annotations),
 		Labels:       copyMap(labels),
 	}
+	if err := pl.imageLabels(ctx, &cs); err != nil {
+		return cs, d.fail(field+".image", err)
+	}
 	if len(c.Command) > 0 {
 		cs.Entrypoint = c.Command
 	}
@@ -484,4 +487,24 @@ func portNumber(port intstr.IntOrString, ports []v1.ContainerPort) (int, error) 
 
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// imageLabels gives the container the labels of its image that the pod
+// does not set, as Podman's kube play does (its container creation merges
+// them): the LABEL lines of an image built from the archive included.
+func (pl *planner) imageLabels(ctx context.Context, cs *core.ContainerSpec) error {
+	img, err := pl.p.o.Images.Lookup(ctx, cs.Image)
+	if err != nil {
+		return err
+	}
+	for k, v := range img.Config.Config.Labels {
+		if _, set := cs.Labels[k]; set {
+			continue
+		}
+		if cs.Labels == nil {
+			cs.Labels = map[string]string{}
+		}
+		cs.Labels[k] = v
+	}
+	return nil
 }

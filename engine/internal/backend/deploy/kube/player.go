@@ -96,7 +96,7 @@ func (p *Player) Play(ctx context.Context, data []byte, opts core.KubePlayOption
 		return nil, err
 	}
 	if opts.Replace {
-		if _, err := p.down(ctx, docs, core.KubeDownOptions{}, true); err != nil {
+		if _, err := p.down(ctx, docs, core.KubeDownOptions{}); err != nil {
 			return nil, fmt.Errorf("kube play: replacing: %w", err)
 		}
 	}

@@ -216,7 +216,7 @@ func (r *playRun) createPod(ctx context.Context, pp *podPlan) (*core.KubePlayPod
 	r.mu.Lock()
 	r.createdPods = append(r.createdPods, id)
 	r.mu.Unlock()
-	out := &core.KubePlayPod{ID: id, Containers: []string{}, InitContainers: []string{}, Logs: append([]string{}, pp.logs...), ContainerErrors: []string{}}
+	out := &core.KubePlayPod{ID: id, Containers: []string{}, InitContainers: []string{}, Logs: append([]string{}, pp.logs...)}
 	create := func(cs core.ContainerSpec) (string, error) {
 		cs.Pod = id
 		cid, warnings, err := o.Containers.Create(ctx, cs)
