@@ -24,7 +24,6 @@ func (s *Service) DiskUsage(ctx context.Context) (*core.DiskUsageReport, error) 
 		Containers: []*core.ContainerDiskUsage{},
 		Volumes:    []*core.VolumeDiskUsage{},
 	}
-	running := map[string]bool{}
 	imageSize := make(map[string]int64, len(images.Images))
 	for _, img := range images.Images {
 		imageSize[img.ImageID] = img.Size
@@ -53,7 +52,6 @@ func (s *Service) DiskUsage(ctx context.Context) (*core.DiskUsageReport, error) 
 			}
 			entry.RWSize = rwSizes[c.ID]
 			entry.Size = imageSize[c.ImageID] + entry.RWSize
-			running[c.ID] = c.State == core.StateRunning.String()
 			report.Containers = append(report.Containers, entry)
 		}
 	}
@@ -80,10 +78,10 @@ func (s *Service) DiskUsage(ctx context.Context) (*core.DiskUsageReport, error) 
 				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 		}
+		// Links counts every container that uses the volume, running or
+		// not, as Podman 4.3.1 does (two created containers: LINKS 2).
+		entry.Links = len(users)
 		for _, id := range users {
-			if running[id] {
-				entry.Links++
-			}
 			if c := byContainer[id]; c != nil {
 				c.LocalVolumes++
 			}
