@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -165,8 +166,36 @@ func (s *Server) listImages(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	images, err := s.deps.Images.List(r.Context(), core.ImageListOptions{All: query.All, Filters: query.Filters})
+	opts := core.ImageListOptions{All: query.All, Filters: query.Filters}
+	if enc, ok := s.deps.Images.(imageListEncoder); ok {
+		data, err := enc.ListJSON(r.Context(), opts)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		var gz *gzipMemo
+		if len(opts.Filters) == 0 {
+			gz = s.imageListGzip[boolIndex(opts.All)]
+		}
+		writeListing(w, r, data, gz)
+		return
+	}
+	images, err := s.deps.Images.List(r.Context(), opts)
 	answerJSON(w, images, err)
+}
+
+// imageListEncoder is an Images that answers listings already encoded: the
+// unfiltered listing, polled by many clients, is encoded once a change.
+type imageListEncoder interface {
+	ListJSON(ctx context.Context, opts core.ImageListOptions) ([]byte, error)
+}
+
+// boolIndex is 1 for true, 0 for false.
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // resolveImage answers ImageResolve: the fully qualified names a short name stands for.

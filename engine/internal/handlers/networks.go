@@ -65,6 +65,29 @@ func (g *gzipMemo) of(data []byte) []byte {
 	return g.gz
 }
 
+// writeListing answers 200 with an encoded listing and a newline, sized,
+// in one write. With gz (a listing that stays the same until a change), a
+// remote client that takes gzip gets it compressed once a change.
+func writeListing(w http.ResponseWriter, r *http.Request, data []byte, gz *gzipMemo) {
+	w.Header().Set("Content-Type", "application/json")
+	if gz != nil {
+		w.Header().Set("Vary", "Accept-Encoding")
+		if acceptsGzip(r) && !localPeer(r) {
+			body := gz.of(data)
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.WriteHeader(http.StatusOK)
+			w.Write(body)
+			return
+		}
+	}
+	// data may be shared: the newline goes in a write of its own.
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)+1))
+	w.WriteHeader(http.StatusOK)
+	w.Write(data)
+	w.Write([]byte{'\n'})
+}
+
 // localPeer reports whether the request came over a local socket (a Unix
 // socket or a loopback address), where bytes cost nothing and compressing
 // them would only spend both sides' CPU.
@@ -148,24 +171,11 @@ func (h networkHandlers) list(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		if len(filters) == 0 {
-			w.Header().Set("Vary", "Accept-Encoding")
-			if acceptsGzip(r) && !localPeer(r) {
-				// The unfiltered listing is compressed once a change.
-				gz := h.listGzip.of(data)
-				w.Header().Set("Content-Encoding", "gzip")
-				w.Header().Set("Content-Length", strconv.Itoa(len(gz)))
-				w.WriteHeader(http.StatusOK)
-				w.Write(gz)
-				return
-			}
+		gz := h.listGzip
+		if len(filters) > 0 {
+			gz = nil
 		}
-		// data may be shared: the newline goes in a write of its own.
-		w.Header().Set("Content-Length", strconv.Itoa(len(data)+1))
-		w.WriteHeader(http.StatusOK)
-		w.Write(data)
-		w.Write([]byte{'\n'})
+		writeListing(w, r, data, gz)
 		return
 	}
 	nets, err := h.n.List(r.Context(), filters)

@@ -85,6 +85,8 @@ type Server struct {
 	// patterns are every registered route's path, split into segments
 	// (filled once the routes are built; read by methodNotAllowed).
 	patterns [][]string
+	// imageListGzip holds the compressed unfiltered image listings, by All.
+	imageListGzip [2]*gzipMemo
 }
 
 // NewServer builds the engine's HTTP handler.
@@ -99,7 +101,7 @@ func NewServer(logger *slog.Logger, deps Deps, cfg Config) http.Handler {
 	if cfg.Started.IsZero() {
 		cfg.Started = time.Now()
 	}
-	s := &Server{logger: logger, deps: deps, cfg: cfg, metrics: metrics}
+	s := &Server{logger: logger, deps: deps, cfg: cfg, metrics: metrics, imageListGzip: [2]*gzipMemo{{}, {}}}
 	return s.routes()
 }
 

@@ -19,6 +19,9 @@ type changeCache[T any] struct {
 	mu      sync.Mutex
 	value   T
 	written *lockfile.LastWrite
+	// version counts the values computed, so that what is derived from a
+	// value (an encoded listing) can tell whether it is still current.
+	version uint64
 }
 
 // newChangeCache watches the store whose lock file is at path.
@@ -36,8 +39,15 @@ func newChangeCache[T any](path string) (*changeCache[T], error) {
 // again rather than keep a stale value. Readers that find a change read
 // side by side; none waits for another.
 func (c *changeCache[T]) get(read func() (T, error)) (T, error) {
+	value, _, err := c.getVersion(read)
+	return value, err
+}
+
+// getVersion is get with the version of the value returned: the same
+// version is the same value.
+func (c *changeCache[T]) getVersion(read func() (T, error)) (T, uint64, error) {
 	c.mu.Lock()
-	value, written := c.value, c.written
+	value, written, version := c.value, c.written, c.version
 	c.mu.Unlock()
 	var zero T
 	c.lock.RLock()
@@ -51,19 +61,20 @@ func (c *changeCache[T]) get(read func() (T, error)) (T, error) {
 	}
 	c.lock.Unlock()
 	if err != nil {
-		return zero, fmt.Errorf("reading the store's change record: %w", err)
+		return zero, 0, fmt.Errorf("reading the store's change record: %w", err)
 	}
 	if !changed {
-		return value, nil
+		return value, version, nil
 	}
 	fresh, err := read()
 	if err != nil {
-		return zero, err
+		return zero, 0, err
 	}
 	c.mu.Lock()
-	c.value, c.written = fresh, &now
+	c.version++
+	c.value, c.written, version = fresh, &now, c.version
 	c.mu.Unlock()
-	return fresh, nil
+	return fresh, version, nil
 }
 
 // drop forgets the value.
@@ -71,6 +82,7 @@ func (c *changeCache[T]) drop() {
 	c.mu.Lock()
 	var zero T
 	c.value, c.written = zero, nil
+	c.version++
 	c.mu.Unlock()
 }
 

@@ -52,6 +52,8 @@ type Store struct {
 	cache *summaryCache
 	// lists caches the snapshot listings use; nil reads the store each time.
 	lists *listCache
+	// encoded keeps the unfiltered listings encoded (see ListJSON).
+	encoded encodedLists
 }
 
 // Open opens (creating if needed) the store under opts.Root and opts.RunRoot.
