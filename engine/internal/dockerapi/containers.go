@@ -236,9 +236,8 @@ func (s *server) containerKill(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := pathParam(r, "name")
-	c, err := s.deps.Containers.Lookup(r.Context(), name)
-	if err != nil {
-		writeError(w, err)
+	c, ok := s.lookup(w, r, name)
+	if !ok {
 		return
 	}
 	if c.State != core.StateRunning && c.State != core.StatePaused {
@@ -276,9 +275,8 @@ func (s *server) containerRemove(w http.ResponseWriter, r *http.Request) {
 	}
 	name := pathParam(r, "name")
 	if !opts.Force {
-		c, err := s.deps.Containers.Lookup(r.Context(), name)
-		if err != nil {
-			writeError(w, err)
+		c, ok := s.lookup(w, r, name)
+		if !ok {
 			return
 		}
 		if c.State == core.StateRunning || c.State == core.StatePaused {
@@ -429,4 +427,15 @@ func (s *server) containerPrune(w http.ResponseWriter, r *http.Request) {
 		out.SpaceReclaimed += p.Size
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// lookup finds the container nameOrID names; without one it answers the
+// error and reports false.
+func (s *server) lookup(w http.ResponseWriter, r *http.Request, nameOrID string) (*core.Container, bool) {
+	c, err := s.deps.Containers.Lookup(r.Context(), nameOrID)
+	if err != nil {
+		writeError(w, err)
+		return nil, false
+	}
+	return c, true
 }

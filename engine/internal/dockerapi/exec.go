@@ -24,14 +24,8 @@ func (s *server) execCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, core.InvalidArgument("Cmd", errors.New("no exec command specified")))
 		return
 	}
-	name := pathParam(r, "name")
-	c, err := s.deps.Containers.Lookup(r.Context(), name)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if c.State != core.StateRunning {
-		writeMessage(w, http.StatusConflict, fmt.Sprintf("container %s is not running", c.ID))
+	c, ok := s.runningContainer(w, r, pathParam(r, "name"))
+	if !ok {
 		return
 	}
 	id, err := s.deps.Exec.Create(r.Context(), c.ID, exec.Config{
@@ -108,13 +102,7 @@ func (s *server) execStart(w http.ResponseWriter, r *http.Request) {
 		writeMessage(w, http.StatusConflict, fmt.Sprintf("Error: Exec command %s has already run", id))
 		return
 	}
-	c, err := s.deps.Containers.Lookup(r.Context(), sess.ContainerID)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if c.State != core.StateRunning {
-		writeMessage(w, http.StatusConflict, fmt.Sprintf("container %s is not running", c.ID))
+	if _, ok := s.runningContainer(w, r, sess.ContainerID); !ok {
 		return
 	}
 	var size *[2]uint16
@@ -167,14 +155,20 @@ func (s *server) execStart(w http.ResponseWriter, r *http.Request) {
 
 // execResize sets a session's terminal size.
 func (s *server) execResize(w http.ResponseWriter, r *http.Request) {
-	h, wd, err := terminalSize(r)
-	if err != nil {
-		writeError(w, err)
-		return
+	resize(w, r, s.deps.Exec.Resize, pathParam(r, "id"))
+}
+
+// runningContainer finds the container nameOrID names, which must be
+// running, as an exec needs it; otherwise it answers (409 for a container
+// in another state, as Docker does).
+func (s *server) runningContainer(w http.ResponseWriter, r *http.Request, nameOrID string) (*core.Container, bool) {
+	c, ok := s.lookup(w, r, nameOrID)
+	if !ok {
+		return nil, false
 	}
-	if err := s.deps.Exec.Resize(r.Context(), pathParam(r, "id"), h, wd); err != nil {
-		writeError(w, err)
-		return
+	if c.State != core.StateRunning {
+		writeMessage(w, http.StatusConflict, fmt.Sprintf("container %s is not running", c.ID))
+		return nil, false
 	}
-	w.WriteHeader(http.StatusOK)
+	return c, true
 }

@@ -1,6 +1,7 @@
 package dockerapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -39,9 +40,8 @@ func (s *server) containerAttach(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := pathParam(r, "name")
-	c, err := s.deps.Containers.Lookup(r.Context(), name)
-	if err != nil {
-		writeError(w, err)
+	c, ok := s.lookup(w, r, name)
+	if !ok {
 		return
 	}
 	var sess *containerio.Session
@@ -104,12 +104,18 @@ func terminalSize(r *http.Request) (uint16, uint16, error) {
 
 // containerResize sets a container's terminal size.
 func (s *server) containerResize(w http.ResponseWriter, r *http.Request) {
+	resize(w, r, s.deps.ContainerIO.Resize, pathParam(r, "name"))
+}
+
+// resize answers a terminal resize of a container or exec session (id) by
+// set: 200, or the error of h and w or of set.
+func resize(w http.ResponseWriter, r *http.Request, set func(ctx context.Context, id string, h, w uint16) error, id string) {
 	h, wd, err := terminalSize(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if err := s.deps.ContainerIO.Resize(r.Context(), pathParam(r, "name"), h, wd); err != nil {
+	if err := set(r.Context(), id, h, wd); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -151,9 +157,8 @@ func (s *server) containerLogs(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	name := pathParam(r, "name")
-	c, err := s.deps.Containers.Lookup(r.Context(), name)
-	if err != nil {
-		writeError(w, err)
+	c, ok := s.lookup(w, r, name)
+	if !ok {
 		return
 	}
 	tty := c.Spec.Terminal
