@@ -17,6 +17,7 @@ import (
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/httpwire"
 )
 
 // imageList answers docker images.
@@ -299,11 +300,8 @@ type jsonStream struct {
 }
 
 func startJSONStream(w http.ResponseWriter) *jsonStream {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	_ = rc.Flush()
-	return &jsonStream{enc: json.NewEncoder(w), rc: rc}
+	enc, rc := httpwire.BeginJSONLines(w)
+	return &jsonStream{enc: enc, rc: rc}
 }
 
 func (j *jsonStream) send(m progressMessage) {

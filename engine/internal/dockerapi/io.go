@@ -69,24 +69,12 @@ func (s *server) containerAttach(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer conn.Close()
-	stdout, stderr, _ := stream.Outputs(rw.Writer, tty, wantOut, wantErr)
-	if doLogs {
-		if err := containerio.ReplayLog(r.Context(), s.deps.ContainerIO.Logs, c.ID, tty, stdout, stderr); err != nil {
-			s.logger.Warn("docker attach: replaying logs", "container", name, "err", err)
-			return
-		}
-	}
-	if sess == nil {
-		return
-	}
-	streams := containerio.AttachStreams{Stdout: stdout, Stderr: stderr, DetachKeys: keys}
-	if wantIn {
-		streams.Stdin = rw.Reader
-	}
-	if err := sess.Run(streams); err != nil && !errors.Is(err, stream.ErrDetach) {
+	err = containerio.ServeHijacked(r.Context(), rw, sess, s.deps.ContainerIO.Logs, c.ID, containerio.Hijacked{
+		TTY: tty, Stdin: wantIn, Stdout: wantOut, Stderr: wantErr, ReplayLog: doLogs, DetachKeys: keys,
+	})
+	if err != nil {
 		s.logger.Debug("docker attach ended", "container", name, "err", err)
 	}
-	_ = rw.Flush()
 }
 
 // terminalSize reads h and w.

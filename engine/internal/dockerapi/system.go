@@ -1,7 +1,6 @@
 package dockerapi
 
 import (
-	"encoding/json"
 	"net/http"
 	"os"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/platform/events"
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/httpwire"
 )
 
 // ping answers GET and HEAD _ping: "OK" with the version headers clients
@@ -222,11 +222,7 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	_ = rc.Flush()
-	enc := json.NewEncoder(w)
+	enc, rc := httpwire.BeginJSONLines(w)
 	err = s.deps.Events.Read(r.Context(), opts, func(e events.Event) error {
 		m := e.Message()
 		action, ok := dockerAction(m.Type, m.Action, e.HealthStatus)

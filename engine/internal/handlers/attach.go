@@ -110,24 +110,12 @@ func (s *Server) attachContainer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer conn.Close()
-	stdout, stderr, _ := stream.Outputs(rw.Writer, tty, wantOut, wantErr)
-	if q.Logs {
-		if err := containerio.ReplayLog(r.Context(), s.deps.ContainerIO.Logs, name, tty, stdout, stderr); err != nil {
-			s.logger.Warn("attach: replaying logs", "container", name, "err", err)
-			return
-		}
-	}
-	if sess == nil {
-		return
-	}
-	streams := containerio.AttachStreams{Stdout: stdout, Stderr: stderr, DetachKeys: keys}
-	if wantIn {
-		streams.Stdin = rw.Reader
-	}
-	if err := sess.Run(streams); err != nil && !errors.Is(err, stream.ErrDetach) {
+	err = containerio.ServeHijacked(r.Context(), rw, sess, s.deps.ContainerIO.Logs, name, containerio.Hijacked{
+		TTY: tty, Stdin: wantIn, Stdout: wantOut, Stderr: wantErr, ReplayLog: q.Logs, DetachKeys: keys,
+	})
+	if err != nil {
 		s.logger.Debug("attach ended", "container", name, "err", err)
 	}
-	_ = rw.Flush()
 }
 
 // resizeContainer sets a container's terminal size through conmon.

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/platform/events"
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/httpwire"
 )
 
 // EventSource reads the engine's events (events.Bus implements it).
@@ -59,11 +59,7 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	_ = rc.Flush()
-	enc := json.NewEncoder(w)
+	enc, rc := httpwire.BeginJSONLines(w)
 	v4Client := oldFilterForm(chi.URLParam(r, "version"))
 	err = s.deps.Events.Read(r.Context(), opts, func(e events.Event) error {
 		if v4Client && !events.DecodableByV4(e) {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/httpwire"
 )
 
 // registerPodRoutes serves the pod operations.
@@ -98,27 +99,10 @@ func (h podHandlers) stats(w http.ResponseWriter, r *http.Request) {
 		finishJSON(w, http.StatusOK, reports, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	enc := json.NewEncoder(w)
-	ticker := time.NewTicker(time.Duration(q.Delay) * time.Second)
-	defer ticker.Stop()
-	for {
-		if enc.Encode(reports) != nil {
-			return
-		}
-		_ = rc.Flush()
-		select {
-		case <-r.Context().Done():
-			return
-		case <-ticker.C:
-		}
-		// A pod removed meanwhile ends the stream, as in Podman.
-		if reports, err = h.p.Stats(r.Context(), q.All, q.NamesOrIDs); err != nil {
-			return
-		}
-	}
+	// A pod removed meanwhile ends the stream, as in Podman.
+	_ = httpwire.StreamReports(w, r.Context(), reports, true, time.Duration(q.Delay)*time.Second, func([]core.PodStatsReport) ([]core.PodStatsReport, error) {
+		return h.p.Stats(r.Context(), q.All, q.NamesOrIDs)
+	}, func(reports []core.PodStatsReport) any { return reports })
 }
 
 func (h podHandlers) remove(w http.ResponseWriter, r *http.Request) {

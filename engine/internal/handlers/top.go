@@ -1,14 +1,15 @@
 package handlers
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/top"
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/httpwire"
 )
 
 // registerTopRoutes serves TopContainer.
@@ -47,22 +48,7 @@ func (s *Server) containerTop(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, res)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	enc := json.NewEncoder(w)
-	for {
-		if err := enc.Encode(res); err != nil {
-			return
-		}
-		_ = rc.Flush()
-		select {
-		case <-r.Context().Done():
-			return
-		case <-time.After(time.Duration(q.Delay) * time.Second):
-		}
-		if res, err = s.deps.ContainerIO.Top(r.Context(), name, q.PsArgs); err != nil {
-			return
-		}
-	}
+	_ = httpwire.StreamReports(w, r.Context(), res, true, time.Duration(q.Delay)*time.Second, func(*top.Result) (*top.Result, error) {
+		return s.deps.ContainerIO.Top(r.Context(), name, q.PsArgs)
+	}, func(res *top.Result) any { return res })
 }

@@ -94,16 +94,25 @@ func (t *TarAnswer) Write(p []byte) (int, error) {
 	return t.W.Write(p)
 }
 
+// BeginJSONLines answers 200 with the JSON content type and sends the head
+// at once (a client of a stream that may stay quiet, events or a wait,
+// waits for it); it returns the encoder of the lines and the controller
+// that flushes each.
+func BeginJSONLines(w http.ResponseWriter) (*json.Encoder, *http.ResponseController) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	return json.NewEncoder(w), rc
+}
+
 // StreamReports answers 200 and writes report as one JSON line (as line
 // shapes it), flushed; while streaming, it waits every interval and writes
 // what next makes of the previous report, until the client goes (nil) or
 // next fails (its error, for the caller to log: the answer has begun).
 // Both front doors' stats routes stream this way.
 func StreamReports[T any](w http.ResponseWriter, ctx context.Context, report T, streaming bool, every time.Duration, next func(prev T) (T, error), line func(T) any) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	enc := json.NewEncoder(w)
+	enc, rc := BeginJSONLines(w)
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
 	for {

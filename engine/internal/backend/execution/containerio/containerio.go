@@ -6,6 +6,7 @@
 package containerio
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -101,12 +102,12 @@ func (s *Service) Logs(ctx context.Context, nameOrID string, opts LogOptions, em
 	return logs.Read(ctx, c.LogPath, readOpts, emit)
 }
 
-// ReplayLog writes what a container logged so far to an attach's
+// replayLog writes what a container logged so far to an attach's
 // writers, as an attach with logs=true sends it before the live streams
 // (both front doors do): every record a line of its own unless partial,
 // stderr's records on stdout with a terminal, a stream with a nil writer
 // left out. logsOf is the service's Logs (or what stands for it).
-func ReplayLog(ctx context.Context, logsOf func(ctx context.Context, nameOrID string, opts LogOptions, emit func(logs.Line) error) error, nameOrID string, tty bool, stdout, stderr io.Writer) error {
+func replayLog(ctx context.Context, logsOf func(ctx context.Context, nameOrID string, opts LogOptions, emit func(logs.Line) error) error, nameOrID string, tty bool, stdout, stderr io.Writer) error {
 	return logsOf(ctx, nameOrID, LogOptions{Tail: -1}, func(l logs.Line) error {
 		dst := stdout
 		if l.Stream == logs.Stderr && !tty {
@@ -122,6 +123,47 @@ func ReplayLog(ctx context.Context, logsOf func(ctx context.Context, nameOrID st
 		_, err := dst.Write(text)
 		return err
 	})
+}
+
+// Hijacked is an attach over a hijacked connection, as both front doors
+// serve it.
+type Hijacked struct {
+	// TTY: the container has a terminal (raw bytes; else multiplexed
+	// frames).
+	TTY bool
+	// Stdin, Stdout, Stderr: the streams the client asked for.
+	Stdin, Stdout, Stderr bool
+	// ReplayLog: send what the container logged so far first.
+	ReplayLog bool
+	// DetachKeys end the session when the client types them.
+	DetachKeys []byte
+}
+
+// ServeHijacked joins a hijacked connection (rw) to a container: the
+// writers its terminal calls for (stream.Outputs), the log so far when
+// h.ReplayLog (logsOf reads the log of nameOrID), then the live streams of
+// sess (none when sess is nil) until the container's streams end or the
+// client detaches, which is no error. It flushes rw at the end.
+func ServeHijacked(ctx context.Context, rw *bufio.ReadWriter, sess *Session, logsOf func(ctx context.Context, nameOrID string, opts LogOptions, emit func(logs.Line) error) error, nameOrID string, h Hijacked) error {
+	stdout, stderr, _ := stream.Outputs(rw.Writer, h.TTY, h.Stdout, h.Stderr)
+	if h.ReplayLog {
+		if err := replayLog(ctx, logsOf, nameOrID, h.TTY, stdout, stderr); err != nil {
+			return fmt.Errorf("replaying logs: %w", err)
+		}
+	}
+	if sess == nil {
+		return nil
+	}
+	streams := AttachStreams{Stdout: stdout, Stderr: stderr, DetachKeys: h.DetachKeys}
+	if h.Stdin {
+		streams.Stdin = rw.Reader
+	}
+	err := sess.Run(streams)
+	_ = rw.Flush()
+	if errors.Is(err, stream.ErrDetach) {
+		return nil
+	}
+	return err
 }
 
 // Session is an open attach connection to a container's conmon.
