@@ -278,16 +278,3 @@ func (s *Store) putManifest(name string, m imgspecv1.Manifest) (*imgspecv1.Descr
 		Annotations: map[string]string{imgspecv1.AnnotationRefName: name},
 	}, nil
 }
-
-// contextReader stops reading once ctx ends (a client that went away).
-type contextReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c contextReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	imgspecv1 "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/berth-project/berth/engine/internal/backend/platform/ioctx"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -181,7 +182,7 @@ func (s *Store) writeTar(ctx context.Context, w io.Writer, files []extractFile) 
 		}
 		err = tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o600, Size: f.size, ModTime: now, Typeflag: tar.TypeReg})
 		if err == nil {
-			_, err = io.Copy(tw, contextReader{ctx: ctx, r: blob})
+			_, err = io.Copy(tw, ioctx.Reader(ctx, blob))
 		}
 		blob.Close()
 		if err != nil {

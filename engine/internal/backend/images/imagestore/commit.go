@@ -17,6 +17,7 @@ import (
 	imgspecs "github.com/opencontainers/image-spec/specs-go"
 	imgspecv1 "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/berth-project/berth/engine/internal/backend/platform/ioctx"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -149,7 +150,7 @@ func (t *Transfer) Commit(ctx context.Context, opts CommitOptions) (id string, e
 	}()
 	top := parentTop
 	if opts.Layer != nil {
-		check := newTarCheck(contextReader{ctx: ctx, r: opts.Layer})
+		check := newTarCheck(ioctx.Reader(ctx, opts.Layer))
 		layer, _, err := st.PutLayer("", parentTop, nil, "", false, nil, check)
 		if layer != nil && err == nil {
 			added = append(added, layer.ID)
@@ -275,7 +276,7 @@ func (t *Transfer) squash(ctx context.Context, top string) (string, error) {
 		return "", fmt.Errorf("squashing: %w", err)
 	}
 	defer tr.Close()
-	layer, _, err := st.PutLayer("", "", nil, "", false, nil, contextReader{ctx: ctx, r: tr})
+	layer, _, err := st.PutLayer("", "", nil, "", false, nil, ioctx.Reader(ctx, tr))
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", ctx.Err()

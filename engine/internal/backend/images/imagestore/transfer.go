@@ -354,19 +354,6 @@ func (t *Transfer) tempDir(pattern string) (string, error) {
 	return os.MkdirTemp(t.tmpDir, transferTmpPrefix+pattern)
 }
 
-// contextReader stops reading once ctx is done, so an abandoned upload ends.
-type contextReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c contextReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
-
 // Copy is copyImage for other backends (artifacts): copy.Image under the
 // engine's signature policy.
 func (t *Transfer) Copy(ctx context.Context, dest, src types.ImageReference, opts *copy.Options) ([]byte, error) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/containerfs"
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
+	"github.com/berth-project/berth/engine/internal/backend/platform/ioctx"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -59,7 +60,7 @@ func (m *Manager) GetArchive(ctx context.Context, nameOrID, path string, start f
 	if err != nil {
 		return err
 	}
-	return view.WriteArchive(path, contextWriter{ctx: ctx, w: start(st)})
+	return view.WriteArchive(path, ioctx.Writer(ctx, start(st)))
 }
 
 // PutArchive extracts an archive into the directory path of the container.
@@ -78,7 +79,7 @@ func (m *Manager) PutArchive(ctx context.Context, nameOrID, path string, archive
 	}
 	defer os.Remove(spool.Name())
 	defer spool.Close()
-	if err := containerfs.Receive(contextReader{ctx: ctx, r: archive}, spool, opts.Rename); err != nil {
+	if err := containerfs.Receive(ioctx.Reader(ctx, archive), spool, opts.Rename); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -250,30 +251,4 @@ func (m *Manager) copyHeld(e *entry) bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return e.holds > 0
-}
-
-// contextReader stops reading once ctx ends (a client gone mid-upload).
-type contextReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c contextReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
-
-// contextWriter stops writing once ctx ends (a client gone mid-download).
-type contextWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (c contextWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.w.Write(p)
 }
