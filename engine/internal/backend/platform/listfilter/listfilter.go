@@ -27,6 +27,22 @@ import (
 // stops the listing.
 type Test[T any] func(ctx context.Context, obj T) (bool, error)
 
+// Keep returns the objects that pass the test, in their order; the first
+// error of a test stops it.
+func (t Test[T]) Keep(ctx context.Context, objs []T) ([]T, error) {
+	out := make([]T, 0, len(objs))
+	for _, obj := range objs {
+		ok, err := t(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, obj)
+		}
+	}
+	return out, nil
+}
+
 // Rule compiles the values of one filter key into its test; an error says
 // which value is refused and why.
 type Rule[T any] func(key string, vals []string) (Test[T], error)

@@ -625,17 +625,7 @@ func (m *Manager) List(ctx context.Context, filters map[string][]string) ([]*cor
 	}
 	m.mu.RUnlock()
 	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
-	out := make([]*core.Network, 0, len(all))
-	for _, n := range all {
-		ok, err := match(ctx, n)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out = append(out, n)
-		}
-	}
-	return out, nil
+	return match.Keep(ctx, all)
 }
 
 // ListJSON is List answered as the JSON array the API sends, built from
@@ -808,24 +798,21 @@ func containsIP(list []string, s string) bool {
 
 // Connect attaches a container to a network.
 func (m *Manager) Connect(ctx context.Context, nameOrID, container string, opts core.PerNetworkOptions) error {
-	n, err := m.Lookup(ctx, nameOrID)
-	if err != nil {
-		return err
-	}
-	u := m.usersOrNil()
-	if u == nil {
-		return fmt.Errorf("container %s: %w", container, core.ErrNoSuchContainer)
-	}
-	id, name, err := u.ConnectNetwork(context.WithoutCancel(ctx), container, n.Name, opts)
-	if err != nil {
-		return err
-	}
-	m.emit(ctx, "connect", n, id, name)
-	return nil
+	return m.changeMembership(ctx, nameOrID, container, "connect", func(ctx context.Context, u core.NetworkUsers, network string) (string, string, error) {
+		return u.ConnectNetwork(ctx, container, network, opts)
+	})
 }
 
 // Disconnect detaches a container from a network.
 func (m *Manager) Disconnect(ctx context.Context, nameOrID, container string, force bool) error {
+	return m.changeMembership(ctx, nameOrID, container, "disconnect", func(ctx context.Context, u core.NetworkUsers, network string) (string, string, error) {
+		return u.DisconnectNetwork(ctx, container, network, force)
+	})
+}
+
+// changeMembership connects or disconnects (action) a container through
+// the container backend, which change asks, and reports the event.
+func (m *Manager) changeMembership(ctx context.Context, nameOrID, container, action string, change func(ctx context.Context, u core.NetworkUsers, network string) (id, name string, err error)) error {
 	n, err := m.Lookup(ctx, nameOrID)
 	if err != nil {
 		return err
@@ -834,11 +821,11 @@ func (m *Manager) Disconnect(ctx context.Context, nameOrID, container string, fo
 	if u == nil {
 		return fmt.Errorf("container %s: %w", container, core.ErrNoSuchContainer)
 	}
-	id, name, err := u.DisconnectNetwork(context.WithoutCancel(ctx), container, n.Name, force)
+	id, name, err := change(context.WithoutCancel(ctx), u, n.Name)
 	if err != nil {
 		return err
 	}
-	m.emit(ctx, "disconnect", n, id, name)
+	m.emit(ctx, action, n, id, name)
 	return nil
 }
 

@@ -230,18 +230,11 @@ func (s *Store) List(ctx context.Context, filters map[string][]string) ([]*core.
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*core.Secret, 0, len(all))
-	for _, sec := range all {
-		ok, err := match(ctx, sec)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			s.present(sec)
-			out = append(out, sec)
-		}
+	out, err := match.Keep(ctx, all)
+	for _, sec := range out {
+		s.present(sec)
 	}
-	return out, nil
+	return out, err
 }
 
 // Remove removes a secret that no container uses.

@@ -298,17 +298,7 @@ func (s *Store) List(ctx context.Context, filters map[string][]string) ([]*core.
 	if err != nil {
 		return nil, err
 	}
-	out := []*core.Volume{}
-	for _, v := range vols {
-		ok, err := match(ctx, v)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out = append(out, v)
-		}
-	}
-	return out, nil
+	return match.Keep(ctx, vols)
 }
 
 // Remove removes a volume.
