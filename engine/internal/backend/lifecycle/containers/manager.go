@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -455,19 +456,11 @@ func (m *Manager) lookup(nameOrID string) (*entry, error) {
 	if e, ok := m.byID[nameOrID]; ok {
 		return e, nil
 	}
-	var found *entry
-	for id, e := range m.byID {
-		if strings.HasPrefix(id, nameOrID) {
-			if found != nil {
-				return nil, fmt.Errorf("%q: %w", nameOrID, core.ErrAmbiguous)
-			}
-			found = e
-		}
+	found, ok, err := core.ByIDPrefix(maps.All(m.byID), nameOrID)
+	if err == nil && !ok {
+		err = core.NoSuchContainer(nameOrID)
 	}
-	if found == nil {
-		return nil, core.NoSuchContainer(nameOrID)
-	}
-	return found, nil
+	return found, err
 }
 
 // Lookup returns a snapshot of a container's record.

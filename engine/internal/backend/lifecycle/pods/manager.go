@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/stats"
@@ -168,19 +167,18 @@ func (m *Manager) lookup(nameOrID string) (*entry, error) {
 	if e, ok := m.byID[nameOrID]; ok && !e.removing {
 		return e, nil
 	}
-	var found *entry
-	for id, e := range m.byID {
-		if strings.HasPrefix(id, nameOrID) && !e.removing {
-			if found != nil {
-				return nil, fmt.Errorf("%q: %w", nameOrID, core.ErrAmbiguous)
+	live := func(yield func(string, *entry) bool) {
+		for id, e := range m.byID {
+			if !e.removing && !yield(id, e) {
+				return
 			}
-			found = e
 		}
 	}
-	if found == nil {
-		return nil, fmt.Errorf("no pod with name or ID %s found: %w", nameOrID, core.ErrNoSuchPod)
+	found, ok, err := core.ByIDPrefix(live, nameOrID)
+	if err == nil && !ok {
+		err = fmt.Errorf("no pod with name or ID %s found: %w", nameOrID, core.ErrNoSuchPod)
 	}
-	return found, nil
+	return found, err
 }
 
 // snapshot copies a pod's record.

@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -560,22 +559,18 @@ func (m *Manager) lookupLocked(nameOrID string) (*core.Network, error) {
 	if n, ok := m.networks[nameOrID]; ok {
 		return n, nil
 	}
-	var found *core.Network
-	for _, n := range m.networks {
-		if n.ID == nameOrID {
-			return n, nil
-		}
-		if nameOrID != "" && strings.HasPrefix(n.ID, nameOrID) {
-			if found != nil {
-				return nil, fmt.Errorf("%q: %w", nameOrID, core.ErrAmbiguous)
+	byID := func(yield func(string, *core.Network) bool) {
+		for _, n := range m.networks {
+			if !yield(n.ID, n) {
+				return
 			}
-			found = n
 		}
 	}
-	if found == nil {
+	found, ok, err := core.ByIDPrefix(byID, nameOrID)
+	if err == nil && (!ok || nameOrID == "") {
 		return nil, fmt.Errorf("unable to find network with name or ID %s: %w", nameOrID, core.ErrNoSuchNetwork)
 	}
-	return found, nil
+	return found, err
 }
 
 // Lookup returns a copy of a network.
