@@ -22,15 +22,7 @@ func TestReadFakeHierarchy(t *testing.T) {
 		"pids/ctr/pids.current":                               "3\n",
 		"blkio/ctr/blkio.throttle.io_service_bytes_recursive": "8:0 Read 4096\n8:0 Write 8192\n8:16 Read 4096\nTotal 16384\n",
 	}
-	for name, content := range files {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, root, files)
 	s, err := Reader{Root: root}.Read("ctr", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -75,15 +67,7 @@ func TestReadFakeUnified(t *testing.T) {
 		"free/memory.current": "4096\n",
 		"free/memory.max":     "max\n",
 	}
-	for name, content := range files {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, root, files)
 	s, err := Reader{Root: root}.Read("/ctr", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -154,5 +138,20 @@ func TestReadRealCgroup(t *testing.T) {
 	// attributed to it.
 	if s.NetRx != 0 || s.NetTx != 0 {
 		t.Fatalf("host network counted for a process in the host namespace: %+v", s)
+	}
+}
+
+// writeFiles lays out a fake cgroup hierarchy under root: each file of
+// files (a path below root) with its content.
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/filtertest"
+	"github.com/berth-project/berth/engine/internal/testsupport/statetest"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 )
 
@@ -38,16 +40,9 @@ func (r *recorder) Emit(_ context.Context, e core.Event) {
 
 func open(t *testing.T, dir string) (*Store, *state.DB) {
 	t.Helper()
-	db, err := state.Open(context.Background(), filepath.Join(dir, "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(context.Background(), db, filepath.Join(dir, "secrets"), nil)
-	if err != nil {
-		db.Close()
-		t.Fatal(err)
-	}
-	return s, db
+	return statetest.OpenStore(t, dir, func(ctx context.Context, db *state.DB) (*Store, error) {
+		return Open(ctx, db, filepath.Join(dir, "secrets"), nil)
+	})
 }
 
 func TestCreateInspectReplaceRemove(t *testing.T) {
@@ -261,20 +256,5 @@ func FuzzSecretFilters(f *testing.F) {
 		f.Add(seed)
 	}
 	sec := &core.Secret{ID: "0123456789abcdef012345678", Spec: core.SecretSpec{Name: "db", Labels: map[string]string{"a": "b"}}}
-	f.Fuzz(func(t *testing.T, raw string) {
-		var filters map[string][]string
-		if json.Unmarshal([]byte(raw), &filters) != nil {
-			return
-		}
-		match, err := compileFilters(filters)
-		if err != nil {
-			if !errors.Is(err, core.ErrInvalidArgument) {
-				t.Fatalf("%s: error %v is not an invalid argument", raw, err)
-			}
-			return
-		}
-		if _, err := match(context.Background(), sec); err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
-	})
+	filtertest.Fuzz(f, sec, compileFilters)
 }

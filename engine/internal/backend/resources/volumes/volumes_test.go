@@ -2,15 +2,17 @@ package volumes
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/berth-project/berth/engine/internal/backend/platform/listfilter"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/filtertest"
+	"github.com/berth-project/berth/engine/internal/testsupport/statetest"
 )
 
 // users is a container backend stand-in: which containers use which volume.
@@ -33,16 +35,9 @@ func (u *users) RemoveContainer(_ context.Context, id string) error {
 
 func open(t *testing.T, dir string) (*Store, *state.DB) {
 	t.Helper()
-	db, err := state.Open(context.Background(), filepath.Join(dir, "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(context.Background(), db, filepath.Join(dir, "volumes"), nil)
-	if err != nil {
-		db.Close()
-		t.Fatal(err)
-	}
-	return s, db
+	return statetest.OpenStore(t, dir, func(ctx context.Context, db *state.DB) (*Store, error) {
+		return Open(ctx, db, filepath.Join(dir, "volumes"), nil)
+	})
 }
 
 func TestStorePersistsAndRepairs(t *testing.T) {
@@ -128,21 +123,8 @@ func FuzzVolumeFilters(f *testing.F) {
 	}
 	s := &Store{}
 	vol := &core.Volume{Name: "data", Driver: Driver, Labels: map[string]string{"a": "b"}}
-	f.Fuzz(func(t *testing.T, raw string) {
-		var filters map[string][]string
-		if json.Unmarshal([]byte(raw), &filters) != nil {
-			return
-		}
-		match, err := s.compile(filters, "name", "label", "label!", "driver", "dangling", "anonymous", "until")
-		if err != nil {
-			if !errors.Is(err, core.ErrInvalidArgument) {
-				t.Fatalf("%s: error %v is not an invalid argument", raw, err)
-			}
-			return
-		}
-		if _, err := match(context.Background(), vol); err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
+	filtertest.Fuzz(f, vol, func(filters map[string][]string) (listfilter.Test[*core.Volume], error) {
+		return s.compile(filters, "name", "label", "label!", "driver", "dangling", "anonymous", "until")
 	})
 }
 
