@@ -49,17 +49,7 @@ func TestReadmePodmanCommands(t *testing.T) {
 	testdeadline.Set(t, 6*time.Minute)
 	enginetest.Require(t, "the README's podman commands", "podman")
 	podman, _ := exec.LookPath("podman")
-	rows, err := readTable(readmePath, podmanTable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if only := os.Getenv("BERTH_COMMANDS_RUN"); only != "" {
-		re, err := regexp.Compile(only)
-		if err != nil {
-			t.Fatalf("BERTH_COMMANDS_RUN: %v", err)
-		}
-		rows = filterRows(rows, re)
-	}
+	rows := selectedRows(t, podmanTable)
 
 	criu, criuErr := enginetest.FindCRIU()
 	if criuErr != nil {
@@ -89,6 +79,31 @@ func TestReadmePodmanCommands(t *testing.T) {
 	// the same client first.
 	t.Cleanup(sh.cleanup)
 
+	runRows(t, sh, rows)
+}
+
+// selectedRows reads a table of the README: every row, or with
+// BERTH_COMMANDS_RUN=REGEX the rows whose command matches.
+func selectedRows(t *testing.T, table table) []row {
+	t.Helper()
+	rows, err := readTable(readmePath, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if only := os.Getenv("BERTH_COMMANDS_RUN"); only != "" {
+		re, err := regexp.Compile(only)
+		if err != nil {
+			t.Fatalf("BERTH_COMMANDS_RUN: %v", err)
+		}
+		rows = filterRows(rows, re)
+	}
+	return rows
+}
+
+// runRows runs the rows in order through sh and holds each to what the
+// README says of it; BERTH_COMMANDS_REPORT=1 logs every row's outcome.
+func runRows(t *testing.T, sh *shell, rows []row) {
+	t.Helper()
 	report := os.Getenv("BERTH_COMMANDS_REPORT") == "1"
 	for _, r := range rows {
 		worked, detail := sh.runRow(r)
@@ -128,14 +143,27 @@ func newShell(t *testing.T, dir, podman, url string) *shell {
 	work := filepath.Join(dir, "work")
 	bin := filepath.Join(dir, "bin")
 	config := filepath.Join(dir, "config")
-	for _, d := range []string{work, bin, config} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	prepareWork(t, work, bin, config)
 	wrapper := fmt.Sprintf("#!/bin/sh\nexec %s --remote --url %s \"$@\"\n", podman, url)
 	if err := os.WriteFile(filepath.Join(bin, "podman"), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
+	}
+	env := append(os.Environ(),
+		"PATH="+bin+":"+os.Getenv("PATH"),
+		"CONTAINERS_CONF=/dev/null",
+		"XDG_CONFIG_HOME="+config,
+	)
+	return &shell{t: t, dir: work, env: env}
+}
+
+// prepareWork makes the rows' working directory work, with the fixtures
+// and rootfs.tar in it, and the client's directories dirs.
+func prepareWork(t *testing.T, work string, dirs ...string) {
+	t.Helper()
+	for _, d := range append([]string{work}, dirs...) {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for name, content := range fixtures {
 		if err := os.WriteFile(filepath.Join(work, name), []byte(content), 0o644); err != nil {
@@ -145,12 +173,6 @@ func newShell(t *testing.T, dir, podman, url string) *shell {
 	if err := os.WriteFile(filepath.Join(work, "rootfs.tar"), rootfsTar(t), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(),
-		"PATH="+bin+":"+os.Getenv("PATH"),
-		"CONTAINERS_CONF=/dev/null",
-		"XDG_CONFIG_HOME="+config,
-	)
-	return &shell{t: t, dir: work, env: env}
 }
 
 // run runs one shell command line and returns its output and error.

@@ -192,25 +192,19 @@ func TestParseTable(t *testing.T) {
 // TestReadmeTableParses keeps the README's table well formed and its rows'
 // names apart, even where podman is not installed.
 func TestReadmeTableParses(t *testing.T) {
-	rows, err := readTable(readmePath, podmanTable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]int{}
-	for _, r := range rows {
-		if prev, ok := seen[r.command]; ok {
-			t.Errorf("line %d repeats the command of line %d: %s", r.line, prev, r.command)
-		}
-		seen[r.command] = r.line
-	}
-	if len(rows) < 80 {
-		t.Errorf("the table has %d rows; it covers the everyday commands (at least 80)", len(rows))
-	}
+	checkTable(t, podmanTable, "the table", 80)
 }
 
 // TestReadmeDockerTableParses keeps the docker table well formed.
 func TestReadmeDockerTableParses(t *testing.T) {
-	rows, err := readTable(readmePath, dockerTable)
+	checkTable(t, dockerTable, "the docker table", 40)
+}
+
+// checkTable reads a table of the README (named what in failures), which
+// must have at least minRows rows, each with a command of its own.
+func checkTable(t *testing.T, table table, what string, minRows int) {
+	t.Helper()
+	rows, err := readTable(readmePath, table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +215,7 @@ func TestReadmeDockerTableParses(t *testing.T) {
 		}
 		seen[r.command] = r.line
 	}
-	if len(rows) < 40 {
-		t.Errorf("the docker table has %d rows; it covers the everyday commands (at least 40)", len(rows))
+	if len(rows) < minRows {
+		t.Errorf("%s has %d rows; it covers the everyday commands (at least %d)", what, len(rows), minRows)
 	}
 }
