@@ -137,39 +137,13 @@ func parseDocument(index int, raw []byte) (*document, error) {
 	if !known {
 		return nil, doc.fail("kind", fmt.Errorf("%q is not a kind the engine plays (%s)", kind, kindNames()))
 	}
-	if want := apiVersions[kind]; apiVersion != want {
+	if want := kinds[kind].apiVersion; apiVersion != want {
 		return nil, doc.fail("apiVersion", fmt.Errorf("%q is not %s", apiVersion, want))
 	}
 	if bad := unsupported(object, shape, ""); bad != "" {
 		return nil, doc.fail(bad, errors.New("is not supported by this engine"))
 	}
-	var target any
-	switch kind {
-	case kindPod:
-		doc.Pod = &v1.Pod{}
-		target = doc.Pod
-	case kindDeployment:
-		doc.Deployment = &appsv1.Deployment{}
-		target = doc.Deployment
-	case kindDaemonSet:
-		doc.DaemonSet = &appsv1.DaemonSet{}
-		target = doc.DaemonSet
-	case kindJob:
-		doc.Job = &batchv1.Job{}
-		target = doc.Job
-	case kindConfigMap:
-		doc.ConfigMap = &v1.ConfigMap{}
-		target = doc.ConfigMap
-	case kindSecret:
-		doc.Secret = &v1.Secret{}
-		target = doc.Secret
-	case kindPVC:
-		doc.PVC = &v1.PersistentVolumeClaim{}
-		target = doc.PVC
-	case kindService:
-		doc.Service = &v1.Service{}
-		target = doc.Service
-	}
+	target := kinds[kind].target(doc)
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(target); err != nil {
@@ -187,16 +161,27 @@ func parseDocument(index int, raw []byte) (*document, error) {
 	return doc, nil
 }
 
-// apiVersions are the API versions of the kinds the engine plays.
-var apiVersions = map[string]string{
-	kindPod:        "v1",
-	kindDeployment: "apps/v1",
-	kindDaemonSet:  "apps/v1",
-	kindJob:        "batch/v1",
-	kindConfigMap:  "v1",
-	kindSecret:     "v1",
-	kindPVC:        "v1",
-	kindService:    "v1",
+// allocate sets *field to a new object for a document to decode into and
+// returns it.
+func allocate[T any](field **T) any {
+	*field = new(T)
+	return *field
+}
+
+// kinds are the kinds the engine plays: each one's API version and the
+// object its documents decode into.
+var kinds = map[string]struct {
+	apiVersion string
+	target     func(d *document) any
+}{
+	kindPod:        {"v1", func(d *document) any { return allocate(&d.Pod) }},
+	kindDeployment: {"apps/v1", func(d *document) any { return allocate(&d.Deployment) }},
+	kindDaemonSet:  {"apps/v1", func(d *document) any { return allocate(&d.DaemonSet) }},
+	kindJob:        {"batch/v1", func(d *document) any { return allocate(&d.Job) }},
+	kindConfigMap:  {"v1", func(d *document) any { return allocate(&d.ConfigMap) }},
+	kindSecret:     {"v1", func(d *document) any { return allocate(&d.Secret) }},
+	kindPVC:        {"v1", func(d *document) any { return allocate(&d.PVC) }},
+	kindService:    {"v1", func(d *document) any { return allocate(&d.Service) }},
 }
 
 // jsonField names the member a JSON type error is about.

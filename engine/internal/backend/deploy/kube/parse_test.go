@@ -18,6 +18,20 @@ spec:
     image: localhost/busybox:latest
 `
 
+// TestEveryKindDecodes: each kind that has a shape has an API version and
+// an object to decode into, and only those.
+func TestEveryKindDecodes(t *testing.T) {
+	for kind := range shapes {
+		k, ok := kinds[kind]
+		if !ok || k.apiVersion == "" || k.target(&document{}) == nil {
+			t.Errorf("kind %s: no API version or no object to decode into", kind)
+		}
+	}
+	if len(kinds) != len(shapes) {
+		t.Errorf("%d kinds decode, %d have shapes", len(kinds), len(shapes))
+	}
+}
+
 func TestParseDocumentsAcceptsKinds(t *testing.T) {
 	yaml := podYAML + `---
 # a comment only
