@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -236,6 +238,9 @@ func Apply(spec *specs.Spec, profile []byte) error {
 	)
 	if profile == nil {
 		filter, err = mobyseccomp.GetDefaultProfile(spec)
+		if err == nil && !x32Runs() {
+			filter.Architectures = slices.DeleteFunc(filter.Architectures, func(a specs.Arch) bool { return a == specs.ArchX32 })
+		}
 	} else {
 		filter, err = mobyseccomp.LoadProfile(string(profile), spec)
 	}
@@ -245,3 +250,30 @@ func Apply(spec *specs.Spec, profile []byte) error {
 	spec.Linux.Seccomp = filter
 	return nil
 }
+
+// x32Runs tells whether the kernel runs system calls of the x32 ABI (amd64
+// processes with 32-bit pointers). Docker's profile lists x32 beside x86_64
+// and i386, and runc 1.1 with libseccomp 2.5 compiles the rules once per
+// listed architecture, at every container start: x32 alone costs about
+// 10 ms of CPU per start on these machines (docs/engine/security.md). Where
+// the kernel has no x32 ABI (CONFIG_X86_X32_ABI unset, or Debian's
+// syscall.x32 off), no x32 program can run at all, so the default filter
+// leaves x32 out: an x32 system call is then refused by the filter (the
+// process is killed) instead of by the kernel (ENOSYS), and nothing that
+// worked stops working. i386 stays: 32-bit programs run on these kernels.
+//
+// The probe is getpid with the x32 bit: ENOSYS without the ABI. It is made
+// only when the engine itself runs unfiltered: under a filter of its own
+// that leaves x32 out the probe could kill the engine, so x32 is kept.
+var x32Runs = sync.OnceValue(func() bool {
+	if runtime.GOARCH != "amd64" {
+		return true
+	}
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil || !bytes.Contains(status, []byte("\nSeccomp:\t0\n")) {
+		return true
+	}
+	const x32SyscallBit = 0x40000000
+	_, _, errno := unix.RawSyscall(x32SyscallBit|unix.SYS_GETPID, 0, 0, 0)
+	return errno != unix.ENOSYS
+})

@@ -2,6 +2,10 @@ package seccomp
 
 import (
 	"errors"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -107,4 +111,37 @@ func FuzzCheck(f *testing.F) {
 		// kernel version it cannot parse): an error, never a panic.
 		_ = Apply(spec, data)
 	})
+}
+
+// TestDefaultLeavesOutX32WithoutTheABI: the default filter lists x32 exactly
+// where the kernel runs x32 system calls (the kernel's configuration, where
+// it publishes one, must agree with the probe), and i386 always.
+func TestDefaultLeavesOutX32WithoutTheABI(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("x32 is an amd64 ABI")
+	}
+	spec := &specs.Spec{Process: &specs.Process{}, Linux: &specs.Linux{}}
+	if err := Apply(spec, nil); err != nil {
+		t.Fatal(err)
+	}
+	arches := spec.Linux.Seccomp.Architectures
+	if !slices.Contains(arches, specs.ArchX86_64) || !slices.Contains(arches, specs.ArchX86) {
+		t.Fatalf("architectures %v: x86_64 and i386 must stay", arches)
+	}
+	if got := slices.Contains(arches, specs.ArchX32); got != x32Runs() {
+		t.Fatalf("architectures %v, x32 ABI runs: %v", arches, x32Runs())
+	}
+	if cfg, err := exec.Command("sh", "-c", "zcat /proc/config.gz 2>/dev/null || cat /boot/config-$(uname -r)").Output(); err == nil && len(cfg) > 0 {
+		status, _ := os.ReadFile("/proc/self/status")
+		if strings.Contains(string(cfg), "# CONFIG_X86_X32_ABI is not set") && strings.Contains(string(status), "\nSeccomp:\t0\n") && x32Runs() {
+			t.Fatal("the kernel is built without the x32 ABI, yet the probe says x32 runs")
+		}
+	}
+	// A profile of the client's is applied as written.
+	if err := Apply(spec, DefaultJSON()); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(spec.Linux.Seccomp.Architectures, specs.ArchX32) {
+		t.Fatalf("a client's profile lost x32: %v", spec.Linux.Seccomp.Architectures)
+	}
 }
