@@ -245,6 +245,11 @@ type NetworkSetup struct {
 	// DNSServers are the container's own DNS servers (--dns), which
 	// aardvark-dns forwards to.
 	DNSServers []string
+	// AdoptNetNS, where set, is a namespace that exists already (a
+	// user-namespaced container's, which the runtime created inside its
+	// user namespace): the setup binds it at NetNSPath instead of creating
+	// one. It is not kept: teardown is the same either way.
+	AdoptNetNS string `json:"-"`
 }
 
 // ContainerNetworking is what the container backend needs from the network

@@ -33,17 +33,6 @@ const (
 	PodSharePID = "pid"
 )
 
-// PodIDMappings is the user namespace mapping of Podman's PodSpecGenerator;
-// the engine runs every container in the host's user namespace.
-type PodIDMappings struct {
-	HostUIDMapping bool            `json:"HostUIDMapping"`
-	HostGIDMapping bool            `json:"HostGIDMapping"`
-	UIDMap         json.RawMessage `json:"UIDMap"`
-	GIDMap         json.RawMessage `json:"GIDMap"`
-	AutoUserNs     bool            `json:"AutoUserNs"`
-	AutoUserNsOpts json.RawMessage `json:"AutoUserNsOpts"`
-}
-
 // PodSpec is PodCreate's request: Podman's PodSpecGenerator JSON as
 // `podman --remote pod create` 4.3.1 sends it. Every member is known (the
 // decoder refuses others); Validate refuses the ones the engine does not offer.
@@ -107,7 +96,7 @@ type PodSpec struct {
 	ShmSize               *int64            `json:"shm_size,omitempty"`
 	ShmSizeSystemd        *int64            `json:"shm_size_systemd,omitempty"`
 	SecurityOpt           []string          `json:"security_opt,omitempty"`
-	IDMappings            *PodIDMappings    `json:"idmappings,omitempty"`
+	IDMappings            *IDMappingOptions `json:"idmappings,omitempty"`
 	ServiceContainerID    string            `json:"serviceContainerID,omitempty"`
 }
 

@@ -149,7 +149,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		e.Close()
 		return nil, err
 	}
-	builder, err := openBuilder(logger, cfg, images, transfer, ctrs)
+	builder, err := openBuilder(logger, cfg, images, transfer, ctrs, appArmor)
 	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("engine: builder: %w", err)

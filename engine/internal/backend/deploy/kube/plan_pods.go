@@ -65,6 +65,18 @@ func (pl *planner) pod(ctx context.Context, d *document, t podTemplate, out *pla
 	if spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace {
 		pp.spec.SharedNamespaces = append(pp.spec.SharedNamespaces, core.PodSharePID)
 	}
+	// hostUsers: false (and kube play --userns=auto) give the pod a user
+	// namespace of its own, from the engine's automatic ranges: its infra
+	// container holds it and every container joins it (see pods).
+	if spec.HostUsers != nil && !*spec.HostUsers || strings.HasPrefix(pl.opts.Userns, core.UserNSAuto) {
+		if spec.HostNetwork {
+			return nil, d.fail(t.path+".hostUsers", errors.New("a user namespace of the pod's own cannot be combined with hostNetwork"))
+		}
+		pp.spec.UserNS = core.Namespace{NSMode: core.UserNSAuto}
+		if _, opts, ok := strings.Cut(pl.opts.Userns, ":"); ok {
+			pp.spec.UserNS.Value = opts
+		}
+	}
 	for _, ha := range spec.HostAliases {
 		if net.ParseIP(ha.IP) == nil {
 			return nil, d.fail(t.path+".hostAliases", fmt.Errorf("%q is not an IP address", ha.IP))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/berth-project/berth/engine/internal/core"
@@ -144,10 +145,10 @@ func checkPlayOptions(opts *core.KubePlayOptions, canBuild bool) error {
 	if len(opts.LogOptions) > 0 {
 		return core.InvalidArgument("logOptions", errors.New("log driver options are not supported"))
 	}
-	switch opts.Userns {
-	case "", "host":
+	switch u := opts.Userns; {
+	case u == "", u == "host", u == core.UserNSAuto, strings.HasPrefix(u, core.UserNSAuto+":size="):
 	default:
-		return core.InvalidArgument("userns", fmt.Errorf("%q: containers run in the host's user namespace only", opts.Userns))
+		return core.InvalidArgument("userns", fmt.Errorf("%q: a pod runs in the host's user namespace or one of its own (auto[:size=N])", opts.Userns))
 	}
 	if opts.NoHosts {
 		return core.InvalidArgument("noHosts", errors.New("the engine always writes /etc/hosts of pods"))

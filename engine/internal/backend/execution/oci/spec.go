@@ -211,7 +211,13 @@ func Generate(in Input) (*Result, error) {
 			Resources:   &specs.LinuxResources{Devices: []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}}},
 		},
 	}
-	if s.NetNS.NSMode != core.NetNSHost && s.NetNS.NSMode != core.NetNSContainer && s.NetNS.NSMode != core.NetNSPath {
+	_, joinsNet := in.JoinNamespaces[specs.NetworkNamespace]
+	// A user namespace's root can write the sysctls of a network namespace
+	// only where that namespace belongs to it: runc creates it beside the
+	// user namespace, but one the engine prepared (a bridge) or an infra
+	// container's belongs to another.
+	foreignNet := len(in.UIDMappings) > 0 && (in.NetNSPath != "" || joinsNet)
+	if s.NetNS.NSMode != core.NetNSHost && s.NetNS.NSMode != core.NetNSContainer && s.NetNS.NSMode != core.NetNSPath && !foreignNet {
 		// Like Podman: ping works without CAP_NET_RAW in the container's
 		// own network namespace.
 		if _, set := s.Sysctl["net.ipv4.ping_group_range"]; !set {
@@ -242,7 +248,16 @@ func Generate(in Input) (*Result, error) {
 		return nil, err
 	}
 
-	ns, err := namespaces(s, in.NetNSPath)
+	nsSpec := s
+	if s.NetNS.NSMode == core.NetNSBridge && in.NetNSPath == "" && len(in.UIDMappings) > 0 {
+		// A bridged container with a user namespace of its own: runc
+		// creates the network namespace inside the user namespace and the
+		// container backend sets the bridge up in it after the create.
+		c := *s
+		c.NetNS = core.Namespace{NSMode: core.NetNSPrivate}
+		nsSpec = &c
+	}
+	ns, err := namespaces(nsSpec, in.NetNSPath)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,9 @@ type Options struct {
 	Runtime *runtime.Runtime
 	// Host limits what a RUN step may be granted.
 	Host oci.Host
+	// AppArmorProfile confines RUN steps ("" where the host has no
+	// AppArmor): the engine's default container profile.
+	AppArmorProfile string
 	// CDI resolves and applies the CDI devices RUN steps ask for (nil:
 	// every build that asks for one is refused).
 	CDI core.CDIRegistry

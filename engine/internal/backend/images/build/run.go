@@ -194,6 +194,10 @@ func (j *job) execRun(ctx context.Context, rootfs string, st *imageState, sc *st
 		CgroupsPath:    path.Join(j.b.o.CgroupParent, id),
 		Host:           j.b.o.Host,
 		SeccompProfile: j.opts.SeccompProfile,
+		// RUN steps are confined like containers: the default profile,
+		// which lets package managers and compilers work (files, network)
+		// but not mount or write kernel tunables.
+		ApparmorProfile: j.b.o.AppArmorProfile,
 	})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/containers/storage"
@@ -136,11 +137,17 @@ func (m *Manager) seccompProfilePath(rec *record) string {
 // subordinate IDs that containers/storage allocates, or explicit maps,
 // which must lie in those ranges and outside every other container's.
 // Callers hold m.idMu until the storage container exists.
-func (m *Manager) idMappings(s *core.ContainerSpec) (storage.IDMappingOptions, error) {
+func (m *Manager) idMappings(s *core.ContainerSpec, pod *core.PodMembership) (storage.IDMappingOptions, error) {
 	var opts storage.IDMappingOptions
 	mode, err := s.UserNSMode()
-	if err != nil || mode == "" {
+	if err != nil {
 		return opts, err
+	}
+	if pod != nil && !s.PodInfra && pod.InfraID != "" {
+		return m.memberIDMappings(mode, pod)
+	}
+	if mode == "" {
+		return opts, nil
 	}
 	if m.subIDs == nil {
 		return opts, core.InvalidArgument("userns", errors.New("the engine has no subordinate ID ranges for user namespaces"))
@@ -148,11 +155,6 @@ func (m *Manager) idMappings(s *core.ContainerSpec) (storage.IDMappingOptions, e
 	if s.Rootfs != "" {
 		// A host directory as root filesystem keeps the host's owners.
 		return opts, core.InvalidArgument("userns", errors.New("a user namespace with --rootfs is not supported"))
-	}
-	if s.Pod != "" {
-		// A member joins the infra container's namespaces, which belong
-		// to the host's user namespace.
-		return opts, core.InvalidArgument("userns", errors.New("a pod's members share the pod's namespaces: a user namespace of a member's own is not supported"))
 	}
 	switch mode {
 	case core.UserNSAuto:
@@ -179,6 +181,40 @@ func (m *Manager) idMappings(s *core.ContainerSpec) (storage.IDMappingOptions, e
 	return opts, nil
 }
 
+// memberIDMappings are the mappings of a pod member: the pod's user
+// namespace, which its infra container holds (the host's where it has
+// none). The member joins that namespace, so its root filesystem is
+// created for the same mappings; the range stays the infra container's
+// (containers/storage counts a range used while any container maps it, so
+// members sharing it take nothing more and free nothing on removal). A
+// member cannot have a user namespace of its own: it joins the pod's
+// network and other namespaces, which belong to the pod's.
+func (m *Manager) memberIDMappings(mode string, pod *core.PodMembership) (storage.IDMappingOptions, error) {
+	var opts storage.IDMappingOptions
+	m.mu.RLock()
+	infra, ok := m.byID[pod.InfraID]
+	var uids, gids []core.IDMap
+	if ok {
+		uids, gids = slices.Clone(infra.rec.UIDMap), slices.Clone(infra.rec.GIDMap)
+	}
+	m.mu.RUnlock()
+	if !ok {
+		return opts, fmt.Errorf("the infra container of pod %s is gone: %w", pod.PodName, core.ErrStateConflict)
+	}
+	if mode != "" {
+		where := "the host's"
+		if len(uids) > 0 {
+			where = "the pod's own"
+		}
+		return opts, core.InvalidArgument("userns", fmt.Errorf("a member of pod %s joins the pod's user namespace (%s): it cannot have one of its own (set --userns on the pod)", pod.PodName, where))
+	}
+	if len(uids) == 0 {
+		return opts, nil
+	}
+	opts.UIDMap, opts.GIDMap = toStorageMaps(uids), toStorageMaps(gids)
+	return opts, nil
+}
+
 type usedMaps struct{ uids, gids []core.IDMap }
 
 // mappingsInUse are the host ranges of every storage container's user
@@ -200,10 +236,10 @@ func (m *Manager) mappingsInUse() (usedMaps, error) {
 // createStorage creates the container's storage with its ID mappings and
 // answers the mappings it got. An automatic range that cannot be found
 // is the client's 400: nothing is created.
-func (m *Manager) createStorage(id string, spec *core.ContainerSpec, imageID string) (*storage.Container, error) {
+func (m *Manager) createStorage(id string, spec *core.ContainerSpec, imageID string, pod *core.PodMembership) (*storage.Container, error) {
 	m.idMu.Lock()
 	defer m.idMu.Unlock()
-	idOpts, err := m.idMappings(spec)
+	idOpts, err := m.idMappings(spec, pod)
 	if err != nil {
 		return nil, err
 	}

@@ -123,7 +123,7 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 	// Names live in the state database only, so a name is free again the
 	// moment its container is removed, while the storage is deleted behind.
 	// A --rootfs container's storage is an empty layer of no image.
-	sc, err := m.createStorage(id, &spec, img.ID)
+	sc, err := m.createStorage(id, &spec, img.ID, pod)
 	if err != nil {
 		return "", nil, err
 	}
@@ -401,10 +401,12 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 		m.unmountVolumes(ctx, &rec)
 		return err
 	}
-	if err := m.setupNetworkLocked(ctx, e); err != nil {
-		m.teardownNetworkLocked(ctx, e)
-		m.unmountVolumes(ctx, &rec)
-		return err
+	if !netNSAfterCreate(&rec) {
+		if err := m.setupNetworkLocked(ctx, e); err != nil {
+			m.teardownNetworkLocked(ctx, e)
+			m.unmountVolumes(ctx, &rec)
+			return err
+		}
 	}
 	created, err := m.rt.Create(ctx, runtime.CreateOptions{
 		ID: rec.ID, Name: rec.Name, Bundle: rec.Bundle, LogPath: rec.LogPath,
@@ -431,6 +433,23 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 			return &StartError{Name: rec.Name, Message: ce.Message}
 		}
 		return err
+	}
+	if netNSAfterCreate(&rec) {
+		// The runtime created the namespace inside the user namespace; the
+		// network goes into it before the container's process starts.
+		err := m.setupNetworksIn(ctx, e, nil, fmt.Sprintf("/proc/%d/ns/net", created.PID))
+		if err != nil {
+			m.rt.Delete(context.WithoutCancel(ctx), rec.ID, true)
+			m.rt.Cleanup(rec.ID)
+			m.unmountVolumes(ctx, &rec)
+			m.teardownNetworkLocked(ctx, e)
+			m.update(ctx, e, func(r *record) {
+				r.Rootfs, r.Mounted, r.Path, r.Args, r.CDIGeneration = rec.Rootfs, rec.Mounted, rec.Path, rec.Args, rec.CDIGeneration
+				r.State = core.StateConfigured
+				r.Error = err.Error()
+			})
+			return err
+		}
 	}
 	if err := m.update(ctx, e, func(r *record) {
 		r.Rootfs, r.Mounted, r.Path, r.Args, r.CDIGeneration = rec.Rootfs, rec.Mounted, rec.Path, rec.Args, rec.CDIGeneration

@@ -314,8 +314,22 @@ func probePort(ip, proto string, port int) (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// netNSAfterCreate tells whether a bridged container's network namespace
+// is set up after the runtime created the container rather than before:
+// a container with a user namespace of its own gets a network namespace
+// that its user namespace owns (created by runc beside it, as Podman does),
+// so that root in it can manage it and so that the members of its pod, who
+// join its user namespace first, may join that network namespace too (a
+// namespace prepared by the engine belongs to the host's).
+func netNSAfterCreate(rec *record) bool {
+	return bridged(&rec.Spec) && len(rec.UIDMap) > 0
+}
+
 // netNSPathOf is the namespace file a bridged container's config.json names.
 func (m *Manager) netNSPathOf(rec *record) string {
+	if netNSAfterCreate(rec) {
+		return ""
+	}
 	if bridged(&rec.Spec) && m.nets != nil {
 		return m.nets.NetNSPath(rec.ID)
 	}
@@ -333,6 +347,12 @@ func (m *Manager) setupNetworkLocked(ctx context.Context, e *entry) error {
 // setupNetworksLocked is setupNetworkLocked with the per-network options
 // of networks (addresses a restore asks for again) in place of the spec's.
 func (m *Manager) setupNetworksLocked(ctx context.Context, e *entry, networks map[string]core.PerNetworkOptions) error {
+	return m.setupNetworksIn(ctx, e, networks, "")
+}
+
+// setupNetworksIn is setupNetworksLocked; adopt, where set, is the
+// container's own network namespace (netNSAfterCreate) to set up.
+func (m *Manager) setupNetworksIn(ctx context.Context, e *entry, networks map[string]core.PerNetworkOptions, adopt string) error {
 	rec := m.snapshot(e)
 	if networks == nil {
 		networks = rec.Spec.Networks
@@ -352,6 +372,7 @@ func (m *Manager) setupNetworksLocked(ctx context.Context, e *entry, networks ma
 		Networks:     networks,
 		PortMappings: rec.Spec.PortMappings,
 		DNSServers:   rec.Spec.DNSServers,
+		AdoptNetNS:   adopt,
 	}
 	if err := m.update(ctx, e, func(r *record) { r.NetSetup = &planned }); err != nil {
 		return err

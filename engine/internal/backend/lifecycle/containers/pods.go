@@ -164,6 +164,12 @@ func (m *Manager) joinedNamespaces(rec *record) (map[specs.LinuxNamespaceType]st
 			paths[t] = filepath.Join("/proc", strconv.Itoa(snap.PID), "ns", nsFiles[t])
 		}
 	}
+	if len(rec.UIDMap) > 0 && len(snap.UIDMap) > 0 {
+		// The pod's user namespace (memberIDMappings gave the member the
+		// infra container's mappings): joined first, so the namespaces
+		// joined beside it, which it owns, can be set up from inside.
+		paths[specs.UserNamespace] = filepath.Join("/proc", strconv.Itoa(snap.PID), "ns", "user")
+	}
 	return paths, &snap
 }
 

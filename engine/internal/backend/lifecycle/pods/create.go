@@ -164,10 +164,19 @@ func (m *Manager) createInfra(ctx context.Context, pod *core.Pod, image string) 
 		HostAdd:        s.HostAdd,
 		Pod:            pod.ID,
 		PodInfra:       true,
+		// The pod's user namespace, if it has one: the infra container
+		// creates it (with the OCI runtime: a pause process has none) and
+		// its storage holds the range, so the range lives exactly as long
+		// as the pod; every member joins it with the same mappings.
+		UserNS:     s.UserNS,
+		IDMappings: s.IDMappings,
 	}
+	userNS, _ := cs.UserNSMode()
 	switch {
 	case len(s.InfraCommand) > 0:
 		cs.Entrypoint = s.InfraCommand
+	case s.InfraImage == "" && userNS != "":
+		cs.Entrypoint = infraEntrypoint
 	case s.InfraImage == "":
 		cs.Entrypoint = infraEntrypoint
 		// The engine runs its own pause process itself (see the runtime's

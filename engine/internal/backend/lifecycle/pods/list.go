@@ -3,6 +3,7 @@ package pods
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -147,6 +148,12 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string) (*core.InspectPo
 			HostAdd:  s.HostAdd,
 			Networks: networksOf(ctrs),
 			PidNS:    nsModeOf(s.PidNS), UserNS: "host", UtsNS: nsModeOf(s.UtsNS),
+		}
+		// A pod with a user namespace of its own shares it with every member.
+		userNS := infraUserNS(&s)
+		if mode, _ := userNS.UserNSMode(); mode != "" {
+			data.InfraConfig.UserNS = mode
+			data.SharedNamespaces = append(slices.Clone(data.SharedNamespaces), "user")
 		}
 		if infra, err := m.o.Containers.Lookup(ctx, pod.InfraID); err == nil {
 			data.InfraConfig.PortBindings = portBindings(infra.Spec.PortMappings)

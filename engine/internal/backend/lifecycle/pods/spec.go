@@ -116,9 +116,8 @@ func checkNamespaces(spec *core.PodSpec) error {
 			return core.InvalidArgument(field, fmt.Errorf("mode %q is not supported (private)", ns.NSMode))
 		}
 	}
-	// "default" is the engine's default: the host's user namespace.
-	if m := spec.UserNS.NSMode; m != "" && m != "default" && m != core.NetNSHost {
-		return core.InvalidArgument("userns", fmt.Errorf("mode %q is not supported (host)", m))
+	if err := checkUserNS(spec); err != nil {
+		return err
 	}
 	switch spec.NetNS.NSMode {
 	case "", core.NetNSBridge, core.NetNSPrivate, core.NetNSNone, core.NetNSHost:
@@ -151,7 +150,6 @@ func refuseUnsupported(spec *core.PodSpec) error {
 		{"shm_size", spec.ShmSize != nil},
 		{"shm_size_systemd", spec.ShmSizeSystemd != nil},
 		{"security_opt", len(spec.SecurityOpt) > 0},
-		{"idmappings", !hostIDMappings(spec.IDMappings)},
 		{"serviceContainerID", spec.ServiceContainerID != ""},
 	}
 	for _, c := range checks {
@@ -168,11 +166,33 @@ func emptyJSON(raw json.RawMessage) bool {
 	return len(t) == 0 || bytes.Equal(t, []byte("null")) || bytes.Equal(t, []byte("[]")) || bytes.Equal(t, []byte("{}"))
 }
 
-// hostIDMappings accepts the host's own user namespace (what a rootful
-// client sends).
-func hostIDMappings(m *core.PodIDMappings) bool {
-	if m == nil {
-		return true
+// checkUserNS accepts the user namespaces a pod can have: the host's
+// ("default" is the engine's default, the host's), or one of its own, which
+// the infra container creates and every member joins: --userns=auto[:size=N]
+// or --uidmap/--gidmap (mode private). The mode is read as a container's
+// (core.ContainerSpec.UserNSMode): the same request a container could make.
+func checkUserNS(spec *core.PodSpec) error {
+	if spec.UserNS.NSMode == "default" {
+		spec.UserNS.NSMode = ""
 	}
-	return m.HostUIDMapping && m.HostGIDMapping && emptyJSON(m.UIDMap) && emptyJSON(m.GIDMap) && !m.AutoUserNs
+	cs := infraUserNS(spec)
+	mode, err := cs.UserNSMode()
+	if err != nil {
+		return err
+	}
+	if mode == "" {
+		return nil
+	}
+	if spec.NoInfra {
+		return core.InvalidArgument("userns", errors.New("a pod's user namespace is held by its infra container: a pod without one cannot have it"))
+	}
+	if mode == core.UserNSAuto {
+		_, err = cs.AutoUserNSSize()
+	}
+	return err
+}
+
+// infraUserNS is the user namespace request of the pod's infra container.
+func infraUserNS(spec *core.PodSpec) core.ContainerSpec {
+	return core.ContainerSpec{UserNS: spec.UserNS, IDMappings: spec.IDMappings}
 }

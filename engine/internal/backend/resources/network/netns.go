@@ -81,6 +81,29 @@ func isNetNSMount(path string) bool {
 	return st.Type == unix.NSFS_MAGIC
 }
 
+// bindNetNS keeps an existing namespace (from, /proc/PID/ns/net) at path,
+// where removeNetNS finds it as it finds one createNetNS made.
+func bindNetNS(from, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if isNetNSMount(path) {
+		if err := removeNetNS(path); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o444)
+	if err != nil {
+		return fmt.Errorf("create network namespace file %s: %w", path, err)
+	}
+	f.Close()
+	if err := unix.Mount(from, path, "", unix.MS_BIND, ""); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("bind network namespace %s at %s: %w", from, path, err)
+	}
+	return nil
+}
+
 // removeNetNS unmounts and deletes a namespace file; a missing one is fine.
 func removeNetNS(path string) error {
 	if path == "" {

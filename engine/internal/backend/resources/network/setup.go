@@ -273,7 +273,12 @@ func (m *Manager) Setup(ctx context.Context, s core.NetworkSetup) (core.NetworkS
 		po.StaticIPs = ips
 		out.Networks[name] = po
 	}
-	if err := createNetNS(s.NetNSPath); err != nil {
+	if s.AdoptNetNS != "" {
+		err = bindNetNS(s.AdoptNetNS, s.NetNSPath)
+	} else {
+		err = createNetNS(s.NetNSPath)
+	}
+	if err != nil {
 		return s, nil, err
 	}
 	m.setupMu.Lock()
