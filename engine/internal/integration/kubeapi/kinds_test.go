@@ -252,7 +252,7 @@ func TestKubePlayRefusals(t *testing.T) {
 		{"unsupported field", "", strings.Replace(pod("bkp-f", "localhost/busybox:latest"), "spec:\n", "spec:\n  nodeSelector: {a: b}\n", 1), 400, []string{"spec.nodeSelector"}},
 		{"missing configmap", "", strings.Replace(pod("bkp-cm", "localhost/busybox:latest"), "command:", "envFrom: [{configMapRef: {name: nope}}], command:", 1), 400, []string{"envFrom[0]", "nope"}},
 		{"log driver", "?logDriver=journald", pod("bkp-l", "localhost/busybox:latest"), 400, []string{"logDriver"}},
-		{"userns", "?userns=auto", pod("bkp-u", "localhost/busybox:latest"), 400, []string{"userns"}},
+		{"userns", "?userns=keep-id", pod("bkp-u", "localhost/busybox:latest"), 400, []string{"userns"}},
 		{"no hosts", "?noHosts=true", pod("bkp-h", "localhost/busybox:latest"), 400, []string{"noHosts"}},
 		{"static ip", "?staticIPs=notanip", pod("bkp-i", "localhost/busybox:latest"), 400, []string{"staticIPs"}},
 		{"publish", "?publishPorts=x:y:z:w", pod("bkp-p", "localhost/busybox:latest"), 400, []string{"publishPorts"}},
