@@ -16,7 +16,8 @@ var (
 	ErrNoSuchPod = errors.New("no such pod")
 	// ErrNoSuchExecSession: no exec session has the given ID (404).
 	ErrNoSuchExecSession = errors.New("no such exec session")
-	// ErrNoSuchPath: a path does not exist in a container's filesystem (404).
+	// ErrNoSuchPath: a path does not exist in a container's filesystem, or
+	// on the engine host for the local APIs (local load and build) (404).
 	ErrNoSuchPath = errors.New("no such file or directory")
 	// ErrNoSuchManifestList: no local manifest list has the given name, or
 	// the list has no instance with the given digest (404).

@@ -159,7 +159,8 @@ type ImageTransfer interface {
 	// xz or zstd compressed) with one or more images and stores them all, or
 	// none. It returns the loaded names (the image ID for an untagged image).
 	Load(ctx context.Context, archive io.Reader) ([]string, error)
-	// LoadFile is Load of an archive on the engine host.
+	// LoadFile is Load of an archive on the engine host: path must be
+	// absolute; a path that does not exist is ErrNoSuchPath.
 	LoadFile(ctx context.Context, path string) ([]string, error)
 	// Import creates a one-layer image from a rootfs tarball and returns its ID.
 	Import(ctx context.Context, rootfs io.Reader, opts ImportOptions) (string, error)

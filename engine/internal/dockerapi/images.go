@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -354,7 +355,7 @@ func (s *server) imageCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	opts := core.PullOptions{Reference: ref, Policy: core.PullPolicy("always"), Auth: auth}
+	opts := core.PullOptions{Reference: ref, Policy: core.PullPolicy("always"), Auth: auth, TLSVerify: dockerTLSVerify(ref)}
 	if p := q.str("platform"); p != "" {
 		parts := strings.Split(p, "/")
 		opts.OS = parts[0]
@@ -446,7 +447,7 @@ func (s *server) imagePush(w http.ResponseWriter, r *http.Request, name string) 
 	}
 	js := startJSONStream(w)
 	js.send(progressMessage{Status: "The push refers to repository [" + name + "]"})
-	digest, err := s.deps.Transfer.Push(r.Context(), ref, core.PushOptions{Destination: ref, Auth: auth, Format: "v2s2"})
+	digest, err := s.deps.Transfer.Push(r.Context(), ref, core.PushOptions{Destination: ref, Auth: auth, Format: "v2s2", TLSVerify: dockerTLSVerify(ref)})
 	if err != nil {
 		js.fail(err)
 		return
@@ -517,4 +518,27 @@ func withTag(repo, tag string) string {
 		return repo
 	}
 	return repo + ":latest"
+}
+
+// dockerTLSVerify applies dockerd's default insecure registries to ref:
+// a registry on a loopback address (127.0.0.0/8, ::1, localhost) is talked
+// to without TLS verification, falling back to plain HTTP, as Docker
+// clients expect; any other registry follows the engine's registries.conf
+// (nil). The libpod API has no such default: Podman's clients say
+// tlsVerify=false themselves.
+func dockerTLSVerify(ref string) *bool {
+	ref = strings.TrimPrefix(ref, "docker://")
+	host, _, found := strings.Cut(ref, "/")
+	if !found || !strings.ContainsAny(host, ".:") && host != "localhost" {
+		return nil // Docker Hub
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if ip := net.ParseIP(host); (ip != nil && ip.IsLoopback()) || host == "localhost" {
+		verify := false
+		return &verify
+	}
+	return nil
 }

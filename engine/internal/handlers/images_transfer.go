@@ -28,9 +28,12 @@ func registerImageTransferRoutes(r chi.Router, s *Server) {
 	r.Post("/images/scp/{name:.*}", s.scpImage)
 }
 
-// pullReport is one line of ImagesPull's stream, in Podman's shape; with
-// pullProgress, progress lines carry PullProgress instead of Stream.
+// pullReport is one line of ImagesPull's stream, in Podman's shape. With
+// pullProgress every line also carries Podman 6's status ("pulling", then
+// "success" or "error" on the last line) and blob lines carry PullProgress;
+// the default stream stays Podman 4/5's (no status).
 type pullReport struct {
+	Status       string        `json:"status,omitempty"`
 	Stream       string        `json:"stream,omitempty"`
 	Error        string        `json:"error,omitempty"`
 	Images       []string      `json:"images,omitempty"`
@@ -38,12 +41,32 @@ type pullReport struct {
 	PullProgress *pullProgress `json:"pullProgress,omitempty"`
 }
 
-// pullProgress is where one blob of a pull stands.
+// pullProgress is where one blob of a pull stands: Podman 6's
+// ArtifactPullProgress.
 type pullProgress struct {
-	Status              string `json:"status"`
-	Current             int64  `json:"current"`
-	Total               int64  `json:"total"`
-	ProgressComponentID string `json:"progressComponentID"`
+	Status              string `json:"status,omitempty"`
+	Current             int64  `json:"current,omitempty"`
+	Total               int64  `json:"total,omitempty"`
+	ProgressComponentID string `json:"progressComponentID,omitempty"`
+}
+
+// pullProgressWords are Podman 6's stream text and blob status of each
+// blob step.
+var pullProgressWords = map[core.BlobEvent]struct{ stream, status string }{
+	core.BlobStarted: {"Starting to pull artifact", "pulling"},
+	core.BlobRead:    {"Pulling artifact", "pulling"},
+	core.BlobDone:    {"Artifact pulled successfully", "success"},
+	core.BlobSkipped: {"Artifact already exists", "skipped"},
+}
+
+// pullProgressLine is the stream line of one blob step with pullProgress.
+func pullProgressLine(p core.BlobProgress) pullReport {
+	words := pullProgressWords[p.Event]
+	progress := &pullProgress{Status: words.status, ProgressComponentID: p.Digest}
+	if p.Event != core.BlobSkipped {
+		progress.Current, progress.Total = p.Current, p.Total
+	}
+	return pullReport{Status: "pulling", Stream: words.stream, PullProgress: progress}
 }
 
 // compatProgress is one line of a Docker-style pull stream (compatMode).
@@ -86,7 +109,8 @@ func shortDigest(digest string) string {
 // pullImage is ImagesPull (v2): progress lines, then the pulled image IDs.
 // compatMode streams Docker's progress objects instead (status, id,
 // progressDetail) and ends with Docker's status line; pullProgress streams
-// each blob's progress, then the final report. quiet with either is 400.
+// Podman 6's lines (text and each blob's progress, with status), then the
+// final report with its status. quiet with either is 400.
 func (s *Server) pullImage(w http.ResponseWriter, r *http.Request) {
 	values := foldQuery(r)
 	q := struct {
@@ -146,9 +170,8 @@ func (s *Server) pullImage(w http.ResponseWriter, r *http.Request) {
 		s.pullCompat(w, r, stream, opts)
 		return
 	case q.Progress:
-		opts.Blobs = func(p core.BlobProgress) {
-			stream.send(pullReport{PullProgress: &pullProgress{Status: string(p.Event), Current: p.Current, Total: p.Total, ProgressComponentID: p.Digest}})
-		}
+		opts.Blobs = func(p core.BlobProgress) { stream.send(pullProgressLine(p)) }
+		opts.Progress = stream.progress(func(text string) any { return pullReport{Status: "pulling", Stream: text} })
 	case !q.Quiet:
 		opts.Progress = stream.progress(func(text string) any { return pullReport{Stream: text} })
 	}
@@ -156,11 +179,17 @@ func (s *Server) pullImage(w http.ResponseWriter, r *http.Request) {
 	if answerUnstreamed(w, stream, err, func() { writeJSON(w, http.StatusOK, pullResult(ids)) }) {
 		return
 	}
+	final := pullResult(ids)
 	if err != nil {
-		stream.send(pullReport{Error: err.Error()})
-		return
+		final = pullReport{Error: err.Error()}
 	}
-	stream.send(pullResult(ids))
+	if q.Progress {
+		final.Status = "success"
+		if err != nil {
+			final.Status = "error"
+		}
+	}
+	stream.send(final)
 }
 
 // pullCompat runs a pull answered as Docker's progress stream.

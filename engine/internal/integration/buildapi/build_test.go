@@ -334,10 +334,17 @@ func TestLocalBuild(t *testing.T) {
 		t.Fatalf("local build: %d %q %s", res.status, res.err, res.body)
 	}
 	file := filepath.Join(dir, "f")
-	for _, bad := range []string{"relative/dir", dir + "/../" + filepath.Base(dir), file, dir + "/missing", ""} {
+	for _, bad := range []string{"relative/dir", dir + "/../" + filepath.Base(dir), file, ""} {
 		r := e.do(http.MethodPost, "/v5.0.0/libpod/local/build?localcontextdir="+url.QueryEscape(bad), "", nil)
 		if r.status != http.StatusBadRequest || !bytes.Contains(r.body, []byte("localcontextdir")) {
 			t.Errorf("localcontextdir %q: %d %s", bad, r.status, r.body)
+		}
+	}
+	// Paths that do not exist are 404, as in Podman's local build.
+	for _, q := range []string{"localcontextdir=" + url.QueryEscape(dir+"/missing"), "localcontextdir=" + url.QueryEscape(dir) + "&dockerfile=Nofile"} {
+		r := e.do(http.MethodPost, "/v5.0.0/libpod/local/build?"+q, "", nil)
+		if r.status != http.StatusNotFound || !bytes.Contains(r.body, []byte("file does not exist")) {
+			t.Errorf("local build %s: %d %s", q, r.status, r.body)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
@@ -142,6 +143,9 @@ func (b *Builder) BuildDir(ctx context.Context, dir string, opts core.BuildOptio
 	if err := checkLocalDir(dir); err != nil {
 		return "", err
 	}
+	if err := checkLocalContainerfiles(dir, opts.Containerfiles); err != nil {
+		return "", err
+	}
 	ph := newPhases()
 	id, err := b.build(ctx, &buildContext{dir: dir}, opts, ph)
 	ph.log(b.o.Logger, "build finished", "image", id, "failed", err != nil)
@@ -163,13 +167,28 @@ func checkLocalDir(dir string) error {
 	}
 	fi, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return core.InvalidArgument(field, fmt.Errorf("%q does not exist", dir))
+		return fmt.Errorf("%s: file does not exist: %q: %w", field, dir, core.ErrNoSuchPath)
 	}
 	if err != nil {
 		return core.InvalidArgument(field, err)
 	}
 	if !fi.IsDir() {
 		return core.InvalidArgument(field, fmt.Errorf("%q is not a directory", dir))
+	}
+	return nil
+}
+
+// checkLocalContainerfiles answers ErrNoSuchPath (404, as Podman's local
+// build does) for a named Containerfile that is not in the local context.
+func checkLocalContainerfiles(dir string, names []string) error {
+	for _, name := range names {
+		if strings.Contains(name, "://") {
+			continue // refused with its own words when read
+		}
+		p := filepath.Join(dir, filepath.Clean("/"+name))
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("dockerfile: file does not exist: %q: %w", p, core.ErrNoSuchPath)
+		}
 	}
 	return nil
 }

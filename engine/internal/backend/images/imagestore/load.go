@@ -44,10 +44,14 @@ func (t *Transfer) LoadFile(ctx context.Context, path string) (_ []string, err e
 	if path == "" {
 		return nil, core.InvalidArgument("path", errors.New("must not be empty"))
 	}
+	if !filepath.IsAbs(path) {
+		return nil, core.InvalidArgument("path", fmt.Errorf("%q is not an absolute path", path))
+	}
 	info, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, core.InvalidArgument("path", fmt.Errorf("%s does not exist", path))
+			// Podman's ImagesLocalLoad answers 404 with these words.
+			return nil, fmt.Errorf("file does not exist: %q: %w", path, core.ErrNoSuchPath)
 		}
 		return nil, core.InvalidArgument("path", err)
 	}

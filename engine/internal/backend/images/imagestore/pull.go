@@ -2,10 +2,13 @@ package imagestore
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -257,26 +260,66 @@ func (t *Transfer) remoteMatches(ctx context.Context, name string, local *core.I
 }
 
 // classifyRegistryError maps registry answers to domain errors: an unknown
-// repository or manifest is ErrNoSuchImage; the rest keeps its text, which
-// already names the registry and what failed (connection refused, TLS,
-// credentials).
+// repository or manifest is ErrNoSuchImage, its text and root cause the
+// registry's own words ("manifest unknown", as Podman reports them); a TLS
+// failure (a plain-HTTP registry, an unknown authority, a wrong host
+// name) is ErrInvalidArgument about tlsVerify, the client's choice to
+// make; the rest keeps its text, which already names the registry and what
+// failed (connection refused, credentials).
 func classifyRegistryError(err error) error {
 	var coder errcode.ErrorCoder
 	if errors.As(err, &coder) {
 		switch coder.ErrorCode() {
 		case v2.ErrorCodeManifestUnknown, v2.ErrorCodeNameUnknown:
-			return fmt.Errorf("%w: %w", core.ErrNoSuchImage, err)
+			words := coder.ErrorCode().Message()
+			var registryErr errcode.Error
+			if errors.As(err, &registryErr) && registryErr.Message != "" {
+				words = registryErr.Message
+			}
+			return registryNotFound{words: errors.New(words), err: err}
 		}
 	}
 	var unauthorized docker.ErrUnauthorizedForCredentials
 	if errors.As(err, &unauthorized) {
 		return err
 	}
+	if tlsFailure(err) {
+		return core.InvalidArgument("tlsVerify", fmt.Errorf("the registry's TLS cannot be verified (tlsVerify=false, or the registry insecure in registries.conf, talks to a plain-HTTP or self-signed registry): %w", err))
+	}
 	var netErr net.Error
 	if errors.As(err, &netErr) && netErr.Timeout() {
 		return fmt.Errorf("registry did not answer in time: %w", err)
 	}
 	return err
+}
+
+// registryNotFound is a registry's "manifest unknown" or "name unknown":
+// ErrNoSuchImage (404) whose text is the whole error and whose root cause
+// (the first error it wraps, what the API answers as cause) is the
+// registry's own message.
+type registryNotFound struct {
+	words error
+	err   error
+}
+
+func (e registryNotFound) Error() string   { return e.err.Error() }
+func (e registryNotFound) Unwrap() []error { return []error{e.words, e.err} }
+
+// Is makes errors.Is(err, core.ErrNoSuchImage) true.
+func (e registryNotFound) Is(target error) bool { return target == core.ErrNoSuchImage }
+
+// tlsFailure reports whether err is a TLS failure against a registry: it
+// answered HTTPS with plain HTTP, or its certificate did not verify.
+func tlsFailure(err error) bool {
+	var (
+		verify    *tls.CertificateVerificationError
+		authority x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		record    tls.RecordHeaderError
+	)
+	return errors.Is(err, http.ErrSchemeMismatch) || errors.As(err, &verify) || errors.As(err, &authority) ||
+		errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &record)
 }
 
 // announce returns a writer that writes line before the first progress

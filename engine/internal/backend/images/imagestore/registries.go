@@ -12,19 +12,16 @@ import (
 )
 
 // defaultRegistriesConf searches no registry for short names (so a short name
-// means a local image, localhost/NAME first) and talks plain HTTP to registries
-// on this host, which is where tests and local development run them.
+// means a local image, localhost/NAME first) and marks no registry insecure:
+// as with Podman's defaults, a plain-HTTP registry (on this host too) is
+// reached only when the request says tlsVerify=false, and without it the
+// push or pull fails naming the TLS problem instead of falling back to
+// HTTP. (The Docker API applies dockerd's loopback default itself.)
 const defaultRegistriesConf = `# Written by berth-engine on first start; edit freely, the engine keeps it.
+# A registry listed with insecure = true is reached without TLS verification
+# (and over plain HTTP) even when a request does not say tlsVerify=false.
 unqualified-search-registries = []
 short-name-mode = "permissive"
-
-[[registry]]
-location = "localhost"
-insecure = true
-
-[[registry]]
-location = "127.0.0.1"
-insecure = true
 `
 
 // defaultPolicy accepts any image: the engine has no trust configuration of its own.

@@ -229,29 +229,49 @@ func TestHTTPPullPushStreams(t *testing.T) {
 		t.Errorf("compatMode ends with %v", lines[len(lines)-1])
 	}
 
-	// pullProgress: blob progress lines, then the final report.
+	// pullProgress: Podman 6's lines (text, and each blob's progress with
+	// its words), every one with a status, then the final report.
 	progress := newEnv(t).server(t)
 	status, body = call(t, http.MethodPost, progress.URL+"/v5.0.0/libpod/images/pull?pullProgress=true&tlsVerify=false&reference="+url.QueryEscape(ref), nil, http.Header{"X-Registry-Auth": {single}})
 	lines = streamLines(t, body)
 	if status != http.StatusOK || len(lines) < 3 {
 		t.Fatalf("pullProgress pull: %d %s", status, body)
 	}
-	done := 0
+	done, text := 0, 0
+	words := map[string]string{"Starting to pull artifact": "pulling", "Pulling artifact": "pulling", "Artifact pulled successfully": "success", "Artifact already exists": "skipped"}
 	for _, l := range lines[:len(lines)-1] {
+		if l["status"] != "pulling" {
+			t.Errorf("pullProgress line without status pulling: %v", l)
+		}
 		p, ok := l["pullProgress"].(map[string]any)
-		if !ok || len(l) != 1 {
-			t.Errorf("pullProgress line %v", l)
+		if !ok {
+			if s, _ := l["stream"].(string); s != "" && len(l) == 2 {
+				text++
+			} else {
+				t.Errorf("pullProgress text line %v", l)
+			}
 			continue
 		}
-		if p["status"] == "done" && strings.HasPrefix(p["progressComponentID"].(string), "sha256:") {
+		if want, known := words[l["stream"].(string)]; !known || p["status"] != want {
+			t.Errorf("pullProgress line %v: stream and status do not match Podman 6's words", l)
+		}
+		if p["status"] == "success" && strings.HasPrefix(p["progressComponentID"].(string), "sha256:") && p["total"] != nil && p["current"] == p["total"] {
 			done++
 		}
 	}
-	if done < 2 {
-		t.Errorf("pullProgress reported %d finished blobs, want the layer and the configuration", done)
+	if done < 2 || text == 0 {
+		t.Errorf("pullProgress reported %d finished blobs (want the layer and the configuration) and %d text lines", done, text)
 	}
-	if last := lines[len(lines)-1]; last["id"] != id {
-		t.Errorf("pullProgress ends with %v, want the report of %s", last, id)
+	if last := lines[len(lines)-1]; last["id"] != id || last["status"] != "success" {
+		t.Errorf("pullProgress ends with %v, want the report of %s with status success", last, id)
+	}
+	// The default stream keeps Podman 4/5's lines: no status.
+	plain := newEnv(t).server(t)
+	_, body = call(t, http.MethodPost, plain.URL+"/v5.0.0/libpod/images/pull?tlsVerify=false&reference="+url.QueryEscape(ref), nil, http.Header{"X-Registry-Auth": {single}})
+	for _, l := range streamLines(t, body) {
+		if _, has := l["status"]; has {
+			t.Errorf("default pull stream line with a status: %v", l)
+		}
 	}
 	for _, q := range []string{"quiet=true&compatMode=true", "quiet=true&pullProgress=true", "compatMode=true&pullProgress=true"} {
 		status, body = call(t, http.MethodPost, obase+"/images/pull?"+q+"&reference="+url.QueryEscape(ref), nil, nil)

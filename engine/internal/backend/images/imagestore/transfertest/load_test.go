@@ -98,8 +98,11 @@ func TestLoadOCIArchiveAndCompressedArchives(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(names, []string{"localhost/local:1"}) {
 		t.Fatalf("local load: %v %v", names, err)
 	}
-	if _, err := e.transfer.LoadFile(context.Background(), filepath.Join(t.TempDir(), "missing.tar")); !errors.Is(err, core.ErrInvalidArgument) {
-		t.Errorf("missing path: %v, want invalid argument", err)
+	if _, err := e.transfer.LoadFile(context.Background(), filepath.Join(t.TempDir(), "missing.tar")); !errors.Is(err, core.ErrNoSuchPath) {
+		t.Errorf("missing path: %v, want no such path", err)
+	}
+	if _, err := e.transfer.LoadFile(context.Background(), "relative.tar"); !errors.Is(err, core.ErrInvalidArgument) {
+		t.Errorf("relative path: %v, want invalid argument", err)
 	}
 	checkStore(t, e.store.Storage())
 }
