@@ -14,9 +14,10 @@ var ErrNoSuchQuadlet = errors.New("no such quadlet")
 // directory. Units are validated and kept; activated ones are also turned
 // into the engine objects they describe, and torn down with them.
 type Quadlets interface {
-	// Install unpacks a tar archive of one quadlet unit and the files it
-	// references. Invalid units are ErrInvalidArgument naming file, line
-	// and key; a taken name without Replace is ErrNameInUse.
+	// Install unpacks a tar archive (or multipart body) of one quadlet
+	// unit and the files it references. Invalid units are
+	// ErrInvalidArgument naming file, line and key; so is a taken name
+	// without Replace, as Podman answers it (400).
 	Install(ctx context.Context, archive io.Reader, opts QuadletInstallOptions) (QuadletInstallReport, error)
 	// List answers the installed quadlets passing the filters (name, status, pod).
 	List(ctx context.Context, filters map[string][]string) ([]QuadletListEntry, error)
@@ -38,6 +39,11 @@ type QuadletInstallOptions struct {
 	// ReloadSystemd hands the unit to systemd (its generated service and a
 	// daemon-reload), only where systemd runs.
 	ReloadSystemd bool
+	// MultipartBoundary, when set, says the archive is a multipart/form-data
+	// body with this boundary instead of a tar: each part with a file name
+	// is one file (named by the name's last element), as Podman's install
+	// reads such a body.
+	MultipartBoundary string
 }
 
 // QuadletInstallReport is InstallQuadlets' answer: the archive path of
@@ -62,9 +68,11 @@ type QuadletRemoveOptions struct {
 	// All removes every installed quadlet.
 	All bool
 	// Force removes active quadlets too, tearing down what their
-	// activation created; without it an active quadlet is ErrStateConflict.
+	// activation created; without it an active quadlet is an
+	// ErrInvalidArgument naming force (Podman's 400).
 	Force bool
-	// Ignore skips names that are not installed.
+	// Ignore reports names that are not installed as removed, as Podman's
+	// report does, instead of as errors.
 	Ignore bool
 	// ReloadSystemd removes the quadlet's generated service from systemd
 	// (a daemon-reload), only where systemd runs.

@@ -85,11 +85,16 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if _, ok := matchSegments(pattern, path); ok {
-			apierror.WriteEngine(w, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed for %s", apierror.Echo(r.Method), apierror.Echo(r.URL.Path)))
+			writeMethodNotAllowed(w, r)
 			return
 		}
 	}
 	notFound(w, r)
+}
+
+// writeMethodNotAllowed answers 405 with the engine error body.
+func writeMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	apierror.WriteEngine(w, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed for %s", apierror.Echo(r.Method), apierror.Echo(r.URL.Path)))
 }
 
 // routePatterns lists the path of every route of mux, split into segments.

@@ -145,8 +145,8 @@ func TestQuadletActivation(t *testing.T) {
 		t.Fatal("the replaced container's port is still published")
 	}
 
-	te.mustFail(http.StatusConflict, "DELETE", "/quadlets/bqa-web.container", nil, "is running and force is not set")
-	te.mustFail(http.StatusConflict, "DELETE", "/quadlets/bqa-net.network", nil, "is running and force is not set")
+	te.mustFail(http.StatusBadRequest, "DELETE", "/quadlets/bqa-web.container", nil, "is running and force is not set")
+	te.mustFail(http.StatusBadRequest, "DELETE", "/quadlets/bqa-net.network", nil, "is running and force is not set")
 	te.Must(http.StatusOK, "DELETE", "/quadlets/bqa-web.container?force=true", nil)
 	if te.exists("/containers/bqa-web") {
 		t.Fatal("the container outlived its quadlet")
@@ -270,7 +270,7 @@ func TestQuadletKubeActivation(t *testing.T) {
 	if st := te.quadletStatus(); st["bqa-kube.kube"] != "active/running" {
 		t.Fatalf("statuses: %v", st)
 	}
-	te.mustFail(http.StatusConflict, "DELETE", "/quadlets/bqa-kube.kube", nil, "force is not set")
+	te.mustFail(http.StatusBadRequest, "DELETE", "/quadlets/bqa-kube.kube", nil, "force is not set")
 	te.Must(http.StatusOK, "DELETE", "/quadlets/bqa-kube.kube?force=true", nil)
 	if te.exists("/pods/bqa-kpod") {
 		t.Fatal("the pod outlived its .kube quadlet")

@@ -77,7 +77,7 @@ func TestQuadletActivationSurvivesKill(t *testing.T) {
 	if st["bqa-crash.container"] != "active/running" || st["bqa-crash.network"] != "active/exited" || st["bqa-cdata.volume"] != "active/exited" {
 		t.Fatalf("statuses after the restart: %v", st)
 	}
-	te.mustFail(http.StatusConflict, "DELETE", "/quadlets/bqa-crash.container", nil, "force is not set")
+	te.mustFail(http.StatusBadRequest, "DELETE", "/quadlets/bqa-crash.container", nil, "force is not set")
 	te.Must(http.StatusOK, "DELETE", "/quadlets?all=true&force=true", nil)
 	if te.exists("/containers/systemd-bqa-crash") || te.exists("/networks/systemd-bqa-crash") || te.exists("/volumes/systemd-bqa-cdata") {
 		t.Fatal("an object outlived its quadlet")

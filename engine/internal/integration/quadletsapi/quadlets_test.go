@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -110,7 +111,8 @@ func TestQuadletRoutes(t *testing.T) {
 	te.mustFail(http.StatusNotFound, "GET", "/quadlets/nope.container/file", nil, "no such quadlet")
 
 	// Bad input: each case is refused and installs nothing.
-	te.mustFail(http.StatusConflict, "POST", "/quadlets", tarOf(t, "web.container", webUnit), "web.container already exists")
+	// A taken name: Podman's 400 and words.
+	te.mustFail(http.StatusBadRequest, "POST", "/quadlets", tarOf(t, "web.container", webUnit), "errors occurred installing some Quadlets: web.container: a Quadlet with name web.container already exists, refusing to overwrite")
 	te.mustFail(http.StatusBadRequest, "POST", "/quadlets", tarOf(t, "bad.container", "[Container]\nImage=x\nImagee=y\nReadOnly=maybe\n"),
 		"bad.container line 3: [Container] key Imagee: unsupported key", "bad.container line 4: [Container] key ReadOnly")
 	te.mustFail(http.StatusBadRequest, "POST", "/quadlets", tarOf(t, "web.txt", "x"), "no quadlet files found")
@@ -127,13 +129,58 @@ func TestQuadletRoutes(t *testing.T) {
 		t.Fatalf("a refused install left something: %+v", list)
 	}
 
+	// Multipart form data, as Podman's install takes it: each part with a
+	// file name is a file, other fields are skipped.
+	var mp bytes.Buffer
+	mw := multipart.NewWriter(&mp)
+	mw.WriteField("note", "not a file")
+	fw, _ := mw.CreateFormFile("file", "mp.container")
+	fw.Write([]byte("[Container]\nImage=busybox\nEnvironmentFile=mp.env\n"))
+	fw, _ = mw.CreateFormFile("file", "mp.env")
+	fw.Write([]byte("B=2\n"))
+	mw.Close()
+	status, data := te.Raw("POST", "/quadlets", mw.FormDataContentType(), &mp)
+	report.InstalledQuadlets = nil
+	if err := json.Unmarshal(data, &report); status != http.StatusOK || err != nil || len(report.InstalledQuadlets) != 2 ||
+		report.InstalledQuadlets["mp.env"] != filepath.Join(te.Root, "quadlets", "mp.container", "mp.env") {
+		t.Fatalf("multipart install: %d %s", status, data)
+	}
+	if got := string(te.Must(http.StatusOK, "GET", "/quadlets/mp.container/file", nil)); !strings.Contains(got, "EnvironmentFile=mp.env") {
+		t.Fatalf("multipart unit: %q", got)
+	}
+	te.Must(http.StatusOK, "DELETE", "/quadlets/mp.container", nil)
+	for ct, want := range map[string]string{"text/plain": "text/plain is not supported", "multipart/form-data": "without a boundary"} {
+		status, data := te.Raw("POST", "/quadlets", ct, strings.NewReader("x"))
+		if status != http.StatusBadRequest || !strings.Contains(string(data), "Content-Type") || !strings.Contains(string(data), want) {
+			t.Errorf("Content-Type %s: %d %s", ct, status, data)
+		}
+	}
+
 	// Replace, then removal.
-	te.Must(http.StatusOK, "POST", "/quadlets?replace=true", tarOf(t, "web.container", "[Container]\nImage=alpine\n"))
+	report.InstalledQuadlets = nil
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/quadlets?replace=true", tarOf(t, "web.container", "[Container]\nImage=alpine\n")), &report)
+	if len(report.InstalledQuadlets) != 1 || report.InstalledQuadlets["web.container"] != installed {
+		t.Fatalf("replace report: %+v", report)
+	}
 	if got := string(te.Must(http.StatusOK, "GET", "/quadlets/web.container/file", nil)); !strings.Contains(got, "alpine") {
 		t.Fatalf("after replace: %q", got)
 	}
 	te.mustFail(http.StatusNotFound, "DELETE", "/quadlets/nope.container", nil, "no such quadlet")
-	te.Must(http.StatusOK, "DELETE", "/quadlets/nope.container?ignore=true", nil)
+	// With ignore a missing name is reported as removed, as Podman's report has it.
+	var ignored struct {
+		Removed []string
+		Errors  map[string]string
+	}
+	json.Unmarshal(te.Must(http.StatusOK, "DELETE", "/quadlets/nope.container?ignore=true", nil), &ignored)
+	if len(ignored.Removed) != 1 || ignored.Removed[0] != "nope.container" || len(ignored.Errors) != 0 {
+		t.Fatalf("removal with ignore: %+v", ignored)
+	}
+	// The other methods on a quadlet's path: 405, as Podman's router answers.
+	for _, method := range []string{"GET", "POST", "PUT", "PATCH"} {
+		te.mustFail(http.StatusMethodNotAllowed, method, "/quadlets/web.container", nil, "not allowed")
+	}
+	te.mustFail(http.StatusMethodNotAllowed, "PUT", "/quadlets", nil, "not allowed")
+	te.mustFail(http.StatusMethodNotAllowed, "POST", "/quadlets/web.container/file", nil, "not allowed")
 	te.mustFail(http.StatusBadRequest, "DELETE", "/quadlets", nil, "at least 1 quadlet")
 	te.mustFail(http.StatusBadRequest, "DELETE", "/quadlets?all=true&quadlets=db.pod", nil, "may not pass any quadlet names")
 	var rm struct {

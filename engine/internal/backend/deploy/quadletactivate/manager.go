@@ -169,7 +169,7 @@ func (m *Manager) Install(ctx context.Context, archive io.Reader, opts core.Quad
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	report, err := m.o.Store.InstallChecked(ctx, archive, core.QuadletInstallOptions{Replace: opts.Replace}, check)
+	report, err := m.o.Store.InstallChecked(ctx, archive, core.QuadletInstallOptions{Replace: opts.Replace, MultipartBoundary: opts.MultipartBoundary}, check)
 	if err != nil {
 		return report, err
 	}
@@ -300,8 +300,9 @@ func (m *Manager) Print(ctx context.Context, name string) (string, error) {
 	return m.o.Store.Print(ctx, name)
 }
 
-// Remove removes quadlets. An active one needs Force (else
-// ErrStateConflict, as Podman answers for a running unit), which tears
+// Remove removes quadlets. An active one needs Force (else an
+// ErrInvalidArgument naming force, as Podman answers 400 for a running
+// unit), which tears
 // down what its activation created before its files go.
 func (m *Manager) Remove(ctx context.Context, names []string, opts core.QuadletRemoveOptions) (core.QuadletRemoveReport, error) {
 	if opts.ReloadSystemd {
@@ -334,7 +335,8 @@ func (m *Manager) Remove(ctx context.Context, names []string, opts core.QuadletR
 	for _, name := range names {
 		if rec, ok := recs[name]; ok {
 			if !opts.Force {
-				fail(name, fmt.Errorf("quadlet %s is running and force is not set, refusing to remove: %w", name, core.ErrStateConflict))
+				// Podman answers 400 with these words.
+				fail(name, core.InvalidArgument("force", fmt.Errorf("quadlet %s is running and force is not set, refusing to remove", name)))
 				continue
 			}
 			if err := m.o.Records.SetQuadletStatus(ctx, name, statusRemoving); err != nil {

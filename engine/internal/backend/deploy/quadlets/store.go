@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"mime/multipart"
 	"os"
 	"path"
 	"path/filepath"
@@ -119,7 +120,12 @@ func (s *Store) InstallChecked(_ context.Context, archive io.Reader, opts core.Q
 		return core.QuadletInstallReport{}, fmt.Errorf("quadlets: %w", err)
 	}
 	defer os.RemoveAll(staging)
-	files, err := unpack(staging, archive)
+	var files []string
+	if opts.MultipartBoundary != "" {
+		files, err = unpackMultipart(staging, multipart.NewReader(archive, opts.MultipartBoundary))
+	} else {
+		files, err = unpack(staging, archive)
+	}
 	if err != nil {
 		return core.QuadletInstallReport{}, err
 	}
@@ -162,7 +168,9 @@ func (s *Store) InstallChecked(_ context.Context, archive io.Reader, opts core.Q
 	_, statErr := os.Lstat(final)
 	exists := statErr == nil
 	if exists && !opts.Replace {
-		return core.QuadletInstallReport{}, fmt.Errorf("a quadlet with name %s already exists, refusing to overwrite: %w", name, core.ErrNameInUse)
+		// Podman reports the file in QuadletErrors and answers 400 with
+		// these words.
+		return core.QuadletInstallReport{}, core.InvalidArgument("replace", fmt.Errorf("errors occurred installing some Quadlets: %s: a Quadlet with name %s already exists, refusing to overwrite", unitPath, name))
 	}
 	if err := syncDir(staging); err != nil {
 		return core.QuadletInstallReport{}, err
@@ -234,6 +242,59 @@ func unpack(dir string, archive io.Reader) ([]string, error) {
 		default:
 			return nil, core.InvalidArgument("body", fmt.Errorf("tar entry %q: only regular files and directories can be installed", hdr.Name))
 		}
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// unpackMultipart writes the parts of a multipart/form-data body that carry
+// a file name under dir, each as a file of its base name (as Podman's
+// install reads them; parts without a file name are skipped), and returns
+// their names. The limits of a tar install apply.
+func unpackMultipart(dir string, mr *multipart.Reader) ([]string, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("quadlets: %w", err)
+	}
+	defer root.Close()
+	var files []string
+	var total int64
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, core.InvalidArgument("body", fmt.Errorf("reading the multipart body: %w", err))
+		}
+		name := part.FileName()
+		if name == "" {
+			part.Close()
+			continue
+		}
+		if name == "." || name == ".." || name == "/" || strings.HasPrefix(name, stagingPrefix) || strings.HasPrefix(name, trashPrefix) {
+			part.Close()
+			return nil, core.InvalidArgument("body", fmt.Errorf("multipart file name %q is not a file name", part.FileName()))
+		}
+		if len(files) >= maxArchiveFiles {
+			part.Close()
+			return nil, fmt.Errorf("more than %d files in one install: %w", maxArchiveFiles, core.ErrTooLarge)
+		}
+		// One byte past the budget tells a part that exceeds it.
+		lr := &io.LimitedReader{R: part, N: maxArchiveBytes - total + 1}
+		err = writeEntry(root, name, lr)
+		part.Close()
+		if err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return nil, core.InvalidArgument("body", fmt.Errorf("file %q is sent twice", name))
+			}
+			return nil, core.InvalidArgument("body", fmt.Errorf("multipart file %q: %w", name, err))
+		}
+		total = maxArchiveBytes + 1 - lr.N
+		if total > maxArchiveBytes {
+			return nil, fmt.Errorf("quadlet files larger than %d bytes: %w", maxArchiveBytes, core.ErrTooLarge)
+		}
+		files = append(files, name)
 	}
 	sort.Strings(files)
 	return files, nil
@@ -502,6 +563,8 @@ func (s *Store) Remove(ctx context.Context, names []string, opts core.QuadletRem
 	for _, name := range names {
 		if _, err := s.unitPath(name); err != nil {
 			if errors.Is(err, core.ErrNoSuchQuadlet) && opts.Ignore {
+				// Podman's report lists an ignored name as removed.
+				report.Removed = append(report.Removed, name)
 				continue
 			}
 			fail(name, err)

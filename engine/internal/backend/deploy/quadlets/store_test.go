@@ -76,7 +76,8 @@ func TestStoreInstallListRemove(t *testing.T) {
 	if _, err := s.List(ctx, map[string][]string{"label": {"x"}}); !errors.Is(err, core.ErrInvalidArgument) {
 		t.Fatalf("filter label: %v", err)
 	}
-	if _, err := s.Install(ctx, tarOf(t, "web.container", webUnit), core.QuadletInstallOptions{}); !errors.Is(err, core.ErrNameInUse) {
+	if _, err := s.Install(ctx, tarOf(t, "web.container", webUnit), core.QuadletInstallOptions{}); !errors.Is(err, core.ErrInvalidArgument) ||
+		!strings.Contains(err.Error(), "a Quadlet with name web.container already exists, refusing to overwrite") {
 		t.Fatalf("second install without replace: %v", err)
 	}
 	replaced := "[Container]\nImage=alpine\n"
