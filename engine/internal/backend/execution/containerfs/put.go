@@ -110,6 +110,10 @@ func Receive(r io.Reader, spool io.Writer, rename map[string]string) error {
 			if counted.err != nil {
 				return fmt.Errorf("keeping the archive: %w", counted.err)
 			}
+			if errors.Is(err, core.ErrTooLarge) {
+				// The reader's bound (what the archive expands to), not the archive's fault.
+				return err
+			}
 			return badArchive("not a valid tar archive: %v", err)
 		}
 		if err := checkHeader(h, rename); err != nil {

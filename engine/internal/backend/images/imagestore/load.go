@@ -24,6 +24,7 @@ import (
 	imgspecv1 "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/archivefmt"
+	"github.com/berth-project/berth/engine/internal/backend/platform/sizelimit"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -147,7 +148,8 @@ func (t *Transfer) decompressed(ctx context.Context, path string) (string, func(
 		return "", noop, fmt.Errorf("opening archive: %w", err)
 	}
 	defer f.Close()
-	algo, decompressor, stream, err := compression.DetectCompressionFormat(f)
+	src := sizelimit.Count(f)
+	algo, decompressor, stream, err := compression.DetectCompressionFormat(src)
 	if err != nil {
 		return "", noop, core.InvalidArgument("archive", fmt.Errorf("detecting compression: %w", err))
 	}
@@ -159,7 +161,9 @@ func (t *Transfer) decompressed(ctx context.Context, path string) (string, func(
 		return "", noop, core.InvalidArgument("archive", fmt.Errorf("%s stream: %w", algo.Name(), err))
 	}
 	defer rc.Close()
-	out, err := t.spool(ctx, rc, "load-decompressed-*.tar", "archive", "decompressing "+algo.Name()+" archive")
+	// A bomb is refused by its expansion within the first few hundred
+	// megabytes, not after spooling the whole size bound.
+	out, err := t.spool(ctx, sizelimit.LimitRatio(rc, src, "archive"), "load-decompressed-*.tar", "archive", "decompressing "+algo.Name()+" archive")
 	if err != nil {
 		return "", noop, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/execution/containerfs"
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/backend/platform/ioctx"
+	"github.com/berth-project/berth/engine/internal/backend/platform/sizelimit"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -79,7 +80,15 @@ func (m *Manager) PutArchive(ctx context.Context, nameOrID, path string, archive
 	}
 	defer os.Remove(spool.Name())
 	defer spool.Close()
-	if err := containerfs.Receive(ioctx.Reader(ctx, archive), spool, opts.Rename); err != nil {
+	// What the archive expands to is bounded (--max-expanded-size) and a
+	// decompression bomb refused by its expansion ratio as it streams: the
+	// spool of the decompressed archive had no bound before.
+	plain, err := sizelimit.New(m.maxImportSize, "archive").Decompress(ctx, archive)
+	if err != nil {
+		return err
+	}
+	defer plain.Close()
+	if err := containerfs.Receive(plain, spool, opts.Rename); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

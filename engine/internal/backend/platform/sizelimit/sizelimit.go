@@ -116,13 +116,19 @@ func (r *reader) Read(p []byte) (int, error) {
 
 // Decompress returns the decompressed content of r (gzip, zstd, xz or
 // bzip2, detected from its first bytes; anything else passes through as
-// is), read through b.Reader: b bounds the expanded size.
+// is), read through b.Reader: b bounds the expanded size, and LimitRatio
+// its expansion.
 func (b *Budget) Decompress(ctx context.Context, r io.Reader) (io.ReadCloser, error) {
-	rc, _, err := compression.AutoDecompress(r)
+	src := Count(r)
+	rc, compressed, err := compression.AutoDecompress(src)
 	if err != nil {
 		return nil, core.InvalidArgument(b.what, fmt.Errorf("detecting compression: %w", err))
 	}
-	return readCloser{Reader: b.Reader(ctx, rc), Closer: rc}, nil
+	var out io.Reader = rc
+	if compressed {
+		out = LimitRatio(rc, src, b.what)
+	}
+	return readCloser{Reader: b.Reader(ctx, out), Closer: rc}, nil
 }
 
 type readCloser struct {
@@ -160,10 +166,12 @@ func (b *Budget) MeasureTar(ctx context.Context, r io.Reader) error {
 }
 
 // MeasureStream charges what the stream r of size bytes expands to: a
-// compressed stream is decompressed (and discarded) to measure it, anything
-// else is charged at size.
+// compressed stream is decompressed (and discarded) to measure it, and
+// refused early when it expands past MaxRatio (LimitRatio); anything else
+// is charged at size.
 func (b *Budget) MeasureStream(ctx context.Context, r io.Reader, size int64) error {
-	algo, decompressor, stream, err := compression.DetectCompressionFormat(r)
+	src := Count(r)
+	algo, decompressor, stream, err := compression.DetectCompressionFormat(src)
 	if err != nil {
 		return core.InvalidArgument(b.what, fmt.Errorf("detecting compression: %w", err))
 	}
@@ -175,7 +183,7 @@ func (b *Budget) MeasureStream(ctx context.Context, r io.Reader, size int64) err
 		return core.InvalidArgument(b.what, fmt.Errorf("%s stream: %w", algo.Name(), err))
 	}
 	defer rc.Close()
-	if _, err := io.Copy(io.Discard, b.Reader(ctx, rc)); err != nil {
+	if _, err := io.Copy(io.Discard, b.Reader(ctx, LimitRatio(rc, src, b.what))); err != nil {
 		if errors.Is(err, core.ErrTooLarge) || ctx.Err() != nil {
 			return err
 		}
@@ -229,4 +237,77 @@ func FormatSize(n int64) string {
 		}
 	}
 	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+// MaxRatio is how many times its compressed size a stream may expand to,
+// once it has expanded to RatioFloor: more than gzip can reach at all
+// (about 1,032:1), so no gzip stream is ever refused by it, while a zstd
+// stream of zeros (a 135 KB body that expands to the 16 GiB bound took 7 s
+// to refuse by size alone) is refused within a few hundred megabytes.
+const MaxRatio = 4096
+
+// RatioFloor is what a stream may expand to before MaxRatio applies: small
+// streams of zeros (an empty file system image, padding) stay legal.
+const RatioFloor int64 = 64 << 20
+
+// RatioError is a stream that expanded past MaxRatio times its compressed
+// size. It is a core.ErrTooLarge.
+type RatioError struct {
+	What                 string
+	Expanded, Compressed int64
+}
+
+// Error names the content, its expansion and what bound it passed.
+func (e *RatioError) Error() string {
+	return fmt.Sprintf("%s expands more than %d times its compressed size (%d bytes from %d: a decompression bomb)", e.What, MaxRatio, e.Expanded, e.Compressed)
+}
+
+// Is makes errors.Is(err, core.ErrTooLarge) true.
+func (e *RatioError) Is(target error) bool { return target == core.ErrTooLarge }
+
+// Counter counts the bytes read through it: the compressed side of a
+// stream whose expansion LimitRatio bounds.
+type Counter struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+// Count returns a Counter reading r.
+func Count(r io.Reader) *Counter { return &Counter{r: r} }
+
+func (c *Counter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// LimitRatio returns a reader of the decompressed stream r that fails with
+// a *RatioError once more than RatioFloor bytes came out at more than
+// MaxRatio times the bytes read from compressed (what r decompresses). The
+// refusal comes as the stream is read, long before a size bound would.
+func LimitRatio(r io.Reader, compressed *Counter, what string) io.Reader {
+	return &ratioReader{r: r, compressed: compressed, what: what}
+}
+
+type ratioReader struct {
+	r          io.Reader
+	compressed *Counter
+	what       string
+	expanded   int64
+	err        error
+}
+
+func (r *ratioReader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	n, err := r.r.Read(p)
+	r.expanded += int64(n)
+	if r.expanded > RatioFloor {
+		if in := r.compressed.n.Load(); r.expanded > MaxRatio*max(in, 1) {
+			r.err = &RatioError{What: r.what, Expanded: r.expanded, Compressed: in}
+			return 0, r.err
+		}
+	}
+	return n, err
 }

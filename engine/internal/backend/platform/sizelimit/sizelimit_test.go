@@ -188,3 +188,43 @@ func FuzzMeasureTar(f *testing.F) {
 		}
 	})
 }
+
+// TestBombsAreRefusedByRatio: under the default 16 GiB bound, a zstd stream
+// of zeros is refused once it has expanded past RatioFloor at more than
+// MaxRatio times its compressed size (before: only at the bound, 7 s for a
+// 135 KB body), by Decompress and MeasureStream alike; gzip, which cannot
+// pass about 1,032:1, is never refused by the ratio.
+func TestBombsAreRefusedByRatio(t *testing.T) {
+	testdeadline.Set(t, 60*time.Second)
+	bomb := zstdBomb(t, 1<<30)
+	b := New(0, "archive")
+	rc, err := b.Decompress(context.Background(), bytes.NewReader(bomb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, rc)
+	rc.Close()
+	var ratio *RatioError
+	if !errors.As(err, &ratio) || !errors.Is(err, core.ErrTooLarge) {
+		t.Fatalf("decompress: %v after %d bytes, want a RatioError that is core.ErrTooLarge", err, n)
+	}
+	if n > 2*RatioFloor {
+		t.Fatalf("%d bytes came out before the refusal, want about %d", n, RatioFloor)
+	}
+	if !strings.Contains(err.Error(), "archive") || !strings.Contains(err.Error(), "decompression bomb") {
+		t.Fatalf("error %q should name the content and say why", err)
+	}
+	if err := New(0, "layers").MeasureStream(context.Background(), bytes.NewReader(bomb), int64(len(bomb))); !errors.As(err, &ratio) {
+		t.Fatalf("measure: %v, want a RatioError", err)
+	}
+
+	plain := gzipOf(t, 2*RatioFloor)
+	rc, err = New(0, "archive").Decompress(context.Background(), bytes.NewReader(plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if n, err := io.Copy(io.Discard, rc); err != nil || n != 2*RatioFloor {
+		t.Fatalf("gzip of %d zeros: %d bytes, %v", 2*RatioFloor, n, err)
+	}
+}

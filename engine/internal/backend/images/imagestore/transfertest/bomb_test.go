@@ -213,3 +213,30 @@ func decompressing(tmp string) bool {
 	}
 	return false
 }
+
+// TestBombRefusedWithinFiveSeconds: under the default bound (16 GiB), a
+// zstd body of a few hundred kilobytes that expands to 17 GiB is refused
+// with 413 within 5 s of its first byte, by load and import alike, and
+// leaves no temporaries. Before, only the bound stopped it: 7.0 s, after
+// 16 GiB were spooled to the store's tmp directory.
+func TestBombRefusedWithinFiveSeconds(t *testing.T) {
+	e := newEnvWith(t, imagestore.TransferOptions{})
+	srv := e.server(t)
+	bomb := zstdZeros(t, 272) // 17 GiB
+	for _, path := range []string{"/v4.3.1/libpod/images/load", "/v4.3.1/libpod/images/import?reference=bomb"} {
+		start := time.Now()
+		status, body := call(t, http.MethodPost, srv.URL+path, bytes.NewReader(bomb), nil)
+		took := time.Since(start)
+		msg := expectError(t, path, status, body, http.StatusRequestEntityTooLarge)
+		if !strings.Contains(msg.Message, "decompression bomb") {
+			t.Errorf("%s: message %q does not say why", path, msg.Message)
+		}
+		if took > 5*time.Second {
+			t.Errorf("%s: a %d-byte bomb was refused after %v, want within 5s", path, len(bomb), took)
+		}
+		t.Logf("%s: %d-byte body expanding to 17 GiB refused in %v", path, len(bomb), took.Round(time.Millisecond))
+		if left := e.transferTemporaries(t); len(left) > 0 {
+			t.Errorf("%s: temporaries left: %v", path, left)
+		}
+	}
+}
