@@ -14,6 +14,7 @@ require (
 	github.com/docker/go-units v0.5.0
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/go-chi/chi/v5 v5.5.0
+	github.com/godbus/dbus/v5 v5.1.0
 	github.com/klauspost/compress v1.19.1
 	github.com/moby/buildkit v0.23.2
 	github.com/moby/docker-image-spec v1.3.1

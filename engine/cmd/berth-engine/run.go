@@ -123,6 +123,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&cfg.engine.Root, "root", env("BERTH_ENGINE_ROOT", "/var/lib/berth"), "directory for persistent state (BERTH_ENGINE_ROOT)")
 	fs.StringVar(&cfg.engine.RunRoot, "runroot", env("BERTH_ENGINE_RUNROOT", "/run/berth"), "directory for runtime state (BERTH_ENGINE_RUNROOT)")
 	fs.StringVar(&cfg.engine.Runtime, "runtime", env("BERTH_ENGINE_RUNTIME", "runc"), "OCI runtime: runc or crun (BERTH_ENGINE_RUNTIME)")
+	fs.StringVar(&cfg.engine.CgroupManager, "cgroup-manager", env("BERTH_ENGINE_CGROUP_MANAGER", ""), "cgroup manager: systemd (transient scopes and slices through systemd's D-Bus API) or cgroupfs; empty picks as Podman: systemd where systemd runs as PID 1 on cgroup v2, cgroupfs elsewhere (BERTH_ENGINE_CGROUP_MANAGER)")
 	fs.StringVar(&cfg.engine.CRIU, "criu", env("BERTH_ENGINE_CRIU", ""), "CRIU binary for checkpoint and restore (runc only); empty: criu in PATH (BERTH_ENGINE_CRIU)")
 	fs.StringVar(&cfg.engine.StorageDriver, "storage-driver", env("BERTH_ENGINE_STORAGE_DRIVER", ""), "storage driver: overlay or vfs; empty tries overlay and falls back to vfs (BERTH_ENGINE_STORAGE_DRIVER)")
 	fs.StringVar(&cfg.engine.RegistriesConf, "registries-conf", env("BERTH_ENGINE_REGISTRIES_CONF", ""), "registries.conf for short-name resolution; empty uses ROOT/registries.conf, written on first start (BERTH_ENGINE_REGISTRIES_CONF)")

@@ -142,7 +142,14 @@ type ContainerSpec struct {
 	// names the container whose namespace it joins) or path (Value: an
 	// nsfs path). Creation fills in the host's default: private on the
 	// unified hierarchy, host on v1, as Podman.
-	CgroupNS     Namespace             `json:"cgroupns,omitempty"`
+	CgroupNS Namespace `json:"cgroupns,omitempty"`
+	// CgroupParent is the container's cgroup parent (podman
+	// --cgroup-parent): a cgroupfs path under the cgroupfs manager, a slice
+	// name (x.slice) under systemd; empty takes the engine's or the pod's.
+	CgroupParent string `json:"cgroup_parent,omitempty"`
+	// CgroupsMode is podman's --cgroups: enabled (default), disabled,
+	// no-conmon or split (see docs/engine/hosts.md#cgroups).
+	CgroupsMode  string                `json:"cgroups_mode,omitempty"`
 	DNSServers   []string              `json:"dns_server,omitempty"`
 	DNSSearch    []string              `json:"dns_search,omitempty"`
 	DNSOptions   []string              `json:"dns_option,omitempty"`
@@ -308,6 +315,15 @@ type Container struct {
 	ExitFile string
 	// CgroupPath is the container's cgroup path relative to each hierarchy's root.
 	CgroupPath string
+	// CgroupsPathOCI is the spec's cgroupsPath where it differs from
+	// CgroupPath: "SLICE:berth:ID" for runc --systemd-cgroup.
+	CgroupsPathOCI string `json:",omitempty"`
+	// CgroupSystemd: the container's cgroup is a systemd scope (CgroupUnit)
+	// that runc created through systemd; ConmonUnit is the scope conmon was
+	// moved into ("" where it stays in the engine's cgroup).
+	CgroupSystemd bool   `json:",omitempty"`
+	CgroupUnit    string `json:",omitempty"`
+	ConmonUnit    string `json:",omitempty"`
 	// StaticDir holds generated files that survive restarts (hosts, hostname, resolv.conf).
 	StaticDir string
 
@@ -896,4 +912,22 @@ func (s *ContainerSpec) AutoUserNSSize() (uint32, error) {
 		}
 	}
 	return size, nil
+}
+
+// CheckCgroupsMode checks a value of podman's --cgroups (cgroups_mode):
+// enabled and no-conmon are honoured. disabled needs an OCI runtime that
+// runs a container without a cgroup of its own, which runc cannot (it
+// always creates one, and the engine will not point it at a cgroup it
+// shares); split puts conmon and the container in sub-cgroups of the
+// caller's cgroup, and an API client's process is not on this host.
+func CheckCgroupsMode(mode string) error {
+	switch mode {
+	case "", "enabled", "no-conmon":
+		return nil
+	case "disabled":
+		return errors.New(`"disabled" cannot be honoured: runc always creates a cgroup for a container, and the engine will not run one inside a cgroup it shares with others`)
+	case "split":
+		return errors.New(`"split" cannot be honoured: it splits the caller's cgroup, and the caller of the API is a client, not a process of this host (a quadlet or unit that runs the engine's client gets enabled or no-conmon)`)
+	}
+	return fmt.Errorf("unknown mode %q (enabled, no-conmon, disabled, split)", mode)
 }

@@ -114,6 +114,9 @@ type Pod struct {
 	// pod's own cgroup (its members' parent), "" when members keep their own.
 	CgroupParent string
 	CgroupPath   string
+	// CgroupSlice is the pod's systemd slice under the systemd cgroup
+	// manager (CgroupPath is then its directory); "" under cgroupfs.
+	CgroupSlice string `json:",omitempty"`
 }
 
 // PodMembership is what a container created in a pod takes from it.

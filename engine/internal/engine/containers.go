@@ -81,7 +81,7 @@ func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	devices := cdi.Open(append(slices.Clone(cdi.DefaultSpecDirs), cfg.CDISpecDirs...))
-	mgr, err := containers.Open(ctx, containers.Options{CDI: devices, Images: images, Commits: commits, Runtime: rt, DB: db, Logger: logger, Volumes: vols, Secrets: secretStore, Networks: nets, DefaultNetworkMode: cfg.Network.DefaultMode, SubIDs: subIDs(logger), AppArmor: appArmor, SeccompDefaultPath: seccompDefaultPath(cfg), MaxImportSize: cfg.MaxExpandedSize, HoldEvents: true})
+	mgr, err := containers.Open(ctx, containers.Options{CDI: devices, Images: images, Commits: commits, Runtime: rt, DB: db, Logger: logger, Volumes: vols, Secrets: secretStore, Networks: nets, DefaultNetworkMode: cfg.Network.DefaultMode, SubIDs: subIDs(logger), AppArmor: appArmor, SeccompDefaultPath: seccompDefaultPath(cfg), MaxImportSize: cfg.MaxExpandedSize, HoldEvents: true, CgroupManager: cfg.CgroupManager})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/deploy/kubeapply"
 	"github.com/berth-project/berth/engine/internal/backend/deploy/kubegen"
 	"github.com/berth-project/berth/engine/internal/backend/deploy/systemdgen"
+	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
 	"github.com/berth-project/berth/engine/internal/backend/execution/seccomp"
 	"github.com/berth-project/berth/engine/internal/backend/images/artifactstore"
@@ -63,6 +64,9 @@ type Config struct {
 	ExecRetention time.Duration
 	// Metrics records request and engine metrics; nil creates one.
 	Metrics *server.Metrics
+	// CgroupManager is systemd or cgroupfs; "" picks as Podman does:
+	// systemd where systemd runs as PID 1 on cgroup v2, else cgroupfs.
+	CgroupManager string
 }
 
 // Engine is a running engine: its backends and its HTTP handler.
@@ -80,6 +84,12 @@ type Engine struct {
 func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.CgroupManager == "" {
+		cfg.CgroupManager = cgroups.DefaultManager()
+	}
+	if err := cgroups.CheckManager(cfg.CgroupManager); err != nil {
+		return nil, fmt.Errorf("engine: --cgroup-manager: %w", err)
 	}
 	for _, dir := range []string{cfg.Root, cfg.RunRoot} {
 		if dir == "" {
@@ -145,7 +155,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 	ctrs.volumes.SetEventSink(e.streams.events.VolumeEvent)
 	images.SetEventSink(e.streams.events)
 	ctrs.secrets.SetEventSink(e.streams.events)
-	if e.pods, err = openPods(ctx, logger, cfg.RunRoot, ctrs, images, transfer, e.streams); err != nil {
+	if e.pods, err = openPods(ctx, logger, cfg, ctrs, images, transfer, e.streams); err != nil {
 		e.Close()
 		return nil, err
 	}
@@ -185,6 +195,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		AppArmorEnabled:    appArmor.Enabled,
 		LogDrivers:         runtime.LogDrivers(),
 		Runtime:            cfg.Runtime,
+		CgroupManager:      cfg.CgroupManager,
 		VolumePath:         filepath.Join(cfg.Root, "volumes"),
 		Containers:         ctrs.manager,
 		Volumes:            ctrs.volumes,

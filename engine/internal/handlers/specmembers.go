@@ -41,24 +41,6 @@ var specDefaults = map[string]func(json.RawMessage) error{
 	// that is systemd or init, which the engine then runs as any command.
 	"systemd":      stringIn("true", "false"),
 	"sdnotifyMode": stringIn("container", "ignore"),
-	// The engine never moves conmon into a cgroup of its own: it stays in
-	// the engine's, which is what no-conmon asks. disabled (no cgroup for
-	// the container) is beyond runc; split needs the systemd manager.
-	"cgroups_mode": func(raw json.RawMessage) error {
-		var mode string
-		if err := json.Unmarshal(raw, &mode); err != nil {
-			return err
-		}
-		switch mode {
-		case "enabled", "no-conmon":
-			return nil
-		case "disabled":
-			return errors.New(`"disabled" is not supported: runc always gives a container its own cgroup`)
-		case "split":
-			return errors.New(`"split" is not supported: it needs the systemd cgroup manager`)
-		}
-		return fmt.Errorf("unknown mode %q (enabled, no-conmon, disabled, split)", mode)
-	},
 	// Storage is always volatile (see docs/engine/containers.md).
 	"volatile": boolIs(true),
 	// The engine adds no /etc/passwd entry for users missing from it.
@@ -70,7 +52,18 @@ var specDefaults = map[string]func(json.RawMessage) error{
 
 // specRefusedValues are values of members the engine has a field for but
 // cannot honour yet; the member is named in the 400.
-var specRefusedValues = map[string]func(json.RawMessage) error{}
+var specRefusedValues = map[string]func(json.RawMessage) error{
+	// Podman's --cgroups. disabled needs an OCI runtime that can run a
+	// container without a cgroup of its own, which runc cannot; split has
+	// no caller's cgroup to split when the caller is an API client.
+	"cgroups_mode": func(raw json.RawMessage) error {
+		var mode string
+		if err := json.Unmarshal(raw, &mode); err != nil {
+			return err
+		}
+		return core.CheckCgroupsMode(mode)
+	},
+}
 
 // checkSpecMembers refuses the members of a creation request that would
 // otherwise be ignored, naming the first one (in name order).

@@ -31,6 +31,8 @@ type Config struct {
 	Listen string
 	// Runtime is the OCI runtime's name (runc or crun).
 	Runtime string
+	// CgroupManager is systemd or cgroupfs ("" reports cgroupfs).
+	CgroupManager string
 	// VolumePath is where named volumes live.
 	VolumePath string
 	// Build is berth-engine's own build (version, commit, Go version);
@@ -176,7 +178,7 @@ func (s *Service) Info(ctx context.Context) (*core.Info, error) {
 		Host: core.HostInfo{
 			Arch:              runtime.GOARCH,
 			BuildahVersion:    "1.42.0",
-			CgroupManager:     "cgroupfs",
+			CgroupManager:     s.cgroupManager(),
 			CgroupsVersion:    cgroups.Host().Version(),
 			CgroupControllers: cgroups.Host().Controllers(),
 			Conmon:            conmon,
@@ -294,4 +296,12 @@ func (c Config) logDrivers() []string {
 		return []string{core.LogDriverK8sFile}
 	}
 	return c.LogDrivers
+}
+
+// cgroupManager is the engine's cgroup manager, as info reports it.
+func (s *Service) cgroupManager() string {
+	if s.cfg.CgroupManager == "" {
+		return "cgroupfs"
+	}
+	return s.cfg.CgroupManager
 }

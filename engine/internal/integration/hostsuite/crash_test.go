@@ -12,13 +12,21 @@ import (
 // engine is killed with SIGKILL; the restarted engine adopts it, reads its
 // cgroup (stats, update) and removes it without leaving its cgroup behind.
 // A container that exits while no engine watches is recorded as exited.
+// It runs under each cgroup manager the host can run: under systemd the
+// dead container's scope is stopped at the restart and the live one's kept.
 func TestContainersSurviveEngineKill(t *testing.T) {
-	p := startEngineProcess(t)
+	for _, manager := range managers() {
+		t.Run(manager, func(t *testing.T) { survivesKill(t, manager) })
+	}
+}
+
+func survivesKill(t *testing.T, manager string) {
+	p := startEngineProcess(t, "--cgroup-manager", manager)
 	l := p.lab
 	long := l.run(map[string]any{"name": "long", "command": []string{"sleep", "900"},
 		"resource_limits": map[string]any{"memory": map[string]any{"limit": 64 << 20}}})
 	short := l.run(map[string]any{"name": "short", "command": []string{"sleep", "2"}})
-	cg := l.inspect(long).State.CgroupPath
+	cg, shortCg := l.inspect(long).State.CgroupPath, l.inspect(short).State.CgroupPath
 
 	p.kill()
 	time.Sleep(3 * time.Second) // short exits while no engine watches
@@ -31,6 +39,15 @@ func TestContainersSurviveEngineKill(t *testing.T) {
 		d := l.inspect(short)
 		return d.State.Status == "exited" && d.State.ExitCode == 0
 	})
+	eventually(t, 10*time.Second, "the dead container's cgroup "+shortCg+" removed", func() bool { return cgroupGone(shortCg) })
+	if manager == "systemd" {
+		if got := unitState(t, "berth-"+l.inspect(short).ID+".scope"); got == "active" {
+			t.Fatalf("the dead container's scope is %s", got)
+		}
+		if got := unitState(t, "berth-"+l.inspect(long).ID+".scope"); got != "active" {
+			t.Fatalf("the adopted container's scope is %q", got)
+		}
+	}
 	if s := l.stats(long); s.MemLimit != 64<<20 || s.PIDs != 1 {
 		t.Fatalf("stats of the adopted container: %+v", s)
 	}

@@ -2,6 +2,8 @@ package hostsuite
 
 import (
 	"encoding/json"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -28,6 +30,27 @@ func TestPodmanClient(t *testing.T) {
 	}
 	if out := must("top", "pm", "pid", "args"); !strings.Contains(out, "sleep 600") {
 		t.Fatalf("podman top:\n%s", out)
+	}
+	must("update", "--memory", "96m", "pm")
+	if got := readCgroup(t, l.inspect("pm").State.CgroupPath, "memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(96<<20) {
+		t.Fatalf("memory limit after podman update: %s", got)
+	}
+	// A pod's CPU limit on the pod's cgroup (a slice under systemd), which
+	// its member's cgroup lives under.
+	must("pod", "create", "--name", "pmpod", "--cpus", "0.5")
+	must("run", "-d", "--pod", "pmpod", "--name", "pmmember", "localhost/busybox:latest", "sleep", "600")
+	var pod struct{ CgroupPath string }
+	l.decode(l.must(http.StatusOK, "GET", "/pods/pmpod/json", nil), &pod)
+	if unified() {
+		if got := readCgroup(t, pod.CgroupPath, "cpu", "", "cpu.max"); got != "50000 100000" {
+			t.Fatalf("cpu.max of pod cgroup %s after --cpus 0.5: %q", pod.CgroupPath, got)
+		}
+	}
+	if cg := l.inspect("pmmember").State.CgroupPath; !strings.HasPrefix(cg, pod.CgroupPath+"/") {
+		t.Fatalf("member cgroup %s is not under the pod's %s", cg, pod.CgroupPath)
+	}
+	if out := must("stats", "--no-stream", "--format", "{{.Name}} {{.PIDs}}", "pmmember"); !strings.Contains(out, "pmmember 1") {
+		t.Fatalf("podman stats of the pod member: %q", out)
 	}
 	must("run", "-d", "--name", "pmhog", "--memory", "32m", "--memory-swap", "32m", "localhost/busybox:latest",
 		"sh", "-c", "x=0123456789abcdef; while true; do x=$x$x; done")

@@ -30,7 +30,7 @@ func TestInfoReportsTheCgroupHierarchy(t *testing.T) {
 			t.Fatalf("cgroupControllers %v lack %s", info.Host.CgroupControllers, c)
 		}
 	}
-	if info.Host.CgroupManager != "cgroupfs" {
+	if info.Host.CgroupManager != defaultManager() {
 		t.Fatalf("cgroupManager %q", info.Host.CgroupManager)
 	}
 }

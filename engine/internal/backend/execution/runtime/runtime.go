@@ -26,6 +26,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -165,6 +166,12 @@ type CreateOptions struct {
 	// Pause asks for the container to run as a pause process, without
 	// conmon and the OCI runtime, where its spec allows (see pause.go).
 	Pause bool
+	// SystemdCgroup: the spec's cgroupsPath is "SLICE:prefix:name" and runc
+	// creates the container's scope through systemd (--systemd-cgroup).
+	SystemdCgroup bool
+	// ConmonScope, where set, is the transient scope (in ConmonSlice)
+	// conmon is moved into once it runs, out of the engine's cgroup.
+	ConmonScope, ConmonSlice string
 }
 
 // Created is what Create learned about the new container.
@@ -173,6 +180,8 @@ type Created struct {
 	ConmonPID int
 	// Pause: the container runs as a pause process (see pause.go).
 	Pause bool
+	// ConmonUnit is the scope conmon runs in ("": the engine's cgroup).
+	ConmonUnit string
 }
 
 type syncMessage struct {
@@ -194,6 +203,9 @@ func (r *Runtime) Create(ctx context.Context, o CreateOptions) (Created, error) 
 	// exit detection.
 	os.Remove(r.ExitFile(o.ID))
 	os.Remove(filepath.Join(r.socketDir, o.ID))
+	// conmon creates "oom" in the bundle when the container's cgroup
+	// counts an OOM kill; one from an earlier run must not count again.
+	os.Remove(filepath.Join(o.Bundle, "oom"))
 
 	syncR, syncW, err := os.Pipe()
 	if err != nil {
@@ -222,6 +234,10 @@ func (r *Runtime) Create(ctx context.Context, o CreateOptions) (Created, error) 
 	}
 	for _, a := range r.globalArgs {
 		args = append(args, "--runtime-arg", a)
+	}
+	if o.SystemdCgroup {
+		// conmon reads the container's cgroup (OOM) the systemd way too.
+		args = append(args, "--runtime-arg", "--systemd-cgroup", "--systemd-cgroup")
 	}
 	if o.Terminal {
 		args = append(args, "-t")
@@ -269,6 +285,17 @@ func (r *Runtime) Create(ctx context.Context, o CreateOptions) (Created, error) 
 	}
 	out.PID = msg.Data
 	out.ConmonPID, _ = readPidFile(filepath.Join(o.Bundle, "conmon.pid"))
+	if o.ConmonScope != "" && out.ConmonPID > 0 {
+		// As Podman: conmon leaves the engine's cgroup for a scope of its
+		// own, so that stopping the engine's service does not kill the
+		// containers' monitors. The container runs all the same if this
+		// fails; conmon then stays where it is.
+		if err := cgroups.MoveToScope(ctx, o.ConmonScope, o.ConmonSlice, out.ConmonPID); err != nil {
+			r.logger.Warn("moving conmon into a scope of its own", "container", o.ID, "scope", o.ConmonScope, "err", err)
+		} else {
+			out.ConmonUnit = o.ConmonScope
+		}
+	}
 	return out, nil
 }
 

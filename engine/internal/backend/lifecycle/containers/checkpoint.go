@@ -223,10 +223,12 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 		return report, err
 	}
 	start := time.Now()
+	conmonUnit, conmonSlice := conmonScope(&rec)
 	created, err := m.rt.Create(ctx, runtime.CreateOptions{
 		ID: rec.ID, Name: rec.Name, Bundle: rec.Bundle, LogPath: rec.LogPath,
 		LogDriver: rec.Spec.LogDriver(), LogTag: rec.Spec.LogTag(),
 		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin,
+		SystemdCgroup: rec.CgroupSystemd, ConmonScope: conmonUnit, ConmonSlice: conmonSlice,
 		RestoreDir: dir, RuntimeOpts: runtime.RestoreOptions(dir, opts.TCPEstablished, opts.FileLocks),
 	})
 	report.RuntimeDuration = time.Since(start)

@@ -76,6 +76,9 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 	if err := m.resolveNetwork(ctx, &spec, img, joinsPodNet); err != nil {
 		return "", nil, err
 	}
+	if err := m.resolveCgroups(&spec, pod); err != nil {
+		return "", nil, err
+	}
 	if err := m.resolveCgroupNS(&spec); err != nil {
 		return "", nil, err
 	}
@@ -169,7 +172,6 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 		LogPath:         filepath.Join(static, "ctr.log"),
 		AttachSocket:    m.rt.AttachSocket(id),
 		ExitFile:        m.rt.ExitFile(id),
-		CgroupPath:      m.cgroupsPath(id),
 		State:           core.StateConfigured,
 	},
 		ImageEnv:        img.Config.Config.Env,
@@ -183,6 +185,9 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 		GIDMap:          fromStorageMaps(sc.GIDMap),
 	}
 	m.applyPod(&rec, pod)
+	if err := m.placeCgroup(&rec, pod); err != nil {
+		return "", nil, err
+	}
 	warnings, err := m.prepare(ctx, &rec, img)
 	if err != nil {
 		return "", nil, err
@@ -295,7 +300,7 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 		HostsFile:       filepath.Join(netFiles, "hosts"),
 		ResolvConfFile:  filepath.Join(netFiles, "resolv.conf"),
 		HostnameFile:    filepath.Join(rec.StaticDir, "hostname"),
-		CgroupsPath:     rec.CgroupPath,
+		CgroupsPath:     ociCgroupsPath(rec),
 		NetNSPath:       m.netNSPathOf(rec),
 		Host:            m.host,
 		JoinNamespaces:  joins,
@@ -408,10 +413,12 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 			return err
 		}
 	}
+	conmonUnit, conmonSlice := conmonScope(&rec)
 	created, err := m.rt.Create(ctx, runtime.CreateOptions{
 		ID: rec.ID, Name: rec.Name, Bundle: rec.Bundle, LogPath: rec.LogPath,
 		LogDriver: rec.Spec.LogDriver(), LogTag: rec.Spec.LogTag(),
 		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin,
+		SystemdCgroup: rec.CgroupSystemd, ConmonScope: conmonUnit, ConmonSlice: conmonSlice,
 		// A pod's default infra container only holds namespaces: the
 		// engine runs its catatonit itself where the spec allows.
 		Pause: rec.IsInfra,
@@ -456,6 +463,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 		r.State = core.StateCreated
 		r.PID = created.PID
 		r.ConmonPID = created.ConmonPID
+		r.ConmonUnit = created.ConmonUnit
 		r.PauseProcess = created.Pause
 		r.NeedsCleanup = true
 		r.Error = ""

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -173,12 +175,21 @@ func (m *Manager) handleExit(ctx context.Context, e *entry) bool {
 // memory.oom_control on v1) and is still there when the exit is recorded
 // (the runtime's delete comes after). Containers in a pod count the kills
 // in their own cgroup, whichever limit (theirs or the pod's) was hit.
+//
+// Under the systemd manager the scope's cgroup may be gone already: systemd
+// stops a scope as soon as it is empty. conmon watches the same counter
+// while the container runs and leaves an "oom" file in the bundle (its
+// working directory) when it moves; that file counts too (the runtime's
+// Create removes it before each run).
 func (m *Manager) oomKilled(rec record) bool {
 	if rec.CgroupPath == "" || rec.PauseProcess {
 		return false
 	}
-	n, ok := cgroups.Host().OOMKills(rec.CgroupPath)
-	return ok && n > 0
+	if n, ok := cgroups.Host().OOMKills(rec.CgroupPath); ok && n > 0 {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(rec.Bundle, "oom"))
+	return rec.Bundle != "" && err == nil
 }
 
 // pollExit is the slow path of exit detection: the exit file, and failing
@@ -238,6 +249,7 @@ func (m *Manager) cleanupLocked(ctx context.Context, e *entry) {
 	if !runtime.WaitConmonExit(rec.ConmonPID, rec.ID, conmonExitTimeout) {
 		m.logger.Warn("conmon did not exit after its container; killed it", "container", rec.ID, "pid", rec.ConmonPID)
 	}
+	m.releaseSystemdUnits(ctx, &rec)
 	m.unmountVolumes(ctx, &rec)
 	unmount := rec.Mounted && rec.UserMounts == 0 && !m.copyHeld(e)
 	if unmount {

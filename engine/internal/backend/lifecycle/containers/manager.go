@@ -23,6 +23,7 @@ import (
 
 	"github.com/containers/storage"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
 	"github.com/berth-project/berth/engine/internal/backend/platform/apparmor"
@@ -44,8 +45,11 @@ type Options struct {
 	Runtime *runtime.Runtime
 	DB      *state.DB
 	Logger  *slog.Logger
-	// CgroupParent is the cgroupfs parent of every container ("/berth").
-	CgroupParent string
+	// CgroupManager is cgroupfs or systemd ("" is cgroupfs); CgroupParent
+	// the parent of every container: a path under cgroupfs ("/berth"), a
+	// slice under systemd ("berth.slice").
+	CgroupManager string
+	CgroupParent  string
 	// Volumes creates and removes the volumes containers mount; nil
 	// refuses every container that needs one.
 	Volumes core.Volumes
@@ -171,11 +175,12 @@ type Manager struct {
 	seccompDefault string
 	// subIDs are the ranges of user namespaces; idMu serialises choosing
 	// a container's mappings with creating its storage.
-	subIDs       *userns.Ranges
-	apparmor     apparmor.Host
-	idMu         sync.Mutex
-	cgroupParent string
-	hostResolv   []byte
+	subIDs        *userns.Ranges
+	apparmor      apparmor.Host
+	idMu          sync.Mutex
+	cgroupParent  string
+	cgroupManager string
+	hostResolv    []byte
 
 	mu     sync.RWMutex
 	byID   map[string]*entry
@@ -220,8 +225,14 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.CgroupManager == "" {
+		o.CgroupManager = cgroups.ManagerCgroupfs
+	}
 	if o.CgroupParent == "" {
 		o.CgroupParent = "/berth"
+		if o.CgroupManager == cgroups.ManagerSystemd {
+			o.CgroupParent = cgroups.DefaultSlice
+		}
 	}
 	host := oci.Host{}
 	if o.Host != nil {
@@ -242,7 +253,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m := &Manager{
 		images: o.Images, commits: o.Commits, volumes: o.Volumes, secrets: o.Secrets, nets: o.Networks, cdi: o.CDI, privateNet: o.DefaultNetworkMode == core.NetNSPrivate, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
-		host: host, seccompDefault: o.SeccompDefaultPath, subIDs: o.SubIDs, apparmor: o.AppArmor, cgroupParent: o.CgroupParent, hostResolv: resolv,
+		host: host, seccompDefault: o.SeccompDefaultPath, subIDs: o.SubIDs, apparmor: o.AppArmor, cgroupParent: o.CgroupParent, cgroupManager: o.CgroupManager, hostResolv: resolv,
 		byID: map[string]*entry{}, byName: map[string]*entry{}, reserved: map[string]bool{},
 		creating:        map[string][]string{},
 		creatingSecrets: map[string][]string{},
@@ -390,6 +401,7 @@ func (m *Manager) deleteUnrecordedCreate(ctx context.Context, rec record) {
 		if err := m.rt.RemoveStrayCgroup(rec.ID, rec.CgroupPath); err != nil {
 			m.logger.Warn("remove the cgroup of a create cut short", "container", rec.ID, "err", err)
 		}
+		m.releaseSystemdUnits(ctx, &rec)
 		return
 	}
 	if err := m.rt.Delete(ctx, rec.ID, true); err != nil {
@@ -401,6 +413,7 @@ func (m *Manager) deleteUnrecordedCreate(ctx context.Context, rec record) {
 		}
 	}
 	m.rt.Cleanup(rec.ID)
+	m.releaseSystemdUnits(ctx, &rec)
 }
 
 // snapshot copies a container's record.
@@ -626,8 +639,4 @@ func (m *Manager) containerDirs(id string) (bundle, static string, err error) {
 	}
 	static, err = m.store.ContainerDirectory(id)
 	return bundle, static, err
-}
-
-func (m *Manager) cgroupsPath(id string) string {
-	return filepath.Join(m.cgroupParent, "berth-"+id)
 }

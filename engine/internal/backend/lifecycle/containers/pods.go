@@ -112,9 +112,6 @@ func (m *Manager) applyPod(rec *record, pm *core.PodMembership) {
 	rec.Pod = pm.PodID
 	rec.Spec.Pod = pm.PodID
 	rec.IsInfra = rec.Spec.PodInfra
-	if pm.CgroupParent != "" {
-		rec.CgroupPath = filepath.Join(pm.CgroupParent, "berth-"+rec.ID)
-	}
 	if rec.IsInfra || pm.InfraID == "" {
 		return
 	}

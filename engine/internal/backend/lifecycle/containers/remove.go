@@ -78,6 +78,7 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 	if !runtime.WaitConmonExit(rec.ConmonPID, rec.ID, conmonExitTimeout) {
 		m.logger.Warn("conmon did not exit after its container; killed it", "container", rec.ID, "pid", rec.ConmonPID)
 	}
+	m.releaseSystemdUnits(ctx, &rec)
 	// The cleanup after an exit may not have run yet (a remove that takes
 	// the container's lock first makes it a no-op): its volumes go here.
 	m.unmountVolumes(ctx, &rec)

@@ -1,9 +1,11 @@
 package pods
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -262,19 +264,110 @@ func (m *Manager) settleCgroups() {
 	notes, _ := os.ReadDir(filepath.Dir(m.cgroupNote("x")))
 	for _, n := range notes {
 		if _, recorded := m.byID[n.Name()]; !recorded {
-			if rel, err := os.ReadFile(m.cgroupNote(n.Name())); err == nil && filepath.IsAbs(string(rel)) {
-				m.logger.Warn("removing the cgroup of a pod that was never recorded", "pod", n.Name(), "cgroup", string(rel))
-				m.removeCgroup(string(rel))
+			note, err := os.ReadFile(m.cgroupNote(n.Name()))
+			switch {
+			case err != nil:
+			case strings.HasSuffix(string(note), ".slice") && cgroups.CheckSlice(string(note)) == nil:
+				m.logger.Warn("stopping the slice of a pod that was never recorded", "pod", n.Name(), "slice", string(note))
+				if err := cgroups.StopUnit(context.Background(), string(note)); err != nil {
+					m.logger.Warn("stopping a pod's slice", "slice", string(note), "err", err)
+				}
+			case filepath.IsAbs(string(note)):
+				m.logger.Warn("removing the cgroup of a pod that was never recorded", "pod", n.Name(), "cgroup", string(note))
+				m.removeCgroup(string(note))
 			}
 		}
 		m.dropCgroupNote(n.Name())
 	}
 	for _, e := range m.byID {
-		if e.rec.CgroupPath == "" || e.rec.Spec.ResourceLimits == nil {
+		// A slice is started again after a reboot (systemd forgets
+		// transient units); a cgroupfs cgroup is written only for limits.
+		if e.rec.CgroupPath == "" || (e.rec.Spec.ResourceLimits == nil && e.rec.CgroupSlice == "") {
 			continue
 		}
-		if err := m.createCgroup(e.rec.CgroupPath, e.rec.Spec.ResourceLimits); err != nil {
+		if err := m.makePodCgroup(context.Background(), e.rec); err != nil {
 			m.logger.Warn("writing the limits of a pod's cgroup", "pod", e.rec.ID, "err", err)
 		}
+	}
+}
+
+// checkCgroupParent validates a pod's cgroup parent for the engine's
+// manager: a slice name under systemd, a clean absolute path under
+// cgroupfs.
+func (m *Manager) checkCgroupParent(parent string) error {
+	if parent == "" {
+		return nil
+	}
+	if m.o.CgroupManager == cgroups.ManagerSystemd {
+		if err := cgroups.CheckSlice(parent); err != nil {
+			return core.InvalidArgument("cgroup_parent", fmt.Errorf("with the systemd cgroup manager the parent must be a slice name (x.slice): %w", err))
+		}
+		return nil
+	}
+	if !path.IsAbs(parent) || path.Clean(parent) != parent || parent == "/" {
+		return core.InvalidArgument("cgroup_parent", fmt.Errorf("%q is not a clean absolute cgroup path (the cgroupfs manager)", parent))
+	}
+	return nil
+}
+
+// placeCgroup names the pod's own cgroup: PARENT/berth-pod-ID under
+// cgroupfs; under systemd a slice below the parent slice
+// (berth-berth_pod_ID.slice), whose directory is its CgroupPath.
+func (m *Manager) placeCgroup(pod *core.Pod) error {
+	if m.o.CgroupManager != cgroups.ManagerSystemd {
+		pod.CgroupPath = filepath.Join(pod.CgroupParent, "berth-pod-"+pod.ID)
+		return nil
+	}
+	slice := cgroups.PodSlice(pod.CgroupParent, pod.ID)
+	dir, err := cgroups.SliceDir(slice)
+	if err != nil {
+		return core.InvalidArgument("cgroup_parent", err)
+	}
+	pod.CgroupSlice, pod.CgroupPath = slice, dir
+	return nil
+}
+
+// podMembersParent is what members are created under: the pod's slice
+// under systemd, its cgroup path under cgroupfs ("": their own).
+func podMembersParent(pod core.Pod) string {
+	if pod.CgroupSlice != "" {
+		return pod.CgroupSlice
+	}
+	return pod.CgroupPath
+}
+
+// podCgroupNote is what the crash note of a pod's cgroup holds: the slice
+// or the cgroupfs path.
+func podCgroupNote(pod core.Pod) string { return podMembersParent(pod) }
+
+// makePodCgroup creates the pod's cgroup with its limits: a transient
+// slice through systemd (which keeps the limits as unit properties), or
+// the cgroupfs directories written directly.
+func (m *Manager) makePodCgroup(ctx context.Context, pod core.Pod) error {
+	if pod.CgroupSlice == "" {
+		return m.createCgroup(pod.CgroupPath, pod.Spec.ResourceLimits)
+	}
+	if err := cgroups.StartSlice(ctx, pod.CgroupSlice, pod.Spec.ResourceLimits); err != nil {
+		var field string
+		if f, _, ok := strings.Cut(err.Error(), ":"); ok && strings.HasPrefix(f, "resource_limits.") {
+			field = f
+		}
+		if field != "" {
+			return core.InvalidArgument(field, err)
+		}
+		return fmt.Errorf("pod %s: %w", pod.ID, err)
+	}
+	return nil
+}
+
+// dropPodCgroup removes the pod's cgroup: stops its slice, or removes the
+// cgroupfs directories.
+func (m *Manager) dropPodCgroup(pod core.Pod) {
+	if pod.CgroupSlice == "" {
+		m.removeCgroup(pod.CgroupPath)
+		return
+	}
+	if err := cgroups.StopUnit(context.Background(), pod.CgroupSlice); err != nil {
+		m.logger.Warn("stopping a pod's slice", "pod", pod.ID, "slice", pod.CgroupSlice, "err", err)
 	}
 }

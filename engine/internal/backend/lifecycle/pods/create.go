@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/seccomp"
@@ -44,8 +43,13 @@ func (m *Manager) Create(ctx context.Context, spec core.PodSpec) (string, error)
 	if spec.CgroupParent != "" {
 		pod.CgroupParent = spec.CgroupParent
 	}
+	if err := m.checkCgroupParent(spec.CgroupParent); err != nil {
+		return "", err
+	}
 	if *spec.ShareParent {
-		pod.CgroupPath = filepath.Join(pod.CgroupParent, "berth-pod-"+id)
+		if err := m.placeCgroup(&pod); err != nil {
+			return "", err
+		}
 	}
 	var image string
 	if !spec.NoInfra {
@@ -74,17 +78,17 @@ func (m *Manager) Create(ctx context.Context, spec core.PodSpec) (string, error)
 			m.o.Containers.Remove(ctx, pod.InfraID, core.RemoveContainerOptions{Force: true, WithPod: true})
 		}
 		if pod.CgroupPath != "" {
-			m.removeCgroup(pod.CgroupPath)
+			m.dropPodCgroup(pod)
 			m.dropCgroupNote(pod.ID)
 		}
 		m.forget(e)
 	}
 	if pod.CgroupPath != "" {
-		if err := m.noteCgroup(pod.ID, pod.CgroupPath); err != nil {
+		if err := m.noteCgroup(pod.ID, podCgroupNote(pod)); err != nil {
 			m.forget(e)
 			return "", fmt.Errorf("pod %s: noting its cgroup: %w", pod.ID, err)
 		}
-		if err := m.createCgroup(pod.CgroupPath, spec.ResourceLimits); err != nil {
+		if err := m.makePodCgroup(ctx, pod); err != nil {
 			undo()
 			return "", err
 		}

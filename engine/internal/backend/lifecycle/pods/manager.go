@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/backend/execution/stats"
 	"github.com/berth-project/berth/engine/internal/backend/execution/top"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
@@ -46,8 +47,11 @@ type Options struct {
 	IO         MemberIO
 	Events     EventSink
 	Logger     *slog.Logger
-	// CgroupParent is the default parent of pod cgroups ("/berth").
-	CgroupParent string
+	// CgroupManager is cgroupfs or systemd ("" is cgroupfs); CgroupParent
+	// the default parent of pod cgroups: "/berth" under cgroupfs, a slice
+	// ("berth.slice") under systemd, where each pod is a slice of its own.
+	CgroupManager string
+	CgroupParent  string
 	// CgroupRoot is where the cgroup hierarchies are mounted ("/sys/fs/cgroup").
 	CgroupRoot string
 	// StateDir is the engine's run directory, where a pod's cgroup is noted
@@ -100,8 +104,14 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.CgroupManager == "" {
+		o.CgroupManager = cgroups.ManagerCgroupfs
+	}
 	if o.CgroupParent == "" {
 		o.CgroupParent = "/berth"
+		if o.CgroupManager == cgroups.ManagerSystemd {
+			o.CgroupParent = cgroups.DefaultSlice
+		}
 	}
 	if o.CgroupRoot == "" {
 		o.CgroupRoot = "/sys/fs/cgroup"
@@ -199,7 +209,7 @@ func (m *Manager) Membership(_ context.Context, nameOrID string) (*core.PodMembe
 		PodID: pod.ID, PodName: pod.Name, InfraID: pod.InfraID,
 		Shared:       append([]string(nil), pod.Spec.SharedNamespaces...),
 		Hostname:     pod.Spec.Hostname,
-		CgroupParent: pod.CgroupPath,
+		CgroupParent: podMembersParent(pod),
 	}, nil
 }
 

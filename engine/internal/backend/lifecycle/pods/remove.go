@@ -65,7 +65,7 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemovePo
 		}
 	}
 	if pod.CgroupPath != "" {
-		m.removeCgroup(pod.CgroupPath)
+		m.dropPodCgroup(pod)
 	}
 	if err := m.o.DB.RemovePod(ctx, pod.ID); err != nil && !errors.Is(err, state.ErrNotFound) {
 		undo()

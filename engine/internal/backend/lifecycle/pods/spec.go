@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -38,11 +37,6 @@ func normalize(spec *core.PodSpec) error {
 	}
 	if spec.InfraName != "" && !validName.MatchString(spec.InfraName) {
 		return core.InvalidArgument("infra_name", fmt.Errorf("%q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", spec.InfraName))
-	}
-	if spec.CgroupParent != "" {
-		if !path.IsAbs(spec.CgroupParent) || path.Clean(spec.CgroupParent) != spec.CgroupParent || spec.CgroupParent == "/" {
-			return core.InvalidArgument("cgroup_parent", fmt.Errorf("%q is not a clean absolute cgroup path", spec.CgroupParent))
-		}
 	}
 	if err := refuseUnsupported(spec); err != nil {
 		return err

@@ -93,7 +93,6 @@ func TestNormalize(t *testing.T) {
 		{name: "block io limits", spec: core.PodSpec{ResourceLimits: mustResources(t, `{"blockIO":{"weight":300}}`)}, field: "resource_limits.blockIO"},
 		{name: "no infra with share", spec: core.PodSpec{NoInfra: true, SharedNamespaces: []string{"net"}}, field: "shared_namespaces"},
 		{name: "no infra", spec: core.PodSpec{NoInfra: true, ShareParent: &yes}},
-		{name: "relative cgroup parent", spec: core.PodSpec{CgroupParent: "x/y"}, field: "cgroup_parent"},
 		{name: "uid maps", spec: core.PodSpec{UserNS: core.Namespace{NSMode: "private"}, IDMappings: &core.IDMappingOptions{UIDMap: []core.IDMap{{Size: 10}}, GIDMap: []core.IDMap{{Size: 10}}}}},
 		{name: "uid maps with host", spec: core.PodSpec{UserNS: core.Namespace{NSMode: "host"}, IDMappings: &core.IDMappingOptions{UIDMap: []core.IDMap{{Size: 10}}}}, field: "idmappings"},
 		{name: "host id maps", spec: core.PodSpec{IDMappings: &core.IDMappingOptions{HostUIDMapping: true, HostGIDMapping: true}}},

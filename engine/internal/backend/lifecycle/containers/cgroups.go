@@ -1,0 +1,143 @@
+package containers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
+	"github.com/berth-project/berth/engine/internal/core"
+)
+
+// The --cgroups modes (Podman's).
+const (
+	cgroupsEnabled  = "enabled"
+	cgroupsNoConmon = "no-conmon"
+)
+
+// resolveCgroups checks a new container's cgroups mode and cgroup parent
+// against the engine's cgroup manager and the host, before anything is
+// created, and fills in the default mode. Under the systemd manager a
+// parent is a slice name (runc's "SLICE:prefix:name" cgroupsPath takes
+// nothing else); under cgroupfs a clean absolute path.
+func (m *Manager) resolveCgroups(spec *core.ContainerSpec, pod *core.PodMembership) error {
+	if err := core.CheckCgroupsMode(spec.CgroupsMode); err != nil {
+		return core.InvalidArgument("cgroups_mode", err)
+	}
+	if spec.CgroupsMode == "" {
+		spec.CgroupsMode = cgroupsEnabled
+	}
+	if spec.CgroupParent == "" {
+		return nil
+	}
+	if pod != nil && pod.CgroupParent != "" {
+		return core.InvalidArgument("cgroup_parent", fmt.Errorf("the container joins pod %s, whose cgroup is its parent", pod.PodName))
+	}
+	if m.cgroupManager == cgroups.ManagerSystemd {
+		if err := cgroups.CheckSlice(spec.CgroupParent); err != nil {
+			return core.InvalidArgument("cgroup_parent", fmt.Errorf("with the systemd cgroup manager the parent must be a slice name (x.slice): %w", err))
+		}
+		return nil
+	}
+	p := spec.CgroupParent
+	if !path.IsAbs(p) || path.Clean(p) != p || p == "/" {
+		return core.InvalidArgument("cgroup_parent", fmt.Errorf("%q is not a clean absolute cgroup path (the cgroupfs manager)", p))
+	}
+	return nil
+}
+
+// placeCgroup records where the container's cgroup lives: below its pod's
+// cgroup, its own parent or the engine's.
+func (m *Manager) placeCgroup(rec *record, pm *core.PodMembership) error {
+	parent := m.cgroupParent
+	if rec.Spec.CgroupParent != "" {
+		parent = rec.Spec.CgroupParent
+	}
+	if pm != nil && pm.CgroupParent != "" {
+		parent = pm.CgroupParent
+	}
+	p, err := cgroups.ContainerPlacement(m.cgroupManager, parent, rec.ID)
+	if err != nil {
+		return core.InvalidArgument("cgroup_parent", err)
+	}
+	rec.CgroupPath, rec.CgroupSystemd, rec.CgroupUnit = p.Path, p.Systemd, p.Unit
+	rec.CgroupsPathOCI = ""
+	if p.OCI != p.Path {
+		rec.CgroupsPathOCI = p.OCI
+	}
+	return nil
+}
+
+// ociCgroupsPath is the cgroupsPath of the container's OCI spec.
+func ociCgroupsPath(rec *record) string {
+	if rec.CgroupsPathOCI != "" {
+		return rec.CgroupsPathOCI
+	}
+	return rec.CgroupPath
+}
+
+// conmonScope is the scope conmon is moved into: under systemd in enabled
+// mode, as Podman does; "" leaves it in the engine's cgroup (no-conmon, and
+// the cgroupfs manager, where the engine keeps no cgroup of conmon's).
+func conmonScope(rec *record) (unit, slice string) {
+	if !rec.CgroupSystemd || rec.Spec.CgroupsMode == cgroupsNoConmon {
+		return "", ""
+	}
+	slice, _, _ = strings.Cut(rec.CgroupsPathOCI, ":")
+	return cgroups.ConmonScope(rec.ID), slice
+}
+
+// releaseSystemdUnits stops what systemd still holds of an ended
+// container: its scope where runc's delete left it (a delete a kill -9
+// cut short, a create that never finished), and conmon's scope once
+// conmon is gone. A scope that empties goes by itself; this is for the
+// ones that did not. Under cgroupfs there is nothing to do.
+func (m *Manager) releaseSystemdUnits(ctx context.Context, rec *record) {
+	if !rec.CgroupSystemd {
+		return
+	}
+	units := map[string]string{rec.CgroupUnit: rec.CgroupPath}
+	if u, _ := conmonScope(rec); u != "" {
+		units[u] = path.Join(path.Dir(rec.CgroupPath), u)
+	}
+	for unit, dir := range units {
+		if unit == "" {
+			continue
+		}
+		if _, err := os.Stat(cgroups.Host().Dir("", dir)); err != nil {
+			continue
+		}
+		if err := cgroups.StopUnit(ctx, unit); err != nil {
+			m.logger.Warn("stopping a container's systemd scope", "container", rec.ID, "unit", unit, "err", err)
+		}
+	}
+}
+
+// inspectCgroupManager is the manager that placed the container's cgroup.
+func inspectCgroupManager(rec *record) string {
+	if rec.CgroupSystemd {
+		return cgroups.ManagerSystemd
+	}
+	return cgroups.ManagerCgroupfs
+}
+
+// inspectCgroups is HostConfig.Cgroups as Podman shows it: "default"
+// unless the container asked for another mode.
+func inspectCgroups(mode string) string {
+	if mode == "" || mode == cgroupsEnabled {
+		return "default"
+	}
+	return mode
+}
+
+// inspectCgroupParent is the parent the container's cgroup was placed
+// under: a slice under systemd, a path under cgroupfs.
+func inspectCgroupParent(rec *record) string {
+	if rec.CgroupSystemd {
+		slice, _, _ := strings.Cut(rec.CgroupsPathOCI, ":")
+		return slice
+	}
+	return path.Dir(rec.CgroupPath)
+}
