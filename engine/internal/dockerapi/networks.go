@@ -26,7 +26,18 @@ func (s *server) dockerNetwork(n *core.Network, containers map[string]core.Netwo
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
-	if n.NetworkInterface != "" {
+	switch {
+	case n.Driver == "macvlan":
+		// Docker's names of a macvlan network's parent and mode.
+		opts := map[string]string{"parent": n.NetworkInterface}
+		if mode := n.Options["mode"]; mode != "" {
+			opts["macvlan_mode"] = mode
+		}
+		if mtu := n.Options["mtu"]; mtu != "" {
+			opts["com.docker.network.driver.mtu"] = mtu
+		}
+		out.Options = opts
+	case n.NetworkInterface != "":
 		out.Options["com.docker.network.bridge.name"] = n.NetworkInterface
 	}
 	for _, sn := range n.Subnets {
@@ -140,8 +151,8 @@ func (s *server) networkCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
-	case req.Driver != "" && req.Driver != "bridge":
-		writeError(w, core.InvalidArgument("Driver", fmt.Errorf("network driver %q is not supported (bridge)", req.Driver)))
+	case req.Driver != "" && req.Driver != "bridge" && req.Driver != "macvlan":
+		writeError(w, core.InvalidArgument("Driver", fmt.Errorf("network driver %q is not supported (bridge, macvlan)", req.Driver)))
 		return
 	case req.Scope != "" && req.Scope != "local":
 		writeError(w, core.InvalidArgument("Scope", fmt.Errorf("scope %q is not supported (local)", req.Scope)))
@@ -154,14 +165,27 @@ func (s *server) networkCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := core.Network{Name: req.Name, Driver: "bridge", Internal: req.Internal, Labels: req.Labels, DNSEnabled: true}
+	macvlan := req.Driver == "macvlan"
+	if macvlan {
+		// The network backend checks the parent and mode, and turns DNS
+		// off (netavark serves none on macvlan).
+		n.Driver = "macvlan"
+	}
 	if req.EnableIPv6 != nil {
 		n.IPv6Enabled = *req.EnableIPv6
 	}
 	for k, v := range req.Options {
-		switch k {
-		case "com.docker.network.bridge.name":
+		switch {
+		case macvlan && k == "parent":
 			n.NetworkInterface = v
-		case "com.docker.network.driver.mtu":
+		case macvlan && k == "macvlan_mode":
+			if n.Options == nil {
+				n.Options = map[string]string{}
+			}
+			n.Options["mode"] = v
+		case !macvlan && k == "com.docker.network.bridge.name":
+			n.NetworkInterface = v
+		case k == "com.docker.network.driver.mtu":
 			if n.Options == nil {
 				n.Options = map[string]string{}
 			}
