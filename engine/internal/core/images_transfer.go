@@ -110,6 +110,9 @@ type PushOptions struct {
 	RemoveSignatures bool
 	// Progress receives human-readable progress text; nil discards it.
 	Progress io.Writer
+	// Blobs, when set, receives each blob's progress as it is copied: the
+	// first call means the registry accepted the connection.
+	Blobs func(BlobProgress)
 }
 
 // ImportOptions are the parameters of ImagesImport.

@@ -230,8 +230,9 @@ type pushReport struct {
 }
 
 // pushImage is PushImage: quiet (Podman's default) answers once the push is
-// done; otherwise progress lines stream and a failure ends the stream with
-// an error line.
+// done; otherwise progress lines stream (held until the first blob moves, or
+// 5 s) and a failure ends the stream with an error line, or, before any line
+// was sent, gets its own status.
 func (s *Server) pushImage(w http.ResponseWriter, r *http.Request) {
 	values := foldQuery(r)
 	q := struct {
@@ -261,10 +262,19 @@ func (s *Server) pushImage(w http.ResponseWriter, r *http.Request) {
 	}
 	source := pathParam(r, "name")
 	stream := newJSONStream(w)
+	var held *heldLines
 	if !q.Quiet {
-		opts.Progress = stream.progress(func(text string) any { return pushReport{Stream: text} })
+		// Lines wait for the first blob (the registry answered): a push
+		// refused before that gets its status, not a 200 stream.
+		held = holdLines(stream)
+		opts.Progress = held.progress(func(text string) any { return pushReport{Stream: text} })
+		opts.Blobs = func(core.BlobProgress) { held.release() }
 	}
 	digest, err := s.deps.Transfer.Push(r.Context(), source, opts)
+	if held != nil && !held.finish(err != nil) {
+		writeError(w, err)
+		return
+	}
 	if q.Quiet && answerUnstreamed(w, stream, err, func() { w.WriteHeader(http.StatusOK) }) {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -203,6 +204,93 @@ type progressWriter struct {
 func (p progressWriter) Write(b []byte) (int, error) {
 	if len(b) > 0 {
 		p.stream.send(p.line(string(b)))
+	}
+	return len(b), nil
+}
+
+// streamHoldLimit is how long heldLines waits for the work to start before
+// sending what it holds, as Podman 6's pull waits before it streams.
+const streamHoldLimit = 5 * time.Second
+
+// heldLines holds a stream's lines until release (or streamHoldLimit), so
+// that a request whose work fails before it really starts (a push the
+// registry refuses at the first request, a TLS failure) still gets its own
+// status and error body instead of a 200 stream ending in an error line.
+type heldLines struct {
+	mu       sync.Mutex
+	stream   *jsonStream
+	held     []any
+	released bool
+	dropped  bool
+	timer    *time.Timer
+}
+
+// holdLines starts holding lines for stream; call finish when done.
+func holdLines(stream *jsonStream) *heldLines {
+	h := &heldLines{stream: stream}
+	h.timer = time.AfterFunc(streamHoldLimit, h.release)
+	return h
+}
+
+// send sends v, or holds it until release.
+func (h *heldLines) send(v any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released {
+		h.stream.send(v)
+		return
+	}
+	h.held = append(h.held, v)
+}
+
+// release sends the held lines; later lines go out at once.
+func (h *heldLines) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.releaseLocked()
+}
+
+func (h *heldLines) releaseLocked() {
+	if h.released || h.dropped {
+		return
+	}
+	h.released = true
+	for _, v := range h.held {
+		h.stream.send(v)
+	}
+	h.held = nil
+}
+
+// finish ends the hold once the work returned. It reports whether the
+// response is a stream: lines were released already, or the work succeeded
+// (what is held goes out now). A failure before any line went out drops
+// the held lines, so that the caller answers the error with its status.
+func (h *heldLines) finish(failed bool) (streamed bool) {
+	h.timer.Stop()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.released && failed {
+		h.dropped = true
+		h.held = nil
+		return false
+	}
+	h.releaseLocked()
+	return true
+}
+
+// progress returns a writer whose every write becomes one held line.
+func (h *heldLines) progress(line func(text string) any) io.Writer {
+	return heldWriter{h: h, line: line}
+}
+
+type heldWriter struct {
+	h    *heldLines
+	line func(string) any
+}
+
+func (p heldWriter) Write(b []byte) (int, error) {
+	if len(b) > 0 {
+		p.h.send(p.line(string(b)))
 	}
 	return len(b), nil
 }

@@ -32,8 +32,8 @@ func streamObjects(t *testing.T, body []byte) []map[string]any {
 
 // TestPodmanRemoteRegistryAnswers: what podman 4.3.1 and curl get back from
 // pushes and pulls against a real plain-HTTP registry. Without
-// tlsVerify=false the push and the pull fail with a 400 naming the TLS
-// problem (no fallback to HTTP); with it the push stream of a 5.x path ends
+// tlsVerify=false the push (quiet or streaming) and the pull fail with a
+// 400 naming the TLS problem (no fallback to HTTP); with it the push stream of a 5.x path ends
 // with the pushed manifest's digest (4.x paths leave it out: podman 4.3.1
 // refuses any other line than stream and error); a missing tag is a 404
 // whose cause is the registry's "manifest unknown"; pullProgress streams
@@ -53,6 +53,12 @@ func TestPodmanRemoteRegistryAnswers(t *testing.T) {
 	tlsErr := e.do(http.MethodPost, pushPath, nil).engineError(t, http.StatusBadRequest)
 	if !strings.Contains(tlsErr.Cause, "HTTP response to HTTPS client") || !strings.Contains(tlsErr.Message, "tlsVerify") {
 		t.Errorf("push without tlsVerify=false: %+v", tlsErr)
+	}
+	// The streaming form (what podman sends) holds its lines until a blob
+	// moves, so the refusal has its status too.
+	tlsErr = e.do(http.MethodPost, pushPath+"&quiet=false", nil).engineError(t, http.StatusBadRequest)
+	if !strings.Contains(tlsErr.Cause, "HTTP response to HTTPS client") {
+		t.Errorf("streaming push without tlsVerify=false: %+v", tlsErr)
 	}
 
 	p.run("push", "--tls-verify=false", "localhost/regans:1", dest)

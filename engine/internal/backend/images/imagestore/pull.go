@@ -284,7 +284,7 @@ func classifyRegistryError(err error) error {
 		return err
 	}
 	if tlsFailure(err) {
-		return core.InvalidArgument("tlsVerify", fmt.Errorf("the registry's TLS cannot be verified (tlsVerify=false, or the registry insecure in registries.conf, talks to a plain-HTTP or self-signed registry): %w", err))
+		return core.InvalidArgument("tlsVerify", fmt.Errorf("the registry's TLS could not be verified (for a plain-HTTP or self-signed registry pass tlsVerify=false, or mark it insecure in registries.conf): %w", err))
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) && netErr.Timeout() {

@@ -69,12 +69,18 @@ func (t *Transfer) Push(ctx context.Context, source string, opts core.PushOption
 	if progress == nil {
 		progress = io.Discard
 	}
-	rawManifest, err := t.copyImage(ctx, dest, src, &copy.Options{
+	copyOpts := &copy.Options{
 		ReportWriter:          progress,
 		DestinationCtx:        destCtx,
 		RemoveSignatures:      opts.RemoveSignatures,
 		ForceManifestMIMEType: mimeType,
-	})
+	}
+	stop := func() {}
+	if opts.Blobs != nil {
+		stop = reportBlobs(copyOpts, opts.Blobs)
+	}
+	rawManifest, err := t.copyImage(ctx, dest, src, copyOpts)
+	stop()
 	if err != nil {
 		return "", classifyRegistryError(fmt.Errorf("pushing %s to %s: %w", source, named.String(), err))
 	}
