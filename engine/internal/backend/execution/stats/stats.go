@@ -127,11 +127,33 @@ func readUnified(dir string) (Sample, error) {
 // into v1-shaped entries (Read and Write bytes per device), which is what
 // Docker's blkio_stats carries on v2 too.
 func readIOStat(path string) []BlkioEntry {
+	var out []BlkioEntry
+	deviceLines(path, func(major, minor uint64, rest []string) {
+		for _, kv := range rest {
+			k, v, _ := strings.Cut(kv, "=")
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				continue
+			}
+			switch k {
+			case "rbytes":
+				out = append(out, BlkioEntry{Major: major, Minor: minor, Op: "Read", Value: n})
+			case "wbytes":
+				out = append(out, BlkioEntry{Major: major, Minor: minor, Op: "Write", Value: n})
+			}
+		}
+	})
+	return out
+}
+
+// deviceLines calls each for every line of the file at path that begins
+// with a device ("MAJ:MIN ...", as blkio and io.stat files have them),
+// with the fields after it; a file that cannot be read has none.
+func deviceLines(path string, each func(major, minor uint64, rest []string)) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil
+		return
 	}
-	var out []BlkioEntry
 	for _, line := range strings.Split(string(data), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) < 2 {
@@ -146,21 +168,8 @@ func readIOStat(path string) []BlkioEntry {
 		if err1 != nil || err2 != nil {
 			continue
 		}
-		for _, kv := range fields[1:] {
-			k, v, _ := strings.Cut(kv, "=")
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
-				continue
-			}
-			switch k {
-			case "rbytes":
-				out = append(out, BlkioEntry{Major: major, Minor: minor, Op: "Read", Value: n})
-			case "wbytes":
-				out = append(out, BlkioEntry{Major: major, Minor: minor, Op: "Write", Value: n})
-			}
-		}
+		each(major, minor, fields[1:])
 	}
-	return out
 }
 
 // readV1 reads the v1 control files of cgroup cgroupPath, one hierarchy
@@ -240,28 +249,15 @@ func readKeyValues(path string) (map[string]uint64, error) {
 
 // readBlkio reads "MAJ:MIN Op bytes" lines; the "Total" line is skipped.
 func readBlkio(path string) []BlkioEntry {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
 	var out []BlkioEntry
-	for _, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) != 3 {
-			continue
+	deviceLines(path, func(major, minor uint64, rest []string) {
+		if len(rest) != 2 {
+			return
 		}
-		majStr, minStr, ok := strings.Cut(fields[0], ":")
-		if !ok {
-			continue
+		if v, err := strconv.ParseUint(rest[1], 10, 64); err == nil {
+			out = append(out, BlkioEntry{Major: major, Minor: minor, Op: rest[0], Value: v})
 		}
-		major, err1 := strconv.ParseUint(majStr, 10, 64)
-		minor, err2 := strconv.ParseUint(minStr, 10, 64)
-		v, err3 := strconv.ParseUint(fields[2], 10, 64)
-		if err1 != nil || err2 != nil || err3 != nil {
-			continue
-		}
-		out = append(out, BlkioEntry{Major: major, Minor: minor, Op: fields[1], Value: v})
-	}
+	})
 	return out
 }
 
