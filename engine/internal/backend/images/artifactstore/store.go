@@ -25,6 +25,7 @@ import (
 	imgspec "github.com/opencontainers/image-spec/specs-go"
 	imgspecv1 "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/berth-project/berth/engine/internal/backend/platform/durable"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -136,35 +137,7 @@ func (s *Store) writeIndex(index *imgspecv1.Index) error {
 // writeFileAtomic writes data to a temporary file beside path, syncs it and
 // renames it over path, then syncs the directory.
 func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return durable.WriteFile(path, data, 0o600, ".tmp-"+filepath.Base(path)+"-")
 }
 
 // entry is one artifact as the index names it, with its manifest.

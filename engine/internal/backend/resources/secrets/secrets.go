@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/backend/platform/durable"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -291,7 +292,7 @@ func (s *Store) removeLocked(ctx context.Context, secs []*core.Secret) error {
 		}
 		s.events.Emit(ctx, core.Event{Type: core.EventSecret, Action: "remove", ID: sec.ID, Name: sec.Spec.Name})
 	}
-	return syncDir(s.dir)
+	return durable.SyncDir(s.dir)
 }
 
 // load reads every secret's metadata from the database.
@@ -342,35 +343,10 @@ func (s *Store) dataPath(id string) string { return filepath.Join(s.dir, id) }
 
 // writeData replaces a secret's data file atomically.
 func (s *Store) writeData(id string, data []byte) error {
-	f, err := os.CreateTemp(s.dir, tempPrefix+id+"-")
-	if err != nil {
+	if err := durable.WriteFile(s.dataPath(id), data, 0o600, tempPrefix+id+"-"); err != nil {
 		return fmt.Errorf("secret %s: %w", id, err)
 	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		return fmt.Errorf("secret %s: %w", id, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("secret %s: writing its data: %w", id, errors.Unwrap(err))
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("secret %s: %w", id, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("secret %s: %w", id, err)
-	}
-	if err := os.Rename(tmp, s.dataPath(id)); err != nil {
-		return fmt.Errorf("secret %s: %w", id, err)
-	}
-	ok = true
-	return syncDir(s.dir)
+	return nil
 }
 
 func (s *Store) readData(sec *core.Secret) ([]byte, error) {
@@ -427,13 +403,4 @@ func shortID(id string) string {
 		return id[:12]
 	}
 	return id
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
