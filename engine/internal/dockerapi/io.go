@@ -12,7 +12,6 @@ import (
 	containertypes "github.com/docker/docker/api/types/container"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/containerio"
-	"github.com/berth-project/berth/engine/internal/backend/execution/logs"
 	"github.com/berth-project/berth/engine/internal/backend/execution/stats"
 	"github.com/berth-project/berth/engine/internal/backend/execution/stream"
 	"github.com/berth-project/berth/engine/internal/core"
@@ -158,35 +157,20 @@ func (s *server) containerLogs(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	mux := stream.NewMux(w, rc.Flush)
-	var frame []byte
-	err = s.deps.ContainerIO.Logs(r.Context(), c.ID, opts, func(l logs.Line) error {
-		id := stream.Stdout
-		if l.Stream == logs.Stderr {
-			if !wantErr {
-				return nil
-			}
-			id = stream.Stderr
-		} else if !wantOut {
-			return nil
-		}
-		frame = frame[:0]
-		if stamps {
-			frame = l.Time.UTC().AppendFormat(frame, time.RFC3339Nano)
-			frame = append(frame, ' ')
-		}
-		frame = append(frame, l.Text...)
-		if !l.Partial {
-			frame = append(frame, '\n')
-		}
-		if tty {
+	write := stream.NewMux(w, rc.Flush).WriteFrame
+	if tty {
+		write = func(_ byte, frame []byte) error {
 			if _, err := w.Write(frame); err != nil {
 				return err
 			}
 			return rc.Flush()
 		}
-		return mux.WriteFrame(id, frame)
-	})
+	}
+	var stamp func([]byte, time.Time) []byte
+	if stamps {
+		stamp = func(frame []byte, t time.Time) []byte { return t.UTC().AppendFormat(frame, time.RFC3339Nano) }
+	}
+	err = s.deps.ContainerIO.Logs(r.Context(), c.ID, opts, containerio.LogFrames(wantOut, wantErr, stamp, write))
 	if err != nil && r.Context().Err() == nil {
 		s.logger.Warn("docker logs", "container", name, "err", err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/containerio"
-	"github.com/berth-project/berth/engine/internal/backend/execution/logs"
 	"github.com/berth-project/berth/engine/internal/backend/execution/stream"
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -78,29 +77,11 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	mux := stream.NewMux(w, rc.Flush)
-	var frame []byte
-	err = s.deps.ContainerIO.Logs(r.Context(), name, opts, func(l logs.Line) error {
-		id := stream.Stdout
-		if l.Stream == logs.Stderr {
-			if !q.Stderr {
-				return nil
-			}
-			id = stream.Stderr
-		} else if !q.Stdout {
-			return nil
-		}
-		frame = frame[:0]
-		if q.Timestamps {
-			frame = l.Time.AppendFormat(frame, time.RFC3339)
-			frame = append(frame, ' ')
-		}
-		frame = append(frame, l.Text...)
-		if !l.Partial {
-			frame = append(frame, '\n')
-		}
-		return mux.WriteFrame(id, frame)
-	})
+	var stamp func([]byte, time.Time) []byte
+	if q.Timestamps {
+		stamp = func(frame []byte, t time.Time) []byte { return t.AppendFormat(frame, time.RFC3339) }
+	}
+	err = s.deps.ContainerIO.Logs(r.Context(), name, opts, containerio.LogFrames(q.Stdout, q.Stderr, stamp, stream.NewMux(w, rc.Flush).WriteFrame))
 	if err != nil && r.Context().Err() == nil {
 		// The status is sent; all that is left is to log and end the stream.
 		s.logger.Warn("streaming container logs", "container", name, "err", err)

@@ -102,6 +102,36 @@ func (s *Service) Logs(ctx context.Context, nameOrID string, opts LogOptions, em
 	return logs.Read(ctx, c.LogPath, readOpts, emit)
 }
 
+// LogFrames is the emit function of a logs route, both front doors': it
+// keeps the records of the streams wanted (stdout, stderr), prefixes each
+// with its time where stamp is set (stamp appends it to a frame), ends it
+// with a newline unless it is partial, and hands it to write with the
+// stream it came from (stream.Stdout or stream.Stderr). The frame is
+// reused from one record to the next.
+func LogFrames(stdout, stderr bool, stamp func(frame []byte, t time.Time) []byte, write func(id byte, frame []byte) error) func(logs.Line) error {
+	var frame []byte
+	return func(l logs.Line) error {
+		id := stream.Stdout
+		if l.Stream == logs.Stderr {
+			if !stderr {
+				return nil
+			}
+			id = stream.Stderr
+		} else if !stdout {
+			return nil
+		}
+		frame = frame[:0]
+		if stamp != nil {
+			frame = append(stamp(frame, l.Time), ' ')
+		}
+		frame = append(frame, l.Text...)
+		if !l.Partial {
+			frame = append(frame, '\n')
+		}
+		return write(id, frame)
+	}
+}
+
 // replayLog writes what a container logged so far to an attach's
 // writers, as an attach with logs=true sends it before the live streams
 // (both front doors do): every record a line of its own unless partial,
