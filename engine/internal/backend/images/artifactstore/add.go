@@ -94,11 +94,7 @@ func (s *Store) checkAdd(opts core.ArtifactAddOptions) (string, error) {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	index, err := s.readIndex()
-	if err != nil {
-		return "", err
-	}
-	entries, err := s.entries(index)
+	_, entries, err := s.indexLocked()
 	if err != nil {
 		return "", err
 	}
@@ -195,11 +191,7 @@ func (s *Store) receive(ctx context.Context, r io.Reader, mediaType string) (*st
 func (s *Store) addBlob(name string, opts core.ArtifactAddOptions, blob *stagedBlob) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	index, err := s.readIndex()
-	if err != nil {
-		return "", err
-	}
-	entries, err := s.entries(index)
+	index, entries, err := s.indexLocked()
 	if err != nil {
 		return "", err
 	}

@@ -21,11 +21,19 @@ import (
 func (s *Store) snapshot() ([]*entry, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	_, entries, err := s.indexLocked()
+	return entries, err
+}
+
+// indexLocked reads the index and the artifacts it names; the caller
+// holds mu.
+func (s *Store) indexLocked() (*imgspecv1.Index, []*entry, error) {
 	index, err := s.readIndex()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s.entries(index)
+	entries, err := s.entries(index)
+	return index, entries, err
 }
 
 // List implements core.Artifacts.
@@ -67,11 +75,7 @@ func (s *Store) Remove(ctx context.Context, namesOrDigests []string, opts core.A
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	index, err := s.readIndex()
-	if err != nil {
-		return nil, err
-	}
-	entries, err := s.entries(index)
+	index, entries, err := s.indexLocked()
 	if err != nil {
 		return nil, err
 	}

@@ -94,11 +94,7 @@ func retryable(err error) bool {
 func (s *Store) Push(ctx context.Context, name string, opts core.ArtifactTransferOptions) (string, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	index, err := s.readIndex()
-	if err != nil {
-		return "", err
-	}
-	entries, err := s.entries(index)
+	index, entries, err := s.indexLocked()
 	if err != nil {
 		return "", err
 	}
