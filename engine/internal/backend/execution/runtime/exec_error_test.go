@@ -18,11 +18,7 @@ import (
 // reports one clear error, and runc's own log line does not reach the
 // session's output (plain or terminal).
 func TestExecMissingCommandOneMessage(t *testing.T) {
-	requireTools(t)
-	r, err := New(Options{RunRoot: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRuntime(t)
 	ctx := context.Background()
 	id := "berth-runtime-test-" + strings.ToLower(t.Name())
 	dir := bundle(t, id, false, "sh", "-c", "while true; do sleep 0.05; done")

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -47,6 +46,18 @@ func requireTools(t *testing.T) {
 }
 
 // bundle writes a minimal busybox bundle running args.
+// newRuntime is a runtime on a run root of the test's own, where runc and
+// conmon are installed (the test is skipped elsewhere).
+func newRuntime(t *testing.T) *Runtime {
+	t.Helper()
+	requireTools(t)
+	r, err := New(Options{RunRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func bundle(t *testing.T, id string, terminal bool, args ...string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), id)
@@ -120,11 +131,7 @@ func deleteExited(t *testing.T, r *Runtime, id string) {
 }
 
 func TestCreateStartExecKillDelete(t *testing.T) {
-	requireTools(t)
-	r, err := New(Options{RunRoot: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRuntime(t)
 	ctx := context.Background()
 	exits := make(chan string, 16)
 	wctx, cancel := context.WithCancel(ctx)
@@ -220,16 +227,12 @@ func TestCreateStartExecKillDelete(t *testing.T) {
 }
 
 func TestCreateReportsRuntimeError(t *testing.T) {
-	requireTools(t)
-	r, err := New(Options{RunRoot: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRuntime(t)
 	ctx := context.Background()
 	id := "berth-runtime-test-missing"
 	dir := bundle(t, id, false, "/no/such/command")
 	defer r.Delete(ctx, id, true)
-	_, err = r.Create(ctx, CreateOptions{ID: id, Name: "m", Bundle: dir, LogPath: filepath.Join(dir, "ctr.log")})
+	_, err := r.Create(ctx, CreateOptions{ID: id, Name: "m", Bundle: dir, LogPath: filepath.Join(dir, "ctr.log")})
 	var ce *CreateError
 	if !errors.As(err, &ce) || !strings.Contains(ce.Message, "/no/such/command") {
 		t.Fatalf("create error %v", err)
@@ -241,11 +244,7 @@ func TestCreateReportsRuntimeError(t *testing.T) {
 // init is still replacing itself or before the process has set its trap
 // (a PID namespace's init ignores signals it does not handle).
 func TestKillRightAfterStart(t *testing.T) {
-	requireTools(t)
-	r, err := New(Options{RunRoot: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRuntime(t)
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
 		id := fmt.Sprintf("berth-runtime-test-term-%d", i)
@@ -266,22 +265,15 @@ func TestKillRightAfterStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	parents, _ := filepath.Glob("/sys/fs/cgroup/*/berth-runtime-test")
-	for _, p := range parents {
-		exec.Command("rmdir", p).Run()
-	}
+	cleanupTestCgroups()
 }
 
 // TestContainerEnvironmentIsItsSpecs: the runtime runs with the engine's
 // settings for it (GOGC, GOMEMLIMIT), which must not reach the container's
 // processes: their environment is the spec's alone, at create and in exec.
 func TestContainerEnvironmentIsItsSpecs(t *testing.T) {
-	requireTools(t)
 	testdeadline.Set(t, time.Minute)
-	r, err := New(Options{RunRoot: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRuntime(t)
 	ctx := context.Background()
 	id := "berth-runtime-test-env"
 	dir := bundle(t, id, false, "sh", "-c", "export -p; sleep 30")
@@ -320,11 +312,7 @@ func TestContainerEnvironmentIsItsSpecs(t *testing.T) {
 // (runc's init still waiting for the start, which a signal other than
 // SIGKILL would wait for).
 func TestKillAllCreatedAndRunning(t *testing.T) {
-	requireTools(t)
-	r, err := New(Options{RunRoot: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRuntime(t)
 	ctx := context.Background()
 	for _, start := range []bool{false, true} {
 		id := fmt.Sprintf("berth-runtime-test-killall-%v", start)
@@ -352,22 +340,15 @@ func TestKillAllCreatedAndRunning(t *testing.T) {
 			t.Fatalf("started %v: %v (a process outlived the kill?)", start, err)
 		}
 	}
-	parents, _ := filepath.Glob("/sys/fs/cgroup/*/berth-runtime-test")
-	for _, p := range parents {
-		exec.Command("rmdir", p).Run()
-	}
+	cleanupTestCgroups()
 }
 
 // TestStateFromFilesAgreesWithRunc: the state read from runc's files is
 // what "runc state" answers, created, running, paused, resumed and after the
 // container's exit.
 func TestStateFromFilesAgreesWithRunc(t *testing.T) {
-	requireTools(t)
 	testdeadline.Set(t, time.Minute)
-	r, err := New(Options{RunRoot: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRuntime(t)
 	ctx := context.Background()
 	id := "berth-runtime-test-statefiles"
 	dir := bundle(t, id, false, "sleep", "100")
