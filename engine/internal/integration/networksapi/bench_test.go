@@ -53,21 +53,7 @@ func benchSpec(cmd ...string) map[string]any {
 }
 
 // runCycle creates, starts, waits for and removes one `true` container.
-func runCycle(te *testEngine) time.Duration {
-	start := time.Now()
-	id := te.Create(benchSpec("true"))
-	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
-	var code int
-	jsonOf(te.T, te.Must(http.StatusOK, "POST", "/containers/"+id+"/wait", nil), &code)
-	if code != 0 {
-		te.T.Fatalf("true exited %d", code)
-	}
-	status, body := te.Do("DELETE", "/containers/"+id, nil)
-	if status != http.StatusOK && status != http.StatusNoContent {
-		te.T.Fatalf("remove: %d %s", status, body)
-	}
-	return time.Since(start)
-}
+func runCycle(te *testEngine) time.Duration { return te.RunOnce(benchSpec("true")) }
 
 // BenchmarkRunTrueBridge: create + start + wait + remove of a `true`
 // container on each engine's default bridge network. Goal: Berth's median
@@ -77,13 +63,10 @@ func BenchmarkRunTrueBridge(b *testing.B) {
 	berth := benchEngine(b)
 	podman := podmanEngine(b)
 	const rounds = 10
-	runCycle(berth)
-	runCycle(podman)
 	// The pauses let Podman's background cleanup (and Berth's) finish
 	// before the next measurement.
-	bs, ps := benchtest.Alternate(b, rounds, [2]time.Duration{500 * time.Millisecond, 500 * time.Millisecond},
+	benchtest.Compare(b, "run true on the default bridge", "goal <= 0.3", "runs", rounds, [2]time.Duration{500 * time.Millisecond, 500 * time.Millisecond},
 		func(int) time.Duration { return runCycle(berth) }, func(int) time.Duration { return runCycle(podman) })
-	benchtest.Report(b, "run true on the default bridge", "goal <= 0.3", "runs", bs, ps)
 }
 
 // listThroughput issues GET /networks/json from 4 clients for d and answers

@@ -55,12 +55,11 @@ func BenchmarkPodCycleBridgeVsPodman(b *testing.B) {
 func benchPodCycle(b *testing.B, berth *testEngine, network bool) {
 	podman := podmanEngine(b)
 	const rounds = 9
-	podCycle(berth, -1, network) // warm up both (the infra image, first mounts, the bridge)
-	podCycle(podman, -1, network)
-	bs, ps := benchtest.Alternate(b, rounds, [2]time.Duration{200 * time.Millisecond, 500 * time.Millisecond},
+	// The warm-up (n = -1) pulls the infra image and makes the first mounts
+	// and the bridge.
+	benchtest.Compare(b, fmt.Sprintf("pod create+start+rm -f (network %v)", network), "goal <= 0.3", "runs", rounds, [2]time.Duration{200 * time.Millisecond, 500 * time.Millisecond},
 		func(n int) time.Duration { return podCycle(berth, n, network) },
 		func(n int) time.Duration { return podCycle(podman, n, network) })
-	benchtest.Report(b, fmt.Sprintf("pod create+start+rm -f (network %v)", network), "goal <= 0.3", "runs", bs, ps)
 }
 
 // BenchmarkPodListVsPodman: pod ps with 50 pods of 2 containers (the infra

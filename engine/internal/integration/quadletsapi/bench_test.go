@@ -47,9 +47,6 @@ func BenchmarkQuadletActivationVsPodman(b *testing.B) {
 		podman.Must(http.StatusOK, "DELETE", "/containers/"+created.ID+"?force=true&timeout=0", nil)
 		return time.Since(start)
 	}
-	berthCycle(-1)
-	podmanCycle(-1)
 	const rounds = 7
-	bs, ps := benchtest.Alternate(b, rounds, [2]time.Duration{200 * time.Millisecond, 200 * time.Millisecond}, berthCycle, podmanCycle)
-	benchtest.Report(b, "quadlet activate+force-remove of a .container vs podman create+start+rm -f", "", "runs", bs, ps)
+	benchtest.Compare(b, "quadlet activate+force-remove of a .container vs podman create+start+rm -f", "", "runs", rounds, [2]time.Duration{200 * time.Millisecond, 200 * time.Millisecond}, berthCycle, podmanCycle)
 }

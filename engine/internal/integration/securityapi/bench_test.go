@@ -1,9 +1,7 @@
 package securityapi
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"testing"
 	"time"
 
@@ -17,18 +15,7 @@ func runCycle(te *testEngine, extra map[string]any) time.Duration {
 	for k, v := range extra {
 		spec[k] = v
 	}
-	start := time.Now()
-	var created struct{ ID string }
-	if err := json.Unmarshal(te.Must(http.StatusCreated, "POST", "/containers/create", spec), &created); err != nil {
-		te.T.Fatal(err)
-	}
-	te.Must(http.StatusNoContent, "POST", "/containers/"+created.ID+"/start", nil)
-	var code int
-	if err := json.Unmarshal(te.Must(http.StatusOK, "POST", "/containers/"+created.ID+"/wait", nil), &code); err != nil || code != 0 {
-		te.T.Fatalf("wait: %v, exit %d", err, code)
-	}
-	te.Must(http.StatusOK, "DELETE", "/containers/"+created.ID, nil)
-	return time.Since(start)
+	return te.RunOnce(spec)
 }
 
 // BenchmarkSeccompOverhead: the create+start+wait+rm cycle with the default

@@ -81,6 +81,17 @@ func Alternate(b *testing.B, rounds int, pauses [2]time.Duration, berth, podman 
 	return bs, ps
 }
 
+// Compare is the usual comparison: one warm-up of each engine (berth and
+// podman called with n = -1: first mounts, caches), then Alternate, then
+// Report of what was measured.
+func Compare(b *testing.B, what, goal, unit string, rounds int, pauses [2]time.Duration, berth, podman func(n int) time.Duration) {
+	b.Helper()
+	berth(-1)
+	podman(-1)
+	bs, ps := Alternate(b, rounds, pauses, berth, podman)
+	Report(b, what, goal, unit, bs, ps)
+}
+
 // Report reports both medians (berth-ms, podman-ms) and berth's as a
 // fraction of podman's (ratio), and prints them on one line: "WHAT: berth
 // median B, podman median P, ratio R (GOAL) over N UNIT each".

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
@@ -273,6 +274,23 @@ func (e *Engine) Create(spec map[string]any) string {
 	}
 	e.Decode(e.Must(http.StatusCreated, "POST", "/containers/create", spec), &out)
 	return out.ID
+}
+
+// RunOnce creates a container from spec, starts it, waits for it to exit
+// (with 0) and removes it, and answers how long that took: the cycle the
+// run benchmarks time, on Berth or on Podman alike.
+func (e *Engine) RunOnce(spec map[string]any) time.Duration {
+	e.T.Helper()
+	start := time.Now()
+	id := e.Create(spec)
+	e.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	if code := e.Wait(id); code != 0 {
+		e.T.Fatalf("container %s exited %d", id, code)
+	}
+	if status, body := e.Do("DELETE", "/containers/"+id, nil); status != http.StatusOK && status != http.StatusNoContent {
+		e.T.Fatalf("remove: %d %s", status, body)
+	}
+	return time.Since(start)
 }
 
 // CreatePod creates a pod from spec and returns its ID.

@@ -37,19 +37,7 @@ func benchSpec(cmd ...string) map[string]any {
 }
 
 // runCycle creates, starts, waits for and removes one `true` container.
-func runCycle(te *testEngine) time.Duration {
-	start := time.Now()
-	id := te.create(benchSpec("true"))
-	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
-	if code := te.wait(id); code != 0 {
-		te.T.Fatalf("true exited %d", code)
-	}
-	status, body := te.Do("DELETE", "/containers/"+id, nil)
-	if status != http.StatusOK && status != http.StatusNoContent {
-		te.T.Fatalf("remove: %d %s", status, body)
-	}
-	return time.Since(start)
-}
+func runCycle(te *testEngine) time.Duration { return te.RunOnce(benchSpec("true")) }
 
 // BenchmarkRunTrueContainer: create + start + wait + remove of a `true`
 // container with netns none. Goal: Berth's median at most 0.25x Podman's.
@@ -58,14 +46,11 @@ func BenchmarkRunTrueContainer(b *testing.B) {
 	berth := startEngine(b)
 	podman := podmanEngine(b)
 	const rounds = 15
-	runCycle(berth) // warm up both (first overlay mount, caches)
-	runCycle(podman)
 	// The pauses let Podman's background work (a "podman container
 	// cleanup" process per exit) finish before the next measurement,
 	// whichever engine it is for.
-	bs, ps := benchtest.Alternate(b, rounds, [2]time.Duration{200 * time.Millisecond, 500 * time.Millisecond},
+	benchtest.Compare(b, "run true container", "goal <= 0.25", "runs", rounds, [2]time.Duration{200 * time.Millisecond, 500 * time.Millisecond},
 		func(int) time.Duration { return runCycle(berth) }, func(int) time.Duration { return runCycle(podman) })
-	benchtest.Report(b, "run true container", "goal <= 0.25", "runs", bs, ps)
 }
 
 // BenchmarkListContainers100: ListContainers with 100 containers. Goal:
