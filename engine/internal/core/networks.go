@@ -24,14 +24,6 @@ var (
 	ErrNetworkExists error = nameInUseError("network already exists")
 )
 
-// nameInUseError is an ErrNameInUse with words of its own.
-type nameInUseError string
-
-func (e nameInUseError) Error() string { return string(e) }
-
-// Is makes errors.Is(err, ErrNameInUse) true.
-func (e nameInUseError) Is(target error) bool { return target == ErrNameInUse }
-
 // IPNet is a subnet in CIDR notation on the wire ("10.88.0.0/16").
 type IPNet struct {
 	net.IPNet

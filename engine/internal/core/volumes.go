@@ -12,7 +12,7 @@ var (
 	// ErrNoSuchVolume: no volume has the given name (404).
 	ErrNoSuchVolume = errors.New("no such volume")
 	// ErrVolumeInUse: a volume is used by a container and cannot be removed without force (409).
-	ErrVolumeInUse = errors.New("volume is being used by a container")
+	ErrVolumeInUse = errors.New("volume is being used")
 )
 
 // Volume is a volume as Podman's VolumeConfigResponse describes it.

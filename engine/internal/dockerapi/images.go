@@ -110,10 +110,6 @@ func unescape(p string) string {
 func (s *server) imageInspect(w http.ResponseWriter, r *http.Request, name string) {
 	im, err := s.deps.Images.Lookup(r.Context(), name)
 	if err != nil {
-		if errors.Is(err, core.ErrNoSuchImage) {
-			writeMessage(w, http.StatusNotFound, "No such image: "+name)
-			return
-		}
 		writeError(w, err)
 		return
 	}
@@ -199,10 +195,6 @@ func (s *server) imageRemove(w http.ResponseWriter, r *http.Request, name string
 	q := queryOf(r)
 	rep, errs := s.deps.Images.Remove(r.Context(), []string{name}, core.ImageRemoveOptions{Force: q.boolean("force", false), NoPrune: q.boolean("noprune", false)})
 	if len(errs) > 0 {
-		if errors.Is(errs[0], core.ErrNoSuchImage) {
-			writeMessage(w, http.StatusNotFound, "No such image: "+name)
-			return
-		}
 		writeError(w, errs[0])
 		return
 	}
@@ -438,10 +430,6 @@ func (s *server) imagePush(w http.ResponseWriter, r *http.Request, name string) 
 		ref = name + ":" + tag
 	}
 	if _, err := s.deps.Images.Lookup(r.Context(), ref); err != nil {
-		if errors.Is(err, core.ErrNoSuchImage) {
-			writeMessage(w, http.StatusNotFound, "No such image: "+ref)
-			return
-		}
 		writeError(w, err)
 		return
 	}

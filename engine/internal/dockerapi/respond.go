@@ -2,6 +2,7 @@ package dockerapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,14 +29,35 @@ func writeMessage(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, errorBody{Message: msg})
 }
 
-// writeError answers err with its Docker status; 304 has no body.
+// writeError answers err with its Docker status; 304 has no body. A
+// lookup that found nothing is worded as Docker words it ("No such
+// container: X"), which Docker's clients print and match on.
 func writeError(w http.ResponseWriter, err error) {
 	status := httpwire.StatusOf(err)
 	if status == http.StatusNotModified {
 		w.WriteHeader(status)
 		return
 	}
-	writeMessage(w, status, err.Error())
+	writeMessage(w, status, dockerMessage(err))
+}
+
+// dockerMessage is err's text in Docker's words.
+func dockerMessage(err error) string {
+	var missing *core.NotFoundError
+	if !errors.As(err, &missing) {
+		return err.Error()
+	}
+	switch missing.Kind {
+	case core.ErrNoSuchContainer:
+		return "No such container: " + missing.Name
+	case core.ErrNoSuchImage:
+		return "No such image: " + missing.Name
+	case core.ErrNoSuchVolume:
+		return "get " + missing.Name + ": no such volume"
+	case core.ErrNoSuchNetwork:
+		return "network " + missing.Name + " not found"
+	}
+	return err.Error()
 }
 
 // writeJSON answers status with body as JSON.

@@ -80,10 +80,6 @@ func (s *server) volumeCreate(w http.ResponseWriter, r *http.Request) {
 func (s *server) volumeInspect(w http.ResponseWriter, r *http.Request) {
 	v, err := s.deps.Volumes.Inspect(r.Context(), pathParam(r, "name"))
 	if err != nil {
-		if errors.Is(err, core.ErrNoSuchVolume) {
-			writeMessage(w, http.StatusNotFound, "get "+pathParam(r, "name")+": no such volume")
-			return
-		}
 		writeError(w, err)
 		return
 	}
@@ -94,10 +90,6 @@ func (s *server) volumeInspect(w http.ResponseWriter, r *http.Request) {
 func (s *server) volumeRemove(w http.ResponseWriter, r *http.Request) {
 	name := pathParam(r, "name")
 	if err := s.deps.Volumes.Remove(r.Context(), name, queryOf(r).boolean("force", false)); err != nil {
-		if errors.Is(err, core.ErrNoSuchVolume) {
-			writeMessage(w, http.StatusNotFound, "get "+name+": no such volume")
-			return
-		}
 		writeError(w, err)
 		return
 	}

@@ -402,7 +402,7 @@ func (h containerHandlers) remove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := pathParam(r, "name")
-	id := name
+	var id string
 	if c, err := h.c.Lookup(r.Context(), name); err == nil {
 		id = c.ID
 	} else if !(q.Ignore && errors.Is(err, core.ErrNoSuchContainer)) {
@@ -416,7 +416,13 @@ func (h containerHandlers) remove(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, []removeEntry{{ID: id, RawInput: name}})
+	// A container that was not there (ignore=true) is not reported, as
+	// Podman answers: podman rm -i prints nothing for it.
+	removed := []removeEntry{}
+	if id != "" {
+		removed = append(removed, removeEntry{ID: id, RawInput: name})
+	}
+	writeJSON(w, http.StatusOK, removed)
 }
 
 type inspectQuery struct {
@@ -436,7 +442,7 @@ func (h containerHandlers) exists(w http.ResponseWriter, r *http.Request) {
 	name := pathParam(r, "name")
 	ok, err := h.c.Exists(r.Context(), name)
 	if err == nil && !ok {
-		err = fmt.Errorf("%s: %w", name, core.ErrNoSuchContainer)
+		err = core.NoSuchContainer(name)
 	}
 	writeExists(w, err, core.ErrNoSuchContainer)
 }

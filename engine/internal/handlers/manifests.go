@@ -301,7 +301,7 @@ func (s *Server) manifestExists(w http.ResponseWriter, r *http.Request) {
 	name := pathParam(r, "name")
 	found, err := s.deps.Manifests.Exists(r.Context(), name)
 	if err == nil && !found {
-		err = fmt.Errorf("%s: %w", name, core.ErrNoSuchManifestList)
+		err = core.NoSuchManifestList(name)
 	}
 	writeExists(w, err, core.ErrNoSuchManifestList)
 }

@@ -135,7 +135,9 @@ func TestDockerAPIRules(t *testing.T) {
 	}{
 		{"GET", "/v1.12/version", "", 400, "client version 1.12 is too old. Minimum supported API version is 1.24"},
 		{"GET", "/v1.99/version", "", 400, "client version 1.99 is too new. Maximum supported API version is 1.44"},
-		{"GET", "/v1.24/containers/nosuch/json", "", 404, "no such container"},
+		{"GET", "/v1.24/containers/nosuch/json", "", 404, "No such container: nosuch"},
+		{"GET", "/v1.44/images/nosuch/json", "", 404, "No such image: nosuch"},
+		{"GET", "/v1.44/volumes/nosuch", "", 404, "get nosuch: no such volume"},
 		{"GET", "/swarm", "", 503, "swarm"},
 		{"GET", "/v1.44/services", "", 503, "swarm"},
 		{"POST", "/v1.44/containers/create", `{"Image":"localhost/busybox","HostConfig":{"Links":["a:b"]}}`, 400, "HostConfig.Links"},

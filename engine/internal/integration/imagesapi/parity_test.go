@@ -116,8 +116,9 @@ func fetchJSON(t *testing.T, method, base, path string, body []byte) (int, any) 
 var podman5Fields = map[string]bool{"Arch": true, "Os": true, "IsManifestList": true}
 
 // scrub removes what legitimately differs between two stores: paths on disk,
-// fields of a newer Podman, and error texts (berth says "no such image" where
-// Podman says "image not known"; clients only look at the status and ExitCode).
+// fields of a newer Podman, and the texts of a report's Errors (the same
+// words, "image not known", with other context; clients only look at the
+// status and ExitCode).
 func scrub(v any) any {
 	switch x := v.(type) {
 	case map[string]any:

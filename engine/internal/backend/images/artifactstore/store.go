@@ -196,7 +196,7 @@ func find(entries []*entry, nameOrDigest string) (*entry, error) {
 			return match, nil
 		}
 	}
-	return nil, fmt.Errorf("%s: %w", nameOrDigest, core.ErrNoSuchArtifact)
+	return nil, core.NoSuchArtifact(nameOrDigest)
 }
 
 // withDefaultTag adds ":latest" to a name with neither tag nor digest.

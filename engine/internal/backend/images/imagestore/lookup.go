@@ -49,7 +49,7 @@ func (s *Store) find(nameOrID string) (*storage.Image, error) {
 		return nil, fmt.Errorf("looking up image %q: %w", nameOrID, err)
 	}
 	if hexID.MatchString(name) && len(name) == 64 {
-		return nil, fmt.Errorf("%s: %w", nameOrID, core.ErrNoSuchImage)
+		return nil, core.NoSuchImage(nameOrID)
 	}
 
 	ref, err := ParseReference(name)
@@ -74,7 +74,7 @@ func (s *Store) find(nameOrID string) (*storage.Image, error) {
 			return img, err
 		}
 	}
-	return nil, fmt.Errorf("%s: %w", nameOrID, core.ErrNoSuchImage)
+	return nil, core.NoSuchImage(nameOrID)
 }
 
 // Reference is a parsed image reference and whether it was written without a registry.

@@ -42,7 +42,7 @@ var _ core.ManifestLists = (*ManifestLists)(nil)
 func (m *ManifestLists) findList(name string) (*storage.Image, error) {
 	img, err := m.t.store.find(name)
 	if errors.Is(err, core.ErrNoSuchImage) {
-		return nil, fmt.Errorf("%s: %w", name, core.ErrNoSuchManifestList)
+		return nil, core.NoSuchManifestList(name)
 	}
 	if err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func (m *ManifestLists) createLocked(name string, opts core.ManifestCreateOption
 			state.Annotations = mergeAnnotations(state.Annotations, opts.IndexAnnotations)
 			return img.ID, false, writeListState(st, img.ID, state)
 		}
-		return "", false, fmt.Errorf("%s: %w (image %s)", name, core.ErrNameInUse, shortID(img.ID))
+		return "", false, fmt.Errorf("creating image to hold manifest list: image name %q is already associated with image %q: %w", name, img.ID, core.ErrDuplicateName)
 	}
 	state := &listState{Version: listVersionOCI, Annotations: maps.Clone(opts.IndexAnnotations)}
 	items, d, err := listBigData(state)
@@ -110,7 +110,7 @@ func (m *ManifestLists) createLocked(name string, opts core.ManifestCreateOption
 		BigData:      items,
 	})
 	if errors.Is(err, storage.ErrDuplicateName) {
-		return "", false, fmt.Errorf("%s: %w", name, core.ErrNameInUse)
+		return "", false, fmt.Errorf("image name %q is already in use: %w", name, core.ErrDuplicateName)
 	}
 	if err != nil {
 		return "", false, fmt.Errorf("creating manifest list %s: %w", name, err)

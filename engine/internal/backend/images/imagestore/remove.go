@@ -142,7 +142,7 @@ func (s *Store) removeOne(ctx context.Context, name string, opts core.ImageRemov
 func (s *Store) deleteImage(ctx context.Context, img *storage.Image, report *core.ImageRemoveReport, reportDeleted bool) error {
 	if _, err := s.store.DeleteImage(img.ID, true); err != nil {
 		if errors.Is(err, storage.ErrImageUnknown) {
-			return fmt.Errorf("%s: %w", shortID(img.ID), core.ErrNoSuchImage)
+			return core.NoSuchImage(shortID(img.ID))
 		}
 		if errors.Is(err, storage.ErrImageUsedByContainer) {
 			return fmt.Errorf("image %s: %w", shortID(img.ID), core.ErrImageInUse)
@@ -189,7 +189,7 @@ func (s *Store) family(id string) (children int, parent *storage.Image, err erro
 	}
 	v := snap.byID[id]
 	if v == nil {
-		return 0, nil, fmt.Errorf("%s: %w", shortID(id), core.ErrNoSuchImage)
+		return 0, nil, core.NoSuchImage(shortID(id))
 	}
 	if p := snap.byID[v.parentID]; p != nil {
 		parent = p.img

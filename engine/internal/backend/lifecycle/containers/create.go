@@ -204,15 +204,15 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 		return "", nil, err
 	}
 	m.mu.Lock()
-	if _, taken := m.byName[spec.Name]; taken {
+	if holder, taken := m.byName[spec.Name]; taken {
 		m.mu.Unlock()
-		return "", nil, fmt.Errorf("container name %q: %w", spec.Name, core.ErrNameInUse)
+		return "", nil, containerNameInUse(spec.Name, holder.rec.ID)
 	}
 	err = m.db.AddContainer(ctx, state.ContainerRecord{ID: id, Name: rec.Name, State: string(rec.State), Created: rec.Created, Data: data, PodID: rec.Pod})
 	if err != nil {
 		m.mu.Unlock()
 		if errors.Is(err, state.ErrDuplicate) {
-			return "", nil, fmt.Errorf("container name %q: %w", spec.Name, core.ErrNameInUse)
+			return "", nil, containerNameInUse(spec.Name, "")
 		}
 		return "", nil, err
 	}

@@ -439,7 +439,7 @@ func (m *Manager) update(ctx context.Context, e *entry, fn func(*record)) error 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e.removed {
-		return fmt.Errorf("container %s: %w", e.rec.ID, core.ErrNoSuchContainer)
+		return core.NoSuchContainer(e.rec.ID)
 	}
 	next := copyRecord(e.rec)
 	fn(&next)
@@ -457,6 +457,15 @@ func (m *Manager) update(ctx context.Context, e *entry, fn func(*record)) error 
 }
 
 // lookup finds a container by full name, full ID or unique ID prefix.
+// containerNameInUse is a container name taken by the container holder
+// (its ID, "" when unknown), in Podman's words.
+func containerNameInUse(name, holder string) error {
+	if holder != "" {
+		holder = " by " + holder
+	}
+	return fmt.Errorf("the container name %q is already in use%s. You have to remove that container to be able to reuse that name: %w", name, holder, core.ErrDuplicateName)
+}
+
 func (m *Manager) lookup(nameOrID string) (*entry, error) {
 	if nameOrID == "" {
 		return nil, fmt.Errorf("container name or ID is empty: %w", core.ErrNoSuchContainer)
@@ -597,7 +606,11 @@ func (m *Manager) reserveName(spec *core.ContainerSpec) (release func(), err err
 	if spec.Name == "" {
 		spec.Name = m.unusedNameLocked()
 	} else if m.nameTakenLocked(spec.Name) {
-		return nil, fmt.Errorf("container name %q: %w", spec.Name, core.ErrNameInUse)
+		holder := ""
+		if e, ok := m.byName[spec.Name]; ok {
+			holder = e.rec.ID
+		}
+		return nil, containerNameInUse(spec.Name, holder)
 	}
 	name := spec.Name
 	m.reserved[name] = true

@@ -108,7 +108,11 @@ func (m *Manager) Rename(ctx context.Context, nameOrID, newName string) error {
 		if other == e {
 			return nil
 		}
-		return fmt.Errorf("container name %q: %w", newName, core.ErrNameInUse)
+		holder := ""
+		if other != nil {
+			holder = other.rec.ID
+		}
+		return containerNameInUse(newName, holder)
 	}
 	// Reserve the new name before the write so a concurrent create sees it.
 	m.byName[newName] = e
@@ -123,7 +127,7 @@ func (m *Manager) Rename(ctx context.Context, nameOrID, newName string) error {
 	m.mu.Unlock()
 	if err != nil {
 		if isDuplicate(err) {
-			return fmt.Errorf("container name %q: %w", newName, core.ErrNameInUse)
+			return containerNameInUse(newName, "")
 		}
 		return err
 	}

@@ -39,7 +39,7 @@ func (m *Manager) Remove(ctx context.Context, nameOrID string, opts core.RemoveC
 		if opts.Ignore {
 			return nil
 		}
-		return fmt.Errorf("%q: %w", nameOrID, core.ErrNoSuchContainer)
+		return core.NoSuchContainer(nameOrID)
 	}
 	return m.removeLocked(ctx, e, opts)
 }

@@ -154,7 +154,7 @@ func TestPodmanRemoteSecrets(t *testing.T) {
 	os.WriteFile(file, []byte("hunter2"), 0o600)
 	id1 := strings.TrimSpace(must("secret", "create", "--label", "app=web", "s1", file))
 	must("secret", "create", "s2", file)
-	if _, err := podman("secret", "create", "s1", file); err == nil || !strings.Contains(err.Error(), "name is in use") {
+	if _, err := podman("secret", "create", "s1", file); err == nil || !strings.Contains(err.Error(), "secret name in use") {
 		t.Fatalf("secret create of a taken name: %v", err)
 	}
 	if got := strings.Fields(must("secret", "ls", "--format", "{{.Name}}", "--filter", "name=s1", "--filter", "name=s2")); strings.Join(got, ",") != "s1,s2" {

@@ -431,7 +431,7 @@ func (m *Manager) put(ctx context.Context, s *Session) error {
 	}
 	err = m.store.PutExecSession(context.WithoutCancel(ctx), state.ExecSessionRecord{ID: s.ID, ContainerID: s.ContainerID, Created: s.Created, Data: data})
 	if errors.Is(err, state.ErrNotFound) {
-		return fmt.Errorf("container %s: %w", s.ContainerID, core.ErrNoSuchContainer)
+		return core.NoSuchContainer(s.ContainerID)
 	}
 	return err
 }

@@ -186,7 +186,7 @@ func (m *Manager) lookup(nameOrID string) (*entry, error) {
 	}
 	found, ok, err := core.ByIDPrefix(live, nameOrID)
 	if err == nil && !ok {
-		err = fmt.Errorf("no pod with name or ID %s found: %w", nameOrID, core.ErrNoSuchPod)
+		err = core.NoSuchPod(nameOrID)
 	}
 	return found, err
 }

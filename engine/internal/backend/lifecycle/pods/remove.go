@@ -29,7 +29,7 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemovePo
 	gone := e.removing
 	m.mu.RUnlock()
 	if gone {
-		return nil, fmt.Errorf("pod %s: %w", e.rec.ID, core.ErrNoSuchPod)
+		return nil, core.NoSuchPod(e.rec.ID)
 	}
 	pod := m.snapshot(e)
 	infra, others := m.split(pod.ID)

@@ -149,7 +149,7 @@ func (s *Store) Create(ctx context.Context, opts core.SecretCreateOptions, data 
 		case opts.Ignore:
 			return old.ID, nil
 		case !opts.Replace:
-			return "", fmt.Errorf("secret %s: %w", opts.Name, core.ErrNameInUse)
+			return "", fmt.Errorf("%s: %w", opts.Name, core.ErrSecretExists)
 		}
 		if err := s.writeData(old.ID, data); err != nil {
 			return "", err
@@ -327,7 +327,7 @@ func (s *Store) save(ctx context.Context, sec *core.Secret, isNew bool) error {
 	}
 	if err := s.db.AddSecret(ctx, rec); err != nil {
 		if errors.Is(err, state.ErrDuplicate) {
-			return fmt.Errorf("secret %s: %w", sec.Spec.Name, core.ErrNameInUse)
+			return fmt.Errorf("%s: %w", sec.Spec.Name, core.ErrSecretExists)
 		}
 		return err
 	}
@@ -377,7 +377,7 @@ func find(all []*core.Secret, nameOrID string) (*core.Secret, error) {
 	case 1:
 		return hits[0], nil
 	case 0:
-		return nil, fmt.Errorf("no secret with name or id %q: %w", nameOrID, core.ErrNoSuchSecret)
+		return nil, core.NoSuchSecret(nameOrID)
 	default:
 		return nil, fmt.Errorf("secret %q: %w", nameOrID, core.ErrAmbiguous)
 	}

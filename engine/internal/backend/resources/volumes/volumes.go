@@ -174,7 +174,7 @@ func (s *Store) Create(ctx context.Context, o core.VolumeCreateOptions) (*core.V
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := s.db.GetVolume(ctx, name); err == nil {
-		return nil, fmt.Errorf("volume %q: %w", name, core.ErrNameInUse)
+		return nil, fmt.Errorf("volume with name %s already exists: %w", name, core.ErrVolumeExists)
 	} else if !errors.Is(err, state.ErrNotFound) {
 		return nil, err
 	}
@@ -201,7 +201,7 @@ func (s *Store) Create(ctx context.Context, o core.VolumeCreateOptions) (*core.V
 	if err := s.db.AddVolume(ctx, state.VolumeRecord{Name: name, Created: v.CreatedAt, Data: data}); err != nil {
 		os.RemoveAll(dir)
 		if errors.Is(err, state.ErrDuplicate) {
-			return nil, fmt.Errorf("volume %q: %w", name, core.ErrNameInUse)
+			return nil, fmt.Errorf("volume with name %s already exists: %w", name, core.ErrVolumeExists)
 		}
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (s *Store) Create(ctx context.Context, o core.VolumeCreateOptions) (*core.V
 func (s *Store) get(ctx context.Context, name string) (*core.Volume, error) {
 	r, err := s.db.GetVolume(ctx, name)
 	if errors.Is(err, state.ErrNotFound) {
-		return nil, fmt.Errorf("volume %q: %w", name, core.ErrNoSuchVolume)
+		return nil, core.NoSuchVolume(name)
 	}
 	if err != nil {
 		return nil, err
@@ -341,7 +341,7 @@ func (s *Store) removeLocked(ctx context.Context, name string) error {
 	}
 	if err := s.db.RemoveVolume(ctx, name); err != nil {
 		if errors.Is(err, state.ErrNotFound) {
-			return fmt.Errorf("volume %q: %w", name, core.ErrNoSuchVolume)
+			return core.NoSuchVolume(name)
 		}
 		return err
 	}
