@@ -32,10 +32,17 @@ esac
 
 # Bump IMAGE_VERSION when the guest setup below changes: it is part of the cache key.
 IMAGE_VERSION=1
-SUITE=bookworm
+# BERTH_HOSTLAB_SUITE picks the Debian release: bookworm (Debian 12, the default and CI's), or
+# trixie (Debian 13: kernel 6.12, systemd 257, crun beside runc, Podman 5.4 as the in-VM podman).
+SUITE=${BERTH_HOSTLAB_SUITE:-bookworm}
 PKGS=(systemd systemd-sysv dbus udev kmod iproute2 procps util-linux e2fsprogs
   runc conmon netavark aardvark-dns catatonit iptables busybox-static criu podman
   uidmap containernetworking-plugins apparmor)
+case "$SUITE" in
+bookworm) ;;
+trixie) PKGS+=(crun) ;;
+*) die "BERTH_HOSTLAB_SUITE=$SUITE: bookworm or trixie" ;;
+esac
 cache=${BERTH_CACHE:-$HOME/.cache/berth}
 key=$(printf '%s\n' "$IMAGE_VERSION" "$SUITE" "${PKGS[@]}" | sha256sum | cut -c1-16)
 imgdir=$cache/hostlab-$key
@@ -64,15 +71,26 @@ build_image() {
   # shellcheck disable=SC2064
   trap "rm -rf '$tmp'" RETURN
   mirror=$(apt_mirror)
+  # The kernel comes from $SUITE: this machine's own apt lists when it runs that release, else a
+  # throwaway apt configuration (own lists) with one line for $SUITE on the same mirror.
+  local aptopts=()
+  if [ "$SUITE" != "$(. /etc/os-release && echo "${VERSION_CODENAME:-}")" ]; then
+    mkdir -p "$tmp/apt/lists/partial"
+    echo "deb $mirror $SUITE main" >"$tmp/apt/sources.list"
+    aptopts=(-o "Dir::Etc::SourceList=$tmp/apt/sources.list" -o "Dir::Etc::SourceParts=/dev/null"
+      -o "Dir::State::Lists=$tmp/apt/lists" -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache="
+      -o "APT::Sandbox::User=root")
+    apt-get "${aptopts[@]}" update -qq || die "apt-get update for $SUITE failed"
+  fi
   # Debian's cloud kernel: the exact package the metapackage points at (a glob would fetch all).
-  kpkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+  kpkg=$(apt-cache "${aptopts[@]}" depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
   if [ -z "$kpkg" ]; then
-    apt-get update -qq
-    kpkg=$(apt-cache depends linux-image-cloud-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+    apt-get "${aptopts[@]}" update -qq
+    kpkg=$(apt-cache "${aptopts[@]}" depends linux-image-cloud-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
   fi
   [ -n "$kpkg" ] || die "cannot resolve linux-image-cloud-amd64"
   log "building the VM image ($SUITE from $mirror, kernel $kpkg) into $imgdir"
-  (cd "$tmp" && apt-get download -qq "$kpkg" 2>/dev/null) || die "apt-get download $kpkg failed"
+  (cd "$tmp" && apt-get "${aptopts[@]}" download -qq "$kpkg" 2>/dev/null) || die "apt-get download $kpkg failed"
   mkdir "$tmp/kernel"
   dpkg-deb -x "$tmp"/"$kpkg"_*.deb "$tmp/kernel"
   kver=$(basename "$(ls -d "$tmp"/kernel/lib/modules/*)")
