@@ -227,6 +227,7 @@ run_suite() {
   (cd "$ROOT/engine" && CGO_ENABLED=0 "$GO" test -c -ldflags '-s -w' -o "$payload/hostsuite.test" ./internal/integration/hostsuite) ||
     die "building the host suite failed"
   timeout_s=${BERTH_HOSTLAB_TIMEOUT:-900}
+  [ "$what" = bench ] && timeout_s=${BERTH_HOSTLAB_TIMEOUT:-1500}
   local targs="-test.timeout $((timeout_s - 60))s -test.v"
   local bench=0
   if [ "$what" = bench ]; then
