@@ -93,14 +93,17 @@ build_image() {
   (cd "$tmp" && apt-get "${aptopts[@]}" download -qq "$kpkg" 2>/dev/null) || die "apt-get download $kpkg failed"
   mkdir "$tmp/kernel"
   dpkg-deb -x "$tmp"/"$kpkg"_*.deb "$tmp/kernel"
-  kver=$(basename "$(ls -d "$tmp"/kernel/lib/modules/*)")
+  # trixie's kernel package keeps its modules under /usr/lib (merged /usr).
+  local kmods=$tmp/kernel/lib/modules
+  [ -d "$kmods" ] || kmods=$tmp/kernel/usr/lib/modules
+  kver=$(basename "$(ls -d "$kmods"/*)")
   rootfs=$tmp/rootfs
   local inc
   inc=$(IFS=,; echo "${PKGS[*]}")
   debootstrap --variant=minbase --include="$inc" "$SUITE" "$rootfs" "$mirror" >"$tmp/debootstrap.log" 2>&1 ||
     { tail -n 30 "$tmp/debootstrap.log" >&2; die "debootstrap failed"; }
   mkdir -p "$rootfs/lib/modules"
-  cp -a "$tmp/kernel/lib/modules/$kver" "$rootfs/lib/modules/"
+  cp -a "$kmods/$kver" "$rootfs/lib/modules/"
   chroot "$rootfs" depmod "$kver"
   guest_setup "$rootfs"
   rm -rf "$rootfs/var/cache/apt/archives"/*.deb "$rootfs/var/lib/apt/lists"/*_Packages
@@ -112,7 +115,7 @@ build_image() {
   cp "$(command -v busybox)" "$ird/bin/busybox"
   ln -s busybox "$ird/bin/sh"
   for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk; do
-    f=$(find "$tmp/kernel/lib/modules/$kver" -name "$m.ko*" | head -n 1)
+    f=$(find "$kmods/$kver" -name "$m.ko*" | head -n 1)
     [ -n "$f" ] || die "module $m not in $kpkg"
     case "$f" in
     *.xz) xz -dc "$f" >"$ird/modules/$m.ko" ;;
@@ -194,13 +197,19 @@ UNIT
   ln -sf /etc/systemd/system/hostlab.service "$r/etc/systemd/system/multi-user.target.wants/hostlab.service"
 }
 
+# image_ready: the image of this key is complete (build_image moves it into place last).
+image_ready() {
+  [ -f "$imgdir/root.img" ] && [ -f "$imgdir/vmlinuz" ] && [ -f "$imgdir/initrd.img" ]
+}
+
+# ensure_image builds the image unless it is cached. A cached image is used without the lock, so
+# a run never waits for another key's build (a Debian 13 image, a changed package list).
 ensure_image() {
+  image_ready && return 0
   mkdir -p "$cache"
   exec 8>"$cache/hostlab.lock"
   flock 8
-  if [ ! -f "$imgdir/root.img" ] || [ ! -f "$imgdir/vmlinuz" ] || [ ! -f "$imgdir/initrd.img" ]; then
-    build_image
-  fi
+  image_ready || build_image
   flock -u 8
 }
 
