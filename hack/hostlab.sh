@@ -114,9 +114,15 @@ build_image() {
   mkdir -p "$ird/bin" "$ird/dev" "$ird/proc" "$ird/sys" "$ird/newroot" "$ird/modules"
   cp "$(command -v busybox)" "$ird/bin/busybox"
   ln -s busybox "$ird/bin/sh"
+  # Modules the kernel has built in (trixie's 6.12 builds virtio in) are not loaded.
+  : >"$ird/modules/order"
   for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk; do
     f=$(find "$kmods/$kver" -name "$m.ko*" | head -n 1)
+    if [ -z "$f" ] && grep -q "/$m.ko\$" "$kmods/$kver/modules.builtin" 2>/dev/null; then
+      continue
+    fi
     [ -n "$f" ] || die "module $m not in $kpkg"
+    echo "$m" >>"$ird/modules/order"
     case "$f" in
     *.xz) xz -dc "$f" >"$ird/modules/$m.ko" ;;
     *.zst) zstd -qdc "$f" >"$ird/modules/$m.ko" ;;
@@ -128,7 +134,7 @@ build_image() {
 /bin/busybox mount -t proc proc /proc
 /bin/busybox mount -t sysfs sys /sys
 /bin/busybox mount -t devtmpfs dev /dev
-for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk; do
+for m in $(/bin/busybox cat /modules/order); do
   /bin/busybox insmod /modules/$m.ko
 done
 i=0

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -76,12 +77,25 @@ func TestBenchVsPodman(t *testing.T) {
 	// The cycle over the API, interleaved; one warm-up each.
 	const cycles = 10
 	var apiB, apiP []time.Duration
+	phasesB, phasesP := map[string][]time.Duration{}, map[string][]time.Duration{}
 	for i := 0; i <= cycles; i++ {
-		b, q := berth.cycle(t), podman.cycle(t)
+		b, q := berth.cycle(t, phasesB), podman.cycle(t, phasesP)
 		t.Logf("cycle %d: berth %v, podman %v", i, b.Round(time.Millisecond), q.Round(time.Millisecond))
 		if i > 0 {
 			apiB, apiP = append(apiB, b), append(apiP, q)
 		}
+	}
+	// Where the time goes: each call's median, and what starting a Go
+	// binary (runc) and conmon costs here.
+	for _, ph := range []string{"create", "start", "wait", "rm"} {
+		t.Logf("BENCH cycle phase %s (median): berth %v, podman %v", ph, median(phasesB[ph]), median(phasesP[ph]))
+	}
+	for _, bin := range []string{"runc", "conmon"} {
+		var d []time.Duration
+		for i := 0; i < 5; i++ {
+			d = append(d, timed(func() { exec.Command(bin, "--version").Run() }))
+		}
+		t.Logf("BENCH %s --version (median of 5): %v", bin, median(d))
 	}
 	// The cycle with podman's CLI: local engine vs remote to Berth.
 	url := "tcp://" + p.addr
@@ -105,6 +119,9 @@ func TestBenchVsPodman(t *testing.T) {
 		start := time.Now()
 		e.startSleepers(t, running)
 		t.Logf("BENCH %s: started %d containers in %v", e.name, running, time.Since(start).Round(time.Millisecond))
+		if e == berth && unified() {
+			readCost(t, p.lab)
+		}
 		n, d := e.statsLoop(t, running, 10*time.Second)
 		statsRate[e.name] = float64(n) / d.Seconds()
 		t.Logf("BENCH %s: stats of %d containers: %d requests in %v = %.2f/s (%.0f ms each)",
@@ -180,16 +197,27 @@ func (a *apiTarget) create(t testing.TB, cmd ...string) string {
 	return out.ID
 }
 
-// cycle times create, start, wait and remove of a container running true.
-func (a *apiTarget) cycle(t testing.TB) time.Duration {
+// cycle times create, start, wait and remove of a container running
+// true; each call's time is added to phases.
+func (a *apiTarget) cycle(t testing.TB, phases map[string][]time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
+	last := start
+	phase := func(name string) {
+		now := time.Now()
+		phases[name] = append(phases[name], now.Sub(last))
+		last = now
+	}
 	id := a.create(t, "true")
+	phase("create")
 	a.must(t, http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	phase("start")
 	if code := strings.TrimSpace(string(a.must(t, http.StatusOK, "POST", "/containers/"+id+"/wait", nil))); code != "0" {
 		t.Fatalf("%s wait: exit code %s", a.name, code)
 	}
+	phase("wait")
 	a.must(t, http.StatusOK, "DELETE", "/containers/"+id, nil)
+	phase("rm")
 	return time.Since(start)
 }
 
@@ -233,4 +261,39 @@ func (a *apiTarget) statsLoop(t testing.TB, n int, d time.Duration) (int, time.D
 func (a *apiTarget) removeAll(t testing.TB) {
 	t.Helper()
 	enginetest.RemoveAll(func(m, p string, b any) (int, []byte) { return a.do(t, m, p, b) })
+}
+
+// readCost logs what reading each file the stats of a running container
+// need costs here for all of them (five rounds, median), the kernel's
+// and the file API's share of a stats request.
+func readCost(t *testing.T, l *lab) {
+	t.Helper()
+	var list []struct {
+		ID string `json:"Id"`
+	}
+	l.decode(l.must(http.StatusOK, "GET", "/containers/json", nil), &list)
+	var dirs, pids []string
+	for _, c := range list {
+		d := l.inspect(c.ID)
+		dirs = append(dirs, filepath.Join("/sys/fs/cgroup", d.State.CgroupPath))
+		pids = append(pids, strconv.Itoa(d.State.Pid))
+	}
+	var total time.Duration
+	for _, f := range []string{"cpu.stat", "memory.current", "memory.stat", "memory.peak", "memory.max", "pids.current", "io.stat", "net/dev"} {
+		var rounds []time.Duration
+		for r := 0; r < 5; r++ {
+			rounds = append(rounds, timed(func() {
+				for i := range dirs {
+					path := filepath.Join(dirs[i], f)
+					if f == "net/dev" {
+						path = "/proc/" + pids[i] + "/net/dev"
+					}
+					os.ReadFile(path)
+				}
+			}))
+		}
+		total += median(rounds)
+		t.Logf("BENCH reading %s of %d containers: %v", f, len(dirs), median(rounds))
+	}
+	t.Logf("BENCH reading every stats file of %d containers: %v", len(dirs), total)
 }
