@@ -62,6 +62,9 @@ type ManifestPushOptions struct {
 	Auth             *RegistryAuth
 	// Progress receives human-readable progress text; nil discards it.
 	Progress io.Writer
+	// Blobs, when set, receives each blob's progress as it is copied: the
+	// first call means the registry accepted the connection.
+	Blobs func(BlobProgress)
 }
 
 // ManifestLists are manifest lists (Docker manifest lists and OCI image

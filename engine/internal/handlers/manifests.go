@@ -547,10 +547,19 @@ func (s *Server) runManifestPush(w http.ResponseWriter, r *http.Request, destina
 	opts := core.ManifestPushOptions{All: q.All, Format: q.Format, CompressionFormat: q.CompressionFormat,
 		RemoveSignatures: q.RemoveSignatures, TLSVerify: tlsVerify, Auth: auth}
 	stream := newJSONStream(w)
+	var held *heldLines
 	if !q.Quiet {
-		opts.Progress = stream.progress(func(text string) any { return manifestPushReport{Stream: text} })
+		// As PushImage: lines wait for the first blob, so that a push the
+		// registry refuses at once (TLS) gets its status.
+		held = holdLines(stream)
+		opts.Progress = held.progress(func(text string) any { return manifestPushReport{Stream: text} })
+		opts.Blobs = func(core.BlobProgress) { held.release() }
 	}
 	pushed, err := s.deps.Manifests.Push(r.Context(), pathParam(r, "name"), destination, opts)
+	if held != nil && !held.finish(err != nil) {
+		writeError(w, err)
+		return
+	}
 	if answerUnstreamed(w, stream, err, func() { writeJSON(w, http.StatusOK, idReport{ID: pushed}) }) {
 		return
 	}

@@ -394,6 +394,12 @@ func TestPodmanRemoteManifestPlatformFields(t *testing.T) {
 		t.Errorf("ManifestInspect: %+v", shown)
 	}
 
+	// Without tls-verify=false the plain-HTTP registry is refused, naming TLS.
+	if _, stderr, err := p.try("manifest", "push", "--all", name, "docker://"+reg.Host+"/team/refused:1"); err == nil || !strings.Contains(stderr, "HTTP response to HTTPS client") {
+		t.Errorf("manifest push to a plain-HTTP registry without --tls-verify=false: %v %s", err, stderr)
+	}
+	e.do(http.MethodPost, "/v4.3.1/libpod/manifests/"+name+"/registry/"+reg.Host+"/team/refused:1?all=true&quiet=false", nil).engineError(t, http.StatusBadRequest)
+
 	// Unescaped slashes in the list's name and a docker:// destination.
 	pushedName := reg.Host + "/team/pushed:1"
 	var pushed struct {

@@ -581,14 +581,20 @@ func (m *ManifestLists) Push(ctx context.Context, name, destination string, opts
 		selection = copy.CopyAllImages
 	}
 	src := &listReference{name: name, state: state, store: s.store}
-	pushed, err := m.t.copyImage(ctx, destRef, src, &copy.Options{
+	copyOpts := &copy.Options{
 		ReportWriter:          progress,
 		SourceCtx:             sys,
 		DestinationCtx:        sys,
 		RemoveSignatures:      opts.RemoveSignatures,
 		ForceManifestMIMEType: mimeType,
 		ImageListSelection:    selection,
-	})
+	}
+	stop := func() {}
+	if opts.Blobs != nil {
+		stop = reportBlobs(copyOpts, opts.Blobs)
+	}
+	pushed, err := m.t.copyImage(ctx, destRef, src, copyOpts)
+	stop()
 	if err != nil {
 		return "", classifyRegistryError(fmt.Errorf("pushing manifest list %s to %s: %w", name, named.String(), err))
 	}
