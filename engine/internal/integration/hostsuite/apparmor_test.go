@@ -1,6 +1,8 @@
 package hostsuite
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"net/http"
 	"os"
@@ -114,6 +116,20 @@ func TestAppArmorEnforced(t *testing.T) {
 	}
 	if code, _ := probe("aa-custom-ok", "touch /x", map[string]any{"apparmor_profile": custom}); code != 0 {
 		t.Errorf("apparmor=%s: a write the profile allows exited %d", custom, code)
+	}
+
+	// A build RUN step runs under berth-default too: the step fails (and
+	// no image is made) unless its label says so.
+	var buildCtx bytes.Buffer
+	tw := tar.NewWriter(&buildCtx)
+	cf := "FROM localhost/busybox:latest\nRUN cat /proc/self/attr/current && grep -q '^berth-default (enforce)' /proc/self/attr/current\n"
+	tw.WriteHeader(&tar.Header{Name: "Containerfile", Mode: 0o644, Size: int64(len(cf))})
+	tw.Write([]byte(cf))
+	tw.Close()
+	t.Cleanup(func() { l.do("DELETE", "/images/localhost/aa-build:latest?force=true", nil) })
+	bstatus, bbody := l.do("POST", "/build?t=localhost/aa-build:latest", &buildCtx)
+	if st, _ := l.do("GET", "/images/localhost/aa-build:latest/exists", nil); st != http.StatusNoContent {
+		t.Errorf("a build whose RUN step checks for berth-default made no image: %d\n%s", bstatus, bbody)
 	}
 
 	// A profile that is not loaded: 400 naming it, nothing created.
