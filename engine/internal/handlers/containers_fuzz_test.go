@@ -26,15 +26,22 @@ func FuzzDecodeContainerSpec(f *testing.F) {
 		if err == nil {
 			err = spec.Validate()
 		}
-		if err == nil {
-			return
-		}
-		var fe *core.FieldError
-		if !errors.As(err, &fe) || fe.Field == "" {
-			t.Fatalf("rejection without a field: %v", err)
-		}
-		if httpwire.StatusOf(err) != http.StatusBadRequest {
-			t.Fatalf("rejection %v maps to %d, want 400", err, httpwire.StatusOf(err))
-		}
+		requireFieldRejection(t, err)
 	})
+}
+
+// requireFieldRejection fails the test unless err is nil or a rejection
+// that names its field and answers 400.
+func requireFieldRejection(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	var fe *core.FieldError
+	if !errors.As(err, &fe) || fe.Field == "" {
+		t.Fatalf("rejection without a field: %v", err)
+	}
+	if httpwire.StatusOf(err) != http.StatusBadRequest {
+		t.Fatalf("rejection %v maps to %d, want 400", err, httpwire.StatusOf(err))
+	}
 }

@@ -2,12 +2,7 @@ package handlers
 
 import (
 	"bytes"
-	"errors"
-	"net/http"
 	"testing"
-
-	"github.com/berth-project/berth/engine/internal/core"
-	"github.com/berth-project/berth/engine/internal/httpwire"
 )
 
 // FuzzDecodePodSpec feeds arbitrary bodies to the pod creation decoder: it
@@ -21,15 +16,6 @@ func FuzzDecodePodSpec(f *testing.F) {
 	f.Add([]byte(``))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		_, err := decodePodSpec(bytes.NewReader(body))
-		if err == nil {
-			return
-		}
-		var fe *core.FieldError
-		if !errors.As(err, &fe) || fe.Field == "" {
-			t.Fatalf("rejection without a field: %v", err)
-		}
-		if httpwire.StatusOf(err) != http.StatusBadRequest {
-			t.Fatalf("rejection %v maps to %d, want 400", err, httpwire.StatusOf(err))
-		}
+		requireFieldRejection(t, err)
 	})
 }

@@ -307,14 +307,7 @@ func TestCommitAndImageChanges(t *testing.T) {
 func TestPodmanRemoteCopyCommitDiff(t *testing.T) {
 	te := startEngine(t)
 	podman := podmanRemote(t, te)
-	must := func(args ...string) string {
-		t.Helper()
-		out, err := podman(args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	must := mustSucceed(t, podman)
 	dir := t.TempDir()
 	hostFile := filepath.Join(dir, "hello.txt")
 	os.WriteFile(hostFile, []byte("hello from host\n"), 0o644)

@@ -142,14 +142,7 @@ func TestSecretsAPIErrors(t *testing.T) {
 func TestPodmanRemoteSecrets(t *testing.T) {
 	te := startEngine(t)
 	podman := podmanRemote(t, te)
-	must := func(args ...string) string {
-		t.Helper()
-		out, err := podman(args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	must := mustSucceed(t, podman)
 	file := filepath.Join(t.TempDir(), "pw")
 	os.WriteFile(file, []byte("hunter2"), 0o600)
 	id1 := strings.TrimSpace(must("secret", "create", "--label", "app=web", "s1", file))

@@ -46,14 +46,10 @@ type podmanError struct {
 	stderr string
 }
 
-func (e *podmanError) Error() string {
-	return "podman " + strings.Join(e.args, " ") + ": " + e.err.Error() + ": " + e.stderr
-}
-
-func TestPodmanRemoteVolumes(t *testing.T) {
-	te := startEngine(t)
-	podman := podmanRemote(t, te)
-	must := func(args ...string) string {
+// mustSucceed wraps a podman client (podmanRemote's) into one whose
+// failure fails the test.
+func mustSucceed(t *testing.T, podman func(args ...string) (string, error)) func(args ...string) string {
+	return func(args ...string) string {
 		t.Helper()
 		out, err := podman(args...)
 		if err != nil {
@@ -61,6 +57,16 @@ func TestPodmanRemoteVolumes(t *testing.T) {
 		}
 		return out
 	}
+}
+
+func (e *podmanError) Error() string {
+	return "podman " + strings.Join(e.args, " ") + ": " + e.err.Error() + ": " + e.stderr
+}
+
+func TestPodmanRemoteVolumes(t *testing.T) {
+	te := startEngine(t)
+	podman := podmanRemote(t, te)
+	must := mustSucceed(t, podman)
 	lines := func(s string) []string { return strings.Fields(s) }
 
 	if out := must("volume", "create", "--label", "app=web", "myvol"); strings.TrimSpace(out) != "myvol" {
