@@ -60,15 +60,7 @@ func TestPlanDevicesAndInitContainers(t *testing.T) {
 			field: "spec.initContainers[0].livenessProbe"},
 	} {
 		pl, err := planOf(t, tc.annotations, tc.spec)
-		if tc.field != "" {
-			var fe *core.FieldError
-			if !errors.As(err, &fe) || !strings.Contains(fe.Error(), tc.field) {
-				t.Errorf("%s: %v, want a 400 naming %s", tc.name, err, tc.field)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%s: %v", tc.name, err)
+		if !planned(t, tc.name, tc.field, err) {
 			continue
 		}
 		pp := pl.pods[0]
@@ -135,15 +127,7 @@ func TestPlanProbes(t *testing.T) {
 		{name: "unknown port name", spec: container("", "    livenessProbe: {tcpSocket: {port: db}}\n"), field: "spec.containers[0].livenessProbe"},
 	} {
 		pl, err := planOf(t, "", tc.spec)
-		if tc.field != "" {
-			var fe *core.FieldError
-			if !errors.As(err, &fe) || !strings.Contains(fe.Error(), tc.field) {
-				t.Errorf("%s: %v, want a 400 naming %s", tc.name, err, tc.field)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%s: %v", tc.name, err)
+		if !planned(t, tc.name, tc.field, err) {
 			continue
 		}
 		cs := pl.pods[0].containers[0]
@@ -182,4 +166,23 @@ func TestPlanSdNotify(t *testing.T) {
 			t.Errorf("%s: %v", tc.annotation, err)
 		}
 	}
+}
+
+// planned reports whether the plan of case name was made: a case that
+// names a field (field) must be refused with a 400 naming it, any other
+// must plan without error; each failure is reported.
+func planned(t *testing.T, name, field string, err error) bool {
+	t.Helper()
+	if field != "" {
+		var fe *core.FieldError
+		if !errors.As(err, &fe) || !strings.Contains(fe.Error(), field) {
+			t.Errorf("%s: %v, want a 400 naming %s", name, err, field)
+		}
+		return false
+	}
+	if err != nil {
+		t.Errorf("%s: %v", name, err)
+		return false
+	}
+	return true
 }
