@@ -166,29 +166,9 @@ func TestWireParityWithPodman(t *testing.T) {
 		t.Fatal(err)
 	}
 	both := []string{e.Base(), podman}
-	for _, base := range both {
-		if status, _ := fetchJSON(t, http.MethodPost, base, "/v4.3.1/libpod/images/load", archive.Bytes()); status != http.StatusOK {
-			t.Fatalf("load into %s: %d", base, status)
-		}
-	}
+	loadArchive(t, archive.Bytes(), both...)
 
-	compare := func(method, path string) {
-		t.Helper()
-		s1, v1 := fetchJSON(t, method, e.Base(), path, nil)
-		s2, v2 := fetchJSON(t, method, podman, path, nil)
-		if s1 != s2 {
-			t.Errorf("%s %s: berth %d, podman %d (%v / %v)", method, path, s1, s2, v1, v2)
-			return
-		}
-		if s1 >= 400 {
-			return // error texts differ; status and shape are checked elsewhere
-		}
-		if a, b := scrub(v1), scrub(v2); !reflect.DeepEqual(a, b) {
-			ja, _ := json.MarshalIndent(a, "", " ")
-			jb, _ := json.MarshalIndent(b, "", " ")
-			t.Errorf("%s %s differs:\nberth:  %s\npodman: %s", method, path, ja, jb)
-		}
-	}
+	compare := parity(t, e.Base(), podman)
 	esc := url.PathEscape
 	compare(http.MethodGet, "/v4.3.1/libpod/images/json")
 	compare(http.MethodGet, "/v4.3.1/libpod/images/json?all=true")
@@ -235,25 +215,8 @@ func TestWireParityParentsWithPodman(t *testing.T) {
 	if err := testimage.DockerArchive(&archive, append(parentAndChild(), busybox("localhost/other:1"))...); err != nil {
 		t.Fatal(err)
 	}
-	for _, base := range []string{e.Base(), podman} {
-		if status, _ := fetchJSON(t, http.MethodPost, base, "/v4.3.1/libpod/images/load", archive.Bytes()); status != http.StatusOK {
-			t.Fatalf("load into %s: %d", base, status)
-		}
-	}
-	compare := func(method, path string) {
-		t.Helper()
-		s1, v1 := fetchJSON(t, method, e.Base(), path, nil)
-		s2, v2 := fetchJSON(t, method, podman, path, nil)
-		if s1 != s2 {
-			t.Errorf("%s %s: berth %d, podman %d (%v / %v)", method, path, s1, s2, v1, v2)
-			return
-		}
-		if a, b := scrub(v1), scrub(v2); s1 < 400 && !reflect.DeepEqual(a, b) {
-			ja, _ := json.MarshalIndent(a, "", " ")
-			jb, _ := json.MarshalIndent(b, "", " ")
-			t.Errorf("%s %s differs:\nberth:  %s\npodman: %s", method, path, ja, jb)
-		}
-	}
+	loadArchive(t, archive.Bytes(), e.Base(), podman)
+	compare := parity(t, e.Base(), podman)
 	compare(http.MethodGet, "/v4.3.1/libpod/images/json")
 	compare(http.MethodGet, "/v4.3.1/libpod/images/child:1/json")
 	compare(http.MethodGet, "/v4.3.1/libpod/images/other:1/json")
@@ -308,6 +271,37 @@ func TestWireParityOCIWithPodman(t *testing.T) {
 			ja, _ := json.MarshalIndent(scrub(v1), "", " ")
 			jb, _ := json.MarshalIndent(scrub(v2), "", " ")
 			t.Errorf("GET %s differs (%d / %d):\nberth:  %s\npodman: %s", path, s1, s2, ja, jb)
+		}
+	}
+}
+
+// loadArchive loads an image archive into each engine at bases.
+func loadArchive(t *testing.T, archive []byte, bases ...string) {
+	t.Helper()
+	for _, base := range bases {
+		if status, _ := fetchJSON(t, http.MethodPost, base, "/v4.3.1/libpod/images/load", archive); status != http.StatusOK {
+			t.Fatalf("load into %s: %d", base, status)
+		}
+	}
+}
+
+// parity returns the check that one request answers the same from Berth
+// (at berth) and from Podman (at podman): the same status and, below 400,
+// the same JSON once scrubbed (error texts differ; their status and shape
+// are checked elsewhere).
+func parity(t *testing.T, berth, podman string) func(method, path string) {
+	return func(method, path string) {
+		t.Helper()
+		s1, v1 := fetchJSON(t, method, berth, path, nil)
+		s2, v2 := fetchJSON(t, method, podman, path, nil)
+		if s1 != s2 {
+			t.Errorf("%s %s: berth %d, podman %d (%v / %v)", method, path, s1, s2, v1, v2)
+			return
+		}
+		if a, b := scrub(v1), scrub(v2); s1 < 400 && !reflect.DeepEqual(a, b) {
+			ja, _ := json.MarshalIndent(a, "", " ")
+			jb, _ := json.MarshalIndent(b, "", " ")
+			t.Errorf("%s %s differs:\nberth:  %s\npodman: %s", method, path, ja, jb)
 		}
 	}
 }
