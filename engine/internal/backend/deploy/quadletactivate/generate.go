@@ -321,9 +321,7 @@ func (s *service) pod(p *plan) error {
 	for _, pm := range spec.PortMappings {
 		create = append(create, "--publish", formatPort(pm))
 	}
-	for _, kv := range sortedPairs(spec.Labels) {
-		create = append(create, "--label", kv)
-	}
+	create = append(create, flagPairs("--label", spec.Labels)...)
 	create = append(create, networkFlags(spec.NetNS, spec.Networks)...)
 	for _, f := range []struct {
 		flag   string
@@ -429,15 +427,7 @@ func (s *service) network(p *plan) {
 			create = append(create, "--gateway", sub.Gateway.String())
 		}
 	}
-	for _, kv := range sortedPairs(n.Options) {
-		create = append(create, "--opt", kv)
-	}
-	for _, kv := range sortedPairs(n.Labels) {
-		create = append(create, "--label", kv)
-	}
-	create = append(create, n.Name)
-	s.oneshot(true)
-	s.exec("ExecStart", "", ifMissing(s.cmd("network", "exists", n.Name), create))
+	s.createIfMissing("network", n.Name, create, n.Options, n.Labels)
 }
 
 func (s *service) volume(p *plan) {
@@ -446,15 +436,18 @@ func (s *service) volume(p *plan) {
 	if v.Driver != "" {
 		create = append(create, "--driver", v.Driver)
 	}
-	for _, kv := range sortedPairs(v.Options) {
-		create = append(create, "--opt", kv)
-	}
-	for _, kv := range sortedPairs(v.Labels) {
-		create = append(create, "--label", kv)
-	}
-	create = append(create, v.Name)
+	s.createIfMissing("volume", v.Name, create, v.Options, v.Labels)
+}
+
+// createIfMissing ends a network's or volume's service: create, with the
+// object's options and labels and then its name, runs once, where
+// "podman KIND exists NAME" finds none.
+func (s *service) createIfMissing(kind, name string, create []string, options, labels map[string]string) {
+	create = append(create, flagPairs("--opt", options)...)
+	create = append(create, flagPairs("--label", labels)...)
+	create = append(create, name)
 	s.oneshot(true)
-	s.exec("ExecStart", "", ifMissing(s.cmd("volume", "exists", v.Name), create))
+	s.exec("ExecStart", "", ifMissing(s.cmd(kind, "exists", name), create))
 }
 
 // image pulls as Podman's service does (always, unless Policy= says
@@ -515,9 +508,7 @@ func (s *service) build(p *plan) {
 	for _, a := range b.opts.Annotations {
 		cmd = append(cmd, "--annotation", a)
 	}
-	for _, kv := range sortedPairs(b.opts.BuildArgs) {
-		cmd = append(cmd, "--build-arg", kv)
-	}
+	cmd = append(cmd, flagPairs("--build-arg", b.opts.BuildArgs)...)
 	for _, f := range b.opts.Containerfiles {
 		cmd = append(cmd, "--file", filepath.Join(b.dir, f))
 	}

@@ -165,6 +165,16 @@ func sortedPairs(m map[string]string) []string {
 	return out
 }
 
+// flagPairs repeats flag before each key=value pair of m, sorted by key
+// (--label, --opt, --build-arg ...).
+func flagPairs(flag string, m map[string]string) []string {
+	var out []string
+	for _, kv := range sortedPairs(m) {
+		out = append(out, flag, kv)
+	}
+	return out
+}
+
 // formatPort writes a port mapping as podman's --publish reads it.
 func formatPort(pm core.PortMapping) string {
 	span := func(start uint16) string {

@@ -228,14 +228,7 @@ func translateContainer(u *unit, p *plan, ref refFunc) error {
 	if err := containerHealth(u, spec); err != nil {
 		return err
 	}
-	for _, e := range u.all("PublishPort") {
-		pm, err := parsePort(e.Value)
-		if err != nil {
-			return u.errAt(e, err)
-		}
-		spec.PortMappings = append(spec.PortMappings, pm)
-	}
-	if err := joinNetworks(u, ref, &spec.NetNS, &spec.Networks); err != nil {
+	if err := publishAndJoin(u, ref, &spec.PortMappings, &spec.NetNS, &spec.Networks); err != nil {
 		return err
 	}
 	if aliases, err := u.words("NetworkAlias"); err != nil {
@@ -351,6 +344,19 @@ func containerHealth(u *unit, spec *core.ContainerSpec) error {
 		spec.HealthConfig = &hc
 	}
 	return nil
+}
+
+// publishAndJoin reads the PublishPort= entries into ports and joins the
+// networks (joinNetworks), as a .container and a .pod do alike.
+func publishAndJoin(u *unit, ref refFunc, ports *[]core.PortMapping, ns *core.Namespace, nets *map[string]core.PerNetworkOptions) error {
+	for _, e := range u.all("PublishPort") {
+		pm, err := parsePort(e.Value)
+		if err != nil {
+			return u.errAt(e, err)
+		}
+		*ports = append(*ports, pm)
+	}
+	return joinNetworks(u, ref, ns, nets)
 }
 
 // joinNetworks reads Network= values into a namespace mode and networks.
@@ -589,14 +595,7 @@ func translatePod(u *unit, p *plan, ref refFunc) error {
 			return err
 		}
 	}
-	for _, e := range u.all("PublishPort") {
-		pm, err := parsePort(e.Value)
-		if err != nil {
-			return u.errAt(e, err)
-		}
-		spec.PortMappings = append(spec.PortMappings, pm)
-	}
-	if err := joinNetworks(u, ref, &spec.NetNS, &spec.Networks); err != nil {
+	if err := publishAndJoin(u, ref, &spec.PortMappings, &spec.NetNS, &spec.Networks); err != nil {
 		return err
 	}
 	p.pod = spec

@@ -1,9 +1,6 @@
 package quadletactivate
 
 import (
-	"archive/tar"
-	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,18 +149,7 @@ func TestGenerateService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	install := func(files ...string) {
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		for i := 0; i < len(files); i += 2 {
-			tw.WriteHeader(&tar.Header{Name: files[i], Mode: 0o644, Size: int64(len(files[i+1])), Typeflag: tar.TypeReg})
-			tw.Write([]byte(files[i+1]))
-		}
-		tw.Close()
-		if _, err := store.Install(context.Background(), &buf, core.QuadletInstallOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	install := func(files ...string) { installUnit(t, store, files...) }
 	install("db.network", "[Network]\nNetworkName=dbnet\n")
 	install("data.volume", "[Volume]\n")
 	install("web.container", `[Unit]
