@@ -2,58 +2,43 @@ package kubeapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 )
 
-const probesYAML = `apiVersion: v1
+// probePod is one pod of the probe test: its container c runs command with
+// the probes given (YAML lines), under restartPolicy Always unless policy
+// names another.
+func probePod(name, policy, command, probes string) string {
+	if policy != "" {
+		policy = "  restartPolicy: " + policy + "\n"
+	}
+	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
-metadata: {name: bkprobe-live}
+metadata: {name: %s}
 spec:
-  terminationGracePeriodSeconds: 0
+%s  terminationGracePeriodSeconds: 0
   containers:
   - name: c
     image: localhost/busybox:latest
-    command: [sleep, "1000"]
-    livenessProbe: {exec: {command: [test, -e, /tmp/alive]}, periodSeconds: 1, failureThreshold: 2, timeoutSeconds: 5}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: bkprobe-never}
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 0
-  containers:
-  - name: c
-    image: localhost/busybox:latest
-    command: [sleep, "1000"]
-    livenessProbe: {exec: {command: [test, -e, /tmp/alive]}, periodSeconds: 1, failureThreshold: 2, timeoutSeconds: 5}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: bkprobe-start}
-spec:
-  terminationGracePeriodSeconds: 0
-  containers:
-  - name: c
-    image: localhost/busybox:latest
-    command: [sleep, "1000"]
-    startupProbe: {exec: {command: [test, -e, /tmp/started]}, periodSeconds: 1, failureThreshold: 2, timeoutSeconds: 5}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: bkprobe-ok}
-spec:
-  terminationGracePeriodSeconds: 0
-  containers:
-  - name: c
-    image: localhost/busybox:latest
-    command: [sh, -c, "sleep 2; touch /tmp/started; exec sleep 1000"]
-    startupProbe: {exec: {command: [test, -e, /tmp/started]}, periodSeconds: 1, failureThreshold: 20, timeoutSeconds: 5}
-    livenessProbe: {exec: {command: [test, -e, /tmp/started]}, periodSeconds: 1, failureThreshold: 2, timeoutSeconds: 5}
-`
+    command: %s
+%s`, name, policy, command, probes)
+}
+
+var probesYAML = strings.Join([]string{
+	probePod("bkprobe-live", "", `[sleep, "1000"]`,
+		"    livenessProbe: {exec: {command: [test, -e, /tmp/alive]}, periodSeconds: 1, failureThreshold: 2, timeoutSeconds: 5}\n"),
+	probePod("bkprobe-never", "Never", `[sleep, "1000"]`,
+		"    livenessProbe: {exec: {command: [test, -e, /tmp/alive]}, periodSeconds: 1, failureThreshold: 2, timeoutSeconds: 5}\n"),
+	probePod("bkprobe-start", "", `[sleep, "1000"]`,
+		"    startupProbe: {exec: {command: [test, -e, /tmp/started]}, periodSeconds: 1, failureThreshold: 2, timeoutSeconds: 5}\n"),
+	probePod("bkprobe-ok", "", `[sh, -c, "sleep 2; touch /tmp/started; exec sleep 1000"]`,
+		"    startupProbe: {exec: {command: [test, -e, /tmp/started]}, periodSeconds: 1, failureThreshold: 20, timeoutSeconds: 5}\n"+
+			"    livenessProbe: {exec: {command: [test, -e, /tmp/started]}, periodSeconds: 1, failureThreshold: 2, timeoutSeconds: 5}\n"),
+}, "---\n")
 
 // probeState is what the probe test reads of a container.
 type probeState struct {
