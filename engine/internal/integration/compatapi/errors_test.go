@@ -21,7 +21,8 @@ func TestErrorWordsAsPodman(t *testing.T) {
 		cause        string
 		message      string
 	}{
-		{"GET", "/images/nosuch/json", nil, 404, "image not known", "nosuch: image not known"},
+		{"GET", "/images/nosuch/json", nil, 404, "image not known", "failed to find image nosuch: nosuch: image not known"},
+		{"GET", "/images/nosuch/history", nil, 404, "image not known", "failed to find image nosuch: nosuch: image not known"},
 		{"DELETE", "/images/nosuch", nil, 404, "image not known", "nosuch: image not known"},
 		{"GET", "/images/nosuch/exists", nil, 404, "image not known", "nosuch: image not known"},
 		{"GET", "/manifests/nosuch/json", nil, 404, "image not known", "image not known"},
@@ -70,13 +71,15 @@ func TestErrorWordsAsPodman(t *testing.T) {
 		{1, "", []string{"pod", "exists", "nosuch"}},
 		{1, "", []string{"volume", "exists", "nosuch"}},
 		{1, "Error: nosuch: image not known", []string{"manifest", "rm", "nosuch"}},
+		{125, "Error: nosuch: image not known", []string{"save", "-o", filepath.Join(t.TempDir(), "x.tar"), "nosuch"}},
+		{125, "Error: failed to find image nosuch: nosuch: image not known", []string{"tag", "nosuch", "other:1"}},
+		{125, "Error: failed to make pod: adding pod to state: name \"p1\" is in use: pod already exists", []string{"pod", "create", "--name", "p1"}},
 		{1, `Error: no container with name or ID "nosuch" found: no such container`, []string{"rm", "nosuch"}},
 		{125, `Error: no container with name or ID "nosuch" found: no such container`, []string{"stop", "nosuch"}},
 		{1, `Error: no volume with name "nosuch" found: no such volume`, []string{"volume", "rm", "nosuch"}},
-		{125, "pod already exists", []string{"pod", "create", "--name", "p1"}},
 		{125, "Error: volume with name v1 already exists: volume already exists", []string{"volume", "create", "v1"}},
 		{125, "network already exists", []string{"network", "create", "n1"}},
-		{125, "You have to remove that container to be able to reuse that name: that name is already in use", []string{"create", "--name", "c1", "localhost/busybox:latest"}},
+		{125, `Error: creating container storage: the container name "c1" is already in use by `, []string{"create", "--name", "c1", "localhost/busybox:latest"}},
 		{125, "Error: s1: secret name in use", []string{"secret", "create", "s1", secretFile}},
 	} {
 		podmanFails(t, te, tt.code, tt.want, tt.args...)

@@ -98,7 +98,7 @@ func (t *Transfer) Export(ctx context.Context, names []string, opts core.ExportO
 // exportSource resolves name to a storage reference and the tag to record:
 // the image's tag the name stands for, none when name is an ID.
 func (t *Transfer) exportSource(ctx context.Context, name string) (exportSource, error) {
-	img, err := t.store.Lookup(ctx, name)
+	img, err := t.store.lookupToSave(name)
 	if err != nil {
 		return exportSource{}, err
 	}

@@ -22,11 +22,34 @@ var hexID = regexp.MustCompile(`^[a-f0-9]{1,64}$`)
 func (s *Store) Lookup(ctx context.Context, nameOrID string) (*core.Image, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	img, err := s.findNamed(nameOrID)
+	if err != nil {
+		return nil, err
+	}
+	return s.describe(img)
+}
+
+// lookupToSave is Lookup with the words of Podman's save for a name that
+// matches no image ("X: image not known").
+func (s *Store) lookupToSave(nameOrID string) (*core.Image, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	img, err := s.find(nameOrID)
 	if err != nil {
 		return nil, err
 	}
 	return s.describe(img)
+}
+
+// findNamed is find as Podman's image lookups answer a name that matches
+// no image: "failed to find image X: X: image not known" (removals say
+// only "X: image not known").
+func (s *Store) findNamed(nameOrID string) (*storage.Image, error) {
+	img, err := s.find(nameOrID)
+	if errors.Is(err, core.ErrNoSuchImage) {
+		err = fmt.Errorf("failed to find image %s: %w", nameOrID, err)
+	}
+	return img, err
 }
 
 // find resolves nameOrID to a storage image. It tries, in order: the exact

@@ -32,7 +32,7 @@ func (s *Store) Resolve(ctx context.Context, name string) ([]string, error) {
 func (s *Store) History(ctx context.Context, nameOrID string) ([]core.ImageHistoryEntry, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	img, err := s.find(nameOrID)
+	img, err := s.findNamed(nameOrID)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func (s *Store) History(ctx context.Context, nameOrID string) ([]core.ImageHisto
 func (s *Store) Tree(ctx context.Context, nameOrID string, whatRequires bool) (string, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	img, err := s.find(nameOrID)
+	img, err := s.findNamed(nameOrID)
 	if err != nil {
 		return "", err
 	}
@@ -228,7 +228,7 @@ func (s *Store) Tag(ctx context.Context, nameOrID, repo, tag string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	img, err := s.find(nameOrID)
+	img, err := s.findNamed(nameOrID)
 	if err != nil {
 		return err
 	}
@@ -248,7 +248,7 @@ func (s *Store) Tag(ctx context.Context, nameOrID, repo, tag string) error {
 func (s *Store) Untag(ctx context.Context, nameOrID string, names []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	img, err := s.find(nameOrID)
+	img, err := s.findNamed(nameOrID)
 	if err != nil {
 		return err
 	}

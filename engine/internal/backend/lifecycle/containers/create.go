@@ -206,13 +206,13 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 	m.mu.Lock()
 	if holder, taken := m.byName[spec.Name]; taken {
 		m.mu.Unlock()
-		return "", nil, containerNameInUse(spec.Name, holder.rec.ID)
+		return "", nil, createNameInUse(spec.Name, holder.rec.ID)
 	}
 	err = m.db.AddContainer(ctx, state.ContainerRecord{ID: id, Name: rec.Name, State: string(rec.State), Created: rec.Created, Data: data, PodID: rec.Pod})
 	if err != nil {
 		m.mu.Unlock()
 		if errors.Is(err, state.ErrDuplicate) {
-			return "", nil, containerNameInUse(spec.Name, "")
+			return "", nil, createNameInUse(spec.Name, "")
 		}
 		return "", nil, err
 	}

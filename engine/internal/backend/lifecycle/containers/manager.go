@@ -466,6 +466,12 @@ func containerNameInUse(name, holder string) error {
 	return fmt.Errorf("the container name %q is already in use%s. You have to remove that container to be able to reuse that name: %w", name, holder, core.ErrDuplicateName)
 }
 
+// createNameInUse is containerNameInUse as a create answers it (Podman's
+// words: the storage refuses the name).
+func createNameInUse(name, holder string) error {
+	return fmt.Errorf("creating container storage: %w", containerNameInUse(name, holder))
+}
+
 func (m *Manager) lookup(nameOrID string) (*entry, error) {
 	if nameOrID == "" {
 		return nil, fmt.Errorf("container name or ID is empty: %w", core.ErrNoSuchContainer)
@@ -610,7 +616,7 @@ func (m *Manager) reserveName(spec *core.ContainerSpec) (release func(), err err
 		if e, ok := m.byName[spec.Name]; ok {
 			holder = e.rec.ID
 		}
-		return nil, containerNameInUse(spec.Name, holder)
+		return nil, createNameInUse(spec.Name, holder)
 	}
 	name := spec.Name
 	m.reserved[name] = true

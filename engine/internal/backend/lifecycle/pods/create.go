@@ -65,7 +65,7 @@ func (m *Manager) Create(ctx context.Context, spec core.PodSpec) (string, error)
 	m.mu.Lock()
 	if _, taken := m.byName[pod.Name]; taken {
 		m.mu.Unlock()
-		return "", fmt.Errorf("adding pod to state: name %q is in use: %w", pod.Name, core.ErrPodExists)
+		return "", fmt.Errorf("failed to make pod: adding pod to state: name %q is in use: %w", pod.Name, core.ErrPodExists)
 	}
 	m.byID[id] = e
 	m.byName[pod.Name] = e
@@ -123,7 +123,7 @@ func (m *Manager) add(ctx context.Context, pod *core.Pod) error {
 	}
 	err = m.o.DB.AddPod(ctx, state.PodRecord{ID: pod.ID, Name: pod.Name, Created: pod.Created, Data: data})
 	if errors.Is(err, state.ErrDuplicate) {
-		return fmt.Errorf("adding pod to state: name %q is in use: %w", pod.Name, core.ErrPodExists)
+		return fmt.Errorf("failed to make pod: adding pod to state: name %q is in use: %w", pod.Name, core.ErrPodExists)
 	}
 	return err
 }
