@@ -94,3 +94,45 @@ func BenchmarkBuildVsPodman(b *testing.B) {
 	b.ReportMetric(berthCached.Seconds()/n, "berth-cached-s")
 	b.ReportMetric(podmanCached.Seconds()/n, "podman-cached-s")
 }
+
+// smallContext is a small Containerfile, as the cold-build goal measures
+// it: FROM busybox, an ENV, two RUNs, a WORKDIR and a CMD, no files.
+func smallContext(b *testing.B) []byte {
+	return contextTar(b, map[string]string{
+		"Containerfile": "FROM localhost/busybox\nENV GREETING=hello\nRUN echo $GREETING > /greeting\nWORKDIR /app\nRUN cp /greeting /app/greeting\nCMD [\"cat\", \"/app/greeting\"]\n",
+	})
+}
+
+// BenchmarkSmallBuildVsPodman builds the small Containerfile cold
+// (nocache) on berth-engine and on the Podman 4.3.1 service of
+// hack/bench.sh, alternating, 5 pairs per iteration, and reports the
+// medians and berth's as a fraction of Podman's (goal: at most 0.5).
+func BenchmarkSmallBuildVsPodman(b *testing.B) {
+	podmanURL := benchtest.PodmanURL(b)
+	podmanBase := "http://" + strings.TrimPrefix(podmanURL, "tcp://")
+	e := startEngine(b)
+	client := &http.Client{Timeout: 5 * time.Minute}
+	var archive bytes.Buffer
+	if err := testimage.DockerArchive(&archive, testimage.Busybox("localhost/busybox:latest")); err != nil {
+		b.Fatal(err)
+	}
+	resp, err := client.Post(podmanBase+"/v4.3.1/libpod/images/load", "application/x-tar", &archive)
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	cold := url.Values{"nocache": {"1"}, "layers": {"1"}, "t": {"bench-small"}}
+	if n, p := os.Getenv("BERTH_BENCH_RLIMIT_NOFILE"), os.Getenv("BERTH_BENCH_RLIMIT_NPROC"); n != "" && p != "" {
+		cold.Set("ulimits", fmt.Sprintf(`["nofile=%s:%s","nproc=%s:%s"]`, n, n, p, p))
+	}
+	tarball := smallContext(b)
+	// One build each first: what a first build sets up once is not a cold build's cost.
+	timedBuild(b, e.Client, e.Base(), tarball, cold)
+	timedBuild(b, client, podmanBase, tarball, cold)
+	bs, ps := benchtest.Alternate(b, 5, [2]time.Duration{200 * time.Millisecond, 500 * time.Millisecond},
+		func(int) time.Duration { return timedBuild(b, e.Client, e.Base(), tarball, cold) },
+		func(int) time.Duration { return timedBuild(b, client, podmanBase, tarball, cold) })
+	load, _ := os.ReadFile("/proc/loadavg")
+	benchtest.Report(b, "cold build of a small Containerfile (load "+strings.Join(strings.Fields(string(load))[:3], " ")+")", "goal <= 0.5", "builds", bs, ps)
+}

@@ -13,8 +13,11 @@ import (
 // (and the image's own metadata) as unique to its image. One entry per
 // repository tag, as Podman reports them; an untagged image is <none>:<none>.
 func (s *Store) DiskUsage(ctx context.Context) (*core.ImagesDiskUsage, error) {
+	// The listing's snapshot, kept while the stores are unchanged (see
+	// listCache): a df no longer re-reads every image, layer and container
+	// record of the store.
 	s.mu.RLock()
-	snap, err := s.snapshot()
+	snap, err := s.listSnapshot()
 	s.mu.RUnlock()
 	if err != nil {
 		return nil, err
