@@ -186,7 +186,7 @@ func guardBodies(next http.Handler, limits Limits, tracked *bodies) http.Handler
 		}
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		b := &guardedBody{ReadCloser: r.Body, w: w, rc: http.NewResponseController(w), limits: limits, start: time.Now(), cancel: cancel}
+		b := &guardedBody{ReadCloser: r.Body, w: w, rc: http.NewResponseController(w), limits: limits, start: time.Now(), cancel: cancel, length: r.ContentLength}
 		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 			b.client = host
 		}
@@ -214,6 +214,7 @@ type guardedBody struct {
 	limits  Limits
 	start   time.Time
 	client  string
+	length  int64 // the Content-Length, -1 when unknown
 	cancel  context.CancelFunc
 	tracked *bodies
 	read    atomic.Int64
@@ -296,6 +297,13 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 		return n, err
 	case belowRate:
 		return n, b.cutOff(fmt.Errorf("%w: %d bytes in %v, below %d bytes/s", ErrSlowBody, read, elapsed.Round(time.Millisecond), b.limits.MinBodyRate))
+	case b.length > 0 && read >= b.length:
+		// Arrived whole: a handler that decodes it without reading to EOF
+		// and then works on (a pull, an exec) is never taken for a stalled
+		// body and shed.
+		b.done = true
+		b.untrack()
+		_ = b.rc.SetReadDeadline(time.Time{})
 	}
 	return n, nil
 }

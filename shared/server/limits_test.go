@@ -259,3 +259,38 @@ func TestManyStalledUploadsHoldBoundedResources(t *testing.T) {
 		t.Fatalf("%d stalled requests held at once, over the cap of 20", p)
 	}
 }
+
+// TestWholeBodyIsNeverShed: a request whose body arrived whole (read up to
+// its Content-Length, not to EOF) and whose handler then works on is not
+// taken for a stalled body when its client's cap is reached.
+func TestWholeBodyIsNeverShed(t *testing.T) {
+	release := make(chan struct{})
+	var in atomic.Int32
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 2)
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		in.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			http.Error(w, "cancelled", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprint(w, "done")
+	})
+	addr := startLimited(t, h, Limits{BodyIdleTimeout: 20 * time.Second, MinBodyRate: 1000, BodyRateGrace: 3 * time.Second, MaxBodiesPerClient: 1})
+	first := sendHead(t, addr, 2, "ok")
+	waitFor(t, "the first request in its handler", func() bool { return in.Load() == 1 })
+	time.Sleep(1100 * time.Millisecond)
+	second := sendHead(t, addr, 2, "ok")
+	waitFor(t, "the second request in its handler", func() bool { return in.Load() == 2 })
+	close(release)
+	for _, c := range []net.Conn{first, second} {
+		if status := readStatus(t, c, 3*time.Second); status != http.StatusOK {
+			t.Fatalf("a request whose body arrived whole: %d, want 200", status)
+		}
+	}
+}
