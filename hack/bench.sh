@@ -4,12 +4,16 @@
 # which compare Berth with it (and with dd for the uploads PUT throughput).
 # Usage: hack/bench.sh [BENCH_REGEX]   (default: all benchmarks)
 # Environment: BENCHTIME (go test -benchtime, default 1s), BENCHCOUNT (-count, default 1),
-#   BERTH_BENCH_MODULES (default "shared uploads engine").
+#   BERTH_BENCH_MODULES (default "shared uploads engine"), BERTH_BENCH_PACKAGES (default ./...;
+#   e.g. ./internal/integration/dockercli with BERTH_BENCH_MODULES=engine to build one package).
 # Exports to the benchmarks:
 #   BERTH_BENCH=1
 #   BERTH_BENCH_PODMAN_URL=tcp://127.0.0.1:PORT   the Podman service
 #   BERTH_BENCH_RLIMIT_NOFILE, BERTH_BENCH_RLIMIT_NPROC   the highest rlimits a container created
 #     on that service may ask for (see below)
+#   BERTH_BENCH_DOCKER_HOST=tcp://127.0.0.1:PORT   Debian's dockerd 20.10 (when installed), the
+#     peer of the Docker API benchmarks, on a private data/exec root with its own containerd,
+#     --iptables=false --bridge=none (it touches no host networking; containers run --network none)
 #   BERTH_ENGINE_CRIU   a CRIU that passes `criu check` (hack/criu.sh); its directory also goes first
 #     in the PATH the Podman service runs with, so both engines checkpoint with the same CRIU
 #
@@ -66,7 +70,24 @@ main() {
     grep -o " $PODMAN_DIR/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
     rm -rf "$PODMAN_DIR"
   }
-  trap stop_podman EXIT
+  DOCKERD_DIR=""
+  BENCH_DOCKERD_PID=""
+  stop_dockerd_peer() {
+    [ -n "$DOCKERD_DIR" ] || return 0
+    if [ -n "$BENCH_DOCKERD_PID" ]; then
+      kill -TERM "$BENCH_DOCKERD_PID" 2>/dev/null || true
+      for _ in $(seq 1 150); do
+        kill -0 "$BENCH_DOCKERD_PID" 2>/dev/null || break
+        sleep 0.2
+      done
+      kill -KILL "$BENCH_DOCKERD_PID" 2>/dev/null || true
+      wait "$BENCH_DOCKERD_PID" 2>/dev/null || true
+      log "dockerd stopped"
+    fi
+    grep -o " $DOCKERD_DIR/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
+    rm -rf "$DOCKERD_DIR"
+  }
+  trap 'stop_dockerd_peer; stop_podman' EXIT
   trap 'log "interrupted"; exit 130' INT TERM
 
   cat >"$PODMAN_DIR/containers.conf" <<EOF
@@ -109,6 +130,12 @@ EOF
   export BERTH_BENCH_RLIMIT_NOFILE BERTH_BENCH_RLIMIT_NPROC
   log "podman $(podman --remote --url "$BERTH_BENCH_PODMAN_URL" version --format '{{.Server.Version}}') serving on $BERTH_BENCH_PODMAN_URL (store $PODMAN_DIR; rlimits nofile<=$BERTH_BENCH_RLIMIT_NOFILE nproc<=$BERTH_BENCH_RLIMIT_NPROC)"
 
+  if command -v dockerd >/dev/null 2>&1; then
+    start_dockerd_peer || die "dockerd did not answer (log: $DOCKERD_DIR/dockerd.log)"
+  else
+    log "dockerd not installed: the Docker API benchmarks are skipped"
+  fi
+
   export CGO_ENABLED=${CGO_ENABLED:-1}
   out=$(mktemp /tmp/berth-bench.XXXXXX.txt)
   rc=0
@@ -116,7 +143,7 @@ EOF
     module_has_tests "$m" || { log "$m: no tests"; continue; }
     log "== go test -bench '$bench' in $m (benchtime $benchtime, count $benchcount)"
     (cd "$m" && "$GO" test -run '^$' -bench "$bench" -benchtime "$benchtime" -count "$benchcount" \
-      -benchmem -timeout 60m ./...) 2>&1 | tee -a "$out"
+      -benchmem -timeout 60m ${BERTH_BENCH_PACKAGES:-./...}) 2>&1 | tee -a "$out"
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
   done
 
@@ -125,6 +152,32 @@ EOF
   grep -E '^(Benchmark|ok|FAIL|---)' "$out" || true
   log "full output: $out"
   exit $rc
+}
+
+# start_dockerd_peer starts Debian's dockerd for the Docker API benchmarks: everything under a
+# temporary directory (an empty daemon.json, so the machine's /etc/docker is not read), its own
+# containerd (none runs on the machine's default socket), no iptables rules and no docker0 bridge,
+# listening on loopback TCP only.
+start_dockerd_peer() {
+  DOCKERD_DIR=$(mktemp -d /tmp/berth-bench-dockerd.XXXXXX)
+  echo '{}' >"$DOCKERD_DIR/daemon.json"
+  local dport
+  dport=$(free_port)
+  export BERTH_BENCH_DOCKER_HOST=tcp://127.0.0.1:$dport
+  dockerd --config-file "$DOCKERD_DIR/daemon.json" --data-root "$DOCKERD_DIR/data" --exec-root "$DOCKERD_DIR/exec" \
+    --pidfile "$DOCKERD_DIR/dockerd.pid" -H "$BERTH_BENCH_DOCKER_HOST" --iptables=false --ip-masq=false \
+    --bridge=none --storage-driver overlay2 >"$DOCKERD_DIR/dockerd.log" 2>&1 &
+  BENCH_DOCKERD_PID=$!
+  for _ in $(seq 1 120); do
+    DOCKER_HOST=$BERTH_BENCH_DOCKER_HOST timeout 10 "$DOCKER" version >/dev/null 2>&1 && break
+    kill -0 "$BENCH_DOCKERD_PID" 2>/dev/null || break
+    sleep 0.5
+  done
+  if ! DOCKER_HOST=$BERTH_BENCH_DOCKER_HOST timeout 10 "$DOCKER" version >/dev/null 2>&1; then
+    tail -n 30 "$DOCKERD_DIR/dockerd.log" >&2
+    return 1
+  fi
+  log "dockerd $(DOCKER_HOST=$BERTH_BENCH_DOCKER_HOST "$DOCKER" version --format '{{.Server.Version}}') serving on $BERTH_BENCH_DOCKER_HOST (root $DOCKERD_DIR)"
 }
 
 main "$@"; exit $?

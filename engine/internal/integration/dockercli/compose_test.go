@@ -56,7 +56,7 @@ CMD ["sh", "-c", "echo web-up $GREETING; exec busybox httpd -f -p 80 -h /www"]
 
 // composeBinary is BERTH_DOCKER_COMPOSE or the cached build; the test is
 // skipped (failed under BERTH_TEST_STRICT=1) without one.
-func composeBinary(t *testing.T) string {
+func composeBinary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("BERTH_DOCKER_COMPOSE"); p != "" {
 		return p

@@ -29,7 +29,7 @@ type testEngine struct {
 // startEngine serves an engine (bridge networks unique to the test), loads
 // localhost/busybox:latest with docker load and returns it; the docker CLI
 // is required.
-func startEngine(t *testing.T) *testEngine {
+func startEngine(t testing.TB) *testEngine {
 	t.Helper()
 	te := &testEngine{Engine: enginetest.Start(t, enginetest.Options{What: "docker CLI tests", Bridged: true, NoImage: true, Needs: []string{"docker"}})}
 	config := filepath.Join(te.Dir, "docker-config")

@@ -86,10 +86,17 @@ func Alternate(b *testing.B, rounds int, pauses [2]time.Duration, berth, podman 
 // Report of what was measured.
 func Compare(b *testing.B, what, goal, unit string, rounds int, pauses [2]time.Duration, berth, podman func(n int) time.Duration) {
 	b.Helper()
+	ComparePeer(b, "podman", what, goal, unit, rounds, pauses, berth, podman)
+}
+
+// ComparePeer is Compare against another peer than Podman (dockerd, say),
+// named so in the metrics and the printed line.
+func ComparePeer(b *testing.B, peer, what, goal, unit string, rounds int, pauses [2]time.Duration, berth, other func(n int) time.Duration) {
+	b.Helper()
 	berth(-1)
-	podman(-1)
-	bs, ps := Alternate(b, rounds, pauses, berth, podman)
-	Report(b, what, goal, unit, bs, ps)
+	other(-1)
+	bs, ps := Alternate(b, rounds, pauses, berth, other)
+	ReportPeer(b, peer, what, goal, unit, bs, ps)
 }
 
 // Report reports both medians (berth-ms, podman-ms) and berth's as a
@@ -97,15 +104,21 @@ func Compare(b *testing.B, what, goal, unit string, rounds int, pauses [2]time.D
 // median B, podman median P, ratio R (GOAL) over N UNIT each".
 func Report(b *testing.B, what, goal, unit string, bs, ps []time.Duration) {
 	b.Helper()
+	ReportPeer(b, "podman", what, goal, unit, bs, ps)
+}
+
+// ReportPeer is Report with the peer's name in place of podman's.
+func ReportPeer(b *testing.B, peer, what, goal, unit string, bs, ps []time.Duration) {
+	b.Helper()
 	mb, mp := Median(bs), Median(ps)
 	ratio := float64(mb) / float64(mp)
 	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
-	b.ReportMetric(float64(mp.Microseconds())/1000, "podman-ms")
+	b.ReportMetric(float64(mp.Microseconds())/1000, peer+"-ms")
 	b.ReportMetric(ratio, "ratio")
 	if goal != "" {
 		goal = " (" + goal + ")"
 	}
-	fmt.Printf("%s: berth median %v, podman median %v, ratio %.3f%s over %d %s each\n", what, mb, mp, ratio, goal, len(bs), unit)
+	fmt.Printf("%s: berth median %v, %s median %v, ratio %.3f%s over %d %s each\n", what, mb, peer, mp, ratio, goal, len(bs), unit)
 }
 
 // ListThroughput issues GET url from 4 clients for d and answers the
