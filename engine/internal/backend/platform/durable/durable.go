@@ -55,3 +55,26 @@ func SyncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// Sweep splits the entries of dir into those that one of recs names (key
+// gives the name a record stands for) and those none does: what a crash
+// left between writing a file and recording it, or between removing a
+// record and its file, for the store's Open to remove.
+func Sweep[R any](dir string, recs []R, key func(R) string) (recorded, unrecorded []string, err error) {
+	known := make(map[string]bool, len(recs))
+	for _, r := range recs {
+		known[key(r)] = true
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range entries {
+		if known[e.Name()] {
+			recorded = append(recorded, e.Name())
+		} else {
+			unrecorded = append(unrecorded, e.Name())
+		}
+	}
+	return recorded, unrecorded, nil
+}

@@ -77,19 +77,13 @@ func Open(ctx context.Context, db *state.DB, dir string, logger *slog.Logger) (*
 	if err != nil {
 		return nil, err
 	}
-	known := map[string]bool{}
-	for _, r := range recs {
-		known[r.ID] = true
-	}
-	entries, err := os.ReadDir(dir)
+	_, leftovers, err := durable.Sweep(dir, recs, func(r state.SecretRecord) string { return r.ID })
 	if err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
-	for _, e := range entries {
-		if !known[e.Name()] {
-			logger.Info("deleting secret data file without record", "file", e.Name())
-			os.Remove(filepath.Join(dir, e.Name()))
-		}
+	for _, name := range leftovers {
+		logger.Info("deleting secret data file without record", "file", name)
+		os.Remove(filepath.Join(dir, name))
 	}
 	return s, nil
 }

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/backend/platform/durable"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -59,26 +60,21 @@ func Open(ctx context.Context, db *state.DB, root string, logger *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
-	known := map[string]bool{}
-	for _, r := range recs {
-		known[r.Name] = true
-	}
-	entries, err := os.ReadDir(root)
+	recorded, leftovers, err := durable.Sweep(root, recs, func(r state.VolumeRecord) string { return r.Name })
 	if err != nil {
 		return nil, fmt.Errorf("volumes: %w", err)
 	}
-	for _, e := range entries {
-		if !known[e.Name()] {
-			if err := unmountData(filepath.Join(root, e.Name(), "_data")); err != nil {
-				logger.Warn("volume directory without record left in place: still mounted", "volume", e.Name(), "err", err)
-				continue
-			}
-			logger.Info("deleting volume directory without record", "volume", e.Name())
-			os.RemoveAll(filepath.Join(root, e.Name()))
+	for _, name := range leftovers {
+		if err := unmountData(filepath.Join(root, name, "_data")); err != nil {
+			logger.Warn("volume directory without record left in place: still mounted", "volume", name, "err", err)
 			continue
 		}
+		logger.Info("deleting volume directory without record", "volume", name)
+		os.RemoveAll(filepath.Join(root, name))
+	}
+	for _, name := range recorded {
 		// An import cut short leaves its staging directory.
-		staged, _ := filepath.Glob(filepath.Join(root, e.Name(), importPrefix+"*"))
+		staged, _ := filepath.Glob(filepath.Join(root, name, importPrefix+"*"))
 		for _, dir := range staged {
 			os.RemoveAll(dir)
 		}
