@@ -76,6 +76,7 @@ func TestErrorWordsAsPodman(t *testing.T) {
 		{125, "Error: failed to make pod: adding pod to state: name \"p1\" is in use: pod already exists", []string{"pod", "create", "--name", "p1"}},
 		{1, `Error: no container with name or ID "nosuch" found: no such container`, []string{"rm", "nosuch"}},
 		{125, `Error: no container with name or ID "nosuch" found: no such container`, []string{"stop", "nosuch"}},
+		{125, `Error: unable to look up nosuch to perform a health check: no container with name or ID "nosuch" found: no such container`, []string{"healthcheck", "run", "nosuch"}},
 		{1, `Error: no volume with name "nosuch" found: no such volume`, []string{"volume", "rm", "nosuch"}},
 		{125, "Error: volume with name v1 already exists: volume already exists", []string{"volume", "create", "v1"}},
 		{125, "network already exists", []string{"network", "create", "n1"}},

@@ -100,7 +100,8 @@ func Command(test []string) []string {
 func (k *Checker) Run(ctx context.Context, nameOrID string) (core.HealthCheckResults, error) {
 	c, err := k.containers.Lookup(ctx, nameOrID)
 	if err != nil {
-		return core.HealthCheckResults{}, err
+		// Podman's words: podman healthcheck run prints them.
+		return core.HealthCheckResults{}, fmt.Errorf("unable to look up %s to perform a health check: %w", nameOrID, err)
 	}
 	cfg := c.Spec.HealthConfig
 	if cfg == nil || Command(cfg.Test) == nil {
