@@ -75,7 +75,7 @@ func (p *engineProcess) start(t *testing.T) {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the engine answering _ping", func() bool {
+	eventually(t, 3*time.Minute, "the engine answering _ping", func() bool {
 		resp, err := http.Get("http://" + p.addr + "/libpod/_ping")
 		if err == nil {
 			resp.Body.Close()

@@ -345,7 +345,13 @@ func (s *Service) Stats(ctx context.Context, nameOrIDs []string) ([]stats.Contai
 			defer wg.Done()
 			for i := range next {
 				if c := targets[i]; running(c.State) {
-					samples[i], errs[i] = reader.Read(c.CgroupPath, c.PID)
+					pid := c.PID
+					if c.Spec.NetNS.NSMode == core.NetNSNone {
+						// Only loopback, whose traffic is not counted:
+						// nothing to read.
+						pid = 0
+					}
+					samples[i], errs[i] = reader.Read(c.CgroupPath, pid)
 				}
 			}
 		}()
