@@ -177,4 +177,7 @@ type ImageTransfer interface {
 	// "unix:///path::[name]"). It returns the name or ID the destination
 	// loaded.
 	Scp(ctx context.Context, source, destination string) (string, error)
+	// Search asks registries for images whose names hold a term, or lists
+	// a repository's tags (SearchOptions.ListTags).
+	Search(ctx context.Context, opts SearchOptions) ([]SearchResult, error)
 }

@@ -237,6 +237,49 @@ func (s *server) imagePrune(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// imageSearch serves GET /images/search (docker search) over the same
+// search as podman's: term, limit (dockerd's range 1-100, default 25) and
+// the stars, is-official and is-automated filters. A registry on a loopback
+// address is searched without TLS verification, as dockerd's default
+// insecure registries are. Nothing found is an empty list, as dockerd
+// answers.
+func (s *server) imageSearch(w http.ResponseWriter, r *http.Request) {
+	q := queryOf(r)
+	term := q.str("term")
+	limit := q.integer("limit", 0)
+	raw := q.filters()
+	if q.err != nil {
+		writeError(w, q.err)
+		return
+	}
+	if term == "" {
+		writeError(w, core.InvalidArgument("term", errors.New("a search term is required")))
+		return
+	}
+	filters, err := core.ParseSearchFilters(raw)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	auth, err := registryAuthHeader(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	found, err := s.deps.Transfer.Search(r.Context(), core.SearchOptions{Term: term, Limit: int(limit), Filters: filters,
+		TLSVerify: dockerTLSVerify(term), Auth: auth})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := make([]registry.SearchResult, 0, len(found))
+	for _, f := range found {
+		out = append(out, registry.SearchResult{Name: f.Name, Description: f.Description, StarCount: f.Stars,
+			IsOfficial: f.Official, IsAutomated: f.Automated})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
 // registryAuthHeader decodes X-Registry-Auth (base64 JSON of one login).
 func registryAuthHeader(r *http.Request) (*core.RegistryAuth, error) {
 	v := strings.TrimSpace(r.Header.Get("X-Registry-Auth"))

@@ -69,6 +69,7 @@ func (s *server) routes() http.Handler {
 		r.Post("/images/load", s.imageLoad)
 		r.Get("/images/get", s.imageGetMany)
 		r.Post("/images/prune", s.imagePrune)
+		r.Get("/images/search", s.imageSearch)
 		r.HandleFunc("/images/*", s.imageByName)
 		if s.deps.Build != nil {
 			r.Post("/build", s.build)

@@ -26,6 +26,63 @@ func registerImageTransferRoutes(r chi.Router, s *Server) {
 	r.Get("/images/{name:.*}/get", s.exportImage)
 	r.Get("/images/export", s.exportImages)
 	r.Post("/images/scp/{name:.*}", s.scpImage)
+	r.Get("/images/search", s.searchImages)
+}
+
+// searchReport is one line of ImagesSearch's answer, in Podman's shape:
+// Official and Automated are "[OK]" or empty.
+type searchReport struct {
+	Index       string
+	Name        string
+	Description string
+	Stars       int
+	Official    string
+	Automated   string
+	Tag         string
+}
+
+// searchImages serves ImagesSearch (podman search).
+func (s *Server) searchImages(w http.ResponseWriter, r *http.Request) {
+	values := foldQuery(r)
+	q := struct {
+		Term      string              `query:"term"`
+		Limit     int                 `query:"limit"`
+		Filters   map[string][]string `query:"filters"`
+		TLSVerify bool                `query:"tlsverify"`
+		ListTags  bool                `query:"listtags"`
+	}{TLSVerify: true}
+	if err := decodeValues(values, &q); err != nil {
+		writeError(w, err)
+		return
+	}
+	filters, err := core.ParseSearchFilters(q.Filters)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	auth, err := registryAuth(r.Header)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	found, err := s.deps.Transfer.Search(r.Context(), core.SearchOptions{Term: q.Term, Limit: q.Limit, Filters: filters,
+		ListTags: q.ListTags, TLSVerify: tlsVerifyParam(values, q.TLSVerify), Auth: auth})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ok := func(b bool) string {
+		if b {
+			return "[OK]"
+		}
+		return ""
+	}
+	out := make([]searchReport, 0, len(found))
+	for _, f := range found {
+		out = append(out, searchReport{Index: f.Index, Name: f.Name, Description: f.Description, Stars: f.Stars,
+			Official: ok(f.Official), Automated: ok(f.Automated), Tag: f.Tag})
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // pullReport is one line of ImagesPull's stream, in Podman's shape. With

@@ -177,7 +177,7 @@ func TestDockerAPIRules(t *testing.T) {
 	}
 }
 
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

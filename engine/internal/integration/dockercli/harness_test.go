@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/testimage"
 )
@@ -31,7 +32,14 @@ type testEngine struct {
 // is required.
 func startEngine(t testing.TB) *testEngine {
 	t.Helper()
-	te := &testEngine{Engine: enginetest.Start(t, enginetest.Options{What: "docker CLI tests", Bridged: true, NoImage: true, Needs: []string{"docker"}})}
+	return startEngineWith(t, nil)
+}
+
+// startEngineWith is startEngine with adjust changing the engine's
+// configuration before it starts (nil: none).
+func startEngineWith(t testing.TB, adjust func(*enginetest.Engine, *engine.Config)) *testEngine {
+	t.Helper()
+	te := &testEngine{Engine: enginetest.Start(t, enginetest.Options{What: "docker CLI tests", Bridged: true, NoImage: true, Needs: []string{"docker"}, Config: adjust})}
 	config := filepath.Join(te.Dir, "docker-config")
 	if err := os.MkdirAll(config, 0o700); err != nil {
 		t.Fatal(err)

@@ -19,10 +19,29 @@ import (
 func TestDockerPushPull(t *testing.T) {
 	enginetest.Require(t, "the docker push and pull test", "docker-registry")
 	te := startEngine(t)
+	port := startRegistry(t, te.Dir)
+	ref := "127.0.0.1:" + port + "/bb:1"
+	te.run("docker", "tag", "localhost/busybox:latest", ref)
+	contains(t, "docker push", te.run("docker", "push", ref), "digest: sha256:")
+	te.run("docker", "rmi", ref)
+	out := te.run("docker", "pull", ref)
+	contains(t, "docker pull", out, "Status: Downloaded newer image for "+ref)
+	contains(t, "docker images", te.run("docker", "images", "--format", "{{.Repository}}:{{.Tag}}"), ref)
+	if out := te.run("docker", "run", "--rm", ref, "echo", "pulled"); strings.TrimSpace(out) != "pulled" {
+		t.Fatalf("run of the pulled image: %q", out)
+	}
+}
+
+// startRegistry serves a docker-registry (distribution 2.8) on a free
+// loopback port with its storage under dir, until the test ends, and
+// answers the port.
+func startRegistry(t testing.TB, dir string) string {
+	t.Helper()
+	enginetest.Require(t, "a local registry", "docker-registry")
 	port := freePort(t)
-	config := filepath.Join(te.Dir, "registry.yml")
+	config := filepath.Join(dir, "registry.yml")
 	err := os.WriteFile(config, []byte(fmt.Sprintf("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n",
-		filepath.Join(te.Dir, "registry"), port)), 0o644)
+		filepath.Join(dir, "registry"), port)), 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,14 +62,5 @@ func TestDockerPushPull(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	ref := "127.0.0.1:" + port + "/bb:1"
-	te.run("docker", "tag", "localhost/busybox:latest", ref)
-	contains(t, "docker push", te.run("docker", "push", ref), "digest: sha256:")
-	te.run("docker", "rmi", ref)
-	out := te.run("docker", "pull", ref)
-	contains(t, "docker pull", out, "Status: Downloaded newer image for "+ref)
-	contains(t, "docker images", te.run("docker", "images", "--format", "{{.Repository}}:{{.Tag}}"), ref)
-	if out := te.run("docker", "run", "--rm", ref, "echo", "pulled"); strings.TrimSpace(out) != "pulled" {
-		t.Fatalf("run of the pulled image: %q", out)
-	}
+	return port
 }
