@@ -95,3 +95,28 @@ type SearchResult struct {
 	// Tag is set only when tags were listed.
 	Tag string
 }
+
+// DistributionOptions are the parameters of a registry manifest lookup
+// (Docker's GET /distribution/{name}/json).
+type DistributionOptions struct {
+	// TLSVerify, when not nil, overrides the registries configuration.
+	TLSVerify *bool
+	// Auth are the client's credentials, if any.
+	Auth *RegistryAuth
+}
+
+// Distribution is what a registry says of a reference without pulling
+// it: the descriptor of its manifest (or manifest list) and the platforms
+// it offers.
+type Distribution struct {
+	MediaType string
+	Digest    string
+	Size      int64
+	Platforms []Platform
+}
+
+// Platform is one platform an image offers.
+type Platform struct {
+	OS, Architecture, Variant, OSVersion string
+	OSFeatures                           []string
+}

@@ -180,4 +180,7 @@ type ImageTransfer interface {
 	// Search asks registries for images whose names hold a term, or lists
 	// a repository's tags (SearchOptions.ListTags).
 	Search(ctx context.Context, opts SearchOptions) ([]SearchResult, error)
+	// Distribution reads a reference's manifest from its registry (short
+	// names through the registries configuration) without pulling it.
+	Distribution(ctx context.Context, ref string, opts DistributionOptions) (*Distribution, error)
 }

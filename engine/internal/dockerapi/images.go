@@ -16,6 +16,8 @@ import (
 	"github.com/docker/docker/api/types/registry"
 	"github.com/docker/docker/api/types/storage"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/httpwire"
@@ -276,6 +278,40 @@ func (s *server) imageSearch(w http.ResponseWriter, r *http.Request) {
 	for _, f := range found {
 		out = append(out, registry.SearchResult{Name: f.Name, Description: f.Description, StarCount: f.Stars,
 			IsOfficial: f.Official, IsAutomated: f.Automated})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// distributionInspect serves GET /distribution/{name}/json: the registry's
+// manifest descriptor for name and the platforms it offers, read without
+// pulling (a loopback registry without TLS verification, as dockerd).
+func (s *server) distributionInspect(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	if r.URL.RawPath != "" {
+		p = r.URL.RawPath
+	}
+	_, rest, _ := strings.Cut(p, "/distribution/")
+	name, ok := strings.CutSuffix(rest, "/json")
+	if !ok || name == "" {
+		noRoute(w, r)
+		return
+	}
+	name = unescape(name)
+	auth, err := registryAuthHeader(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	d, err := s.deps.Transfer.Distribution(r.Context(), name, core.DistributionOptions{TLSVerify: dockerTLSVerify(name), Auth: auth})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := registry.DistributionInspect{Descriptor: ocispec.Descriptor{MediaType: d.MediaType, Digest: digest.Digest(d.Digest), Size: d.Size},
+		Platforms: make([]ocispec.Platform, 0, len(d.Platforms))}
+	for _, p := range d.Platforms {
+		out.Platforms = append(out.Platforms, ocispec.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant,
+			OSVersion: p.OSVersion, OSFeatures: p.OSFeatures})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

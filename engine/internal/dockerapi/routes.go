@@ -70,6 +70,7 @@ func (s *server) routes() http.Handler {
 		r.Get("/images/get", s.imageGetMany)
 		r.Post("/images/prune", s.imagePrune)
 		r.Get("/images/search", s.imageSearch)
+		r.Get("/distribution/*", s.distributionInspect)
 		r.HandleFunc("/images/*", s.imageByName)
 		if s.deps.Build != nil {
 			r.Post("/build", s.build)
