@@ -324,6 +324,8 @@ type Container struct {
 	CgroupSystemd bool   `json:",omitempty"`
 	CgroupUnit    string `json:",omitempty"`
 	ConmonUnit    string `json:",omitempty"`
+	// ConmonCgroup is the cgroup conmon was moved into in split mode.
+	ConmonCgroup string `json:",omitempty"`
 	// StaticDir holds generated files that survive restarts (hosts, hostname, resolv.conf).
 	StaticDir string
 
@@ -915,19 +917,16 @@ func (s *ContainerSpec) AutoUserNSSize() (uint32, error) {
 }
 
 // CheckCgroupsMode checks a value of podman's --cgroups (cgroups_mode):
-// enabled and no-conmon are honoured. disabled needs an OCI runtime that
-// runs a container without a cgroup of its own, which runc cannot (it
-// always creates one, and the engine will not point it at a cgroup it
-// shares); split puts conmon and the container in sub-cgroups of the
-// caller's cgroup, and an API client's process is not on this host.
+// enabled, no-conmon and split are honoured (split where the host allows:
+// see the containers backend). disabled needs an OCI runtime that runs a
+// container without a cgroup of its own, which runc cannot (it always
+// creates one, and the engine will not point it at a cgroup it shares).
 func CheckCgroupsMode(mode string) error {
 	switch mode {
-	case "", "enabled", "no-conmon":
+	case "", "enabled", "no-conmon", "split":
 		return nil
 	case "disabled":
 		return errors.New(`"disabled" cannot be honoured: runc always creates a cgroup for a container, and the engine will not run one inside a cgroup it shares with others`)
-	case "split":
-		return errors.New(`"split" cannot be honoured: it splits the caller's cgroup, and the caller of the API is a client, not a process of this host (a quadlet or unit that runs the engine's client gets enabled or no-conmon)`)
 	}
 	return fmt.Errorf("unknown mode %q (enabled, no-conmon, disabled, split)", mode)
 }

@@ -65,7 +65,7 @@ func TestSpecMembersRefused(t *testing.T) {
 		{"userns", `{"nsmode":"auto"}`, false},
 		{"cgroupns", `{"nsmode":"private"}`, false},
 		{"cgroups_mode", `"no-conmon"`, false},
-		{"cgroups_mode", `"split"`, true},
+		{"cgroups_mode", `"split"`, false},
 		{"cgroups_mode", `"sometimes"`, true},
 		{"use_image_hosts", `true`, true},
 		{"volatile", `true`, false},

@@ -251,3 +251,52 @@ func (l *lab) count() int {
 	l.decode(l.must(http.StatusOK, "GET", "/containers/json?all=true", nil), &list)
 	return len(list)
 }
+
+// TestCgroupsSplit: --cgroups split puts the container and its conmon in
+// sub-cgroups of the engine's own cgroup (the engine's processes move to a
+// leaf of it first, as Podman moves itself); limits, stats and removal work
+// there. It needs the unified hierarchy: on v1 it is a 400 naming
+// cgroups_mode. With a cgroup parent it is a 400 too (as Podman).
+func TestCgroupsSplit(t *testing.T) {
+	l := startLab(t)
+	status, body := l.do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "cgroups_mode": "split", "cgroup_parent": "/x"})
+	if status != http.StatusBadRequest || !bytes.Contains(body, []byte("cgroups_mode")) {
+		t.Fatalf("split with a cgroup parent: %d %s", status, body)
+	}
+	spec := map[string]any{"image": "localhost/busybox:latest", "cgroups_mode": "split", "command": []string{"sleep", "600"},
+		"resource_limits": map[string]any{"memory": map[string]any{"limit": 48 << 20}}}
+	if !unified() {
+		status, body := l.do("POST", "/containers/create", spec)
+		if status != http.StatusBadRequest || !bytes.Contains(body, []byte("cgroups_mode")) || !bytes.Contains(body, []byte("unified")) {
+			t.Fatalf("split on v1: %d %s", status, body)
+		}
+		return
+	}
+	id := l.run(spec)
+	var d struct {
+		State struct {
+			CgroupPath string
+			ConmonPid  int
+		}
+	}
+	l.decode(l.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	cg := d.State.CgroupPath
+	own, _ := os.ReadFile("/proc/self/cgroup")
+	engineLeaf := strings.TrimSpace(strings.TrimPrefix(string(own), "0::"))
+	parent := filepath.Dir(cg)
+	if filepath.Base(cg) != "berth-"+id || engineLeaf != parent+"/berth-engine" {
+		t.Fatalf("split cgroup %s; the engine now in %s", cg, engineLeaf)
+	}
+	conmonCg, _ := os.ReadFile("/proc/" + strconv.Itoa(d.State.ConmonPid) + "/cgroup")
+	if strings.TrimSpace(string(conmonCg)) != "0::"+parent+"/berth-conmon-"+id {
+		t.Fatalf("conmon of the split container is in %s", conmonCg)
+	}
+	eventually(t, 10*time.Second, "stats of the split container", func() bool {
+		s := l.stats(id)
+		return s.PIDs == 1 && s.MemLimit == 48<<20
+	})
+	l.must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
+	for _, c := range []string{cg, parent + "/berth-conmon-" + id} {
+		eventually(t, 10*time.Second, "cgroup "+c+" removed", func() bool { return cgroupGone(c) })
+	}
+}

@@ -7,14 +7,18 @@ import (
 	"math"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+	"unsafe"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 // The cgroup managers (Podman's --cgroup-manager): cgroupfs has runc
@@ -350,4 +354,151 @@ func cpuMask(list string) ([]byte, error) {
 		}
 	}
 	return mask, nil
+}
+
+// The split mode (podman --cgroups split) places a container and its
+// conmon in sub-cgroups of the cgroup of the process that asked: for an API
+// served by the engine, the engine's own cgroup (the Podman service's, in
+// Podman's case), e.g. /system.slice/berth.service. On the unified
+// hierarchy a cgroup with processes cannot hand controllers to children, so
+// the first split moves the engine's cgroup's processes into a leaf,
+// SPLIT/berth-engine, as Podman moves itself into a "runtime" leaf; the
+// engine's cgroup then holds only children, and containers get
+// SPLIT/berth-ID with conmon in SPLIT/berth-conmon-ID.
+var split struct {
+	once   sync.Once
+	parent string
+	err    error
+}
+
+// SplitParent is the cgroup split containers are placed under, prepared
+// once per process.
+func SplitParent() (string, error) {
+	split.once.Do(func() { split.parent, split.err = prepareSplit(Host()) })
+	return split.parent, split.err
+}
+
+func prepareSplit(h *Hierarchy) (string, error) {
+	if !h.Unified() {
+		return "", errors.New("it needs the unified cgroup hierarchy (v2): on v1 the engine's cgroups differ per controller")
+	}
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	own := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			own = p
+		}
+	}
+	if own == "" || own == "/" {
+		return "", errors.New("the engine runs in the root cgroup, which is not its own to split")
+	}
+	dir := h.Dir("", own)
+	leaf := filepath.Join(dir, "berth-engine")
+	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("creating %s: %w", leaf, err)
+	}
+	// Processes may come and go while they move: a few rounds.
+	for i := 0; i < 10; i++ {
+		procs, err := readPids(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			return "", err
+		}
+		if len(procs) == 0 {
+			break
+		}
+		for _, p := range procs {
+			if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(p)), 0o644); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return "", fmt.Errorf("moving process %d into %s: %w", p, leaf, err)
+			}
+		}
+	}
+	avail, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if err != nil {
+		return "", err
+	}
+	for _, c := range strings.Fields(string(avail)) {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+c), 0o644); err != nil {
+			return "", fmt.Errorf("enabling %s below %s: %w", c, own, err)
+		}
+	}
+	return own, nil
+}
+
+// SplitPlacement places container id under the split parent.
+func SplitPlacement(parent, id string) Placement {
+	p := path.Join(parent, "berth-"+id)
+	return Placement{Path: p, OCI: p}
+}
+
+// SplitConmonCgroup is the cgroup conmon of a split container runs in.
+func SplitConmonCgroup(parent, id string) string { return path.Join(parent, "berth-conmon-"+id) }
+
+// MoveToCgroup moves pid into cgroup cg of the unified hierarchy, creating it.
+func MoveToCgroup(cg string, pid int) error {
+	dir := Host().Dir("", cg)
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
+}
+
+// RemoveEmpty removes cgroup cg of the unified hierarchy once its
+// processes are gone (no error where it is gone already).
+func RemoveEmpty(cg string) error {
+	dir := Host().Dir("", cg)
+	var err error
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if err = os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+	}
+	return err
+}
+
+// WatchOOM calls seen when the OOM killer kills a process of cgroup cg
+// (memory.events' oom_kill of the unified hierarchy rises above zero)
+// until the cgroup is removed. The engine needs it under the systemd
+// manager, where systemd removes a container's scope as soon as it is
+// empty, before the exit is handled. The watch is set before WatchOOM
+// returns; reading runs on its own goroutine.
+func WatchOOM(cg string, seen func()) error {
+	h := Host()
+	if !h.Unified() {
+		return nil
+	}
+	file := filepath.Join(h.Dir("memory", cg), "memory.events")
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	if _, err := unix.InotifyAddWatch(fd, file, unix.IN_MODIFY); err != nil {
+		unix.Close(fd)
+		return err
+	}
+	go func() {
+		defer unix.Close(fd)
+		buf := make([]byte, 4096)
+		for {
+			if n, ok := h.OOMKills(cg); ok && n > 0 {
+				seen()
+				return
+			}
+			n, err := unix.Read(fd, buf)
+			if err != nil && err != unix.EINTR {
+				return
+			}
+			// IN_IGNORED: the cgroup is gone.
+			for off := 0; off+unix.SizeofInotifyEvent <= n; {
+				ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+				if ev.Mask&unix.IN_IGNORED != 0 {
+					return
+				}
+				off += unix.SizeofInotifyEvent + int(ev.Len)
+			}
+		}
+	}()
+	return nil
 }

@@ -172,6 +172,9 @@ type CreateOptions struct {
 	// ConmonScope, where set, is the transient scope (in ConmonSlice)
 	// conmon is moved into once it runs, out of the engine's cgroup.
 	ConmonScope, ConmonSlice string
+	// ConmonCgroup, where set, is the cgroup (unified hierarchy) conmon is
+	// moved into once it runs (the split mode).
+	ConmonCgroup string
 }
 
 // Created is what Create learned about the new container.
@@ -180,8 +183,9 @@ type Created struct {
 	ConmonPID int
 	// Pause: the container runs as a pause process (see pause.go).
 	Pause bool
-	// ConmonUnit is the scope conmon runs in ("": the engine's cgroup).
-	ConmonUnit string
+	// ConmonUnit is the scope conmon runs in, ConmonCgroup its cgroup in
+	// split mode ("": the engine's cgroup).
+	ConmonUnit, ConmonCgroup string
 }
 
 type syncMessage struct {
@@ -237,7 +241,12 @@ func (r *Runtime) Create(ctx context.Context, o CreateOptions) (Created, error) 
 	}
 	if o.SystemdCgroup {
 		// conmon reads the container's cgroup (OOM) the systemd way too.
-		args = append(args, "--runtime-arg", "--systemd-cgroup", "--systemd-cgroup")
+		// runc's warnings (a device of the default list the host lacks
+		// cannot be allowed through systemd) go to a file, not to the
+		// container's stderr, which runc shares while it creates it; its
+		// errors still reach stderr, where conmon reports them.
+		args = append(args, "--runtime-arg", "--systemd-cgroup", "--systemd-cgroup",
+			"--runtime-arg", "--log="+filepath.Join(o.Bundle, "runc.log"))
 	}
 	if o.Terminal {
 		args = append(args, "-t")
@@ -294,6 +303,13 @@ func (r *Runtime) Create(ctx context.Context, o CreateOptions) (Created, error) 
 			r.logger.Warn("moving conmon into a scope of its own", "container", o.ID, "scope", o.ConmonScope, "err", err)
 		} else {
 			out.ConmonUnit = o.ConmonScope
+		}
+	}
+	if o.ConmonCgroup != "" && out.ConmonPID > 0 {
+		if err := cgroups.MoveToCgroup(o.ConmonCgroup, out.ConmonPID); err != nil {
+			r.logger.Warn("moving conmon into its split cgroup", "container", o.ID, "cgroup", o.ConmonCgroup, "err", err)
+		} else {
+			out.ConmonCgroup = o.ConmonCgroup
 		}
 	}
 	return out, nil

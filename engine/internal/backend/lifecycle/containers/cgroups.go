@@ -2,12 +2,14 @@ package containers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
 	"strings"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
+	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -15,6 +17,7 @@ import (
 const (
 	cgroupsEnabled  = "enabled"
 	cgroupsNoConmon = "no-conmon"
+	cgroupsSplit    = "split"
 )
 
 // resolveCgroups checks a new container's cgroups mode and cgroup parent
@@ -28,6 +31,18 @@ func (m *Manager) resolveCgroups(spec *core.ContainerSpec, pod *core.PodMembersh
 	}
 	if spec.CgroupsMode == "" {
 		spec.CgroupsMode = cgroupsEnabled
+	}
+	if spec.CgroupsMode == cgroupsSplit {
+		if spec.CgroupParent != "" {
+			return core.InvalidArgument("cgroups_mode", errors.New(`"split" places the container under the engine's own cgroup and takes no cgroup_parent (as Podman)`))
+		}
+		if pod != nil && pod.CgroupParent != "" {
+			return core.InvalidArgument("cgroups_mode", fmt.Errorf(`"split" cannot place a member of pod %s, whose cgroup is its parent`, pod.PodName))
+		}
+		if _, err := cgroups.SplitParent(); err != nil {
+			return core.InvalidArgument("cgroups_mode", fmt.Errorf(`"split" cannot be honoured on this host: %w`, err))
+		}
+		return nil
 	}
 	if spec.CgroupParent == "" {
 		return nil
@@ -59,6 +74,14 @@ func (m *Manager) placeCgroup(rec *record, pm *core.PodMembership) error {
 		parent = pm.CgroupParent
 	}
 	p, err := cgroups.ContainerPlacement(m.cgroupManager, parent, rec.ID)
+	if rec.Spec.CgroupsMode == cgroupsSplit {
+		// Checked by resolveCgroups; the engine's cgroup is split once.
+		split, serr := cgroups.SplitParent()
+		if serr != nil {
+			return core.InvalidArgument("cgroups_mode", serr)
+		}
+		p, err = cgroups.SplitPlacement(split, rec.ID), nil
+	}
 	if err != nil {
 		return core.InvalidArgument("cgroup_parent", err)
 	}
@@ -89,12 +112,31 @@ func conmonScope(rec *record) (unit, slice string) {
 	return cgroups.ConmonScope(rec.ID), slice
 }
 
+// splitConmonCgroup is the cgroup conmon of a split container is moved
+// into ("" for the other modes).
+func splitConmonCgroup(rec *record) string {
+	if rec.Spec.CgroupsMode != cgroupsSplit {
+		return ""
+	}
+	split, err := cgroups.SplitParent()
+	if err != nil {
+		return ""
+	}
+	return cgroups.SplitConmonCgroup(split, rec.ID)
+}
+
 // releaseSystemdUnits stops what systemd still holds of an ended
 // container: its scope where runc's delete left it (a delete a kill -9
 // cut short, a create that never finished), and conmon's scope once
 // conmon is gone. A scope that empties goes by itself; this is for the
 // ones that did not. Under cgroupfs there is nothing to do.
 func (m *Manager) releaseSystemdUnits(ctx context.Context, rec *record) {
+	if rec.ConmonCgroup != "" && !runtime.ProcessAlive(rec.ConmonPID) {
+		// A split container's conmon cgroup, once conmon is gone.
+		if err := cgroups.RemoveEmpty(rec.ConmonCgroup); err != nil {
+			m.logger.Warn("removing conmon's cgroup", "container", rec.ID, "cgroup", rec.ConmonCgroup, "err", err)
+		}
+	}
 	if !rec.CgroupSystemd {
 		return
 	}
@@ -140,4 +182,19 @@ func inspectCgroupParent(rec *record) string {
 		return slice
 	}
 	return path.Dir(rec.CgroupPath)
+}
+
+// watchOOM watches the OOM kills of a systemd-placed container: systemd
+// removes its scope as soon as it is empty, often before the exit is
+// handled and the cgroup's count read (conmon's oom file races the same
+// way). Under cgroupfs the cgroup stays until the runtime's delete.
+func (m *Manager) watchOOM(e *entry) {
+	rec := m.snapshot(e)
+	if !rec.CgroupSystemd {
+		return
+	}
+	e.oomSeen.Store(false)
+	if err := cgroups.WatchOOM(rec.CgroupPath, func() { e.oomSeen.Store(true) }); err != nil {
+		m.logger.Debug("watching OOM kills", "container", rec.ID, "err", err)
+	}
 }

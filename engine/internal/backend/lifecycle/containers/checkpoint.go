@@ -228,7 +228,7 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 		ID: rec.ID, Name: rec.Name, Bundle: rec.Bundle, LogPath: rec.LogPath,
 		LogDriver: rec.Spec.LogDriver(), LogTag: rec.Spec.LogTag(),
 		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin,
-		SystemdCgroup: rec.CgroupSystemd, ConmonScope: conmonUnit, ConmonSlice: conmonSlice,
+		SystemdCgroup: rec.CgroupSystemd, ConmonScope: conmonUnit, ConmonSlice: conmonSlice, ConmonCgroup: splitConmonCgroup(&rec),
 		RestoreDir: dir, RuntimeOpts: runtime.RestoreOptions(dir, opts.TCPEstablished, opts.FileLocks),
 	})
 	report.RuntimeDuration = time.Since(start)

@@ -418,7 +418,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 		ID: rec.ID, Name: rec.Name, Bundle: rec.Bundle, LogPath: rec.LogPath,
 		LogDriver: rec.Spec.LogDriver(), LogTag: rec.Spec.LogTag(),
 		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin,
-		SystemdCgroup: rec.CgroupSystemd, ConmonScope: conmonUnit, ConmonSlice: conmonSlice,
+		SystemdCgroup: rec.CgroupSystemd, ConmonScope: conmonUnit, ConmonSlice: conmonSlice, ConmonCgroup: splitConmonCgroup(&rec),
 		// A pod's default infra container only holds namespaces: the
 		// engine runs its catatonit itself where the spec allows.
 		Pause: rec.IsInfra,
@@ -463,7 +463,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 		r.State = core.StateCreated
 		r.PID = created.PID
 		r.ConmonPID = created.ConmonPID
-		r.ConmonUnit = created.ConmonUnit
+		r.ConmonUnit, r.ConmonCgroup = created.ConmonUnit, created.ConmonCgroup
 		r.PauseProcess = created.Pause
 		r.NeedsCleanup = true
 		r.Error = ""

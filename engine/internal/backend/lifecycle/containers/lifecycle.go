@@ -64,6 +64,7 @@ func (m *Manager) startLocked(ctx context.Context, e *entry) error {
 	default:
 		return fmt.Errorf("container %s is %s: %w", rec.Name, rec.State, core.ErrStateConflict)
 	}
+	m.watchOOM(e)
 	started := time.Now()
 	if err := m.rt.Start(ctx, rec.ID); err != nil {
 		// runc start fails when the process is gone already; conmon then
@@ -147,7 +148,7 @@ func (m *Manager) handleExit(ctx context.Context, e *entry) bool {
 	if !ok {
 		return false
 	}
-	oom := m.oomKilled(rec)
+	oom := m.oomKilled(rec) || e.oomSeen.Load()
 	recorded := false
 	m.update(ctx, e, func(r *record) {
 		if r.State != core.StateCreated && r.State != core.StateRunning && r.State != core.StatePaused {

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containers/storage"
@@ -155,6 +156,9 @@ type entry struct {
 	// a copy made the mount. Guarded by Manager.mu.
 	holds          int
 	mountedForCopy bool
+	// oomSeen is set by the OOM watch of a container whose cgroup systemd
+	// may remove before its exit is handled (see watchOOM).
+	oomSeen atomic.Bool
 }
 
 // Manager is the engine's container backend.
