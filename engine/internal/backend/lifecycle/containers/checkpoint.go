@@ -58,9 +58,20 @@ func (m *Manager) checkpointLocked(ctx context.Context, e *entry, opts core.Chec
 		return report, err
 	}
 	start := time.Now()
+	// Frozen first through the runtime: CRIU then finds the cgroup frozen
+	// at once, where freezing it itself polls the freezer in 100 ms steps.
+	// CRIU leaves the freezer as it found it, so a container that is to
+	// run on (leaveRunning, a failed dump) is thawed here; an engine
+	// killed in between thaws it at start (reconcileCheckpointLocked).
+	froze := m.rt.Pause(ctx, rec.ID) == nil
 	err := m.rt.Checkpoint(ctx, rec.ID, dir, runtime.CheckpointOptions{
 		LeaveRunning: opts.LeaveRunning, TCPEstablished: opts.TCPEstablished, FileLocks: opts.FileLocks,
 	})
+	if froze && (err != nil || opts.LeaveRunning) {
+		if rerr := m.rt.Resume(ctx, rec.ID); rerr != nil {
+			m.logger.Warn("thaw the container after its dump", "container", rec.ID, "err", rerr)
+		}
+	}
 	report.RuntimeDuration = time.Since(start)
 	if err != nil {
 		// CRIU resumes the container when a dump fails. The directory
@@ -253,6 +264,13 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 			m.logger.Warn("read CRIU statistics", "container", rec.ID, "err", err)
 		}
 	}
+	// The dump found the container frozen (checkpointLocked froze it);
+	// where CRIU brings that state back, the restored container is thawed.
+	if st, err := m.rt.State(ctx, rec.ID); err == nil && st.Status == "paused" {
+		if err := m.rt.Resume(ctx, rec.ID); err != nil {
+			m.logger.Warn("thaw the restored container", "container", rec.ID, "err", err)
+		}
+	}
 	if err := m.finishRestore(ctx, e, created.PID, created.ConmonPID, opts.Keep); err != nil {
 		return report, err
 	}
@@ -315,6 +333,14 @@ func (m *Manager) reconcileCheckpointLocked(ctx context.Context, e *entry) {
 		return
 	}
 	if rec.Checkpointing {
+		// The engine froze the container before the dump: one still
+		// frozen (killed before the dump began, or after a dump that
+		// leaves it running) is thawed, never left frozen.
+		if st, err := m.rt.State(ctx, rec.ID); err == nil && st.Status == "paused" {
+			if err := m.rt.Resume(ctx, rec.ID); err != nil {
+				m.logger.Warn("thaw a container frozen for a checkpoint the engine did not finish", "container", rec.ID, "err", err)
+			}
+		}
 		dir := checkpointDir(rec)
 		done := runtime.DumpComplete(dir)
 		now := time.Now()

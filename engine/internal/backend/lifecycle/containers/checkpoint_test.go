@@ -185,6 +185,8 @@ func TestCheckpointLeaveRunningKeep(t *testing.T) {
 	if _, err := os.Stat(st.CheckpointLog); err != nil {
 		t.Fatalf("--keep keeps CRIU's log: %v", err)
 	}
+	// The engine froze it for the dump: it runs on, thawed.
+	te.keepsCounting(id, te.counted(id))
 	// A running container is not restored over.
 	te.Must(http.StatusConflict, "POST", "/containers/counter/restore", nil)
 	te.Must(http.StatusNoContent, "POST", "/containers/counter/stop?timeout=0", nil)
@@ -207,6 +209,27 @@ func TestCheckpointLeaveRunningKeep(t *testing.T) {
 	if l := leaks(te.Root, te.RunRoot, id); len(l) > 0 {
 		t.Fatalf("removal left: %v", l)
 	}
+}
+
+// TestCheckpointFailedDumpThaws: a dump CRIU fails (a container holding an
+// established TCP connection, checkpointed without tcpEstablished) is a
+// 500 with CRIU's line, and the container the engine froze for it runs on.
+func TestCheckpointFailedDumpThaws(t *testing.T) {
+	te := startCRIUEngine(t)
+	// A busybox nc server and client over the container's loopback; the
+	// server logs the counter the client sends.
+	id := te.create(map[string]any{"name": "tcp", "command": []string{"sh", "-c",
+		"tail -f /dev/null | nc -l -p 7000 & sleep 1; i=0; while true; do echo $i; i=$((i+1)); sleep 0.1; done | nc 127.0.0.1 7000"}})
+	te.Must(http.StatusNoContent, "POST", "/containers/tcp/start", nil)
+	te.waitLog(id, 2)
+	status, body := te.Do("POST", "/containers/tcp/checkpoint", nil)
+	if status != http.StatusInternalServerError || !strings.Contains(string(body), "CRIU: ") {
+		t.Fatalf("checkpoint of a container CRIU cannot dump: %d %s", status, body)
+	}
+	if st := te.checkpointState(id); st.Status != "running" || st.Checkpointed {
+		t.Fatalf("after a failed checkpoint: %+v", st)
+	}
+	te.keepsCounting(id, te.counted(id))
 }
 
 // rewriteArchive copies a checkpoint archive, passing each entry's content
@@ -376,9 +399,9 @@ func TestCheckpointRestoreKill9(t *testing.T) {
 	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/counter/json", nil), &d)
 	dir := filepath.Join(d.StaticDir, "checkpoint")
 
-	// killDuring sends the request and kills the engine as soon as CRIU's
-	// log appears, then starts it again.
-	killDuring := func(path, log string) {
+	// killWhen sends the request and kills the engine as soon as ready
+	// holds, then starts it again.
+	killWhen := func(path, what string, ready func() bool) {
 		t.Helper()
 		go func() {
 			resp, err := http.Post(strings.TrimSuffix(te.URL, "/")+path, "", nil)
@@ -386,12 +409,9 @@ func TestCheckpointRestoreKill9(t *testing.T) {
 				resp.Body.Close()
 			}
 		}()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
-			if _, err := os.Stat(filepath.Join(dir, log)); err == nil {
-				break
-			}
+		for deadline := time.Now().Add(20 * time.Second); !ready(); time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s never appeared", log)
+				t.Fatalf("%s never happened", what)
 			}
 		}
 		p.Kill9()
@@ -416,9 +436,30 @@ func TestCheckpointRestoreKill9(t *testing.T) {
 		te.keepsCounting(id, count)
 	}
 
+	// killDuring kills the engine as soon as CRIU's log appears.
+	killDuring := func(path, log string) {
+		t.Helper()
+		killWhen(path, log+" written", func() bool {
+			_, err := os.Stat(filepath.Join(dir, log))
+			return err == nil
+		})
+	}
+
 	count := te.counted(id)
 	killDuring("/containers/counter/checkpoint?keep=true", "dump.log")
 	settle("a checkpoint", count)
+
+	// The engine freezes the container before the dump: killed as soon as
+	// it is frozen, the container ends running (thawed at start) or
+	// checkpointed, never frozen.
+	var cg struct{ State struct{ CgroupPath string } }
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/counter/json", nil), &cg)
+	count = te.counted(id)
+	killWhen("/containers/counter/checkpoint?keep=true", "the freeze", func() bool { return cgroupFrozen(cg.State.CgroupPath) })
+	settle("the freeze before a checkpoint", count)
+	if st := te.inspect(id).State; st.Paused {
+		t.Fatalf("after a kill -9 between the freeze and the dump the container is paused: %+v", st)
+	}
 
 	te.Must(http.StatusOK, "POST", "/containers/counter/checkpoint?keep=true", nil)
 	count = te.counted(id)
@@ -430,6 +471,16 @@ func TestCheckpointRestoreKill9(t *testing.T) {
 		t.Fatalf("removal left: %v", l)
 	}
 	gone(t, dir)
+}
+
+// cgroupFrozen reports whether the freezer of cgroup cg (v1's freezer
+// hierarchy, or v2's cgroup.freeze) holds it frozen or freezing.
+func cgroupFrozen(cg string) bool {
+	if data, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/freezer", cg, "freezer.state")); err == nil {
+		return strings.TrimSpace(string(data)) != "THAWED"
+	}
+	data, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", cg, "cgroup.freeze"))
+	return err == nil && strings.TrimSpace(string(data)) == "1"
 }
 
 // bridged sets the engine's default network mode to bridge.
