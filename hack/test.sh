@@ -243,6 +243,19 @@ start_kube_apiserver_build() { start_tool_build kube-apiserver kube-apiserver.sh
 wait_kube_apiserver() { wait_tool_build kube-apiserver kube-apiserver.sh BERTH_KUBE_APISERVER; }
 start_compose_build() { start_tool_build docker-compose docker-compose.sh; }
 wait_compose() { wait_tool_build docker-compose docker-compose.sh BERTH_DOCKER_COMPOSE; }
+start_docker_cli_build() { start_tool_build docker-cli docker-cli.sh; }
+wait_docker_cli() { wait_tool_build docker-cli docker-cli.sh BERTH_DOCKER_CLI_CURRENT; }
+
+# gotest_docker_cli_current runs the docker CLI tests a second time with the current docker CLI
+# (hack/docker-cli.sh, v29) as `docker`; the engine module's pass ran them with the machine's.
+gotest_docker_cli_current() {
+  step "go test dockercli (docker CLI v29)" run_logged "$LOGDIR/go-test-dockercli-current.log" \
+    env BERTH_DOCKER_CLI="$BERTH_DOCKER_CLI_CURRENT" bash -c 'cd engine && exec "$@"' _ \
+    "$GO" test -count=1 -timeout 10m ./internal/integration/dockercli
+  local rc=$?
+  grep -E '^(ok|FAIL|--- FAIL)' "$LOGDIR/go-test-dockercli-current.log" >>"$RESULTS"
+  return $rc
+}
 
 # warm_engine_binary builds berth-engine as the engine tests build it (nothing is kept): the tests
 # that start the binary then find it in the build cache instead of compiling it inside their
@@ -270,6 +283,7 @@ run_unit() {
   step "build docker compose" wait_compose
   step "build berth-engine" warm_engine_binary
   gotest engine
+  step "build docker CLI v29" wait_docker_cli && gotest_docker_cli_current
 }
 
 run_contracts() {
@@ -357,6 +371,7 @@ run_all() {
   step "build docker compose" wait_compose
   step "build berth-engine" warm_engine_binary
   gotest engine
+  step "build docker CLI v29" wait_docker_cli && gotest_docker_cli_current
   wait_lanes
   if [ -e "$LOGDIR/e2e-images.ok" ]; then
     gotest e2e
@@ -387,7 +402,7 @@ run_checks() {
 # last line), so editing this file during a run cannot change the running script.
 main() {
   log "berth tests: $what (go: $("$GO" version | cut -d' ' -f3), GOFLAGS=$GOFLAGS)"
-  case "$what" in unit | all) start_kube_apiserver_build && start_compose_build ;; esac
+  case "$what" in unit | all) start_kube_apiserver_build && start_compose_build && start_docker_cli_build ;; esac
   case "$what" in hosts | all) start_hostlab_image ;; esac
   step "go mod download" go_mod_download
   case "$what" in

@@ -90,6 +90,9 @@ func (te *testEngine) exec(stdin *bytes.Buffer, name string, args ...string) (st
 	if name == "podman" {
 		args = append([]string{"--remote", "--url", "tcp://" + te.Addr}, args...)
 	}
+	if p := os.Getenv("BERTH_DOCKER_CLI"); name == "docker" && p != "" {
+		name = p // a current docker CLI (hack/docker-cli.sh) in place of the machine's
+	}
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = te.env
 	cmd.Dir = te.Dir
