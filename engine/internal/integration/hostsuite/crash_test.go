@@ -26,12 +26,26 @@ func survivesKill(t *testing.T, manager string) {
 	long := l.run(map[string]any{"name": "long", "command": []string{"sleep", "900"},
 		"resource_limits": map[string]any{"memory": map[string]any{"limit": 64 << 20}}})
 	short := l.run(map[string]any{"name": "short", "command": []string{"sleep", "2"}})
+	// hog outgrows its limit once /go appears, after the restart: the
+	// adopted container's OOM kill is recorded (under systemd its scope is
+	// gone by the time the exit is handled).
+	hog := l.run(map[string]any{"name": "hog", "command": []string{"sh", "-c", "while [ ! -e /go ]; do sleep 0.1; done; x=0123456789abcdef; while true; do x=$x$x; done"},
+		"resource_limits": map[string]any{"memory": map[string]any{"limit": 32 << 20, "swap": 32 << 20}}})
 	cg, shortCg := l.inspect(long).State.CgroupPath, l.inspect(short).State.CgroupPath
 
 	p.kill()
 	time.Sleep(3 * time.Second) // short exits while no engine watches
 	p.start(t)
 
+	if err := os.WriteFile(l.rootfsFile(hog, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := l.wait(hog); code != 137 {
+		t.Fatalf("the adopted hog exited %d", code)
+	}
+	if d := l.inspect(hog); !d.State.OOMKilled {
+		t.Fatalf("the adopted hog's OOM kill is not recorded: %+v", d.State)
+	}
 	if d := l.inspect(long); !d.State.Running {
 		t.Fatalf("long after the restart: %+v", d.State)
 	}

@@ -339,6 +339,10 @@ func (m *Manager) reconcileLocked(ctx context.Context, e *entry, mounted map[str
 				r.State = next
 				r.PID = st.Pid
 			})
+			if next != core.StateCreated {
+				// Adopted: its OOM kills are watched again (systemd scopes).
+				m.watchOOM(e)
+			}
 			return
 		}
 		if m.handleExit(ctx, e) {
