@@ -156,10 +156,11 @@ func (l *lab) checkRestoredCgroup(id string) {
 		if d.HostConfig.CgroupManager == "systemd" {
 			// Known defect (issue 21), seen in the host lab with and
 			// without the freeze before the dump: under the systemd
-			// manager the restored process lands in a cgroup
-			// berth-OTHER.scope that is no unit, and the container's
-			// own scope is gone. Logged, not failed, until fixed; the
-			// removal below must still leave no cgroup behind.
+			// manager an imported container's process lands in the
+			// cgroup of the container it was exported from (the path
+			// in CRIU's images), which is no unit, and its own scope
+			// is gone. Logged, not failed, until fixed; the removal
+			// below must still leave the cgroup inspect names gone.
 			l.t.Logf("KNOWN DEFECT: restored process %d of container %s is in %s, inspect says %s; units: %s", d.State.Pid, id, strings.TrimSpace(string(own)), d.State.CgroupPath, units)
 			return
 		}
