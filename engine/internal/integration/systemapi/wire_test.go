@@ -42,16 +42,16 @@ func TestExistsRoutesAnswer404WithBody(t *testing.T) {
 
 // TestRoutesNotServedAreNoSuchRoute: a route the engine does not serve
 // answers 404 "no such route" with the error body, also when its path
-// looks like a parameter of a route it serves (GET /images/search against
-// DELETE /images/{name}); a served path called with the wrong method is 405.
+// looks like a parameter of a route it serves (GET /volumes/search against
+// DELETE /volumes/{name}); a served path called with the wrong method is 405.
 func TestRoutesNotServedAreNoSuchRoute(t *testing.T) {
 	te := startEngine(t)
 	for _, tc := range []struct {
 		method, path string
 		status       int
 	}{
-		{"GET", "/v4.3.1/libpod/images/search?term=busybox", http.StatusNotFound},
-		{"GET", "/libpod/images/search", http.StatusNotFound},
+		{"GET", "/v4.3.1/libpod/volumes/search?term=busybox", http.StatusNotFound},
+		{"GET", "/libpod/volumes/search", http.StatusNotFound},
 		{"GET", "/v4.3.1/libpod/no/such/route", http.StatusNotFound},
 		{"PUT", "/v4.3.1/libpod/images/a/b/c", http.StatusNotFound},
 		{"GET", "/v4.3.1/libpod/containers/create", http.StatusMethodNotAllowed},

@@ -183,10 +183,14 @@ func TestCheckLocalDir(t *testing.T) {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "rel", dir + "/../" + filepath.Base(dir), dir + "/./", f, dir + "/missing"} {
+	for _, bad := range []string{"", "rel", dir + "/../" + filepath.Base(dir), dir + "/./", f} {
 		if err := checkLocalDir(bad); !errors.Is(err, core.ErrInvalidArgument) {
 			t.Errorf("%q: %v", bad, err)
 		}
+	}
+	// A directory that does not exist is a 404, as Podman's local build.
+	if err := checkLocalDir(dir + "/missing"); !errors.Is(err, core.ErrNoSuchPath) {
+		t.Errorf("missing: %v, want ErrNoSuchPath", err)
 	}
 }
 
