@@ -10,7 +10,6 @@ package cgroups
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -366,8 +365,13 @@ func ReadKeyValues(path string) (map[string]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseKeyValues(string(data)), nil
+}
+
+// parseKeyValues parses the "key value" lines of a flat-keyed control file.
+func parseKeyValues(data string) map[string]uint64 {
 	out := map[string]uint64{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc := bufio.NewScanner(strings.NewReader(data))
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) != 2 {
@@ -377,5 +381,5 @@ func ReadKeyValues(path string) (map[string]uint64, error) {
 			out[fields[0]] = v
 		}
 	}
-	return out, nil
+	return out
 }

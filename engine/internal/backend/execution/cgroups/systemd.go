@@ -463,26 +463,47 @@ func RemoveEmpty(cg string) error {
 // until the cgroup is removed. The engine needs it under the systemd
 // manager, where systemd removes a container's scope as soon as it is
 // empty, before the exit is handled. The watch is set before WatchOOM
-// returns; reading runs on its own goroutine.
-func WatchOOM(cg string, seen func()) error {
+// returns; reading runs on its own goroutine, which closes done when it
+// ends (the kill seen, or the cgroup gone). The file is kept open from the
+// start and read through that descriptor, so a count written just before
+// systemd removes the scope is still read where the path is gone.
+func WatchOOM(cg string, seen func()) (done <-chan struct{}, err error) {
 	h := Host()
 	if !h.Unified() {
-		return nil
+		return nil, nil
 	}
 	file := filepath.Join(h.Dir("memory", cg), "memory.events")
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
 	if err != nil {
-		return err
+		f.Close()
+		return nil, err
 	}
 	if _, err := unix.InotifyAddWatch(fd, file, unix.IN_MODIFY); err != nil {
 		unix.Close(fd)
-		return err
+		f.Close()
+		return nil, err
+	}
+	ch := make(chan struct{})
+	killed := func() bool {
+		buf := make([]byte, 512)
+		n, err := f.ReadAt(buf, 0)
+		if n == 0 && err != nil {
+			return false
+		}
+		kv := parseKeyValues(string(buf[:n]))
+		return kv["oom_kill"] > 0
 	}
 	go func() {
+		defer close(ch)
+		defer f.Close()
 		defer unix.Close(fd)
 		buf := make([]byte, 4096)
 		for {
-			if n, ok := h.OOMKills(cg); ok && n > 0 {
+			if killed() {
 				seen()
 				return
 			}
@@ -490,15 +511,19 @@ func WatchOOM(cg string, seen func()) error {
 			if err != nil && err != unix.EINTR {
 				return
 			}
-			// IN_IGNORED: the cgroup is gone.
+			// IN_IGNORED: the cgroup is gone; what it counted last was
+			// read above or is read once more here.
 			for off := 0; off+unix.SizeofInotifyEvent <= n; {
 				ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
 				if ev.Mask&unix.IN_IGNORED != 0 {
+					if killed() {
+						seen()
+					}
 					return
 				}
 				off += unix.SizeofInotifyEvent + int(ev.Len)
 			}
 		}
 	}()
-	return nil
+	return ch, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
@@ -194,7 +195,27 @@ func (m *Manager) watchOOM(e *entry) {
 		return
 	}
 	e.oomSeen.Store(false)
-	if err := cgroups.WatchOOM(rec.CgroupPath, func() { e.oomSeen.Store(true) }); err != nil {
+	done, err := cgroups.WatchOOM(rec.CgroupPath, func() { e.oomSeen.Store(true) })
+	if err != nil {
 		m.logger.Debug("watching OOM kills", "container", rec.ID, "err", err)
+		return
 	}
+	e.oomWatch.Store(&done)
+}
+
+// oomSeenAfterKill tells whether the OOM watch saw a kill of a container
+// that died of SIGKILL: the watch may not have read the count yet when the
+// exit is handled, so it is given until it ends (the count read, or the
+// scope gone, which follows the exit at once), a second at most.
+func (e *entry) oomSeenAfterKill(code int32) bool {
+	if e.oomSeen.Load() || code != 128+9 {
+		return e.oomSeen.Load()
+	}
+	if p := e.oomWatch.Load(); p != nil && *p != nil {
+		select {
+		case <-*p:
+		case <-time.After(time.Second):
+		}
+	}
+	return e.oomSeen.Load()
 }

@@ -159,6 +159,8 @@ type entry struct {
 	// oomSeen is set by the OOM watch of a container whose cgroup systemd
 	// may remove before its exit is handled (see watchOOM).
 	oomSeen atomic.Bool
+	// oomWatch is the done channel of that watch.
+	oomWatch atomic.Pointer[<-chan struct{}]
 }
 
 // Manager is the engine's container backend.
