@@ -139,10 +139,11 @@ EOF
   export CGO_ENABLED=${CGO_ENABLED:-1}
   out=$(mktemp /tmp/berth-bench.XXXXXX.txt)
   rc=0
+  # -p 1: the packages' benchmarks run one after another; two at once would measure each other.
   for m in "${bench_modules[@]}"; do
     module_has_tests "$m" || { log "$m: no tests"; continue; }
     log "== go test -bench '$bench' in $m (benchtime $benchtime, count $benchcount)"
-    (cd "$m" && "$GO" test -run '^$' -bench "$bench" -benchtime "$benchtime" -count "$benchcount" \
+    (cd "$m" && "$GO" test -p 1 -run '^$' -bench "$bench" -benchtime "$benchtime" -count "$benchcount" \
       -benchmem -timeout 60m ${BERTH_BENCH_PACKAGES:-./...}) 2>&1 | tee -a "$out"
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
   done
