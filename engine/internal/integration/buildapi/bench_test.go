@@ -55,20 +55,7 @@ func timedBuild(b *testing.B, client *http.Client, base string, tarball []byte, 
 // the Podman 4.3.1 service of hack/bench.sh, cold (nocache) and fully
 // cached, alternating, and reports the times and the cold ratio.
 func BenchmarkBuildVsPodman(b *testing.B) {
-	podmanURL := benchtest.PodmanURL(b)
-	podmanBase := "http://" + strings.TrimPrefix(podmanURL, "tcp://")
-	e := startEngine(b)
-	client := &http.Client{Timeout: 5 * time.Minute}
-	var archive bytes.Buffer
-	if err := testimage.DockerArchive(&archive, testimage.Busybox("localhost/busybox:latest")); err != nil {
-		b.Fatal(err)
-	}
-	resp, err := client.Post(podmanBase+"/v4.3.1/libpod/images/load", "application/x-tar", &archive)
-	if err != nil {
-		b.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	e, client, podmanBase := startBuildPeers(b)
 	query := url.Values{"layers": {"1"}, "t": {"bench-build"}}
 	if n, p := os.Getenv("BERTH_BENCH_RLIMIT_NOFILE"), os.Getenv("BERTH_BENCH_RLIMIT_NPROC"); n != "" && p != "" {
 		query.Set("ulimits", fmt.Sprintf(`["nofile=%s:%s","nproc=%s:%s"]`, n, n, p, p))
@@ -108,20 +95,7 @@ func smallContext(b *testing.B) []byte {
 // hack/bench.sh, alternating, 5 pairs per iteration, and reports the
 // medians and berth's as a fraction of Podman's (goal: at most 0.5).
 func BenchmarkSmallBuildVsPodman(b *testing.B) {
-	podmanURL := benchtest.PodmanURL(b)
-	podmanBase := "http://" + strings.TrimPrefix(podmanURL, "tcp://")
-	e := startEngine(b)
-	client := &http.Client{Timeout: 5 * time.Minute}
-	var archive bytes.Buffer
-	if err := testimage.DockerArchive(&archive, testimage.Busybox("localhost/busybox:latest")); err != nil {
-		b.Fatal(err)
-	}
-	resp, err := client.Post(podmanBase+"/v4.3.1/libpod/images/load", "application/x-tar", &archive)
-	if err != nil {
-		b.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	e, client, podmanBase := startBuildPeers(b)
 	cold := url.Values{"nocache": {"1"}, "layers": {"1"}, "t": {"bench-small"}}
 	if n, p := os.Getenv("BERTH_BENCH_RLIMIT_NOFILE"), os.Getenv("BERTH_BENCH_RLIMIT_NPROC"); n != "" && p != "" {
 		cold.Set("ulimits", fmt.Sprintf(`["nofile=%s:%s","nproc=%s:%s"]`, n, n, p, p))
@@ -135,4 +109,25 @@ func BenchmarkSmallBuildVsPodman(b *testing.B) {
 		func(int) time.Duration { return timedBuild(b, client, podmanBase, tarball, cold) })
 	load, _ := os.ReadFile("/proc/loadavg")
 	benchtest.Report(b, "cold build of a small Containerfile (load "+strings.Join(strings.Fields(string(load))[:3], " ")+")", "goal <= 0.5", "builds", bs, ps)
+}
+
+// startBuildPeers starts a Berth engine and loads the same busybox image
+// into it (startEngine does) and into the Podman 4.3.1 service of
+// hack/bench.sh; it answers the engine, a client and Podman's base URL.
+func startBuildPeers(b *testing.B) (*testEngine, *http.Client, string) {
+	b.Helper()
+	podmanBase := "http://" + strings.TrimPrefix(benchtest.PodmanURL(b), "tcp://")
+	e := startEngine(b)
+	client := &http.Client{Timeout: 5 * time.Minute}
+	var archive bytes.Buffer
+	if err := testimage.DockerArchive(&archive, testimage.Busybox("localhost/busybox:latest")); err != nil {
+		b.Fatal(err)
+	}
+	resp, err := client.Post(podmanBase+"/v4.3.1/libpod/images/load", "application/x-tar", &archive)
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return e, client, podmanBase
 }
