@@ -24,17 +24,8 @@ type ContainerRecord struct {
 
 // AddContainer inserts a container; ErrDuplicate when its ID or name is taken.
 func (s *DB) AddContainer(ctx context.Context, r ContainerRecord) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO containers (id, name, state, created, data, pod_id) VALUES (?, ?, ?, ?, ?, ?)`,
-			r.ID, r.Name, r.State, r.Created.UnixNano(), r.Data, r.PodID)
-		if err != nil {
-			if isConstraint(err) {
-				return fmt.Errorf("container %s (%s): %w", r.Name, r.ID, ErrDuplicate)
-			}
-			return fmt.Errorf("insert container %s: %w", r.ID, err)
-		}
-		return nil
-	})
+	return s.insertRow(ctx, "container "+r.Name+" ("+r.ID+")", `INSERT INTO containers (id, name, state, created, data, pod_id) VALUES (?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Name, r.State, r.Created.UnixNano(), r.Data, r.PodID)
 }
 
 // UpdateContainer replaces the state and data of an existing container.
@@ -72,12 +63,8 @@ type ExitCode struct {
 // a crash either the container is still there or its exit code is.
 func (s *DB) RemoveContainerKeepingExit(ctx context.Context, id string, exit *ExitCode) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM containers WHERE id = ?`, id)
-		if err != nil {
-			return fmt.Errorf("delete container %s: %w", id, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("container %s: %w", id, ErrNotFound)
+		if err := changeRow(ctx, tx, "delete", "container "+id, `DELETE FROM containers WHERE id = ?`, id); err != nil {
+			return err
 		}
 		if exit == nil {
 			return nil
@@ -117,34 +104,16 @@ func (s *DB) PruneExitCodes(ctx context.Context, before time.Time) error {
 // GetContainer reads one container by full ID.
 func (s *DB) GetContainer(ctx context.Context, id string) (ContainerRecord, error) {
 	var r ContainerRecord
-	var created int64
-	err := s.db.QueryRowContext(ctx, `SELECT id, name, state, created, data FROM containers WHERE id = ?`, id).
-		Scan(&r.ID, &r.Name, &r.State, &created, &r.Data)
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, fmt.Errorf("container %s: %w", id, ErrNotFound)
-	}
-	r.Created = time.Unix(0, created)
+	err := s.getRow(ctx, "container "+id, `SELECT id, name, state, created, data FROM containers WHERE id = ?`, id,
+		&r.ID, &r.Name, &r.State, unixNano{&r.Created}, &r.Data)
 	return r, err
 }
 
 // ListContainers returns every container, oldest first.
 func (s *DB) ListContainers(ctx context.Context) ([]ContainerRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, name, state, created, data FROM containers ORDER BY created, id`)
-	if err != nil {
-		return nil, fmt.Errorf("list containers: %w", err)
-	}
-	defer rows.Close()
-	var out []ContainerRecord
-	for rows.Next() {
-		var r ContainerRecord
-		var created int64
-		if err := rows.Scan(&r.ID, &r.Name, &r.State, &created, &r.Data); err != nil {
-			return nil, err
-		}
-		r.Created = time.Unix(0, created)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return listRows(ctx, s, "containers", func(r *ContainerRecord) []any {
+		return []any{&r.ID, &r.Name, &r.State, unixNano{&r.Created}, &r.Data}
+	}, `SELECT id, name, state, created, data FROM containers ORDER BY created, id`)
 }
 
 func isConstraint(err error) bool {

@@ -44,23 +44,10 @@ func (s *DB) ListEvents(ctx context.Context, since, until time.Time) ([]EventRec
 	if !until.IsZero() {
 		hi = until.UnixNano()
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, time_ns, type, action, actor_id, name, data FROM events
+	return listRows(ctx, s, "events", func(e *EventRecord) []any {
+		return []any{&e.Seq, unixNano{&e.Time}, &e.Type, &e.Action, &e.ActorID, &e.Name, &e.Data}
+	}, `SELECT seq, time_ns, type, action, actor_id, name, data FROM events
 		WHERE time_ns >= ? AND time_ns < ? ORDER BY seq`, lo, hi)
-	if err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
-	}
-	defer rows.Close()
-	var out []EventRecord
-	for rows.Next() {
-		var e EventRecord
-		var ns int64
-		if err := rows.Scan(&e.Seq, &ns, &e.Type, &e.Action, &e.ActorID, &e.Name, &e.Data); err != nil {
-			return nil, err
-		}
-		e.Time = time.Unix(0, ns)
-		out = append(out, e)
-	}
-	return out, rows.Err()
 }
 
 // PruneEvents deletes events older than before and returns how many went.

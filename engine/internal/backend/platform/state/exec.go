@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -35,47 +34,20 @@ func (s *DB) PutExecSession(ctx context.Context, r ExecSessionRecord) error {
 // GetExecSession reads one exec session.
 func (s *DB) GetExecSession(ctx context.Context, id string) (ExecSessionRecord, error) {
 	var r ExecSessionRecord
-	var created int64
-	err := s.db.QueryRowContext(ctx, `SELECT id, container_id, created, data FROM exec_sessions WHERE id = ?`, id).
-		Scan(&r.ID, &r.ContainerID, &created, &r.Data)
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, fmt.Errorf("exec session %s: %w", id, ErrNotFound)
-	}
-	r.Created = time.Unix(0, created)
+	err := s.getRow(ctx, "exec session "+id, `SELECT id, container_id, created, data FROM exec_sessions WHERE id = ?`, id,
+		&r.ID, &r.ContainerID, unixNano{&r.Created}, &r.Data)
 	return r, err
 }
 
 // ListExecSessions returns the exec sessions of a container ("" for all).
 func (s *DB) ListExecSessions(ctx context.Context, containerID string) ([]ExecSessionRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, container_id, created, data FROM exec_sessions
+	return listRows(ctx, s, "exec sessions", func(r *ExecSessionRecord) []any {
+		return []any{&r.ID, &r.ContainerID, unixNano{&r.Created}, &r.Data}
+	}, `SELECT id, container_id, created, data FROM exec_sessions
 		WHERE ? = '' OR container_id = ? ORDER BY created, id`, containerID, containerID)
-	if err != nil {
-		return nil, fmt.Errorf("list exec sessions: %w", err)
-	}
-	defer rows.Close()
-	var out []ExecSessionRecord
-	for rows.Next() {
-		var r ExecSessionRecord
-		var created int64
-		if err := rows.Scan(&r.ID, &r.ContainerID, &created, &r.Data); err != nil {
-			return nil, err
-		}
-		r.Created = time.Unix(0, created)
-		out = append(out, r)
-	}
-	return out, rows.Err()
 }
 
 // DeleteExecSession removes an exec session; ErrNotFound when absent.
 func (s *DB) DeleteExecSession(ctx context.Context, id string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM exec_sessions WHERE id = ?`, id)
-		if err != nil {
-			return fmt.Errorf("delete exec session %s: %w", id, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("exec session %s: %w", id, ErrNotFound)
-		}
-		return nil
-	})
+	return s.changeRowTx(ctx, "delete", "exec session "+id, `DELETE FROM exec_sessions WHERE id = ?`, id)
 }

@@ -18,31 +18,13 @@ type NetworkRecord struct {
 
 // AddNetwork inserts a network; ErrDuplicate when its name or ID is taken.
 func (s *DB) AddNetwork(ctx context.Context, r NetworkRecord) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO networks (name, id, created, data) VALUES (?, ?, ?, ?)`,
-			r.Name, r.ID, r.Created.UnixNano(), r.Data)
-		if err != nil {
-			if isConstraint(err) {
-				return fmt.Errorf("network %s: %w", r.Name, ErrDuplicate)
-			}
-			return fmt.Errorf("insert network %s: %w", r.Name, err)
-		}
-		return nil
-	})
+	return s.insertRow(ctx, "network "+r.Name, `INSERT INTO networks (name, id, created, data) VALUES (?, ?, ?, ?)`,
+		r.Name, r.ID, r.Created.UnixNano(), r.Data)
 }
 
 // UpdateNetwork replaces the data of an existing network.
 func (s *DB) UpdateNetwork(ctx context.Context, r NetworkRecord) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE networks SET data = ? WHERE id = ?`, r.Data, r.ID)
-		if err != nil {
-			return fmt.Errorf("update network %s: %w", r.Name, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("network %s: %w", r.Name, ErrNotFound)
-		}
-		return nil
-	})
+	return s.changeRowTx(ctx, "update", "network "+r.Name, `UPDATE networks SET data = ? WHERE id = ?`, r.Data, r.ID)
 }
 
 // RemoveNetwork deletes a network's record and its leases.
@@ -51,35 +33,15 @@ func (s *DB) RemoveNetwork(ctx context.Context, id string) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM network_leases WHERE network_id = ?`, id); err != nil {
 			return fmt.Errorf("delete leases of network %s: %w", id, err)
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM networks WHERE id = ?`, id)
-		if err != nil {
-			return fmt.Errorf("delete network %s: %w", id, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("network %s: %w", id, ErrNotFound)
-		}
-		return nil
+		return changeRow(ctx, tx, "delete", "network "+id, `DELETE FROM networks WHERE id = ?`, id)
 	})
 }
 
 // ListNetworks returns every network, oldest first.
 func (s *DB) ListNetworks(ctx context.Context) ([]NetworkRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT name, id, created, data FROM networks ORDER BY created, name`)
-	if err != nil {
-		return nil, fmt.Errorf("list networks: %w", err)
-	}
-	defer rows.Close()
-	var out []NetworkRecord
-	for rows.Next() {
-		var r NetworkRecord
-		var created int64
-		if err := rows.Scan(&r.Name, &r.ID, &created, &r.Data); err != nil {
-			return nil, err
-		}
-		r.Created = time.Unix(0, created)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return listRows(ctx, s, "networks", func(r *NetworkRecord) []any {
+		return []any{&r.Name, &r.ID, unixNano{&r.Created}, &r.Data}
+	}, `SELECT name, id, created, data FROM networks ORDER BY created, name`)
 }
 
 // LeaseAddresses hands addresses of a network to a container in one
@@ -145,18 +107,6 @@ func (s *DB) ReleaseAddresses(ctx context.Context, networkID, containerID string
 
 // LeaseHolders returns the IDs of every container holding an address.
 func (s *DB) LeaseHolders(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT container_id FROM network_leases`)
-	if err != nil {
-		return nil, fmt.Errorf("list lease holders: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return listRows(ctx, s, "lease holders", func(id *string) []any { return []any{id} },
+		`SELECT DISTINCT container_id FROM network_leases`)
 }

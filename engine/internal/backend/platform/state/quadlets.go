@@ -32,18 +32,8 @@ type QuadletObject struct {
 // BeginQuadletActivation records that quadlet name is being activated;
 // ErrDuplicate when it has a record already.
 func (s *DB) BeginQuadletActivation(ctx context.Context, r QuadletActivation) error {
-	name := r.Name
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO quadlet_activations (name, status, owns_unit, activated_by, created) VALUES (?, ?, ?, ?, ?)`,
-			name, r.Status, r.OwnsUnit, r.ActivatedBy, time.Now().UnixNano())
-		if err != nil {
-			if isConstraint(err) {
-				return fmt.Errorf("quadlet activation %s: %w", name, ErrDuplicate)
-			}
-			return fmt.Errorf("insert quadlet activation %s: %w", name, err)
-		}
-		return nil
-	})
+	return s.insertRow(ctx, "quadlet activation "+r.Name, `INSERT INTO quadlet_activations (name, status, owns_unit, activated_by, created) VALUES (?, ?, ?, ?, ?)`,
+		r.Name, r.Status, r.OwnsUnit, r.ActivatedBy, time.Now().UnixNano())
 }
 
 // AddQuadletObject appends an object to quadlet name's record.
@@ -61,16 +51,7 @@ func (s *DB) AddQuadletObject(ctx context.Context, name string, obj QuadletObjec
 
 // SetQuadletStatus changes the status of quadlet name's record.
 func (s *DB) SetQuadletStatus(ctx context.Context, name, status string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE quadlet_activations SET status = ? WHERE name = ?`, status, name)
-		if err != nil {
-			return fmt.Errorf("update quadlet activation %s: %w", name, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("quadlet activation %s: %w", name, ErrNotFound)
-		}
-		return nil
-	})
+	return s.changeRowTx(ctx, "update", "quadlet activation "+name, `UPDATE quadlet_activations SET status = ? WHERE name = ?`, status, name)
 }
 
 // ReleaseQuadletDependencies ends the tie of the quadlets activated as
@@ -97,41 +78,30 @@ func (s *DB) RemoveQuadletActivation(ctx context.Context, name string) error {
 // QuadletActivations returns every activation record with its objects,
 // oldest first.
 func (s *DB) QuadletActivations(ctx context.Context) ([]QuadletActivation, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT name, status, owns_unit, activated_by, created FROM quadlet_activations ORDER BY created, name`)
+	out, err := listRows(ctx, s, "quadlet activations", func(a *QuadletActivation) []any {
+		return []any{&a.Name, &a.Status, &a.OwnsUnit, &a.ActivatedBy, unixNano{&a.Created}}
+	}, `SELECT name, status, owns_unit, activated_by, created FROM quadlet_activations ORDER BY created, name`)
 	if err != nil {
-		return nil, fmt.Errorf("list quadlet activations: %w", err)
-	}
-	var out []QuadletActivation
-	index := map[string]int{}
-	for rows.Next() {
-		var a QuadletActivation
-		var created int64
-		if err := rows.Scan(&a.Name, &a.Status, &a.OwnsUnit, &a.ActivatedBy, &created); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		a.Created = time.Unix(0, created)
-		index[a.Name] = len(out)
-		out = append(out, a)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	objs, err := s.db.QueryContext(ctx, `SELECT quadlet, kind, object FROM quadlet_objects ORDER BY quadlet, seq`)
+	index := map[string]int{}
+	for i, a := range out {
+		index[a.Name] = i
+	}
+	type quadletObjectRow struct {
+		quadlet string
+		QuadletObject
+	}
+	objs, err := listRows(ctx, s, "quadlet objects", func(o *quadletObjectRow) []any {
+		return []any{&o.quadlet, &o.Kind, &o.Object}
+	}, `SELECT quadlet, kind, object FROM quadlet_objects ORDER BY quadlet, seq`)
 	if err != nil {
-		return nil, fmt.Errorf("list quadlet objects: %w", err)
+		return nil, err
 	}
-	defer objs.Close()
-	for objs.Next() {
-		var name string
-		var o QuadletObject
-		if err := objs.Scan(&name, &o.Kind, &o.Object); err != nil {
-			return nil, err
-		}
-		if i, ok := index[name]; ok {
-			out[i].Objects = append(out[i].Objects, o)
+	for _, o := range objs {
+		if i, ok := index[o.quadlet]; ok {
+			out[i].Objects = append(out[i].Objects, o.QuadletObject)
 		}
 	}
-	return out, objs.Err()
+	return out, nil
 }

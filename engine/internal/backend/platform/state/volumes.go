@@ -2,9 +2,6 @@ package state
 
 import (
 	"context"
-	"database/sql"
-	"errors"
-	"fmt"
 	"time"
 )
 
@@ -18,76 +15,31 @@ type VolumeRecord struct {
 
 // AddVolume inserts a volume; ErrDuplicate when its name is taken.
 func (s *DB) AddVolume(ctx context.Context, r VolumeRecord) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO volumes (name, created, data) VALUES (?, ?, ?)`,
-			r.Name, r.Created.UnixNano(), r.Data)
-		if err != nil {
-			if isConstraint(err) {
-				return fmt.Errorf("volume %s: %w", r.Name, ErrDuplicate)
-			}
-			return fmt.Errorf("insert volume %s: %w", r.Name, err)
-		}
-		return nil
-	})
+	return s.insertRow(ctx, "volume "+r.Name, `INSERT INTO volumes (name, created, data) VALUES (?, ?, ?)`,
+		r.Name, r.Created.UnixNano(), r.Data)
 }
 
 // UpdateVolume replaces the data of an existing volume.
 func (s *DB) UpdateVolume(ctx context.Context, r VolumeRecord) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE volumes SET data = ? WHERE name = ?`, r.Data, r.Name)
-		if err != nil {
-			return fmt.Errorf("update volume %s: %w", r.Name, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("volume %s: %w", r.Name, ErrNotFound)
-		}
-		return nil
-	})
+	return s.changeRowTx(ctx, "update", "volume "+r.Name, `UPDATE volumes SET data = ? WHERE name = ?`, r.Data, r.Name)
 }
 
 // RemoveVolume deletes a volume's record.
 func (s *DB) RemoveVolume(ctx context.Context, name string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM volumes WHERE name = ?`, name)
-		if err != nil {
-			return fmt.Errorf("delete volume %s: %w", name, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("volume %s: %w", name, ErrNotFound)
-		}
-		return nil
-	})
+	return s.changeRowTx(ctx, "delete", "volume "+name, `DELETE FROM volumes WHERE name = ?`, name)
 }
 
 // GetVolume reads one volume by name.
 func (s *DB) GetVolume(ctx context.Context, name string) (VolumeRecord, error) {
 	var r VolumeRecord
-	var created int64
-	err := s.db.QueryRowContext(ctx, `SELECT name, created, data FROM volumes WHERE name = ?`, name).
-		Scan(&r.Name, &created, &r.Data)
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, fmt.Errorf("volume %s: %w", name, ErrNotFound)
-	}
-	r.Created = time.Unix(0, created)
+	err := s.getRow(ctx, "volume "+name, `SELECT name, created, data FROM volumes WHERE name = ?`, name,
+		&r.Name, unixNano{&r.Created}, &r.Data)
 	return r, err
 }
 
 // ListVolumes returns every volume, oldest first.
 func (s *DB) ListVolumes(ctx context.Context) ([]VolumeRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT name, created, data FROM volumes ORDER BY created, name`)
-	if err != nil {
-		return nil, fmt.Errorf("list volumes: %w", err)
-	}
-	defer rows.Close()
-	var out []VolumeRecord
-	for rows.Next() {
-		var r VolumeRecord
-		var created int64
-		if err := rows.Scan(&r.Name, &created, &r.Data); err != nil {
-			return nil, err
-		}
-		r.Created = time.Unix(0, created)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return listRows(ctx, s, "volumes", func(r *VolumeRecord) []any {
+		return []any{&r.Name, unixNano{&r.Created}, &r.Data}
+	}, `SELECT name, created, data FROM volumes ORDER BY created, name`)
 }

@@ -1,0 +1,89 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The helpers below are the statements every table of the state database
+// repeats: an insert whose constraint failure is ErrDuplicate, an update or
+// delete that must touch a row (ErrNotFound otherwise), a read of one row
+// and a read of many. Each table's file keeps its own SQL and error words.
+
+// unixNano scans a nanosecond count, the form every created or time column
+// is stored in, into a time.Time.
+type unixNano struct{ t *time.Time }
+
+// Scan implements sql.Scanner.
+func (u unixNano) Scan(src any) error {
+	n, ok := src.(int64)
+	if !ok {
+		return fmt.Errorf("time column: %T is not a nanosecond count", src)
+	}
+	*u.t = time.Unix(0, n)
+	return nil
+}
+
+// insertRow runs an insert in its own transaction; a constraint failure
+// (the name or ID taken) is ErrDuplicate, named as what.
+func (s *DB) insertRow(ctx context.Context, what, query string, args ...any) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+			if isConstraint(err) {
+				return fmt.Errorf("%s: %w", what, ErrDuplicate)
+			}
+			return fmt.Errorf("insert %s: %w", what, err)
+		}
+		return nil
+	})
+}
+
+// changeRow runs an update or delete (verb names it in errors) that must
+// touch a row of what: ErrNotFound when it touched none.
+func changeRow(ctx context.Context, tx *sql.Tx, verb, what, query string, args ...any) error {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", verb, what, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	return nil
+}
+
+// changeRowTx is changeRow in a transaction of its own.
+func (s *DB) changeRowTx(ctx context.Context, verb, what, query string, args ...any) error {
+	return s.tx(ctx, func(tx *sql.Tx) error { return changeRow(ctx, tx, verb, what, query, args...) })
+}
+
+// getRow reads one row into dest; ErrNotFound, named as what, when there is
+// none.
+func (s *DB) getRow(ctx context.Context, what, query string, arg any, dest ...any) error {
+	err := s.db.QueryRowContext(ctx, query, arg).Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	return err
+}
+
+// listRows reads every row a query answers; fields names the destinations
+// of one row's columns in r. what names the list in errors.
+func listRows[T any](ctx context.Context, s *DB, what string, fields func(r *T) []any, query string, args ...any) ([]T, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var r T
+		if err := rows.Scan(fields(&r)...); err != nil {
+			return nil, fmt.Errorf("list %s: %w", what, err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
