@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,8 @@ import (
 
 	"github.com/berth-project/berth/engine/testimage"
 	"github.com/berth-project/berth/shared/syncbuf"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 // buildTags are the tags containers/image and containers/storage need; the
@@ -224,7 +225,7 @@ func startEngine(t *testing.T) *runningEngine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	port := testnet.FreePort(t)
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	output := &syncbuf.Buffer{}
 	cmd := exec.Command(binary,
@@ -275,14 +276,4 @@ func startEngine(t *testing.T) *runningEngine {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 // prometheusBinary is Debian's Prometheus server (package prometheus).
@@ -68,12 +69,7 @@ func startPrometheus(t *testing.T, targets map[string]string) string {
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testnet.FreeAddr(t)
 
 	output := filepath.Join(dir, "prometheus.log")
 	logFile, err := os.Create(output)

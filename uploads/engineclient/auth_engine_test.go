@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/shared/auth/authtest"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 // engineBinary builds berth-engine from this workspace, or skips (fails
@@ -48,12 +49,7 @@ func TestRealEngineWithTLSAndToken(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("uploads-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testnet.FreeAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	engine := exec.CommandContext(ctx, bin, "--listen", "tcp://"+addr, "--root", filepath.Join(dir, "root"),

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 func newTestClient(t *testing.T, url string, mutate ...func(*Config)) *Client {
@@ -313,16 +315,11 @@ func TestLoadReaderNotResentOnceRead(t *testing.T) {
 }
 
 func TestConnectionRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testnet.FreeAddr(t)
 
 	client := newTestClient(t, "tcp://"+addr, func(c *Config) { c.Attempts = 3; c.Backoff = 20 * time.Millisecond })
 	start := time.Now()
-	_, err = client.Ping(context.Background())
+	_, err := client.Ping(context.Background())
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Ping of a closed port: err = %v, want ErrUnavailable", err)
 	}

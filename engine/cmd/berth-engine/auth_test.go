@@ -21,19 +21,9 @@ import (
 	"github.com/berth-project/berth/shared/auth"
 	"github.com/berth-project/berth/shared/auth/authtest"
 	"github.com/berth-project/berth/shared/syncbuf"
-)
 
-// freePort returns a TCP port of host that was free a moment ago.
-func freePort(t *testing.T, host string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
-}
+	"github.com/berth-project/berth/shared/testnet"
+)
 
 // startEngine runs berth-engine in process with args (besides its state
 // directories and networks) until the test ends; it returns the address it
@@ -42,7 +32,7 @@ func startEngine(t *testing.T, host string, args ...string) (addr string, log *s
 	t.Helper()
 	enginetest.RequireRuntime(t, "engine authentication tests")
 	dir := t.TempDir()
-	addr = net.JoinHostPort(host, freePort(t, host))
+	addr = testnet.FreeAddr(t, host)
 	argv := append([]string{"berth-engine", "--listen", "tcp://" + addr,
 		"--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run"), "--storage-driver", "vfs"},
 		enginetest.NetworkFlags(enginetest.UniqueNetworks(t))...)
@@ -209,7 +199,7 @@ func TestNonLoopbackNeedsClientAuthentication(t *testing.T) {
 	certs := authtest.Certs(t)
 	dir := t.TempDir()
 	for _, extra := range [][]string{nil, {"--tls-cert", certs.ServerCert, "--tls-key", certs.ServerKey}} {
-		args := append([]string{"berth-engine", "--listen", "tcp://0.0.0.0:" + freePort(t, "0.0.0.0"),
+		args := append([]string{"berth-engine", "--listen", "tcp://" + testnet.FreeAddr(t, "0.0.0.0"),
 			"--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run")}, extra...)
 		err := run(context.Background(), args, func(string) string { return "" }, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "refusing to serve the API on non-loopback address") {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/berth-project/berth/uploads/engineclient"
 	"github.com/berth-project/berth/uploads/internal/processor"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 func TestIsImageArchive(t *testing.T) {
@@ -179,16 +180,11 @@ func TestDeployCorruptArchiveIsFileError(t *testing.T) {
 }
 
 func TestDeployEngineDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testnet.FreeAddr(t)
 	deployer := New(clientFor(t, "tcp://"+addr), quietLogger(), nil)
 
 	for _, rel := range []string{"busybox.tar", "web.container", "pod.yaml"} {
-		_, err = deployOne(t, deployer, rel, []byte("x"))
+		_, err := deployOne(t, deployer, rel, []byte("x"))
 		if !errors.Is(err, processor.ErrUnavailable) {
 			t.Fatalf("Deploy(%q) with the engine down: err = %v, want processor.ErrUnavailable", rel, err)
 		}

@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,6 +29,8 @@ import (
 	"github.com/berth-project/berth/uploads/internal/files"
 	"github.com/berth-project/berth/uploads/internal/janitor"
 	"github.com/berth-project/berth/uploads/internal/store"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 const (
@@ -51,16 +52,6 @@ func envDuration(t *testing.T, key string, def time.Duration) time.Duration {
 		return d
 	}
 	return def
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // postgres is a throwaway PostgreSQL cluster of this test (run as user postgres).
@@ -103,7 +94,7 @@ func startPostgres(t *testing.T) *postgres {
 	if out, err := exec.Command("runuser", "-u", "postgres", "--", initdb, "-D", dir+"/data", "-A", "trust", "-U", "postgres", "--no-sync").CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v %s", err, out)
 	}
-	pg := &postgres{t: t, dir: dir, port: freePort(t), bin: pgctl}
+	pg := &postgres{t: t, dir: dir, port: testnet.FreePort(t), bin: pgctl}
 	pg.start()
 	t.Cleanup(func() {
 		_ = exec.Command("runuser", "-u", "postgres", "--", pgctl, "-D", dir+"/data", "-m", "immediate", "-w", "-t", "30", "stop").Run()
@@ -478,7 +469,7 @@ func TestSoakReplicas(t *testing.T) {
 	var reps []*replica
 	var addrs []string
 	for range replicaCount {
-		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		addr := fmt.Sprintf("127.0.0.1:%d", testnet.FreePort(t))
 		args := []string{
 			"--listen", "tcp://" + addr, "--data-dir", dataDir, "--database", pg.url(),
 			"--max-upload-size", strconv.Itoa(maxUpload), "--max-files", strconv.Itoa(maxFiles),

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/shared/testnet"
+
+	"strconv"
 )
 
 // TestDockerRunLoop: the docker CLI's everyday loop against the engine —
@@ -24,7 +27,7 @@ func TestDockerRunLoop(t *testing.T) {
 	contains(t, "docker info", te.run("docker", "info", "--format", "{{.OSType}} {{.Driver}}"), "linux")
 	contains(t, "docker images", te.run("docker", "images", "--format", "{{.Repository}}:{{.Tag}}"), "localhost/busybox:latest")
 
-	port := freePort(t)
+	port := strconv.Itoa(testnet.FreePort(t))
 	id := strings.TrimSpace(te.run("docker", "run", "-d", "--name", "web", "-p", "127.0.0.1:"+port+":80", "-e", "GREETING=hi",
 		"--label", "app=web", "localhost/busybox", "sh", "-c", "echo started; echo oops >&2; echo hello > /index.html; exec httpd -f -p 80 -h /"))
 	if len(id) != 64 {
@@ -175,17 +178,6 @@ func TestDockerAPIRules(t *testing.T) {
 	if out := te.run("docker", "ps", "-a", "-q"); strings.TrimSpace(out) != "" {
 		t.Fatalf("refused creates left containers: %q", out)
 	}
-}
-
-func freePort(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
 }
 
 // httpGet fetches url, retrying briefly while the server starts.

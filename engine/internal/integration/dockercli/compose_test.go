@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/berth-project/berth/shared/testnet"
+
+	"strconv"
 )
 
 // composeVersion is the Compose hack/docker-compose.sh builds and caches.
@@ -89,7 +93,7 @@ func TestComposeProject(t *testing.T) {
 		t.Fatal(err)
 	}
 	te.env = append(te.env, "COMPOSE_BAKE=false")
-	port := freePort(t)
+	port := strconv.Itoa(testnet.FreePort(t))
 	project := filepath.Join(te.Dir, "project")
 	for name, content := range map[string]string{
 		"compose.yaml":   fmt.Sprintf(composeFile, port),

@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+
+	"github.com/berth-project/berth/shared/testnet"
+
+	"strconv"
 )
 
 // TestDockerPushPull: docker push to a local registry (distribution 2.8),
@@ -38,7 +42,7 @@ func TestDockerPushPull(t *testing.T) {
 func startRegistry(t testing.TB, dir string) string {
 	t.Helper()
 	enginetest.Require(t, "a local registry", "docker-registry")
-	port := freePort(t)
+	port := strconv.Itoa(testnet.FreePort(t))
 	config := filepath.Join(dir, "registry.yml")
 	err := os.WriteFile(config, []byte(fmt.Sprintf("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n",
 		filepath.Join(dir, "registry"), port)), 0o644)

@@ -3,7 +3,6 @@ package hostsuite
 import (
 	"bytes"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -298,15 +297,4 @@ func engineBinary(t testing.TB) string {
 		t.Fatalf("build berth-engine: %v\n%s", err, out)
 	}
 	return bin
-}
-
-// freePort is a loopback TCP port nothing listens on now.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

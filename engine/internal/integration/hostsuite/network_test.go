@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 // TestBridgePublishedPort: a container on the default bridge network
@@ -15,7 +17,7 @@ import (
 func TestBridgePublishedPort(t *testing.T) {
 	l := startLab(t)
 	requireFile(t, "/usr/lib/podman/netavark")
-	port := freePort(t)
+	port := testnet.FreePort(t)
 	id := l.run(map[string]any{"name": "web", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"},
 		"netns":        map[string]string{"nsmode": "bridge"},
 		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": port, "container_port": 80, "protocol": "tcp"}},

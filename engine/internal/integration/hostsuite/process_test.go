@@ -14,6 +14,8 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 // engineProcess is a berth-engine binary run as its own process on a
@@ -35,7 +37,7 @@ func startEngineProcess(t *testing.T, extra ...string) *engineProcess {
 	testdeadline.Set(t, testdeadline.Default)
 	enginetest.RequireRuntime(t, "host suite tests")
 	dir := t.TempDir()
-	p := &engineProcess{addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), bin: engineBinary(t)}
+	p := &engineProcess{addr: "127.0.0.1:" + strconv.Itoa(testnet.FreePort(t)), bin: engineBinary(t)}
 	root, runRoot := filepath.Join(dir, "root"), filepath.Join(dir, "run")
 	nets := enginetest.UniqueNetworks(t)
 	nets.DefaultMode = "private"

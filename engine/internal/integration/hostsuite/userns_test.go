@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 // TestPodUserNamespaceOnBridge: on the host lab (cgroup v2, AppArmor), a
@@ -29,7 +31,7 @@ func TestPodUserNamespaceOnBridge(t *testing.T) {
 	out := t.TempDir()
 	os.Chmod(out, 0o777)
 	os.Chmod(filepath.Dir(out), 0o711)
-	port := freePort(t)
+	port := testnet.FreePort(t)
 	l.must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "uspod",
 		"userns":       map[string]string{"nsmode": "auto", "value": "size=2048"},
 		"idmappings":   map[string]any{"AutoUserNs": true, "AutoUserNsOpts": map[string]any{"Size": 2048}},

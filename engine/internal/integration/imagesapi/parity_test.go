@@ -16,8 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/testimage"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 // startPodmanService starts Podman 4.3.1's API service on loopback with its
@@ -44,7 +45,7 @@ network_config_dir = "%[1]s/networks"
 `, dir)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := enginetest.FreeAddr(t)
+	addr := testnet.FreeAddr(t)
 	cmd := exec.Command(podman, "--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run"),
 		"--storage-driver", "vfs", "system", "service", "--time=0", "tcp:"+addr)
 	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)

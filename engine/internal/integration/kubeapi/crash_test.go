@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 // TestKubeDownAfterEngineKill plays a Deployment with a service
@@ -22,7 +24,7 @@ func TestKubeDownAfterEngineKill(t *testing.T) {
 	p := enginetest.StartProcess(t, kubeOptions())
 	te, root, runRoot := &testEngine{p.Engine}, p.Root, p.RunRoot
 
-	yaml := deploymentYAML(freePort(t))
+	yaml := deploymentYAML(testnet.FreePort(t))
 	r := te.play("?serviceContainer=true", yaml)
 	ids := []string{r.ServiceContainerID}
 	for _, p := range r.Pods {

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 // playReport is the part of PlayKube's answer the tests read.
@@ -102,7 +104,7 @@ spec:
 // removes all four pods.
 func TestKubePlayDeploymentService(t *testing.T) {
 	te := startEngine(t)
-	port := freePort(t)
+	port := testnet.FreePort(t)
 	yaml := deploymentYAML(port)
 	r := te.play("", yaml)
 	if len(r.Pods) != 4 {
@@ -172,7 +174,7 @@ spec:
 		t.Fatalf("the hostPath volume holds %q (%v)", data, err)
 	}
 
-	all, extra := freePort(t), freePort(t)
+	all, extra := testnet.FreePort(t), testnet.FreePort(t)
 	pod := fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: bkp-pub}

@@ -2,22 +2,12 @@ package kubeapi
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
-)
 
-// freePort returns a TCP port on 127.0.0.1 nothing listens on.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+	"github.com/berth-project/berth/shared/testnet"
+)
 
 // webYAML is a Pod serving /etc over HTTP on a host port, with a
 // ConfigMap (env and a volume), a Secret (env), a claim and an emptyDir.
@@ -119,7 +109,7 @@ spec:
 // nothing of it is left.
 func TestPodmanKubePlayDown(t *testing.T) {
 	te := startEngine(t)
-	port := freePort(t)
+	port := testnet.FreePort(t)
 	file := writeFile(t, "web.yaml", webYAML(port))
 
 	out := te.MustPodman("kube", "play", file)

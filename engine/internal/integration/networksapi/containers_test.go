@@ -10,18 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// freePort answers a loopback TCP port nothing listens on.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+	"github.com/berth-project/berth/shared/testnet"
+)
 
 // httpGet answers the body of a GET that succeeded with 200, or "".
 func httpGet(url string) string {
@@ -71,7 +62,7 @@ func TestContainersTalk(t *testing.T) {
 	te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "dnsa", "dns_enabled": true})
 	te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "dnsb", "dns_enabled": true})
 
-	port := freePort(t)
+	port := testnet.FreePort(t)
 	srv := te.run(map[string]any{
 		"name": "srv", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"},
 		"netns":        map[string]string{"nsmode": "bridge"},

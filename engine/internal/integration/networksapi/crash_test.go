@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 // TestKillEngineKeepsNetworks kills the engine (SIGKILL) while containers
@@ -26,7 +28,7 @@ func TestKillEngineKeepsNetworks(t *testing.T) {
 	te.Client.Timeout = 2 * time.Minute
 
 	te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "crashnet", "dns_enabled": true})
-	port := freePort(t)
+	port := testnet.FreePort(t)
 	srv := te.run(map[string]any{"name": "srv", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"},
 		"Networks":     map[string]any{"crashnet": map[string]any{"aliases": []string{"web"}}},
 		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": port, "container_port": 80}}})
@@ -50,7 +52,7 @@ func TestKillEngineKeepsNetworks(t *testing.T) {
 	// third publishes a port, so netavark sets it up and no keeper comes
 	// back on crashnet.
 	third := te.run(map[string]any{"name": "third", "command": []string{"sleep", "600"}, "Networks": map[string]any{"crashnet": map[string]any{}},
-		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": freePort(t), "container_port": 80}}})
+		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": testnet.FreePort(t), "container_port": 80}}})
 	seen := map[string]bool{srvIP: true, te.networkSettings(cli).Networks["crashnet"].IPAddress: true}
 	if ip := te.networkSettings(third).Networks["crashnet"].IPAddress; ip == "" || seen[ip] {
 		t.Fatalf("the new container got %q, one of %v", ip, seen)

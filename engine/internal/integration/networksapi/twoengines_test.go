@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 // ownRules answers the firewall rules (iptables -S lines of the nat and
@@ -61,7 +63,7 @@ func TestTwoEnginesOneHost(t *testing.T) {
 	}
 	blockA := strings.TrimSuffix(a.Nets.SubnetPool[0], ".0/20")
 
-	portA := freePort(t)
+	portA := testnet.FreePort(t)
 	srv := a.run(map[string]any{"name": "srv", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"},
 		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": portA, "container_port": 80, "protocol": "tcp"}}})
 	urlA := fmt.Sprintf("http://127.0.0.1:%d/hostname", portA)
@@ -73,7 +75,7 @@ func TestTwoEnginesOneHost(t *testing.T) {
 
 	// Engine B: a container publishing a port on its default network, then
 	// removed, the network's last: netavark's complete teardown.
-	portB := freePort(t)
+	portB := testnet.FreePort(t)
 	b.run(map[string]any{"name": "other", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"},
 		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": portB, "container_port": 80, "protocol": "tcp"}}})
 	urlB := fmt.Sprintf("http://127.0.0.1:%d/hostname", portB)

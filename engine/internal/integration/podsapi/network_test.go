@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 // TestPodPublishedPorts: a pod on the default bridge network publishes a
@@ -19,12 +20,7 @@ import (
 // their own. Removing the pod removes the infra container's namespace.
 func TestPodPublishedPorts(t *testing.T) {
 	te := startBridgedEngine(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostPort := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	hostPort := testnet.FreePort(t)
 	podID := te.CreatePod(map[string]any{"name": "published", "hostname": "pubhost",
 		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": hostPort, "container_port": 80}}})
 	te.createIn("published", "srv", "busybox", "httpd", "-f", "-p", "80", "-h", "/etc")

@@ -2,7 +2,6 @@ package enginetest
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/containers/storage/pkg/reexec"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 // engineBinary is berth-engine as the tests that run it as a process build
@@ -64,17 +65,6 @@ func EngineBinary(t testing.TB) string {
 	return engineBinary.path
 }
 
-// FreeAddr returns a loopback host:port no listener holds now.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // Process is the berth-engine binary running as a process of its own, so
 // that a test can kill it with SIGKILL and start it again on the same
 // state and address.
@@ -102,7 +92,7 @@ func StartProcess(t testing.TB, o Options) *Process {
 	// busy machine the build alone can take minutes.
 	bin := EngineBinary(t)
 	e := prepare(t, o)
-	e.Addr = FreeAddr(t)
+	e.Addr = testnet.FreeAddr(t)
 	e.URL = libpodURL(e.Addr)
 	p := &Process{Engine: e, LogPath: filepath.Join(e.Dir, "engine.log"), bin: bin}
 	p.Args = append(append([]string{"--listen", "tcp://" + p.Addr, "--root", p.Root, "--runroot", p.RunRoot}, NetworkFlags(e.Nets)...), o.Args...)

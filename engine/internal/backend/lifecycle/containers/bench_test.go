@@ -14,6 +14,8 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 // The benchmarks compare Berth with Podman 4.3.1 serving the same API on the
@@ -131,7 +133,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 	bin := enginetest.EngineBinary(b)
 	var rss float64
 	for i := 0; i < b.N; i++ {
-		addr := enginetest.FreeAddr(b)
+		addr := testnet.FreeAddr(b)
 		cmd := exec.Command(bin, "--listen", "tcp://"+addr, "--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run"))
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)

@@ -18,6 +18,8 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+
+	"github.com/berth-project/berth/shared/testnet"
 )
 
 // counter is a container that counts up, one number a line, ten a second:
@@ -523,7 +525,7 @@ func (te *testEngine) serveHTTP(name string) {
 // imported into another engine with another port.
 func TestCheckpointBridgePorts(t *testing.T) {
 	from := startCRIUEngine(t, bridged)
-	addr := enginetest.FreeAddr(t)
+	addr := testnet.FreeAddr(t)
 	_, port, _ := strings.Cut(addr, ":")
 	hostPort, _ := strconv.Atoi(port)
 	id := from.create(map[string]any{"name": "web",
@@ -561,7 +563,7 @@ func TestCheckpointBridgePorts(t *testing.T) {
 	archive := from.Must(http.StatusOK, "POST", "/containers/web/checkpoint?export=true", nil)
 	count = from.counted(id)
 	to := startCRIUEngine(t, bridged)
-	addr2 := enginetest.FreeAddr(t)
+	addr2 := testnet.FreeAddr(t)
 	json.Unmarshal(to.Must(http.StatusOK, "POST", "/containers/import/restore?import=true&ignoreStaticIP=true&ignoreStaticMAC=true&publishPorts="+url.QueryEscape(addr2+":80"), bytes.NewReader(archive)), &struct{}{})
 	to.keepsCounting(to.inspect("web").ID, count)
 	to.serveHTTP("web")
