@@ -65,6 +65,9 @@ require (
 
 replace github.com/berth-project/berth/shared => ../shared
 
-require github.com/berth-project/berth/engine v0.0.0
+require (
+	github.com/berth-project/berth/engine v0.0.0
+	github.com/berth-project/berth/shared v0.0.0
+)
 
 replace github.com/berth-project/berth/engine => ../engine
