@@ -219,3 +219,21 @@ func (e *entry) oomSeenAfterKill(code int32) bool {
 	}
 	return e.oomSeen.Load()
 }
+
+// oomKillLogged is the last resort for a systemd-placed container that
+// died of SIGKILL while neither its cgroup's count (the scope is gone) nor
+// the watch nor conmon saw an OOM kill: the kernel log's OOM summary
+// names the victim's cgroup (see cgroups.OOMKillLogged).
+func (m *Manager) oomKillLogged(rec record, code int32) bool {
+	if !rec.CgroupSystemd || code != 128+9 || rec.CgroupPath == "" || rec.PauseProcess {
+		return false
+	}
+	killed, ok := cgroups.OOMKillLogged(rec.CgroupPath, rec.StartedAt)
+	if !ok {
+		m.logger.Debug("the kernel log cannot be read for OOM kills", "container", rec.ID)
+	}
+	if killed {
+		m.logger.Info("OOM kill found in the kernel log", "container", rec.ID, "cgroup", rec.CgroupPath)
+	}
+	return killed
+}

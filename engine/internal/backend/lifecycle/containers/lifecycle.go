@@ -148,7 +148,7 @@ func (m *Manager) handleExit(ctx context.Context, e *entry) bool {
 	if !ok {
 		return false
 	}
-	oom := m.oomKilled(rec) || e.oomSeenAfterKill(code)
+	oom := m.oomKilled(rec) || e.oomSeenAfterKill(code) || m.oomKillLogged(rec, code)
 	recorded := false
 	m.update(ctx, e, func(r *record) {
 		if r.State != core.StateCreated && r.State != core.StateRunning && r.State != core.StatePaused {
