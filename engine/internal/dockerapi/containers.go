@@ -407,10 +407,8 @@ func (s *server) containerUpdate(w http.ResponseWriter, r *http.Request) {
 
 // containerPrune answers docker container prune.
 func (s *server) containerPrune(w http.ResponseWriter, r *http.Request) {
-	q := queryOf(r)
-	f := q.filters()
-	if q.err != nil {
-		writeError(w, q.err)
+	f, ok := filtersOf(w, r)
+	if !ok {
 		return
 	}
 	reports, err := s.deps.Containers.Prune(r.Context(), f)

@@ -212,10 +212,8 @@ func (s *server) imageRemove(w http.ResponseWriter, r *http.Request, name string
 
 // imagePrune answers docker image prune.
 func (s *server) imagePrune(w http.ResponseWriter, r *http.Request) {
-	q := queryOf(r)
-	f := q.filters()
-	if q.err != nil {
-		writeError(w, q.err)
+	f, ok := filtersOf(w, r)
+	if !ok {
 		return
 	}
 	opts := core.ImagePruneOptions{Filters: f}

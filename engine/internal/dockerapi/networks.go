@@ -93,10 +93,8 @@ func (s *server) networkFilters(f map[string][]string) (map[string][]string, str
 
 // networkList answers docker network ls.
 func (s *server) networkList(w http.ResponseWriter, r *http.Request) {
-	q := queryOf(r)
-	raw := q.filters()
-	if q.err != nil {
-		writeError(w, q.err)
+	raw, ok := filtersOf(w, r)
+	if !ok {
 		return
 	}
 	f, kind, err := s.networkFilters(raw)
@@ -300,10 +298,8 @@ func (s *server) changeMembership(w http.ResponseWriter, r *http.Request, req an
 
 // networkPrune answers docker network prune.
 func (s *server) networkPrune(w http.ResponseWriter, r *http.Request) {
-	q := queryOf(r)
-	f := q.filters()
-	if q.err != nil {
-		writeError(w, q.err)
+	f, ok := filtersOf(w, r)
+	if !ok {
 		return
 	}
 	reports, err := s.deps.Networks.Prune(r.Context(), f)

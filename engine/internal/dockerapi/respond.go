@@ -132,6 +132,18 @@ func (q *query) integer(name string, def int64) int64 {
 	return n
 }
 
+// filtersOf decodes the filters parameter of a request that takes no other;
+// a malformed one is answered 400 here, and ok is false.
+func filtersOf(w http.ResponseWriter, r *http.Request) (filters map[string][]string, ok bool) {
+	q := queryOf(r)
+	f := q.filters()
+	if q.err != nil {
+		writeError(w, q.err)
+		return nil, false
+	}
+	return f, true
+}
+
 // filters decodes Docker's filters parameter: {"key":{"value":true}} or
 // the older {"key":["value"]}.
 func (q *query) filters() map[string][]string {

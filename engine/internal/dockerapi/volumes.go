@@ -28,10 +28,8 @@ func dockerVolume(v *core.Volume) *volumetypes.Volume {
 
 // volumeList answers docker volume ls.
 func (s *server) volumeList(w http.ResponseWriter, r *http.Request) {
-	q := queryOf(r)
-	f := q.filters()
-	if q.err != nil {
-		writeError(w, q.err)
+	f, ok := filtersOf(w, r)
+	if !ok {
 		return
 	}
 	list, err := s.deps.Volumes.List(r.Context(), f)
@@ -99,10 +97,8 @@ func (s *server) volumeRemove(w http.ResponseWriter, r *http.Request) {
 // volumePrune answers docker volume prune. Docker (API 1.42+) prunes only
 // anonymous volumes unless all=true is given as a filter.
 func (s *server) volumePrune(w http.ResponseWriter, r *http.Request) {
-	q := queryOf(r)
-	f := q.filters()
-	if q.err != nil {
-		writeError(w, q.err)
+	f, ok := filtersOf(w, r)
+	if !ok {
 		return
 	}
 	if f == nil {
