@@ -4,28 +4,11 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/opencontainers/go-digest"
 	imgspecv1 "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/berth-project/berth/engine/internal/core"
 )
-
-// registerArtifactRoutes: OCI artifacts (Podman 5's artifact API).
-func registerArtifactRoutes(r chi.Router, s *Server) {
-	if s.deps.Artifacts == nil {
-		return
-	}
-	r.Get("/artifacts/json", s.listArtifacts)
-	r.Post("/artifacts/add", s.addArtifact)
-	r.Post("/artifacts/local/add", s.addLocalArtifact)
-	r.Post("/artifacts/pull", s.pullArtifact)
-	r.Delete("/artifacts/remove", s.removeArtifacts)
-	r.Get("/artifacts/{name:.*}/json", s.inspectArtifact)
-	r.Get("/artifacts/{name:.*}/extract", s.extractArtifact)
-	r.Post("/artifacts/{name:.*}/push", s.pushArtifact)
-	r.Delete("/artifacts/{name:.*}", s.removeArtifact)
-}
 
 // artifactSummary is one artifact as ListArtifact answers it.
 type artifactSummary struct {

@@ -4,22 +4,10 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/berth-project/berth/engine/internal/backend/execution/containerio"
 	"github.com/berth-project/berth/engine/internal/backend/execution/stream"
 	"github.com/berth-project/berth/engine/internal/core"
 )
-
-// registerAttachRoutes serves AttachContainer and the container terminal
-// resize that attached clients call.
-func registerAttachRoutes(r chi.Router, s *Server) {
-	if s.deps.ContainerIO == nil || s.deps.Containers == nil {
-		return
-	}
-	r.Post("/containers/{name}/attach", s.attachContainer)
-	r.Post("/containers/{name}/resize", s.resizeContainer)
-}
 
 // attachQuery are AttachContainer's parameters; the stream selection is
 // read by attachStreams.

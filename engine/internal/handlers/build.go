@@ -10,18 +10,8 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/berth-project/berth/engine/internal/core"
 )
-
-func registerBuildRoutes(r chi.Router, s *Server) {
-	if s.deps.Build == nil {
-		return
-	}
-	r.Post("/build", s.buildImage)
-	r.Post("/local/build", s.buildLocal)
-}
 
 // buildQuery is the build routes' query as Podman's clients send it.
 type buildQuery struct {

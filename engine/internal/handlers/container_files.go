@@ -9,35 +9,11 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
 // pathStatHeader carries a path's stat, base64 JSON, on archive answers.
 const pathStatHeader = "X-Docker-Container-Path-Stat"
-
-// registerContainerFileRoutes: copying files in and out of containers
-// (podman cp), the changes of containers and images, and commit.
-func registerContainerFileRoutes(r chi.Router, s *Server) {
-	c := s.deps.Containers
-	if c == nil {
-		return
-	}
-	if a, ok := c.(core.ContainerArchives); ok {
-		ah := archiveHandlers{a: a}
-		r.Head("/containers/{name}/archive", ah.stat)
-		r.Get("/containers/{name}/archive", ah.get)
-		r.Put("/containers/{name}/archive", ah.put)
-	}
-	if f, ok := c.(core.ContainerFilesystems); ok {
-		r.Get("/containers/{name}/changes", changesHandler(f))
-		r.Get("/images/{name:.*}/changes", changesHandler(f))
-	}
-	if cm, ok := c.(core.ContainerCommits); ok {
-		r.Post("/commit", commitHandler(cm))
-	}
-}
 
 type archiveHandlers struct {
 	a core.ContainerArchives

@@ -9,53 +9,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/httpwire"
 	"github.com/berth-project/berth/shared/rlimit"
 )
-
-// registerContainerRoutes serves the container lifecycle operations.
-func registerContainerRoutes(r chi.Router, s *Server) {
-	c := s.deps.Containers
-	if c == nil {
-		return
-	}
-	h := containerHandlers{c: c}
-	r.Post("/containers/create", h.create)
-	r.Get("/containers/json", h.list)
-	r.Post("/containers/prune", h.prune)
-	r.Delete("/containers/{name}", h.remove)
-	r.Get("/containers/{name}/json", h.inspect)
-	r.Get("/containers/{name}/exists", h.exists)
-	r.Post("/containers/{name}/init", h.init)
-	r.Post("/containers/{name}/start", h.start)
-	r.Post("/containers/{name}/stop", h.stop)
-	r.Post("/containers/{name}/kill", h.kill)
-	r.Post("/containers/{name}/restart", h.restart)
-	r.Post("/containers/{name}/pause", h.pause)
-	r.Post("/containers/{name}/unpause", h.unpause)
-	r.Post("/containers/{name}/wait", h.wait)
-	r.Post("/containers/{name}/update", h.update)
-	if mounts, ok := c.(core.ContainerMounts); ok {
-		mh := mountHandlers{c: c, m: mounts}
-		r.Get("/containers/showmounted", mh.showMounted)
-		r.Post("/containers/{name}/mount", mh.mount)
-		r.Post("/containers/{name}/unmount", mh.unmount)
-		r.Post("/containers/{name}/rename", mh.rename)
-	}
-	if files, ok := c.(core.ContainerFilesystems); ok {
-		fh := fileHandlers{f: files}
-		r.Get("/containers/{name}/export", fh.export)
-	}
-	if ckpt, ok := c.(core.ContainerCheckpoints); ok {
-		ch := checkpointHandlers{c: c, k: ckpt}
-		r.Post("/containers/{name}/checkpoint", ch.checkpoint)
-		r.Post("/containers/{name}/restore", ch.restore)
-	}
-}
 
 type fileHandlers struct {
 	f core.ContainerFilesystems

@@ -17,14 +17,6 @@ type EventSource interface {
 	Read(ctx context.Context, opts events.ReadOptions, emit func(events.Event) error) error
 }
 
-// registerEventRoutes serves GetEvents.
-func registerEventRoutes(r chi.Router, s *Server) {
-	if s.deps.Events == nil {
-		return
-	}
-	r.Get("/events", s.getEvents)
-}
-
 // eventsQuery are GetEvents' parameters.
 type eventsQuery struct {
 	Since   string              `query:"since"`

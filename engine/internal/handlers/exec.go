@@ -22,17 +22,6 @@ type ExecSessions interface {
 	Resize(ctx context.Context, id string, height, width uint16) error
 }
 
-// registerExecRoutes serves exec create, start, inspect and resize.
-func registerExecRoutes(r chi.Router, s *Server) {
-	if s.deps.Exec == nil || s.deps.Containers == nil {
-		return
-	}
-	r.Post("/containers/{name}/exec", s.execCreate)
-	r.Post("/exec/{id}/start", s.execStart)
-	r.Get("/exec/{id}/json", s.execInspect)
-	r.Post("/exec/{id}/resize", s.execResize)
-}
-
 func (s *Server) execCreate(w http.ResponseWriter, r *http.Request) {
 	var cfg exec.Config
 	if err := decodeJSONBody(r, &cfg); err != nil {

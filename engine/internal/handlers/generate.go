@@ -4,19 +4,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/berth-project/berth/engine/internal/core"
 )
-
-func registerGenerateRoutes(r chi.Router, s *Server) {
-	gen := s.deps.Systemd
-	if gen == nil {
-		return
-	}
-	h := generateHandlers{gen: gen}
-	r.Get("/generate/{name:.*}/systemd", h.systemd)
-}
 
 type generateHandlers struct {
 	gen core.SystemdGenerator

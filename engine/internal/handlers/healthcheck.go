@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/berth-project/berth/engine/internal/backend/lifecycle/restart"
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -14,18 +12,6 @@ import (
 // HealthChecker runs a container's healthcheck (health.Checker implements it).
 type HealthChecker interface {
 	Run(ctx context.Context, nameOrID string) (core.HealthCheckResults, error)
-}
-
-// registerHealthcheckRoutes serves RunHealthCheck and the restart-policy
-// question clients ask after a foreground run.
-func registerHealthcheckRoutes(r chi.Router, s *Server) {
-	if s.deps.Containers != nil {
-		r.Post("/containers/{name}/shouldrestart", s.shouldRestart)
-	}
-	if s.deps.Health == nil {
-		return
-	}
-	r.Get("/containers/{name}/healthcheck", s.runHealthCheck)
 }
 
 // runHealthCheck runs the check once: 200 with the result, 409 when the

@@ -8,30 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/berth-project/berth/engine/internal/core"
 )
-
-// registerImageRoutes: the image metadata operations (transfer routes live in
-// images_transfer.go).
-func registerImageRoutes(r chi.Router, s *Server) {
-	if s.deps.Images == nil {
-		return
-	}
-	r.Get("/images/json", s.listImages)
-	r.Delete("/images/remove", s.removeImages)
-	r.Post("/images/prune", s.pruneImages)
-	r.Get("/images/{name:.*}/json", s.inspectImage)
-	r.Get("/images/{name:.*}/exists", s.imageExists)
-	r.Get("/images/{name:.*}/resolve", s.resolveImage)
-	r.Get("/images/{name:.*}/tree", s.imageTree)
-	r.Get("/images/{name:.*}/history", s.imageHistory)
-	r.Post("/images/{name:.*}/tag", s.tagImage)
-	r.Post("/images/{name:.*}/untag", s.untagImage)
-	r.Delete("/images/{name:.*}", s.removeImage)
-}
 
 // imageInspect is Podman's image inspect document.
 type imageInspect struct {

@@ -11,24 +11,6 @@ import (
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
-// registerImageTransferRoutes: moving images in and out of the store —
-// registries (pull, push), archives (load, export), rootfs tarballs (import)
-// and other engines (scp).
-func registerImageTransferRoutes(r chi.Router, s *Server) {
-	if s.deps.Transfer == nil {
-		return
-	}
-	r.Post("/images/pull", s.pullImage)
-	r.Post("/images/{name:.*}/push", s.pushImage)
-	r.Post("/images/load", s.loadImages)
-	r.Post("/local/images/load", s.loadLocalImages)
-	r.Post("/images/import", s.importImage)
-	r.Get("/images/{name:.*}/get", s.exportImage)
-	r.Get("/images/export", s.exportImages)
-	r.Post("/images/scp/{name:.*}", s.scpImage)
-	r.Get("/images/search", s.searchImages)
-}
-
 // searchReport is one line of ImagesSearch's answer, in Podman's shape:
 // Official and Automated are "[OK]" or empty.
 type searchReport struct {

@@ -8,26 +8,12 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
 // maxKubeYAML bounds a kube YAML body (an archive is bounded by the
 // engine's expanded-size limit instead).
 const maxKubeYAML = 8 << 20
-
-func registerKubePlayRoutes(r chi.Router, s *Server) {
-	k := s.deps.Kube
-	if k == nil {
-		return
-	}
-	h := kubePlayHandlers{k: k}
-	r.Post("/play/kube", h.play)
-	r.Post("/kube/play", h.play)
-	r.Delete("/play/kube", h.down)
-	r.Delete("/kube/play", h.down)
-}
 
 type kubePlayHandlers struct {
 	k core.KubePlayer

@@ -6,25 +6,11 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
 // maxKubeApplyBody bounds the YAML a kube apply request carries.
 const maxKubeApplyBody = 16 << 20
-
-func registerKubeGenerateRoutes(r chi.Router, s *Server) {
-	if s.deps.KubeGenerator == nil {
-		return
-	}
-	h := kubeGenerateHandlers{gen: s.deps.KubeGenerator, applier: s.deps.KubeApplier}
-	r.Get("/generate/kube", h.generate)
-	r.Get("/kube/generate", h.generate)
-	if h.applier != nil {
-		r.Post("/kube/apply", h.apply)
-	}
-}
 
 type kubeGenerateHandlers struct {
 	gen     core.KubeGenerator

@@ -8,20 +8,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/berth-project/berth/engine/internal/backend/execution/containerio"
 	"github.com/berth-project/berth/engine/internal/backend/execution/stream"
 	"github.com/berth-project/berth/engine/internal/core"
 )
-
-// registerLogRoutes serves LogsFromContainer.
-func registerLogRoutes(r chi.Router, s *Server) {
-	if s.deps.ContainerIO == nil || s.deps.Containers == nil {
-		return
-	}
-	r.Get("/containers/{name}/logs", s.containerLogs)
-}
 
 // logsQuery are LogsFromContainer's parameters.
 type logsQuery struct {

@@ -16,26 +16,6 @@ import (
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
-// registerManifestRoutes: manifest lists. The API version in the path picks
-// the route forms: 3.x paths get the superseded v3 forms (add, push with a
-// destination parameter, DELETE removing one instance), 4.x and later (and
-// unversioned) paths the v4 forms (PUT modify, push to registry/{destination},
-// DELETE removing the list).
-func registerManifestRoutes(r chi.Router, s *Server) {
-	if s.deps.Manifests == nil {
-		return
-	}
-	r.Post("/manifests/create", s.createManifestFromQuery)
-	r.Get("/manifests/{name:.*}/exists", s.manifestExists)
-	r.Get("/manifests/{name:.*}/json", s.inspectManifest)
-	r.Post("/manifests/{name:.*}/registry/{destination:.*}", v4Only(s.pushManifest))
-	r.Post("/manifests/{name:.*}/add", byAPIVersion(s.addManifestV3, s.createManifestEndingIn("/add")))
-	r.Post("/manifests/{name:.*}/push", byAPIVersion(s.pushManifestV3, s.createManifestEndingIn("/push")))
-	r.Post("/manifests/{name:.*}", v4Only(s.createManifest))
-	r.Put("/manifests/{name:.*}", v4Only(s.modifyManifest))
-	r.Delete("/manifests/{name:.*}", byAPIVersion(s.removeManifestDigestV3, s.deleteManifest))
-}
-
 // v3API reports whether the request's path names an API version before 4.0.
 func v3API(r *http.Request) bool {
 	version := chi.URLParam(r, "version")

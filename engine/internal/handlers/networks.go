@@ -12,28 +12,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/berth-project/berth/engine/internal/core"
 )
-
-func registerNetworkRoutes(r chi.Router, s *Server) {
-	n := s.deps.Networks
-	if n == nil {
-		return
-	}
-	h := networkHandlers{n: n, listGzip: &gzipMemo{}}
-	r.Post("/networks/create", h.create)
-	r.Get("/networks/json", h.list)
-	r.Post("/networks/prune", h.prune)
-	r.Get("/networks/{name}/json", h.inspect)
-	r.Get("/networks/{name}", h.inspect)
-	r.Get("/networks/{name}/exists", h.exists)
-	r.Delete("/networks/{name}", h.remove)
-	r.Post("/networks/{name}/update", h.update)
-	r.Post("/networks/{name}/connect", h.connect)
-	r.Post("/networks/{name}/disconnect", h.disconnect)
-}
 
 type networkHandlers struct {
 	n core.Networks

@@ -8,34 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/httpwire"
 )
-
-// registerPodRoutes serves the pod operations.
-func registerPodRoutes(r chi.Router, s *Server) {
-	p := s.deps.Pods
-	if p == nil {
-		return
-	}
-	h := podHandlers{p: p}
-	r.Post("/pods/create", h.create)
-	r.Get("/pods/json", h.list)
-	r.Post("/pods/prune", h.prune)
-	r.Get("/pods/stats", h.stats)
-	r.Delete("/pods/{name}", h.remove)
-	r.Get("/pods/{name}/json", h.inspect)
-	r.Get("/pods/{name}/exists", h.exists)
-	r.Post("/pods/{name}/start", h.start)
-	r.Post("/pods/{name}/stop", h.stop)
-	r.Post("/pods/{name}/restart", h.restart)
-	r.Post("/pods/{name}/kill", h.kill)
-	r.Post("/pods/{name}/pause", h.pause)
-	r.Post("/pods/{name}/unpause", h.unpause)
-	r.Get("/pods/{name}/top", h.top)
-}
 
 type podHandlers struct {
 	p core.Pods

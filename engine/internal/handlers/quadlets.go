@@ -6,30 +6,8 @@ import (
 	"mime"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/berth-project/berth/engine/internal/core"
 )
-
-func registerQuadletRoutes(r chi.Router, s *Server) {
-	q := s.deps.Quadlets
-	if q == nil {
-		return
-	}
-	h := quadletHandlers{q: q}
-	r.Post("/quadlets", h.install)
-	r.Get("/quadlets/json", h.list)
-	r.Get("/quadlets/{name}/exists", h.exists)
-	r.Get("/quadlets/{name}/file", h.print)
-	r.Delete("/quadlets", h.removeMany)
-	r.Delete("/quadlets/{name}", h.remove)
-	// Podman's router answers 405 for the other methods on a quadlet's
-	// path (it matches the path of the removal route), where the engine's
-	// rule for paths ending in a parameter would answer 404.
-	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch} {
-		r.MethodFunc(method, "/quadlets/{name}", writeMethodNotAllowed)
-	}
-}
 
 type quadletHandlers struct {
 	q core.Quadlets

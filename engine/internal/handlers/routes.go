@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/berth-project/berth/engine/api"
+	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/shared/server"
 	"github.com/berth-project/berth/shared/swagger"
 )
@@ -16,8 +17,9 @@ import (
 // parameter written {name:.*} may contain slashes (image references); the
 // slashPaths middleware makes that work for clients that do not escape them.
 //
-// Each resource group registers its routes in its own file; add one line to
-// libpodRoutes for a new group.
+// libpodRoutes is the whole libpod surface in one table, as the Docker front
+// door's routes.go is Docker's: a group is served when its backend is
+// configured; the handlers live in one file per resource.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(server.RequestID)
@@ -47,34 +49,256 @@ func (s *Server) routes() http.Handler {
 	return slashPaths(r)
 }
 
-// libpodRoutes registers every resource group under one prefix.
+// libpodRoutes registers every resource group under one prefix, each only
+// when the engine was given its backend.
 func (s *Server) libpodRoutes(r chi.Router) {
 	r.NotFound(notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 	r.Get("/swagger", swagger.ServeSwagger(s.cfg.SwaggerSpec, api.Swagger))
-	registerSystemRoutes(r, s)
-	registerImageRoutes(r, s)
-	registerImageTransferRoutes(r, s)
-	registerManifestRoutes(r, s)
-	registerArtifactRoutes(r, s)
-	registerContainerRoutes(r, s)
-	registerContainerFileRoutes(r, s)
-	registerVolumeRoutes(r, s)
-	registerSecretRoutes(r, s)
-	registerPodRoutes(r, s)
-	registerNetworkRoutes(r, s)
-	registerLogRoutes(r, s)
-	registerAttachRoutes(r, s)
-	registerExecRoutes(r, s)
-	registerStatsRoutes(r, s)
-	registerTopRoutes(r, s)
-	registerEventRoutes(r, s)
-	registerHealthcheckRoutes(r, s)
-	registerBuildRoutes(r, s)
-	registerQuadletRoutes(r, s)
-	registerGenerateRoutes(r, s)
-	registerKubePlayRoutes(r, s)
-	registerKubeGenerateRoutes(r, s)
+	// Ping, version, info, system check, disk usage, prune.
+	r.Get("/_ping", s.ping)
+	r.Head("/_ping", s.ping)
+	if s.deps.System != nil {
+		r.Get("/version", s.version)
+		r.Get("/info", s.info)
+		r.Post("/system/check", s.systemCheck)
+		r.Get("/system/df", s.diskUsage)
+		r.Post("/system/prune", s.systemPrune)
+	}
+	// Images: their metadata (images.go).
+	if s.deps.Images != nil {
+		r.Get("/images/json", s.listImages)
+		r.Delete("/images/remove", s.removeImages)
+		r.Post("/images/prune", s.pruneImages)
+		r.Get("/images/{name:.*}/json", s.inspectImage)
+		r.Get("/images/{name:.*}/exists", s.imageExists)
+		r.Get("/images/{name:.*}/resolve", s.resolveImage)
+		r.Get("/images/{name:.*}/tree", s.imageTree)
+		r.Get("/images/{name:.*}/history", s.imageHistory)
+		r.Post("/images/{name:.*}/tag", s.tagImage)
+		r.Post("/images/{name:.*}/untag", s.untagImage)
+		r.Delete("/images/{name:.*}", s.removeImage)
+	}
+	// Moving images in and out of the store (images_transfer.go): registries
+	// (pull, push, search), archives (load, export), rootfs tarballs (import)
+	// and other engines (scp).
+	if s.deps.Transfer != nil {
+		r.Post("/images/pull", s.pullImage)
+		r.Post("/images/{name:.*}/push", s.pushImage)
+		r.Post("/images/load", s.loadImages)
+		r.Post("/local/images/load", s.loadLocalImages)
+		r.Post("/images/import", s.importImage)
+		r.Get("/images/{name:.*}/get", s.exportImage)
+		r.Get("/images/export", s.exportImages)
+		r.Post("/images/scp/{name:.*}", s.scpImage)
+		r.Get("/images/search", s.searchImages)
+	}
+	// Manifest lists. The API version in the path picks the route forms: 3.x
+	// paths get the superseded v3 forms (add, push with a destination
+	// parameter, DELETE removing one instance), 4.x and later (and
+	// unversioned) paths the v4 forms (PUT modify, push to
+	// registry/{destination}, DELETE removing the list).
+	if s.deps.Manifests != nil {
+		r.Post("/manifests/create", s.createManifestFromQuery)
+		r.Get("/manifests/{name:.*}/exists", s.manifestExists)
+		r.Get("/manifests/{name:.*}/json", s.inspectManifest)
+		r.Post("/manifests/{name:.*}/registry/{destination:.*}", v4Only(s.pushManifest))
+		r.Post("/manifests/{name:.*}/add", byAPIVersion(s.addManifestV3, s.createManifestEndingIn("/add")))
+		r.Post("/manifests/{name:.*}/push", byAPIVersion(s.pushManifestV3, s.createManifestEndingIn("/push")))
+		r.Post("/manifests/{name:.*}", v4Only(s.createManifest))
+		r.Put("/manifests/{name:.*}", v4Only(s.modifyManifest))
+		r.Delete("/manifests/{name:.*}", byAPIVersion(s.removeManifestDigestV3, s.deleteManifest))
+	}
+	// OCI artifacts (Podman 5's artifact API).
+	if s.deps.Artifacts != nil {
+		r.Get("/artifacts/json", s.listArtifacts)
+		r.Post("/artifacts/add", s.addArtifact)
+		r.Post("/artifacts/local/add", s.addLocalArtifact)
+		r.Post("/artifacts/pull", s.pullArtifact)
+		r.Delete("/artifacts/remove", s.removeArtifacts)
+		r.Get("/artifacts/{name:.*}/json", s.inspectArtifact)
+		r.Get("/artifacts/{name:.*}/extract", s.extractArtifact)
+		r.Post("/artifacts/{name:.*}/push", s.pushArtifact)
+		r.Delete("/artifacts/{name:.*}", s.removeArtifact)
+	}
+	// Containers: the lifecycle operations (containers.go), then copying
+	// files in and out (podman cp), the changes of containers and images, and
+	// commit (container_files.go), each where the backend offers it.
+	if c := s.deps.Containers; c != nil {
+		h := containerHandlers{c: c}
+		r.Post("/containers/create", h.create)
+		r.Get("/containers/json", h.list)
+		r.Post("/containers/prune", h.prune)
+		r.Delete("/containers/{name}", h.remove)
+		r.Get("/containers/{name}/json", h.inspect)
+		r.Get("/containers/{name}/exists", h.exists)
+		r.Post("/containers/{name}/init", h.init)
+		r.Post("/containers/{name}/start", h.start)
+		r.Post("/containers/{name}/stop", h.stop)
+		r.Post("/containers/{name}/kill", h.kill)
+		r.Post("/containers/{name}/restart", h.restart)
+		r.Post("/containers/{name}/pause", h.pause)
+		r.Post("/containers/{name}/unpause", h.unpause)
+		r.Post("/containers/{name}/wait", h.wait)
+		r.Post("/containers/{name}/update", h.update)
+		if mounts, ok := c.(core.ContainerMounts); ok {
+			mh := mountHandlers{c: c, m: mounts}
+			r.Get("/containers/showmounted", mh.showMounted)
+			r.Post("/containers/{name}/mount", mh.mount)
+			r.Post("/containers/{name}/unmount", mh.unmount)
+			r.Post("/containers/{name}/rename", mh.rename)
+		}
+		if files, ok := c.(core.ContainerFilesystems); ok {
+			fh := fileHandlers{f: files}
+			r.Get("/containers/{name}/export", fh.export)
+		}
+		if ckpt, ok := c.(core.ContainerCheckpoints); ok {
+			ch := checkpointHandlers{c: c, k: ckpt}
+			r.Post("/containers/{name}/checkpoint", ch.checkpoint)
+			r.Post("/containers/{name}/restore", ch.restore)
+		}
+		if a, ok := c.(core.ContainerArchives); ok {
+			ah := archiveHandlers{a: a}
+			r.Head("/containers/{name}/archive", ah.stat)
+			r.Get("/containers/{name}/archive", ah.get)
+			r.Put("/containers/{name}/archive", ah.put)
+		}
+		if f, ok := c.(core.ContainerFilesystems); ok {
+			r.Get("/containers/{name}/changes", changesHandler(f))
+			r.Get("/images/{name:.*}/changes", changesHandler(f))
+		}
+		if cm, ok := c.(core.ContainerCommits); ok {
+			r.Post("/commit", commitHandler(cm))
+		}
+	}
+	// Volumes.
+	if v := s.deps.Volumes; v != nil {
+		h := volumeHandlers{v: v}
+		r.Post("/volumes/create", h.create)
+		r.Get("/volumes/json", h.list)
+		r.Post("/volumes/prune", h.prune)
+		r.Get("/volumes/{name}/json", h.inspect)
+		r.Get("/volumes/{name}/exists", h.exists)
+		r.Delete("/volumes/{name}", h.remove)
+		r.Get("/volumes/{name}/export", h.export)
+		r.Post("/volumes/{name}/import", h.importTar)
+	}
+	// Secrets.
+	if sec := s.deps.Secrets; sec != nil {
+		h := secretHandlers{s: sec}
+		r.Post("/secrets/create", h.create)
+		r.Get("/secrets/json", h.list)
+		r.Get("/secrets/{name}/json", h.inspect)
+		r.Get("/secrets/{name}/exists", h.exists)
+		r.Delete("/secrets/{name}", h.remove)
+	}
+	// Pods.
+	if p := s.deps.Pods; p != nil {
+		h := podHandlers{p: p}
+		r.Post("/pods/create", h.create)
+		r.Get("/pods/json", h.list)
+		r.Post("/pods/prune", h.prune)
+		r.Get("/pods/stats", h.stats)
+		r.Delete("/pods/{name}", h.remove)
+		r.Get("/pods/{name}/json", h.inspect)
+		r.Get("/pods/{name}/exists", h.exists)
+		r.Post("/pods/{name}/start", h.start)
+		r.Post("/pods/{name}/stop", h.stop)
+		r.Post("/pods/{name}/restart", h.restart)
+		r.Post("/pods/{name}/kill", h.kill)
+		r.Post("/pods/{name}/pause", h.pause)
+		r.Post("/pods/{name}/unpause", h.unpause)
+		r.Get("/pods/{name}/top", h.top)
+	}
+	// Networks.
+	if n := s.deps.Networks; n != nil {
+		h := networkHandlers{n: n, listGzip: &gzipMemo{}}
+		r.Post("/networks/create", h.create)
+		r.Get("/networks/json", h.list)
+		r.Post("/networks/prune", h.prune)
+		r.Get("/networks/{name}/json", h.inspect)
+		r.Get("/networks/{name}", h.inspect)
+		r.Get("/networks/{name}/exists", h.exists)
+		r.Delete("/networks/{name}", h.remove)
+		r.Post("/networks/{name}/update", h.update)
+		r.Post("/networks/{name}/connect", h.connect)
+		r.Post("/networks/{name}/disconnect", h.disconnect)
+	}
+	// A container's streams: LogsFromContainer, AttachContainer and the
+	// terminal resize that attached clients call.
+	if s.deps.ContainerIO != nil && s.deps.Containers != nil {
+		r.Get("/containers/{name}/logs", s.containerLogs)
+		r.Post("/containers/{name}/attach", s.attachContainer)
+		r.Post("/containers/{name}/resize", s.resizeContainer)
+	}
+	// Exec create, start, inspect and resize.
+	if s.deps.Exec != nil && s.deps.Containers != nil {
+		r.Post("/containers/{name}/exec", s.execCreate)
+		r.Post("/exec/{id}/start", s.execStart)
+		r.Get("/exec/{id}/json", s.execInspect)
+		r.Post("/exec/{id}/resize", s.execResize)
+	}
+	// StatsContainer for one or many containers, and TopContainer.
+	if s.deps.ContainerIO != nil {
+		r.Get("/containers/stats", s.containerStats)
+		r.Get("/containers/{name}/stats", s.containerStatsDocker)
+		r.Get("/containers/{name}/top", s.containerTop)
+	}
+	// GetEvents.
+	if s.deps.Events != nil {
+		r.Get("/events", s.getEvents)
+	}
+	// RunHealthCheck and the restart-policy question clients ask after a
+	// foreground run.
+	if s.deps.Containers != nil {
+		r.Post("/containers/{name}/shouldrestart", s.shouldRestart)
+	}
+	if s.deps.Health != nil {
+		r.Get("/containers/{name}/healthcheck", s.runHealthCheck)
+	}
+	// Builds.
+	if s.deps.Build != nil {
+		r.Post("/build", s.buildImage)
+		r.Post("/local/build", s.buildLocal)
+	}
+	// Quadlets.
+	if q := s.deps.Quadlets; q != nil {
+		h := quadletHandlers{q: q}
+		r.Post("/quadlets", h.install)
+		r.Get("/quadlets/json", h.list)
+		r.Get("/quadlets/{name}/exists", h.exists)
+		r.Get("/quadlets/{name}/file", h.print)
+		r.Delete("/quadlets", h.removeMany)
+		r.Delete("/quadlets/{name}", h.remove)
+		// Podman's router answers 405 for the other methods on a quadlet's
+		// path (it matches the path of the removal route), where the engine's
+		// rule for paths ending in a parameter would answer 404.
+		for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch} {
+			r.MethodFunc(method, "/quadlets/{name}", writeMethodNotAllowed)
+		}
+	}
+	// systemd units of containers and pods.
+	if gen := s.deps.Systemd; gen != nil {
+		h := generateHandlers{gen: gen}
+		r.Get("/generate/{name:.*}/systemd", h.systemd)
+	}
+	// kube play and down.
+	if k := s.deps.Kube; k != nil {
+		h := kubePlayHandlers{k: k}
+		r.Post("/play/kube", h.play)
+		r.Post("/kube/play", h.play)
+		r.Delete("/play/kube", h.down)
+		r.Delete("/kube/play", h.down)
+	}
+	// kube generate and apply.
+	if s.deps.KubeGenerator != nil {
+		h := kubeGenerateHandlers{gen: s.deps.KubeGenerator, applier: s.deps.KubeApplier}
+		r.Get("/generate/kube", h.generate)
+		r.Get("/kube/generate", h.generate)
+		if h.applier != nil {
+			r.Post("/kube/apply", h.apply)
+		}
+	}
 }
 
 // dockerOrNotFound hands a path outside libpod's tree to the Docker

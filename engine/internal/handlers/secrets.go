@@ -6,23 +6,8 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/berth-project/berth/engine/internal/core"
 )
-
-func registerSecretRoutes(r chi.Router, s *Server) {
-	sec := s.deps.Secrets
-	if sec == nil {
-		return
-	}
-	h := secretHandlers{s: sec}
-	r.Post("/secrets/create", h.create)
-	r.Get("/secrets/json", h.list)
-	r.Get("/secrets/{name}/json", h.inspect)
-	r.Get("/secrets/{name}/exists", h.exists)
-	r.Delete("/secrets/{name}", h.remove)
-}
 
 type secretHandlers struct {
 	s core.Secrets

@@ -5,21 +5,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/berth-project/berth/engine/internal/backend/execution/stats"
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/httpwire"
 )
-
-// registerStatsRoutes serves StatsContainer for one or many containers.
-func registerStatsRoutes(r chi.Router, s *Server) {
-	if s.deps.ContainerIO == nil {
-		return
-	}
-	r.Get("/containers/stats", s.containerStats)
-	r.Get("/containers/{name}/stats", s.containerStatsDocker)
-}
 
 // dockerStatsInterval is how often the per-container route reports while
 // streaming (Podman's period for it).

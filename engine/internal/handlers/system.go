@@ -7,27 +7,11 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
 // buildahVersion is reported in Libpod-Buildah-Version; clients only show it.
 const buildahVersion = "1.42.0"
-
-// registerSystemRoutes: ping, version, info, system check, disk usage, prune.
-func registerSystemRoutes(r chi.Router, s *Server) {
-	r.Get("/_ping", s.ping)
-	r.Head("/_ping", s.ping)
-	if s.deps.System == nil {
-		return
-	}
-	r.Get("/version", s.version)
-	r.Get("/info", s.info)
-	r.Post("/system/check", s.systemCheck)
-	r.Get("/system/df", s.diskUsage)
-	r.Post("/system/prune", s.systemPrune)
-}
 
 // apiHeaders sets the version headers every libpod answer carries; clients
 // read them from _ping to decide what the server supports.

@@ -5,20 +5,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/berth-project/berth/engine/internal/backend/execution/top"
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/httpwire"
 )
-
-// registerTopRoutes serves TopContainer.
-func registerTopRoutes(r chi.Router, s *Server) {
-	if s.deps.ContainerIO == nil {
-		return
-	}
-	r.Get("/containers/{name}/top", s.containerTop)
-}
 
 // topQuery are TopContainer's parameters.
 type topQuery struct {

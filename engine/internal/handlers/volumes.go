@@ -3,26 +3,8 @@ package handlers
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/berth-project/berth/engine/internal/core"
 )
-
-func registerVolumeRoutes(r chi.Router, s *Server) {
-	v := s.deps.Volumes
-	if v == nil {
-		return
-	}
-	h := volumeHandlers{v: v}
-	r.Post("/volumes/create", h.create)
-	r.Get("/volumes/json", h.list)
-	r.Post("/volumes/prune", h.prune)
-	r.Get("/volumes/{name}/json", h.inspect)
-	r.Get("/volumes/{name}/exists", h.exists)
-	r.Delete("/volumes/{name}", h.remove)
-	r.Get("/volumes/{name}/export", h.export)
-	r.Post("/volumes/{name}/import", h.importTar)
-}
 
 type volumeHandlers struct {
 	v core.Volumes
