@@ -21,7 +21,6 @@ import (
 
 	"github.com/berth-project/berth/engine/testimage"
 	"github.com/berth-project/berth/shared/syncbuf"
-
 	"github.com/berth-project/berth/shared/testnet"
 )
 

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/shared/auth/authtest"
-
 	"github.com/berth-project/berth/shared/testnet"
 )
 

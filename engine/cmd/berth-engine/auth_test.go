@@ -21,7 +21,6 @@ import (
 	"github.com/berth-project/berth/shared/auth"
 	"github.com/berth-project/berth/shared/auth/authtest"
 	"github.com/berth-project/berth/shared/syncbuf"
-
 	"github.com/berth-project/berth/shared/testnet"
 )
 

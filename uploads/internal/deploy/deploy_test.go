@@ -16,10 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/shared/testnet"
 	"github.com/berth-project/berth/uploads/engineclient"
 	"github.com/berth-project/berth/uploads/internal/processor"
-
-	"github.com/berth-project/berth/shared/testnet"
 )
 
 func TestIsImageArchive(t *testing.T) {

@@ -26,11 +26,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/shared/testnet"
 	"github.com/berth-project/berth/uploads/internal/files"
 	"github.com/berth-project/berth/uploads/internal/janitor"
 	"github.com/berth-project/berth/uploads/internal/store"
-
-	"github.com/berth-project/berth/shared/testnet"
 )
 
 const (

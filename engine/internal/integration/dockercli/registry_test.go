@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
-
 	"github.com/berth-project/berth/shared/testnet"
 
 	"strconv"

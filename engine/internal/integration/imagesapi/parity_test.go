@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/testimage"
-
 	"github.com/berth-project/berth/shared/testnet"
 )
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
-
 	"github.com/berth-project/berth/shared/testnet"
 )
 

@@ -18,7 +18,6 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
-
 	"github.com/berth-project/berth/shared/testnet"
 )
 
