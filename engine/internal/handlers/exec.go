@@ -40,11 +40,7 @@ func (s *Server) execCreate(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) execInspect(w http.ResponseWriter, r *http.Request) {
 	out, err := s.deps.Exec.Inspect(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	answerJSON(w, out, err)
 }
 
 // execStartBody is ExecStartHandler's body.

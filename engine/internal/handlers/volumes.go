@@ -34,11 +34,7 @@ func (h volumeHandlers) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	vols, err := h.v.List(r.Context(), q.Filters)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, vols)
+	answerJSON(w, vols, err)
 }
 
 func (h volumeHandlers) prune(w http.ResponseWriter, r *http.Request) {
@@ -47,20 +43,12 @@ func (h volumeHandlers) prune(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reports, err := h.v.Prune(r.Context(), q.Filters)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, reports)
+	answerJSON(w, reports, err)
 }
 
 func (h volumeHandlers) inspect(w http.ResponseWriter, r *http.Request) {
 	vol, err := h.v.Inspect(r.Context(), pathParam(r, "name"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, vol)
+	answerJSON(w, vol, err)
 }
 
 func (h volumeHandlers) exists(w http.ResponseWriter, r *http.Request) {
