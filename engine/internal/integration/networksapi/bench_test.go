@@ -45,11 +45,7 @@ func benchEngine(b *testing.B) *testEngine {
 // each puts the container on its default bridge network. Podman gives
 // containers rlimits above this machine's hard limits unless asked.
 func benchSpec(cmd ...string) map[string]any {
-	spec := map[string]any{"image": "localhost/busybox:latest", "command": cmd}
-	if rl := benchtest.RLimits(); rl != nil {
-		spec["r_limits"] = rl
-	}
-	return spec
+	return benchtest.Spec(nil, cmd...)
 }
 
 // runCycle creates, starts, waits for and removes one `true` container.

@@ -31,11 +31,7 @@ func BenchmarkQuadletActivationVsPodman(b *testing.B) {
 		berth.Must(http.StatusOK, "DELETE", "/quadlets/"+name+"?force=true", nil)
 		return time.Since(start)
 	}
-	spec := map[string]any{"image": "localhost/busybox:latest", "command": []string{"sleep", "1000"},
-		"netns": map[string]string{"nsmode": "none"}, "stop_timeout": 0}
-	if rl := benchtest.RLimits(); rl != nil {
-		spec["r_limits"] = rl
-	}
+	spec := benchtest.Spec(map[string]any{"netns": map[string]string{"nsmode": "none"}, "stop_timeout": 0}, "sleep", "1000")
 	podmanCycle := func(n int) time.Duration {
 		spec["name"] = fmt.Sprintf("systemd-bqa-bench%d", n)
 		start := time.Now()

@@ -59,6 +59,20 @@ func RLimits() []map[string]any {
 	return rl
 }
 
+// Spec is a create request both engines of a comparison get: the busybox
+// test image running cmd, with fields added and the rlimits of RLimits when
+// hack/bench.sh set them.
+func Spec(fields map[string]any, cmd ...string) map[string]any {
+	spec := map[string]any{"image": "localhost/busybox:latest", "command": cmd}
+	for k, v := range fields {
+		spec[k] = v
+	}
+	if rl := RLimits(); rl != nil {
+		spec["r_limits"] = rl
+	}
+	return spec
+}
+
 // Alternate measures berth and podman in turns, rounds pairs for each of
 // b.N iterations (n counts the pairs), sleeping pauses[0] after each of
 // berth's measurements and pauses[1] after podman's, with the benchmark's

@@ -20,6 +20,24 @@ func TestRLimits(t *testing.T) {
 	}
 }
 
+// TestSpec: the busybox image, the command, the fields, and r_limits only
+// when hack/bench.sh set them.
+func TestSpec(t *testing.T) {
+	t.Setenv("BERTH_BENCH_RLIMIT_NOFILE", "")
+	t.Setenv("BERTH_BENCH_RLIMIT_NPROC", "")
+	spec := Spec(map[string]any{"stop_timeout": 0}, "sleep", "1")
+	if spec["image"] != "localhost/busybox:latest" || len(spec["command"].([]string)) != 2 || spec["stop_timeout"] != 0 {
+		t.Fatalf("Spec: %v", spec)
+	}
+	if _, ok := spec["r_limits"]; ok {
+		t.Fatalf("Spec without the variables carries r_limits: %v", spec)
+	}
+	t.Setenv("BERTH_BENCH_RLIMIT_NPROC", "4096")
+	if rl, _ := Spec(nil, "true")["r_limits"].([]map[string]any); len(rl) != 1 || rl[0]["type"] != "nproc" {
+		t.Fatalf("Spec with NPROC: r_limits %v", rl)
+	}
+}
+
 func TestAlternateAndMedian(t *testing.T) {
 	var order []string
 	var bs, ps []time.Duration

@@ -30,11 +30,7 @@ func podmanEngine(b *testing.B) *testEngine {
 // benchSpec is the create request both engines get. Podman gives containers
 // rlimits above this machine's hard limits unless the request carries them.
 func benchSpec(cmd ...string) map[string]any {
-	spec := map[string]any{"image": "localhost/busybox:latest", "command": cmd, "netns": map[string]string{"nsmode": "none"}}
-	if rl := benchtest.RLimits(); rl != nil {
-		spec["r_limits"] = rl
-	}
-	return spec
+	return benchtest.Spec(map[string]any{"netns": map[string]string{"nsmode": "none"}}, cmd...)
 }
 
 // runCycle creates, starts, waits for and removes one `true` container.
