@@ -15,7 +15,6 @@ import (
 	"github.com/containers/image/v5/docker/reference"
 	"github.com/containers/image/v5/image"
 	"github.com/containers/image/v5/manifest"
-	"github.com/containers/image/v5/pkg/compression"
 	"github.com/containers/image/v5/pkg/shortnames"
 	istorage "github.com/containers/image/v5/storage"
 	"github.com/containers/image/v5/types"
@@ -149,14 +148,7 @@ func (m *ManifestLists) Exists(ctx context.Context, name string) (bool, error) {
 // Inspect implements core.ManifestLists. A name that is no local list is
 // read from its registry when it is fully qualified.
 func (m *ManifestLists) Inspect(ctx context.Context, name string, opts core.ManifestInspectOptions) ([]byte, error) {
-	s := m.t.store
-	s.mu.RLock()
-	img, err := m.findList(name)
-	var state *listState
-	if err == nil {
-		state, err = readListState(s.store, img.ID)
-	}
-	s.mu.RUnlock()
+	state, err := m.readList(name)
 	if err == nil {
 		return state.inspect()
 	}
@@ -235,6 +227,18 @@ func (m *ManifestLists) Add(ctx context.Context, name string, images []string, o
 		}
 		return nil
 	})
+}
+
+// readList reads the named list's state under the store's read lock.
+func (m *ManifestLists) readList(name string) (*listState, error) {
+	s := m.t.store
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	img, err := m.findList(name)
+	if err != nil {
+		return nil, err
+	}
+	return readListState(s.store, img.ID)
 }
 
 // update applies change to the named list's state under the store lock and
@@ -545,29 +549,15 @@ func (m *ManifestLists) Push(ctx context.Context, name, destination string, opts
 	if err != nil {
 		return "", err
 	}
-	s := m.t.store
-	s.mu.RLock()
-	img, err := m.findList(name)
-	var state *listState
-	if err == nil {
-		state, err = readListState(s.store, img.ID)
-	}
-	s.mu.RUnlock()
+	state, err := m.readList(name)
 	if err != nil {
 		return "", err
 	}
-	sys, cleanup, err := m.t.registryContext(opts.Auth, opts.TLSVerify)
+	sys, cleanup, err := m.t.pushContext(opts.Auth, opts.TLSVerify, opts.CompressionFormat)
 	if err != nil {
 		return "", err
 	}
 	defer cleanup()
-	if opts.CompressionFormat != "" {
-		algo, err := compression.AlgorithmByName(opts.CompressionFormat)
-		if err != nil {
-			return "", core.InvalidArgument("compressionFormat", err)
-		}
-		sys.CompressionFormat = &algo
-	}
 	destRef, err := docker.NewReference(named)
 	if err != nil {
 		return "", core.InvalidArgument("destination", err)
@@ -580,7 +570,7 @@ func (m *ManifestLists) Push(ctx context.Context, name, destination string, opts
 	if opts.All {
 		selection = copy.CopyAllImages
 	}
-	src := &listReference{name: name, state: state, store: s.store}
+	src := &listReference{name: name, state: state, store: m.t.store.store}
 	copyOpts := &copy.Options{
 		ReportWriter:          progress,
 		SourceCtx:             sys,

@@ -10,7 +10,6 @@ import (
 	"github.com/containers/image/v5/docker"
 	"github.com/containers/image/v5/docker/reference"
 	"github.com/containers/image/v5/manifest"
-	"github.com/containers/image/v5/pkg/compression"
 	istorage "github.com/containers/image/v5/storage"
 	imgspecv1 "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -44,18 +43,11 @@ func (t *Transfer) Push(ctx context.Context, source string, opts core.PushOption
 	if err != nil {
 		return "", err
 	}
-	destCtx, cleanup, err := t.registryContext(opts.Auth, opts.TLSVerify)
+	destCtx, cleanup, err := t.pushContext(opts.Auth, opts.TLSVerify, opts.CompressionFormat)
 	if err != nil {
 		return "", err
 	}
 	defer cleanup()
-	if opts.CompressionFormat != "" {
-		algo, err := compression.AlgorithmByName(opts.CompressionFormat)
-		if err != nil {
-			return "", core.InvalidArgument("compressionFormat", err)
-		}
-		destCtx.CompressionFormat = &algo
-	}
 
 	src, err := istorage.Transport.NewStoreReference(t.store.Storage(), nil, local.ID)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/containers/image/v5/pkg/compression"
 	"github.com/containers/image/v5/types"
 
 	"github.com/berth-project/berth/engine/internal/core"
@@ -40,6 +41,28 @@ func (t *Transfer) registryContext(auth *core.RegistryAuth, tlsVerify *bool) (*t
 	}
 	sys.AuthFilePath = path
 	return sys, func() { _ = os.Remove(path) }, nil
+}
+
+// pushContext is registryContext for a push: with compressionFormat (""
+// for the default) as the layers' compression, a name containers/image
+// does not know being an invalid argument.
+func (t *Transfer) pushContext(auth *core.RegistryAuth, tlsVerify *bool, compressionFormat string) (*types.SystemContext, func(), error) {
+	var algo *compression.Algorithm
+	if compressionFormat != "" {
+		a, err := compression.AlgorithmByName(compressionFormat)
+		if err != nil {
+			return nil, nil, core.InvalidArgument("compressionFormat", err)
+		}
+		algo = &a
+	}
+	sys, cleanup, err := t.registryContext(auth, tlsVerify)
+	if err != nil {
+		return nil, nil, err
+	}
+	if algo != nil {
+		sys.CompressionFormat = algo
+	}
+	return sys, cleanup, nil
 }
 
 // authFileEntry is one registry in a containers auth.json.
