@@ -2,6 +2,7 @@ package buildapi
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -58,6 +59,25 @@ func TestBuildStepsCacheAndRebuildFromChangedCopy(t *testing.T) {
 		strings.Join(c.Entrypoint, " ") != "/bin/sh -c" || strings.Join(c.Cmd, " ") != "cat /app/out.txt" || c.ExposedPorts["8080/tcp"] == nil {
 		t.Fatalf("configuration not as built: %+v", c)
 	}
+	// A container of the image carries its labels, its own winning, as
+	// Podman's and Docker's create merge them: its inspect shows them and
+	// the list's label filter finds it.
+	created := e.do("POST", "/v4.3.1/libpod/containers/create", "application/json",
+		strings.NewReader(`{"image":"app:1","name":"labelled","labels":{"team":"mine"}}`))
+	if created.status != http.StatusCreated {
+		t.Fatalf("create of app:1: %d %s", created.status, created.body)
+	}
+	var ctr struct {
+		Config struct{ Labels map[string]string }
+	}
+	if r := e.do("GET", "/v4.3.1/libpod/containers/labelled/json", "", nil); r.status != http.StatusOK || json.Unmarshal(r.body, &ctr) != nil ||
+		ctr.Config.Labels["stage"] != "final" || ctr.Config.Labels["team"] != "mine" {
+		t.Fatalf("the container's labels: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/v4.3.1/libpod/containers/json?all=true&filters="+url.QueryEscape(`{"label":["stage=final"]}`), "", nil); !bytes.Contains(r.body, []byte(`"labelled"`)) {
+		t.Fatalf("label=stage=final does not list the container: %s", r.body)
+	}
+	e.do("DELETE", "/v4.3.1/libpod/containers/labelled", "", nil)
 	// The OCI format has no HEALTHCHECK, ONBUILD or SHELL: the build says
 	// so, as Buildah does (the docker format below keeps them).
 	if img.Annotations["org.example.a"] != "b" || img.Healthcheck != nil || !strings.Contains(first.output, "HEALTHCHECK is not supported for OCI") {

@@ -92,6 +92,18 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 			spec.Hostname = h
 		}
 	}
+	// The image's labels that the container does not set become its own,
+	// as Podman's and Docker's create do (a LABEL line of the Containerfile
+	// shows in the container's inspect and matches its label filters).
+	for k, v := range img.Config.Config.Labels {
+		if _, set := spec.Labels[k]; set {
+			continue
+		}
+		if spec.Labels == nil {
+			spec.Labels = map[string]string{}
+		}
+		spec.Labels[k] = v
+	}
 	if spec.HealthConfig == nil && img.HealthCheck != nil && len(img.HealthCheck.Test) > 0 && img.HealthCheck.Test[0] != "NONE" {
 		hc := *img.HealthCheck
 		spec.HealthConfig = &hc
