@@ -14,16 +14,15 @@ import (
 )
 
 // tcpCounter holds an established TCP connection over its loopback, IPv4
-// on both ends (in the VM, Debian 12's CRIU 3.17 restores no IPv6 TCP
-// socket into the container's restored namespace: an IPv4-mapped peer is
-// "Can't connect inet socket back: Network is unreachable", ::1 "Can't
-// bind inet socket back: Cannot assign requested address"; busybox nc
-// listens on IPv6 unless given an address): a
+// on both ends (busybox nc listens on IPv6 unless given an address): a
 // busybox nc server (its output is the container's log; its input a pipe
 // that stays open, or it would hang up) and an nc client
 // sending a counter, one number a line, five a second. Every logged number
 // went through the connection, so numbers that go on after a restore show
-// both the process memory (the counter) and the connection came back.
+// both the process memory (the counter) and the connection came back: CRIU
+// reconnects the sockets in a fresh network namespace whose loopback the
+// engine's restore hook brings up (runtime.RestoreLoopbackHook; without it
+// "Can't connect inet socket back: Network is unreachable").
 var tcpCounter = []string{"sh", "-c", "sleep 100000 | nc -l -p 7000 127.0.0.1 & sleep 1; i=0; while true; do echo $i; i=$((i+1)); sleep 0.2; done | nc 127.0.0.1 7000"}
 
 // logNumbers are the numbers a tcpCounter container logged (k8s-file log).
@@ -79,36 +78,33 @@ func (l *lab) criuMust(method, path string, body any) []byte {
 	if status == http.StatusOK {
 		return data
 	}
-	if m := regexp.MustCompile(`log file: (\S+?\.log)`).FindSubmatch(data); m != nil {
-		if log, err := os.ReadFile(string(m[1])); err == nil {
-			// The lines before CRIU's first Error line say why.
-			lines := strings.Split(string(log), "\n")
-			end := len(lines)
-			for i, line := range lines {
-				if strings.Contains(line, "Error (") {
-					end = i + 1
-					break
-				}
-			}
-			l.t.Logf("%s (up to its first error):\n%s", m[1], strings.Join(lines[max(0, end-150):end], "\n"))
-		}
-	}
+	l.logCRIUError(data)
 	l.t.Fatalf("%s %s: %d %s", method, path, status, data)
 	return nil
 }
 
-// restoreLog is CRIU's restore.log of container id (its State.RestoreLog,
-// else the checkpoint directory's).
-func (l *lab) restoreLog(id string) string {
+// logCRIUError logs the end of the CRIU log an error message names, up to
+// its first Error line (the lines before it say why; the host lab keeps
+// nothing else).
+func (l *lab) logCRIUError(msg []byte) {
 	l.t.Helper()
-	var d struct {
-		State struct{ RestoreLog, CheckpointPath string }
+	m := regexp.MustCompile(`log file: (\S+?\.log)`).FindSubmatch(msg)
+	if m == nil {
+		return
 	}
-	l.decode(l.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
-	if d.State.RestoreLog != "" {
-		return d.State.RestoreLog
+	log, err := os.ReadFile(string(m[1]))
+	if err != nil {
+		return
 	}
-	return d.State.CheckpointPath + "/restore.log"
+	lines := strings.Split(string(log), "\n")
+	end := len(lines)
+	for i, line := range lines {
+		if strings.Contains(line, "Error (") {
+			end = i + 1
+			break
+		}
+	}
+	l.t.Logf("%s (up to its first error):\n%s", m[1], strings.Join(lines[max(0, end-150):end], "\n"))
 }
 
 // procCgroup is the unified-hierarchy cgroup of process pid (its "0::"
@@ -153,18 +149,7 @@ func (l *lab) checkRestoredCgroup(id string) {
 	}
 	if !strings.Contains(string(own), d.State.CgroupPath+"\n") {
 		units, _ := systemctl(l.t, "list-units", "--all", "--no-legend", "berth*")
-		if d.HostConfig.CgroupManager == "systemd" {
-			// Known defect (issue 21), seen in the host lab with and
-			// without the freeze before the dump: under the systemd
-			// manager an imported container's process lands in the
-			// cgroup of the container it was exported from (the path
-			// in CRIU's images), which is no unit, and its own scope
-			// is gone. Logged, not failed, until fixed; the removal
-			// below must still leave the cgroup inspect names gone.
-			l.t.Logf("KNOWN DEFECT: restored process %d of container %s is in %s, inspect says %s; units: %s", d.State.Pid, id, strings.TrimSpace(string(own)), d.State.CgroupPath, units)
-			return
-		}
-		l.t.Fatalf("restored process %d of container %s is in %s, inspect says %s", d.State.Pid, id, own, d.State.CgroupPath)
+		l.t.Fatalf("restored process %d of container %s is in %s, inspect says %s (units: %s)", d.State.Pid, id, own, d.State.CgroupPath, units)
 	}
 	if d.HostConfig.CgroupManager != "systemd" {
 		return
@@ -186,8 +171,9 @@ func (l *lab) checkRestoredCgroup(id string) {
 // TestCheckpointInHostLab: a running container is checkpointed, restored
 // in place, exported and imported under another name on the same engine,
 // and each time counts on from where it stopped, in the cgroup (in the VM
-// the systemd scope) the engine's default manager gives it; removal leaves
-// no cgroup. "counter" is a plain counter; "tcp-established" holds an
+// the systemd scope) the engine's default manager gives it, the imported one
+// in its own (stats, top, update and the OOM killer act there); removal
+// leaves no cgroup and no unit. "counter" is a plain counter; "tcp-established" holds an
 // established TCP connection that carries its counter: its checkpoint
 // without tcpEstablished is refused (CRIU's line in the 500, the container
 // runs on), and with it the connection carries data after each restore.
@@ -237,22 +223,7 @@ func checkpointAround(t *testing.T, name string, cmd []string, q string) {
 	nums := l.logNumbers(id)
 	at := nums[len(nums)-1]
 	start = time.Now()
-	if q != "" {
-		status, body := l.do("POST", "/containers/"+id+"/restore?"+q, nil)
-		restoreLog, _ := os.ReadFile(l.restoreLog(id))
-		if status != http.StatusOK && bytes.Contains(restoreLog, []byte("Can't connect inet socket back: Network is unreachable")) {
-			// Known (issue 21): the dump of the established connection
-			// works in the VM, its restore does not yet — CRIU 3.17
-			// finds no route to 127.0.0.1 in the container's restored
-			// network namespace when it reconnects the socket.
-			t.Skipf("KNOWN: the restore of an established TCP connection fails in the VM: %s", body)
-		}
-		if status != http.StatusOK {
-			l.criuMust("POST", "/containers/"+id+"/restore?"+q, nil)
-		}
-	} else {
-		l.criuMust("POST", "/containers/"+id+"/restore?"+q, nil)
-	}
+	l.criuMust("POST", "/containers/"+id+"/restore?"+q, nil)
 	restored := time.Since(start)
 	t.Logf("in place: checkpoint %v, restore %v (CRIU from PATH, cgroup manager %s)", dumped.Round(time.Millisecond), restored.Round(time.Millisecond), defaultManager())
 	l.checkRestoredCgroup(id)
@@ -272,34 +243,79 @@ func checkpointAround(t *testing.T, name string, cmd []string, q string) {
 	l.checkRestoredCgroup(moved)
 	l.countsOnFrom(moved, last, 0)
 
+	l.actsOnOwnCgroup(moved)
+
 	// Removal leaves no cgroup behind: neither the one inspect names nor
-	// the one the restored processes really ran in.
+	// the ones the container was checkpointed from.
 	named := l.inspect(moved).State.CgroupPath
-	stray := []string{procCgroup(t, l.inspect(moved).State.Pid), restoredCg}
+	restoredNamed := l.inspect(id).State.CgroupPath
 	for _, c := range []string{id, moved} {
 		l.must(http.StatusOK, "DELETE", "/containers/"+c+"?force=true&timeout=0", nil)
 	}
-	eventually(t, 10*time.Second, "cgroup "+named+" removed", func() bool { return cgroupGone(named) })
-	for _, cg := range stray {
-		if cg == named {
-			continue
-		}
-		if defaultManager() != "systemd" {
-			eventually(t, 10*time.Second, "cgroup "+cg+" removed", func() bool { return cgroupGone(cg) })
-			continue
-		}
-		// The known defect above: the cgroup the restored processes ran
-		// in is no unit, and removal leaves it (empty) behind.
-		time.Sleep(time.Second)
-		if !cgroupGone(cg) {
-			t.Logf("KNOWN DEFECT: removal left the restored processes' cgroup %s", cg)
-		}
+	for _, cg := range []string{named, restoredNamed, restoredCg} {
+		eventually(t, 10*time.Second, "cgroup "+cg+" removed", func() bool { return cgroupGone(cg) })
 	}
 	if defaultManager() == "systemd" {
-		for _, u := range []string{"berth-" + moved + ".scope", "berth-conmon-" + moved + ".scope"} {
-			if got := unitState(t, u); got == "active" {
-				t.Errorf("unit %s is still %s after removal", u, got)
+		for _, c := range []string{id, moved} {
+			for _, u := range []string{"berth-" + c + ".scope", "berth-conmon-" + c + ".scope"} {
+				if got := unitState(t, u); got == "active" {
+					t.Errorf("unit %s is still %s after removal", u, got)
+				}
 			}
 		}
+	}
+}
+
+// actsOnOwnCgroup checks that what reads or writes a container's cgroup
+// reaches the processes of restored container id: stats count them, top
+// lists them, update limits their memory, and the OOM killer, under that
+// limit, kills a hog exec'd into the container within its own cgroup.
+func (l *lab) actsOnOwnCgroup(id string) {
+	l.t.Helper()
+	d := l.inspect(id)
+	cg := d.State.CgroupPath
+	var s containerStats
+	eventually(l.t, 10*time.Second, "stats count the restored processes", func() bool {
+		s = l.stats(id)
+		return s.PIDs >= 2 && s.MemUsage > 0
+	})
+	var top struct{ Processes [][]string }
+	l.decode(l.must(http.StatusOK, "GET", "/containers/"+id+"/top?ps_args=pid,args", nil), &top)
+	// top shows the PIDs of the container's namespace: the restored
+	// process is known by its command line.
+	var main []string
+	for _, p := range top.Processes {
+		if strings.Contains(strings.Join(p, " "), "while true") {
+			main = p
+		}
+	}
+	if main == nil {
+		l.t.Fatalf("top of restored container %s does not list its process: %v", id, top.Processes)
+	}
+	l.must(http.StatusCreated, "POST", "/containers/"+id+"/update", map[string]any{
+		"memory": map[string]any{"limit": 48 << 20, "swap": 48 << 20}})
+	if got := readCgroup(l.t, cg, "memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(48<<20) {
+		l.t.Fatalf("memory limit of restored container %s after update: %s", id, got)
+	}
+	var ex struct {
+		ID string `json:"Id"`
+	}
+	l.decode(l.must(http.StatusCreated, "POST", "/containers/"+id+"/exec", map[string]any{
+		"Cmd": []string{"sh", "-c", "x=0123456789abcdef; while true; do x=$x$x; done"}}), &ex)
+	l.must(http.StatusOK, "POST", "/exec/"+ex.ID+"/start", map[string]any{"Detach": true})
+	var st struct {
+		Running  bool
+		ExitCode int
+	}
+	eventually(l.t, 60*time.Second, "the exec'd hog ends", func() bool {
+		l.decode(l.must(http.StatusOK, "GET", "/exec/"+ex.ID+"/json", nil), &st)
+		return !st.Running
+	})
+	events := readCgroup(l.t, cg, "memory", "memory.oom_control", "memory.events")
+	if st.ExitCode != 137 || !regexp.MustCompile(`oom_kill [1-9]`).MatchString(events) {
+		l.t.Fatalf("hog in restored container %s: exit code %d, its cgroup's events: %s", id, st.ExitCode, events)
+	}
+	if !l.inspect(id).State.Running {
+		l.t.Fatalf("the OOM kill of the hog ended restored container %s", id)
 	}
 }

@@ -81,6 +81,37 @@ func RestoreOptions(dir string, tcpEstablished, fileLocks bool) []string {
 	return opts
 }
 
+// CRIUConfigAnnotation is the OCI annotation runc reads the path of a
+// CRIU configuration file from (without it, runc names
+// defaultCRIUConfig). CRIU reads the file after the options runc passes
+// and lets it override them.
+const CRIUConfigAnnotation = "org.criu.config"
+
+// defaultCRIUConfig is the file runc points CRIU at where a container has
+// no CRIUConfigAnnotation: an administrator's settings, which a restore's
+// own file carries on.
+var defaultCRIUConfig = "/etc/criu/runc.conf"
+
+// WriteRestoreConfig writes to file a CRIU configuration that restores
+// the checkpointed processes into cgroupRoot: the cgroup of the container
+// being restored. On the unified hierarchy runc (1.1) names no cgroup root
+// to CRIU; CRIU then puts the processes back into the cgroup they were
+// dumped from, which is the right one only when the container is restored
+// under the same cgroup path. A container imported, or restored under
+// another name, would run in its origin's cgroup (under systemd, a
+// directory no unit owns) while its own scope, holding only CRIU, goes
+// away when CRIU exits. With cgroup-root CRIU rewrites the dumped root
+// (and the cgroup namespace's) to the new one. The lines of
+// defaultCRIUConfig, where the host has one, come first.
+func WriteRestoreConfig(file, cgroupRoot string) error {
+	var conf []byte
+	if data, err := os.ReadFile(defaultCRIUConfig); err == nil {
+		conf = append(data, '\n')
+	}
+	conf = append(conf, "cgroup-root "+cgroupRoot+"\n"...)
+	return os.WriteFile(file, conf, 0o600)
+}
+
 // CRIUErrors returns the "Error" lines of a CRIU log (the last three).
 func CRIUErrors(logFile string) string {
 	data, err := os.ReadFile(logFile)

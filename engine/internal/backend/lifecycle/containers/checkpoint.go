@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
 	"github.com/berth-project/berth/engine/internal/backend/lifecycle/checkpointarchive"
 	"github.com/berth-project/berth/engine/internal/core"
@@ -230,6 +233,17 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 		return report, err
 	}
 	os.Remove(filepath.Join(dir, runtime.RestoreLog))
+	criuConf, err := prepareRestoreSpec(&rec)
+	if err != nil {
+		m.teardownNetworkLocked(ctx, e)
+		m.unmountVolumes(ctx, &rec)
+		return report, err
+	}
+	if criuConf != "" {
+		// Read by CRIU during the restore only: a later dump of the
+		// restored container must not take it as its cgroup root.
+		defer os.Remove(criuConf)
+	}
 	if err := m.update(ctx, e, func(r *record) { r.Restoring = true }); err != nil {
 		return report, err
 	}
@@ -275,6 +289,59 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 		return report, err
 	}
 	return report, nil
+}
+
+// criuRestoreConfig is the CRIU configuration file of a restore, in the
+// container's bundle (see prepareRestoreSpec).
+const criuRestoreConfig = "criu-restore.conf"
+
+// prepareRestoreSpec adds to the bundle's spec what a restore needs beyond
+// a start, and returns a file to remove once the restore is over ("" for
+// none):
+//   - on the unified hierarchy, where runc does not tell CRIU the new
+//     cgroup (on v1 runc names each controller's root itself), a CRIU
+//     configuration that puts the processes into the container's own
+//     cgroup (runtime.WriteRestoreConfig);
+//   - for a network namespace the runtime creates (no path), the hook that
+//     brings its loopback up (runtime.RestoreLoopbackHook).
+func prepareRestoreSpec(rec *record) (string, error) {
+	hook, err := runtime.RestoreLoopbackHook()
+	if err != nil {
+		return "", err
+	}
+	var conf string
+	if cgroups.Host().Unified() && rec.CgroupPath != "" {
+		conf = filepath.Join(rec.Bundle, criuRestoreConfig)
+		if err := runtime.WriteRestoreConfig(conf, rec.CgroupPath); err != nil {
+			return "", err
+		}
+	}
+	err = editBundleSpec(rec.Bundle, func(spec *specs.Spec) {
+		if conf != "" {
+			if spec.Annotations == nil {
+				spec.Annotations = map[string]string{}
+			}
+			spec.Annotations[runtime.CRIUConfigAnnotation] = conf
+		}
+		if spec.Linux == nil {
+			return
+		}
+		for _, ns := range spec.Linux.Namespaces {
+			if ns.Type == specs.NetworkNamespace && ns.Path == "" {
+				if spec.Hooks == nil {
+					spec.Hooks = &specs.Hooks{}
+				}
+				spec.Hooks.CreateRuntime = append(spec.Hooks.CreateRuntime, hook)
+			}
+		}
+	})
+	if err != nil {
+		if conf != "" {
+			os.Remove(conf)
+		}
+		return "", err
+	}
+	return conf, nil
 }
 
 // finishRestore records a restored container as running and, unless keep,

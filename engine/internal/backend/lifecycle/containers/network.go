@@ -416,7 +416,19 @@ func (m *Manager) joinNetNSLocked(rec record) error {
 	if target.NetSetup != nil {
 		path = target.NetSetup.NetNSPath
 	}
-	cfgFile := filepath.Join(rec.Bundle, "config.json")
+	return editBundleSpec(rec.Bundle, func(spec *specs.Spec) {
+		for i, ns := range spec.Linux.Namespaces {
+			if ns.Type == specs.NetworkNamespace {
+				spec.Linux.Namespaces[i].Path = path
+			}
+		}
+	})
+}
+
+// editBundleSpec rewrites the OCI spec (config.json) of a bundle that
+// prepare wrote, changed by edit.
+func editBundleSpec(bundle string, edit func(*specs.Spec)) error {
+	cfgFile := filepath.Join(bundle, "config.json")
 	data, err := os.ReadFile(cfgFile)
 	if err != nil {
 		return err
@@ -425,14 +437,11 @@ func (m *Manager) joinNetNSLocked(rec record) error {
 	if err := json.Unmarshal(data, &spec); err != nil {
 		return err
 	}
-	for i, ns := range spec.Linux.Namespaces {
-		if ns.Type == specs.NetworkNamespace {
-			spec.Linux.Namespaces[i].Path = path
-		}
-	}
+	edit(&spec)
 	if data, err = json.Marshal(&spec); err != nil {
 		return err
 	}
+	// It may hold secret environment variables: root only.
 	return os.WriteFile(cfgFile, data, 0o600)
 }
 
