@@ -66,6 +66,24 @@ func TestMacvlanNetworks(t *testing.T) {
 		t.Fatalf("macvlan network from options.parent: %+v", n2)
 	}
 	te.Must(http.StatusOK, "DELETE", "/networks/mac2", nil)
+	// Without a parent, the interface of the host's default route, as
+	// Podman picks it (only the network is made: no interface on it).
+	if route, _ := exec.Command("ip", "-4", "route", "show", "default").Output(); len(strings.Fields(string(route))) > 4 {
+		f := strings.Fields(string(route))
+		dev := ""
+		for i := range f[:len(f)-1] {
+			if f[i] == "dev" && dev == "" {
+				dev = f[i+1]
+			}
+		}
+		var n3 network
+		jsonOf(t, te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "mac3", "driver": "macvlan",
+			"subnets": []map[string]string{{"subnet": other}}}), &n3)
+		if n3.NetworkInterface != dev {
+			t.Fatalf("macvlan network without a parent is on %q, the default route is on %q", n3.NetworkInterface, dev)
+		}
+		te.Must(http.StatusOK, "DELETE", "/networks/mac3", nil)
+	}
 
 	for _, tc := range []struct {
 		name string

@@ -1,9 +1,13 @@
 package network
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -58,7 +62,13 @@ func checkMacvlan(req *core.Network) error {
 		delete(req.Options, "parent")
 	}
 	if req.NetworkInterface == "" {
-		return core.InvalidArgument("options", errors.New("a macvlan network needs a parent interface (options parent=IFACE, or network_interface)"))
+		// Podman's default: the interface of the host's default route,
+		// resolved once here so that inspect shows the parent used.
+		iface, err := defaultRouteInterface(procNetRoute)
+		if err != nil {
+			return core.InvalidArgument("options", fmt.Errorf("no parent interface given (options parent=IFACE, or network_interface) and %v", err))
+		}
+		req.NetworkInterface = iface
 	}
 	if !validBridge.MatchString(req.NetworkInterface) {
 		return core.InvalidArgument("network_interface", fmt.Errorf("%q is not a valid interface name", req.NetworkInterface))
@@ -99,4 +109,42 @@ func checkMacvlan(req *core.Network) error {
 		return core.InvalidArgument("network_dns_servers", errors.New("a macvlan network has no DNS server of the engine's to forward to them"))
 	}
 	return nil
+}
+
+// procNetRoute is the kernel's IPv4 routing table; a variable for tests.
+var procNetRoute = "/proc/net/route"
+
+// defaultRouteInterface is the interface of the IPv4 default route with
+// the lowest metric in a /proc/net/route table (columns Iface,
+// Destination, Gateway, Flags, RefCnt, Use, Metric, Mask, ...; addresses
+// in hex): destination and mask 0, the route up (flag 0x1).
+func defaultRouteInterface(table string) (string, error) {
+	f, err := os.Open(table)
+	if err != nil {
+		return "", fmt.Errorf("the routing table cannot be read: %w", err)
+	}
+	defer f.Close()
+	best, bestMetric := "", uint64(0)
+	sc := bufio.NewScanner(f)
+	for first := true; sc.Scan(); first = false {
+		fields := strings.Fields(sc.Text())
+		if first || len(fields) < 8 || fields[1] != "00000000" || fields[7] != "00000000" {
+			continue
+		}
+		flags, err1 := strconv.ParseUint(fields[3], 16, 32)
+		metric, err2 := strconv.ParseUint(fields[6], 10, 32)
+		if err1 != nil || err2 != nil || flags&0x1 == 0 {
+			continue
+		}
+		if best == "" || metric < bestMetric {
+			best, bestMetric = fields[0], metric
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("the routing table cannot be read: %w", err)
+	}
+	if best == "" {
+		return "", errors.New("the host has no default route to take the parent from")
+	}
+	return best, nil
 }
