@@ -9,39 +9,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/cditest"
 )
 
-// exampleSpec is an example.com/dev class: two devices exposing the host's
-// /dev/null and /dev/zero under other names, and edits every device of the
-// class brings: an environment variable, a read-only bind mount of share,
-// and a createRuntime hook that records the container's state in hookOut.
+// exampleSpec is cditest's class mounting share, with a hook that records
+// the container's state in hookOut.
 func exampleSpec(share, hookOut string) string {
-	return fmt.Sprintf(`cdiVersion: "0.6.0"
-kind: example.com/dev
-devices:
-- name: "null"
-  containerEdits:
-    deviceNodes:
-    - path: /dev/xnull
-      hostPath: /dev/null
-- name: zero
-  containerEdits:
-    deviceNodes:
-    - path: /dev/xzero
-      hostPath: /dev/zero
-      permissions: rw
-containerEdits:
-  env:
-  - EXAMPLE_DEV=present
-  mounts:
-  - hostPath: %s
-    containerPath: /opt/example
-    options: [ro, bind]
-  hooks:
-  - hookName: createRuntime
-    path: /bin/sh
-    args: [sh, -c, "cat > %s"]
-`, share, hookOut)
+	return cditest.ExampleSpec(share, "/bin/sh", "sh", "-c", "cat > "+hookOut)
 }
 
 // setupExample writes the example spec and the directory it mounts.

@@ -12,33 +12,11 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/cditest"
 )
 
-const exampleSpec = `cdiVersion: "0.6.0"
-kind: example.com/dev
-devices:
-- name: "null"
-  containerEdits:
-    deviceNodes:
-    - path: /dev/xnull
-      hostPath: /dev/null
-- name: zero
-  containerEdits:
-    deviceNodes:
-    - path: /dev/xzero
-      hostPath: /dev/zero
-      permissions: rw
-containerEdits:
-  env:
-  - EXAMPLE_DEV=yes
-  mounts:
-  - hostPath: /tmp
-    containerPath: /opt/example
-    options: [ro, bind]
-  hooks:
-  - hookName: createRuntime
-    path: /bin/true
-`
+// exampleSpec is cditest's class, mounting /tmp, its hook /bin/true.
+var exampleSpec = cditest.ExampleSpec("/tmp", "/bin/true")
 
 func writeSpec(t *testing.T, dir, name, content string) {
 	t.Helper()
@@ -107,8 +85,8 @@ func TestInjectAppliesEveryEdit(t *testing.T) {
 	if len(rules) != 3 || rules[0].Allow || !rules[1].Allow || rules[2].Access != "rw" {
 		t.Errorf("cgroup rules %+v: want the default deny first, then one allow per node", rules)
 	}
-	if !slices.Contains(spec.Process.Env, "EXAMPLE_DEV=yes") {
-		t.Errorf("env %v lacks EXAMPLE_DEV=yes", spec.Process.Env)
+	if !slices.Contains(spec.Process.Env, cditest.Env) {
+		t.Errorf("env %v lacks %s", spec.Process.Env, cditest.Env)
 	}
 	if len(spec.Mounts) != 1 || spec.Mounts[0].Destination != "/opt/example" || spec.Mounts[0].Source != "/tmp" {
 		t.Errorf("mounts %+v", spec.Mounts)
