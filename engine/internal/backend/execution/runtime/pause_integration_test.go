@@ -3,7 +3,6 @@ package runtime
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -36,26 +35,11 @@ func pauseBundle(t *testing.T, id string, catatonit []byte) string {
 	if err := os.WriteFile(filepath.Join(rootfs, "catatonit"), catatonit, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	spec := specs.Spec{
-		Version:  specs.Version,
-		Hostname: "pausehost",
-		Process: &specs.Process{Args: []string{"/catatonit", "-P"}, Cwd: "/", Env: []string{"PATH=/"},
-			Rlimits:     []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 1234, Hard: 2345}, {Type: "RLIMIT_NPROC", Soft: 4321, Hard: 5432}},
-			OOMScoreAdj: &pauseOOMScoreAdj},
-		Root: &specs.Root{Path: rootfs},
-		Mounts: []specs.Mount{
-			{Destination: "/proc", Type: "proc", Source: "proc"},
-			{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "mode=755"}},
-		},
-		Linux: &specs.Linux{
-			CgroupsPath: "/berth-runtime-test/" + id,
-			Namespaces:  []specs.LinuxNamespace{{Type: "pid"}, {Type: "mount"}, {Type: "ipc"}, {Type: "uts"}, {Type: "network"}},
-		},
-	}
-	cfg, _ := json.Marshal(spec)
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	spec := testSpec(id, rootfs, &specs.Process{Args: []string{"/catatonit", "-P"}, Cwd: "/", Env: []string{"PATH=/"},
+		Rlimits:     []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 1234, Hard: 2345}, {Type: "RLIMIT_NPROC", Soft: 4321, Hard: 5432}},
+		OOMScoreAdj: &pauseOOMScoreAdj})
+	spec.Hostname = "pausehost"
+	writeConfig(t, dir, spec)
 	return dir
 }
 
@@ -109,12 +93,7 @@ func TestPauseProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	exits := make(chan string, 16)
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if err := r.WatchExits(wctx, func(id string) { exits <- id }); err != nil {
-		t.Fatal(err)
-	}
+	exits := watchExits(t, r)
 	id := "berth-runtime-test-pause"
 	dir := pauseBundle(t, id, host)
 	defer r.Delete(ctx, id, true)

@@ -73,25 +73,52 @@ func bundle(t *testing.T, id string, terminal bool, args ...string) string {
 	for _, a := range []string{"sh", "echo", "sleep", "cat", "tty"} {
 		os.Symlink("busybox", filepath.Join(rootfs, "bin", a))
 	}
-	spec := specs.Spec{
+	spec := testSpec(id, rootfs, &specs.Process{Terminal: terminal, Args: args, Cwd: "/", Env: []string{"PATH=/bin"}})
+	spec.Mounts = append(spec.Mounts, specs.Mount{Destination: "/dev/pts", Type: "devpts", Source: "devpts",
+		Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}})
+	writeConfig(t, dir, spec)
+	return dir
+}
+
+// testSpec is the spec of the tests' containers: process in rootfs, with
+// /proc and /dev mounted, in new pid, mount, ipc, uts and network
+// namespaces, under the test cgroup (see cleanupTestCgroups).
+func testSpec(id, rootfs string, process *specs.Process) specs.Spec {
+	return specs.Spec{
 		Version: specs.Version,
-		Process: &specs.Process{Terminal: terminal, Args: args, Cwd: "/", Env: []string{"PATH=/bin"}},
+		Process: process,
 		Root:    &specs.Root{Path: rootfs},
 		Mounts: []specs.Mount{
 			{Destination: "/proc", Type: "proc", Source: "proc"},
 			{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "mode=755"}},
-			{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}},
 		},
 		Linux: &specs.Linux{
 			CgroupsPath: "/berth-runtime-test/" + id,
 			Namespaces:  []specs.LinuxNamespace{{Type: "pid"}, {Type: "mount"}, {Type: "ipc"}, {Type: "uts"}, {Type: "network"}},
 		},
 	}
+}
+
+// writeConfig writes spec as the bundle's config.json.
+func writeConfig(t *testing.T, dir string, spec specs.Spec) {
+	t.Helper()
 	cfg, _ := json.Marshal(spec)
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return dir
+}
+
+// watchExits reports the IDs of the containers of r that exit, until the
+// test ends.
+func watchExits(t *testing.T, r *Runtime) <-chan string {
+	t.Helper()
+	exits := make(chan string, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := r.WatchExits(ctx, func(id string) { exits <- id }); err != nil {
+		t.Fatal(err)
+	}
+	return exits
 }
 
 func waitExit(t *testing.T, r *Runtime, id string) int32 {
@@ -133,12 +160,7 @@ func deleteExited(t *testing.T, r *Runtime, id string) {
 func TestCreateStartExecKillDelete(t *testing.T) {
 	r := newRuntime(t)
 	ctx := context.Background()
-	exits := make(chan string, 16)
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if err := r.WatchExits(wctx, func(id string) { exits <- id }); err != nil {
-		t.Fatal(err)
-	}
+	exits := watchExits(t, r)
 
 	id := "berth-runtime-test-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
 	dir := bundle(t, id, false, "sh", "-c", "echo up; while true; do sleep 0.05; done")
