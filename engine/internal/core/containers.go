@@ -164,8 +164,19 @@ type ContainerSpec struct {
 	// StartupHealthConfig is a check run instead of the healthcheck from
 	// each start until it passes (Podman 5's startup healthcheck).
 	StartupHealthConfig *StartupHealthConfig `json:"startupHealthConfig,omitempty"`
-	CPUPeriod           uint64               `json:"cpu_period,omitempty"`
-	CPUQuota            int64                `json:"cpu_quota,omitempty"`
+	// HealthLogDestination is where the healthcheck results are kept
+	// (Podman 5's --health-log-destination): "local" or empty (the
+	// container's state), "events_logger" (the state, and each
+	// health_status event carries the newest result) or an existing
+	// directory, where DIR/ID-healthcheck.log holds them as well.
+	HealthLogDestination string `json:"healthLogDestination,omitempty"`
+	// HealthMaxLogCount and HealthMaxLogSize bound the results kept and
+	// each result's output (Podman 5's --health-max-log-count/-size;
+	// unset: 5 and 500, 0: no bound).
+	HealthMaxLogCount *uint  `json:"healthMaxLogCount,omitempty"`
+	HealthMaxLogSize  *uint  `json:"healthMaxLogSize,omitempty"`
+	CPUPeriod         uint64 `json:"cpu_period,omitempty"`
+	CPUQuota          int64  `json:"cpu_quota,omitempty"`
 	// Secrets are secrets mounted as read-only files; SecretEnv maps an
 	// environment variable to the secret that is its value. At create the
 	// engine rewrites both to refer to secrets by ID.
@@ -761,6 +772,9 @@ func (s *ContainerSpec) Validate() error {
 		case sc.Interval < 0 || sc.Timeout < 0 || sc.StartPeriod < 0 || sc.Retries < 0 || sc.Successes < 0:
 			return InvalidArgument("startupHealthConfig", errors.New("durations, retries and successes must not be negative"))
 		}
+	}
+	if err := ValidateHealthLogDestination(s.HealthLogDestination); err != nil {
+		return InvalidArgument("healthLogDestination", err)
 	}
 	if hc := s.HealthConfig; hc != nil {
 		if hc.Interval < 0 || hc.Timeout < 0 || hc.StartPeriod < 0 || hc.Retries < 0 {

@@ -231,10 +231,14 @@ type InspectContainerConfig struct {
 	HealthcheckOnFailureAction string `json:"HealthcheckOnFailureAction,omitempty"`
 	// StartupHealthCheck is the startup healthcheck, as Podman 5 shows it.
 	StartupHealthCheck *StartupHealthConfig `json:"StartupHealthCheck,omitempty"`
-	CreateCommand      []string             `json:"CreateCommand,omitempty"`
-	Umask              string               `json:"Umask,omitempty"`
-	Timeout            uint                 `json:"Timeout"`
-	StopTimeout        uint                 `json:"StopTimeout"`
+	// The healthcheck log's destination and bounds, as Podman 5 shows them.
+	HealthLogDestination string   `json:"HealthLogDestination,omitempty"`
+	HealthMaxLogCount    uint     `json:"HealthMaxLogCount,omitempty"`
+	HealthMaxLogSize     uint     `json:"HealthMaxLogSize,omitempty"`
+	CreateCommand        []string `json:"CreateCommand,omitempty"`
+	Umask                string   `json:"Umask,omitempty"`
+	Timeout              uint     `json:"Timeout"`
+	StopTimeout          uint     `json:"StopTimeout"`
 }
 
 // InspectRestartPolicy is a container's restart policy.

@@ -1,13 +1,18 @@
 package hostsuite
 
 import (
+	"bytes"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/core"
 )
 
 // TestInfoReportsTheCgroupHierarchy: info names the host's cgroup version
@@ -40,10 +45,15 @@ func TestInfoReportsTheCgroupHierarchy(t *testing.T) {
 // container's own cgroup.
 func TestStatsReadTheContainersCgroup(t *testing.T) {
 	l := startLab(t)
+	// The write goes to a directory on a disk, bound into the container:
+	// the engine's root is under /tmp, which Debian 13 mounts as a tmpfs,
+	// and writes to a tmpfs are no block I/O (io.stat rightly shows none).
+	disk := diskDir(t)
 	id := l.run(map[string]any{
 		"command": []string{"sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; " +
-			"dd if=/dev/zero of=/big bs=1M count=8 oflag=direct 2>/dd.err; touch /written; sleep 600 & sleep 600"},
+			"dd if=/dev/zero of=/disk/big bs=1M count=8 oflag=direct 2>/dd.err; touch /written; sleep 600 & sleep 600"},
 		"resource_limits": map[string]any{"memory": map[string]any{"limit": 96 << 20}},
+		"mounts":          []map[string]any{{"destination": "/disk", "source": disk, "type": "bind"}},
 	})
 	eventually(t, 60*time.Second, "the container's busy loop and write", func() bool {
 		_, err := os.Stat(l.rootfsFile(id, "written"))
@@ -70,6 +80,25 @@ func TestStatsReadTheContainersCgroup(t *testing.T) {
 		ddErr, _ := os.ReadFile(l.rootfsFile(id, "dd.err"))
 		t.Errorf("BlockOutput %d after writing 8 MiB with O_DIRECT (dd: %s)", s.BlockOutput, ddErr)
 	}
+}
+
+// diskDir is a new directory on a block device's filesystem (/var/tmp, not
+// /tmp: a tmpfs on Debian 13 and other systemd hosts), removed at the end.
+func diskDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/var/tmp", "berth-disk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Type == 0x01021994 { // TMPFS_MAGIC
+		t.Fatalf("%s is on a tmpfs: no block device to count writes to", dir)
+	}
+	return dir
 }
 
 // rootfsFile is a file in a running container's root filesystem, seen
@@ -265,4 +294,78 @@ func TestHealthcheckRunsInTheContainer(t *testing.T) {
 		l.decode(l.must(http.StatusOK, "GET", "/containers/checked/healthcheck", nil), &res)
 		return res.Status == "healthy"
 	})
+}
+
+// TestHealthLogDestinations: Podman 5's healthcheck log members, as its
+// client sends them with every create: the bounds of the results kept
+// (count and output size), a directory destination (DIR/ID-healthcheck.log,
+// removed with the container) and events_logger (the newest result in each
+// health_status event); a destination that is not local, events_logger or
+// an existing absolute directory is a 400 naming it, with nothing created.
+func TestHealthLogDestinations(t *testing.T) {
+	l := startLab(t)
+	dir := t.TempDir()
+	check := map[string]any{"Test": []string{"CMD-SHELL", "echo abcdefgh"}, "Interval": int64(time.Hour), "Timeout": int64(20 * time.Second)}
+	id := l.run(map[string]any{"name": "hlog-dir", "command": []string{"sleep", "600"}, "healthconfig": check,
+		"healthLogDestination": dir, "healthMaxLogCount": 2, "healthMaxLogSize": 3})
+	for i := 0; i < 3; i++ {
+		l.must(http.StatusOK, "GET", "/containers/hlog-dir/healthcheck", nil)
+	}
+	var inspected struct {
+		State  struct{ Health core.HealthCheckResults }
+		Config struct {
+			HealthLogDestination string
+			HealthMaxLogCount    uint
+			HealthMaxLogSize     uint
+		}
+	}
+	l.decode(l.must(http.StatusOK, "GET", "/containers/hlog-dir/json", nil), &inspected)
+	if c := inspected.Config; c.HealthLogDestination != dir || c.HealthMaxLogCount != 2 || c.HealthMaxLogSize != 3 {
+		t.Errorf("inspect Config: %+v", c)
+	}
+	h := inspected.State.Health
+	if h.Status != "healthy" || len(h.Log) != 2 || h.Log[1].Output != "abc" {
+		t.Errorf("State.Health: %+v", h)
+	}
+	file := filepath.Join(dir, id+"-healthcheck.log")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var written core.HealthCheckResults
+	l.decode(data, &written)
+	if written.Status != "healthy" || len(written.Log) != 2 || written.Log[0].Output != "abc" {
+		t.Errorf("%s: %s", file, data)
+	}
+
+	l.run(map[string]any{"name": "hlog-events", "command": []string{"sleep", "600"}, "healthconfig": check,
+		"healthLogDestination": "events_logger", "healthMaxLogCount": 0, "healthMaxLogSize": 0})
+	l.must(http.StatusOK, "GET", "/containers/hlog-events/healthcheck", nil)
+	_, body := l.do("GET", `/events?stream=false&filters={"container":["hlog-events"],"event":["health_status"]}`, nil)
+	var ev struct{ HealthStatus, HealthLog string }
+	l.decode(bytes.TrimSpace(body), &ev)
+	var last core.HealthCheckLog
+	l.decode([]byte(ev.HealthLog), &last)
+	if ev.HealthStatus != "healthy" || last.Output != "abcdefgh" {
+		t.Errorf("health_status event: %s", body)
+	}
+
+	file2 := filepath.Join(dir, "file")
+	if err := os.WriteFile(file2, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"relative/dir", filepath.Join(dir, "missing"), file2} {
+		status, body := l.do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "name": "hlog-bad", "healthLogDestination": bad})
+		if status != http.StatusBadRequest || !strings.Contains(string(body), "healthLogDestination") {
+			t.Errorf("healthLogDestination %q: %d %s", bad, status, body)
+		}
+	}
+	if status, _ := l.do("GET", "/containers/hlog-bad/json", nil); status != http.StatusNotFound {
+		t.Errorf("a refused create left a container behind (%d)", status)
+	}
+
+	l.must(http.StatusOK, "DELETE", "/containers/hlog-dir?force=true&timeout=0", nil)
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("%s after the container's removal: %v", file, err)
+	}
 }

@@ -194,6 +194,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 		tries = *s.RestartTries
 	}
 	annotations := oci.Annotations(s)
+	logCount, logSize := s.HealthLogLimits()
 	data := &core.InspectContainerData{
 		ID: r.ID, Created: r.Created, Path: r.Path, Args: nonNil(r.Args), Pod: r.Pod, IsInfra: r.IsInfra,
 		State: &core.InspectContainerState{
@@ -244,6 +245,9 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 			Healthcheck:                s.HealthConfig,
 			HealthcheckOnFailureAction: s.HealthCheckOnFailureAction.String(),
 			StartupHealthCheck:         s.StartupHealthConfig,
+			HealthLogDestination:       firstNonEmpty(s.HealthLogDestination, core.HealthLogLocal),
+			HealthMaxLogCount:          uint(logCount),
+			HealthMaxLogSize:           uint(logSize),
 			CreateCommand:              s.CreateCommand,
 			Umask:                      firstNonEmpty(s.Umask, "0022"),
 			Timeout:                    s.Timeout,

@@ -7,9 +7,11 @@ package health
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,17 +32,19 @@ const (
 const (
 	DefaultTimeout = 30 * time.Second
 	DefaultRetries = 3
-	// MaxLogEntries and MaxOutput bound what State.Health keeps.
-	MaxLogEntries = 5
-	MaxOutput     = 500
+	// OutputCeiling bounds the output kept of one result even where the
+	// container asks for no bound (healthMaxLogSize 0): the results live in
+	// the engine's state database.
+	OutputCeiling = 1 << 20
 )
 
 // ErrNoHealthcheck is returned for a container without a healthcheck.
 var ErrNoHealthcheck = fmt.Errorf("container has no defined healthcheck: %w", core.ErrStateConflict)
 
-// Notifier is told about health results (the event bus).
+// Notifier is told about health results (the event bus): the container's
+// health state after a check.
 type Notifier interface {
-	HealthEvent(ctx context.Context, c *core.Container, status string)
+	HealthEvent(ctx context.Context, c *core.Container, health core.HealthCheckResults)
 }
 
 // Checker runs healthchecks and schedules them.
@@ -51,6 +55,9 @@ type Checker struct {
 
 	// runMu serialises checks of one container so results apply in order.
 	runMu sync.Map // id -> *sync.Mutex
+	// logDirs are the healthcheck log directories of containers whose
+	// destination is one (id -> dir).
+	logDirs sync.Map
 
 	mu        sync.Mutex
 	schedules map[string]context.CancelFunc
@@ -127,18 +134,19 @@ func (k *Checker) check(ctx context.Context, c *core.Container, cfg *core.Health
 	defer lock.(*sync.Mutex).Unlock()
 
 	entry := k.execute(ctx, c, Command(cfg.Test), cfg.Timeout)
+	maxCount, _ := c.Spec.HealthLogLimits()
 	// Read again: the record may have changed while the check ran.
 	cur, err := k.containers.Lookup(ctx, c.ID)
 	if err != nil {
 		return core.HealthCheckResults{}, err
 	}
 	inStartPeriod := cfg.StartPeriod > 0 && time.Now().Before(cur.StartedAt.Add(cfg.StartPeriod))
-	next := apply(cur.Health, entry, inStartPeriod, retries(cfg))
-	if err := k.containers.SetHealth(ctx, c.ID, next); err != nil {
+	next := apply(cur.Health, entry, inStartPeriod, retries(cfg), maxCount)
+	if err := k.record(ctx, cur, next); err != nil {
 		return core.HealthCheckResults{}, err
 	}
 	if k.notify != nil {
-		k.notify.HealthEvent(ctx, cur, next.Status)
+		k.notify.HealthEvent(ctx, cur, next)
 	}
 	result := next
 	result.Status = Healthy
@@ -187,11 +195,9 @@ func (k *Checker) runStartup(ctx context.Context, id string, st *startupState) (
 	}
 	h := cur.Health
 	h.Status = Starting
-	h.Log = append(append([]core.HealthCheckLog(nil), h.Log...), entry)
-	if len(h.Log) > MaxLogEntries {
-		h.Log = h.Log[len(h.Log)-MaxLogEntries:]
-	}
-	if err := k.containers.SetHealth(ctx, id, h); err != nil {
+	maxCount, _ := cur.Spec.HealthLogLimits()
+	h.Log = appendBounded(h.Log, entry, maxCount)
+	if err := k.record(ctx, cur, h); err != nil {
 		return false, err
 	}
 	if entry.ExitCode == 0 {
@@ -225,7 +231,7 @@ func retries(cfg *core.HealthConfig) int {
 // apply folds one result into the health state, as Podman does: success
 // resets the streak; a failure outside the start period extends it and
 // makes the container unhealthy once it reaches retries.
-func apply(h core.HealthCheckResults, entry core.HealthCheckLog, inStartPeriod bool, retries int) core.HealthCheckResults {
+func apply(h core.HealthCheckResults, entry core.HealthCheckLog, inStartPeriod bool, retries, maxCount int) core.HealthCheckResults {
 	if entry.ExitCode == 0 {
 		h.Status = Healthy
 		h.FailingStreak = 0
@@ -240,23 +246,87 @@ func apply(h core.HealthCheckResults, entry core.HealthCheckLog, inStartPeriod b
 			}
 		}
 	}
-	h.Log = append(append([]core.HealthCheckLog(nil), h.Log...), entry)
-	if len(h.Log) > MaxLogEntries {
-		h.Log = h.Log[len(h.Log)-MaxLogEntries:]
-	}
+	h.Log = appendBounded(h.Log, entry, maxCount)
 	return h
 }
 
-// limitedBuffer keeps the first MaxOutput bytes written to it.
+// appendBounded returns log with entry appended (a copy), keeping the
+// newest maxCount entries; 0 keeps them all.
+func appendBounded(log []core.HealthCheckLog, entry core.HealthCheckLog, maxCount int) []core.HealthCheckLog {
+	out := append(append([]core.HealthCheckLog(nil), log...), entry)
+	if maxCount > 0 && len(out) > maxCount {
+		out = out[len(out)-maxCount:]
+	}
+	return out
+}
+
+// record stores a container's health state, and where its healthcheck log
+// destination is a directory writes it there too, as Podman does: the JSON
+// of the state in DIR/ID-healthcheck.log, replaced atomically.
+func (k *Checker) record(ctx context.Context, c *core.Container, h core.HealthCheckResults) error {
+	if err := k.containers.SetHealth(ctx, c.ID, h); err != nil {
+		return err
+	}
+	dir := c.Spec.HealthLogDir()
+	if dir == "" {
+		return nil
+	}
+	k.logDirs.Store(c.ID, dir)
+	if err := writeLogFile(dir, c.ID, h); err != nil {
+		k.logger.Warn("writing the healthcheck log", "container", c.ID, "dir", dir, "err", err)
+	}
+	return nil
+}
+
+// writeLogFile writes h to DIR/ID-healthcheck.log through a temporary file
+// beside it (removed with the log when the container goes).
+func writeLogFile(dir, id string, h core.HealthCheckResults) error {
+	data, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	path := core.HealthLogFile(dir, id)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// removeLogFile removes a removed container's healthcheck log file.
+func (k *Checker) removeLogFile(id string) {
+	dir, ok := k.logDirs.LoadAndDelete(id)
+	if !ok {
+		return
+	}
+	path := core.HealthLogFile(dir.(string), id)
+	for _, p := range []string{path, path + ".tmp"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			k.logger.Warn("removing the healthcheck log", "container", id, "path", p, "err", err)
+		}
+	}
+}
+
+// limitedBuffer keeps the first limit bytes written to it (OutputCeiling
+// when limit is 0).
 type limitedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu    sync.Mutex
+	limit int
+	buf   bytes.Buffer
 }
 
 func (b *limitedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if room := MaxOutput - b.buf.Len(); room > 0 {
+	limit := b.limit
+	if limit <= 0 || limit > OutputCeiling {
+		limit = OutputCeiling
+	}
+	if room := limit - b.buf.Len(); room > 0 {
 		b.buf.Write(p[:min(room, len(p))])
 	}
 	return len(p), nil
@@ -275,7 +345,8 @@ func (k *Checker) execute(ctx context.Context, c *core.Container, cmd []string, 
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	var out limitedBuffer
+	_, size := c.Spec.HealthLogLimits()
+	out := limitedBuffer{limit: size}
 	start := time.Now()
 	entry := func(code int, output string) core.HealthCheckLog {
 		return core.HealthCheckLog{Start: start.Format(time.RFC3339Nano), End: time.Now().Format(time.RFC3339Nano), ExitCode: code, Output: output}
@@ -333,22 +404,41 @@ func (k *Checker) Hook(ctx context.Context, ev core.ContainerEvent) {
 	case core.EventRemove:
 		k.unschedule(ev.ID)
 		k.runMu.Delete(ev.ID)
+		k.removeLogFile(ev.ID)
+	case core.EventCreate:
+		if c, err := k.containers.Lookup(ctx, ev.ID); err == nil {
+			k.noteLogDir(c)
+		}
 	}
 }
 
 // StartAll schedules every running container with a healthcheck (engine
 // start).
 func (k *Checker) StartAll(ctx context.Context) error {
-	list, err := k.containers.List(ctx, core.ListContainersOptions{})
+	// Every container: a stopped one's healthcheck log file goes with it.
+	list, err := k.containers.List(ctx, core.ListContainersOptions{All: true})
 	if err != nil {
 		return err
 	}
 	for _, row := range list {
-		if c, err := k.containers.Lookup(ctx, row.ID); err == nil && c.State == core.StateRunning {
+		c, err := k.containers.Lookup(ctx, row.ID)
+		if err != nil {
+			continue
+		}
+		k.noteLogDir(c)
+		if c.State == core.StateRunning {
 			k.schedule(c)
 		}
 	}
 	return nil
+}
+
+// noteLogDir remembers the directory of a container's healthcheck log, so
+// that its removal removes the file (the record is gone by then).
+func (k *Checker) noteLogDir(c *core.Container) {
+	if dir := c.Spec.HealthLogDir(); dir != "" {
+		k.logDirs.Store(c.ID, dir)
+	}
 }
 
 func (k *Checker) schedule(c *core.Container) {

@@ -32,38 +32,51 @@ func TestApply(t *testing.T) {
 	ok := core.HealthCheckLog{ExitCode: 0}
 	fail := core.HealthCheckLog{ExitCode: 1}
 	h := core.HealthCheckResults{Status: Starting}
-	h = apply(h, fail, true, 2)
+	h = apply(h, fail, true, 2, 5)
 	if h.Status != Starting || h.FailingStreak != 0 {
 		t.Fatalf("failure in start period counted: %+v", h)
 	}
-	h = apply(h, fail, false, 2)
+	h = apply(h, fail, false, 2, 5)
 	if h.Status != Starting || h.FailingStreak != 1 {
 		t.Fatalf("one failure of two allowed: %+v", h)
 	}
-	h = apply(h, fail, false, 2)
+	h = apply(h, fail, false, 2, 5)
 	if h.Status != Unhealthy || h.FailingStreak != 2 {
 		t.Fatalf("retries reached: %+v", h)
 	}
-	h = apply(h, ok, false, 2)
+	h = apply(h, ok, false, 2, 5)
 	if h.Status != Healthy || h.FailingStreak != 0 {
 		t.Fatalf("success resets: %+v", h)
 	}
 	for i := 0; i < 10; i++ {
-		h = apply(h, core.HealthCheckLog{Output: strconv.Itoa(i)}, false, 2)
+		h = apply(h, core.HealthCheckLog{Output: strconv.Itoa(i)}, false, 2, 5)
 	}
-	if len(h.Log) != MaxLogEntries || h.Log[MaxLogEntries-1].Output != "9" {
+	if len(h.Log) != 5 || h.Log[4].Output != "9" {
 		t.Fatalf("log not bounded to the last entries: %+v", h.Log)
+	}
+	// healthMaxLogCount 0: every result is kept; 2: the last two.
+	for i := 0; i < 10; i++ {
+		h = apply(h, core.HealthCheckLog{Output: strconv.Itoa(i)}, false, 2, 0)
+	}
+	if len(h.Log) != 15 {
+		t.Fatalf("unbounded log kept %d entries, want 15", len(h.Log))
+	}
+	h = apply(h, core.HealthCheckLog{Output: "last"}, false, 2, 2)
+	if len(h.Log) != 2 || h.Log[1].Output != "last" || h.Log[0].Output != "9" {
+		t.Fatalf("log bounded to 2: %+v", h.Log)
 	}
 }
 
 func TestLimitedBuffer(t *testing.T) {
-	var b limitedBuffer
-	for i := 0; i < 100; i++ {
-		if n, err := b.Write([]byte("0123456789")); n != 10 || err != nil {
-			t.Fatal("short write")
+	for _, tc := range []struct{ limit, want int }{{500, 500}, {7, 7}, {0, 1000}} {
+		b := limitedBuffer{limit: tc.limit}
+		for i := 0; i < 100; i++ {
+			if n, err := b.Write([]byte("0123456789")); n != 10 || err != nil {
+				t.Fatal("short write")
+			}
 		}
-	}
-	if len(b.String()) != MaxOutput {
-		t.Fatalf("kept %d bytes", len(b.String()))
+		if len(b.String()) != tc.want {
+			t.Errorf("limit %d: kept %d bytes, want %d", tc.limit, len(b.String()), tc.want)
+		}
 	}
 }

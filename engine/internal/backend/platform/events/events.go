@@ -38,16 +38,21 @@ const (
 // Event is one thing that happened.
 type Event struct {
 	// Seq orders events; assigned when the event is stored.
-	Seq          int64             `json:"-"`
-	Type         string            `json:"type"`
-	Status       string            `json:"status"`
-	ID           string            `json:"id"`
-	Name         string            `json:"name,omitempty"`
-	Image        string            `json:"image,omitempty"`
-	Time         time.Time         `json:"time"`
-	ExitCode     int               `json:"exitCode,omitempty"`
-	HealthStatus string            `json:"healthStatus,omitempty"`
-	Attributes   map[string]string `json:"attributes,omitempty"`
+	Seq          int64     `json:"-"`
+	Type         string    `json:"type"`
+	Status       string    `json:"status"`
+	ID           string    `json:"id"`
+	Name         string    `json:"name,omitempty"`
+	Image        string    `json:"image,omitempty"`
+	Time         time.Time `json:"time"`
+	ExitCode     int       `json:"exitCode,omitempty"`
+	HealthStatus string    `json:"healthStatus,omitempty"`
+	// HealthLog is the newest healthcheck result (its JSON) of a container
+	// whose healthcheck log destination is events_logger; HealthFailingStreak
+	// its failing streak then.
+	HealthLog           string            `json:"healthLog,omitempty"`
+	HealthFailingStreak int               `json:"healthFailingStreak,omitempty"`
+	Attributes          map[string]string `json:"attributes,omitempty"`
 }
 
 // Actor is the object an event is about, in the wire shape.
@@ -69,6 +74,10 @@ type Message struct {
 	Time         int64  `json:"time,omitempty"`
 	TimeNano     int64  `json:"timeNano,omitempty"`
 	HealthStatus string `json:"HealthStatus,omitempty"`
+	// Podman 5's health_status events add the newest result and the
+	// failing streak.
+	HealthLog           string `json:"HealthLog,omitempty"`
+	HealthFailingStreak int    `json:"HealthFailingStreak,omitempty"`
 }
 
 // Message converts e to its wire shape. Podman clients need the image, name,
@@ -93,6 +102,7 @@ func (e Event) Message() Message {
 		Time:         e.Time.Unix(),
 		TimeNano:     e.Time.UnixNano(),
 		HealthStatus: e.HealthStatus,
+		HealthLog:    e.HealthLog, HealthFailingStreak: e.HealthFailingStreak,
 	}
 }
 
@@ -291,17 +301,27 @@ func (b *Bus) ExecEvent(ctx context.Context, c *core.Container, sessionID, statu
 	}
 }
 
-// HealthEvent records a healthcheck result of container c ("healthy",
-// "unhealthy" or "starting") as a health_status event.
-func (b *Bus) HealthEvent(ctx context.Context, c *core.Container, status string) {
+// HealthEvent records container c's health after a healthcheck (its status
+// "healthy", "unhealthy" or "starting") as a health_status event. As in
+// Podman 5, a container whose healthcheck log destination is events_logger
+// has the newest result (its JSON) and the failing streak in the event.
+func (b *Bus) HealthEvent(ctx context.Context, c *core.Container, health core.HealthCheckResults) {
 	e := Event{
 		Type:         TypeContainer,
 		Status:       StatusHealthStatus,
 		ID:           c.ID,
 		Name:         c.Name,
 		Image:        c.Image,
-		HealthStatus: status,
+		HealthStatus: health.Status,
 		Attributes:   map[string]string{},
+	}
+	if c.Spec.HealthLogDestination == core.HealthLogEventsLogger {
+		e.HealthFailingStreak = health.FailingStreak
+		if n := len(health.Log); n > 0 {
+			if data, err := json.Marshal(health.Log[n-1]); err == nil {
+				e.HealthLog = string(data)
+			}
+		}
 	}
 	maps.Copy(e.Attributes, c.Spec.Labels)
 	if err := b.Publish(ctx, e); err != nil {
