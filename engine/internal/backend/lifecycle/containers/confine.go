@@ -71,7 +71,8 @@ func resolveSeccomp(s *core.ContainerSpec, img *core.Image, host oci.Host) (json
 // apparmorProfile chooses the container's AppArmor profile: none where the
 // host does not enforce AppArmor (asking for a profile there is refused,
 // never ignored), else the engine's default, unless the request says
-// unconfined (or is privileged) or names another loaded profile.
+// unconfined (or is privileged: then "unconfined") or names another loaded
+// profile.
 func (m *Manager) apparmorProfile(s *core.ContainerSpec) (string, error) {
 	p := s.ApparmorProfile
 	if !m.apparmor.Enabled {
@@ -82,7 +83,11 @@ func (m *Manager) apparmorProfile(s *core.ContainerSpec) (string, error) {
 	}
 	switch {
 	case p == apparmor.Unconfined || (p == "" && s.Privileged):
-		return "", nil
+		// Named, so that the runtime moves the process to unconfined (as
+		// Docker and Podman write it): with no profile it would keep the
+		// runtime binary's own, which Debian 13's AppArmor 4 has ("runc",
+		// in unconfined mode there, but a profile all the same).
+		return apparmor.Unconfined, nil
 	case p == "":
 		return apparmor.DefaultProfile, nil
 	}
