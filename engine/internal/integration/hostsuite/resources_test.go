@@ -80,6 +80,18 @@ func TestStatsReadTheContainersCgroup(t *testing.T) {
 		ddErr, _ := os.ReadFile(l.rootfsFile(id, "dd.err"))
 		t.Errorf("BlockOutput %d after writing 8 MiB with O_DIRECT (dd: %s)", s.BlockOutput, ddErr)
 	}
+	// Restarted, the container's cgroup is made anew at the same path: the
+	// control files the engine held open for the first run read ENODEV and
+	// are opened again.
+	l.must(http.StatusNoContent, "POST", "/containers/"+id+"/stop?timeout=0", nil)
+	l.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	eventually(t, 30*time.Second, "the restarted container's sleeps counted", func() bool {
+		s = l.stats(id)
+		return s.PIDs == 2
+	})
+	if s.MemLimit != 96<<20 {
+		t.Errorf("after a restart: MemLimit %d, want %d", s.MemLimit, 96<<20)
+	}
 }
 
 // diskDir is a new directory on a block device's filesystem (/var/tmp, not

@@ -368,6 +368,10 @@ func ReadKeyValues(path string) (map[string]uint64, error) {
 	return parseKeyValues(string(data)), nil
 }
 
+// ParseKeyValues parses the "key value" lines of a flat-keyed control file
+// read by other means (the stats reader's open descriptors).
+func ParseKeyValues(data string) map[string]uint64 { return parseKeyValues(data) }
+
 // parseKeyValues parses the "key value" lines of a flat-keyed control file.
 func parseKeyValues(data string) map[string]uint64 {
 	out := map[string]uint64{}

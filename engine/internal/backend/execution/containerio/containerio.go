@@ -31,16 +31,25 @@ type Service struct {
 	containers core.Containers
 	cgroupRoot string
 
+	// statsReader keeps the control files of the cgroups it samples open
+	// (see stats.Handles).
+	statsReader stats.Reader
+
 	statsMu sync.Mutex
 	// lastStats keeps each container's previous sample so CPU percentages
 	// cover the time between two requests.
 	lastStats map[string]stats.ContainerStats
+	// sampled is the cgroup of each container whose files statsReader
+	// holds open: they are closed when it stops or goes.
+	sampled map[string]string
 }
 
 // New returns a Service over containers; cgroupRoot is the cgroup v1 mount
 // ("" for /sys/fs/cgroup).
 func New(containers core.Containers, cgroupRoot string) *Service {
-	return &Service{containers: containers, cgroupRoot: cgroupRoot, lastStats: map[string]stats.ContainerStats{}}
+	return &Service{containers: containers, cgroupRoot: cgroupRoot,
+		statsReader: stats.Reader{Root: cgroupRoot, Handles: stats.NewHandles()},
+		lastStats:   map[string]stats.ContainerStats{}, sampled: map[string]string{}}
 }
 
 // running reports whether a container's process is alive.
@@ -336,7 +345,7 @@ func (s *Service) Stats(ctx context.Context, nameOrIDs []string) ([]stats.Contai
 	// runs on every CPU instead of one after another.
 	samples := make([]stats.Sample, len(targets))
 	errs := make([]error, len(targets))
-	reader := stats.Reader{Root: s.cgroupRoot}
+	reader := s.statsReader
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for w := 0; w < min(statsWorkers(), len(targets)); w++ {
@@ -364,6 +373,7 @@ func (s *Service) Stats(ctx context.Context, nameOrIDs []string) ([]stats.Contai
 	out := make([]stats.ContainerStats, 0, len(targets))
 	s.statsMu.Lock()
 	defer s.statsMu.Unlock()
+	s.noteSampled(targets, len(nameOrIDs) == 0)
 	for i, c := range targets {
 		if !running(c.State) || errors.Is(errs[i], stats.ErrNoCgroup) {
 			out = append(out, stats.ContainerStats{ContainerID: c.ID, Name: c.Name})
@@ -384,6 +394,32 @@ func (s *Service) Stats(ctx context.Context, nameOrIDs []string) ([]stats.Contai
 	return out, nil
 }
 
+// noteSampled records the cgroups whose files the reader now holds open;
+// after a sample of every running container (all), the files of any other
+// cgroup are closed. The caller holds statsMu.
+func (s *Service) noteSampled(targets []*core.Container, all bool) {
+	seen := make(map[string]bool, len(targets))
+	for _, c := range targets {
+		if !running(c.State) || c.CgroupPath == "" {
+			continue
+		}
+		seen[c.ID] = true
+		if old, ok := s.sampled[c.ID]; ok && old != c.CgroupPath {
+			s.statsReader.Forget(old)
+		}
+		s.sampled[c.ID] = c.CgroupPath
+	}
+	if !all {
+		return
+	}
+	for id, path := range s.sampled {
+		if !seen[id] {
+			s.statsReader.Forget(path)
+			delete(s.sampled, id)
+		}
+	}
+}
+
 // statsWorkers is how many containers Stats samples at once.
 func statsWorkers() int {
 	return max(2, goruntime.NumCPU())
@@ -399,7 +435,10 @@ func (s *Service) DockerStats(ctx context.Context, nameOrID string, prev *stats.
 	if !running(c.State) {
 		return nil, fmt.Errorf("container %s is %s, it has no stats: %w", c.ID, c.State, core.ErrStateConflict)
 	}
-	sample, err := stats.Reader{Root: s.cgroupRoot}.Read(c.CgroupPath, c.PID)
+	sample, err := s.statsReader.Read(c.CgroupPath, c.PID)
+	s.statsMu.Lock()
+	s.noteSampled([]*core.Container{c}, false)
+	s.statsMu.Unlock()
 	if errors.Is(err, stats.ErrNoCgroup) {
 		return nil, fmt.Errorf("container %s has no cgroup: %w", c.ID, core.ErrStateConflict)
 	}
@@ -506,13 +545,22 @@ func (b *limitedBuffer) String() string {
 	return b.buf.String()
 }
 
-// Hook forgets what the service keeps about a container once it is removed;
-// register it with containers.Subscribe.
+// Hook forgets what the service keeps about a container: the control files
+// held open once it stops, its last sample once it is removed; register it
+// with containers.Subscribe.
 func (s *Service) Hook(_ context.Context, ev core.ContainerEvent) {
-	if ev.Type != core.EventRemove {
+	switch ev.Type {
+	case core.EventDied, core.EventStop, core.EventRemove:
+	default:
 		return
 	}
 	s.statsMu.Lock()
-	delete(s.lastStats, ev.ID)
-	s.statsMu.Unlock()
+	defer s.statsMu.Unlock()
+	if path, ok := s.sampled[ev.ID]; ok {
+		s.statsReader.Forget(path)
+		delete(s.sampled, ev.ID)
+	}
+	if ev.Type == core.EventRemove {
+		delete(s.lastStats, ev.ID)
+	}
 }

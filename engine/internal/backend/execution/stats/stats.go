@@ -50,8 +50,10 @@ type Sample struct {
 }
 
 // Reader reads cgroup counters below Root ("" for the host's hierarchy).
+// With Handles, the v2 control files stay open between samples.
 type Reader struct {
-	Root string
+	Root    string
+	Handles *Handles
 }
 
 // Read samples the cgroup at path (relative to the hierarchy's root, or
@@ -62,7 +64,12 @@ func (r Reader) Read(cgroupPath string, pid int) (Sample, error) {
 	var s Sample
 	var err error
 	if h.Unified() {
-		s, err = readUnified(filepath.Join(h.Root(), cgroupPath))
+		dir := filepath.Join(h.Root(), cgroupPath)
+		read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }
+		if r.Handles != nil {
+			read = func(name string) ([]byte, error) { return r.Handles.read(dir, name) }
+		}
+		s, err = readUnified(dir, read)
 	} else {
 		s, err = readV1(h.Root(), cgroupPath)
 	}
@@ -75,13 +82,27 @@ func (r Reader) Read(cgroupPath string, pid int) (Sample, error) {
 	return s, nil
 }
 
-// readUnified reads the v2 control files of the cgroup at dir: cpu.stat
-// (microseconds), memory.current less inactive page cache against
-// memory.max, memory.peak, pids.current and io.stat. v2 keeps no per-CPU
-// usage.
-func readUnified(dir string) (Sample, error) {
+// readUnified reads the v2 control files of the cgroup at dir through read
+// (a file's name to its contents): cpu.stat (microseconds), memory.current
+// less inactive page cache against memory.max, memory.peak, pids.current
+// and io.stat. v2 keeps no per-CPU usage.
+func readUnified(dir string, read func(name string) ([]byte, error)) (Sample, error) {
 	s := Sample{Time: time.Now()}
-	cpu, err := cgroups.ReadKeyValues(filepath.Join(dir, "cpu.stat"))
+	keyValues := func(name string) (map[string]uint64, error) {
+		data, err := read(name)
+		if err != nil {
+			return nil, err
+		}
+		return cgroups.ParseKeyValues(string(data)), nil
+	}
+	number := func(name string) (uint64, error) {
+		data, err := read(name)
+		if err != nil {
+			return 0, err
+		}
+		return parseUint(name, data)
+	}
+	cpu, err := keyValues("cpu.stat")
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return Sample{}, fmt.Errorf("%w: %s", ErrNoCgroup, dir)
@@ -90,28 +111,30 @@ func readUnified(dir string) (Sample, error) {
 	}
 	s.CPUNano = cpu["usage_usec"] * 1000
 	s.CPUSystemNano = cpu["system_usec"] * 1000
-	usage, err := readUint(filepath.Join(dir, "memory.current"))
+	usage, err := number("memory.current")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Sample{}, err
 	}
-	if kv, err := cgroups.ReadKeyValues(filepath.Join(dir, "memory.stat")); err == nil {
+	if kv, err := keyValues("memory.stat"); err == nil {
 		if inactive := kv["inactive_file"]; inactive < usage {
 			usage -= inactive
 		}
 	}
 	s.MemUsage = usage
-	if peak, err := readUint(filepath.Join(dir, "memory.peak")); err == nil {
+	if peak, err := number("memory.peak"); err == nil {
 		s.MemMaxUsage = peak
 	}
 	s.MemLimit = physicalMemory()
-	// memory.max reads "max" when unlimited, which readUint refuses.
-	if limit, err := readUint(filepath.Join(dir, "memory.max")); err == nil && limit > 0 && limit < s.MemLimit {
+	// memory.max reads "max" when unlimited, which parseUint refuses.
+	if limit, err := number("memory.max"); err == nil && limit > 0 && limit < s.MemLimit {
 		s.MemLimit = limit
 	}
-	if pids, err := readUint(filepath.Join(dir, "pids.current")); err == nil {
+	if pids, err := number("pids.current"); err == nil {
 		s.PIDs = pids
 	}
-	s.Blkio = readIOStat(filepath.Join(dir, "io.stat"))
+	if data, err := read("io.stat"); err == nil {
+		s.Blkio = parseIOStat(data)
+	}
 	for _, e := range s.Blkio {
 		switch e.Op {
 		case "Read":
@@ -123,12 +146,12 @@ func readUnified(dir string) (Sample, error) {
 	return s, nil
 }
 
-// readIOStat reads v2's io.stat ("MAJ:MIN rbytes=N wbytes=N rios=N ...")
+// parseIOStat reads v2's io.stat ("MAJ:MIN rbytes=N wbytes=N rios=N ...")
 // into v1-shaped entries (Read and Write bytes per device), which is what
 // Docker's blkio_stats carries on v2 too.
-func readIOStat(path string) []BlkioEntry {
+func parseIOStat(data []byte) []BlkioEntry {
 	var out []BlkioEntry
-	deviceLines(path, func(major, minor uint64, rest []string) {
+	parseDeviceLines(data, func(major, minor uint64, rest []string) {
 		for _, kv := range rest {
 			k, v, _ := strings.Cut(kv, "=")
 			n, err := strconv.ParseUint(v, 10, 64)
@@ -154,6 +177,11 @@ func deviceLines(path string, each func(major, minor uint64, rest []string)) {
 	if err != nil {
 		return
 	}
+	parseDeviceLines(data, each)
+}
+
+// parseDeviceLines is deviceLines over a file's contents.
+func parseDeviceLines(data []byte, each func(major, minor uint64, rest []string)) {
 	for _, line := range strings.Split(string(data), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) < 2 {
@@ -235,9 +263,15 @@ func readUint(path string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return parseUint(path, data)
+}
+
+// parseUint parses a control file holding one number (name names it in
+// the error).
+func parseUint(name string, data []byte) (uint64, error) {
 	v, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("parse %s: %w", path, err)
+		return 0, fmt.Errorf("parse %s: %w", name, err)
 	}
 	return v, nil
 }

@@ -1,0 +1,139 @@
+package stats
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
+)
+
+// maxHeldCgroups bounds how many cgroups' files Handles keeps open (seven
+// descriptors each); past it a cgroup's files are opened for each read.
+const maxHeldCgroups = 1024
+
+// Handles keeps the v2 control files of the cgroups sampled open between
+// samples and reads them again from offset 0, which regenerates them: a
+// sample then costs one pread per file instead of open, fstat, reads and
+// close (a path walk in cgroupfs each time). In the host lab's emulated VM
+// the opens were a large part of a stats request over 50 containers.
+// A cgroup removed and made again (a container restarted) leaves the old
+// descriptors reading ENODEV; they are then opened anew. Forget closes a
+// cgroup's files (its container stopped or went away).
+type Handles struct {
+	mu   sync.Mutex
+	sets map[string]*handleSet // cgroup directory -> its open files
+}
+
+type handleSet struct {
+	mu    sync.Mutex
+	files map[string]*os.File
+	// forgotten: Forget closed the set while a read held it; that read
+	// opens the file for itself.
+	forgotten bool
+}
+
+// NewHandles returns an empty Handles.
+func NewHandles() *Handles {
+	return &Handles{sets: map[string]*handleSet{}}
+}
+
+// read returns the contents of the control file name of the cgroup at dir.
+func (h *Handles) read(dir, name string) ([]byte, error) {
+	set := h.set(dir)
+	if set == nil {
+		return os.ReadFile(filepath.Join(dir, name))
+	}
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	if set.forgotten {
+		return os.ReadFile(filepath.Join(dir, name))
+	}
+	if f := set.files[name]; f != nil {
+		data, err := preadAll(f)
+		if err == nil {
+			return data, nil
+		}
+		// ENODEV: the cgroup was removed (and maybe made again).
+		f.Close()
+		delete(set.files, name)
+	}
+	f, err := os.Open(filepath.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	data, err := preadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	set.files[name] = f
+	return data, nil
+}
+
+func (h *Handles) set(dir string) *handleSet {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	set := h.sets[dir]
+	if set == nil {
+		if len(h.sets) >= maxHeldCgroups {
+			return nil
+		}
+		set = &handleSet{files: map[string]*os.File{}}
+		h.sets[dir] = set
+	}
+	return set
+}
+
+// Forget closes the files held for the cgroup at dir.
+func (h *Handles) Forget(dir string) {
+	h.mu.Lock()
+	set := h.sets[dir]
+	delete(h.sets, dir)
+	h.mu.Unlock()
+	if set == nil {
+		return
+	}
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	set.forgotten = true
+	for name, f := range set.files {
+		f.Close()
+		delete(set.files, name)
+	}
+}
+
+// Forget closes the files r's Handles hold for the cgroup at cgroupPath.
+func (r Reader) Forget(cgroupPath string) {
+	if r.Handles != nil {
+		r.Handles.Forget(filepath.Join(cgroups.At(r.Root).Root(), cgroupPath))
+	}
+}
+
+// Held reports how many cgroups have files held open.
+func (h *Handles) Held() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sets)
+}
+
+// preadAll reads f from offset 0 to its end.
+func preadAll(f *os.File) ([]byte, error) {
+	buf := make([]byte, 4096)
+	n := 0
+	for {
+		m, err := f.ReadAt(buf[n:], int64(n))
+		n += m
+		if errors.Is(err, io.EOF) {
+			return buf[:n], nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == len(buf) {
+			buf = append(buf, make([]byte, len(buf))...)
+		}
+	}
+}
