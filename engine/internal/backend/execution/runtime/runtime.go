@@ -284,22 +284,38 @@ func (r *Runtime) Create(ctx context.Context, o CreateOptions) (Created, error) 
 	if werr != nil {
 		return out, fmt.Errorf("conmon start pipe: %w", werr)
 	}
-
-	msg, err := readSync(ctx, syncR)
-	if err != nil {
-		return out, fmt.Errorf("conmon sync pipe: %w (%s)", err, strings.TrimSpace(stderr.String()))
-	}
-	if msg.Data <= 0 {
-		return out, &CreateError{Message: cleanRuntimeMessage(msg.Message)}
-	}
-	out.PID = msg.Data
+	// conmon's first process wrote the pid of the conmon that stays (its
+	// child) before it exited.
 	out.ConmonPID, _ = readPidFile(filepath.Join(o.Bundle, "conmon.pid"))
+	var moved chan error
 	if o.ConmonScope != "" && out.ConmonPID > 0 {
 		// As Podman: conmon leaves the engine's cgroup for a scope of its
 		// own, so that stopping the engine's service does not kill the
 		// containers' monitors. The container runs all the same if this
-		// fails; conmon then stays where it is.
-		if err := cgroups.MoveToScope(ctx, o.ConmonScope, o.ConmonSlice, out.ConmonPID); err != nil {
+		// fails; conmon then stays where it is. The D-Bus round trip and
+		// systemd's job run while the runtime creates the container.
+		moved = make(chan error, 1)
+		go func() { moved <- cgroups.MoveToScope(ctx, o.ConmonScope, o.ConmonSlice, out.ConmonPID) }()
+	}
+	awaitMove := func() error {
+		if moved == nil {
+			return nil
+		}
+		return <-moved
+	}
+
+	msg, err := readSync(ctx, syncR)
+	if err != nil {
+		awaitMove()
+		return out, fmt.Errorf("conmon sync pipe: %w (%s)", err, strings.TrimSpace(stderr.String()))
+	}
+	if msg.Data <= 0 {
+		awaitMove()
+		return out, &CreateError{Message: cleanRuntimeMessage(msg.Message)}
+	}
+	out.PID = msg.Data
+	if moved != nil {
+		if err := awaitMove(); err != nil {
 			r.logger.Warn("moving conmon into a scope of its own", "container", o.ID, "scope", o.ConmonScope, "err", err)
 		} else {
 			out.ConmonUnit = o.ConmonScope
