@@ -33,14 +33,16 @@ esac
 # Bump IMAGE_VERSION when the guest setup below changes: it is part of the cache key.
 IMAGE_VERSION=1
 # BERTH_HOSTLAB_SUITE picks the Debian release: bookworm (Debian 12, the default and CI's), or
-# trixie (Debian 13: kernel 6.12, systemd 257, crun beside runc, Podman 5.4 as the in-VM podman).
+# trixie (Debian 13: kernel 6.12, systemd 257, crun beside runc, Podman 5.4 as the in-VM podman;
+# nftables, which its netavark 1.14 recommends and uses as its firewall: apt installs recommends,
+# debootstrap does not).
 SUITE=${BERTH_HOSTLAB_SUITE:-bookworm}
 PKGS=(systemd systemd-sysv dbus udev kmod iproute2 procps util-linux e2fsprogs
   runc conmon netavark aardvark-dns catatonit iptables busybox-static criu podman
   uidmap containernetworking-plugins apparmor)
 case "$SUITE" in
 bookworm) ;;
-trixie) PKGS+=(crun) ;;
+trixie) PKGS+=(crun nftables) ;;
 *) die "BERTH_HOSTLAB_SUITE=$SUITE: bookworm or trixie" ;;
 esac
 cache=${BERTH_CACHE:-$HOME/.cache/berth}
