@@ -4,7 +4,9 @@ SHELL := /bin/bash
 
 GO        ?= go
 BUILDTAGS := containers_image_openpgp,exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper
-export GOFLAGS := -buildvcs=false -tags=$(BUILDTAGS)
+# -trimpath: compiled packages do not depend on where the checkout lies, so a fresh clone (CI's)
+# reuses the build cache of earlier ones instead of compiling every package of the repository again.
+export GOFLAGS := -buildvcs=false -trimpath -tags=$(BUILDTAGS)
 MODULES   := shared uploads engine contracts e2e
 BIN       := $(CURDIR)/bin
 STATE     := $(CURDIR)/.berth

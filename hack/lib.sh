@@ -6,8 +6,9 @@
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MODULES=(shared uploads engine contracts e2e)
 
-# The build tags containers/image and containers/storage need; the Makefile exports the same.
-: "${GOFLAGS:=-buildvcs=false -tags=containers_image_openpgp,exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper}"
+# The build tags containers/image and containers/storage need, and -trimpath (the build cache is
+# shared by every checkout, wherever it lies); the Makefile exports the same.
+: "${GOFLAGS:=-buildvcs=false -trimpath -tags=containers_image_openpgp,exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper}"
 export GOFLAGS
 GO=${GO:-go}
 if ! command -v "$GO" >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then

@@ -203,11 +203,54 @@ gotest() {
   args=(test -count=1 -timeout "${TIMEOUT[$m]}")
   [ "${BERTH_TEST_VERBOSE:-}" = 1 ] && args+=(-v)
   [ -n "${BERTH_TEST_RUN:-}" ] && args+=(-run "$BERTH_TEST_RUN")
-  args+=(./...)
+  if [ "$m" = engine ]; then
+    local pkgs
+    pkgs=$(engine_packages) || { summary "[FAIL] go list of the engine's packages"; : >"$FAILMARK"; return 1; }
+    # shellcheck disable=SC2206 # one import path a line, no spaces
+    args+=($pkgs)
+  else
+    args+=(./...)
+  fi
   step "go test $m" run_logged "$LOGDIR/go-test-$m.log" env CGO_ENABLED="$(module_cgo "$m")" bash -c 'cd "$1" && shift && exec "$@"' _ "$m" "$GO" "${args[@]}"
   local rc=$?
   grep -E '^(ok|FAIL|--- FAIL)' "$LOGDIR/go-test-$m.log" >>"$RESULTS"
   return $rc
+}
+
+# ENGINE_SLOW: the engine's packages whose tests take longest (15 to 90 s each on 2 cores, from the
+# CI logs), longest first. go test runs the packages in the order given, -p at a time: started
+# first, the long ones overlap the many short ones instead of one of them running alone at the end.
+# A package not in the list runs after them; a name here that no longer exists is skipped.
+ENGINE_SLOW=(
+  internal/backend/lifecycle/containers
+  internal/integration/commandtable
+  internal/integration/networksapi
+  internal/integration/dockercli
+  internal/backend/images/imagestore/transfertest
+  internal/integration/securityapi
+  internal/integration/imagesapi
+  internal/integration/kubeapi
+  internal/integration/podsapi
+  internal/backend/execution/containerio
+  internal/integration/quadletsapi
+  internal/integration/buildapi
+  internal/integration/hostsuite
+  internal/integration/kubegenapi
+  internal/integration/compatapi
+  internal/integration/devicesapi
+)
+
+# engine_packages prints the engine module's packages (import paths), ENGINE_SLOW's first.
+engine_packages() {
+  local all p prefix
+  all=$(cd engine && "$GO" list ./...) || return 1
+  prefix=$(awk '$1 == "module" {print $2; exit}' engine/go.mod)/
+  for p in "${ENGINE_SLOW[@]}"; do
+    grep -qxF "$prefix$p" <<<"$all" && echo "$prefix$p"
+  done
+  for p in $all; do
+    printf '%s\n' "${ENGINE_SLOW[@]/#/$prefix}" | grep -qxF "$p" || echo "$p"
+  done
 }
 
 # run_logged LOG CMD...: runs CMD with its output on the terminal and in LOG; CMD's exit code.
@@ -246,15 +289,14 @@ wait_compose() { wait_tool_build docker-compose docker-compose.sh BERTH_DOCKER_C
 start_docker_cli_build() { start_tool_build docker-cli docker-cli.sh; }
 wait_docker_cli() { wait_tool_build docker-cli docker-cli.sh BERTH_DOCKER_CLI_CURRENT; }
 
-# gotest_docker_cli_current runs the docker CLI tests a second time with the current docker CLI
-# (hack/docker-cli.sh, v29) as `docker`; the engine module's pass ran them with the machine's.
-gotest_docker_cli_current() {
-  step "go test dockercli (docker CLI v29)" run_logged "$LOGDIR/go-test-dockercli-current.log" \
-    env BERTH_DOCKER_CLI="$BERTH_DOCKER_CLI_CURRENT" bash -c 'cd engine && exec "$@"' _ \
-    "$GO" test -count=1 -timeout 10m ./internal/integration/dockercli
-  local rc=$?
-  grep -E '^(ok|FAIL|--- FAIL)' "$LOGDIR/go-test-dockercli-current.log" >>"$RESULTS"
-  return $rc
+# use_docker_cli_current makes the engine's docker CLI tests (internal/integration/dockercli) run the
+# current docker CLI (hack/docker-cli.sh, v29) as `docker`, in the engine module's one pass: the
+# package runs once, with the client users have now (BERTH_DOCKER_CLI; its terminal test and the
+# README's docker table in commandtable keep the machine's own client).
+use_docker_cli_current() {
+  wait_docker_cli || return 1
+  export BERTH_DOCKER_CLI="$BERTH_DOCKER_CLI_CURRENT"
+  log "docker CLI tests: $BERTH_DOCKER_CLI"
 }
 
 # warm_engine_binary builds berth-engine as the engine tests build it (nothing is kept): the tests
@@ -281,9 +323,9 @@ run_unit() {
   step "CRIU" find_criu
   step "build kube-apiserver" wait_kube_apiserver
   step "build docker compose" wait_compose
+  step "build docker CLI v29" use_docker_cli_current
   step "build berth-engine" warm_engine_binary
   gotest engine
-  step "build docker CLI v29" wait_docker_cli && gotest_docker_cli_current
 }
 
 run_contracts() {
@@ -358,8 +400,8 @@ wait_lanes() {
 
 # run_all: the checks (go vet compiles every package once for the tests after it), then three
 # lanes at once: the engine's tests (CPU), the shared, uploads and contract tests (mostly
-# PostgreSQL and I/O), and the e2e images (apt and docker build); then the e2e tests and the
-# host lab's VM, each alone.
+# PostgreSQL and I/O), and the e2e images (apt and docker build); then the host lab's VM (qemu,
+# CPU-bound) with the e2e tests (containers in dockerd, a minute) beside it.
 run_all() {
   run_checks
   step "start PostgreSQL" start_postgres || true
@@ -369,17 +411,22 @@ run_all() {
   step "CRIU" find_criu
   step "build kube-apiserver" wait_kube_apiserver
   step "build docker compose" wait_compose
+  step "build docker CLI v29" use_docker_cli_current
   step "build berth-engine" warm_engine_binary
   gotest engine
-  step "build docker CLI v29" wait_docker_cli && gotest_docker_cli_current
   wait_lanes
+  lane e2e gotest_e2e
+  run_hosts
+  wait_lanes
+}
+# gotest_e2e runs the e2e module once its images are built (lane e2e-images).
+gotest_e2e() {
   if [ -e "$LOGDIR/e2e-images.ok" ]; then
     gotest e2e
   else
     summary "[FAIL] $(printf '%-28s' "go test e2e") not run: the e2e images failed"
     : >"$FAILMARK"
   fi
-  run_hosts
 }
 gotest_shared() { gotest shared; }
 gotest_uploads() { gotest uploads; }
