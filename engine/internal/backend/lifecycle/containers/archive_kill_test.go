@@ -23,10 +23,6 @@ import (
 // container (an interrupted commit leaves none), and removing the
 // containers leaves nothing behind.
 func TestKill9DuringCopyAndCommit(t *testing.T) {
-	requireRuntime(t)
-	if testing.Short() {
-		t.Skip("builds and runs the engine binary")
-	}
 	p, te := startEngineProcess(t)
 	te.loadBusybox()
 	stopped := te.create(map[string]any{"name": "cp-target", "command": []string{"true"}})

@@ -15,10 +15,6 @@ import (
 // engine runs gets its died event (with the exit code) when the engine starts
 // again and reconciles it.
 func TestDiedEventForExitWhileEngineDown(t *testing.T) {
-	requireRuntime(t)
-	if testing.Short() {
-		t.Skip("builds and runs the engine binary")
-	}
 	p, te := startEngineProcess(t)
 	te.loadBusybox()
 	id := te.create(map[string]any{"name": "quitter", "command": []string{"sh", "-c", "sleep 1; exit 4"}})

@@ -18,11 +18,16 @@ import (
 )
 
 // startEngineProcess starts berth-engine as a process of its own on state
-// in a temporary directory, with a client for it (enginetest.StartProcess:
+// in a temporary directory, with a client for it (skipped without runc and
+// conmon, and in -short runs: it builds the binary; enginetest.StartProcess:
 // an engine still running at the end has its objects removed, is stopped
 // and has the host checked, and nothing stays mounted under the directory).
 func startEngineProcess(t *testing.T) (*enginetest.Process, *testEngine) {
 	t.Helper()
+	requireRuntime(t)
+	if testing.Short() {
+		t.Skip("builds and runs the engine binary")
+	}
 	p := enginetest.StartProcess(t, enginetest.Options{What: "engine restart tests"})
 	return p, &testEngine{p.Engine}
 }
@@ -32,10 +37,6 @@ func startEngineProcess(t *testing.T) (*enginetest.Process, *testEngine) {
 // and exit code, that running ones kept running and logging under conmon,
 // and that removing them leaves nothing behind.
 func TestRestartSafety(t *testing.T) {
-	requireRuntime(t)
-	if testing.Short() {
-		t.Skip("builds and runs the engine binary")
-	}
 	p, te := startEngineProcess(t)
 	te.loadBusybox()
 
@@ -99,10 +100,6 @@ func TestRestartSafety(t *testing.T) {
 // that the record, still "configured", does not know. The next engine
 // deletes it: nothing of it is left, and the container starts normally.
 func TestRestartDeletesWhatACutCreateLeft(t *testing.T) {
-	requireRuntime(t)
-	if testing.Short() {
-		t.Skip("builds and runs the engine binary")
-	}
 	p, te := startEngineProcess(t)
 	te.loadBusybox()
 	id := te.create(map[string]any{"name": "cut", "command": []string{"sh", "-c", "echo ran"}})
@@ -186,10 +183,6 @@ func plantCutCreate(t *testing.T, runRoot, id string) runtime.Created {
 // created, its policy abandoned), and the restart count goes on from where
 // it was.
 func TestRestartPolicyAfterACutRestart(t *testing.T) {
-	requireRuntime(t)
-	if testing.Short() {
-		t.Skip("builds and runs the engine binary")
-	}
 	p, te := startEngineProcess(t)
 	te.loadBusybox()
 	// Two restarts, then on-failure gives up: exited, restart count 2.

@@ -26,10 +26,6 @@ func overlaysOn(t *testing.T, lower string) int {
 // the restart the exited one's overlay is gone and the running one keeps
 // its own; removing it leaves no overlay, and PATH never saw a change.
 func TestRootfsOverlayRestartSafety(t *testing.T) {
-	requireRuntime(t)
-	if testing.Short() {
-		t.Skip("builds and runs the engine binary")
-	}
 	p, te := startEngineProcess(t)
 	rootfs := filepath.Join(t.TempDir(), "rootfs")
 	os.MkdirAll(filepath.Join(rootfs, "bin"), 0o755)

@@ -210,10 +210,6 @@ func TestPodmanRemoteSecrets(t *testing.T) {
 // exactly the data that was sent for it, that no data file is left without
 // a secret, and that a container using a secret still gets it.
 func TestSecretsSurviveKill(t *testing.T) {
-	requireRuntime(t)
-	if testing.Short() {
-		t.Skip("builds and runs the engine binary")
-	}
 	p, te := startEngineProcess(t)
 	te.Client = &http.Client{Timeout: 10 * time.Second}
 	te.loadBusybox()
