@@ -49,13 +49,18 @@ func (s *Store) List(ctx context.Context) ([]core.Artifact, error) {
 	return out, nil
 }
 
-// Inspect implements core.Artifacts.
-func (s *Store) Inspect(ctx context.Context, nameOrDigest string) (*core.Artifact, error) {
+// lookup finds one artifact, by name or digest, in a snapshot of the store.
+func (s *Store) lookup(nameOrDigest string) (*entry, error) {
 	entries, err := s.snapshot()
 	if err != nil {
 		return nil, err
 	}
-	e, err := find(entries, nameOrDigest)
+	return find(entries, nameOrDigest)
+}
+
+// Inspect implements core.Artifacts.
+func (s *Store) Inspect(ctx context.Context, nameOrDigest string) (*core.Artifact, error) {
+	e, err := s.lookup(nameOrDigest)
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +138,7 @@ func (s *Store) Extract(ctx context.Context, nameOrDigest string, opts core.Arti
 	if opts.Title != "" && opts.Digest != "" {
 		return nil, core.InvalidArgument("digest", errors.New("title and digest cannot be combined"))
 	}
-	entries, err := s.snapshot()
-	if err != nil {
-		return nil, err
-	}
-	e, err := find(entries, nameOrDigest)
+	e, err := s.lookup(nameOrDigest)
 	if err != nil {
 		return nil, err
 	}
