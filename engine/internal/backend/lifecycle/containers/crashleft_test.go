@@ -52,6 +52,20 @@ func (s *crashSite) serve() (te *testEngine, stop func()) {
 	return &testEngine{e}, stop
 }
 
+// overlayHome starts and stops an engine on the site once, so that its
+// store exists, and returns the overlay driver's home; the test is skipped
+// where the store does not use overlay.
+func (s *crashSite) overlayHome() string {
+	s.t.Helper()
+	_, stop := s.serve()
+	stop()
+	overlay := filepath.Join(s.cfg.Root, "storage", "overlay")
+	if _, err := os.Stat(overlay); err != nil {
+		s.t.Skip("the store does not use overlay here")
+	}
+	return overlay
+}
+
 // mountsUnderRoot lists what is mounted under the engine's root.
 func (s *crashSite) mountsUnderRoot() []string {
 	s.t.Helper()
@@ -84,19 +98,14 @@ func mountTmpfs(t *testing.T, dir string) {
 // leaves nothing mounted under its root.
 func TestStartRemovesMountedStaleTempDir(t *testing.T) {
 	site := newCrashSite(t)
-	_, stop := site.serve()
-	stop()
-	overlay := filepath.Join(site.cfg.Root, "storage", "overlay")
-	if _, err := os.Stat(overlay); err != nil {
-		t.Skip("the store does not use overlay here")
-	}
+	overlay := site.overlayHome()
 	tempDir := filepath.Join(overlay, "tempdirs", "temp-dir-4242")
 	mountTmpfs(t, filepath.Join(tempDir, "0-c0ffee", "merged"))
 	if err := os.WriteFile(filepath.Join(overlay, "tempdirs", "lock-4242"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 
-	_, stop = site.serve()
+	_, stop := site.serve()
 	if _, err := os.Stat(tempDir); !os.IsNotExist(err) {
 		t.Errorf("the stale temp dir after the start: %v", err)
 	}
@@ -164,12 +173,7 @@ func TestRemoveUnmountsRootfsTheStoreDidNotCount(t *testing.T) {
 // home used to stay bind-mounted over itself).
 func TestFailedStartLeavesNothingMounted(t *testing.T) {
 	site := newCrashSite(t)
-	_, stop := site.serve()
-	stop()
-	overlay := filepath.Join(site.cfg.Root, "storage", "overlay")
-	if _, err := os.Stat(overlay); err != nil {
-		t.Skip("the store does not use overlay here")
-	}
+	overlay := site.overlayHome()
 	stuck := filepath.Join(overlay, "tempdirs", "temp-dir-77", "0-stuck")
 	if err := os.MkdirAll(stuck, 0o700); err != nil {
 		t.Fatal(err)
