@@ -17,16 +17,7 @@ LOG_TAG=docker-cli
 
 version=${BERTH_DOCKER_CLI_VERSION:-v29.9.3}
 module=github.com/docker/cli
-cache=${BERTH_CACHE:-$HOME/.cache/berth}
-bin=$cache/docker-cli-$version
-mkdir -p "$cache"
-
-exec 9>"$cache/docker-cli.lock"
-flock 9
-if [ -x "$bin" ]; then
-  echo "$bin"
-  exit 0
-fi
+cached_build docker-cli "$version"
 
 tmp=$(mktemp -d /tmp/berth-docker-cli.XXXXXX)
 trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT

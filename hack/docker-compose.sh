@@ -17,16 +17,7 @@ LOG_TAG=docker-compose
 
 version=${BERTH_COMPOSE_VERSION:-v2.40.3}
 module=github.com/docker/compose/v2
-cache=${BERTH_CACHE:-$HOME/.cache/berth}
-bin=$cache/docker-compose-$version
-mkdir -p "$cache"
-
-exec 9>"$cache/docker-compose.lock"
-flock 9
-if [ -x "$bin" ]; then
-  echo "$bin"
-  exit 0
-fi
+cached_build docker-compose "$version"
 
 tmp=$(mktemp -d /tmp/berth-docker-compose.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

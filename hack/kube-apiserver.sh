@@ -13,16 +13,7 @@ LOG_TAG=kube-apiserver
 . "$(dirname "$0")/lib.sh"
 
 version=${BERTH_KUBE_VERSION:-v1.31.4}
-cache=${BERTH_CACHE:-$HOME/.cache/berth}
-bin=$cache/kube-apiserver-$version
-mkdir -p "$cache"
-
-exec 9>"$cache/kube-apiserver.lock"
-flock 9
-if [ -x "$bin" ]; then
-  echo "$bin"
-  exit 0
-fi
+cached_build kube-apiserver "$version"
 
 tmp=$(mktemp -d /tmp/berth-kube-apiserver.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

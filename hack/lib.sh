@@ -21,6 +21,22 @@ if [ -z "$DOCKER" ]; then
   if [ -x /usr/bin/docker ]; then DOCKER=/usr/bin/docker; else DOCKER=docker; fi
 fi
 
+# cached_build NAME VERSION sets cache (${BERTH_CACHE:-$HOME/.cache/berth}) and bin (the cached
+# build NAME-VERSION in it) and takes NAME's build lock (fd 9, held until the script ends, so that
+# concurrent callers wait for one build); when bin is already built it prints bin and ends the
+# script.
+cached_build() {
+  cache=${BERTH_CACHE:-$HOME/.cache/berth}
+  bin=$cache/$1-$2
+  mkdir -p "$cache"
+  exec 9>"$cache/$1.lock"
+  flock 9
+  if [ -x "$bin" ]; then
+    echo "$bin"
+    exit 0
+  fi
+}
+
 log() { printf '%s [%s] %s\n' "$(date -u +%H:%M:%S)" "${LOG_TAG:-hack}" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
