@@ -57,35 +57,19 @@ main() {
     if [ -n "$PODMAN_PID" ]; then
       # Containers a benchmark left behind go first, while the service still answers.
       timeout 60 podman --remote --url "$BERTH_BENCH_PODMAN_URL" rm -af -t 0 >/dev/null 2>&1 || true
-      kill -TERM "$PODMAN_PID" 2>/dev/null || true
-      for _ in $(seq 1 100); do
-        kill -0 "$PODMAN_PID" 2>/dev/null || break
-        sleep 0.1
-      done
-      kill -KILL "$PODMAN_PID" 2>/dev/null || true
-      wait "$PODMAN_PID" 2>/dev/null || true
-      log "podman service stopped"
+      stop_process "$PODMAN_PID" 10 "podman service"
     fi
     # Overlay mounts of containers still mounted under the temporary store must go before rm.
-    grep -o " $PODMAN_DIR/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
-    rm -rf "$PODMAN_DIR"
+    remove_mounted_dir "$PODMAN_DIR"
   }
   DOCKERD_DIR=""
   BENCH_DOCKERD_PID=""
   stop_dockerd_peer() {
     [ -n "$DOCKERD_DIR" ] || return 0
     if [ -n "$BENCH_DOCKERD_PID" ]; then
-      kill -TERM "$BENCH_DOCKERD_PID" 2>/dev/null || true
-      for _ in $(seq 1 150); do
-        kill -0 "$BENCH_DOCKERD_PID" 2>/dev/null || break
-        sleep 0.2
-      done
-      kill -KILL "$BENCH_DOCKERD_PID" 2>/dev/null || true
-      wait "$BENCH_DOCKERD_PID" 2>/dev/null || true
-      log "dockerd stopped"
+      stop_process "$BENCH_DOCKERD_PID" 30 dockerd
     fi
-    grep -o " $DOCKERD_DIR/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
-    rm -rf "$DOCKERD_DIR"
+    remove_mounted_dir "$DOCKERD_DIR"
   }
   trap 'stop_dockerd_peer; stop_podman' EXIT
   trap 'log "interrupted"; exit 130' INT TERM

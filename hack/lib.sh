@@ -21,6 +21,25 @@ if [ -z "$DOCKER" ]; then
   if [ -x /usr/bin/docker ]; then DOCKER=/usr/bin/docker; else DOCKER=docker; fi
 fi
 
+# stop_process PID SECONDS WHAT: SIGTERM to PID (a child of this shell), up to SECONDS for it to
+# end, then SIGKILL; logs "WHAT stopped".
+stop_process() {
+  local pid=$1 deadline=$((SECONDS + $2))
+  kill -TERM "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  log "$3 stopped"
+}
+
+# remove_mounted_dir DIR: unmounts what is still mounted under DIR (deepest first), then removes it.
+remove_mounted_dir() {
+  { grep -o " $1/[^ ]*" /proc/self/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  rm -rf "$1"
+}
+
 # cached_build NAME VERSION sets cache (${BERTH_CACHE:-$HOME/.cache/berth}) and bin (the cached
 # build NAME-VERSION in it) and takes NAME's build lock (fd 9, held until the script ends, so that
 # concurrent callers wait for one build); when bin is already built it prints bin and ends the
@@ -148,14 +167,6 @@ start_dockerd() {
 # stop_dockerd: stops dockerd if start_dockerd started it.
 stop_dockerd() {
   [ -n "$DOCKERD_PID" ] || return 0
-  local i
-  kill -TERM "$DOCKERD_PID" 2>/dev/null || true
-  for i in $(seq 1 30); do
-    kill -0 "$DOCKERD_PID" 2>/dev/null || break
-    sleep 1
-  done
-  kill -KILL "$DOCKERD_PID" 2>/dev/null || true
-  wait "$DOCKERD_PID" 2>/dev/null || true
-  log "dockerd stopped"
+  stop_process "$DOCKERD_PID" 30 dockerd
   DOCKERD_PID=""
 }
