@@ -88,6 +88,7 @@ type Contents struct {
 // first, as tar needs each entry's size up front.
 func Write(w io.Writer, c Contents) error {
 	tw := tar.NewWriter(w)
+	buf := make([]byte, copyBufferSize)
 	c.Config.Version = Version
 	c.Config.HasRootfsDiff = c.RootfsDiff != nil
 	cfg, err := json.Marshal(c.Config)
@@ -109,12 +110,12 @@ func Write(w io.Writer, c Contents) error {
 		if !de.Type().IsRegular() {
 			continue
 		}
-		if err := writeFile(tw, CheckpointDir+"/"+de.Name(), filepath.Join(c.CheckpointDir, de.Name())); err != nil {
+		if err := writeFile(tw, CheckpointDir+"/"+de.Name(), filepath.Join(c.CheckpointDir, de.Name()), buf); err != nil {
 			return err
 		}
 	}
 	if c.RootfsDiff != nil {
-		if err := writeSpooled(tw, RootfsDiff, now, c.RootfsDiff); err != nil {
+		if err := writeSpooled(tw, RootfsDiff, now, c.RootfsDiff, buf); err != nil {
 			return fmt.Errorf("root filesystem changes: %w", err)
 		}
 	}
@@ -122,7 +123,7 @@ func Write(w io.Writer, c Contents) error {
 		if !v.Included {
 			continue
 		}
-		if err := writeSpooled(tw, VolumesDir+"/"+strconv.Itoa(i)+".tar", now, func(w io.Writer) error { return c.Volume(i, w) }); err != nil {
+		if err := writeSpooled(tw, VolumesDir+"/"+strconv.Itoa(i)+".tar", now, func(w io.Writer) error { return c.Volume(i, w) }, buf); err != nil {
 			return fmt.Errorf("volume %s: %w", v.Name, err)
 		}
 	}
@@ -137,7 +138,20 @@ func writeBytes(tw *tar.Writer, name string, data []byte, mod time.Time) error {
 	return err
 }
 
-func writeFile(tw *tar.Writer, name, path string) error {
+// copyBufferSize is the buffer the archive's contents are copied through:
+// CRIU's memory pages are most of an archive (64 MiB for a container
+// holding as much), and io.Copy's 32 KiB means a write to the client, or
+// to the unpacked file, per 32 KiB.
+const copyBufferSize = 1 << 20
+
+// copyBuffer copies src to dst through buf, even where dst could read
+// from src itself (an *os.File's ReadFrom falls back to 32 KiB reads from
+// anything but a file or socket).
+func copyBuffer(dst io.Writer, src io.Reader, buf []byte) (int64, error) {
+	return io.CopyBuffer(struct{ io.Writer }{dst}, src, buf)
+}
+
+func writeFile(tw *tar.Writer, name, path string, buf []byte) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -150,11 +164,11 @@ func writeFile(tw *tar.Writer, name, path string) error {
 	if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o600, Size: fi.Size(), ModTime: fi.ModTime()}); err != nil {
 		return err
 	}
-	_, err = io.Copy(tw, f)
+	_, err = copyBuffer(tw, f, buf)
 	return err
 }
 
-func writeSpooled(tw *tar.Writer, name string, mod time.Time, fill func(io.Writer) error) error {
+func writeSpooled(tw *tar.Writer, name string, mod time.Time, fill func(io.Writer) error, buf []byte) error {
 	f, err := os.CreateTemp("", "berth-checkpoint-*.tar")
 	if err != nil {
 		return err
@@ -174,7 +188,7 @@ func writeSpooled(tw *tar.Writer, name string, mod time.Time, fill func(io.Write
 	if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o600, Size: size, ModTime: mod}); err != nil {
 		return err
 	}
-	_, err = io.CopyN(tw, f, size)
+	_, err = copyBuffer(tw, io.LimitReader(f, size), buf)
 	return err
 }
 
@@ -221,6 +235,7 @@ func Read(ctx context.Context, r io.Reader, dir string, budget *sizelimit.Budget
 	}
 	defer rc.Close()
 	tr := tar.NewReader(rc)
+	buf := make([]byte, copyBufferSize)
 	seen := map[string]bool{}
 	last := ""
 	for {
@@ -260,7 +275,7 @@ func Read(ctx context.Context, r io.Reader, dir string, budget *sizelimit.Budget
 		if err != nil {
 			return nil, err
 		}
-		n, err := io.Copy(f, tr)
+		n, err := copyBuffer(f, tr, buf)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
