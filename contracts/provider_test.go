@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -237,42 +236,11 @@ func startEngine(t *testing.T) *runningEngine {
 	)
 	cmd.Stdout, cmd.Stderr = output, output
 	cmd.Env = os.Environ()
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting berth-engine: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-			t.Errorf("berth-engine did not stop on SIGTERM within 30s")
-		}
 		if err := os.RemoveAll(state); err != nil {
 			t.Logf("removing engine state %s: %v", state, err)
 		}
 	})
-
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		select {
-		case err := <-exited:
-			t.Fatalf("berth-engine exited during start-up: %v\n%s", err, output.String())
-		default:
-		}
-		resp, err := http.Get(url + apiPrefix + "/_ping")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return &runningEngine{url: url, output: output}
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("berth-engine did not answer _ping within 60s\n%s", output.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testnet.StartServer(t, "berth-engine", cmd, 30*time.Second, true).WaitReady(t, url+apiPrefix+"/_ping", 60*time.Second, output.String)
+	return &runningEngine{url: url, output: output}
 }

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -82,19 +81,7 @@ func startPrometheus(t *testing.T, targets map[string]string) string {
 		"--web.listen-address="+addr,
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting prometheus: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
 		logFile.Close()
 		if t.Failed() {
 			if data, err := os.ReadFile(output); err == nil {
@@ -102,26 +89,9 @@ func startPrometheus(t *testing.T, targets map[string]string) string {
 			}
 		}
 	})
-
 	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case err := <-exited:
-			t.Fatalf("prometheus exited during start-up: %v", err)
-		default:
-		}
-		if resp, err := http.Get(base + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus not ready within 30s")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testnet.StartServer(t, "prometheus", cmd, 20*time.Second, false).WaitReady(t, base+"/-/ready", 30*time.Second, nil)
+	return base
 }
 
 // waitForQuery evaluates an instant query until its single value satisfies

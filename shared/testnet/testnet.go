@@ -1,6 +1,7 @@
 // Package testnet holds the loopback helpers the tests of every module
 // share: an address or port no listener holds now, for a server the test
-// starts itself (an engine, a registry, Prometheus, PostgreSQL).
+// starts itself (an engine, a registry, Prometheus, PostgreSQL), and the
+// start, readiness wait and stop of such a server's process.
 package testnet
 
 import (

@@ -2,8 +2,10 @@ package testnet
 
 import (
 	"net"
+	"os/exec"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // TestFreeAddrCanBeListenedOn: the address answered is loopback and free.
@@ -18,5 +20,25 @@ func TestFreeAddrCanBeListenedOn(t *testing.T) {
 			t.Fatalf("listen on %s: %v", addr, err)
 		}
 		ln.Close()
+	}
+}
+
+// TestServerReadyAndStopped: a server is waited for until it answers, and
+// SIGTERM ends it when the test does.
+func TestServerReadyAndStopped(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 for a throwaway HTTP server")
+	}
+	port := FreePort(t)
+	var s *Server
+	t.Run("ready", func(t *testing.T) {
+		s = StartServer(t, "http.server", exec.Command(python, "-m", "http.server", "--bind", "127.0.0.1", strconv.Itoa(port)), 10*time.Second, true)
+		s.WaitReady(t, "http://127.0.0.1:"+strconv.Itoa(port)+"/", 20*time.Second, nil)
+	})
+	select {
+	case <-s.exited:
+	default:
+		t.Fatal("the server still runs after its test ended")
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -53,40 +52,19 @@ network_config_dir = "%[1]s/networks"
 		t.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
 		logFile.Close()
 		// The vfs store holds read-only directories; make them removable.
 		_ = exec.Command("chmod", "-R", "u+w", dir).Run()
 		os.RemoveAll(dir)
 	})
 	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(base + "/v4.3.1/libpod/_ping"); err == nil {
-			resp.Body.Close()
-			return base
-		}
-		select {
-		case <-exited:
-			deadline = time.Now()
-		case <-time.After(100 * time.Millisecond):
-		}
+	log := func() string {
+		data, _ := os.ReadFile(filepath.Join(dir, "service.log"))
+		return string(data)
 	}
-	log, _ := os.ReadFile(filepath.Join(dir, "service.log"))
-	t.Fatalf("podman service did not start:\n%s", log)
-	return ""
+	testnet.StartServer(t, "podman service", cmd, 10*time.Second, false).WaitReady(t, base+"/v4.3.1/libpod/_ping", 30*time.Second, log)
+	return base
 }
 
 // fetchJSON calls base+path and decodes the JSON answer generically.
