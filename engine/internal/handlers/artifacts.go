@@ -54,7 +54,7 @@ func (s *Server) listArtifacts(w http.ResponseWriter, r *http.Request) {
 	for _, a := range artifacts {
 		out = append(out, artifactSummary{Manifest: a.Manifest, Name: a.Name})
 	}
-	answerJSON(w, out, err)
+	finishJSON(w, http.StatusOK, out, err)
 }
 
 // inspectArtifact is InspectArtifact.
@@ -139,7 +139,7 @@ func answerArtifactDigest(w http.ResponseWriter, status int, d string, err error
 // removeArtifact is RemoveArtifact.
 func (s *Server) removeArtifact(w http.ResponseWriter, r *http.Request) {
 	removed, err := s.deps.Artifacts.Remove(r.Context(), []string{pathParam(r, "name")}, core.ArtifactRemoveOptions{})
-	answerJSON(w, artifactRemovedReport(removed), err)
+	finishJSON(w, http.StatusOK, artifactRemovedReport(removed), err)
 }
 
 // removeArtifacts is BatchRemoveArtifact.
@@ -153,7 +153,7 @@ func (s *Server) removeArtifacts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	removed, err := s.deps.Artifacts.Remove(r.Context(), q.Artifacts, core.ArtifactRemoveOptions{All: q.All, Ignore: q.Ignore})
-	answerJSON(w, artifactRemovedReport(removed), err)
+	finishJSON(w, http.StatusOK, artifactRemovedReport(removed), err)
 }
 
 // extractArtifact is ExtractArtifact: a tar of the artifact's files.

@@ -40,7 +40,7 @@ func (s *Server) execCreate(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) execInspect(w http.ResponseWriter, r *http.Request) {
 	out, err := s.deps.Exec.Inspect(r.Context(), chi.URLParam(r, "id"))
-	answerJSON(w, out, err)
+	finishJSON(w, http.StatusOK, out, err)
 }
 
 // execStartBody is ExecStartHandler's body.

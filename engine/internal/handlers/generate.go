@@ -47,5 +47,5 @@ func (h generateHandlers) systemd(w http.ResponseWriter, r *http.Request) {
 		ContainerPrefix: q.ContainerPrefix, PodPrefix: q.PodPrefix, Separator: q.Separator,
 		Wants: q.Wants, After: q.After, Requires: q.Requires, AdditionalEnv: q.AdditionalEnv,
 	})
-	answerJSON(w, units, err)
+	finishJSON(w, http.StatusOK, units, err)
 }

@@ -18,7 +18,7 @@ type HealthChecker interface {
 // container is not running or has no healthcheck.
 func (s *Server) runHealthCheck(w http.ResponseWriter, r *http.Request) {
 	res, err := s.deps.Health.Run(r.Context(), pathParam(r, "name"))
-	answerJSON(w, res, err)
+	finishJSON(w, http.StatusOK, res, err)
 }
 
 // errNoRestart is the 404 answer of shouldrestart for a container its

@@ -161,7 +161,7 @@ func (s *Server) listImages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	images, err := s.deps.Images.List(r.Context(), opts)
-	answerJSON(w, images, err)
+	finishJSON(w, http.StatusOK, images, err)
 }
 
 // imageListEncoder is an Images that answers listings already encoded: the
@@ -370,5 +370,5 @@ func (s *Server) pruneImages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reports, err := s.deps.Images.Prune(r.Context(), core.ImagePruneOptions{All: query.All, Filters: query.Filters})
-	answerJSON(w, reports, err)
+	finishJSON(w, http.StatusOK, reports, err)
 }

@@ -343,7 +343,7 @@ type loadReport struct {
 // loadImages is ImagesLoad: the body is the archive.
 func (s *Server) loadImages(w http.ResponseWriter, r *http.Request) {
 	names, err := s.deps.Transfer.Load(r.Context(), r.Body)
-	answerJSON(w, loadReport{Names: names}, err)
+	finishJSON(w, http.StatusOK, loadReport{Names: names}, err)
 }
 
 // loadLocalImages is ImagesLocalLoad: the archive is a file on the engine host.
@@ -355,7 +355,7 @@ func (s *Server) loadLocalImages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	names, err := s.deps.Transfer.LoadFile(r.Context(), q.Path)
-	answerJSON(w, loadReport{Names: names}, err)
+	finishJSON(w, http.StatusOK, loadReport{Names: names}, err)
 }
 
 // importReport is ImagesImport's answer.
@@ -392,7 +392,7 @@ func (s *Server) importImage(w http.ResponseWriter, r *http.Request) {
 	} else {
 		id, err = s.deps.Transfer.Import(r.Context(), r.Body, opts)
 	}
-	answerJSON(w, importReport{ID: id}, err)
+	finishJSON(w, http.StatusOK, importReport{ID: id}, err)
 }
 
 // splitChanges accepts changes as repeated parameters and, as Docker's
@@ -477,5 +477,5 @@ func (s *Server) scpImage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	loaded, err := s.deps.Transfer.Scp(r.Context(), pathParam(r, "name"), q.Destination)
-	answerJSON(w, scpReport{ID: loaded}, err)
+	finishJSON(w, http.StatusOK, scpReport{ID: loaded}, err)
 }

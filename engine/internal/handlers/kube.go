@@ -72,7 +72,7 @@ func (h kubePlayHandlers) play(w http.ResponseWriter, r *http.Request) {
 	default:
 		err = core.InvalidArgument("Content-Type", fmt.Errorf("%q is not YAML nor application/x-tar", media))
 	}
-	answerJSON(w, report, err)
+	finishJSON(w, http.StatusOK, report, err)
 }
 
 func kubePlayOptions(r *http.Request) (core.KubePlayOptions, error) {
@@ -155,7 +155,7 @@ func (h kubePlayHandlers) down(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	report, err := h.k.Down(r.Context(), data, core.KubeDownOptions{Force: q.Force})
-	answerJSON(w, report, err)
+	finishJSON(w, http.StatusOK, report, err)
 }
 
 // readKubeYAML reads a YAML body of at most maxKubeYAML bytes.

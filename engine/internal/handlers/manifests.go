@@ -398,7 +398,7 @@ func (s *Server) addManifestV3(w http.ResponseWriter, r *http.Request) {
 	tlsVerify, auth = body.registry(tlsVerify, auth)
 	id, err := s.deps.Manifests.Add(r.Context(), pathParam(r, "name"), body.Images,
 		core.ManifestAddOptions{ManifestInstanceOptions: instance, All: body.All, TLSVerify: tlsVerify, Auth: auth})
-	answerJSON(w, idReport{ID: id}, err)
+	finishJSON(w, http.StatusOK, idReport{ID: id}, err)
 }
 
 // removeManifestDigestV3 is ManifestRemoveDigestV3.
@@ -414,7 +414,7 @@ func (s *Server) removeManifestDigestV3(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	id, err := s.deps.Manifests.RemoveInstance(r.Context(), pathParam(r, "name"), q.Digest)
-	answerJSON(w, idReport{ID: id}, err)
+	finishJSON(w, http.StatusOK, idReport{ID: id}, err)
 }
 
 // manifestRemoveReport is ManifestDelete's answer (Podman's

@@ -68,7 +68,7 @@ func (h quadletHandlers) install(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	report, err := h.q.Install(r.Context(), r.Body, opts)
-	answerJSON(w, report, err)
+	finishJSON(w, http.StatusOK, report, err)
 }
 
 func (h quadletHandlers) list(w http.ResponseWriter, r *http.Request) {
@@ -79,7 +79,7 @@ func (h quadletHandlers) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list, err := h.q.List(r.Context(), q.Filters)
-	answerJSON(w, list, err)
+	finishJSON(w, http.StatusOK, list, err)
 }
 
 func (h quadletHandlers) exists(w http.ResponseWriter, r *http.Request) {
@@ -112,7 +112,7 @@ func (h quadletHandlers) remove(w http.ResponseWriter, r *http.Request) {
 	if cause := report.Causes[name]; err == nil && cause != nil {
 		err = cause
 	}
-	answerJSON(w, report, err)
+	finishJSON(w, http.StatusOK, report, err)
 }
 
 func (h quadletHandlers) removeMany(w http.ResponseWriter, r *http.Request) {
@@ -136,5 +136,5 @@ func (h quadletHandlers) removeMany(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	report, err := h.q.Remove(r.Context(), q.Quadlets, core.QuadletRemoveOptions{All: q.All, Force: q.Force, Ignore: q.Ignore, ReloadSystemd: reload})
-	answerJSON(w, report, err)
+	finishJSON(w, http.StatusOK, report, err)
 }

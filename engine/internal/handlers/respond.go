@@ -126,16 +126,6 @@ func finishJSON(w http.ResponseWriter, status int, body any, err error) {
 	writeJSON(w, status, body)
 }
 
-// answerJSON answers a handler's outcome: err with its status, or else body
-// as a 200 JSON document.
-func answerJSON(w http.ResponseWriter, body any, err error) {
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, body)
-}
-
 type errorDetail struct {
 	Message string `json:"message"`
 }

@@ -65,7 +65,7 @@ func (h secretHandlers) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	secs, err := h.s.List(r.Context(), q.Filters)
-	answerJSON(w, secs, err)
+	finishJSON(w, http.StatusOK, secs, err)
 }
 
 func (h secretHandlers) inspect(w http.ResponseWriter, r *http.Request) {
@@ -76,7 +76,7 @@ func (h secretHandlers) inspect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sec, err := h.s.Inspect(r.Context(), pathParam(r, "name"), q.ShowSecret)
-	answerJSON(w, sec, err)
+	finishJSON(w, http.StatusOK, sec, err)
 }
 
 func (h secretHandlers) exists(w http.ResponseWriter, r *http.Request) {

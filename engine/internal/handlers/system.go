@@ -44,13 +44,13 @@ func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
 // version answers the Docker-shaped version report Podman clients read.
 func (s *Server) version(w http.ResponseWriter, r *http.Request) {
 	report, err := s.deps.System.Version(r.Context())
-	answerJSON(w, report, err)
+	finishJSON(w, http.StatusOK, report, err)
 }
 
 // info answers Podman's info document.
 func (s *Server) info(w http.ResponseWriter, r *http.Request) {
 	info, err := s.deps.System.Info(r.Context())
-	answerJSON(w, info, err)
+	finishJSON(w, http.StatusOK, info, err)
 }
 
 // systemCheck checks (and with repair, repairs) the store.
@@ -74,13 +74,13 @@ func (s *Server) systemCheck(w http.ResponseWriter, r *http.Request) {
 		opts.UnreferencedLayerMaximumAge = &age
 	}
 	report, err := s.deps.System.Check(r.Context(), opts)
-	answerJSON(w, report, err)
+	finishJSON(w, http.StatusOK, report, err)
 }
 
 // diskUsage answers what images, containers and volumes take (podman system df).
 func (s *Server) diskUsage(w http.ResponseWriter, r *http.Request) {
 	report, err := s.deps.System.DiskUsage(r.Context())
-	answerJSON(w, report, err)
+	finishJSON(w, http.StatusOK, report, err)
 }
 
 // systemPrune removes unused objects of every kind (podman system prune).

@@ -34,7 +34,7 @@ func (h volumeHandlers) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	vols, err := h.v.List(r.Context(), q.Filters)
-	answerJSON(w, vols, err)
+	finishJSON(w, http.StatusOK, vols, err)
 }
 
 func (h volumeHandlers) prune(w http.ResponseWriter, r *http.Request) {
@@ -43,12 +43,12 @@ func (h volumeHandlers) prune(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reports, err := h.v.Prune(r.Context(), q.Filters)
-	answerJSON(w, reports, err)
+	finishJSON(w, http.StatusOK, reports, err)
 }
 
 func (h volumeHandlers) inspect(w http.ResponseWriter, r *http.Request) {
 	vol, err := h.v.Inspect(r.Context(), pathParam(r, "name"))
-	answerJSON(w, vol, err)
+	finishJSON(w, http.StatusOK, vol, err)
 }
 
 func (h volumeHandlers) exists(w http.ResponseWriter, r *http.Request) {
