@@ -387,3 +387,19 @@ func parseKeyValues(data string) map[string]uint64 {
 	}
 	return out
 }
+
+// DefaultPlacement fills in what an engine left unset of where its
+// containers and pods go: the manager (cgroupfs) and the parent, "/berth"
+// under cgroupfs and DefaultSlice under systemd.
+func DefaultPlacement(manager, parent string) (string, string) {
+	if manager == "" {
+		manager = ManagerCgroupfs
+	}
+	if parent == "" {
+		parent = "/berth"
+		if manager == ManagerSystemd {
+			parent = DefaultSlice
+		}
+	}
+	return manager, parent
+}

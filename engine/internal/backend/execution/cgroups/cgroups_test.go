@@ -121,3 +121,19 @@ func TestV1Layout(t *testing.T) {
 		t.Fatal("frozen")
 	}
 }
+
+// TestDefaultPlacement: cgroupfs and "/berth" when nothing is set, the
+// systemd slice under systemd, and what is set is kept.
+func TestDefaultPlacement(t *testing.T) {
+	for _, c := range []struct{ manager, parent, wantManager, wantParent string }{
+		{"", "", ManagerCgroupfs, "/berth"},
+		{ManagerSystemd, "", ManagerSystemd, DefaultSlice},
+		{ManagerCgroupfs, "/custom", ManagerCgroupfs, "/custom"},
+		{ManagerSystemd, "my.slice", ManagerSystemd, "my.slice"},
+	} {
+		m, p := DefaultPlacement(c.manager, c.parent)
+		if m != c.wantManager || p != c.wantParent {
+			t.Errorf("DefaultPlacement(%q, %q) = %q, %q; want %q, %q", c.manager, c.parent, m, p, c.wantManager, c.wantParent)
+		}
+	}
+}

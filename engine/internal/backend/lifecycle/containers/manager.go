@@ -231,15 +231,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.CgroupManager == "" {
-		o.CgroupManager = cgroups.ManagerCgroupfs
-	}
-	if o.CgroupParent == "" {
-		o.CgroupParent = "/berth"
-		if o.CgroupManager == cgroups.ManagerSystemd {
-			o.CgroupParent = cgroups.DefaultSlice
-		}
-	}
+	o.CgroupManager, o.CgroupParent = cgroups.DefaultPlacement(o.CgroupManager, o.CgroupParent)
 	host := oci.Host{}
 	if o.Host != nil {
 		host = *o.Host

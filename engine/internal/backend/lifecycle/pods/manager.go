@@ -104,15 +104,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.CgroupManager == "" {
-		o.CgroupManager = cgroups.ManagerCgroupfs
-	}
-	if o.CgroupParent == "" {
-		o.CgroupParent = "/berth"
-		if o.CgroupManager == cgroups.ManagerSystemd {
-			o.CgroupParent = cgroups.DefaultSlice
-		}
-	}
+	o.CgroupManager, o.CgroupParent = cgroups.DefaultPlacement(o.CgroupManager, o.CgroupParent)
 	if o.CgroupRoot == "" {
 		o.CgroupRoot = "/sys/fs/cgroup"
 	}
