@@ -22,7 +22,30 @@ bin=$dir/criu
 
 works() { "$1" check >/dev/null 2>&1; }
 
+# keep_kdat BIN has CRIU keep its probe of the kernel's features where /run is no tmpfs. CRIU probes
+# the kernel (running iptables among others) at the start of every dump and restore, 70-120 ms each
+# on these machines, unless it finds the result in /run/criu.kdat; it writes that file only to a
+# tmpfs, so that it cannot outlive a reboot into another kernel, and these machines' /run is none.
+# Here CRIU writes it into a tmpfs of its own (a private mount namespace) and it is moved into
+# /run: made by this binary on this kernel at every call of this script, which the tests and
+# benchmarks run before they use CRIU. Hosts with a tmpfs /run (the host lab's) need nothing.
+keep_kdat() {
+  [ "$(id -u)" = 0 ] || return 0
+  [ "$(stat -f -c %T /run 2>/dev/null)" != tmpfs ] || return 0
+  command -v unshare >/dev/null 2>&1 || return 0
+  local kdat
+  kdat=$(mktemp /run/.criu.kdat.XXXXXX 2>/dev/null) || return 0
+  # shellcheck disable=SC2016 # $1 is the inner shell's
+  if unshare -m --propagation private sh -c 'mount -t tmpfs -o mode=0755 tmpfs /run && "$1" check >/dev/null 2>&1 &&
+    cat /run/criu.kdat' sh "$1" >"$kdat" 2>/dev/null && [ -s "$kdat" ]; then
+    mv -f "$kdat" /run/criu.kdat
+  else
+    rm -f "$kdat"
+  fi
+}
+
 if [ "${BERTH_CRIU_BUILD:-0}" != 1 ] && own=$(command -v criu 2>/dev/null) && works "$own"; then
+  keep_kdat "$own"
   echo "$own"
   exit 0
 fi
@@ -31,6 +54,7 @@ mkdir -p "$cache"
 exec 9>"$cache/criu.lock"
 flock 9
 if [ -x "$bin" ] && works "$bin"; then
+  keep_kdat "$bin"
   echo "$bin"
   exit 0
 fi
@@ -95,4 +119,5 @@ if ! out=$("$bin" check 2>&1); then
   die "the built criu fails 'criu check'"
 fi
 log "built $bin"
+keep_kdat "$bin"
 echo "$bin"
