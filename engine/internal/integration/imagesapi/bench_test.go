@@ -80,22 +80,8 @@ func BenchmarkImageListVsPodman(b *testing.B) {
 		listOnce(b, client, podmanHTTP)
 	}
 
-	var berth, podman time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		listOnce(b, client, e.Base())
-		berth += time.Since(start)
-		start = time.Now()
-		listOnce(b, client, podmanHTTP)
-		podman += time.Since(start)
-	}
-	b.StopTimer()
-	berthPer := float64(berth.Nanoseconds()) / float64(b.N)
-	podmanPer := float64(podman.Nanoseconds()) / float64(b.N)
-	b.ReportMetric(berthPer, "berth-ns/list")
-	b.ReportMetric(podmanPer, "podman-ns/list")
-	b.ReportMetric(podmanPer/berthPer, "x-podman-throughput")
+	berthPer, podmanPer := benchtest.Throughput(b, "list",
+		func() { listOnce(b, client, e.Base()) }, func() { listOnce(b, client, podmanHTTP) })
 	b.Logf("images/json with 50 images: berth %.2f ms, podman %.2f ms per list; berth throughput = %.1fx Podman's (target >= 10x)",
 		berthPer/1e6, podmanPer/1e6, podmanPer/berthPer)
 }

@@ -145,22 +145,8 @@ func BenchmarkSystemDfVsPodman(b *testing.B) {
 		dfOnce(b, client, podman)
 	}
 
-	var berthTime, podmanTime time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		dfOnce(b, client, berth)
-		berthTime += time.Since(start)
-		start = time.Now()
-		dfOnce(b, client, podman)
-		podmanTime += time.Since(start)
-	}
-	b.StopTimer()
-	berthPer := float64(berthTime.Nanoseconds()) / float64(b.N)
-	podmanPer := float64(podmanTime.Nanoseconds()) / float64(b.N)
-	b.ReportMetric(berthPer, "berth-ns/df")
-	b.ReportMetric(podmanPer, "podman-ns/df")
-	b.ReportMetric(podmanPer/berthPer, "x-podman-throughput")
+	berthPer, podmanPer := benchtest.Throughput(b, "df",
+		func() { dfOnce(b, client, berth) }, func() { dfOnce(b, client, podman) })
 	b.Logf("system/df with %d images, %d containers, %d volumes: berth %.2f ms, podman %.2f ms; berth throughput = %.1fx Podman's (target >= 10x)",
 		dfImages, dfContainers, dfVolumes, berthPer/1e6, podmanPer/1e6, podmanPer/berthPer)
 }

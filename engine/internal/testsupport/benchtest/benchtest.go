@@ -73,6 +73,30 @@ func Spec(fields map[string]any, cmd ...string) map[string]any {
 	return spec
 }
 
+// Throughput runs berth and podman in turns, b.N times each with the
+// benchmark's timer running, and reports each one's nanoseconds per
+// operation (berth-ns/UNIT, podman-ns/UNIT) and Podman's time over Berth's
+// (x-podman-throughput); it answers the two times per operation.
+func Throughput(b *testing.B, unit string, berth, podman func()) (berthPer, podmanPer float64) {
+	var berthTime, podmanTime time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		berth()
+		berthTime += time.Since(start)
+		start = time.Now()
+		podman()
+		podmanTime += time.Since(start)
+	}
+	b.StopTimer()
+	berthPer = float64(berthTime.Nanoseconds()) / float64(b.N)
+	podmanPer = float64(podmanTime.Nanoseconds()) / float64(b.N)
+	b.ReportMetric(berthPer, "berth-ns/"+unit)
+	b.ReportMetric(podmanPer, "podman-ns/"+unit)
+	b.ReportMetric(podmanPer/berthPer, "x-podman-throughput")
+	return berthPer, podmanPer
+}
+
 // Alternate measures berth and podman in turns, rounds pairs for each of
 // b.N iterations (n counts the pairs), sleeping pauses[0] after each of
 // berth's measurements and pauses[1] after podman's, with the benchmark's

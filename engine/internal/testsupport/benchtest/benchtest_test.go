@@ -83,3 +83,19 @@ func TestListThroughput(t *testing.T) {
 		t.Fatalf("short listings counted: %v/s", r)
 	}
 }
+
+// TestThroughput: both sides run b.N times and the metrics say which was
+// faster.
+func TestThroughput(t *testing.T) {
+	var berthRuns, podmanRuns int
+	res := testing.Benchmark(func(b *testing.B) {
+		berthRuns, podmanRuns = 0, 0
+		Throughput(b, "op", func() { berthRuns++ }, func() { podmanRuns++; time.Sleep(100 * time.Microsecond) })
+	})
+	if berthRuns != res.N || podmanRuns != res.N {
+		t.Fatalf("%d berth and %d podman runs for b.N = %d", berthRuns, podmanRuns, res.N)
+	}
+	if res.Extra["berth-ns/op"] <= 0 || res.Extra["podman-ns/op"] < 100e3 || res.Extra["x-podman-throughput"] <= 1 {
+		t.Fatalf("metrics %v", res.Extra)
+	}
+}
