@@ -496,7 +496,7 @@ const maxPSOutput = 1 << 20
 // psInContainer runs ps with args inside c and returns its lines, leaving
 // out the ps process itself.
 func (s *Service) psInContainer(ctx context.Context, c *core.Container, args []string) (*top.Result, error) {
-	var out, errOut limitedBuffer
+	out, errOut := exec.CappedOutput{Limit: maxPSOutput}, exec.CappedOutput{Limit: maxPSOutput}
 	p, err := s.containers.Exec(ctx, c.ID, core.ExecRequest{
 		Process: exec.ProcessFor(c, append([]string{"ps"}, args...), false),
 		Stdout:  &out,
@@ -522,27 +522,6 @@ func (s *Service) psInContainer(ctx context.Context, c *core.Container, args []s
 		res.Processes = append(res.Processes, []string{line})
 	}
 	return res, nil
-}
-
-// limitedBuffer keeps the first maxPSOutput bytes written to it.
-type limitedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := maxPSOutput - b.buf.Len(); room > 0 {
-		b.buf.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
-}
-
-func (b *limitedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Hook forgets what the service keeps about a container: the control files

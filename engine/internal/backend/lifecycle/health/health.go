@@ -5,7 +5,6 @@
 package health
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -311,31 +310,13 @@ func (k *Checker) removeLogFile(id string) {
 	}
 }
 
-// limitedBuffer keeps the first limit bytes written to it (OutputCeiling
-// when limit is 0).
-type limitedBuffer struct {
-	mu    sync.Mutex
-	limit int
-	buf   bytes.Buffer
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	limit := b.limit
-	if limit <= 0 || limit > OutputCeiling {
-		limit = OutputCeiling
+// outputLimit is how much of one check's output is kept: the container's
+// healthMaxLogSize, OutputCeiling when that is 0 or larger.
+func outputLimit(size int) int {
+	if size <= 0 || size > OutputCeiling {
+		return OutputCeiling
 	}
-	if room := limit - b.buf.Len(); room > 0 {
-		b.buf.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
-}
-
-func (b *limitedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.TrimRight(b.buf.String(), "\n")
+	return size
 }
 
 // execute runs the check command and returns its log entry: exit code 0
@@ -346,7 +327,7 @@ func (k *Checker) execute(ctx context.Context, c *core.Container, cmd []string, 
 		timeout = DefaultTimeout
 	}
 	_, size := c.Spec.HealthLogLimits()
-	out := limitedBuffer{limit: size}
+	out := exec.CappedOutput{Limit: outputLimit(size)}
 	start := time.Now()
 	entry := func(code int, output string) core.HealthCheckLog {
 		return core.HealthCheckLog{Start: start.Format(time.RFC3339Nano), End: time.Now().Format(time.RFC3339Nano), ExitCode: code, Output: output}
@@ -373,9 +354,9 @@ func (k *Checker) execute(ctx context.Context, c *core.Container, cmd []string, 
 	select {
 	case r := <-done:
 		if r.err != nil || r.code != 0 {
-			return entry(1, out.String())
+			return entry(1, strings.TrimRight(out.String(), "\n"))
 		}
-		return entry(0, out.String())
+		return entry(0, strings.TrimRight(out.String(), "\n"))
 	case <-timer.C:
 		_ = proc.Signal(syscall.SIGKILL)
 		<-done

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/berth-project/berth/engine/internal/backend/lifecycle/exec"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -69,7 +70,7 @@ func TestApply(t *testing.T) {
 
 func TestLimitedBuffer(t *testing.T) {
 	for _, tc := range []struct{ limit, want int }{{500, 500}, {7, 7}, {0, 1000}} {
-		b := limitedBuffer{limit: tc.limit}
+		b := exec.CappedOutput{Limit: outputLimit(tc.limit)}
 		for i := 0; i < 100; i++ {
 			if n, err := b.Write([]byte("0123456789")); n != 10 || err != nil {
 				t.Fatal("short write")
