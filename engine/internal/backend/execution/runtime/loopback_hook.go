@@ -28,6 +28,8 @@ func init() { reexec.Register(loopbackHookName, loopbackHookMain) }
 // Network is unreachable". runc runs the hook when CRIU reports its
 // namespaces set up (the setup-namespaces notification), before CRIU
 // restores the sockets, with the restored init's PID in the state on stdin.
+// The path is the engine's executable on disk (not /proc/PID/exe): a
+// restore that goes on after the engine was killed still finds it.
 func RestoreLoopbackHook() (specs.Hook, error) {
 	exe, err := os.Executable()
 	if err != nil {

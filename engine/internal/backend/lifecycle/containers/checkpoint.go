@@ -53,6 +53,10 @@ func (m *Manager) checkpointLocked(ctx context.Context, e *entry, opts core.Chec
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return report, err
 	}
+	// The restore that made this container running named its CRIU
+	// configuration in the runtime's state; one an engine crash left behind
+	// must not reach this dump.
+	os.Remove(filepath.Join(rec.Bundle, criuRestoreConfig))
 	nets := checkpointNets(rec)
 	if err := m.update(ctx, e, func(r *record) {
 		r.Checkpointing = true
