@@ -435,7 +435,9 @@ func (s *Service) DockerStats(ctx context.Context, nameOrID string, prev *stats.
 	if !running(c.State) {
 		return nil, fmt.Errorf("container %s is %s, it has no stats: %w", c.ID, c.State, core.ErrStateConflict)
 	}
-	sample, err := s.statsReader.Read(c.CgroupPath, c.PID)
+	reader := s.statsReader
+	reader.MaxUsage = true // Docker's memory_stats.max_usage
+	sample, err := reader.Read(c.CgroupPath, c.PID)
 	s.statsMu.Lock()
 	s.noteSampled([]*core.Container{c}, false)
 	s.statsMu.Unlock()

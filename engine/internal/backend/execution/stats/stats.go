@@ -50,10 +50,13 @@ type Sample struct {
 }
 
 // Reader reads cgroup counters below Root ("" for the host's hierarchy).
-// With Handles, the v2 control files stay open between samples.
+// With Handles, the v2 control files stay open between samples. MaxUsage
+// asks for the peak memory use too (Docker's max_usage; Podman's stats
+// have no such field, and one file less per container is read without it).
 type Reader struct {
-	Root    string
-	Handles *Handles
+	Root     string
+	Handles  *Handles
+	MaxUsage bool
 }
 
 // Read samples the cgroup at path (relative to the hierarchy's root, or
@@ -69,9 +72,9 @@ func (r Reader) Read(cgroupPath string, pid int) (Sample, error) {
 		if r.Handles != nil {
 			read = func(name string) ([]byte, error) { return r.Handles.read(dir, name) }
 		}
-		s, err = readUnified(dir, read)
+		s, err = readUnified(dir, read, r.MaxUsage)
 	} else {
-		s, err = readV1(h.Root(), cgroupPath)
+		s, err = readV1(h.Root(), cgroupPath, r.MaxUsage)
 	}
 	if err != nil {
 		return Sample{}, err
@@ -84,9 +87,10 @@ func (r Reader) Read(cgroupPath string, pid int) (Sample, error) {
 
 // readUnified reads the v2 control files of the cgroup at dir through read
 // (a file's name to its contents): cpu.stat (microseconds), memory.current
-// less inactive page cache against memory.max, memory.peak, pids.current
+// less inactive page cache against memory.max, memory.peak (maxUsage),
+// pids.current
 // and io.stat. v2 keeps no per-CPU usage.
-func readUnified(dir string, read func(name string) ([]byte, error)) (Sample, error) {
+func readUnified(dir string, read func(name string) ([]byte, error), maxUsage bool) (Sample, error) {
 	s := Sample{Time: time.Now()}
 	keyValues := func(name string) (map[string]uint64, error) {
 		data, err := read(name)
@@ -121,8 +125,10 @@ func readUnified(dir string, read func(name string) ([]byte, error)) (Sample, er
 		}
 	}
 	s.MemUsage = usage
-	if peak, err := number("memory.peak"); err == nil {
-		s.MemMaxUsage = peak
+	if maxUsage {
+		if peak, err := number("memory.peak"); err == nil {
+			s.MemMaxUsage = peak
+		}
 	}
 	s.MemLimit = physicalMemory()
 	// memory.max reads "max" when unlimited, which parseUint refuses.
@@ -202,7 +208,7 @@ func parseDeviceLines(data []byte, each func(major, minor uint64, rest []string)
 
 // readV1 reads the v1 control files of cgroup cgroupPath, one hierarchy
 // per controller below root.
-func readV1(root, cgroupPath string) (Sample, error) {
+func readV1(root, cgroupPath string, wantMaxUsage bool) (Sample, error) {
 	ctl := func(controller, file string) string {
 		return filepath.Join(root, controller, cgroupPath, file)
 	}
@@ -236,8 +242,10 @@ func readV1(root, cgroupPath string) (Sample, error) {
 		}
 	}
 	s.MemUsage = usage
-	if maxUsage, err := readUint(ctl("memory", "memory.max_usage_in_bytes")); err == nil {
-		s.MemMaxUsage = maxUsage
+	if wantMaxUsage {
+		if maxUsage, err := readUint(ctl("memory", "memory.max_usage_in_bytes")); err == nil {
+			s.MemMaxUsage = maxUsage
+		}
 	}
 	s.MemLimit = physicalMemory()
 	if limit, err := readUint(ctl("memory", "memory.limit_in_bytes")); err == nil && limit > 0 && limit < s.MemLimit {

@@ -68,9 +68,13 @@ func TestReadFakeUnified(t *testing.T) {
 		"free/memory.max":     "max\n",
 	}
 	writeFiles(t, root, files)
-	s, err := Reader{Root: root}.Read("/ctr", 0)
+	s, err := Reader{Root: root, MaxUsage: true}.Read("/ctr", 0)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Without MaxUsage (Podman's stats) memory.peak is not read.
+	if lean, err := (Reader{Root: root}).Read("/ctr", 0); err != nil || lean.MemMaxUsage != 0 || lean.MemUsage != 9437184 {
+		t.Fatalf("without MaxUsage: %+v %v", lean, err)
 	}
 	if s.CPUNano != 2e9 || s.CPUSystemNano != 5e8 || len(s.PerCPU) != 0 {
 		t.Fatalf("cpu: %+v", s)
