@@ -129,6 +129,16 @@ func TestBenchVsPodman(t *testing.T) {
 		statsB = append(statsB, timed(func() { berth.stats(t, running) }))
 		statsP = append(statsP, timed(func() { podman.stats(t, running) }))
 	}
+	// Each engine alone, requests back to back: what the other's request
+	// leaves running (Podman's Go heap, the kernel's counters) weighs on
+	// the alternating figures.
+	for _, e := range []*apiTarget{berth, podman} {
+		var alone []time.Duration
+		for i := 0; i < 7; i++ {
+			alone = append(alone, timed(func() { e.stats(t, running) }))
+		}
+		t.Logf("BENCH stats of %d containers, %s alone, 7 requests back to back: median %v", running, e.name, median(alone))
+	}
 	statsRate := map[string]float64{"berth": 1 / median(statsB).Seconds(), "podman": 1 / median(statsP).Seconds()}
 	t.Logf("BENCH stats of %d containers, %d requests each, alternating: berth median %v, podman median %v",
 		running, len(statsB), median(statsB), median(statsP))
@@ -294,4 +304,29 @@ func readCost(t *testing.T, l *lab) {
 		t.Logf("BENCH reading %s of %d containers: %v", f, len(dirs), median(rounds))
 	}
 	t.Logf("BENCH reading every stats file of %d containers: %v", len(dirs), total)
+	// The same files through descriptors opened once, read again from
+	// offset 0 (what an engine that keeps them open pays per sample).
+	var held []*os.File
+	for i := range dirs {
+		for _, f := range []string{"cpu.stat", "memory.current", "memory.stat", "memory.peak", "memory.max", "pids.current", "io.stat"} {
+			if fd, err := os.Open(filepath.Join(dirs[i], f)); err == nil {
+				held = append(held, fd)
+			}
+		}
+	}
+	defer func() {
+		for _, fd := range held {
+			fd.Close()
+		}
+	}()
+	buf := make([]byte, 8192)
+	var rounds []time.Duration
+	for r := 0; r < 5; r++ {
+		rounds = append(rounds, timed(func() {
+			for _, fd := range held {
+				fd.ReadAt(buf, 0)
+			}
+		}))
+	}
+	t.Logf("BENCH reading the cgroup files of %d containers through %d descriptors held open: %v", len(dirs), len(held), median(rounds))
 }

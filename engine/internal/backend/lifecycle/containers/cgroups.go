@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
@@ -145,6 +146,8 @@ func (m *Manager) releaseSystemdUnits(ctx context.Context, rec *record) {
 	if u, _ := conmonScope(rec); u != "" {
 		units[u] = path.Join(path.Dir(rec.CgroupPath), u)
 	}
+	// The scopes are stopped at once: each waits for its systemd job.
+	var wg sync.WaitGroup
 	for unit, dir := range units {
 		if unit == "" {
 			continue
@@ -152,10 +155,15 @@ func (m *Manager) releaseSystemdUnits(ctx context.Context, rec *record) {
 		if _, err := os.Stat(cgroups.Host().Dir("", dir)); err != nil {
 			continue
 		}
-		if err := cgroups.StopUnit(ctx, unit); err != nil {
-			m.logger.Warn("stopping a container's systemd scope", "container", rec.ID, "unit", unit, "err", err)
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := cgroups.StopUnit(ctx, unit); err != nil {
+				m.logger.Warn("stopping a container's systemd scope", "container", rec.ID, "unit", unit, "err", err)
+			}
+		}()
 	}
+	wg.Wait()
 }
 
 // inspectCgroupManager is the manager that placed the container's cgroup.

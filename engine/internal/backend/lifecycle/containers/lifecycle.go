@@ -250,7 +250,12 @@ func (m *Manager) cleanupLocked(ctx context.Context, e *entry) {
 	if !runtime.WaitConmonExit(rec.ConmonPID, rec.ID, conmonExitTimeout) {
 		m.logger.Warn("conmon did not exit after its container; killed it", "container", rec.ID, "pid", rec.ConmonPID)
 	}
-	m.releaseSystemdUnits(ctx, &rec)
+	// systemd's jobs that stop the scopes run while the mounts go.
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		m.releaseSystemdUnits(ctx, &rec)
+	}()
 	m.unmountVolumes(ctx, &rec)
 	unmount := rec.Mounted && rec.UserMounts == 0 && !m.copyHeld(e)
 	if unmount {
@@ -260,6 +265,7 @@ func (m *Manager) cleanupLocked(ctx context.Context, e *entry) {
 			m.unmountLayerLeftovers(rec.ID)
 		}
 	}
+	<-released
 	m.update(ctx, e, func(r *record) {
 		r.NeedsCleanup = false
 		if unmount {
