@@ -2,10 +2,10 @@ package stats
 
 import (
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 )
@@ -119,21 +119,27 @@ func (h *Handles) Held() int {
 	return len(h.sets)
 }
 
-// preadAll reads f from offset 0 to its end.
+// preadAll reads f from offset 0 to its end. A read that does not fill the
+// buffer has reached the end (a control file is generated whole and handed
+// out up to the size asked for; a regular file ends there too), so a file
+// that fits takes one pread instead of a second one that reads nothing
+// (what os.File.ReadAt does to see the end).
 func preadAll(f *os.File) ([]byte, error) {
+	fd := int(f.Fd())
 	buf := make([]byte, 4096)
 	n := 0
 	for {
-		m, err := f.ReadAt(buf[n:], int64(n))
-		n += m
-		if errors.Is(err, io.EOF) {
-			return buf[:n], nil
+		m, err := syscall.Pread(fd, buf[n:], int64(n))
+		if errors.Is(err, syscall.EINTR) {
+			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, &os.PathError{Op: "pread", Path: f.Name(), Err: err}
 		}
-		if n == len(buf) {
-			buf = append(buf, make([]byte, len(buf))...)
+		n += m
+		if m == 0 || n < len(buf) {
+			return buf[:n], nil
 		}
+		buf = append(buf, make([]byte, len(buf))...)
 	}
 }

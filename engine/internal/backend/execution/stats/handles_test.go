@@ -38,6 +38,11 @@ func TestHandlesReadAgainFromTheStart(t *testing.T) {
 	if data, err := h.read(dir, "memory.current"); err != nil || len(data) != len(long) {
 		t.Fatalf("read after the rewrite: %d bytes, %v", len(data), err)
 	}
+	// Exactly the first read's size: one more read sees the end.
+	write(string(long[:4096]))
+	if data, err := h.read(dir, "memory.current"); err != nil || len(data) != 4096 {
+		t.Fatalf("read of 4096 bytes: %d bytes, %v", len(data), err)
+	}
 	if h.Held() != 1 {
 		t.Fatalf("%d cgroups held, want 1", h.Held())
 	}
