@@ -47,7 +47,7 @@ func (pl *planner) container(ctx context.Context, d *document, t podTemplate, fi
 		Annotations:  copyMap(annotations),
 		Labels:       copyMap(labels),
 	}
-	if err := pl.imageLabels(ctx, &cs); err != nil {
+	if err := pl.checkImage(ctx, &cs); err != nil {
 		return cs, d.fail(field+".image", err)
 	}
 	if len(c.Command) > 0 {
@@ -489,22 +489,11 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// imageLabels gives the container the labels of its image that the pod
-// does not set, as Podman's kube play does (its container creation merges
-// them): the LABEL lines of an image built from the archive included.
-func (pl *planner) imageLabels(ctx context.Context, cs *core.ContainerSpec) error {
-	img, err := pl.p.o.Images.Lookup(ctx, cs.Image)
-	if err != nil {
-		return err
-	}
-	for k, v := range img.Config.Config.Labels {
-		if _, set := cs.Labels[k]; set {
-			continue
-		}
-		if cs.Labels == nil {
-			cs.Labels = map[string]string{}
-		}
-		cs.Labels[k] = v
-	}
-	return nil
+// checkImage looks the container's image up at plan time, so that a
+// missing one is an error naming its field before anything is made. The
+// image's labels the pod does not set reach the container through its
+// create, which merges them as Podman's does.
+func (pl *planner) checkImage(ctx context.Context, cs *core.ContainerSpec) error {
+	_, err := pl.p.o.Images.Lookup(ctx, cs.Image)
+	return err
 }
