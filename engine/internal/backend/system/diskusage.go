@@ -2,11 +2,9 @@ package system
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 
+	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -67,7 +65,7 @@ func (s *Service) DiskUsage(ctx context.Context) (*core.DiskUsageReport, error) 
 		byContainer[c.ContainerID] = c
 	}
 	for _, v := range volumes {
-		size, err := treeSize(v.Mountpoint)
+		size, err := imagestore.TreeSize(v.Mountpoint, imagestore.RegularFile)
 		if err != nil {
 			return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 		}
@@ -92,29 +90,4 @@ func (s *Service) DiskUsage(ctx context.Context) (*core.DiskUsageReport, error) 
 		report.Volumes = append(report.Volumes, entry)
 	}
 	return report, nil
-}
-
-// treeSize is the apparent size of the files under dir (0 when dir is gone).
-func treeSize(dir string) (int64, error) {
-	var size int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if d.Type().IsRegular() {
-			info, err := d.Info()
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return nil
-				}
-				return err
-			}
-			size += info.Size()
-		}
-		return nil
-	})
-	return size, err
 }

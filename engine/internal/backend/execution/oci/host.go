@@ -29,6 +29,8 @@ type Host struct {
 	Seccomp bool
 }
 
+// rlimitNames maps the spec's rlimit names to their resources; the pause
+// process (runtime) sets its limits through the same table.
 var rlimitNames = map[string]int{
 	"RLIMIT_AS": unix.RLIMIT_AS, "RLIMIT_CORE": unix.RLIMIT_CORE, "RLIMIT_CPU": unix.RLIMIT_CPU,
 	"RLIMIT_DATA": unix.RLIMIT_DATA, "RLIMIT_FSIZE": unix.RLIMIT_FSIZE, "RLIMIT_LOCKS": unix.RLIMIT_LOCKS,
@@ -116,6 +118,13 @@ func knownCapability(c string) bool {
 var defaultRlimits = []rlimit.Rlimit{
 	{Type: "RLIMIT_NOFILE", Soft: 1048576, Hard: 1048576},
 	{Type: "RLIMIT_NPROC", Soft: 4194304, Hard: 4194304},
+}
+
+// RlimitResource is the resource number of a spec rlimit name
+// ("RLIMIT_NOFILE"); false when the name is unknown.
+func RlimitResource(name string) (int, bool) {
+	res, ok := rlimitNames[name]
+	return res, ok
 }
 
 // RlimitName normalises "nofile" or "rlimit_nofile" to "RLIMIT_NOFILE";

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
+	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -221,21 +222,11 @@ func (r *Runtime) startPause(o CreateOptions, spec *specs.Spec, root string) (ou
 	return out, nil
 }
 
-// rlimitResources maps the spec's rlimit names to their resources.
-var rlimitResources = map[string]int{
-	"RLIMIT_CPU": unix.RLIMIT_CPU, "RLIMIT_FSIZE": unix.RLIMIT_FSIZE, "RLIMIT_DATA": unix.RLIMIT_DATA,
-	"RLIMIT_STACK": unix.RLIMIT_STACK, "RLIMIT_CORE": unix.RLIMIT_CORE, "RLIMIT_RSS": unix.RLIMIT_RSS,
-	"RLIMIT_NPROC": unix.RLIMIT_NPROC, "RLIMIT_NOFILE": unix.RLIMIT_NOFILE, "RLIMIT_MEMLOCK": unix.RLIMIT_MEMLOCK,
-	"RLIMIT_AS": unix.RLIMIT_AS, "RLIMIT_LOCKS": unix.RLIMIT_LOCKS, "RLIMIT_SIGPENDING": unix.RLIMIT_SIGPENDING,
-	"RLIMIT_MSGQUEUE": unix.RLIMIT_MSGQUEUE, "RLIMIT_NICE": unix.RLIMIT_NICE, "RLIMIT_RTPRIO": unix.RLIMIT_RTPRIO,
-	"RLIMIT_RTTIME": unix.RLIMIT_RTTIME,
-}
-
 // applyProcessLimits gives the pause process the spec's rlimits and OOM
 // score adjustment, as runc gives them to a container's process.
 func applyProcessLimits(pid int, p *specs.Process) error {
 	for _, l := range p.Rlimits {
-		res, ok := rlimitResources[l.Type]
+		res, ok := oci.RlimitResource(l.Type)
 		if !ok {
 			return &CreateError{Message: fmt.Sprintf("pause process: unknown rlimit %q", l.Type)}
 		}

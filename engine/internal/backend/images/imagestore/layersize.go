@@ -21,7 +21,7 @@ func (s *Store) WritableLayerSizes() (map[string]int64, error) {
 	for _, c := range containers {
 		var size int64
 		if overlay {
-			size, err = diffDirSize(filepath.Join(s.store.GraphRoot(), "overlay", c.LayerID, "diff"))
+			size, err = TreeSize(filepath.Join(s.store.GraphRoot(), "overlay", c.LayerID, "diff"), NotDir)
 		} else {
 			size, err = s.store.DiffSize("", c.LayerID)
 		}
@@ -33,9 +33,11 @@ func (s *Store) WritableLayerSizes() (map[string]int64, error) {
 	return sizes, nil
 }
 
-// diffDirSize is the apparent size of what lies under dir, directories
-// excluded (a layer removed meanwhile counts as empty).
-func diffDirSize(dir string) (int64, error) {
+// TreeSize is the apparent size of the entries under dir for which counts
+// is true (0 when dir is gone; an entry removed meanwhile counts as empty).
+// A writable layer counts all but its directories (NotDir); system df counts
+// a volume's regular files (RegularFile).
+func TreeSize(dir string, counts func(fs.DirEntry) bool) (int64, error) {
 	var size int64
 	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -44,7 +46,7 @@ func diffDirSize(dir string) (int64, error) {
 			}
 			return err
 		}
-		if d.IsDir() {
+		if !counts(d) {
 			return nil
 		}
 		info, err := d.Info()
@@ -59,3 +61,9 @@ func diffDirSize(dir string) (int64, error) {
 	})
 	return size, err
 }
+
+// NotDir counts every entry but directories.
+func NotDir(d fs.DirEntry) bool { return !d.IsDir() }
+
+// RegularFile counts regular files only.
+func RegularFile(d fs.DirEntry) bool { return d.Type().IsRegular() }
