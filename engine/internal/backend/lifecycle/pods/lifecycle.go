@@ -11,19 +11,28 @@ import (
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
-// locked looks a pod up and runs fn under its operation lock with the pod's
-// record and its containers split into the infra container and the others.
-func (m *Manager) locked(ctx context.Context, nameOrID string, fn func(ctx context.Context, pod core.Pod, infra *core.PodMember, others []core.PodMember) (*core.PodActionReport, error)) (*core.PodActionReport, error) {
+// withEntry looks a pod up and runs fn under its operation lock, with a
+// context the client's leaving cannot cancel halfway through.
+func withEntry[T any](ctx context.Context, m *Manager, nameOrID string, fn func(ctx context.Context, e *entry) (T, error)) (T, error) {
 	ctx = context.WithoutCancel(ctx)
 	e, err := m.lookup(nameOrID)
 	if err != nil {
-		return nil, err
+		var none T
+		return none, err
 	}
 	e.op.Lock()
 	defer e.op.Unlock()
-	pod := m.snapshot(e)
-	infra, others := m.split(pod.ID)
-	return fn(ctx, pod, infra, others)
+	return fn(ctx, e)
+}
+
+// locked looks a pod up and runs fn under its operation lock with the pod's
+// record and its containers split into the infra container and the others.
+func (m *Manager) locked(ctx context.Context, nameOrID string, fn func(ctx context.Context, pod core.Pod, infra *core.PodMember, others []core.PodMember) (*core.PodActionReport, error)) (*core.PodActionReport, error) {
+	return withEntry(ctx, m, nameOrID, func(ctx context.Context, e *entry) (*core.PodActionReport, error) {
+		pod := m.snapshot(e)
+		infra, others := m.split(pod.ID)
+		return fn(ctx, pod, infra, others)
+	})
 }
 
 // split returns a pod's infra container (nil when it has none) and its
@@ -229,20 +238,22 @@ func (m *Manager) Kill(ctx context.Context, nameOrID, signal string) (*core.PodA
 
 // Pause freezes every running container of the pod.
 func (m *Manager) Pause(ctx context.Context, nameOrID string) (*core.PodActionReport, error) {
-	return m.locked(ctx, nameOrID, func(ctx context.Context, pod core.Pod, infra *core.PodMember, others []core.PodMember) (*core.PodActionReport, error) {
-		report := &core.PodActionReport{ID: pod.ID}
-		report.Errs = each(runningOnly(withInfra(infra, others)), "pausing", func(id string) error { return m.o.Containers.Pause(ctx, id) }, notModified)
-		m.o.Events(ctx, "pause", pod.ID, pod.Name)
-		return report, nil
-	})
+	return m.eachMember(ctx, nameOrID, runningOnly, "pausing", "pause", m.o.Containers.Pause)
 }
 
 // Unpause thaws every paused container of the pod.
 func (m *Manager) Unpause(ctx context.Context, nameOrID string) (*core.PodActionReport, error) {
+	return m.eachMember(ctx, nameOrID, pausedOnly, "unpausing", "unpause", m.o.Containers.Unpause)
+}
+
+// eachMember runs op on the pod's containers, infra included, that pick
+// keeps, all at once (one already in the wanted state is no failure), and
+// records the pod event.
+func (m *Manager) eachMember(ctx context.Context, nameOrID string, pick func([]core.PodMember) []core.PodMember, verb, event string, op func(ctx context.Context, id string) error) (*core.PodActionReport, error) {
 	return m.locked(ctx, nameOrID, func(ctx context.Context, pod core.Pod, infra *core.PodMember, others []core.PodMember) (*core.PodActionReport, error) {
 		report := &core.PodActionReport{ID: pod.ID}
-		report.Errs = each(pausedOnly(withInfra(infra, others)), "unpausing", func(id string) error { return m.o.Containers.Unpause(ctx, id) }, notModified)
-		m.o.Events(ctx, "unpause", pod.ID, pod.Name)
+		report.Errs = each(pick(withInfra(infra, others)), verb, func(id string) error { return op(ctx, id) }, notModified)
+		m.o.Events(ctx, event, pod.ID, pod.Name)
 		return report, nil
 	})
 }

@@ -14,14 +14,9 @@ import (
 // cgroup and its record. Without Force, running or paused containers make
 // it a state conflict and nothing is removed.
 func (m *Manager) Remove(ctx context.Context, nameOrID string, opts core.RemovePodOptions) (*core.PodRmReport, error) {
-	ctx = context.WithoutCancel(ctx)
-	e, err := m.lookup(nameOrID)
-	if err != nil {
-		return nil, err
-	}
-	e.op.Lock()
-	defer e.op.Unlock()
-	return m.removeLocked(ctx, e, opts)
+	return withEntry(ctx, m, nameOrID, func(ctx context.Context, e *entry) (*core.PodRmReport, error) {
+		return m.removeLocked(ctx, e, opts)
+	})
 }
 
 func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemovePodOptions) (*core.PodRmReport, error) {

@@ -4,27 +4,23 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 )
 
 // NetworkRecord is one row of the networks table. Data is the network's
 // full record as the caller serialises it.
-type NetworkRecord struct {
-	Name    string
-	ID      string
-	Created time.Time
-	Data    []byte
-}
+type NetworkRecord = NamedRecord
+
+// networks holds the networks: named objects with an ID.
+var networks = namedTable{table: "networks", kind: "network"}
 
 // AddNetwork inserts a network; ErrDuplicate when its name or ID is taken.
 func (s *DB) AddNetwork(ctx context.Context, r NetworkRecord) error {
-	return s.insertRow(ctx, "network "+r.Name, `INSERT INTO networks (name, id, created, data) VALUES (?, ?, ?, ?)`,
-		r.Name, r.ID, r.Created.UnixNano(), r.Data)
+	return networks.add(ctx, s, r)
 }
 
 // UpdateNetwork replaces the data of an existing network.
 func (s *DB) UpdateNetwork(ctx context.Context, r NetworkRecord) error {
-	return s.changeRowTx(ctx, "update", "network "+r.Name, `UPDATE networks SET data = ? WHERE id = ?`, r.Data, r.ID)
+	return networks.update(ctx, s, r)
 }
 
 // RemoveNetwork deletes a network's record and its leases.
@@ -39,9 +35,7 @@ func (s *DB) RemoveNetwork(ctx context.Context, id string) error {
 
 // ListNetworks returns every network, oldest first.
 func (s *DB) ListNetworks(ctx context.Context) ([]NetworkRecord, error) {
-	return listRows(ctx, s, "networks", func(r *NetworkRecord) []any {
-		return []any{&r.Name, &r.ID, unixNano{&r.Created}, &r.Data}
-	}, `SELECT name, id, created, data FROM networks ORDER BY created, name`)
+	return networks.list(ctx, s)
 }
 
 // LeaseAddresses hands addresses of a network to a container in one

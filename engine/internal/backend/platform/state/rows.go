@@ -11,7 +11,9 @@ import (
 // The helpers below are the statements every table of the state database
 // repeats: an insert whose constraint failure is ErrDuplicate, an update or
 // delete that must touch a row (ErrNotFound otherwise), a read of one row
-// and a read of many. Each table's file keeps its own SQL and error words.
+// and a read of many. Each table's file keeps its own SQL and error words, but
+// for the tables of named objects with an ID (networks, secrets), whose rows
+// have one shape: namedTable, at the end, writes theirs.
 
 // unixNano scans a nanosecond count, the form every created or time column
 // is stored in, into a time.Time.
@@ -86,4 +88,37 @@ func listRows[T any](ctx context.Context, s *DB, what string, fields func(r *T) 
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// NamedRecord is one row of a table of named objects with an ID (networks,
+// secrets): the name and ID are columns of their own, each unique; Data is
+// the object's record as the caller serialises it.
+type NamedRecord struct {
+	ID      string
+	Name    string
+	Created time.Time
+	Data    []byte
+}
+
+// namedTable is a table of NamedRecords; kind names one row in errors.
+type namedTable struct {
+	table, kind string
+}
+
+// add inserts a row; ErrDuplicate when its name or ID is taken.
+func (t namedTable) add(ctx context.Context, s *DB, r NamedRecord) error {
+	return s.insertRow(ctx, t.kind+" "+r.Name, `INSERT INTO `+t.table+` (id, name, created, data) VALUES (?, ?, ?, ?)`,
+		r.ID, r.Name, r.Created.UnixNano(), r.Data)
+}
+
+// update replaces the data of an existing row, found by ID.
+func (t namedTable) update(ctx context.Context, s *DB, r NamedRecord) error {
+	return s.changeRowTx(ctx, "update", t.kind+" "+r.Name, `UPDATE `+t.table+` SET data = ? WHERE id = ?`, r.Data, r.ID)
+}
+
+// list returns every row, oldest first.
+func (t namedTable) list(ctx context.Context, s *DB) ([]NamedRecord, error) {
+	return listRows(ctx, s, t.table, func(r *NamedRecord) []any {
+		return []any{&r.ID, &r.Name, unixNano{&r.Created}, &r.Data}
+	}, `SELECT id, name, created, data FROM `+t.table+` ORDER BY created, name`)
 }

@@ -234,22 +234,23 @@ func (s *Store) List(ctx context.Context, filters map[string][]string) ([]*core.
 
 // Remove removes a secret that no container uses.
 func (s *Store) Remove(ctx context.Context, nameOrID string) error {
-	ctx = context.WithoutCancel(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	all, err := s.load(ctx)
-	if err != nil {
-		return err
-	}
-	sec, err := find(all, nameOrID)
-	if err != nil {
-		return err
-	}
-	return s.removeLocked(ctx, []*core.Secret{sec})
+	return s.remove(ctx, func(all []*core.Secret) ([]*core.Secret, error) {
+		sec, err := find(all, nameOrID)
+		if err != nil {
+			return nil, err
+		}
+		return []*core.Secret{sec}, nil
+	})
 }
 
 // RemoveAll removes every secret, or none when a container uses one.
 func (s *Store) RemoveAll(ctx context.Context) error {
+	return s.remove(ctx, func(all []*core.Secret) ([]*core.Secret, error) { return all, nil })
+}
+
+// remove removes, under the store's lock, the secrets pick chooses from all
+// of them (a client's leaving does not stop it halfway).
+func (s *Store) remove(ctx context.Context, pick func(all []*core.Secret) ([]*core.Secret, error)) error {
 	ctx = context.WithoutCancel(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -257,7 +258,11 @@ func (s *Store) RemoveAll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.removeLocked(ctx, all)
+	secs, err := pick(all)
+	if err != nil {
+		return err
+	}
+	return s.removeLocked(ctx, secs)
 }
 
 func (s *Store) removeLocked(ctx context.Context, secs []*core.Secret) error {
