@@ -115,14 +115,7 @@ func (g *Generator) podman(args ...string) string {
 // of the pod it belongs to when the pod's units are generated together.
 func (g *Generator) containerUnit(ctr *core.InspectContainerData, opts core.SystemdOptions, podUnit string) (string, string, error) {
 	name := unitName(opts.ContainerPrefix, opts.Separator, ctr.Name, ctr.ID, opts.UseName)
-	ref := ctr.ID
-	if opts.UseName {
-		ref = ctr.Name
-	}
-	stop := fmt.Sprint(opts.StopTimeout)
-	s := &unitWriter{}
-	s.header(name, "container "+ctr.Name, opts)
-	s.unitSection(name)
+	s := newUnit(name, "container "+ctr.Name, opts)
 	if podUnit != "" {
 		s.line("BindsTo", podUnit+".service")
 		s.line("After", podUnit+".service")
@@ -134,6 +127,7 @@ func (g *Generator) containerUnit(ctr *core.InspectContainerData, opts core.Syst
 		if err != nil {
 			return "", "", err
 		}
+		stop := fmt.Sprint(opts.StopTimeout)
 		s.line("ExecStartPre", "/bin/rm -f %t/%n.ctr-id")
 		s.line("ExecStart", g.podman(append([]string{"run", "--cidfile=%t/%n.ctr-id", "--rm", "-d", "--replace"}, args...)...))
 		s.line("ExecStop", g.podman("stop", "--ignore", "-t", stop, "--cidfile=%t/%n.ctr-id"))
@@ -141,11 +135,7 @@ func (g *Generator) containerUnit(ctr *core.InspectContainerData, opts core.Syst
 		s.line("Type", "oneshot")
 		s.line("RemainAfterExit", "yes")
 	} else {
-		s.line("ExecStart", g.podman("start", ref))
-		s.line("ExecStop", g.podman("stop", "-t", stop, ref))
-		s.line("ExecStopPost", g.podman("stop", "-t", stop, ref))
-		s.line("PIDFile", ctr.ConmonPidFile)
-		s.line("Type", "forking")
+		g.existingService(s, ctr, opts)
 	}
 	s.install()
 	return name, s.String(), nil
@@ -182,28 +172,43 @@ func (g *Generator) podUnits(ctx context.Context, pod *core.InspectPodData, opts
 		units[name] = text
 		members = append(members, name+".service")
 	}
-	ref := infra.ID
-	if opts.UseName {
-		ref = infra.Name
-	}
-	stop := fmt.Sprint(opts.StopTimeout)
-	s := &unitWriter{}
-	s.header(podName, "pod "+pod.Name, opts)
-	s.unitSection(podName)
+	s := newUnit(podName, "pod "+pod.Name, opts)
 	if len(members) > 0 {
 		s.line("Requires", strings.Join(members, " "))
 		s.line("Before", strings.Join(members, " "))
 	}
 	s.userDeps(opts)
 	s.serviceStart(opts)
-	s.line("ExecStart", g.podman("start", ref))
-	s.line("ExecStop", g.podman("stop", "-t", stop, ref))
-	s.line("ExecStopPost", g.podman("stop", "-t", stop, ref))
-	s.line("PIDFile", infra.ConmonPidFile)
-	s.line("Type", "forking")
+	g.existingService(s, infra, opts)
 	s.install()
 	units[podName] = s.String()
 	return units, nil
+}
+
+// newUnit starts the unit text of name: the generated-by header and the
+// [Unit] section describing what.
+func newUnit(name, what string, opts core.SystemdOptions) *unitWriter {
+	s := &unitWriter{}
+	s.header(name, what, opts)
+	s.unitSection(name)
+	return s
+}
+
+// existingService writes the service lines of a unit that starts and stops
+// an existing container (by name with UseName, else by ID); conmon's PID
+// file tells systemd the main process. A pod's unit runs its infra
+// container so.
+func (g *Generator) existingService(s *unitWriter, ctr *core.InspectContainerData, opts core.SystemdOptions) {
+	ref := ctr.ID
+	if opts.UseName {
+		ref = ctr.Name
+	}
+	stop := fmt.Sprint(opts.StopTimeout)
+	s.line("ExecStart", g.podman("start", ref))
+	s.line("ExecStop", g.podman("stop", "-t", stop, ref))
+	s.line("ExecStopPost", g.podman("stop", "-t", stop, ref))
+	s.line("PIDFile", ctr.ConmonPidFile)
+	s.line("Type", "forking")
 }
 
 // runArgs turns a container's create command (podman [global flags]

@@ -244,22 +244,33 @@ func (m *ManifestLists) readList(name string) (*listState, error) {
 // update applies change to the named list's state under the store lock and
 // saves it. It returns the list's ID.
 func (m *ManifestLists) update(name string, change func(*listState) error) (string, error) {
+	var id string
+	err := m.writeLocked(name, func(img *storage.Image) error {
+		state, err := readListState(m.t.store.store, img.ID)
+		if err != nil {
+			return err
+		}
+		if err := change(state); err != nil {
+			return err
+		}
+		id = img.ID
+		return writeListState(m.t.store.store, img.ID, state)
+	})
+	return id, err
+}
+
+// writeLocked runs fn on the named list's image under the store's write
+// lock; the store's image cache is invalidated after.
+func (m *ManifestLists) writeLocked(name string, fn func(img *storage.Image) error) error {
 	s := m.t.store
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.cache.invalidate()
 	img, err := m.findList(name)
 	if err != nil {
-		return "", err
+		return err
 	}
-	state, err := readListState(s.store, img.ID)
-	if err != nil {
-		return "", err
-	}
-	if err := change(state); err != nil {
-		return "", err
-	}
-	return img.ID, writeListState(s.store, img.ID, state)
+	return fn(img)
 }
 
 // resolvedInstance is an instance to add and where it is read from.
@@ -519,18 +530,16 @@ func (m *ManifestLists) RemoveInstance(ctx context.Context, name, instanceDigest
 
 // Delete implements core.ManifestLists.
 func (m *ManifestLists) Delete(ctx context.Context, name string) (core.ImageRemoveReport, error) {
-	s := m.t.store
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	defer s.cache.invalidate()
-	img, err := m.findList(name)
-	if err != nil {
-		return core.ImageRemoveReport{ExitCode: 1}, err
-	}
-	if _, err := s.store.DeleteImage(img.ID, true); err != nil {
-		return core.ImageRemoveReport{ExitCode: 125}, fmt.Errorf("removing manifest list %s: %w", name, err)
-	}
-	return core.ImageRemoveReport{Untagged: slices.Clone(img.Names), Deleted: []string{img.ID}}, nil
+	report := core.ImageRemoveReport{ExitCode: 1}
+	err := m.writeLocked(name, func(img *storage.Image) error {
+		if _, err := m.t.store.store.DeleteImage(img.ID, true); err != nil {
+			report.ExitCode = 125
+			return fmt.Errorf("removing manifest list %s: %w", name, err)
+		}
+		report = core.ImageRemoveReport{Untagged: slices.Clone(img.Names), Deleted: []string{img.ID}}
+		return nil
+	})
+	return report, err
 }
 
 // Push implements core.ManifestLists.

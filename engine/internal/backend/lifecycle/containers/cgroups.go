@@ -103,6 +103,18 @@ func ociCgroupsPath(rec *record) string {
 	return rec.CgroupPath
 }
 
+// runtimeCreateOptions is what a create and a restore give the runtime
+// alike: the container's bundle, logs, terminal and cgroups, conmon's scope.
+func runtimeCreateOptions(rec *record) runtime.CreateOptions {
+	conmonUnit, conmonSlice := conmonScope(rec)
+	return runtime.CreateOptions{
+		ID: rec.ID, Name: rec.Name, Bundle: rec.Bundle, LogPath: rec.LogPath,
+		LogDriver: rec.Spec.LogDriver(), LogTag: rec.Spec.LogTag(),
+		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin,
+		SystemdCgroup: rec.CgroupSystemd, ConmonScope: conmonUnit, ConmonSlice: conmonSlice, ConmonCgroup: splitConmonCgroup(rec),
+	}
+}
+
 // conmonScope is the scope conmon is moved into: under systemd in enabled
 // mode, as Podman does; "" leaves it in the engine's cgroup (no-conmon, and
 // the cgroupfs manager, where the engine keeps no cgroup of conmon's).

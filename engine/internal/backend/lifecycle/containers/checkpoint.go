@@ -252,14 +252,9 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 		return report, err
 	}
 	start := time.Now()
-	conmonUnit, conmonSlice := conmonScope(&rec)
-	created, err := m.rt.Create(ctx, runtime.CreateOptions{
-		ID: rec.ID, Name: rec.Name, Bundle: rec.Bundle, LogPath: rec.LogPath,
-		LogDriver: rec.Spec.LogDriver(), LogTag: rec.Spec.LogTag(),
-		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin,
-		SystemdCgroup: rec.CgroupSystemd, ConmonScope: conmonUnit, ConmonSlice: conmonSlice, ConmonCgroup: splitConmonCgroup(&rec),
-		RestoreDir: dir, RuntimeOpts: runtime.RestoreOptions(dir, opts.TCPEstablished, opts.FileLocks),
-	})
+	create := runtimeCreateOptions(&rec)
+	create.RestoreDir, create.RuntimeOpts = dir, runtime.RestoreOptions(dir, opts.TCPEstablished, opts.FileLocks)
+	created, err := m.rt.Create(ctx, create)
 	report.RuntimeDuration = time.Since(start)
 	if err != nil {
 		m.rt.Delete(ctx, rec.ID, true)

@@ -425,16 +425,11 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 			return err
 		}
 	}
-	conmonUnit, conmonSlice := conmonScope(&rec)
-	created, err := m.rt.Create(ctx, runtime.CreateOptions{
-		ID: rec.ID, Name: rec.Name, Bundle: rec.Bundle, LogPath: rec.LogPath,
-		LogDriver: rec.Spec.LogDriver(), LogTag: rec.Spec.LogTag(),
-		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin,
-		SystemdCgroup: rec.CgroupSystemd, ConmonScope: conmonUnit, ConmonSlice: conmonSlice, ConmonCgroup: splitConmonCgroup(&rec),
-		// A pod's default infra container only holds namespaces: the
-		// engine runs its catatonit itself where the spec allows.
-		Pause: rec.IsInfra,
-	})
+	create := runtimeCreateOptions(&rec)
+	// A pod's default infra container only holds namespaces: the engine
+	// runs its catatonit itself where the spec allows.
+	create.Pause = rec.IsInfra
+	created, err := m.rt.Create(ctx, create)
 	if err != nil {
 		// Whatever runc left (state dir, cgroup) goes; conmon exits by itself.
 		m.rt.Delete(context.WithoutCancel(ctx), rec.ID, true)
