@@ -116,24 +116,32 @@ func (s *Store) Push(ctx context.Context, name string, opts core.ArtifactTransfe
 	if err != nil {
 		return "", err
 	}
-	sys, cleanup, err := s.registry.RegistryContext(opts.Auth, opts.TLSVerify)
-	if err != nil {
-		return "", err
-	}
-	defer cleanup()
-	var pushed []byte
-	err = withRetry(ctx, opts, func() error {
-		var err error
-		pushed, err = s.registry.Copy(ctx, dest, src, &copy.Options{SourceCtx: sys, DestinationCtx: sys})
-		if err != nil {
-			return s.registry.ClassifyError(fmt.Errorf("pushing artifact %s: %w", e.name, err))
-		}
-		return nil
-	})
+	pushed, err := s.copyWithRetry(ctx, opts, dest, src, "pushing artifact "+e.name)
 	if err != nil {
 		return "", err
 	}
 	return digest.FromBytes(pushed).String(), nil
+}
+
+// copyWithRetry copies src to dest (a push or a pull) with the registry
+// context opts asks for, retried as opts asks; what names the copy in its
+// error. It returns the manifest copied.
+func (s *Store) copyWithRetry(ctx context.Context, opts core.ArtifactTransferOptions, dest, src types.ImageReference, what string) ([]byte, error) {
+	sys, cleanup, err := s.registry.RegistryContext(opts.Auth, opts.TLSVerify)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	var copied []byte
+	err = withRetry(ctx, opts, func() error {
+		var err error
+		copied, err = s.registry.Copy(ctx, dest, src, &copy.Options{SourceCtx: sys, DestinationCtx: sys})
+		if err != nil {
+			return s.registry.ClassifyError(fmt.Errorf("%s: %w", what, err))
+		}
+		return nil
+	})
+	return copied, err
 }
 
 // Pull implements core.Artifacts: the artifact is copied into a staging
@@ -148,11 +156,6 @@ func (s *Store) Pull(ctx context.Context, name string, opts core.ArtifactTransfe
 	if err != nil {
 		return "", err
 	}
-	sys, cleanup, err := s.registry.RegistryContext(opts.Auth, opts.TLSVerify)
-	if err != nil {
-		return "", err
-	}
-	defer cleanup()
 	staging, err := os.MkdirTemp(s.staging, "pull-")
 	if err != nil {
 		return "", fmt.Errorf("pulling artifact %s: %w", stored, err)
@@ -162,15 +165,7 @@ func (s *Store) Pull(ctx context.Context, name string, opts core.ArtifactTransfe
 	if err != nil {
 		return "", err
 	}
-	var raw []byte
-	err = withRetry(ctx, opts, func() error {
-		var err error
-		raw, err = s.registry.Copy(ctx, dest, src, &copy.Options{SourceCtx: sys, DestinationCtx: sys})
-		if err != nil {
-			return s.registry.ClassifyError(fmt.Errorf("pulling artifact %s: %w", stored, err))
-		}
-		return nil
-	})
+	raw, err := s.copyWithRetry(ctx, opts, dest, src, "pulling artifact "+stored)
 	if err != nil {
 		return "", err
 	}
