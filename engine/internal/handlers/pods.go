@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -31,19 +32,10 @@ func (h podHandlers) create(w http.ResponseWriter, r *http.Request) {
 	finishJSON(w, http.StatusCreated, idResponse{ID: id}, err)
 }
 
-type podListQuery struct {
-	Filters map[string][]string `query:"filters"`
-}
-
 // list answers the listing. Podman's pod clients send one whole value per
 // filter ("a=b"), so the filters are read as they come.
 func (h podHandlers) list(w http.ResponseWriter, r *http.Request) {
-	var q podListQuery
-	if !queryInto(w, r, &q) {
-		return
-	}
-	list, err := h.p.List(r.Context(), q.Filters)
-	finishJSON(w, http.StatusOK, list, err)
+	answerFiltered(w, r, h.p.List)
 }
 
 func (h podHandlers) prune(w http.ResponseWriter, r *http.Request) {
@@ -65,8 +57,7 @@ func (h podHandlers) stats(w http.ResponseWriter, r *http.Request) {
 	if !queryInto(w, r, &q) {
 		return
 	}
-	if q.Delay < 1 || q.Delay > 3600 {
-		writeError(w, core.InvalidArgument("delay", errors.New("must be between 1 and 3600 seconds")))
+	if !intervalValid(w, "delay", int64(q.Delay)) {
 		return
 	}
 	reports, err := h.p.Stats(r.Context(), q.All, q.NamesOrIDs)
@@ -115,27 +106,32 @@ func finishPodAction(w http.ResponseWriter, report *core.PodActionReport, err er
 	writeJSON(w, status, report)
 }
 
-func (h podHandlers) start(w http.ResponseWriter, r *http.Request) {
-	report, err := h.p.Start(r.Context(), pathParam(r, "name"))
+// podAction answers a pod action that takes only the pod's name.
+func podAction(w http.ResponseWriter, r *http.Request, action func(ctx context.Context, nameOrID string) (*core.PodActionReport, error)) {
+	report, err := action(r.Context(), pathParam(r, "name"))
 	finishPodAction(w, report, err)
+}
+
+// timedPodAction answers a pod action that takes the stop timeout.
+func timedPodAction(w http.ResponseWriter, r *http.Request, action func(ctx context.Context, nameOrID string, timeout *uint) (*core.PodActionReport, error)) {
+	_, timeout, ok := stopQueryInto(w, r)
+	if !ok {
+		return
+	}
+	report, err := action(r.Context(), pathParam(r, "name"), timeout)
+	finishPodAction(w, report, err)
+}
+
+func (h podHandlers) start(w http.ResponseWriter, r *http.Request) {
+	podAction(w, r, h.p.Start)
 }
 
 func (h podHandlers) stop(w http.ResponseWriter, r *http.Request) {
-	_, timeout, ok := stopQueryInto(w, r)
-	if !ok {
-		return
-	}
-	report, err := h.p.Stop(r.Context(), pathParam(r, "name"), timeout)
-	finishPodAction(w, report, err)
+	timedPodAction(w, r, h.p.Stop)
 }
 
 func (h podHandlers) restart(w http.ResponseWriter, r *http.Request) {
-	_, timeout, ok := stopQueryInto(w, r)
-	if !ok {
-		return
-	}
-	report, err := h.p.Restart(r.Context(), pathParam(r, "name"), timeout)
-	finishPodAction(w, report, err)
+	timedPodAction(w, r, h.p.Restart)
 }
 
 func (h podHandlers) kill(w http.ResponseWriter, r *http.Request) {
@@ -148,13 +144,11 @@ func (h podHandlers) kill(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h podHandlers) pause(w http.ResponseWriter, r *http.Request) {
-	report, err := h.p.Pause(r.Context(), pathParam(r, "name"))
-	finishPodAction(w, report, err)
+	podAction(w, r, h.p.Pause)
 }
 
 func (h podHandlers) unpause(w http.ResponseWriter, r *http.Request) {
-	report, err := h.p.Unpause(r.Context(), pathParam(r, "name"))
-	finishPodAction(w, report, err)
+	podAction(w, r, h.p.Unpause)
 }
 
 type podTopQuery struct {

@@ -22,16 +22,14 @@ type reloadQuery struct {
 }
 
 // quadletQueryInto decodes a quadlet route's own parameters into q, then
-// its systemd reload switch.
-func quadletQueryInto(r *http.Request, q any) (reload bool, err error) {
-	if err := decodeQuery(r, q); err != nil {
-		return false, err
-	}
+// its systemd reload switch. On a bad query it answers the error itself and
+// reports false.
+func quadletQueryInto(w http.ResponseWriter, r *http.Request, q any) (reload, ok bool) {
 	var rq reloadQuery
-	if err := decodeQuery(r, &rq); err != nil {
-		return false, err
+	if !queryInto(w, r, q) || !queryInto(w, r, &rq) {
+		return false, false
 	}
-	return rq.Reload || rq.ReloadCamel, nil
+	return rq.Reload || rq.ReloadCamel, true
 }
 
 func (h quadletHandlers) install(w http.ResponseWriter, r *http.Request) {
@@ -39,9 +37,8 @@ func (h quadletHandlers) install(w http.ResponseWriter, r *http.Request) {
 		Replace  bool `query:"replace"`
 		Activate bool `query:"activate"`
 	}
-	reload, err := quadletQueryInto(r, &q)
-	if err != nil {
-		writeError(w, err)
+	reload, ok := quadletQueryInto(w, r, &q)
+	if !ok {
 		return
 	}
 	opts := core.QuadletInstallOptions{Replace: q.Replace, ReloadSystemd: reload}
@@ -72,14 +69,7 @@ func (h quadletHandlers) install(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h quadletHandlers) list(w http.ResponseWriter, r *http.Request) {
-	var q struct {
-		Filters map[string][]string `query:"filters"`
-	}
-	if !queryInto(w, r, &q) {
-		return
-	}
-	list, err := h.q.List(r.Context(), q.Filters)
-	finishJSON(w, http.StatusOK, list, err)
+	answerFiltered(w, r, h.q.List)
 }
 
 func (h quadletHandlers) exists(w http.ResponseWriter, r *http.Request) {
@@ -102,9 +92,8 @@ func (h quadletHandlers) remove(w http.ResponseWriter, r *http.Request) {
 		Force  bool `query:"force"`
 		Ignore bool `query:"ignore"`
 	}
-	reload, err := quadletQueryInto(r, &q)
-	if err != nil {
-		writeError(w, err)
+	reload, ok := quadletQueryInto(w, r, &q)
+	if !ok {
 		return
 	}
 	name := pathParam(r, "name")
@@ -122,9 +111,8 @@ func (h quadletHandlers) removeMany(w http.ResponseWriter, r *http.Request) {
 		Force    bool     `query:"force"`
 		Ignore   bool     `query:"ignore"`
 	}
-	reload, err := quadletQueryInto(r, &q)
-	if err != nil {
-		writeError(w, err)
+	reload, ok := quadletQueryInto(w, r, &q)
+	if !ok {
 		return
 	}
 	switch {

@@ -7,6 +7,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -246,6 +247,33 @@ func (q stopQuery) timeout() (*uint, error) {
 		return optionalUint("timeout", q.Timeout)
 	}
 	return optionalUint("t", q.DockerTimeout)
+}
+
+// filtersQuery is the query of a listing or prune whose one parameter is
+// the filters.
+type filtersQuery struct {
+	Filters map[string][]string `query:"filters"`
+}
+
+// answerFiltered answers a listing or prune whose one parameter is the
+// filters, read as they come: what list returns for them, as JSON.
+func answerFiltered[T any](w http.ResponseWriter, r *http.Request, list func(ctx context.Context, filters map[string][]string) (T, error)) {
+	var q filtersQuery
+	if !queryInto(w, r, &q) {
+		return
+	}
+	out, err := list(r.Context(), q.Filters)
+	finishJSON(w, http.StatusOK, out, err)
+}
+
+// intervalValid answers a streaming interval (seconds, the query parameter
+// name) outside 1..3600 as that parameter's error and reports false.
+func intervalValid(w http.ResponseWriter, name string, seconds int64) bool {
+	if seconds < 1 || seconds > 3600 {
+		writeError(w, core.InvalidArgument(name, errors.New("must be between 1 and 3600 seconds")))
+		return false
+	}
+	return true
 }
 
 // stopQueryInto decodes a stop or restart query and its timeout, answering

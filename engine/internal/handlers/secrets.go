@@ -58,14 +58,7 @@ func (h secretHandlers) create(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h secretHandlers) list(w http.ResponseWriter, r *http.Request) {
-	var q struct {
-		Filters map[string][]string `query:"filters"`
-	}
-	if !queryInto(w, r, &q) {
-		return
-	}
-	secs, err := h.s.List(r.Context(), q.Filters)
-	finishJSON(w, http.StatusOK, secs, err)
+	answerFiltered(w, r, h.s.List)
 }
 
 func (h secretHandlers) inspect(w http.ResponseWriter, r *http.Request) {

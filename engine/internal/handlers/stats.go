@@ -66,8 +66,7 @@ func (s *Server) containerStats(w http.ResponseWriter, r *http.Request) {
 	if !queryInto(w, r, &q) {
 		return
 	}
-	if q.Interval < 1 || q.Interval > 3600 {
-		writeError(w, core.InvalidArgument("interval", errors.New("must be between 1 and 3600 seconds")))
+	if !intervalValid(w, "interval", q.Interval) {
 		return
 	}
 	first, err := s.deps.ContainerIO.Stats(r.Context(), q.Containers)

@@ -1,12 +1,10 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/top"
-	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/httpwire"
 )
 
@@ -24,8 +22,7 @@ func (s *Server) containerTop(w http.ResponseWriter, r *http.Request) {
 	if !queryInto(w, r, &q) {
 		return
 	}
-	if q.Delay < 1 || q.Delay > 3600 {
-		writeError(w, core.InvalidArgument("delay", errors.New("must be between 1 and 3600 seconds")))
+	if !intervalValid(w, "delay", q.Delay) {
 		return
 	}
 	name := pathParam(r, "name")

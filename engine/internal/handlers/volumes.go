@@ -24,26 +24,12 @@ func (h volumeHandlers) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, vol)
 }
 
-type volumeListQuery struct {
-	Filters map[string][]string `query:"filters"`
-}
-
 func (h volumeHandlers) list(w http.ResponseWriter, r *http.Request) {
-	var q volumeListQuery
-	if !queryInto(w, r, &q) {
-		return
-	}
-	vols, err := h.v.List(r.Context(), q.Filters)
-	finishJSON(w, http.StatusOK, vols, err)
+	answerFiltered(w, r, h.v.List)
 }
 
 func (h volumeHandlers) prune(w http.ResponseWriter, r *http.Request) {
-	var q volumeListQuery
-	if !queryInto(w, r, &q) {
-		return
-	}
-	reports, err := h.v.Prune(r.Context(), q.Filters)
-	finishJSON(w, http.StatusOK, reports, err)
+	answerFiltered(w, r, h.v.Prune)
 }
 
 func (h volumeHandlers) inspect(w http.ResponseWriter, r *http.Request) {
