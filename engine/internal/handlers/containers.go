@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -210,13 +209,11 @@ type mountHandlers struct {
 }
 
 func (h mountHandlers) showMounted(w http.ResponseWriter, r *http.Request) {
-	mounted, err := h.m.Mounted(r.Context())
-	finishJSON(w, http.StatusOK, mounted, err)
+	answer(w, r, h.m.Mounted)
 }
 
 func (h mountHandlers) mount(w http.ResponseWriter, r *http.Request) {
-	path, err := h.m.Mount(r.Context(), pathParam(r, "name"))
-	finishJSON(w, http.StatusOK, path, err)
+	answerNamed(w, r, h.m.Mount)
 }
 
 func (h mountHandlers) unmount(w http.ResponseWriter, r *http.Request) {
@@ -466,15 +463,7 @@ func (h containerHandlers) wait(w http.ResponseWriter, r *http.Request) {
 	if !queryInto(w, r, &q) {
 		return
 	}
-	var conds []string
-	for _, c := range q.Condition {
-		for _, part := range strings.Split(c, ",") {
-			if part = strings.TrimSpace(part); part != "" {
-				conds = append(conds, part)
-			}
-		}
-	}
-	code, err := h.c.Wait(r.Context(), pathParam(r, "name"), conds)
+	code, err := h.c.Wait(r.Context(), pathParam(r, "name"), splitList(q.Condition, ","))
 	finishJSON(w, http.StatusOK, code, err)
 }
 

@@ -17,8 +17,7 @@ type HealthChecker interface {
 // runHealthCheck runs the check once: 200 with the result, 409 when the
 // container is not running or has no healthcheck.
 func (s *Server) runHealthCheck(w http.ResponseWriter, r *http.Request) {
-	res, err := s.deps.Health.Run(r.Context(), pathParam(r, "name"))
-	finishJSON(w, http.StatusOK, res, err)
+	answerNamed(w, r, s.deps.Health.Run)
 }
 
 // errNoRestart is the 404 answer of shouldrestart for a container its

@@ -117,8 +117,7 @@ func (s *Server) inspectImage(w http.ResponseWriter, r *http.Request) {
 // imageExists answers ImageExists: 204, or 404 with the error body for a
 // name that matches no image (a malformed name matches none).
 func (s *Server) imageExists(w http.ResponseWriter, r *http.Request) {
-	_, err := s.deps.Images.Lookup(r.Context(), pathParam(r, "name"))
-	writeExists(w, err, core.ErrNoSuchImage)
+	answerExists(w, r, s.deps.Images.Lookup, core.ErrNoSuchImage)
 }
 
 // imageSelection is the all and filters query that GetImages and

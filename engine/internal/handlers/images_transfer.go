@@ -398,15 +398,7 @@ func (s *Server) importImage(w http.ResponseWriter, r *http.Request) {
 // splitChanges accepts changes as repeated parameters and, as Docker's
 // clients send them, several changes in one parameter separated by newlines.
 func splitChanges(given []string) []string {
-	var out []string
-	for _, g := range given {
-		for _, line := range strings.Split(g, "\n") {
-			if line = strings.TrimSpace(line); line != "" {
-				out = append(out, line)
-			}
-		}
-	}
-	return out
+	return splitList(given, "\n")
 }
 
 // exportImage is ExportImage: one image, oci-archive unless format says otherwise.
@@ -432,14 +424,7 @@ func (s *Server) exportImages(w http.ResponseWriter, r *http.Request) {
 	if !decodeFoldedQuery(w, r, &q) {
 		return
 	}
-	var refs []string
-	for _, ref := range q.References {
-		for _, part := range strings.Split(ref, ",") {
-			if part = strings.TrimSpace(part); part != "" {
-				refs = append(refs, part)
-			}
-		}
-	}
+	refs := splitList(q.References, ",")
 	if len(refs) == 0 {
 		writeError(w, core.InvalidArgument("references", errors.New("at least one image is required")))
 		return

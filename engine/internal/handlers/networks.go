@@ -172,13 +172,11 @@ func (h networkHandlers) prune(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h networkHandlers) inspect(w http.ResponseWriter, r *http.Request) {
-	n, err := h.n.Inspect(r.Context(), pathParam(r, "name"))
-	finishJSON(w, http.StatusOK, n, err)
+	answerNamed(w, r, h.n.Inspect)
 }
 
 func (h networkHandlers) exists(w http.ResponseWriter, r *http.Request) {
-	_, err := h.n.Inspect(r.Context(), pathParam(r, "name"))
-	writeExists(w, err, core.ErrNoSuchNetwork)
+	answerExists(w, r, h.n.Inspect, core.ErrNoSuchNetwork)
 }
 
 func (h networkHandlers) remove(w http.ResponseWriter, r *http.Request) {

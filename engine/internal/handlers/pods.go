@@ -39,8 +39,7 @@ func (h podHandlers) list(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h podHandlers) prune(w http.ResponseWriter, r *http.Request) {
-	reports, err := h.p.Prune(r.Context())
-	finishJSON(w, http.StatusOK, reports, err)
+	answer(w, r, h.p.Prune)
 }
 
 type podStatsQuery struct {
@@ -82,14 +81,12 @@ func (h podHandlers) remove(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h podHandlers) inspect(w http.ResponseWriter, r *http.Request) {
-	data, err := h.p.Inspect(r.Context(), pathParam(r, "name"))
-	finishJSON(w, http.StatusOK, data, err)
+	answerNamed(w, r, h.p.Inspect)
 }
 
 // exists answers 204, or 404 with the error body.
 func (h podHandlers) exists(w http.ResponseWriter, r *http.Request) {
-	_, err := h.p.Inspect(r.Context(), pathParam(r, "name"))
-	writeExists(w, err, core.ErrNoSuchPod)
+	answerExists(w, r, h.p.Inspect, core.ErrNoSuchPod)
 }
 
 // finishPodAction answers a lifecycle report: 200, or 409 with the report

@@ -60,17 +60,6 @@ func decodeValues(values url.Values, dst any) error {
 	return nil
 }
 
-// decodeQueryFold is decodeQuery for parameters Podman's bindings send
-// lowercased (usename, notrunc): names match without case, so the tags of
-// dst must be lowercase.
-func decodeQueryFold(r *http.Request, dst any) error {
-	lowered := url.Values{}
-	for k, v := range r.URL.Query() {
-		lowered[strings.ToLower(k)] = append(lowered[strings.ToLower(k)], v...)
-	}
-	return decodeValues(lowered, dst)
-}
-
 // queryNames lists the parameter names of a struct's `query` tags.
 func queryNames(v any) []string {
 	t := reflect.TypeOf(v)
@@ -247,6 +236,20 @@ func (q stopQuery) timeout() (*uint, error) {
 		return optionalUint("timeout", q.Timeout)
 	}
 	return optionalUint("t", q.DockerTimeout)
+}
+
+// splitList is the items of a repeated parameter whose values may each hold
+// several, separated by sep (condition=running,exited); blank items go.
+func splitList(values []string, sep string) []string {
+	var out []string
+	for _, v := range values {
+		for _, part := range strings.Split(v, sep) {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
 }
 
 // filtersQuery is the query of a listing or prune whose one parameter is

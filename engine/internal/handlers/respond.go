@@ -5,6 +5,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -115,6 +116,26 @@ func finishNoContent(w http.ResponseWriter, err error) {
 		return
 	}
 	writeNoContent(w)
+}
+
+// answer answers what get returns for the request (200, JSON), or its error.
+func answer[T any](w http.ResponseWriter, r *http.Request, get func(ctx context.Context) (T, error)) {
+	out, err := get(r.Context())
+	finishJSON(w, http.StatusOK, out, err)
+}
+
+// answerNamed answers what get returns for the object the path names
+// (200, JSON), or its error.
+func answerNamed[T any](w http.ResponseWriter, r *http.Request, get func(ctx context.Context, nameOrID string) (T, error)) {
+	out, err := get(r.Context(), pathParam(r, "name"))
+	finishJSON(w, http.StatusOK, out, err)
+}
+
+// answerExists answers whether get finds the object the path names: 204,
+// or 404 with the error body when the error is missing (see writeExists).
+func answerExists[T any](w http.ResponseWriter, r *http.Request, get func(ctx context.Context, nameOrID string) (T, error), missing error) {
+	_, err := get(r.Context(), pathParam(r, "name"))
+	writeExists(w, err, missing)
 }
 
 // finishJSON answers err, or body with status when there is none.

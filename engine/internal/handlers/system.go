@@ -43,14 +43,12 @@ func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
 
 // version answers the Docker-shaped version report Podman clients read.
 func (s *Server) version(w http.ResponseWriter, r *http.Request) {
-	report, err := s.deps.System.Version(r.Context())
-	finishJSON(w, http.StatusOK, report, err)
+	answer(w, r, s.deps.System.Version)
 }
 
 // info answers Podman's info document.
 func (s *Server) info(w http.ResponseWriter, r *http.Request) {
-	info, err := s.deps.System.Info(r.Context())
-	finishJSON(w, http.StatusOK, info, err)
+	answer(w, r, s.deps.System.Info)
 }
 
 // systemCheck checks (and with repair, repairs) the store.
@@ -79,8 +77,7 @@ func (s *Server) systemCheck(w http.ResponseWriter, r *http.Request) {
 
 // diskUsage answers what images, containers and volumes take (podman system df).
 func (s *Server) diskUsage(w http.ResponseWriter, r *http.Request) {
-	report, err := s.deps.System.DiskUsage(r.Context())
-	finishJSON(w, http.StatusOK, report, err)
+	answer(w, r, s.deps.System.DiskUsage)
 }
 
 // systemPrune removes unused objects of every kind (podman system prune).

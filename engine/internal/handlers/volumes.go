@@ -33,13 +33,11 @@ func (h volumeHandlers) prune(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h volumeHandlers) inspect(w http.ResponseWriter, r *http.Request) {
-	vol, err := h.v.Inspect(r.Context(), pathParam(r, "name"))
-	finishJSON(w, http.StatusOK, vol, err)
+	answerNamed(w, r, h.v.Inspect)
 }
 
 func (h volumeHandlers) exists(w http.ResponseWriter, r *http.Request) {
-	_, err := h.v.Inspect(r.Context(), pathParam(r, "name"))
-	writeExists(w, err, core.ErrNoSuchVolume)
+	answerExists(w, r, h.v.Inspect, core.ErrNoSuchVolume)
 }
 
 type volumeRemoveQuery struct {
