@@ -55,7 +55,7 @@ func TestAppArmorEnforced(t *testing.T) {
 		for k, v := range extra {
 			spec[k] = v
 		}
-		code := l.wait(l.run(spec))
+		code := l.Wait(l.Run(spec))
 		label, _ := os.ReadFile(filepath.Join(out, name))
 		return code, strings.TrimSpace(string(label))
 	}
@@ -73,7 +73,7 @@ func TestAppArmorEnforced(t *testing.T) {
 		t.Fatalf("default container: exit %d, label %q, want berth-default (enforce)", code, label)
 	}
 	var insp struct{ AppArmorProfile string }
-	l.decode(l.must(http.StatusOK, "GET", "/containers/aa-default/json", nil), &insp)
+	l.Decode(l.Must(http.StatusOK, "GET", "/containers/aa-default/json", nil), &insp)
 	if insp.AppArmorProfile != "berth-default" {
 		t.Errorf("inspect AppArmorProfile %q, want berth-default", insp.AppArmorProfile)
 	}
@@ -129,19 +129,19 @@ func TestAppArmorEnforced(t *testing.T) {
 	tw.WriteHeader(&tar.Header{Name: "Containerfile", Mode: 0o644, Size: int64(len(cf))})
 	tw.Write([]byte(cf))
 	tw.Close()
-	t.Cleanup(func() { l.do("DELETE", "/images/localhost/aa-build:latest?force=true", nil) })
-	bstatus, bbody := l.do("POST", "/build?t=localhost/aa-build:latest", &buildCtx)
-	if st, _ := l.do("GET", "/images/localhost/aa-build:latest/exists", nil); st != http.StatusNoContent {
+	t.Cleanup(func() { l.Do("DELETE", "/images/localhost/aa-build:latest?force=true", nil) })
+	bstatus, bbody := l.Do("POST", "/build?t=localhost/aa-build:latest", &buildCtx)
+	if st, _ := l.Do("GET", "/images/localhost/aa-build:latest/exists", nil); st != http.StatusNoContent {
 		t.Errorf("a build whose RUN step checks for berth-default made no image: %d\n%s", bstatus, bbody)
 	}
 
 	// A profile that is not loaded: 400 naming it, nothing created.
-	status, body := l.do("POST", "/containers/create", map[string]any{"name": "aa-missing", "image": "localhost/busybox:latest",
+	status, body := l.Do("POST", "/containers/create", map[string]any{"name": "aa-missing", "image": "localhost/busybox:latest",
 		"command": []string{"true"}, "apparmor_profile": "berth-no-such-profile"})
 	if status != http.StatusBadRequest || !strings.Contains(string(body), "apparmor_profile") || !strings.Contains(string(body), "berth-no-such-profile") {
 		t.Errorf("a profile that is not loaded: %d %s, want a 400 naming apparmor_profile and the profile", status, body)
 	}
-	if status, _ := l.do("GET", "/containers/aa-missing/json", nil); status != http.StatusNotFound {
+	if status, _ := l.Do("GET", "/containers/aa-missing/json", nil); status != http.StatusNotFound {
 		t.Errorf("inspect after a refused create: %d, want 404", status)
 	}
 }

@@ -1,6 +1,7 @@
 package hostsuite
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -16,7 +17,9 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
+	"github.com/berth-project/berth/engine/testimage"
 )
 
 // TestBenchVsPodman (BERTH_HOSTLAB_BENCH=1; hack/hostlab.sh bench runs it
@@ -41,12 +44,16 @@ func TestBenchVsPodman(t *testing.T) {
 	// than a test (hack/hostlab.sh bench gives the VM 25 minutes).
 	testdeadline.Set(t, 22*time.Minute)
 	p := startEngineProcess(t)
-	berth := &apiTarget{name: "berth", base: p.url, client: &http.Client{}}
+	berth := &apiTarget{"berth", p.Engine}
 
 	// Podman: the same image, its own API service on a unix socket.
 	dir := t.TempDir()
 	archive := filepath.Join(dir, "busybox.tar")
-	if err := os.WriteFile(archive, busyboxArchive(t).Bytes(), 0o644); err != nil {
+	var img bytes.Buffer
+	if err := testimage.DockerArchive(&img, labImage()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(archive, img.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	podmanCLI(t, "load", "-i", archive)
@@ -56,18 +63,18 @@ func TestBenchVsPodman(t *testing.T) {
 	if err := svc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	podman := &apiTarget{name: "podman", base: "http://podman/v4.3.1/libpod", client: &http.Client{Transport: &http.Transport{
+	podman := &apiTarget{"podman", &enginetest.Engine{T: t, URL: "http://podman/v4.3.1/libpod", Client: &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		}}}}
+		}}}}}
 	t.Cleanup(func() {
-		podman.removeAll(t)
+		enginetest.RemoveAll(podman.Do)
 		svc.Process.Kill()
 		svc.Wait()
 		podmanCLI(t, "rm", "-af")
 	})
-	eventually(t, time.Minute, "podman system service answering", func() bool {
-		resp, err := podman.client.Get("http://podman/_ping")
+	poll.Until(t, time.Minute, "podman system service answering", func() bool {
+		resp, err := podman.Client.Get("http://podman/_ping")
 		if err == nil {
 			resp.Body.Close()
 		}
@@ -79,7 +86,7 @@ func TestBenchVsPodman(t *testing.T) {
 	var apiB, apiP []time.Duration
 	phasesB, phasesP := map[string][]time.Duration{}, map[string][]time.Duration{}
 	for i := 0; i <= cycles; i++ {
-		b, q := berth.cycle(t, phasesB), podman.cycle(t, phasesP)
+		b, q := berth.cycle(phasesB), podman.cycle(phasesP)
 		t.Logf("cycle %d: berth %v, podman %v", i, b.Round(time.Millisecond), q.Round(time.Millisecond))
 		if i > 0 {
 			apiB, apiP = append(apiB, b), append(apiP, q)
@@ -98,7 +105,7 @@ func TestBenchVsPodman(t *testing.T) {
 		t.Logf("BENCH %s --version (median of 5): %v", bin, median(d))
 	}
 	// The cycle with podman's CLI: local engine vs remote to Berth.
-	url := "tcp://" + p.addr
+	url := "tcp://" + p.Addr
 	const cliCycles = 5
 	var cliB, cliP []time.Duration
 	for i := 0; i <= cliCycles; i++ {
@@ -118,16 +125,16 @@ func TestBenchVsPodman(t *testing.T) {
 	const running = 50
 	for _, e := range []*apiTarget{berth, podman} {
 		start := time.Now()
-		e.startSleepers(t, running)
+		e.startSleepers(running)
 		t.Logf("BENCH %s: started %d containers in %v", e.name, running, time.Since(start).Round(time.Millisecond))
 	}
 	if unified() {
-		readCost(t, p.lab)
+		readCost(t, &lab{p.Engine})
 	}
 	var statsB, statsP []time.Duration
 	for deadline := time.Now().Add(40 * time.Second); len(statsB) < 5 || time.Now().Before(deadline); {
-		statsB = append(statsB, timed(func() { berth.stats(t, running) }))
-		statsP = append(statsP, timed(func() { podman.stats(t, running) }))
+		statsB = append(statsB, timed(func() { berth.stats(running) }))
+		statsP = append(statsP, timed(func() { podman.stats(running) }))
 	}
 	// Each engine alone, requests back to back: what the other's request
 	// leaves running (Podman's Go heap, the kernel's counters) weighs on
@@ -135,7 +142,7 @@ func TestBenchVsPodman(t *testing.T) {
 	for _, e := range []*apiTarget{berth, podman} {
 		var alone []time.Duration
 		for i := 0; i < 7; i++ {
-			alone = append(alone, timed(func() { e.stats(t, running) }))
+			alone = append(alone, timed(func() { e.stats(running) }))
 		}
 		t.Logf("BENCH stats of %d containers, %s alone, 7 requests back to back: median %v", running, e.name, median(alone))
 	}
@@ -183,38 +190,20 @@ func median(d []time.Duration) time.Duration {
 
 // apiTarget is an engine's libpod API (Berth's or Podman's service).
 type apiTarget struct {
-	name   string
-	base   string
-	client *http.Client
+	name string
+	*enginetest.Engine
 }
 
-func (a *apiTarget) do(t testing.TB, method, path string, body any) (int, []byte) {
-	t.Helper()
-	return enginetest.Do(t, a.client, method, a.base, path, body)
-}
-
-func (a *apiTarget) must(t testing.TB, want int, method, path string, body any) []byte {
-	t.Helper()
-	return enginetest.Must(t, func(m, p string, b any) (int, []byte) { return a.do(t, m, p, b) }, want, method, path, body)
-}
-
-func (a *apiTarget) create(t testing.TB, cmd ...string) string {
-	t.Helper()
-	var out struct {
-		ID string `json:"Id"`
-	}
-	body := a.must(t, http.StatusCreated, "POST", "/containers/create", map[string]any{
-		"image": "localhost/busybox:latest", "command": cmd, "netns": map[string]any{"nsmode": "none"}})
-	if err := json.Unmarshal(body, &out); err != nil || out.ID == "" {
-		t.Fatalf("%s create: %v %s", a.name, err, body)
-	}
-	return out.ID
+// create creates a container running cmd with no network.
+func (a *apiTarget) create(cmd ...string) string {
+	a.T.Helper()
+	return a.Create(map[string]any{"command": cmd, "netns": map[string]any{"nsmode": "none"}})
 }
 
 // cycle times create, start, wait and remove of a container running
 // true; each call's time is added to phases.
-func (a *apiTarget) cycle(t testing.TB, phases map[string][]time.Duration) time.Duration {
-	t.Helper()
+func (a *apiTarget) cycle(phases map[string][]time.Duration) time.Duration {
+	a.T.Helper()
 	start := time.Now()
 	last := start
 	phase := func(name string) {
@@ -222,22 +211,22 @@ func (a *apiTarget) cycle(t testing.TB, phases map[string][]time.Duration) time.
 		phases[name] = append(phases[name], now.Sub(last))
 		last = now
 	}
-	id := a.create(t, "true")
+	id := a.create("true")
 	phase("create")
-	a.must(t, http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	a.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	phase("start")
-	if code := strings.TrimSpace(string(a.must(t, http.StatusOK, "POST", "/containers/"+id+"/wait", nil))); code != "0" {
-		t.Fatalf("%s wait: exit code %s", a.name, code)
+	if code := a.Wait(id); code != 0 {
+		a.T.Fatalf("%s wait: exit code %d", a.name, code)
 	}
 	phase("wait")
-	a.must(t, http.StatusOK, "DELETE", "/containers/"+id, nil)
+	a.Must(http.StatusOK, "DELETE", "/containers/"+id, nil)
 	phase("rm")
 	return time.Since(start)
 }
 
 // startSleepers starts n containers running sleep, four at a time.
-func (a *apiTarget) startSleepers(t testing.TB, n int) {
-	t.Helper()
+func (a *apiTarget) startSleepers(n int) {
+	a.T.Helper()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
 	for i := 0; i < n; i++ {
@@ -246,8 +235,8 @@ func (a *apiTarget) startSleepers(t testing.TB, n int) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			id := a.create(t, "sleep", "900")
-			a.must(t, http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+			id := a.create("sleep", "900")
+			a.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 		}()
 	}
 	wg.Wait()
@@ -255,20 +244,15 @@ func (a *apiTarget) startSleepers(t testing.TB, n int) {
 
 // stats asks for the stats of every running container; the answer must
 // hold n containers.
-func (a *apiTarget) stats(t testing.TB, n int) {
-	t.Helper()
+func (a *apiTarget) stats(n int) {
+	a.T.Helper()
 	var out struct {
 		Stats []json.RawMessage
 	}
-	body := a.must(t, http.StatusOK, "GET", "/containers/stats?stream=false", nil)
+	body := a.Must(http.StatusOK, "GET", "/containers/stats?stream=false", nil)
 	if err := json.Unmarshal(body, &out); err != nil || len(out.Stats) != n {
-		t.Fatalf("%s stats: %d entries, want %d: %v %.300s", a.name, len(out.Stats), n, err, body)
+		a.T.Fatalf("%s stats: %d entries, want %d: %v %.300s", a.name, len(out.Stats), n, err, body)
 	}
-}
-
-func (a *apiTarget) removeAll(t testing.TB) {
-	t.Helper()
-	enginetest.RemoveAll(func(m, p string, b any) (int, []byte) { return a.do(t, m, p, b) })
 }
 
 // readCost logs what reading each file the stats of a running container
@@ -279,7 +263,7 @@ func readCost(t *testing.T, l *lab) {
 	var list []struct {
 		ID string `json:"Id"`
 	}
-	l.decode(l.must(http.StatusOK, "GET", "/containers/json", nil), &list)
+	l.Decode(l.Must(http.StatusOK, "GET", "/containers/json", nil), &list)
 	var dirs, pids []string
 	for _, c := range list {
 		d := l.inspect(c.ID)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 )
 
 // tcpCounter holds an established TCP connection over its loopback, IPv4
@@ -27,14 +28,14 @@ var tcpCounter = []string{"sh", "-c", "sleep 100000 | nc -l -p 7000 127.0.0.1 & 
 
 // logNumbers are the numbers a tcpCounter container logged (k8s-file log).
 func (l *lab) logNumbers(id string) []int {
-	l.t.Helper()
+	l.T.Helper()
 	var d struct {
 		HostConfig struct{ LogConfig struct{ Path string } }
 	}
-	l.decode(l.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
 	data, err := os.ReadFile(d.HostConfig.LogConfig.Path)
 	if err != nil && !os.IsNotExist(err) {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
 	var out []int
 	for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
@@ -44,7 +45,7 @@ func (l *lab) logNumbers(id string) []int {
 		}
 		n, err := strconv.Atoi(parts[3])
 		if err != nil {
-			l.t.Fatalf("container %s logged %q", id, parts[3])
+			l.T.Fatalf("container %s logged %q", id, parts[3])
 		}
 		out = append(out, n)
 	}
@@ -55,15 +56,15 @@ func (l *lab) logNumbers(id string) []int {
 // its TCP connection) and checks they go on from at least from, without
 // starting over at 0. It returns the last number logged.
 func (l *lab) countsOnFrom(id string, from int, already int) int {
-	l.t.Helper()
+	l.T.Helper()
 	var nums []int
-	eventually(l.t, 60*time.Second, "container "+id+" logs three more numbers over its TCP connection", func() bool {
+	poll.Until(l.T, 60*time.Second, "container "+id+" logs three more numbers over its TCP connection", func() bool {
 		nums = l.logNumbers(id)
 		return len(nums) >= already+3
 	})
 	for _, n := range nums[already:] {
 		if n < from {
-			l.t.Fatalf("container %s went back: checkpointed at %d, then logged %v", id, from, nums[already:])
+			l.T.Fatalf("container %s went back: checkpointed at %d, then logged %v", id, from, nums[already:])
 		}
 	}
 	return nums[len(nums)-1]
@@ -73,13 +74,13 @@ func (l *lab) countsOnFrom(id string, from int, already int) int {
 // it prints the end of the CRIU log the error names (the lines before
 // CRIU's Error lines say why; the host lab keeps nothing else).
 func (l *lab) criuMust(method, path string, body any) []byte {
-	l.t.Helper()
-	status, data := l.do(method, path, body)
+	l.T.Helper()
+	status, data := l.Do(method, path, body)
 	if status == http.StatusOK {
 		return data
 	}
 	l.logCRIUError(data)
-	l.t.Fatalf("%s %s: %d %s", method, path, status, data)
+	l.T.Fatalf("%s %s: %d %s", method, path, status, data)
 	return nil
 }
 
@@ -87,7 +88,7 @@ func (l *lab) criuMust(method, path string, body any) []byte {
 // its first Error line (the lines before it say why; the host lab keeps
 // nothing else).
 func (l *lab) logCRIUError(msg []byte) {
-	l.t.Helper()
+	l.T.Helper()
 	m := regexp.MustCompile(`log file: (\S+?\.log)`).FindSubmatch(msg)
 	if m == nil {
 		return
@@ -104,7 +105,7 @@ func (l *lab) logCRIUError(msg []byte) {
 			break
 		}
 	}
-	l.t.Logf("%s (up to its first error):\n%s", m[1], strings.Join(lines[max(0, end-150):end], "\n"))
+	l.T.Logf("%s (up to its first error):\n%s", m[1], strings.Join(lines[max(0, end-150):end], "\n"))
 }
 
 // procCgroup is the unified-hierarchy cgroup of process pid (its "0::"
@@ -129,7 +130,7 @@ func procCgroup(t testing.TB, pid int) string {
 // its manager places it in: under systemd its scope (and conmon's) is
 // active and holds the container's process.
 func (l *lab) checkRestoredCgroup(id string) {
-	l.t.Helper()
+	l.T.Helper()
 	var d struct {
 		State struct {
 			Pid        int
@@ -139,32 +140,32 @@ func (l *lab) checkRestoredCgroup(id string) {
 		}
 		HostConfig struct{ CgroupManager string }
 	}
-	l.decode(l.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
 	if !d.State.Restored || d.State.Pid == 0 {
-		l.t.Fatalf("restored container %s: %+v", id, d.State)
+		l.T.Fatalf("restored container %s: %+v", id, d.State)
 	}
 	own, err := os.ReadFile("/proc/" + strconv.Itoa(d.State.Pid) + "/cgroup")
 	if err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
 	if !strings.Contains(string(own), d.State.CgroupPath+"\n") {
-		units, _ := systemctl(l.t, "list-units", "--all", "--no-legend", "berth*")
-		l.t.Fatalf("restored process %d of container %s is in %s, inspect says %s (units: %s)", d.State.Pid, id, own, d.State.CgroupPath, units)
+		units, _ := systemctl(l.T, "list-units", "--all", "--no-legend", "berth*")
+		l.T.Fatalf("restored process %d of container %s is in %s, inspect says %s (units: %s)", d.State.Pid, id, own, d.State.CgroupPath, units)
 	}
 	if d.HostConfig.CgroupManager != "systemd" {
 		return
 	}
 	if want := "/berth.slice/berth-" + id + ".scope"; d.State.CgroupPath != want {
-		l.t.Fatalf("restored container's cgroup %s, want %s", d.State.CgroupPath, want)
+		l.T.Fatalf("restored container's cgroup %s, want %s", d.State.CgroupPath, want)
 	}
 	for _, u := range []string{"berth-" + id + ".scope", "berth-conmon-" + id + ".scope"} {
-		if got := unitState(l.t, u); got != "active" {
-			l.t.Fatalf("after the restore unit %s is %q", u, got)
+		if got := unitState(l.T, u); got != "active" {
+			l.T.Fatalf("after the restore unit %s is %q", u, got)
 		}
 	}
 	conmonCg, _ := os.ReadFile("/proc/" + strconv.Itoa(d.State.ConmonPid) + "/cgroup")
 	if !strings.Contains(string(conmonCg), "/berth.slice/berth-conmon-"+id+".scope") {
-		l.t.Fatalf("the restored container's conmon is not in its scope: %s", conmonCg)
+		l.T.Fatalf("the restored container's conmon is not in its scope: %s", conmonCg)
 	}
 }
 
@@ -198,12 +199,12 @@ func TestCheckpointInHostLab(t *testing.T) {
 // TestCheckpointInHostLab); q is added to each request's query.
 func checkpointAround(t *testing.T, name string, cmd []string, q string) {
 	l := startLab(t)
-	id := l.run(map[string]any{"name": name, "command": cmd,
+	id := l.Run(map[string]any{"name": name, "command": cmd,
 		"log_configuration": map[string]any{"driver": "k8s-file"}})
-	eventually(t, 60*time.Second, "the counter logs", func() bool { return len(l.logNumbers(id)) >= 3 })
+	poll.Until(t, 60*time.Second, "the counter logs", func() bool { return len(l.logNumbers(id)) >= 3 })
 
 	if q != "" {
-		status, body := l.do("POST", "/containers/"+id+"/checkpoint", nil)
+		status, body := l.Do("POST", "/containers/"+id+"/checkpoint", nil)
 		if status != http.StatusInternalServerError || !bytes.Contains(body, []byte("tcp-established")) {
 			t.Fatalf("checkpoint of a container with an established connection without tcpEstablished: %d %s", status, body)
 		}
@@ -235,7 +236,7 @@ func checkpointAround(t *testing.T, name string, cmd []string, q string) {
 	var report struct {
 		ID string `json:"Id"`
 	}
-	l.decode(l.criuMust("POST", "/containers/import/restore?import=true&name="+name+"-moved&"+q, bytes.NewReader(archive)), &report)
+	l.Decode(l.criuMust("POST", "/containers/import/restore?import=true&name="+name+"-moved&"+q, bytes.NewReader(archive)), &report)
 	moved := l.inspect(name + "-moved").ID
 	if report.ID != moved || moved == id {
 		t.Fatalf("import report %+v, %s-moved is %s", report, name, moved)
@@ -250,10 +251,10 @@ func checkpointAround(t *testing.T, name string, cmd []string, q string) {
 	named := l.inspect(moved).State.CgroupPath
 	restoredNamed := l.inspect(id).State.CgroupPath
 	for _, c := range []string{id, moved} {
-		l.must(http.StatusOK, "DELETE", "/containers/"+c+"?force=true&timeout=0", nil)
+		l.Must(http.StatusOK, "DELETE", "/containers/"+c+"?force=true&timeout=0", nil)
 	}
 	for _, cg := range []string{named, restoredNamed, restoredCg} {
-		eventually(t, 10*time.Second, "cgroup "+cg+" removed", func() bool { return cgroupGone(cg) })
+		poll.Until(t, 10*time.Second, "cgroup "+cg+" removed", func() bool { return cgroupGone(cg) })
 	}
 	if defaultManager() == "systemd" {
 		for _, c := range []string{id, moved} {
@@ -271,16 +272,16 @@ func checkpointAround(t *testing.T, name string, cmd []string, q string) {
 // lists them, update limits their memory, and the OOM killer, under that
 // limit, kills a hog exec'd into the container within its own cgroup.
 func (l *lab) actsOnOwnCgroup(id string) {
-	l.t.Helper()
+	l.T.Helper()
 	d := l.inspect(id)
 	cg := d.State.CgroupPath
 	var s containerStats
-	eventually(l.t, 10*time.Second, "stats count the restored processes", func() bool {
+	poll.Until(l.T, 10*time.Second, "stats count the restored processes", func() bool {
 		s = l.stats(id)
 		return s.PIDs >= 2 && s.MemUsage > 0
 	})
 	var top struct{ Processes [][]string }
-	l.decode(l.must(http.StatusOK, "GET", "/containers/"+id+"/top?ps_args=pid,args", nil), &top)
+	l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/top?ps_args=pid,args", nil), &top)
 	// top shows the PIDs of the container's namespace: the restored
 	// process is known by its command line.
 	var main []string
@@ -290,32 +291,32 @@ func (l *lab) actsOnOwnCgroup(id string) {
 		}
 	}
 	if main == nil {
-		l.t.Fatalf("top of restored container %s does not list its process: %v", id, top.Processes)
+		l.T.Fatalf("top of restored container %s does not list its process: %v", id, top.Processes)
 	}
-	l.must(http.StatusCreated, "POST", "/containers/"+id+"/update", map[string]any{
+	l.Must(http.StatusCreated, "POST", "/containers/"+id+"/update", map[string]any{
 		"memory": map[string]any{"limit": 48 << 20, "swap": 48 << 20}})
-	if got := readCgroup(l.t, cg, "memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(48<<20) {
-		l.t.Fatalf("memory limit of restored container %s after update: %s", id, got)
+	if got := readCgroup(l.T, cg, "memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(48<<20) {
+		l.T.Fatalf("memory limit of restored container %s after update: %s", id, got)
 	}
 	var ex struct {
 		ID string `json:"Id"`
 	}
-	l.decode(l.must(http.StatusCreated, "POST", "/containers/"+id+"/exec", map[string]any{
+	l.Decode(l.Must(http.StatusCreated, "POST", "/containers/"+id+"/exec", map[string]any{
 		"Cmd": []string{"sh", "-c", "x=0123456789abcdef; while true; do x=$x$x; done"}}), &ex)
-	l.must(http.StatusOK, "POST", "/exec/"+ex.ID+"/start", map[string]any{"Detach": true})
+	l.Must(http.StatusOK, "POST", "/exec/"+ex.ID+"/start", map[string]any{"Detach": true})
 	var st struct {
 		Running  bool
 		ExitCode int
 	}
-	eventually(l.t, 60*time.Second, "the exec'd hog ends", func() bool {
-		l.decode(l.must(http.StatusOK, "GET", "/exec/"+ex.ID+"/json", nil), &st)
+	poll.Until(l.T, 60*time.Second, "the exec'd hog ends", func() bool {
+		l.Decode(l.Must(http.StatusOK, "GET", "/exec/"+ex.ID+"/json", nil), &st)
 		return !st.Running
 	})
-	events := readCgroup(l.t, cg, "memory", "memory.oom_control", "memory.events")
+	events := readCgroup(l.T, cg, "memory", "memory.oom_control", "memory.events")
 	if st.ExitCode != 137 || !regexp.MustCompile(`oom_kill [1-9]`).MatchString(events) {
-		l.t.Fatalf("hog in restored container %s: exit code %d, its cgroup's events: %s", id, st.ExitCode, events)
+		l.T.Fatalf("hog in restored container %s: exit code %d, its cgroup's events: %s", id, st.ExitCode, events)
 	}
 	if !l.inspect(id).State.Running {
-		l.t.Fatalf("the OOM kill of the hog ended restored container %s", id)
+		l.T.Fatalf("the OOM kill of the hog ended restored container %s", id)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 )
 
 // TestContainersSurviveEngineKill: a container keeps running while its
@@ -22,25 +24,25 @@ func TestContainersSurviveEngineKill(t *testing.T) {
 
 func survivesKill(t *testing.T, manager string) {
 	p := startEngineProcess(t, "--cgroup-manager", manager)
-	l := p.lab
-	long := l.run(map[string]any{"name": "long", "command": []string{"sleep", "900"},
+	l := &lab{p.Engine}
+	long := l.Run(map[string]any{"name": "long", "command": []string{"sleep", "900"},
 		"resource_limits": map[string]any{"memory": map[string]any{"limit": 64 << 20}}})
-	short := l.run(map[string]any{"name": "short", "command": []string{"sleep", "2"}})
+	short := l.Run(map[string]any{"name": "short", "command": []string{"sleep", "2"}})
 	// hog outgrows its limit once /go appears, after the restart: the
 	// adopted container's OOM kill is recorded (under systemd its scope is
 	// gone by the time the exit is handled).
-	hog := l.run(map[string]any{"name": "hog", "command": []string{"sh", "-c", "while [ ! -e /go ]; do sleep 0.1; done; x=0123456789abcdef; while true; do x=$x$x; done"},
+	hog := l.Run(map[string]any{"name": "hog", "command": []string{"sh", "-c", "while [ ! -e /go ]; do sleep 0.1; done; x=0123456789abcdef; while true; do x=$x$x; done"},
 		"resource_limits": map[string]any{"memory": map[string]any{"limit": 32 << 20, "swap": 32 << 20}}})
 	cg, shortCg := l.inspect(long).State.CgroupPath, l.inspect(short).State.CgroupPath
 
-	p.kill()
+	p.Kill9()
 	time.Sleep(3 * time.Second) // short exits while no engine watches
-	p.start(t)
+	p.Start()
 
 	if err := os.WriteFile(l.rootfsFile(hog, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code := l.wait(hog); code != 137 {
+	if code := l.Wait(hog); code != 137 {
 		t.Fatalf("the adopted hog exited %d", code)
 	}
 	if d := l.inspect(hog); !d.State.OOMKilled {
@@ -49,11 +51,11 @@ func survivesKill(t *testing.T, manager string) {
 	if d := l.inspect(long); !d.State.Running {
 		t.Fatalf("long after the restart: %+v", d.State)
 	}
-	eventually(t, 10*time.Second, "short recorded as exited", func() bool {
+	poll.Until(t, 10*time.Second, "short recorded as exited", func() bool {
 		d := l.inspect(short)
 		return d.State.Status == "exited" && d.State.ExitCode == 0
 	})
-	eventually(t, 10*time.Second, "the dead container's cgroup "+shortCg+" removed", func() bool { return cgroupGone(shortCg) })
+	poll.Until(t, 10*time.Second, "the dead container's cgroup "+shortCg+" removed", func() bool { return cgroupGone(shortCg) })
 	if manager == "systemd" {
 		if got := unitState(t, "berth-"+l.inspect(short).ID+".scope"); got == "active" {
 			t.Fatalf("the dead container's scope is %s", got)
@@ -65,11 +67,11 @@ func survivesKill(t *testing.T, manager string) {
 	if s := l.stats(long); s.MemLimit != 64<<20 || s.PIDs != 1 {
 		t.Fatalf("stats of the adopted container: %+v", s)
 	}
-	l.must(http.StatusCreated, "POST", "/containers/long/update", map[string]any{"memory": map[string]any{"limit": 96 << 20}})
+	l.Must(http.StatusCreated, "POST", "/containers/long/update", map[string]any{"memory": map[string]any{"limit": 96 << 20}})
 	if got := readCgroup(t, cg, "memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(96<<20) {
 		t.Fatalf("memory limit after update: %s", got)
 	}
-	l.must(http.StatusOK, "DELETE", "/containers/long?force=true&timeout=0", nil)
+	l.Must(http.StatusOK, "DELETE", "/containers/long?force=true&timeout=0", nil)
 	if _, err := os.Stat(cgroupFile(cg, "memory", "", "")); !os.IsNotExist(err) {
 		t.Fatalf("the removed container's cgroup %s is still there: %v", cg, err)
 	}

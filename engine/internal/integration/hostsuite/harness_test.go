@@ -1,176 +1,67 @@
 package hostsuite
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
-	"time"
 
-	"github.com/containers/storage/pkg/reexec"
-
-	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
-	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
-func TestMain(m *testing.M) {
-	if reexec.Init() {
-		return
-	}
-	code := m.Run()
-	if shared.stop != nil {
-		shared.stop()
-	}
-	os.Exit(code)
+func TestMain(m *testing.M) { enginetest.Main(m) }
+
+// lab is an engine under test (the shared one, one of the test's own or
+// a berth-engine process) and what the host suite asks of it.
+type lab struct{ *enginetest.Engine }
+
+// labOptions are the host suite's engine options: its image, containers
+// in a private network namespace unless they name the bridge.
+func labOptions() enginetest.Options {
+	img := labImage()
+	return enginetest.Options{What: "host suite tests", Image: &img}
 }
 
-// shared is the engine the tests share (each removes what it created): one
+// startLab returns the in-process engine the suite's tests share (one
 // engine start and image load instead of one per test keeps the suite
-// short in the host lab's emulated VM.
-var shared struct {
-	once    sync.Once
-	err     string
-	url     string
-	root    string
-	runRoot string
-	stop    func()
-}
-
-// lab is an engine under test and what the tests ask of it.
-type lab struct {
-	t       testing.TB
-	url     string
-	root    string
-	runRoot string
-	client  *http.Client
-}
-
-// startLab returns the shared in-process engine (started by the first
-// test that asks), whose containers default to a private network
-// namespace; what the test creates is removed when it ends.
+// short in the host lab's emulated VM); what the test creates is removed
+// when it ends.
 func startLab(t testing.TB) *lab {
 	t.Helper()
-	testdeadline.Set(t, testdeadline.Default)
-	enginetest.RequireRuntime(t, "host suite tests")
-	shared.once.Do(func() {
-		// A short path: conmon's attach socket (RUNROOT/socket/ID/attach) must fit a
-		// unix socket address (108 bytes).
-		dir, err := os.MkdirTemp("", "bh")
-		if err != nil {
-			shared.err = err.Error()
-			return
-		}
-		nets := enginetest.UniqueNetworks(t)
-		nets.DefaultMode = "private"
-		shared.root, shared.runRoot = filepath.Join(dir, "root"), filepath.Join(dir, "run")
-		addr, stop := enginetest.ServeConfig(t, engine.Config{Root: shared.root, RunRoot: shared.runRoot, Runtime: "runc", Network: nets})
-		shared.url = "http://" + addr + "/v4.3.1/libpod"
-		shared.stop = func() {
-			stop()
-			enginetest.UnmountUnder(dir, 2)
-			os.RemoveAll(dir)
-		}
-		l := &lab{t: t, url: shared.url, client: &http.Client{}}
-		l.loadBusybox()
-	})
-	if shared.url == "" {
-		t.Fatalf("the shared engine did not start: %s", shared.err)
-	}
-	l := &lab{t: t, url: shared.url, root: shared.root, runRoot: shared.runRoot, client: &http.Client{}}
-	t.Cleanup(l.removeAll)
-	return l
+	return &lab{enginetest.Shared(t, labOptions())}
 }
 
+// startEngineProcess starts the berth-engine binary (in the host lab the
+// static one BERTH_ENGINE_BIN names) with its own root and networks;
+// extra are further engine flags.
+func startEngineProcess(t *testing.T, extra ...string) *enginetest.Process {
+	t.Helper()
+	o := labOptions()
+	o.Args = extra
+	return enginetest.StartProcess(t, o)
+}
+
+// requireFile skips t (fails it under BERTH_TEST_STRICT=1) without path.
 func requireFile(t testing.TB, path string) {
 	t.Helper()
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatalf("needs %s (BERTH_TEST_STRICT=1)", path)
-		}
-		t.Skipf("needs %s", path)
-	}
+	enginetest.Require(t, "host suite tests", path)
 }
 
-func (l *lab) loadBusybox() {
-	l.t.Helper()
-	l.must(http.StatusOK, "POST", "/images/load", busyboxArchive(l.t))
-}
-
-// busyboxArchive is the suite's image, localhost/busybox:latest, as a
-// docker archive (what /images/load and podman load take).
-func busyboxArchive(t testing.TB) *bytes.Buffer {
+// requirePodman skips t (fails it under BERTH_TEST_STRICT=1) without podman.
+func requirePodman(t testing.TB) {
 	t.Helper()
-	var buf bytes.Buffer
-	img := testimage.Busybox("localhost/busybox:latest", "sh")
-	img.Config.StopSignal = ""
-	// httpd serves the bridge tests' published port.
+	enginetest.Require(t, "host suite tests", "podman")
+}
+
+// labImage is the suite's image, localhost/busybox:latest, with httpd for
+// the bridge tests' published port.
+func labImage() testimage.Image {
+	img := enginetest.BusyboxImage()
 	img.Layers = []testimage.Layer{{Files: []testimage.File{{Path: "bin/httpd", Linkname: "busybox"}}}}
-	if err := testimage.DockerArchive(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	return &buf
-}
-
-func (l *lab) do(method, path string, body any) (int, []byte) {
-	l.t.Helper()
-	return enginetest.Do(l.t, l.client, method, l.url, path, body)
-}
-
-func (l *lab) must(want int, method, path string, body any) []byte {
-	l.t.Helper()
-	return enginetest.Must(l.t, l.do, want, method, path, body)
-}
-
-func (l *lab) decode(data []byte, v any) {
-	l.t.Helper()
-	if err := json.Unmarshal(data, v); err != nil {
-		l.t.Fatalf("decode %s: %v", data, err)
-	}
-}
-
-// removeAll removes every pod, then every container left.
-func (l *lab) removeAll() {
-	status, body := l.do("GET", "/pods/json", nil)
-	if status == http.StatusOK {
-		var pods []struct {
-			ID string `json:"Id"`
-		}
-		json.Unmarshal(body, &pods)
-		for _, p := range pods {
-			l.do("DELETE", "/pods/"+p.ID+"?force=true&timeout=0", nil)
-		}
-	}
-	enginetest.RemoveAll(l.do)
-}
-
-// create creates a busybox container from a SpecGenerator (image and
-// a name-less default filled in) and returns its ID.
-func (l *lab) create(spec map[string]any) string {
-	l.t.Helper()
-	if spec["image"] == nil {
-		spec["image"] = "localhost/busybox:latest"
-	}
-	var out struct {
-		ID string `json:"Id"`
-	}
-	l.decode(l.must(http.StatusCreated, "POST", "/containers/create", spec), &out)
-	return out.ID
-}
-
-// run creates and starts a container.
-func (l *lab) run(spec map[string]any) string {
-	l.t.Helper()
-	id := l.create(spec)
-	l.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
-	return id
+	return img
 }
 
 type inspectData struct {
@@ -197,18 +88,10 @@ type inspectData struct {
 }
 
 func (l *lab) inspect(id string) inspectData {
-	l.t.Helper()
+	l.T.Helper()
 	var d inspectData
-	l.decode(l.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
 	return d
-}
-
-// wait waits for the container to exit and returns its exit code.
-func (l *lab) wait(id string) int {
-	l.t.Helper()
-	var code int
-	l.decode(l.must(http.StatusOK, "POST", "/containers/"+id+"/wait", nil), &code)
-	return code
 }
 
 // containerStats is the part of Podman's ContainerStats the tests read.
@@ -225,14 +108,14 @@ type containerStats struct {
 }
 
 func (l *lab) stats(id string) containerStats {
-	l.t.Helper()
+	l.T.Helper()
 	var out struct {
 		Error any
 		Stats []containerStats
 	}
-	l.decode(l.must(http.StatusOK, "GET", "/containers/stats?stream=false&containers="+id, nil), &out)
+	l.Decode(l.Must(http.StatusOK, "GET", "/containers/stats?stream=false&containers="+id, nil), &out)
 	if len(out.Stats) != 1 {
-		l.t.Fatalf("stats of %s: %+v", id, out)
+		l.T.Fatalf("stats of %s: %+v", id, out)
 	}
 	return out.Stats[0]
 }
@@ -268,33 +151,4 @@ func pick(v1, v2 string) string {
 		return v2
 	}
 	return v1
-}
-
-// eventually polls cond every 50ms until it holds or d passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-	}
-}
-
-// engineBinary is a berth-engine to start as a process: BERTH_ENGINE_BIN
-// (the host lab copies one into the VM), else one built now.
-func engineBinary(t testing.TB) string {
-	t.Helper()
-	if bin := os.Getenv("BERTH_ENGINE_BIN"); bin != "" {
-		return bin
-	}
-	if testing.Short() {
-		t.Skip("builds and runs the engine binary")
-	}
-	bin := filepath.Join(t.TempDir(), "berth-engine")
-	build := exec.Command("go", "build", "-o", bin, "github.com/berth-project/berth/engine/cmd/berth-engine")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build berth-engine: %v\n%s", err, out)
-	}
-	return bin
 }

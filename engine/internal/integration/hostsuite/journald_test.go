@@ -25,15 +25,15 @@ func TestJournaldLogDriver(t *testing.T) {
 	var info struct {
 		Plugins struct{ Log []string }
 	}
-	l.decode(l.must(http.StatusOK, "GET", "/info", nil), &info)
+	l.Decode(l.Must(http.StatusOK, "GET", "/info", nil), &info)
 	if _, err := os.Stat("/run/systemd/journal/socket"); err != nil {
-		status, body := l.do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "name": "jd-refused",
+		status, body := l.Do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "name": "jd-refused",
 			"log_configuration": map[string]any{"driver": "journald"}})
 		if status != http.StatusBadRequest || !strings.Contains(string(body), "log_configuration.driver") ||
 			!strings.Contains(string(body), "journald does not run on this host") {
 			t.Fatalf("journald where it does not run: %d %s", status, body)
 		}
-		if status, _ := l.do("GET", "/containers/jd-refused/json", nil); status != http.StatusNotFound {
+		if status, _ := l.Do("GET", "/containers/jd-refused/json", nil); status != http.StatusNotFound {
 			t.Fatalf("the refused container exists: %d", status)
 		}
 		if slices.Contains(info.Plugins.Log, "journald") {
@@ -49,28 +49,28 @@ func TestJournaldLogDriver(t *testing.T) {
 	// a piece of it as a partial entry when it exceeds its buffer), pauses,
 	// and ends.
 	long := strings.Repeat("x", 10000)
-	id := strings.TrimSpace(l.mustPodman("run", "-d", "--name", "jd", "--log-driver", "journald", "--log-opt", "tag=jdtag",
+	id := strings.TrimSpace(l.PodmanStdout("run", "-d", "--name", "jd", "--log-driver", "journald", "--log-opt", "tag=jdtag",
 		"localhost/busybox:latest", "sh", "-c", "echo out1; echo err1 >&2; sleep 3; echo "+long+"; echo out2"))
 	// Follow from the start: it returns once the container has exited,
 	// with every line.
-	stdout, stderr, err := l.podmanRemote("logs", "-f", "jd")
+	stdout, stderr, err := l.PodmanOutput("logs", "-f", "jd")
 	if err != nil {
 		t.Fatalf("podman logs -f: %v\n%s", err, stderr)
 	}
 	if stdout != "out1\n"+long+"\nout2\n" || stderr != "err1\n" {
 		t.Fatalf("podman logs -f: stdout %.200q, stderr %q", stdout, stderr)
 	}
-	if code := l.wait(id); code != 0 {
+	if code := l.Wait(id); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}
-	if stdout, _, _ := l.podmanRemote("logs", "--tail", "1", "jd"); stdout != "out2\n" {
+	if stdout, _, _ := l.PodmanOutput("logs", "--tail", "1", "jd"); stdout != "out2\n" {
 		t.Fatalf("podman logs --tail 1: %q", stdout)
 	}
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	if stdout, stderr, _ := l.podmanRemote("logs", "--since", future, "jd"); stdout != "" || stderr != "" {
+	if stdout, stderr, _ := l.PodmanOutput("logs", "--since", future, "jd"); stdout != "" || stderr != "" {
 		t.Fatalf("podman logs --since the future: %q %q", stdout, stderr)
 	}
-	if out := strings.TrimSpace(l.mustPodman("inspect", "--format", "{{.HostConfig.LogConfig.Type}} {{.HostConfig.LogConfig.Tag}}", "jd")); out != "journald jdtag" {
+	if out := strings.TrimSpace(l.PodmanStdout("inspect", "--format", "{{.HostConfig.LogConfig.Type}} {{.HostConfig.LogConfig.Tag}}", "jd")); out != "journald jdtag" {
 		t.Fatalf("inspect LogConfig: %q", out)
 	}
 	// What conmon put in the journal.
@@ -93,5 +93,5 @@ func TestJournaldLogDriver(t *testing.T) {
 	if n < 4 {
 		t.Fatalf("%d journal entries for the container:\n%s", n, out)
 	}
-	l.mustPodman("rm", "jd")
+	l.PodmanStdout("rm", "jd")
 }

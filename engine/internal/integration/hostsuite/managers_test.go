@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 )
 
 // systemdBooted reports whether systemd runs as PID 1 (sd_booted).
@@ -46,24 +47,9 @@ func labWith(t *testing.T, manager string) *lab {
 	if manager == defaultManager() {
 		return startLab(t)
 	}
-	enginetest.RequireRuntime(t, "host suite tests")
-	dir, err := os.MkdirTemp("", "bm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	nets := enginetest.UniqueNetworks(t)
-	nets.DefaultMode = "private"
-	root, runRoot := filepath.Join(dir, "root"), filepath.Join(dir, "run")
-	addr, stop := enginetest.ServeConfig(t, engine.Config{Root: root, RunRoot: runRoot, Runtime: "runc", Network: nets, CgroupManager: manager})
-	l := &lab{t: t, url: "http://" + addr + "/v4.3.1/libpod", root: root, runRoot: runRoot, client: &http.Client{}}
-	t.Cleanup(func() {
-		l.removeAll()
-		stop()
-		enginetest.UnmountUnder(dir, 2)
-		os.RemoveAll(dir)
-	})
-	l.loadBusybox()
-	return l
+	o := labOptions()
+	o.Config = func(_ *enginetest.Engine, cfg *engine.Config) { cfg.CgroupManager = manager }
+	return &lab{enginetest.Start(t, o)}
 }
 
 // unitState is systemctl is-active's answer for unit.
@@ -95,11 +81,11 @@ func TestCgroupManagers(t *testing.T) {
 			var info struct {
 				Host struct{ CgroupManager string } `json:"host"`
 			}
-			l.decode(l.must(http.StatusOK, "GET", "/info", nil), &info)
+			l.Decode(l.Must(http.StatusOK, "GET", "/info", nil), &info)
 			if info.Host.CgroupManager != manager {
 				t.Fatalf("info cgroupManager %q, want %q", info.Host.CgroupManager, manager)
 			}
-			id := l.run(map[string]any{"command": []string{"sleep", "600"},
+			id := l.Run(map[string]any{"command": []string{"sleep", "600"},
 				"resource_limits": map[string]any{"memory": map[string]any{"limit": 64 << 20}}})
 			var d struct {
 				State struct {
@@ -111,7 +97,7 @@ func TestCgroupManagers(t *testing.T) {
 					CgroupParent  string
 				}
 			}
-			l.decode(l.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+			l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
 			cg := d.State.CgroupPath
 			want := "/berth/berth-" + id
 			if manager == "systemd" {
@@ -121,24 +107,24 @@ func TestCgroupManagers(t *testing.T) {
 				t.Fatalf("cgroup %q (manager %q), want %q under %s", cg, d.HostConfig.CgroupManager, want, manager)
 			}
 			var s containerStats
-			eventually(t, 10*time.Second, "stats with the limit and one process", func() bool {
+			poll.Until(t, 10*time.Second, "stats with the limit and one process", func() bool {
 				s = l.stats(id)
 				return s.MemLimit == 64<<20 && s.PIDs == 1
 			})
 			var top struct{ Processes [][]string }
-			l.decode(l.must(http.StatusOK, "GET", "/containers/"+id+"/top?ps_args=args", nil), &top)
+			l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/top?ps_args=args", nil), &top)
 			if len(top.Processes) != 1 || !strings.Contains(strings.Join(top.Processes[0], " "), "sleep 600") {
 				t.Fatalf("top: %v", top.Processes)
 			}
-			l.must(http.StatusCreated, "POST", "/containers/"+id+"/update", map[string]any{"memory": map[string]any{"limit": 96 << 20}})
+			l.Must(http.StatusCreated, "POST", "/containers/"+id+"/update", map[string]any{"memory": map[string]any{"limit": 96 << 20}})
 			if got := readCgroup(t, cg, "memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(96<<20) {
 				t.Fatalf("memory limit after update: %s", got)
 			}
-			l.must(http.StatusNoContent, "POST", "/containers/"+id+"/pause", nil)
+			l.Must(http.StatusNoContent, "POST", "/containers/"+id+"/pause", nil)
 			if !l.inspect(id).State.Paused {
 				t.Fatal("not paused")
 			}
-			l.must(http.StatusNoContent, "POST", "/containers/"+id+"/unpause", nil)
+			l.Must(http.StatusNoContent, "POST", "/containers/"+id+"/unpause", nil)
 			conmonCg, _ := os.ReadFile("/proc/" + strconv.Itoa(d.State.ConmonPid) + "/cgroup")
 			if manager == "systemd" {
 				if got := unitState(t, "berth-"+id+".scope"); got != "active" {
@@ -155,18 +141,18 @@ func TestCgroupManagers(t *testing.T) {
 				bad, good = "/berthtest", "berthtest.slice"
 			}
 			before := l.count()
-			status, body := l.do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "cgroup_parent": bad})
+			status, body := l.Do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "cgroup_parent": bad})
 			if status != http.StatusBadRequest || !bytes.Contains(body, []byte("cgroup_parent")) {
 				t.Fatalf("cgroup parent %q: %d %s", bad, status, body)
 			}
-			status, body = l.do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "cgroups_mode": "disabled"})
+			status, body = l.Do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "cgroups_mode": "disabled"})
 			if status != http.StatusBadRequest || !bytes.Contains(body, []byte("cgroups_mode")) {
 				t.Fatalf("cgroups disabled: %d %s", status, body)
 			}
 			if after := l.count(); after != before {
 				t.Fatalf("%d containers after refused creates, %d before", after, before)
 			}
-			own := l.run(map[string]any{"command": []string{"sleep", "600"}, "cgroup_parent": good, "cgroups_mode": "no-conmon"})
+			own := l.Run(map[string]any{"command": []string{"sleep", "600"}, "cgroup_parent": good, "cgroups_mode": "no-conmon"})
 			od := l.inspect(own)
 			ownCg := od.State.CgroupPath
 			if want := "/berthtest/berth-" + own; manager == "cgroupfs" && ownCg != want {
@@ -175,18 +161,18 @@ func TestCgroupManagers(t *testing.T) {
 			if want := "/berthtest.slice/berth-" + own + ".scope"; manager == "systemd" && ownCg != want {
 				t.Fatalf("cgroup under parent %s: %q", good, ownCg)
 			}
-			eventually(t, 10*time.Second, "stats under parent "+good, func() bool { return l.stats(own).PIDs == 1 })
+			poll.Until(t, 10*time.Second, "stats under parent "+good, func() bool { return l.stats(own).PIDs == 1 })
 
 			// A pod: its limits on its own cgroup (a slice under systemd).
 			var pod struct {
 				ID string `json:"Id"`
 			}
-			l.decode(l.must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "mgr-" + manager,
+			l.Decode(l.Must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "mgr-" + manager,
 				"resource_limits": map[string]any{"cpu": map[string]any{"quota": 50000, "period": 100000}, "memory": map[string]any{"limit": 80 << 20}}}), &pod)
-			member := l.create(map[string]any{"pod": pod.ID, "command": []string{"sleep", "600"}})
-			l.must(http.StatusOK, "POST", "/pods/"+pod.ID+"/start", nil)
+			member := l.Create(map[string]any{"pod": pod.ID, "command": []string{"sleep", "600"}})
+			l.Must(http.StatusOK, "POST", "/pods/"+pod.ID+"/start", nil)
 			var pinfo struct{ CgroupPath string }
-			l.decode(l.must(http.StatusOK, "GET", "/pods/"+pod.ID+"/json", nil), &pinfo)
+			l.Decode(l.Must(http.StatusOK, "GET", "/pods/"+pod.ID+"/json", nil), &pinfo)
 			if manager == "systemd" && pinfo.CgroupPath != "/berth.slice/berth-berth_pod_"+pod.ID+".slice" {
 				t.Fatalf("pod cgroup %q", pinfo.CgroupPath)
 			}
@@ -202,15 +188,15 @@ func TestCgroupManagers(t *testing.T) {
 			if !strings.HasPrefix(mcg, pinfo.CgroupPath+"/") {
 				t.Fatalf("member cgroup %s is not under the pod's %s", mcg, pinfo.CgroupPath)
 			}
-			eventually(t, 10*time.Second, "member stats", func() bool { return l.stats(member).PIDs == 1 })
+			poll.Until(t, 10*time.Second, "member stats", func() bool { return l.stats(member).PIDs == 1 })
 
 			// Removal leaves nothing behind.
-			l.must(http.StatusOK, "DELETE", "/pods/"+pod.ID+"?force=true&timeout=0", nil)
+			l.Must(http.StatusOK, "DELETE", "/pods/"+pod.ID+"?force=true&timeout=0", nil)
 			for _, c := range []string{id, own} {
-				l.must(http.StatusOK, "DELETE", "/containers/"+c+"?force=true&timeout=0", nil)
+				l.Must(http.StatusOK, "DELETE", "/containers/"+c+"?force=true&timeout=0", nil)
 			}
 			for _, c := range []string{cg, ownCg, mcg, pinfo.CgroupPath} {
-				eventually(t, 10*time.Second, "cgroup "+c+" removed", func() bool { return cgroupGone(c) })
+				poll.Until(t, 10*time.Second, "cgroup "+c+" removed", func() bool { return cgroupGone(c) })
 			}
 			if manager == "systemd" {
 				for _, u := range []string{"berth-" + id + ".scope", "berth-conmon-" + id + ".scope", "berth-" + own + ".scope", "berth-berth_pod_" + pod.ID + ".slice"} {
@@ -246,9 +232,9 @@ func TestSystemdManagerNeedsSystemd(t *testing.T) {
 
 // count is how many containers the engine has.
 func (l *lab) count() int {
-	l.t.Helper()
+	l.T.Helper()
 	var list []json.RawMessage
-	l.decode(l.must(http.StatusOK, "GET", "/containers/json?all=true", nil), &list)
+	l.Decode(l.Must(http.StatusOK, "GET", "/containers/json?all=true", nil), &list)
 	return len(list)
 }
 
@@ -259,27 +245,27 @@ func (l *lab) count() int {
 // cgroups_mode. With a cgroup parent it is a 400 too (as Podman).
 func TestCgroupsSplit(t *testing.T) {
 	l := startLab(t)
-	status, body := l.do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "cgroups_mode": "split", "cgroup_parent": "/x"})
+	status, body := l.Do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "cgroups_mode": "split", "cgroup_parent": "/x"})
 	if status != http.StatusBadRequest || !bytes.Contains(body, []byte("cgroups_mode")) {
 		t.Fatalf("split with a cgroup parent: %d %s", status, body)
 	}
 	spec := map[string]any{"image": "localhost/busybox:latest", "cgroups_mode": "split", "command": []string{"sleep", "600"},
 		"resource_limits": map[string]any{"memory": map[string]any{"limit": 48 << 20}}}
 	if !unified() {
-		status, body := l.do("POST", "/containers/create", spec)
+		status, body := l.Do("POST", "/containers/create", spec)
 		if status != http.StatusBadRequest || !bytes.Contains(body, []byte("cgroups_mode")) || !bytes.Contains(body, []byte("unified")) {
 			t.Fatalf("split on v1: %d %s", status, body)
 		}
 		return
 	}
-	id := l.run(spec)
+	id := l.Run(spec)
 	var d struct {
 		State struct {
 			CgroupPath string
 			ConmonPid  int
 		}
 	}
-	l.decode(l.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
 	cg := d.State.CgroupPath
 	own, _ := os.ReadFile("/proc/self/cgroup")
 	engineLeaf := strings.TrimSpace(strings.TrimPrefix(string(own), "0::"))
@@ -291,12 +277,12 @@ func TestCgroupsSplit(t *testing.T) {
 	if strings.TrimSpace(string(conmonCg)) != "0::"+parent+"/berth-conmon-"+id {
 		t.Fatalf("conmon of the split container is in %s", conmonCg)
 	}
-	eventually(t, 10*time.Second, "stats of the split container", func() bool {
+	poll.Until(t, 10*time.Second, "stats of the split container", func() bool {
 		s := l.stats(id)
 		return s.PIDs == 1 && s.MemLimit == 48<<20
 	})
-	l.must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
+	l.Must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
 	for _, c := range []string{cg, parent + "/berth-conmon-" + id} {
-		eventually(t, 10*time.Second, "cgroup "+c+" removed", func() bool { return cgroupGone(c) })
+		poll.Until(t, 10*time.Second, "cgroup "+c+" removed", func() bool { return cgroupGone(c) })
 	}
 }

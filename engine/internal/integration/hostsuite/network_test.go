@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 	"github.com/berth-project/berth/shared/testnet"
 )
 
@@ -18,13 +19,13 @@ func TestBridgePublishedPort(t *testing.T) {
 	l := startLab(t)
 	requireFile(t, "/usr/lib/podman/netavark")
 	port := testnet.FreePort(t)
-	id := l.run(map[string]any{"name": "web", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"},
+	id := l.Run(map[string]any{"name": "web", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"},
 		"netns":        map[string]string{"nsmode": "bridge"},
 		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": port, "container_port": 80, "protocol": "tcp"}},
 	})
 	client := &http.Client{Timeout: 2 * time.Second}
 	var body string
-	eventually(t, 30*time.Second, "the published port answering", func() bool {
+	poll.Until(t, 30*time.Second, "the published port answering", func() bool {
 		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/hostname", port))
 		if err != nil {
 			return false

@@ -9,6 +9,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 )
 
 // TestOOMKillIsRecorded: a container that outgrows its memory limit is
@@ -23,7 +24,7 @@ func TestOOMKillIsRecorded(t *testing.T) {
 	started := time.Now()
 	// The shell doubles a string until the limit stops it.
 	hog := func(name string) string {
-		return l.run(map[string]any{"name": name,
+		return l.Run(map[string]any{"name": name,
 			"command":         []string{"sh", "-c", "x=0123456789abcdef; while true; do x=$x$x; done"},
 			"resource_limits": map[string]any{"memory": map[string]any{"limit": 32 << 20, "swap": 32 << 20}},
 		})
@@ -31,7 +32,7 @@ func TestOOMKillIsRecorded(t *testing.T) {
 	id := hog("hog")
 	others := []string{hog("hog1"), hog("hog2"), hog("hog3")}
 	for _, c := range append([]string{id}, others...) {
-		if code := l.wait(c); code != 137 {
+		if code := l.Wait(c); code != 137 {
 			t.Fatalf("%s: exit code %d, want 137", c, code)
 		}
 		d := l.inspect(c)
@@ -44,11 +45,11 @@ func TestOOMKillIsRecorded(t *testing.T) {
 	}
 	// Podman 4 clients cannot decode an "oom" status: read the events as
 	// a newer client.
-	base := strings.Replace(l.url, "/v4.3.1/", "/v5.0.0/", 1)
+	base := strings.Replace(l.URL, "/v4.3.1/", "/v5.0.0/", 1)
 	// died follows oom a moment after the exit is recorded (and wait returns).
 	var got string
-	eventually(t, 10*time.Second, "oom then died in the events", func() bool {
-		_, body := enginetest.Do(t, l.client, "GET", base, `/events?stream=false&filters={"container":["hog"]}`, nil)
+	poll.Until(t, 10*time.Second, "oom then died in the events", func() bool {
+		_, body := enginetest.Do(t, l.Client, "GET", base, `/events?stream=false&filters={"container":["hog"]}`, nil)
 		var seq []string
 		dec := json.NewDecoder(bytes.NewReader(body))
 		for dec.More() {
@@ -62,9 +63,9 @@ func TestOOMKillIsRecorded(t *testing.T) {
 		return strings.Contains(got, "oom died")
 	})
 
-	calm := l.run(map[string]any{"command": []string{"sh", "-c", "exit 3"},
+	calm := l.Run(map[string]any{"command": []string{"sh", "-c", "exit 3"},
 		"resource_limits": map[string]any{"memory": map[string]any{"limit": 32 << 20}}})
-	if code := l.wait(calm); code != 3 {
+	if code := l.Wait(calm); code != 3 {
 		t.Fatalf("calm exit code %d", code)
 	}
 	d := l.inspect(calm)

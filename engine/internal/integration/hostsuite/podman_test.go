@@ -14,7 +14,7 @@ import (
 func TestPodmanClient(t *testing.T) {
 	l := startLab(t)
 	requirePodman(t)
-	must := l.mustPodman
+	must := l.PodmanStdout
 	must("run", "-d", "--name", "pm", "--memory", "64m", "localhost/busybox:latest", "sleep", "600")
 	var stats []struct {
 		Name     string `json:"name"`
@@ -40,7 +40,7 @@ func TestPodmanClient(t *testing.T) {
 	must("pod", "create", "--name", "pmpod", "--cpus", "0.5")
 	must("run", "-d", "--pod", "pmpod", "--name", "pmmember", "localhost/busybox:latest", "sleep", "600")
 	var pod struct{ CgroupPath string }
-	l.decode(l.must(http.StatusOK, "GET", "/pods/pmpod/json", nil), &pod)
+	l.Decode(l.Must(http.StatusOK, "GET", "/pods/pmpod/json", nil), &pod)
 	if unified() {
 		if got := readCgroup(t, pod.CgroupPath, "cpu", "", "cpu.max"); got != "50000 100000" {
 			t.Fatalf("cpu.max of pod cgroup %s after --cpus 0.5: %q", pod.CgroupPath, got)

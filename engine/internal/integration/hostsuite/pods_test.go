@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 )
 
 // TestPodLimitsAndStats: a pod's limits land in the pod's own cgroup,
@@ -17,12 +19,12 @@ func TestPodLimitsAndStats(t *testing.T) {
 	var pod struct {
 		ID string `json:"Id"`
 	}
-	l.decode(l.must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "limited",
+	l.Decode(l.Must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "limited",
 		"resource_limits": map[string]any{"memory": map[string]any{"limit": 80 << 20}, "pids": map[string]any{"limit": 64}}}), &pod)
-	member := l.create(map[string]any{"name": "worker", "pod": "limited", "command": []string{"sh", "-c", "sleep 900 & sleep 901"}})
-	l.must(http.StatusOK, "POST", "/pods/limited/start", nil)
+	member := l.Create(map[string]any{"name": "worker", "pod": "limited", "command": []string{"sh", "-c", "sleep 900 & sleep 901"}})
+	l.Must(http.StatusOK, "POST", "/pods/limited/start", nil)
 	var info struct{ CgroupPath string }
-	l.decode(l.must(http.StatusOK, "GET", "/pods/limited/json", nil), &info)
+	l.Decode(l.Must(http.StatusOK, "GET", "/pods/limited/json", nil), &info)
 	if info.CgroupPath == "" {
 		t.Fatal("the pod has no cgroup")
 	}
@@ -41,8 +43,8 @@ func TestPodLimitsAndStats(t *testing.T) {
 		MemUsage string
 		PIDS     string
 	}
-	eventually(t, 10*time.Second, "pod stats for the member", func() bool {
-		l.decode(l.must(http.StatusOK, "GET", "/pods/stats?namesOrIDs=limited", nil), &st)
+	poll.Until(t, 10*time.Second, "pod stats for the member", func() bool {
+		l.Decode(l.Must(http.StatusOK, "GET", "/pods/stats?namesOrIDs=limited", nil), &st)
 		for _, s := range st {
 			if s.Name == "worker" && s.PIDS == "2" && !strings.HasPrefix(s.MemUsage, "--") && !strings.HasPrefix(s.MemUsage, "0B") {
 				return true
@@ -51,8 +53,8 @@ func TestPodLimitsAndStats(t *testing.T) {
 		return false
 	})
 	var top struct{ Processes [][]string }
-	eventually(t, 10*time.Second, "both sleeps in pod top", func() bool {
-		l.decode(l.must(http.StatusOK, "GET", "/pods/limited/top?ps_args=args", nil), &top)
+	poll.Until(t, 10*time.Second, "both sleeps in pod top", func() bool {
+		l.Decode(l.Must(http.StatusOK, "GET", "/pods/limited/top?ps_args=args", nil), &top)
 		var sleeps int
 		for _, p := range top.Processes {
 			if strings.Contains(strings.Join(p, " "), "sleep 90") {

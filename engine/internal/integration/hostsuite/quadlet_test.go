@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 )
 
 // systemctl runs systemctl with args; it answers the trimmed output.
@@ -40,19 +42,19 @@ func TestQuadletHandOverToSystemd(t *testing.T) {
 	tw.Write([]byte(unit))
 	tw.Close()
 	if _, err := os.Stat("/run/systemd/system"); err != nil {
-		status, body := p.do("POST", "/quadlets?reloadSystemd=true", &buf)
+		status, body := p.Do("POST", "/quadlets?reloadSystemd=true", &buf)
 		if status != http.StatusBadRequest || !strings.Contains(string(body), "reloadSystemd") {
 			t.Fatalf("a hand-over where systemd does not run: %d %s", status, body)
 		}
 		return
 	}
 	requirePodman(t)
-	p.must(http.StatusOK, "POST", "/quadlets?reloadSystemd=true", &buf)
+	p.Must(http.StatusOK, "POST", "/quadlets?reloadSystemd=true", &buf)
 	t.Cleanup(func() {
 		systemctl(t, "stop", "hq.service")
-		p.do("DELETE", "/quadlets/hq.container?force=true&reloadSystemd=true", nil)
+		p.Do("DELETE", "/quadlets/hq.container?force=true&reloadSystemd=true", nil)
 	})
-	if out, err := systemctl(t, "cat", "hq.service"); err != nil || !strings.Contains(out, "--url tcp://"+p.addr) {
+	if out, err := systemctl(t, "cat", "hq.service"); err != nil || !strings.Contains(out, "--url tcp://"+p.Addr) {
 		t.Fatalf("systemctl cat hq.service: %v\n%s", err, out)
 	}
 	if out, err := systemctl(t, "start", "hq.service"); err != nil {
@@ -64,16 +66,16 @@ func TestQuadletHandOverToSystemd(t *testing.T) {
 		return out
 	}
 	running := func() (inspectData, bool) {
-		code, body := p.do("GET", "/containers/hq/json", nil)
+		code, body := p.Do("GET", "/containers/hq/json", nil)
 		var d inspectData
 		if code != http.StatusOK {
 			return d, false
 		}
-		p.decode(body, &d)
+		p.Decode(body, &d)
 		return d, d.State.Running
 	}
 	var first inspectData
-	eventually(t, 2*time.Minute, "the quadlet's container running", func() bool {
+	poll.Until(t, 2*time.Minute, "the quadlet's container running", func() bool {
 		var ok bool
 		first, ok = running()
 		return ok
@@ -109,11 +111,11 @@ func TestQuadletHandOverToSystemd(t *testing.T) {
 	if out, _ := systemctl(t, "is-active", "hq.service"); out != "inactive" && out != "failed" {
 		t.Fatalf("hq.service after stop: %q", out)
 	}
-	eventually(t, time.Minute, "the container removed by the service's stop", func() bool {
-		code, _ := p.do("GET", "/containers/hq/json", nil)
+	poll.Until(t, time.Minute, "the container removed by the service's stop", func() bool {
+		code, _ := p.Do("GET", "/containers/hq/json", nil)
 		return code == http.StatusNotFound
 	})
-	p.must(http.StatusOK, "DELETE", "/quadlets/hq.container?reloadSystemd=true", nil)
+	p.Must(http.StatusOK, "DELETE", "/quadlets/hq.container?reloadSystemd=true", nil)
 	if out, _ := systemctl(t, "cat", "hq.service"); !strings.Contains(out, "No files found") {
 		t.Fatalf("hq.service after the quadlet's removal:\n%s", out)
 	}

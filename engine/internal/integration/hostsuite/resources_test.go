@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 )
 
 // TestInfoReportsTheCgroupHierarchy: info names the host's cgroup version
@@ -26,7 +27,7 @@ func TestInfoReportsTheCgroupHierarchy(t *testing.T) {
 			CgroupManager     string   `json:"cgroupManager"`
 		} `json:"host"`
 	}
-	l.decode(l.must(http.StatusOK, "GET", "/info", nil), &info)
+	l.Decode(l.Must(http.StatusOK, "GET", "/info", nil), &info)
 	if want := pick("v1", "v2"); info.Host.CgroupVersion != want {
 		t.Fatalf("cgroupVersion %q, want %q", info.Host.CgroupVersion, want)
 	}
@@ -49,18 +50,18 @@ func TestStatsReadTheContainersCgroup(t *testing.T) {
 	// the engine's root is under /tmp, which Debian 13 mounts as a tmpfs,
 	// and writes to a tmpfs are no block I/O (io.stat rightly shows none).
 	disk := diskDir(t)
-	id := l.run(map[string]any{
+	id := l.Run(map[string]any{
 		"command": []string{"sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; " +
 			"dd if=/dev/zero of=/disk/big bs=1M count=8 oflag=direct 2>/dd.err; touch /written; sleep 600 & sleep 600"},
 		"resource_limits": map[string]any{"memory": map[string]any{"limit": 96 << 20}},
 		"mounts":          []map[string]any{{"destination": "/disk", "source": disk, "type": "bind"}},
 	})
-	eventually(t, 60*time.Second, "the container's busy loop and write", func() bool {
+	poll.Until(t, 60*time.Second, "the container's busy loop and write", func() bool {
 		_, err := os.Stat(l.rootfsFile(id, "written"))
 		return err == nil
 	})
 	var s containerStats
-	eventually(t, 10*time.Second, "both sleeps counted", func() bool {
+	poll.Until(t, 10*time.Second, "both sleeps counted", func() bool {
 		s = l.stats(id)
 		return s.PIDs == 2
 	})
@@ -83,9 +84,9 @@ func TestStatsReadTheContainersCgroup(t *testing.T) {
 	// Restarted, the container's cgroup is made anew at the same path: the
 	// control files the engine held open for the first run read ENODEV and
 	// are opened again.
-	l.must(http.StatusNoContent, "POST", "/containers/"+id+"/stop?timeout=0", nil)
-	l.must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
-	eventually(t, 30*time.Second, "the restarted container's sleeps counted", func() bool {
+	l.Must(http.StatusNoContent, "POST", "/containers/"+id+"/stop?timeout=0", nil)
+	l.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	poll.Until(t, 30*time.Second, "the restarted container's sleeps counted", func() bool {
 		s = l.stats(id)
 		return s.PIDs == 2
 	})
@@ -123,13 +124,13 @@ func (l *lab) rootfsFile(id, name string) string {
 // from its cgroup.
 func TestTopListsTheContainersProcesses(t *testing.T) {
 	l := startLab(t)
-	id := l.run(map[string]any{"command": []string{"sh", "-c", "sleep 700 & sleep 800"}})
+	id := l.Run(map[string]any{"command": []string{"sh", "-c", "sleep 700 & sleep 800"}})
 	var top struct {
 		Titles    []string
 		Processes [][]string
 	}
-	eventually(t, 10*time.Second, "both sleeps in top", func() bool {
-		l.decode(l.must(http.StatusOK, "GET", "/containers/"+id+"/top?ps_args=pid,args", nil), &top)
+	poll.Until(t, 10*time.Second, "both sleeps in top", func() bool {
+		l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/top?ps_args=pid,args", nil), &top)
 		var seen int
 		for _, p := range top.Processes {
 			if strings.Contains(strings.Join(p, " "), "sleep 700") || strings.Contains(strings.Join(p, " "), "sleep 800") {
@@ -148,14 +149,14 @@ func TestTopListsTheContainersProcesses(t *testing.T) {
 // running container's cgroup, and inspect shows them.
 func TestUpdateChangesTheCgroup(t *testing.T) {
 	l := startLab(t)
-	id := l.run(map[string]any{"command": []string{"sleep", "600"},
+	id := l.Run(map[string]any{"command": []string{"sleep", "600"},
 		"resource_limits": map[string]any{"memory": map[string]any{"limit": 64 << 20}}})
 	cg := l.inspect(id).State.CgroupPath
 	if got := readCgroup(t, cg, "memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(64<<20) {
 		t.Fatalf("memory limit at start: %s", got)
 	}
 	major, minor := blockDevice(t)
-	l.must(http.StatusCreated, "POST", "/containers/"+id+"/update", map[string]any{
+	l.Must(http.StatusCreated, "POST", "/containers/"+id+"/update", map[string]any{
 		"memory":  map[string]any{"limit": 128 << 20},
 		"cpu":     map[string]any{"quota": 50000, "period": 100000, "shares": 512, "cpus": "0"},
 		"pids":    map[string]any{"limit": 40},
@@ -211,7 +212,7 @@ func blockDevice(t *testing.T) (int, int) {
 // freezer on v1, cgroup.freeze on v2) and unpause thaws it.
 func TestPauseFreezesTheCgroup(t *testing.T) {
 	l := startLab(t)
-	id := l.run(map[string]any{"command": []string{"sleep", "600"}})
+	id := l.Run(map[string]any{"command": []string{"sleep", "600"}})
 	cg := l.inspect(id).State.CgroupPath
 	frozen := func() bool {
 		if unified() {
@@ -221,11 +222,11 @@ func TestPauseFreezesTheCgroup(t *testing.T) {
 		data, _ := os.ReadFile("/sys/fs/cgroup/freezer" + cg + "/freezer.state")
 		return strings.TrimSpace(string(data)) == "FROZEN"
 	}
-	l.must(http.StatusNoContent, "POST", "/containers/"+id+"/pause", nil)
+	l.Must(http.StatusNoContent, "POST", "/containers/"+id+"/pause", nil)
 	if d := l.inspect(id); !d.State.Paused || !frozen() {
 		t.Fatalf("after pause: paused %v, frozen %v", d.State.Paused, frozen())
 	}
-	l.must(http.StatusNoContent, "POST", "/containers/"+id+"/unpause", nil)
+	l.Must(http.StatusNoContent, "POST", "/containers/"+id+"/unpause", nil)
 	if d := l.inspect(id); d.State.Paused || frozen() {
 		t.Fatalf("after unpause: paused %v, frozen %v", d.State.Paused, frozen())
 	}
@@ -240,7 +241,7 @@ func TestCgroupNamespaces(t *testing.T) {
 	// The containers note their own /proc/self/cgroup in /cg.
 	selfCgroup := func(id string) string {
 		var data []byte
-		eventually(t, 10*time.Second, "/cg written", func() bool {
+		poll.Until(t, 10*time.Second, "/cg written", func() bool {
 			data, _ = os.ReadFile(l.rootfsFile(id, "cg"))
 			return len(data) > 0
 		})
@@ -256,10 +257,10 @@ func TestCgroupNamespaces(t *testing.T) {
 	}
 	hostNS, _ := os.Readlink("/proc/self/ns/cgroup")
 
-	def := l.run(map[string]any{"command": []string{"sleep", "600"}})
-	priv := l.run(map[string]any{"command": sleeper, "cgroupns": map[string]string{"nsmode": "private"}})
-	host := l.run(map[string]any{"command": []string{"sleep", "600"}, "cgroupns": map[string]string{"nsmode": "host"}})
-	joined := l.run(map[string]any{"command": []string{"sleep", "600"}, "cgroupns": map[string]string{"nsmode": "container", "value": priv}})
+	def := l.Run(map[string]any{"command": []string{"sleep", "600"}})
+	priv := l.Run(map[string]any{"command": sleeper, "cgroupns": map[string]string{"nsmode": "private"}})
+	host := l.Run(map[string]any{"command": []string{"sleep", "600"}, "cgroupns": map[string]string{"nsmode": "host"}})
+	joined := l.Run(map[string]any{"command": []string{"sleep", "600"}, "cgroupns": map[string]string{"nsmode": "container", "value": priv}})
 
 	if got := l.inspect(def).HostConfig.CgroupnsMode; got != pick("host", "private") {
 		t.Errorf("default CgroupnsMode %q", got)
@@ -279,12 +280,12 @@ func TestCgroupNamespaces(t *testing.T) {
 		t.Errorf("joined CgroupnsMode %q", got)
 	}
 	for _, bad := range []map[string]string{{"nsmode": "bogus"}, {"nsmode": "container", "value": "nosuch"}, {"nsmode": "path", "value": "relative"}} {
-		status, body := l.do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "name": "bad", "cgroupns": bad})
+		status, body := l.Do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "name": "bad", "cgroupns": bad})
 		if status != http.StatusBadRequest || !strings.Contains(string(body), "cgroupns") {
 			t.Errorf("cgroupns %v: %d %s", bad, status, body)
 		}
 	}
-	if status, _ := l.do("GET", "/containers/bad/json", nil); status != http.StatusNotFound {
+	if status, _ := l.Do("GET", "/containers/bad/json", nil); status != http.StatusNotFound {
 		t.Errorf("a refused create left a container behind (%d)", status)
 	}
 }
@@ -294,16 +295,16 @@ func TestCgroupNamespaces(t *testing.T) {
 // missing, passing once the container made it.
 func TestHealthcheckRunsInTheContainer(t *testing.T) {
 	l := startLab(t)
-	l.run(map[string]any{"name": "checked", "command": []string{"sh", "-c", "sleep 2; touch /tmp/ok; exec sleep 600"},
+	l.Run(map[string]any{"name": "checked", "command": []string{"sh", "-c", "sleep 2; touch /tmp/ok; exec sleep 600"},
 		"healthconfig": map[string]any{"Test": []string{"CMD-SHELL", "test -f /tmp/ok"}, "Interval": int64(time.Hour), "Retries": 1, "Timeout": int64(20 * time.Second)},
 	})
 	var res struct{ Status string }
-	l.decode(l.must(http.StatusOK, "GET", "/containers/checked/healthcheck", nil), &res)
+	l.Decode(l.Must(http.StatusOK, "GET", "/containers/checked/healthcheck", nil), &res)
 	if res.Status != "unhealthy" && res.Status != "healthy" {
 		t.Fatalf("first check: %+v", res)
 	}
-	eventually(t, 30*time.Second, "a passing check", func() bool {
-		l.decode(l.must(http.StatusOK, "GET", "/containers/checked/healthcheck", nil), &res)
+	poll.Until(t, 30*time.Second, "a passing check", func() bool {
+		l.Decode(l.Must(http.StatusOK, "GET", "/containers/checked/healthcheck", nil), &res)
 		return res.Status == "healthy"
 	})
 }
@@ -318,10 +319,10 @@ func TestHealthLogDestinations(t *testing.T) {
 	l := startLab(t)
 	dir := t.TempDir()
 	check := map[string]any{"Test": []string{"CMD-SHELL", "echo abcdefgh"}, "Interval": int64(time.Hour), "Timeout": int64(20 * time.Second)}
-	id := l.run(map[string]any{"name": "hlog-dir", "command": []string{"sleep", "600"}, "healthconfig": check,
+	id := l.Run(map[string]any{"name": "hlog-dir", "command": []string{"sleep", "600"}, "healthconfig": check,
 		"healthLogDestination": dir, "healthMaxLogCount": 2, "healthMaxLogSize": 3})
 	for i := 0; i < 3; i++ {
-		l.must(http.StatusOK, "GET", "/containers/hlog-dir/healthcheck", nil)
+		l.Must(http.StatusOK, "GET", "/containers/hlog-dir/healthcheck", nil)
 	}
 	var inspected struct {
 		State  struct{ Health core.HealthCheckResults }
@@ -331,7 +332,7 @@ func TestHealthLogDestinations(t *testing.T) {
 			HealthMaxLogSize     uint
 		}
 	}
-	l.decode(l.must(http.StatusOK, "GET", "/containers/hlog-dir/json", nil), &inspected)
+	l.Decode(l.Must(http.StatusOK, "GET", "/containers/hlog-dir/json", nil), &inspected)
 	if c := inspected.Config; c.HealthLogDestination != dir || c.HealthMaxLogCount != 2 || c.HealthMaxLogSize != 3 {
 		t.Errorf("inspect Config: %+v", c)
 	}
@@ -345,19 +346,19 @@ func TestHealthLogDestinations(t *testing.T) {
 		t.Fatal(err)
 	}
 	var written core.HealthCheckResults
-	l.decode(data, &written)
+	l.Decode(data, &written)
 	if written.Status != "healthy" || len(written.Log) != 2 || written.Log[0].Output != "abc" {
 		t.Errorf("%s: %s", file, data)
 	}
 
-	l.run(map[string]any{"name": "hlog-events", "command": []string{"sleep", "600"}, "healthconfig": check,
+	l.Run(map[string]any{"name": "hlog-events", "command": []string{"sleep", "600"}, "healthconfig": check,
 		"healthLogDestination": "events_logger", "healthMaxLogCount": 0, "healthMaxLogSize": 0})
-	l.must(http.StatusOK, "GET", "/containers/hlog-events/healthcheck", nil)
-	_, body := l.do("GET", `/events?stream=false&filters={"container":["hlog-events"],"event":["health_status"]}`, nil)
+	l.Must(http.StatusOK, "GET", "/containers/hlog-events/healthcheck", nil)
+	_, body := l.Do("GET", `/events?stream=false&filters={"container":["hlog-events"],"event":["health_status"]}`, nil)
 	var ev struct{ HealthStatus, HealthLog string }
-	l.decode(bytes.TrimSpace(body), &ev)
+	l.Decode(bytes.TrimSpace(body), &ev)
 	var last core.HealthCheckLog
-	l.decode([]byte(ev.HealthLog), &last)
+	l.Decode([]byte(ev.HealthLog), &last)
 	if ev.HealthStatus != "healthy" || last.Output != "abcdefgh" {
 		t.Errorf("health_status event: %s", body)
 	}
@@ -367,16 +368,16 @@ func TestHealthLogDestinations(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{"relative/dir", filepath.Join(dir, "missing"), file2} {
-		status, body := l.do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "name": "hlog-bad", "healthLogDestination": bad})
+		status, body := l.Do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "name": "hlog-bad", "healthLogDestination": bad})
 		if status != http.StatusBadRequest || !strings.Contains(string(body), "healthLogDestination") {
 			t.Errorf("healthLogDestination %q: %d %s", bad, status, body)
 		}
 	}
-	if status, _ := l.do("GET", "/containers/hlog-bad/json", nil); status != http.StatusNotFound {
+	if status, _ := l.Do("GET", "/containers/hlog-bad/json", nil); status != http.StatusNotFound {
 		t.Errorf("a refused create left a container behind (%d)", status)
 	}
 
-	l.must(http.StatusOK, "DELETE", "/containers/hlog-dir?force=true&timeout=0", nil)
+	l.Must(http.StatusOK, "DELETE", "/containers/hlog-dir?force=true&timeout=0", nil)
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Errorf("%s after the container's removal: %v", file, err)
 	}

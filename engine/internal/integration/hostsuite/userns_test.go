@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 	"github.com/berth-project/berth/shared/testnet"
 )
 
@@ -27,33 +28,33 @@ func TestPodUserNamespaceOnBridge(t *testing.T) {
 	requireFile(t, "/usr/bin/catatonit")
 	requireFile(t, "/usr/lib/podman/netavark")
 	// A user namespace's root must reach the engine's root filesystems.
-	os.Chmod(filepath.Dir(l.root), 0o711)
+	os.Chmod(filepath.Dir(l.Root), 0o711)
 	out := t.TempDir()
 	os.Chmod(out, 0o777)
 	os.Chmod(filepath.Dir(out), 0o711)
 	port := testnet.FreePort(t)
-	l.must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "uspod",
+	l.Must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "uspod",
 		"userns":       map[string]string{"nsmode": "auto", "value": "size=2048"},
 		"idmappings":   map[string]any{"AutoUserNs": true, "AutoUserNsOpts": map[string]any{"Size": 2048}},
 		"netns":        map[string]string{"nsmode": "bridge"},
 		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": port, "container_port": 80, "protocol": "tcp"}},
 	})
 	var pod struct{ InfraContainerID string }
-	l.decode(l.must(http.StatusOK, "GET", "/pods/uspod/json", nil), &pod)
+	l.Decode(l.Must(http.StatusOK, "GET", "/pods/uspod/json", nil), &pod)
 	var infra struct {
 		HostConfig struct{ IDMappings struct{ UidMap []string } }
 	}
-	l.decode(l.must(http.StatusOK, "GET", "/containers/"+pod.InfraContainerID+"/json", nil), &infra)
+	l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+pod.InfraContainerID+"/json", nil), &infra)
 	if len(infra.HostConfig.IDMappings.UidMap) != 1 || !strings.HasSuffix(infra.HostConfig.IDMappings.UidMap[0], ":2048") {
 		t.Fatalf("infra container of a --userns=auto:size=2048 pod: uid maps %v", infra.HostConfig.IDMappings.UidMap)
 	}
 	hostRoot := strings.Split(infra.HostConfig.IDMappings.UidMap[0], ":")[1]
-	member := l.run(map[string]any{"name": "usweb", "pod": "uspod",
+	member := l.Run(map[string]any{"name": "usweb", "pod": "uspod",
 		"mounts":  []map[string]any{{"destination": "/out", "source": out, "type": "bind"}},
 		"command": []string{"sh", "-c", "cat /proc/self/uid_map > /out/map; cat /proc/net/dev > /out/dev; exec httpd -f -p 80 -h /etc"}})
 	client := &http.Client{Timeout: 2 * time.Second}
 	var body string
-	eventually(t, 60*time.Second, "the pod's published port answering", func() bool {
+	poll.Until(t, 60*time.Second, "the pod's published port answering", func() bool {
 		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/hostname", port))
 		if err != nil {
 			return false

@@ -276,6 +276,15 @@ func (e *Engine) Create(spec map[string]any) string {
 	return out.ID
 }
 
+// Run creates a container from spec (see Create), starts it and returns
+// its ID.
+func (e *Engine) Run(spec map[string]any) string {
+	e.T.Helper()
+	id := e.Create(spec)
+	e.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	return id
+}
+
 // RunOnce creates a container from spec, starts it, waits for it to exit
 // (with 0) and removes it, and answers how long that took: the cycle the
 // run benchmarks time, on Berth or on Podman alike.
@@ -389,15 +398,23 @@ func (e *Engine) MustPodman(args ...string) string {
 // JSON that warnings on stderr must not mix with).
 func (e *Engine) PodmanStdout(args ...string) string {
 	e.T.Helper()
-	Require(e.T, "podman client tests", "podman")
-	var stderr bytes.Buffer
-	cmd := e.PodmanCommand(args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, errOut, err := e.PodmanOutput(args...)
 	if err != nil {
-		e.T.Fatalf("podman %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.Bytes())
+		e.T.Fatalf("podman %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
 	}
-	return string(out)
+	return out
+}
+
+// PodmanOutput is Podman answering standard output and standard error
+// apart.
+func (e *Engine) PodmanOutput(args ...string) (stdout, stderr string, err error) {
+	e.T.Helper()
+	Require(e.T, "podman client tests", "podman")
+	var out, errOut strings.Builder
+	cmd := e.PodmanCommand(args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
 }
 
 // PodmanCommand is the podman 4.3.1 client's command with args against the engine.

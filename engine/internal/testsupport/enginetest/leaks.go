@@ -81,25 +81,29 @@ func (e *Engine) objectIDs() (podIDs, ctrIDs []string) {
 }
 
 // checkHost fails the test for each thing HostLeaks still finds after a
-// few seconds (monitors and helpers exit shortly after their container).
+// few seconds.
 func (e *Engine) checkHost(podIDs, ctrIDs []string) {
 	e.T.Helper()
-	var leaks []string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if leaks = e.HostLeaks(podIDs, ctrIDs); len(leaks) == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
-	for _, l := range leaks {
+	for _, l := range settled(func() []string { return e.HostLeaks(podIDs, ctrIDs) }) {
 		e.T.Errorf("left on the host after the engine stopped with its objects removed: %s", l)
 	}
 }
 
+// settled is what list still finds after up to ten seconds (monitors and
+// helpers exit shortly after their container).
+func settled(list func() []string) []string {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if leaks := list(); len(leaks) == 0 || time.Now().After(deadline) {
+			return leaks
+		}
+	}
+}
+
 // Leaks lists what remains on the host of the given pods and containers
-// of an engine with state under root and runRoot: cgroups, conmon
-// processes, processes still in a container's cgroup (a pause process
-// included), runc and pause process state, network namespace files and
-// mounts.
+// of an engine with state under root and runRoot: cgroups (the systemd
+// manager's scopes and slices included), conmon processes, processes
+// still in a container's cgroup (a pause process included), runc and
+// pause process state, network namespace files and mounts.
 func Leaks(root, runRoot string, podIDs, ctrIDs []string) []string {
 	var out []string
 	hierarchies, _ := filepath.Glob("/sys/fs/cgroup/*/berth")
@@ -113,6 +117,23 @@ func Leaks(root, runRoot string, podIDs, ctrIDs []string) []string {
 			}
 		}
 	}
+	// The systemd cgroup manager's units (a slice per pod, a scope per
+	// container and one per its conmon) below its slice.
+	const slice = "/sys/fs/cgroup/berth.slice"
+	if _, err := os.Stat(slice); err == nil {
+		var units []string
+		for _, id := range podIDs {
+			units = append(units, "berth-berth_pod_"+id+".slice")
+		}
+		for _, id := range ctrIDs {
+			units = append(units, "berth-"+id+".scope", "berth-conmon-"+id+".scope")
+		}
+		for _, u := range units {
+			if _, err := os.Stat(filepath.Join(slice, u)); err == nil {
+				out = append(out, "cgroup "+filepath.Join(slice, u))
+			}
+		}
+	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		data, _ := os.ReadFile(p)
@@ -122,7 +143,7 @@ func Leaks(root, runRoot string, podIDs, ctrIDs []string) []string {
 			if strings.Contains(cmd, id) && strings.Contains(cmd, "conmon") {
 				out = append(out, "process "+p+": "+cmd)
 			}
-			if strings.Contains(string(cg), "/berth-"+id+"\n") {
+			if strings.Contains(string(cg), "/berth-"+id+"\n") || strings.Contains(string(cg), "/berth-"+id+".scope\n") {
 				out = append(out, "process "+filepath.Dir(p)+" in the cgroup of "+id+": "+cmd)
 			}
 		}

@@ -27,12 +27,17 @@ var engineBinary struct {
 
 // Main runs a package's tests: a re-executed helper of containers/storage
 // runs instead when this process is one, and what the tests shared (the
-// engine binary) is removed afterwards.
+// engine binary, the Shared engine) is removed afterwards; the run fails
+// when the shared engine left something on the host.
 func Main(m *testing.M) {
 	if reexec.Init() {
 		return
 	}
 	code := m.Run()
+	stopShared()
+	if sharedLeaked && code == 0 {
+		code = 1
+	}
 	if engineBinary.dir != "" {
 		os.RemoveAll(engineBinary.dir)
 	}
@@ -42,9 +47,14 @@ func Main(m *testing.M) {
 // EngineBinary builds berth-engine once per test binary (with cgo off and
 // the build tags containers/image and storage need, whatever GOFLAGS
 // says) and returns its path. A package using it runs its tests through
-// Main, which removes the binary.
+// Main, which removes the binary. Where BERTH_ENGINE_BIN names a binary it
+// is used as it is: the host lab (hack/hostlab.sh) copies a static one
+// into its VM, which has no Go toolchain to build one.
 func EngineBinary(t testing.TB) string {
 	t.Helper()
+	if bin := os.Getenv("BERTH_ENGINE_BIN"); bin != "" {
+		return bin
+	}
 	engineBinary.once.Do(func() {
 		dir, err := os.MkdirTemp("", "berth-engine-bin-")
 		if err != nil {
@@ -98,6 +108,13 @@ func StartProcess(t testing.TB, o Options) *Process {
 	p.Args = append(append([]string{"--listen", "tcp://" + p.Addr, "--root", p.Root, "--runroot", p.RunRoot}, NetworkFlags(e.Nets)...), o.Args...)
 	p.Start()
 	t.Cleanup(func() {
+		// Where nothing else is kept (the host lab's VM), the failed
+		// test's output is all there is to read.
+		if t.Failed() {
+			t.Logf("engine log:\n%s", p.Log())
+		}
+	})
+	t.Cleanup(func() {
 		if p.Running() {
 			pods, ctrs := p.objectIDs()
 			p.RemoveAll()
@@ -116,6 +133,11 @@ func StartProcess(t testing.TB, o Options) *Process {
 	return p
 }
 
+// startTimeout bounds how long Start waits for _ping: an engine in the
+// host lab's emulated VM takes far longer than on a machine (the wait
+// ends as soon as it answers).
+const startTimeout = 3 * time.Minute
+
 // Start starts the engine and waits until it answers _ping.
 func (p *Process) Start() {
 	p.T.Helper()
@@ -129,7 +151,7 @@ func (p *Process) Start() {
 	if err := p.cmd.Start(); err != nil {
 		p.T.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(startTimeout); ; time.Sleep(50 * time.Millisecond) {
 		resp, err := http.Get("http://" + p.Addr + "/libpod/_ping")
 		if err == nil {
 			resp.Body.Close()
