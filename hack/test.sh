@@ -355,18 +355,24 @@ run_e2e() {
 
 # start_hostlab_image builds (or finds cached) the host lab's VM image in the background, so a
 # first build (debootstrap, several minutes) overlaps the other tests; run_hosts waits for it.
+# The build's exit code lands in hostlab-image.rc: run_hosts may wait from a lane (a subshell),
+# which cannot `wait` for a process its parent started.
 HOSTLAB_IMAGE_PID=""
 start_hostlab_image() {
-  "$ROOT/hack/hostlab.sh" image >"$LOGDIR/hostlab-image.log" 2>&1 &
+  (
+    rc=0
+    "$ROOT/hack/hostlab.sh" image >"$LOGDIR/hostlab-image.log" 2>&1 || rc=$?
+    echo "$rc" >"$LOGDIR/hostlab-image.rc"
+  ) &
   HOSTLAB_IMAGE_PID=$!
 }
 wait_hostlab_image() {
   [ -n "$HOSTLAB_IMAGE_PID" ] || start_hostlab_image
-  local rc=0
-  wait "$HOSTLAB_IMAGE_PID" || rc=$?
-  HOSTLAB_IMAGE_PID=""
-  [ $rc -eq 0 ] || cat "$LOGDIR/hostlab-image.log" >&2
-  return $rc
+  local rc
+  until [ -s "$LOGDIR/hostlab-image.rc" ]; do sleep 1; done
+  rc=$(cat "$LOGDIR/hostlab-image.rc")
+  [ "$rc" -eq 0 ] || cat "$LOGDIR/hostlab-image.log" >&2
+  return "$rc"
 }
 
 run_hosts() {
