@@ -368,9 +368,9 @@ start_hostlab_image() {
 }
 wait_hostlab_image() {
   [ -n "$HOSTLAB_IMAGE_PID" ] || start_hostlab_image
-  local rc
-  until [ -s "$LOGDIR/hostlab-image.rc" ]; do sleep 1; done
-  rc=$(cat "$LOGDIR/hostlab-image.rc")
+  local rc i
+  for ((i = 0; i < 3600; i++)); do [ -s "$LOGDIR/hostlab-image.rc" ] && break; sleep 1; done
+  rc=$(cat "$LOGDIR/hostlab-image.rc" 2>/dev/null) || { echo "the host lab image's build did not end within an hour" >&2; return 1; }
   [ "$rc" -eq 0 ] || cat "$LOGDIR/hostlab-image.log" >&2
   return "$rc"
 }
