@@ -208,14 +208,6 @@ type mountHandlers struct {
 	m core.ContainerMounts
 }
 
-func (h mountHandlers) showMounted(w http.ResponseWriter, r *http.Request) {
-	answer(w, r, h.m.Mounted)
-}
-
-func (h mountHandlers) mount(w http.ResponseWriter, r *http.Request) {
-	answerNamed(w, r, h.m.Mount)
-}
-
 func (h mountHandlers) unmount(w http.ResponseWriter, r *http.Request) {
 	finishNoContent(w, h.m.Unmount(r.Context(), pathParam(r, "name")))
 }

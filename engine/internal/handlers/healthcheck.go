@@ -14,12 +14,6 @@ type HealthChecker interface {
 	Run(ctx context.Context, nameOrID string) (core.HealthCheckResults, error)
 }
 
-// runHealthCheck runs the check once: 200 with the result, 409 when the
-// container is not running or has no healthcheck.
-func (s *Server) runHealthCheck(w http.ResponseWriter, r *http.Request) {
-	answerNamed(w, r, s.deps.Health.Run)
-}
-
 // errNoRestart is the 404 answer of shouldrestart for a container its
 // policy does not restart (what Podman answers).
 var errNoRestart = errors.New("container will not be restarted")

@@ -114,12 +114,6 @@ func (s *Server) inspectImage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, newImageInspect(img))
 }
 
-// imageExists answers ImageExists: 204, or 404 with the error body for a
-// name that matches no image (a malformed name matches none).
-func (s *Server) imageExists(w http.ResponseWriter, r *http.Request) {
-	answerExists(w, r, s.deps.Images.Lookup, core.ErrNoSuchImage)
-}
-
 // imageSelection is the all and filters query that GetImages and
 // PruneImages share; Filters is already in the client's API form.
 type imageSelection struct {

@@ -171,14 +171,6 @@ func (h networkHandlers) prune(w http.ResponseWriter, r *http.Request) {
 	finishJSON(w, http.StatusOK, reports, err)
 }
 
-func (h networkHandlers) inspect(w http.ResponseWriter, r *http.Request) {
-	answerNamed(w, r, h.n.Inspect)
-}
-
-func (h networkHandlers) exists(w http.ResponseWriter, r *http.Request) {
-	answerExists(w, r, h.n.Inspect, core.ErrNoSuchNetwork)
-}
-
 func (h networkHandlers) remove(w http.ResponseWriter, r *http.Request) {
 	var q forceRemoveQuery
 	timeout, ok := timedQueryInto(w, r, &q)

@@ -32,16 +32,6 @@ func (h podHandlers) create(w http.ResponseWriter, r *http.Request) {
 	finishJSON(w, http.StatusCreated, idResponse{ID: id}, err)
 }
 
-// list answers the listing. Podman's pod clients send one whole value per
-// filter ("a=b"), so the filters are read as they come.
-func (h podHandlers) list(w http.ResponseWriter, r *http.Request) {
-	answerFiltered(w, r, h.p.List)
-}
-
-func (h podHandlers) prune(w http.ResponseWriter, r *http.Request) {
-	answer(w, r, h.p.Prune)
-}
-
 type podStatsQuery struct {
 	All        bool     `query:"all"`
 	NamesOrIDs []string `query:"namesOrIDs"`
@@ -80,15 +70,6 @@ func (h podHandlers) remove(w http.ResponseWriter, r *http.Request) {
 	finishJSON(w, http.StatusOK, report, err)
 }
 
-func (h podHandlers) inspect(w http.ResponseWriter, r *http.Request) {
-	answerNamed(w, r, h.p.Inspect)
-}
-
-// exists answers 204, or 404 with the error body.
-func (h podHandlers) exists(w http.ResponseWriter, r *http.Request) {
-	answerExists(w, r, h.p.Inspect, core.ErrNoSuchPod)
-}
-
 // finishPodAction answers a lifecycle report: 200, or 409 with the report
 // when some container failed (what Podman answers), or the error.
 func finishPodAction(w http.ResponseWriter, report *core.PodActionReport, err error) {
@@ -103,32 +84,26 @@ func finishPodAction(w http.ResponseWriter, report *core.PodActionReport, err er
 	writeJSON(w, status, report)
 }
 
-// podAction answers a pod action that takes only the pod's name.
-func podAction(w http.ResponseWriter, r *http.Request, action func(ctx context.Context, nameOrID string) (*core.PodActionReport, error)) {
-	report, err := action(r.Context(), pathParam(r, "name"))
-	finishPodAction(w, report, err)
-}
-
-// timedPodAction answers a pod action that takes the stop timeout.
-func timedPodAction(w http.ResponseWriter, r *http.Request, action func(ctx context.Context, nameOrID string, timeout *uint) (*core.PodActionReport, error)) {
-	_, timeout, ok := stopQueryInto(w, r)
-	if !ok {
-		return
+// podActionHandler answers a pod action that takes only the pod's name
+// (start, pause, unpause).
+func podActionHandler(action func(ctx context.Context, nameOrID string) (*core.PodActionReport, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		report, err := action(r.Context(), pathParam(r, "name"))
+		finishPodAction(w, report, err)
 	}
-	report, err := action(r.Context(), pathParam(r, "name"), timeout)
-	finishPodAction(w, report, err)
 }
 
-func (h podHandlers) start(w http.ResponseWriter, r *http.Request) {
-	podAction(w, r, h.p.Start)
-}
-
-func (h podHandlers) stop(w http.ResponseWriter, r *http.Request) {
-	timedPodAction(w, r, h.p.Stop)
-}
-
-func (h podHandlers) restart(w http.ResponseWriter, r *http.Request) {
-	timedPodAction(w, r, h.p.Restart)
+// timedPodActionHandler answers a pod action that takes the stop timeout
+// (stop, restart).
+func timedPodActionHandler(action func(ctx context.Context, nameOrID string, timeout *uint) (*core.PodActionReport, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_, timeout, ok := stopQueryInto(w, r)
+		if !ok {
+			return
+		}
+		report, err := action(r.Context(), pathParam(r, "name"), timeout)
+		finishPodAction(w, report, err)
+	}
 }
 
 func (h podHandlers) kill(w http.ResponseWriter, r *http.Request) {
@@ -138,14 +113,6 @@ func (h podHandlers) kill(w http.ResponseWriter, r *http.Request) {
 	}
 	report, err := h.p.Kill(r.Context(), pathParam(r, "name"), q.Signal)
 	finishPodAction(w, report, err)
-}
-
-func (h podHandlers) pause(w http.ResponseWriter, r *http.Request) {
-	podAction(w, r, h.p.Pause)
-}
-
-func (h podHandlers) unpause(w http.ResponseWriter, r *http.Request) {
-	podAction(w, r, h.p.Unpause)
 }
 
 type podTopQuery struct {

@@ -68,10 +68,6 @@ func (h quadletHandlers) install(w http.ResponseWriter, r *http.Request) {
 	finishJSON(w, http.StatusOK, report, err)
 }
 
-func (h quadletHandlers) list(w http.ResponseWriter, r *http.Request) {
-	answerFiltered(w, r, h.q.List)
-}
-
 func (h quadletHandlers) exists(w http.ResponseWriter, r *http.Request) {
 	writeExists(w, h.q.Exists(r.Context(), pathParam(r, "name")), core.ErrNoSuchQuadlet)
 }

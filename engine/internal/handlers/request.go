@@ -258,15 +258,17 @@ type filtersQuery struct {
 	Filters map[string][]string `query:"filters"`
 }
 
-// answerFiltered answers a listing or prune whose one parameter is the
+// filteredHandler answers a listing or prune whose one parameter is the
 // filters, read as they come: what list returns for them, as JSON.
-func answerFiltered[T any](w http.ResponseWriter, r *http.Request, list func(ctx context.Context, filters map[string][]string) (T, error)) {
-	var q filtersQuery
-	if !queryInto(w, r, &q) {
-		return
+func filteredHandler[T any](list func(ctx context.Context, filters map[string][]string) (T, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var q filtersQuery
+		if !queryInto(w, r, &q) {
+			return
+		}
+		out, err := list(r.Context(), q.Filters)
+		finishJSON(w, http.StatusOK, out, err)
 	}
-	out, err := list(r.Context(), q.Filters)
-	finishJSON(w, http.StatusOK, out, err)
 }
 
 // intervalValid answers a streaming interval (seconds, the query parameter

@@ -118,24 +118,34 @@ func finishNoContent(w http.ResponseWriter, err error) {
 	writeNoContent(w)
 }
 
-// answer answers what get returns for the request (200, JSON), or its error.
-func answer[T any](w http.ResponseWriter, r *http.Request, get func(ctx context.Context) (T, error)) {
-	out, err := get(r.Context())
-	finishJSON(w, http.StatusOK, out, err)
+// The handlers of the routes that only call core and answer what it
+// returns: the route table binds them to core's methods, so no handler
+// method exists just to forward.
+
+// getHandler answers what get returns (200, JSON), or its error.
+func getHandler[T any](get func(ctx context.Context) (T, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		out, err := get(r.Context())
+		finishJSON(w, http.StatusOK, out, err)
+	}
 }
 
-// answerNamed answers what get returns for the object the path names
+// namedHandler answers what get returns for the object the path names
 // (200, JSON), or its error.
-func answerNamed[T any](w http.ResponseWriter, r *http.Request, get func(ctx context.Context, nameOrID string) (T, error)) {
-	out, err := get(r.Context(), pathParam(r, "name"))
-	finishJSON(w, http.StatusOK, out, err)
+func namedHandler[T any](get func(ctx context.Context, nameOrID string) (T, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		out, err := get(r.Context(), pathParam(r, "name"))
+		finishJSON(w, http.StatusOK, out, err)
+	}
 }
 
-// answerExists answers whether get finds the object the path names: 204,
+// existsHandler answers whether get finds the object the path names: 204,
 // or 404 with the error body when the error is missing (see writeExists).
-func answerExists[T any](w http.ResponseWriter, r *http.Request, get func(ctx context.Context, nameOrID string) (T, error), missing error) {
-	_, err := get(r.Context(), pathParam(r, "name"))
-	writeExists(w, err, missing)
+func existsHandler[T any](get func(ctx context.Context, nameOrID string) (T, error), missing error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_, err := get(r.Context(), pathParam(r, "name"))
+		writeExists(w, err, missing)
+	}
 }
 
 // finishJSON answers err, or body with status when there is none.

@@ -59,10 +59,12 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	r.Get("/_ping", s.ping)
 	r.Head("/_ping", s.ping)
 	if s.deps.System != nil {
-		r.Get("/version", s.version)
-		r.Get("/info", s.info)
+		// The Docker-shaped version report Podman clients read, Podman's
+		// info document, and what images, containers and volumes take.
+		r.Get("/version", getHandler(s.deps.System.Version))
+		r.Get("/info", getHandler(s.deps.System.Info))
 		r.Post("/system/check", s.systemCheck)
-		r.Get("/system/df", s.diskUsage)
+		r.Get("/system/df", getHandler(s.deps.System.DiskUsage))
 		r.Post("/system/prune", s.systemPrune)
 	}
 	// Images: their metadata (images.go).
@@ -71,7 +73,9 @@ func (s *Server) libpodRoutes(r chi.Router) {
 		r.Delete("/images/remove", s.removeImages)
 		r.Post("/images/prune", s.pruneImages)
 		r.Get("/images/{name:.*}/json", s.inspectImage)
-		r.Get("/images/{name:.*}/exists", s.imageExists)
+		// 204, or 404 with the error body for a name that matches no image
+		// (a malformed name matches none).
+		r.Get("/images/{name:.*}/exists", existsHandler(s.deps.Images.Lookup, core.ErrNoSuchImage))
 		r.Get("/images/{name:.*}/resolve", s.resolveImage)
 		r.Get("/images/{name:.*}/tree", s.imageTree)
 		r.Get("/images/{name:.*}/history", s.imageHistory)
@@ -143,8 +147,8 @@ func (s *Server) libpodRoutes(r chi.Router) {
 		r.Post("/containers/{name}/update", h.update)
 		if mounts, ok := c.(core.ContainerMounts); ok {
 			mh := mountHandlers{c: c, m: mounts}
-			r.Get("/containers/showmounted", mh.showMounted)
-			r.Post("/containers/{name}/mount", mh.mount)
+			r.Get("/containers/showmounted", getHandler(mounts.Mounted))
+			r.Post("/containers/{name}/mount", namedHandler(mounts.Mount))
 			r.Post("/containers/{name}/unmount", mh.unmount)
 			r.Post("/containers/{name}/rename", mh.rename)
 		}
@@ -175,10 +179,10 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	if v := s.deps.Volumes; v != nil {
 		h := volumeHandlers{v: v}
 		r.Post("/volumes/create", h.create)
-		r.Get("/volumes/json", h.list)
-		r.Post("/volumes/prune", h.prune)
-		r.Get("/volumes/{name}/json", h.inspect)
-		r.Get("/volumes/{name}/exists", h.exists)
+		r.Get("/volumes/json", filteredHandler(v.List))
+		r.Post("/volumes/prune", filteredHandler(v.Prune))
+		r.Get("/volumes/{name}/json", namedHandler(v.Inspect))
+		r.Get("/volumes/{name}/exists", existsHandler(v.Inspect, core.ErrNoSuchVolume))
 		r.Delete("/volumes/{name}", h.remove)
 		r.Get("/volumes/{name}/export", h.export)
 		r.Post("/volumes/{name}/import", h.importTar)
@@ -187,7 +191,7 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	if sec := s.deps.Secrets; sec != nil {
 		h := secretHandlers{s: sec}
 		r.Post("/secrets/create", h.create)
-		r.Get("/secrets/json", h.list)
+		r.Get("/secrets/json", filteredHandler(sec.List))
 		r.Get("/secrets/{name}/json", h.inspect)
 		r.Get("/secrets/{name}/exists", h.exists)
 		r.Delete("/secrets/{name}", h.remove)
@@ -196,18 +200,20 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	if p := s.deps.Pods; p != nil {
 		h := podHandlers{p: p}
 		r.Post("/pods/create", h.create)
-		r.Get("/pods/json", h.list)
-		r.Post("/pods/prune", h.prune)
+		// Podman's pod clients send one whole value per filter ("a=b"), so
+		// the listing reads the filters as they come.
+		r.Get("/pods/json", filteredHandler(p.List))
+		r.Post("/pods/prune", getHandler(p.Prune))
 		r.Get("/pods/stats", h.stats)
 		r.Delete("/pods/{name}", h.remove)
-		r.Get("/pods/{name}/json", h.inspect)
-		r.Get("/pods/{name}/exists", h.exists)
-		r.Post("/pods/{name}/start", h.start)
-		r.Post("/pods/{name}/stop", h.stop)
-		r.Post("/pods/{name}/restart", h.restart)
+		r.Get("/pods/{name}/json", namedHandler(p.Inspect))
+		r.Get("/pods/{name}/exists", existsHandler(p.Inspect, core.ErrNoSuchPod))
+		r.Post("/pods/{name}/start", podActionHandler(p.Start))
+		r.Post("/pods/{name}/stop", timedPodActionHandler(p.Stop))
+		r.Post("/pods/{name}/restart", timedPodActionHandler(p.Restart))
 		r.Post("/pods/{name}/kill", h.kill)
-		r.Post("/pods/{name}/pause", h.pause)
-		r.Post("/pods/{name}/unpause", h.unpause)
+		r.Post("/pods/{name}/pause", podActionHandler(p.Pause))
+		r.Post("/pods/{name}/unpause", podActionHandler(p.Unpause))
 		r.Get("/pods/{name}/top", h.top)
 	}
 	// Networks.
@@ -216,9 +222,9 @@ func (s *Server) libpodRoutes(r chi.Router) {
 		r.Post("/networks/create", h.create)
 		r.Get("/networks/json", h.list)
 		r.Post("/networks/prune", h.prune)
-		r.Get("/networks/{name}/json", h.inspect)
-		r.Get("/networks/{name}", h.inspect)
-		r.Get("/networks/{name}/exists", h.exists)
+		r.Get("/networks/{name}/json", namedHandler(n.Inspect))
+		r.Get("/networks/{name}", namedHandler(n.Inspect))
+		r.Get("/networks/{name}/exists", existsHandler(n.Inspect, core.ErrNoSuchNetwork))
 		r.Delete("/networks/{name}", h.remove)
 		r.Post("/networks/{name}/update", h.update)
 		r.Post("/networks/{name}/connect", h.connect)
@@ -254,7 +260,9 @@ func (s *Server) libpodRoutes(r chi.Router) {
 		r.Post("/containers/{name}/shouldrestart", s.shouldRestart)
 	}
 	if s.deps.Health != nil {
-		r.Get("/containers/{name}/healthcheck", s.runHealthCheck)
+		// The check runs once: 200 with the result, 409 when the container
+		// is not running or has no healthcheck.
+		r.Get("/containers/{name}/healthcheck", namedHandler(s.deps.Health.Run))
 	}
 	// Builds.
 	if s.deps.Build != nil {
@@ -265,7 +273,7 @@ func (s *Server) libpodRoutes(r chi.Router) {
 	if q := s.deps.Quadlets; q != nil {
 		h := quadletHandlers{q: q}
 		r.Post("/quadlets", h.install)
-		r.Get("/quadlets/json", h.list)
+		r.Get("/quadlets/json", filteredHandler(q.List))
 		r.Get("/quadlets/{name}/exists", h.exists)
 		r.Get("/quadlets/{name}/file", h.print)
 		r.Delete("/quadlets", h.removeMany)

@@ -57,10 +57,6 @@ func (h secretHandlers) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, secretCreateReport{ID: id})
 }
 
-func (h secretHandlers) list(w http.ResponseWriter, r *http.Request) {
-	answerFiltered(w, r, h.s.List)
-}
-
 func (h secretHandlers) inspect(w http.ResponseWriter, r *http.Request) {
 	var q struct {
 		ShowSecret bool `query:"showsecret"`

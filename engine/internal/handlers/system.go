@@ -41,16 +41,6 @@ func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// version answers the Docker-shaped version report Podman clients read.
-func (s *Server) version(w http.ResponseWriter, r *http.Request) {
-	answer(w, r, s.deps.System.Version)
-}
-
-// info answers Podman's info document.
-func (s *Server) info(w http.ResponseWriter, r *http.Request) {
-	answer(w, r, s.deps.System.Info)
-}
-
 // systemCheck checks (and with repair, repairs) the store.
 func (s *Server) systemCheck(w http.ResponseWriter, r *http.Request) {
 	query := struct {
@@ -73,11 +63,6 @@ func (s *Server) systemCheck(w http.ResponseWriter, r *http.Request) {
 	}
 	report, err := s.deps.System.Check(r.Context(), opts)
 	finishJSON(w, http.StatusOK, report, err)
-}
-
-// diskUsage answers what images, containers and volumes take (podman system df).
-func (s *Server) diskUsage(w http.ResponseWriter, r *http.Request) {
-	answer(w, r, s.deps.System.DiskUsage)
 }
 
 // systemPrune removes unused objects of every kind (podman system prune).

@@ -24,22 +24,6 @@ func (h volumeHandlers) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, vol)
 }
 
-func (h volumeHandlers) list(w http.ResponseWriter, r *http.Request) {
-	answerFiltered(w, r, h.v.List)
-}
-
-func (h volumeHandlers) prune(w http.ResponseWriter, r *http.Request) {
-	answerFiltered(w, r, h.v.Prune)
-}
-
-func (h volumeHandlers) inspect(w http.ResponseWriter, r *http.Request) {
-	answerNamed(w, r, h.v.Inspect)
-}
-
-func (h volumeHandlers) exists(w http.ResponseWriter, r *http.Request) {
-	answerExists(w, r, h.v.Inspect, core.ErrNoSuchVolume)
-}
-
 type volumeRemoveQuery struct {
 	Force bool `query:"force"`
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/berth-project/berth/engine/internal/backend/deploy/quadlets"
+	"github.com/berth-project/berth/engine/internal/backend/platform/words"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -139,47 +140,9 @@ func readUnit(store UnitStore, name string) (*unit, error) {
 // Environment=: whitespace separates, double or single quotes group, a
 // backslash escapes the next character.
 func splitWords(s string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	inWord := false
-	var quote rune
-	escaped := false
-	for _, r := range s {
-		switch {
-		case escaped:
-			cur.WriteRune(r)
-			escaped = false
-		case r == '\\':
-			escaped = true
-			inWord = true
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			} else {
-				cur.WriteRune(r)
-			}
-		case r == '"' || r == '\'':
-			quote = r
-			inWord = true
-		case r == ' ' || r == '\t' || r == '\n':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		default:
-			cur.WriteRune(r)
-			inWord = true
-		}
+	w, err := words.Split(s, words.Rules{Separators: " \t\n", Escapes: true})
+	if err != nil {
+		return nil, fmt.Errorf("%w in %q", err, s)
 	}
-	if quote != 0 {
-		return nil, fmt.Errorf("unterminated quote in %q", s)
-	}
-	if escaped {
-		return nil, fmt.Errorf("trailing backslash in %q", s)
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	return words, nil
+	return w, nil
 }

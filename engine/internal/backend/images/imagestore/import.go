@@ -20,6 +20,7 @@ import (
 	imgspecv1 "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/berth-project/berth/engine/internal/backend/platform/sizelimit"
+	"github.com/berth-project/berth/engine/internal/backend/platform/words"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -330,41 +331,9 @@ func keyValues(args string) ([][2]string, error) {
 }
 
 // splitWords splits on spaces outside double or single quotes and removes
-// the quotes.
+// the quotes; a backslash is an ordinary character.
 func splitWords(s string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	var quote rune
-	inWord := false
-	for _, r := range s {
-		switch {
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			} else {
-				cur.WriteRune(r)
-			}
-		case r == '"' || r == '\'':
-			quote = r
-			inWord = true
-		case r == ' ' || r == '\t':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		default:
-			cur.WriteRune(r)
-			inWord = true
-		}
-	}
-	if quote != 0 {
-		return nil, errors.New("unterminated quote")
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	return words, nil
+	return words.Split(s, words.Rules{Separators: " \t"})
 }
 
 func unquote(s string) string {
