@@ -316,15 +316,21 @@ find_criu() {
   log "CRIU: $BERTH_ENGINE_CRIU"
 }
 
-run_unit() {
-  [ -n "$PG_DIR" ] || step "start PostgreSQL" start_postgres || return 1
-  gotest shared
-  gotest uploads
+# engine_prerequisites readies what the engine's tests need: CRIU, the cached tool builds
+# (kube-apiserver, Compose, docker CLI v29) and a warm berth-engine build.
+engine_prerequisites() {
   step "CRIU" find_criu
   step "build kube-apiserver" wait_kube_apiserver
   step "build docker compose" wait_compose
   step "build docker CLI v29" use_docker_cli_current
   step "build berth-engine" warm_engine_binary
+}
+
+run_unit() {
+  [ -n "$PG_DIR" ] || step "start PostgreSQL" start_postgres || return 1
+  gotest shared
+  gotest uploads
+  engine_prerequisites
   gotest engine
 }
 
@@ -416,11 +422,7 @@ run_all() {
   step "start dockerd" start_dockerd || true
   lane modules gotest_shared gotest_uploads run_contracts
   lane e2e-images e2e_images
-  step "CRIU" find_criu
-  step "build kube-apiserver" wait_kube_apiserver
-  step "build docker compose" wait_compose
-  step "build docker CLI v29" use_docker_cli_current
-  step "build berth-engine" warm_engine_binary
+  engine_prerequisites
   lane hosts run_hosts
   gotest engine
   lane e2e gotest_e2e

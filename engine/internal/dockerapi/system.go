@@ -25,13 +25,8 @@ import (
 func (s *server) ping(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-store, must-revalidate")
-	h.Set("Pragma", "no-cache")
 	h.Set("Docker-Experimental", "false")
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodGet {
-		_, _ = w.Write([]byte("OK"))
-	}
+	httpwire.Pong(w, r)
 }
 
 // version answers Docker's version document.

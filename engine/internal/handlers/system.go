@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/httpwire"
 )
 
 // buildahVersion is reported in Libpod-Buildah-Version; clients only show it.
@@ -33,12 +34,7 @@ func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
 	h.Set("BuildKit-Version", "")
 	h.Set("Docker-Experimental", "true")
 	h.Set("Cache-Control", "no-cache")
-	h.Set("Pragma", "no-cache")
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodGet {
-		_, _ = w.Write([]byte("OK"))
-	}
+	httpwire.Pong(w, r)
 }
 
 // systemCheck checks (and with repair, repairs) the store.

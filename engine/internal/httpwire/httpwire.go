@@ -59,6 +59,19 @@ func StatusOf(err error) int {
 	}
 }
 
+// Pong answers a _ping, GET or HEAD, as both front doors do: 200, plain
+// text, not to be cached, and "OK" to a GET. Each door sets its own
+// headers before (its Cache-Control words, Docker-Experimental, versions).
+func Pong(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Pragma", "no-cache")
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write([]byte("OK"))
+	}
+}
+
 // WriteJSON answers status with body as one JSON document and a newline.
 // A body that cannot be encoded is not written: the error is returned for
 // the caller to answer in its own error body.
