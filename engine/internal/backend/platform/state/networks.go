@@ -10,17 +10,10 @@ import (
 // full record as the caller serialises it.
 type NetworkRecord = NamedRecord
 
-// networks holds the networks: named objects with an ID.
-var networks = namedTable{table: "networks", kind: "network"}
-
-// AddNetwork inserts a network; ErrDuplicate when its name or ID is taken.
-func (s *DB) AddNetwork(ctx context.Context, r NetworkRecord) error {
-	return networks.add(ctx, s, r)
-}
-
-// UpdateNetwork replaces the data of an existing network.
-func (s *DB) UpdateNetwork(ctx context.Context, r NetworkRecord) error {
-	return networks.update(ctx, s, r)
+// Networks is the networks table: Add, Update and List as for every
+// table of named objects (RemoveNetwork takes the leases with it).
+func (s *DB) Networks() NamedTable {
+	return NamedTable{db: s, table: "networks", kind: "network"}
 }
 
 // RemoveNetwork deletes a network's record and its leases.
@@ -31,11 +24,6 @@ func (s *DB) RemoveNetwork(ctx context.Context, id string) error {
 		}
 		return changeRow(ctx, tx, "delete", "network "+id, `DELETE FROM networks WHERE id = ?`, id)
 	})
-}
-
-// ListNetworks returns every network, oldest first.
-func (s *DB) ListNetworks(ctx context.Context) ([]NetworkRecord, error) {
-	return networks.list(ctx, s)
 }
 
 // LeaseAddresses hands addresses of a network to a container in one

@@ -13,7 +13,7 @@ import (
 // delete that must touch a row (ErrNotFound otherwise), a read of one row
 // and a read of many. Each table's file keeps its own SQL and error words, but
 // for the tables of named objects with an ID (networks, secrets), whose rows
-// have one shape: namedTable, at the end, writes theirs.
+// have one shape: NamedTable, at the end, writes theirs.
 
 // unixNano scans a nanosecond count, the form every created or time column
 // is stored in, into a time.Time.
@@ -100,25 +100,27 @@ type NamedRecord struct {
 	Data    []byte
 }
 
-// namedTable is a table of NamedRecords; kind names one row in errors.
-type namedTable struct {
+// NamedTable is a table of NamedRecords (DB.Networks, DB.Secrets); kind
+// names one row in errors.
+type NamedTable struct {
+	db          *DB
 	table, kind string
 }
 
-// add inserts a row; ErrDuplicate when its name or ID is taken.
-func (t namedTable) add(ctx context.Context, s *DB, r NamedRecord) error {
-	return s.insertRow(ctx, t.kind+" "+r.Name, `INSERT INTO `+t.table+` (id, name, created, data) VALUES (?, ?, ?, ?)`,
+// Add inserts a row; ErrDuplicate when its name or ID is taken.
+func (t NamedTable) Add(ctx context.Context, r NamedRecord) error {
+	return t.db.insertRow(ctx, t.kind+" "+r.Name, `INSERT INTO `+t.table+` (id, name, created, data) VALUES (?, ?, ?, ?)`,
 		r.ID, r.Name, r.Created.UnixNano(), r.Data)
 }
 
-// update replaces the data of an existing row, found by ID.
-func (t namedTable) update(ctx context.Context, s *DB, r NamedRecord) error {
-	return s.changeRowTx(ctx, "update", t.kind+" "+r.Name, `UPDATE `+t.table+` SET data = ? WHERE id = ?`, r.Data, r.ID)
+// Update replaces the data of an existing row, found by ID.
+func (t NamedTable) Update(ctx context.Context, r NamedRecord) error {
+	return t.db.changeRowTx(ctx, "update", t.kind+" "+r.Name, `UPDATE `+t.table+` SET data = ? WHERE id = ?`, r.Data, r.ID)
 }
 
-// list returns every row, oldest first.
-func (t namedTable) list(ctx context.Context, s *DB) ([]NamedRecord, error) {
-	return listRows(ctx, s, t.table, func(r *NamedRecord) []any {
+// List returns every row, oldest first.
+func (t NamedTable) List(ctx context.Context) ([]NamedRecord, error) {
+	return listRows(ctx, t.db, t.table, func(r *NamedRecord) []any {
 		return []any{&r.ID, &r.Name, unixNano{&r.Created}, &r.Data}
 	}, `SELECT id, name, created, data FROM `+t.table+` ORDER BY created, name`)
 }

@@ -9,17 +9,10 @@ import (
 // caller serialises it (never its data, which lives in a file of its own).
 type SecretRecord = NamedRecord
 
-// secrets holds the secrets' metadata: named objects with an ID.
-var secrets = namedTable{table: "secrets", kind: "secret"}
-
-// AddSecret inserts a secret; ErrDuplicate when its name or ID is taken.
-func (s *DB) AddSecret(ctx context.Context, r SecretRecord) error {
-	return secrets.add(ctx, s, r)
-}
-
-// UpdateSecret replaces the metadata of an existing secret.
-func (s *DB) UpdateSecret(ctx context.Context, r SecretRecord) error {
-	return secrets.update(ctx, s, r)
+// Secrets is the secrets table: Add, Update and List as for every table of
+// named objects.
+func (s *DB) Secrets() NamedTable {
+	return NamedTable{db: s, table: "secrets", kind: "secret"}
 }
 
 // RemoveSecrets deletes the secrets with the given IDs in one transaction.
@@ -32,9 +25,4 @@ func (s *DB) RemoveSecrets(ctx context.Context, ids ...string) error {
 		}
 		return nil
 	})
-}
-
-// ListSecrets returns every secret, oldest first.
-func (s *DB) ListSecrets(ctx context.Context) ([]SecretRecord, error) {
-	return secrets.list(ctx, s)
 }

@@ -148,7 +148,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 			return nil, fmt.Errorf("network: %w", err)
 		}
 	}
-	recs, err := o.DB.ListNetworks(ctx)
+	recs, err := o.DB.Networks().List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +333,7 @@ func (m *Manager) createLocked(ctx context.Context, req core.Network, ignoreIfEx
 	if err != nil {
 		return nil, false, err
 	}
-	if err := m.db.AddNetwork(ctx, state.NetworkRecord{Name: req.Name, ID: req.ID, Created: req.Created, Data: data}); err != nil {
+	if err := m.db.Networks().Add(ctx, state.NetworkRecord{Name: req.Name, ID: req.ID, Created: req.Created, Data: data}); err != nil {
 		if errors.Is(err, state.ErrDuplicate) {
 			return nil, false, fmt.Errorf("network name %s already used: %w", req.Name, core.ErrNetworkExists)
 		}
@@ -770,7 +770,7 @@ func (m *Manager) Update(ctx context.Context, nameOrID string, opts core.Network
 		m.mu.Unlock()
 		return err
 	}
-	if err := m.db.UpdateNetwork(ctx, state.NetworkRecord{Name: next.Name, ID: next.ID, Data: data}); err != nil {
+	if err := m.db.Networks().Update(ctx, state.NetworkRecord{Name: next.Name, ID: next.ID, Data: data}); err != nil {
 		m.mu.Unlock()
 		return err
 	}

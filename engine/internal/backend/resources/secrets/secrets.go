@@ -73,7 +73,7 @@ func Open(ctx context.Context, db *state.DB, dir string, logger *slog.Logger) (*
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
 	s := &Store{db: db, dir: dir, logger: logger, events: core.NoEvents}
-	recs, err := db.ListSecrets(ctx)
+	recs, err := db.Secrets().List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +296,7 @@ func (s *Store) removeLocked(ctx context.Context, secs []*core.Secret) error {
 
 // load reads every secret's metadata from the database.
 func (s *Store) load(ctx context.Context) ([]*core.Secret, error) {
-	recs, err := s.db.ListSecrets(ctx)
+	recs, err := s.db.Secrets().List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -322,9 +322,9 @@ func (s *Store) save(ctx context.Context, sec *core.Secret, isNew bool) error {
 	}
 	rec := state.SecretRecord{ID: sec.ID, Name: sec.Spec.Name, Created: sec.CreatedAt, Data: data}
 	if !isNew {
-		return s.db.UpdateSecret(ctx, rec)
+		return s.db.Secrets().Update(ctx, rec)
 	}
-	if err := s.db.AddSecret(ctx, rec); err != nil {
+	if err := s.db.Secrets().Add(ctx, rec); err != nil {
 		if errors.Is(err, state.ErrDuplicate) {
 			return fmt.Errorf("%s: %w", sec.Spec.Name, core.ErrSecretExists)
 		}
