@@ -16,8 +16,10 @@ LOG_TAG=criu
 . "$(dirname "$0")/lib.sh"
 
 version=4.1.1
+# patch: the revision of the engine's own fixes to CRIU's source (below); a new one rebuilds.
+patch=1
 cache=${BERTH_CACHE:-$HOME/.cache/berth}
-dir=$cache/criu-$version
+dir=$cache/criu-$version-berth$patch
 bin=$dir/criu
 
 works() { "$1" check >/dev/null 2>&1; }
@@ -109,6 +111,15 @@ orig=$(ls "$tmp"/src/criu_"$version".orig.tar.* 2>/dev/null | head -n 1)
 tar -C "$tmp/src" -xf "$orig"
 src=$(find "$tmp/src" -mindepth 1 -maxdepth 1 -type d -name 'criu*' | head -n 1)
 [ -n "$src" ] || die "no source tree in $orig"
+# The fix: CRIU (up to 4.1.1 and beyond) crashes (SIGSEGV) when a configuration file given over
+# its RPC interface, runc's way, names network-lock at all: parse_options reads the command after
+# the options from argv, which is NULL there. The engine skips CRIU's network lock for dumps
+# without --tcp-established (docs/engine/checkpoint.md) through that file, after asking CRIU
+# whether it can (runtime.SkipsNetworkLock), so an unfixed CRIU is only slower, never broken.
+sed -i 's/if (has_network_lock_opt && !strcmp(argv\[optind\], "restore"))/if (has_network_lock_opt \&\& optind < argc \&\& !strcmp(argv[optind], "restore"))/' \
+  "$src/criu/config.c"
+grep -qF 'if (has_network_lock_opt && optind < argc && !strcmp(argv[optind], "restore"))' "$src/criu/config.c" ||
+  die "criu/config.c: the network-lock fix does not apply"
 log "building criu $version in $src"
 make -C "$src" -j"$(nproc)" criu >"$tmp/build.log" 2>&1 || { tail -n 40 "$tmp/build.log" >&2; die "criu build failed"; }
 mkdir -p "$dir"

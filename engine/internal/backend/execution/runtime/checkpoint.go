@@ -3,12 +3,14 @@ package runtime
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -88,29 +90,9 @@ func RestoreOptions(dir string, tcpEstablished, fileLocks bool) []string {
 const CRIUConfigAnnotation = "org.criu.config"
 
 // defaultCRIUConfig is the file runc points CRIU at where a container has
-// no CRIUConfigAnnotation: an administrator's settings, which a restore's
-// own file carries on.
+// no CRIUConfigAnnotation: an administrator's settings, which the
+// container's own file carries on (WriteCRIUConfig).
 var defaultCRIUConfig = "/etc/criu/runc.conf"
-
-// WriteRestoreConfig writes to file a CRIU configuration that restores
-// the checkpointed processes into cgroupRoot: the cgroup of the container
-// being restored. On the unified hierarchy runc (1.1) names no cgroup root
-// to CRIU; CRIU then puts the processes back into the cgroup they were
-// dumped from, which is the right one only when the container is restored
-// under the same cgroup path. A container imported, or restored under
-// another name, would run in its origin's cgroup (under systemd, a
-// directory no unit owns) while its own scope, holding only CRIU, goes
-// away when CRIU exits. With cgroup-root CRIU rewrites the dumped root
-// (and the cgroup namespace's) to the new one. The lines of
-// defaultCRIUConfig, where the host has one, come first.
-func WriteRestoreConfig(file, cgroupRoot string) error {
-	var conf []byte
-	if data, err := os.ReadFile(defaultCRIUConfig); err == nil {
-		conf = append(data, '\n')
-	}
-	conf = append(conf, "cgroup-root "+cgroupRoot+"\n"...)
-	return os.WriteFile(file, conf, 0o600)
-}
 
 // CRIUErrors returns the "Error" lines of a CRIU log (the last three).
 func CRIUErrors(logFile string) string {
@@ -209,4 +191,47 @@ func ReadStats(file string) (map[string]uint64, error) {
 		}
 	}
 	return out, nil
+}
+
+// FreezeForDump freezes (or thaws) the processes of container id through
+// its cgroup, as "runc pause" and "runc resume" would, without starting
+// runc: CRIU then finds the cgroup frozen at once, where freezing it itself
+// polls the freezer in 100 ms steps. runc derives "paused" from the same
+// freezer state. Where the runtime's state names no freezer cgroup, runc
+// does it.
+func (r *Runtime) FreezeForDump(ctx context.Context, id string, freeze bool) error {
+	if cg, ok := r.freezerCgroup(id); ok {
+		if err := cgroups.Host().Freeze(cg, freeze); err == nil {
+			return nil
+		}
+	}
+	if freeze {
+		return r.Pause(ctx, id)
+	}
+	return r.Resume(ctx, id)
+}
+
+// freezerCgroup is the cgroup whose freezer holds container id, from the
+// runtime's state.json: its freezer hierarchy's on v1, its only one on v2.
+func (r *Runtime) freezerCgroup(id string) (string, bool) {
+	data, err := os.ReadFile(filepath.Join(r.stateRoot, id, "state.json"))
+	if err != nil {
+		return "", false
+	}
+	var st struct {
+		CgroupPaths map[string]string `json:"cgroup_paths"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return "", false
+	}
+	h := cgroups.Host()
+	key := "freezer"
+	if h.Unified() {
+		key = ""
+	}
+	p, ok := st.CgroupPaths[key]
+	if !ok {
+		return "", false
+	}
+	return h.Rel(p)
 }

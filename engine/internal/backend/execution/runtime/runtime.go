@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -63,6 +64,9 @@ type Runtime struct {
 	globalArgs []string
 	logger     *slog.Logger
 	pause      pauseTracker
+	// criuLockOnce guards criuSkipsLock, SkipsNetworkLock's answer.
+	criuLockOnce  sync.Once
+	criuSkipsLock bool
 }
 
 // New finds the binaries and creates the runtime's directories.

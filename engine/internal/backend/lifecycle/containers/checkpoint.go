@@ -53,10 +53,15 @@ func (m *Manager) checkpointLocked(ctx context.Context, e *entry, opts core.Chec
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return report, err
 	}
-	// The restore that made this container running named its CRIU
-	// configuration in the runtime's state; one an engine crash left behind
-	// must not reach this dump.
-	os.Remove(filepath.Join(rec.Bundle, criuRestoreConfig))
+	// The CRIU configuration the container's spec names (written anew:
+	// one a crashed restore left behind must not reach this dump).
+	criuConf := filepath.Join(rec.Bundle, runtime.CRIUConfigFile)
+	if err := runtime.WriteCRIUConfig(criuConf, runtime.CRIUConfig{
+		SkipNetworkLock: !opts.TCPEstablished && m.rt.SkipsNetworkLock(),
+	}); err != nil {
+		return report, err
+	}
+	defer os.Remove(criuConf)
 	nets := checkpointNets(rec)
 	if err := m.update(ctx, e, func(r *record) {
 		r.Checkpointing = true
@@ -65,17 +70,18 @@ func (m *Manager) checkpointLocked(ctx context.Context, e *entry, opts core.Chec
 		return report, err
 	}
 	start := time.Now()
-	// Frozen first through the runtime: CRIU then finds the cgroup frozen
-	// at once, where freezing it itself polls the freezer in 100 ms steps.
-	// CRIU leaves the freezer as it found it, so a container that is to
-	// run on (leaveRunning, a failed dump) is thawed here; an engine
-	// killed in between thaws it at start (reconcileCheckpointLocked).
-	froze := m.rt.Pause(ctx, rec.ID) == nil
+	// Frozen first (through its cgroup, runtime.FreezeForDump): CRIU then
+	// finds the cgroup frozen at once, where freezing it itself polls the
+	// freezer in 100 ms steps. CRIU leaves the freezer as it found it, so a
+	// container that is to run on (leaveRunning, a failed dump) is thawed
+	// here; an engine killed in between thaws it at start
+	// (reconcileCheckpointLocked).
+	froze := m.rt.FreezeForDump(ctx, rec.ID, true) == nil
 	err := m.rt.Checkpoint(ctx, rec.ID, dir, runtime.CheckpointOptions{
 		LeaveRunning: opts.LeaveRunning, TCPEstablished: opts.TCPEstablished, FileLocks: opts.FileLocks,
 	})
 	if froze && (err != nil || opts.LeaveRunning) {
-		if rerr := m.rt.Resume(ctx, rec.ID); rerr != nil {
+		if rerr := m.rt.FreezeForDump(ctx, rec.ID, false); rerr != nil {
 			m.logger.Warn("thaw the container after its dump", "container", rec.ID, "err", rerr)
 		}
 	}
@@ -280,7 +286,7 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 	// The dump found the container frozen (checkpointLocked froze it);
 	// where CRIU brings that state back, the restored container is thawed.
 	if st, err := m.rt.State(ctx, rec.ID); err == nil && st.Status == "paused" {
-		if err := m.rt.Resume(ctx, rec.ID); err != nil {
+		if err := m.rt.FreezeForDump(ctx, rec.ID, false); err != nil {
 			m.logger.Warn("thaw the restored container", "container", rec.ID, "err", err)
 		}
 	}
@@ -290,17 +296,13 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 	return report, nil
 }
 
-// criuRestoreConfig is the CRIU configuration file of a restore, in the
-// container's bundle (see prepareRestoreSpec).
-const criuRestoreConfig = "criu-restore.conf"
-
 // prepareRestoreSpec adds to the bundle's spec what a restore needs beyond
-// a start, and returns a file to remove once the restore is over ("" for
-// none):
-//   - on the unified hierarchy, where runc does not tell CRIU the new
-//     cgroup (on v1 runc names each controller's root itself), a CRIU
-//     configuration that puts the processes into the container's own
-//     cgroup (runtime.WriteRestoreConfig);
+// a start, and returns a file to remove once the restore is over:
+//   - the container's CRIU configuration (runtime.CRIUConfigFile), named in
+//     the spec (containers created before every spec named it get it now);
+//     on the unified hierarchy, where runc does not tell CRIU the new
+//     cgroup (on v1 runc names each controller's root itself), it puts the
+//     processes into the container's own cgroup;
 //   - for a network namespace the runtime creates (no path), the hook that
 //     brings its loopback up (runtime.RestoreLoopbackHook).
 func prepareRestoreSpec(rec *record) (string, error) {
@@ -308,20 +310,16 @@ func prepareRestoreSpec(rec *record) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var conf string
-	if cgroups.Host().Unified() && rec.CgroupPath != "" {
-		conf = filepath.Join(rec.Bundle, criuRestoreConfig)
-		if err := runtime.WriteRestoreConfig(conf, rec.CgroupPath); err != nil {
-			return "", err
-		}
+	conf := filepath.Join(rec.Bundle, runtime.CRIUConfigFile)
+	var c runtime.CRIUConfig
+	if cgroups.Host().Unified() {
+		c.CgroupRoot = rec.CgroupPath
+	}
+	if err := runtime.WriteCRIUConfig(conf, c); err != nil {
+		return "", err
 	}
 	err = editBundleSpec(rec.Bundle, func(spec *specs.Spec) {
-		if conf != "" {
-			if spec.Annotations == nil {
-				spec.Annotations = map[string]string{}
-			}
-			spec.Annotations[runtime.CRIUConfigAnnotation] = conf
-		}
+		setCRIUConfigAnnotation(spec, rec.Bundle)
 		if spec.Linux == nil {
 			return
 		}
@@ -335,12 +333,23 @@ func prepareRestoreSpec(rec *record) (string, error) {
 		}
 	})
 	if err != nil {
-		if conf != "" {
-			os.Remove(conf)
-		}
+		os.Remove(conf)
 		return "", err
 	}
 	return conf, nil
+}
+
+// setCRIUConfigAnnotation names the container's CRIU configuration in its
+// OCI spec, unless the client named a file of its own (outside the bundle)
+// there.
+func setCRIUConfigAnnotation(spec *specs.Spec, bundle string) {
+	if v, set := spec.Annotations[runtime.CRIUConfigAnnotation]; set && filepath.Dir(v) != bundle {
+		return
+	}
+	if spec.Annotations == nil {
+		spec.Annotations = map[string]string{}
+	}
+	spec.Annotations[runtime.CRIUConfigAnnotation] = filepath.Join(bundle, runtime.CRIUConfigFile)
 }
 
 // finishRestore records a restored container as running and, unless keep,

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
 	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/shared/testnet"
@@ -144,6 +145,11 @@ func TestCheckpointRestoreInPlace(t *testing.T) {
 	if _, err := os.Stat(st.CheckpointPath + "/inventory.img"); err != nil {
 		t.Fatalf("checkpoint images: %v", err)
 	}
+	// Without tcpEstablished the dump skips CRIU's network lock, where
+	// CRIU can be told so (hack/criu.sh's build can).
+	if lock, err := runtime.DumpNetworkLock(st.CheckpointPath); err != nil || (criuIsOurBuild(t) && lock != "skip") {
+		t.Fatalf("the dump's network lock: %q, %v (want skip with %s)", lock, err, enginetest.RequireCRIU(t))
+	}
 	count := te.counted(id)
 	for _, q := range []string{"name=other", "pod=p", "publishPorts=8080:80", "ignoreRootFS=true", "ignoreVolumes=true"} {
 		te.Must(http.StatusBadRequest, "POST", "/containers/counter/restore?"+q, nil)
@@ -185,6 +191,10 @@ func TestCheckpointLeaveRunningKeep(t *testing.T) {
 	}
 	if _, err := os.Stat(st.CheckpointLog); err != nil {
 		t.Fatalf("--keep keeps CRIU's log: %v", err)
+	}
+	// Established TCP connections need the lock.
+	if lock, err := runtime.DumpNetworkLock(st.CheckpointPath); err != nil || lock == "skip" {
+		t.Fatalf("the network lock of a dump with tcpEstablished: %q, %v", lock, err)
 	}
 	// The engine froze it for the dump: it runs on, thawed.
 	te.keepsCounting(id, te.counted(id))
@@ -735,4 +745,11 @@ func TestImportKill9(t *testing.T) {
 	if st := te.checkpointState("mover"); st.Status != "running" {
 		t.Fatalf("import after the crash: %+v", st)
 	}
+}
+
+// criuIsOurBuild tells whether the checkpoint tests' CRIU is hack/criu.sh's
+// build (criu-VERSION-berthN in its cache), which takes "network-lock skip"
+// from a configuration file.
+func criuIsOurBuild(t *testing.T) bool {
+	return strings.Contains(filepath.Base(filepath.Dir(enginetest.RequireCRIU(t))), "-berth")
 }

@@ -340,6 +340,9 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 		return nil, err
 	}
 	rec.CDIGeneration = gen
+	// runc reads the CRIU configuration's name from the spec it created
+	// the container with: a dump's settings can only come through it.
+	setCRIUConfigAnnotation(res.Spec, rec.Bundle)
 	data, err := json.Marshal(res.Spec)
 	if err != nil {
 		return nil, err
