@@ -7,7 +7,7 @@
 # 4.1.1 works. It is built from Debian 13 (trixie)'s source package, fetched through a temporary
 # apt configuration whose deb-src URI is the machine's own Debian mirror, read at run time from its
 # apt sources; build dependencies come from the machine's own release. The binary is cached in
-# ${BERTH_CACHE:-$HOME/.cache/berth}/criu-4.1.1/criu (about a minute to build on 2 cores) and
+# ${BERTH_CACHE:-$HOME/.cache/berth}/criu-4.1.1-berthN/criu (about a minute to build on 2 cores) and
 # reused when it passes `criu check`. Concurrent callers wait for one build (flock).
 # Environment: BERTH_CACHE; BERTH_CRIU_BUILD=1 builds even where the machine's criu works.
 set -euo pipefail
