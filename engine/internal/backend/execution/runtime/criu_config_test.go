@@ -4,32 +4,15 @@ import (
 	"context"
 	"encoding/binary"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
-)
 
-// testCRIU is the CRIU of the checkpoint tests (enginetest.RequireCRIU's
-// rule, which this package cannot import: enginetest starts engines built
-// on it): BERTH_ENGINE_CRIU, else criu in PATH, passing "criu check".
-func testCRIU(t *testing.T) string {
-	path := os.Getenv("BERTH_ENGINE_CRIU")
-	if path == "" {
-		path, _ = exec.LookPath("criu")
-	}
-	if path != "" && exec.Command(path, "check").Run() == nil {
-		return path
-	}
-	if os.Getenv("BERTH_TEST_STRICT") == "1" {
-		t.Fatalf("no working CRIU (BERTH_TEST_STRICT=1; hack/criu.sh builds one, BERTH_ENGINE_CRIU names it)")
-	}
-	t.Skip("no working CRIU (hack/criu.sh builds one; set BERTH_ENGINE_CRIU)")
-	return ""
-}
+	"github.com/berth-project/berth/engine/internal/testsupport/criutest"
+)
 
 // TestCRIUProbeOfTheNetworkLock asks the CRIU the tests use whether a
 // configuration file may say "network-lock skip". hack/criu.sh builds its
@@ -37,7 +20,7 @@ func testCRIU(t *testing.T) string {
 // without the fix answers no (Debian 12's 3.17 in the host lab), and a
 // CRIU that dies or hangs answers no too, within the deadline.
 func TestCRIUProbeOfTheNetworkLock(t *testing.T) {
-	criu := testCRIU(t)
+	criu := criutest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ok, err := criuConfigSkipsNetworkLock(ctx, criu)
