@@ -14,9 +14,10 @@ import (
 )
 
 // TestBoundHandlers checks the handlers the route table binds to core's
-// methods (getHandler, namedHandler, existsHandler, filteredHandler and the
-// pod actions): what each passes down, its status and body, and that an
-// error or a bad query answers as the handwritten handlers did.
+// methods (getHandler, namedHandler, namedActionHandler, existsHandler,
+// filteredHandler and the pod actions): what each passes down, its status
+// and body, and that an error or a bad query answers as the handwritten
+// handlers did.
 func TestBoundHandlers(t *testing.T) {
 	get := func(_ context.Context, name string) (map[string]string, error) {
 		if name == "missing" {
@@ -30,6 +31,10 @@ func TestBoundHandlers(t *testing.T) {
 	r.Get("/failing", getHandler(func(context.Context) ([]string, error) { return nil, errors.New("boom") }))
 	r.Get("/things/{name}/json", namedHandler(get))
 	r.Get("/things/{name}/exists", existsHandler(get, core.ErrNoSuchVolume))
+	r.Post("/things/{name}/start", namedActionHandler(func(ctx context.Context, name string) error {
+		_, err := get(ctx, name)
+		return err
+	}))
 	r.Get("/things/json", filteredHandler(func(_ context.Context, f map[string][]string) ([]string, error) {
 		return f["label"], nil
 	}))
@@ -54,6 +59,8 @@ func TestBoundHandlers(t *testing.T) {
 		{http.MethodGet, "/things/missing/json", http.StatusNotFound, "missing"},
 		{http.MethodGet, "/things/here/exists", http.StatusNoContent, ""},
 		{http.MethodGet, "/things/missing/exists", http.StatusNotFound, "missing"},
+		{http.MethodPost, "/things/here/start", http.StatusNoContent, ""},
+		{http.MethodPost, "/things/missing/start", http.StatusNotFound, "missing"},
 		{http.MethodGet, `/things/json?filters={"label":["x=y"]}`, http.StatusOK, `["x=y"]`},
 		{http.MethodGet, "/things/json?filters=notjson", http.StatusBadRequest, "filters"},
 		{http.MethodPost, "/pods/p1/start", http.StatusOK, `"Id":"p1"`},

@@ -208,10 +208,6 @@ type mountHandlers struct {
 	m core.ContainerMounts
 }
 
-func (h mountHandlers) unmount(w http.ResponseWriter, r *http.Request) {
-	finishNoContent(w, h.m.Unmount(r.Context(), pathParam(r, "name")))
-}
-
 type renameQuery struct {
 	Name string `query:"name"`
 }
@@ -405,10 +401,6 @@ func (h containerHandlers) init(w http.ResponseWriter, r *http.Request) {
 	finishNoContent(w, err)
 }
 
-func (h containerHandlers) start(w http.ResponseWriter, r *http.Request) {
-	finishNoContent(w, h.c.Start(r.Context(), pathParam(r, "name")))
-}
-
 func (h containerHandlers) stop(w http.ResponseWriter, r *http.Request) {
 	q, timeout, ok := stopQueryInto(w, r)
 	if !ok {
@@ -435,14 +427,6 @@ func (h containerHandlers) restart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	finishNoContent(w, h.c.Restart(r.Context(), pathParam(r, "name"), timeout))
-}
-
-func (h containerHandlers) pause(w http.ResponseWriter, r *http.Request) {
-	finishNoContent(w, h.c.Pause(r.Context(), pathParam(r, "name")))
-}
-
-func (h containerHandlers) unpause(w http.ResponseWriter, r *http.Request) {
-	finishNoContent(w, h.c.Unpause(r.Context(), pathParam(r, "name")))
 }
 
 type waitQuery struct {

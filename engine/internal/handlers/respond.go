@@ -139,6 +139,14 @@ func namedHandler[T any](get func(ctx context.Context, nameOrID string) (T, erro
 	}
 }
 
+// namedActionHandler answers 204 once action is done to the object the
+// path names, or its error.
+func namedActionHandler(action func(ctx context.Context, nameOrID string) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		finishNoContent(w, action(r.Context(), pathParam(r, "name")))
+	}
+}
+
 // existsHandler answers whether get finds the object the path names: 204,
 // or 404 with the error body when the error is missing (see writeExists).
 func existsHandler[T any](get func(ctx context.Context, nameOrID string) (T, error), missing error) http.HandlerFunc {

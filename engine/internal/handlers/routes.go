@@ -137,19 +137,19 @@ func (s *Server) libpodRoutes(r chi.Router) {
 		r.Get("/containers/{name}/json", h.inspect)
 		r.Get("/containers/{name}/exists", h.exists)
 		r.Post("/containers/{name}/init", h.init)
-		r.Post("/containers/{name}/start", h.start)
+		r.Post("/containers/{name}/start", namedActionHandler(c.Start))
 		r.Post("/containers/{name}/stop", h.stop)
 		r.Post("/containers/{name}/kill", h.kill)
 		r.Post("/containers/{name}/restart", h.restart)
-		r.Post("/containers/{name}/pause", h.pause)
-		r.Post("/containers/{name}/unpause", h.unpause)
+		r.Post("/containers/{name}/pause", namedActionHandler(c.Pause))
+		r.Post("/containers/{name}/unpause", namedActionHandler(c.Unpause))
 		r.Post("/containers/{name}/wait", h.wait)
 		r.Post("/containers/{name}/update", h.update)
 		if mounts, ok := c.(core.ContainerMounts); ok {
 			mh := mountHandlers{c: c, m: mounts}
 			r.Get("/containers/showmounted", getHandler(mounts.Mounted))
 			r.Post("/containers/{name}/mount", namedHandler(mounts.Mount))
-			r.Post("/containers/{name}/unmount", mh.unmount)
+			r.Post("/containers/{name}/unmount", namedActionHandler(mounts.Unmount))
 			r.Post("/containers/{name}/rename", mh.rename)
 		}
 		if files, ok := c.(core.ContainerFilesystems); ok {
