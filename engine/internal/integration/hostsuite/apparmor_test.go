@@ -8,9 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/backend/platform/apparmor"
 )
 
 // requireAppArmor skips unless the kernel enforces AppArmor (the host lab's
@@ -144,4 +147,69 @@ func TestAppArmorEnforced(t *testing.T) {
 	if status, _ := l.Do("GET", "/containers/aa-missing/json", nil); status != http.StatusNotFound {
 		t.Errorf("inspect after a refused create: %d, want 404", status)
 	}
+}
+
+// TestAppArmorLetsTheRuntimesSignal: a process under each OCI runtime's
+// label (apparmor.RuntimeLabels) can signal a berth-default container.
+// Debian 13's AppArmor 4 labels runc "runc", and CRIU, which runc starts,
+// inherits it: when berth-default took signals from unconfined processes
+// only, CRIU's SIGKILL at the end of a checkpoint was denied and the dump
+// waited for ever (TestCheckpointInHostLab hung there). Where the host has
+// no profile of that name (Debian 12), a permissive one without an
+// attachment is loaded for the test: a label, as the host's would be.
+func TestAppArmorLetsTheRuntimesSignal(t *testing.T) {
+	requireAppArmor(t)
+	l := startLab(t)
+	for _, label := range apparmor.RuntimeLabels {
+		t.Run(label, func(t *testing.T) {
+			if !apparmorLoaded(t, label) {
+				profile := filepath.Join(t.TempDir(), label)
+				text := "profile " + label + " {\n  file,\n  signal,\n  capability,\n}\n"
+				if err := os.WriteFile(profile, []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				if out, err := exec.CommandContext(ctx, "apparmor_parser", "-r", "-K", profile).CombinedOutput(); err != nil {
+					t.Fatalf("apparmor_parser -r %s: %v\n%s", profile, err, out)
+				}
+				t.Cleanup(func() { exec.Command("apparmor_parser", "-R", profile).Run() })
+				t.Logf("no profile %s on this host: a throwaway one loaded", label)
+			}
+			id := l.run(map[string]any{"name": "aa-signal-" + label, "netns": map[string]string{"nsmode": "none"},
+				"command": []string{"sh", "-c", "trap 'exit 7' USR1; while true; do sleep 0.1; done"}})
+			pid := l.inspect(id).State.Pid
+			// Until the shell has set its trap, the namespace's init
+			// drops USR1: sent again until the container ends.
+			eventually(t, 60*time.Second, "the container ends on the USR1 sent under "+label, func() bool {
+				if !l.inspect(id).State.Running {
+					return true
+				}
+				out, err := exec.Command("aa-exec", "-p", label, "--", "kill", "-USR1", strconv.Itoa(pid)).CombinedOutput()
+				if err != nil && l.inspect(id).State.Running {
+					t.Fatalf("kill -USR1 %d under the label %s: %v: %s (berth-default must take signals from the runtimes)", pid, label, err, out)
+				}
+				time.Sleep(200 * time.Millisecond)
+				return false
+			})
+			if code := l.wait(id); code != 7 {
+				t.Fatalf("the container exited %d, want 7 (its USR1 trap)", code)
+			}
+		})
+	}
+}
+
+// apparmorLoaded tells whether a profile of that name is loaded.
+func apparmorLoaded(t *testing.T, name string) bool {
+	t.Helper()
+	data, err := os.ReadFile("/sys/kernel/security/apparmor/profiles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if n, _, _ := strings.Cut(line, " ("); n == name {
+			return true
+		}
+	}
+	return false
 }

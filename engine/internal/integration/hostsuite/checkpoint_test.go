@@ -216,7 +216,7 @@ func checkpointAround(t *testing.T, name string, cmd []string, q string) {
 
 	// In place.
 	start := time.Now()
-	l.criuMust("POST", "/containers/"+id+"/checkpoint?"+q, nil)
+	l.criuWatched(id, "POST", "/containers/"+id+"/checkpoint?"+q, nil)
 	dumped := time.Since(start)
 	if st := l.inspect(id).State; st.Running || st.Status != "exited" {
 		t.Fatalf("after the checkpoint: %+v", st)
@@ -224,7 +224,7 @@ func checkpointAround(t *testing.T, name string, cmd []string, q string) {
 	nums := l.logNumbers(id)
 	at := nums[len(nums)-1]
 	start = time.Now()
-	l.criuMust("POST", "/containers/"+id+"/restore?"+q, nil)
+	l.criuWatched(id, "POST", "/containers/"+id+"/restore?"+q, nil)
 	restored := time.Since(start)
 	t.Logf("in place: checkpoint %v, restore %v (CRIU from PATH, cgroup manager %s)", dumped.Round(time.Millisecond), restored.Round(time.Millisecond), defaultManager())
 	l.checkRestoredCgroup(id)
@@ -232,7 +232,7 @@ func checkpointAround(t *testing.T, name string, cmd []string, q string) {
 	last := l.countsOnFrom(id, at, len(nums))
 
 	// Exported and imported under another name on the same engine.
-	archive := l.criuMust("POST", "/containers/"+id+"/checkpoint?export=true&"+q, nil)
+	archive := l.criuWatched(id, "POST", "/containers/"+id+"/checkpoint?export=true&"+q, nil)
 	var report struct {
 		ID string `json:"Id"`
 	}

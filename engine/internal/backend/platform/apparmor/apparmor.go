@@ -106,10 +106,22 @@ func (h Host) Loaded(name string) (bool, error) {
 	return false, sc.Err()
 }
 
+// RuntimeLabels are the labels the OCI runtimes run under where the host
+// ships a profile for them (AppArmor 4, Debian 13: "runc" and "crun", in
+// unconfined mode, only to name them). What they start inherits the label:
+// CRIU too, started by runc for a checkpoint. The default profile lets
+// them signal a container's processes, as it lets unconfined processes:
+// without it CRIU's SIGKILL that ends a checkpointed container is denied
+// (kill's error is not checked there) and the dump waits for the
+// container's death for ever; a "runc kill" would be denied alike.
+var RuntimeLabels = []string{"runc", "crun"}
+
 // defaultProfileText is the container profile, after Docker's
 // docker-default: the container may use the network and files, but not
 // mount, write kernel tunables, reach the host's kernel interfaces under
-// /proc and /sys, or ptrace outside its profile.
+// /proc and /sys, or ptrace outside its profile. Signals come from
+// unconfined processes (the engine, conmon), the runtimes
+// (RuntimeLabels) and the container itself.
 const defaultProfileText = `#include <tunables/global>
 
 profile berth-default flags=(attach_disconnected,mediate_deleted) {
@@ -120,6 +132,8 @@ profile berth-default flags=(attach_disconnected,mediate_deleted) {
   file,
   umount,
   signal (receive) peer=unconfined,
+  signal (receive) peer=runc,
+  signal (receive) peer=crun,
   signal (send,receive) peer=berth-default,
 
   deny @{PROC}/* w,
