@@ -204,14 +204,15 @@ func checkpointAround(t *testing.T, name string, cmd []string, q string) {
 	poll.Until(t, 60*time.Second, "the counter logs", func() bool { return len(l.logNumbers(id)) >= 3 })
 
 	if q != "" {
-		status, body := l.Do("POST", "/containers/"+id+"/checkpoint", nil)
+		// keep: the failed dump's log stays for runsOnAfterRefusal's report.
+		status, body := l.Do("POST", "/containers/"+id+"/checkpoint?keep=true", nil)
 		if status != http.StatusInternalServerError || !bytes.Contains(body, []byte("tcp-established")) {
 			t.Fatalf("checkpoint of a container with an established connection without tcpEstablished: %d %s", status, body)
 		}
 		if !l.inspect(id).State.Running {
 			t.Fatal("a refused checkpoint left the container not running")
 		}
-		l.countsOnFrom(id, 0, len(l.logNumbers(id)))
+		l.runsOnAfterRefusal(id)
 	}
 
 	// In place.

@@ -94,6 +94,19 @@ func criuHangReport(dir, cgroup string) string {
 	for pid := range pids {
 		b.WriteString(procReport(pid))
 	}
+	// The firewall of the container's network namespace: CRIU locks the
+	// network there for a dump and must unlock it when the dump fails.
+	for pid := range pids {
+		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		if c := strings.TrimSpace(string(comm)); c == "conmon" || c == "criu" || c == "runc" || c == "crun" {
+			continue
+		}
+		for _, cmd := range [][]string{{"nft", "list", "ruleset"}, {"iptables-save"}} {
+			out, err := exec.Command("nsenter", append([]string{"-t", strconv.Itoa(pid), "-n"}, cmd...)...).CombinedOutput()
+			fmt.Fprintf(&b, "---- %s in the network namespace of %d (err %v) ----\n%s\n", strings.Join(cmd, " "), pid, err, out)
+		}
+		break
+	}
 	// What AppArmor denied (a denied signal fails silently where CRIU
 	// ignores kill's error).
 	if out, err := exec.Command("dmesg").Output(); err == nil {
@@ -149,4 +162,25 @@ func procReport(pid int) string {
 		}
 	}
 	return b.String()
+}
+
+// runsOnAfterRefusal is countsOnFrom(id, 0, ...) after a checkpoint the
+// engine refused: where the container does not log on, it prints
+// criuHangReport (the kept dump.log, the processes, the firewall of the
+// container's network namespace) before failing.
+func (l *lab) runsOnAfterRefusal(id string) {
+	l.t.Helper()
+	var d struct {
+		StaticDir string
+		State     struct{ CgroupPath string }
+	}
+	l.decode(l.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	already := len(l.logNumbers(id))
+	for deadline := time.Now().Add(60 * time.Second); len(l.logNumbers(id)) < already+3; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			l.t.Fatalf("container %s logs no more numbers after a refused checkpoint (%d logged):\n%s", id, already,
+				criuHangReport(filepath.Join(d.StaticDir, "checkpoint"), d.State.CgroupPath))
+		}
+	}
+	l.countsOnFrom(id, 0, already)
 }

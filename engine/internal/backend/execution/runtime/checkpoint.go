@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -31,8 +32,22 @@ const (
 	Inventory = "inventory.img"
 )
 
+// CheckpointTimeout bounds one "runtime checkpoint": a dump that has not
+// ended by then is killed with CRIU (ErrCheckpointTimeout). CRIU waits
+// without a limit of its own for the container's processes to die once
+// it has killed them (its kill's error unchecked): on Debian 13, where an
+// AppArmor profile refused CRIU's signal, the dump never returned and the
+// container stayed stopped under ptrace. Killed, CRIU lets go of them.
+var CheckpointTimeout = 5 * time.Minute
+
+// ErrCheckpointTimeout: the runtime's checkpoint did not end within
+// CheckpointTimeout and was killed with CRIU.
+var ErrCheckpointTimeout = errors.New("the checkpoint did not finish in time")
+
 // Checkpoint dumps container id with CRIU into dir (images and logs). On a
-// failure the error carries CRIU's own error lines from dump.log.
+// failure the error carries CRIU's own error lines from dump.log; a dump
+// past CheckpointTimeout is killed with CRIU and answers
+// ErrCheckpointTimeout with CRIU's last log line (what it waited for).
 func (r *Runtime) Checkpoint(ctx context.Context, id, dir string, o CheckpointOptions) error {
 	if r.isPause(id) {
 		return errPause("checkpoint", id)
@@ -47,13 +62,32 @@ func (r *Runtime) Checkpoint(ctx context.Context, id, dir string, o CheckpointOp
 	if o.FileLocks {
 		args = append(args, "--file-locks")
 	}
-	if _, err := r.run(ctx, append(args, id)...); err != nil {
+	ctx, cancel := context.WithTimeoutCause(ctx, CheckpointTimeout,
+		fmt.Errorf("%w: %s checkpoint ran past %v", ErrCheckpointTimeout, r.name, CheckpointTimeout))
+	defer cancel()
+	if _, err := r.runGroup(ctx, append(args, id)...); err != nil {
+		if errors.Is(err, ErrCheckpointTimeout) {
+			if last := lastLogLine(filepath.Join(dir, DumpLog)); last != "" {
+				return fmt.Errorf("%w; CRIU's last log line: %s", err, last)
+			}
+			return err
+		}
 		if detail := CRIUErrors(filepath.Join(dir, DumpLog)); detail != "" {
 			return fmt.Errorf("%w; CRIU: %s", err, detail)
 		}
 		return err
 	}
 	return nil
+}
+
+// lastLogLine is the last line of a log file ("" where it cannot be read).
+func lastLogLine(file string) string {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // DumpComplete tells whether dir holds a checkpoint CRIU finished: its log

@@ -415,8 +415,27 @@ const runtimeMemoryLimit = "64MiB"
 
 // run executes the runtime with the global --root and args.
 func (r *Runtime) run(ctx context.Context, args ...string) ([]byte, error) {
-	full := append(slices.Clone(r.globalArgs), args...)
-	cmd := exec.CommandContext(ctx, r.path, full...)
+	return r.runCmd(exec.CommandContext(ctx, r.path, append(slices.Clone(r.globalArgs), args...)...), args)
+}
+
+// runGroup is run with the runtime in a process group of its own, all of
+// which is killed when ctx ends: what the runtime started (CRIU, started
+// by runc for a checkpoint, in runc's group) goes with it, where killing
+// runc alone would leave CRIU holding the container's processes.
+func (r *Runtime) runGroup(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, r.path, append(slices.Clone(r.globalArgs), args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A child that outlived the kill would hold the output pipes open.
+	cmd.WaitDelay = 5 * time.Second
+	out, err := r.runCmd(cmd, args)
+	if err != nil && ctx.Err() != nil {
+		return out, fmt.Errorf("%s %s: %w (%s and what it started were killed)", r.name, args[0], context.Cause(ctx), r.name)
+	}
+	return out, err
+}
+
+func (r *Runtime) runCmd(cmd *exec.Cmd, args []string) ([]byte, error) {
 	cmd.Env = minimalEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout

@@ -93,6 +93,14 @@ func (m *Manager) checkpointLocked(ctx context.Context, e *entry, opts core.Chec
 		if !opts.Keep {
 			os.RemoveAll(dir)
 		}
+		if errors.Is(err, runtime.ErrCheckpointTimeout) {
+			// Killed, CRIU let go of the processes it held: they run on
+			// unless its SIGKILL reached them (conmon then reports the
+			// exit). The dump is not used either way.
+			if st, serr := m.rt.State(ctx, rec.ID); serr == nil && (st.Status == "running" || st.Status == "paused") {
+				return report, fmt.Errorf("checkpoint container %s: %w; the container runs on", rec.Name, err)
+			}
+		}
 		return report, fmt.Errorf("checkpoint container %s: %w", rec.Name, err)
 	}
 	if opts.PrintStats {
