@@ -1,6 +1,7 @@
 package hostsuite
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -108,15 +109,18 @@ func criuHangReport(dir, cgroup string) string {
 		break
 	}
 	// What AppArmor denied (a denied signal fails silently where CRIU
-	// ignores kill's error).
+	// ignores kill's error), and the kernel's last words (a process that
+	// crashed when CRIU let go of it).
 	if out, err := exec.Command("dmesg").Output(); err == nil {
 		var denied []string
-		for _, line := range strings.Split(string(out), "\n") {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		for _, line := range lines {
 			if strings.Contains(line, "apparmor=\"DENIED\"") {
 				denied = append(denied, line)
 			}
 		}
 		fmt.Fprintf(&b, "---- AppArmor denials in the kernel log (last 20 of %d) ----\n%s\n", len(denied), strings.Join(denied[max(0, len(denied)-20):], "\n"))
+		fmt.Fprintf(&b, "---- the kernel log's last 15 lines ----\n%s\n", strings.Join(lines[max(0, len(lines)-15):], "\n"))
 	}
 	return b.String()
 }
@@ -178,8 +182,11 @@ func (l *lab) runsOnAfterRefusal(id string) {
 	already := len(l.logNumbers(id))
 	for deadline := time.Now().Add(60 * time.Second); len(l.logNumbers(id)) < already+3; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			l.t.Fatalf("container %s logs no more numbers after a refused checkpoint (%d logged):\n%s", id, already,
-				criuHangReport(filepath.Join(d.StaticDir, "checkpoint"), d.State.CgroupPath))
+			_, state := l.do("GET", "/containers/"+id+"/json", nil)
+			var st struct{ State any }
+			json.Unmarshal(state, &st)
+			l.t.Fatalf("container %s logs no more numbers after a refused checkpoint (%d logged); its state: %+v\n%s", id, already,
+				st.State, criuHangReport(filepath.Join(d.StaticDir, "checkpoint"), d.State.CgroupPath))
 		}
 	}
 	l.countsOnFrom(id, 0, already)
