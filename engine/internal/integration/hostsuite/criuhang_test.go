@@ -180,6 +180,10 @@ func (l *lab) runsOnAfterRefusal(id string) {
 	}
 	l.decode(l.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
 	already := len(l.logNumbers(id))
+	for i := 0; i < 3; i++ {
+		l.t.Logf("after the refusal (+%ds), the container's processes: %s", i, cgroupProcs(d.State.CgroupPath))
+		time.Sleep(time.Second)
+	}
 	for deadline := time.Now().Add(60 * time.Second); len(l.logNumbers(id)) < already+3; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			_, state := l.do("GET", "/containers/"+id+"/json", nil)
@@ -190,4 +194,23 @@ func (l *lab) runsOnAfterRefusal(id string) {
 		}
 	}
 	l.countsOnFrom(id, 0, already)
+}
+
+// cgroupProcs lists the processes of a cgroup: pid, state and command.
+func cgroupProcs(cg string) string {
+	data, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", cg, "cgroup.procs"))
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, f := range strings.Fields(string(data)) {
+		stat, _ := os.ReadFile("/proc/" + f + "/stat")
+		cmd, _ := os.ReadFile("/proc/" + f + "/cmdline")
+		st := string(stat)
+		if i := strings.LastIndexByte(st, ')'); i >= 0 && i+3 <= len(st) {
+			st = st[i+2 : i+3]
+		}
+		out = append(out, f+" "+st+" "+strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " "))
+	}
+	return strings.Join(out, "; ")
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -47,6 +48,16 @@ func (m *Manager) checkpointLocked(ctx context.Context, e *entry, opts core.Chec
 	}
 	if rec.IsInfra || rec.PauseProcess {
 		return report, fmt.Errorf("container %s is the infra container of its pod; checkpoint its members instead: %w", rec.Name, core.ErrStateConflict)
+	}
+	if !opts.TCPEstablished {
+		// Refused before CRIU touches the container: a dump that fails
+		// half way is not harmless (runtime.ConnectedTCP).
+		if pids, err := cgroups.Host().Procs(rec.CgroupPath); err == nil {
+			if conns := runtime.ConnectedTCP(pids); len(conns) > 0 {
+				return report, fmt.Errorf("checkpoint container %s: it holds connected TCP sockets (%s), which CRIU dumps only with --tcp-established: checkpoint it with tcpEstablished=true; the container runs on untouched",
+					rec.Name, strings.Join(conns, "; "))
+			}
+		}
 	}
 	dir := checkpointDir(rec)
 	os.RemoveAll(dir)
