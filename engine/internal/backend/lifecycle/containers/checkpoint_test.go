@@ -222,23 +222,54 @@ func TestCheckpointLeaveRunningKeep(t *testing.T) {
 	}
 }
 
-// TestCheckpointFailedDumpThaws: a dump CRIU fails (a container holding an
-// established TCP connection, checkpointed without tcpEstablished) is a
-// 500 with CRIU's line, and the container the engine froze for it runs on.
+// TestCheckpointFailedDumpThaws: a dump CRIU fails is a 500 with CRIU's
+// line, and the container the engine froze for it runs on. The failure:
+// a listening TCP socket, which CRIU 4.1.1 cannot dump on these machines'
+// kernel (SO_PASSSEC, see docs/engine/checkpoint.md); where it can, there
+// is no failing dump to test and the test skips.
 func TestCheckpointFailedDumpThaws(t *testing.T) {
 	te := startCRIUEngine(t)
-	// A busybox nc server and client over the container's loopback; the
-	// server logs the counter the client sends.
 	id := te.create(map[string]any{"name": "tcp", "command": []string{"sh", "-c",
-		"tail -f /dev/null | nc -l -p 7000 & sleep 1; i=0; while true; do echo $i; i=$((i+1)); sleep 0.1; done | nc 127.0.0.1 7000"}})
+		"tail -f /dev/null | nc -l -p 7000 & i=0; while true; do echo $i; i=$((i+1)); sleep 0.1; done"}})
 	te.Must(http.StatusNoContent, "POST", "/containers/tcp/start", nil)
 	te.waitLog(id, 2)
-	status, body := te.Do("POST", "/containers/tcp/checkpoint", nil)
+	status, body := te.Do("POST", "/containers/tcp/checkpoint?leaveRunning=true", nil)
+	if status == http.StatusOK {
+		t.Skip("CRIU dumps a listening TCP socket on this kernel: no failing dump to test")
+	}
 	if status != http.StatusInternalServerError || !strings.Contains(string(body), "CRIU: ") {
 		t.Fatalf("checkpoint of a container CRIU cannot dump: %d %s", status, body)
 	}
 	if st := te.checkpointState(id); st.Status != "running" || st.Checkpointed {
 		t.Fatalf("after a failed checkpoint: %+v", st)
+	}
+	te.keepsCounting(id, te.counted(id))
+}
+
+// TestCheckpointConnectedTCPRefusedUntouched: a container holding an
+// established TCP connection (a busybox nc server and client over its
+// loopback; the client sends the counter, the server logs it), checkpointed
+// without tcpEstablished, is refused before CRIU runs: a 500 naming
+// --tcp-established and the connection's ports, no dump log left even with
+// keep, and the counter goes on over the same connection.
+func TestCheckpointConnectedTCPRefusedUntouched(t *testing.T) {
+	te := startCRIUEngine(t)
+	id := te.create(map[string]any{"name": "tcp", "command": []string{"sh", "-c",
+		"tail -f /dev/null | nc -l -p 7000 & sleep 1; i=0; while true; do echo $i; i=$((i+1)); sleep 0.1; done | nc 127.0.0.1 7000"}})
+	te.Must(http.StatusNoContent, "POST", "/containers/tcp/start", nil)
+	te.waitLog(id, 2)
+	status, body := te.Do("POST", "/containers/tcp/checkpoint?keep=true", nil)
+	if status != http.StatusInternalServerError || !strings.Contains(string(body), "--tcp-established") ||
+		!strings.Contains(string(body), "port 7000 (ESTABLISHED)") || strings.Contains(string(body), "CRIU: ") {
+		t.Fatalf("checkpoint of a container holding a connection, without tcpEstablished: %d %s", status, body)
+	}
+	var d struct{ StaticDir string }
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	if _, err := os.Stat(filepath.Join(d.StaticDir, "checkpoint", "dump.log")); !os.IsNotExist(err) {
+		t.Fatalf("a refused checkpoint ran CRIU (dump.log: %v)", err)
+	}
+	if st := te.checkpointState(id); st.Status != "running" || st.Checkpointed {
+		t.Fatalf("after a refused checkpoint: %+v", st)
 	}
 	te.keepsCounting(id, te.counted(id))
 }
