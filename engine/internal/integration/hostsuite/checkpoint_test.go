@@ -176,8 +176,8 @@ func (l *lab) checkRestoredCgroup(id string) {
 // in its own (stats, top, update and the OOM killer act there); removal
 // leaves no cgroup and no unit. "counter" is a plain counter; "tcp-established" holds an
 // established TCP connection that carries its counter: its checkpoint
-// without tcpEstablished is refused (CRIU's line in the 500, the container
-// runs on), and with it the connection carries data after each restore.
+// without tcpEstablished is refused (a 500 naming --tcp-established, before
+// CRIU runs; the container runs on), and with it the connection carries data after each restore.
 // CRIU 4.1.1 cannot dump a TCP socket on the development machines' kernel
 // (docs/engine/checkpoint.md): the host lab (Debian 12, CRIU 3.17) is
 // where this runs.
@@ -204,7 +204,7 @@ func checkpointAround(t *testing.T, name string, cmd []string, q string) {
 	poll.Until(t, 60*time.Second, "the counter logs", func() bool { return len(l.logNumbers(id)) >= 3 })
 
 	if q != "" {
-		// keep: the failed dump's log stays for runsOnAfterRefusal's report.
+		// keep: a dump log, had CRIU run, would stay for runsOnAfterRefusal's report.
 		status, body := l.Do("POST", "/containers/"+id+"/checkpoint?keep=true", nil)
 		if status != http.StatusInternalServerError || !bytes.Contains(body, []byte("tcp-established")) {
 			t.Fatalf("checkpoint of a container with an established connection without tcpEstablished: %d %s", status, body)
