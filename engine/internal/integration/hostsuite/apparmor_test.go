@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/platform/apparmor"
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 )
 
 // requireAppArmor skips unless the kernel enforces AppArmor (the host lab's
@@ -176,12 +177,12 @@ func TestAppArmorLetsTheRuntimesSignal(t *testing.T) {
 				t.Cleanup(func() { exec.Command("apparmor_parser", "-R", profile).Run() })
 				t.Logf("no profile %s on this host: a throwaway one loaded", label)
 			}
-			id := l.run(map[string]any{"name": "aa-signal-" + label, "netns": map[string]string{"nsmode": "none"},
+			id := l.Run(map[string]any{"name": "aa-signal-" + label, "netns": map[string]string{"nsmode": "none"},
 				"command": []string{"sh", "-c", "trap 'exit 7' USR1; while true; do sleep 0.1; done"}})
 			pid := l.inspect(id).State.Pid
 			// Until the shell has set its trap, the namespace's init
 			// drops USR1: sent again until the container ends.
-			eventually(t, 60*time.Second, "the container ends on the USR1 sent under "+label, func() bool {
+			poll.Until(t, 60*time.Second, "the container ends on the USR1 sent under "+label, func() bool {
 				if !l.inspect(id).State.Running {
 					return true
 				}
@@ -192,7 +193,7 @@ func TestAppArmorLetsTheRuntimesSignal(t *testing.T) {
 				time.Sleep(200 * time.Millisecond)
 				return false
 			})
-			if code := l.wait(id); code != 7 {
+			if code := l.Wait(id); code != 7 {
 				t.Fatalf("the container exited %d, want 7 (its USR1 trap)", code)
 			}
 		})

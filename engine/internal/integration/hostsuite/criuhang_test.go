@@ -22,12 +22,12 @@ const criuHangAfter = 90 * time.Second
 // criuHangAfter, prints criuHangReport of container id (whose directories
 // and cgroup are read before the request) while it goes on waiting.
 func (l *lab) criuWatched(id, method, path string, body any) []byte {
-	l.t.Helper()
+	l.T.Helper()
 	var d struct {
 		StaticDir string
 		State     struct{ CgroupPath string }
 	}
-	l.decode(l.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -173,23 +173,23 @@ func procReport(pid int) string {
 // criuHangReport (the kept dump.log, the processes, the firewall of the
 // container's network namespace) before failing.
 func (l *lab) runsOnAfterRefusal(id string) {
-	l.t.Helper()
+	l.T.Helper()
 	var d struct {
 		StaticDir string
 		State     struct{ CgroupPath string }
 	}
-	l.decode(l.must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
 	already := len(l.logNumbers(id))
 	for i := 0; i < 3; i++ {
-		l.t.Logf("after the refusal (+%ds), the container's processes: %s", i, cgroupProcs(d.State.CgroupPath))
+		l.T.Logf("after the refusal (+%ds), the container's processes: %s", i, cgroupProcs(d.State.CgroupPath))
 		time.Sleep(time.Second)
 	}
 	for deadline := time.Now().Add(60 * time.Second); len(l.logNumbers(id)) < already+3; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			_, state := l.do("GET", "/containers/"+id+"/json", nil)
+			_, state := l.Do("GET", "/containers/"+id+"/json", nil)
 			var st struct{ State any }
 			json.Unmarshal(state, &st)
-			l.t.Fatalf("container %s logs no more numbers after a refused checkpoint (%d logged); its state: %+v\n%s", id, already,
+			l.T.Fatalf("container %s logs no more numbers after a refused checkpoint (%d logged); its state: %+v\n%s", id, already,
 				st.State, criuHangReport(filepath.Join(d.StaticDir, "checkpoint"), d.State.CgroupPath))
 		}
 	}
