@@ -7,9 +7,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 )
 
 // readTar returns the members of an archive by name.
@@ -39,12 +40,7 @@ func sha(data []byte) string {
 }
 
 func requireBusybox(t *testing.T) {
-	if _, err := os.Stat(BusyboxPath); err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatalf("busybox-static is required: %v", err)
-		}
-		t.Skip("busybox-static not installed")
-	}
+	need.All(t, "test image tests (busybox-static)", BusyboxPath)
 }
 
 func TestDockerArchiveIsConsistent(t *testing.T) {

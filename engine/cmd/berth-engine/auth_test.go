@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 	"github.com/berth-project/berth/shared/apierror"
 	"github.com/berth-project/berth/shared/auth"
@@ -244,13 +245,7 @@ func TestParseAuthFlags(t *testing.T) {
 // requireTool skips (fails under BERTH_TEST_STRICT=1) without bin.
 func requireTool(t *testing.T, bin string) {
 	t.Helper()
-	if _, err := exec.LookPath(bin); err == nil {
-		return
-	}
-	if os.Getenv("BERTH_TEST_STRICT") == "1" {
-		t.Fatalf("%s is not installed (BERTH_TEST_STRICT=1)", bin)
-	}
-	t.Skipf("%s is not installed", bin)
+	need.All(t, "these tests", bin)
 }
 
 // TestPodmanThroughTLSProxy is the documented way for podman 4.3.1, which

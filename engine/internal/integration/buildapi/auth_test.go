@@ -4,24 +4,13 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
-
-// requirePodman skips (or under BERTH_TEST_STRICT fails) without podman.
-func requirePodman(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("podman"); err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatal("podman is required (BERTH_TEST_STRICT=1)")
-		}
-		t.Skip("podman not installed")
-	}
-}
 
 // TestPodmanBuildPullsWithCredentials builds FROM an image in an
 // htpasswd-protected registry: podman 4.3.1 sends --creds as
@@ -29,7 +18,7 @@ func requirePodman(t *testing.T) {
 // uses them; a wrong password fails the build with the registry's
 // authentication error.
 func TestPodmanBuildPullsWithCredentials(t *testing.T) {
-	requirePodman(t)
+	enginetest.RequirePodman(t)
 	reg := registrytest.Start(t, registrytest.Options{Username: "berth", Password: "s3cret"})
 	e := startEngine(t)
 	dir := t.TempDir()

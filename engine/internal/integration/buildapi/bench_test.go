@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -23,7 +24,7 @@ func benchContext(b *testing.B) []byte {
 	if _, err := rand.Read(big); err != nil {
 		b.Fatal(err)
 	}
-	return contextTar(b, map[string]string{
+	return tartest.Files(b, map[string]string{
 		"Containerfile": "FROM localhost/busybox\nCOPY big /big\nRUN wc -c /big > /size\nRUN echo two > /two\nRUN cat /size /two > /both\nCMD [\"cat\", \"/both\"]\n",
 		"big":           string(big),
 	})
@@ -85,7 +86,7 @@ func BenchmarkBuildVsPodman(b *testing.B) {
 // smallContext is a small Containerfile, as the cold-build goal measures
 // it: FROM busybox, an ENV, two RUNs, a WORKDIR and a CMD, no files.
 func smallContext(b *testing.B) []byte {
-	return contextTar(b, map[string]string{
+	return tartest.Files(b, map[string]string{
 		"Containerfile": "FROM localhost/busybox\nENV GREETING=hello\nRUN echo $GREETING > /greeting\nWORKDIR /app\nRUN cp /greeting /app/greeting\nCMD [\"cat\", \"/app/greeting\"]\n",
 	})
 }

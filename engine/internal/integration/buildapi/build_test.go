@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 )
 
 // layered is the query of a build with the layer cache, as podman build
@@ -248,8 +249,8 @@ func TestBuildContextCannotEscape(t *testing.T) {
 		files map[string]string
 		src   string
 	}{
-		{"absolute symlink", map[string]string{"link": "->" + outside}, "link/host-only"},
-		{"relative symlink climbing out", map[string]string{"link": "->../../../../../../../../" + outside}, "link/host-only"},
+		{"absolute symlink", map[string]string{"link": "-> " + outside}, "link/host-only"},
+		{"relative symlink climbing out", map[string]string{"link": "-> ../../../../../../../../" + outside}, "link/host-only"},
 		{"dot-dot source", map[string]string{}, "../../../../../../../../" + outside + "/host-only"},
 	}
 	for _, tc := range cases {
@@ -264,13 +265,13 @@ func TestBuildContextCannotEscape(t *testing.T) {
 		})
 	}
 	// A tar entry that climbs out is refused before anything is written.
-	traversal := contextTar(t, map[string]string{"Containerfile": "FROM localhost/busybox\n", "../../../../../../" + outside + "/planted": "x"})
+	traversal := tartest.Files(t, map[string]string{"Containerfile": "FROM localhost/busybox\n", "../../../../../../" + outside + "/planted": "x"})
 	res := e.buildTar(traversal, url.Values{})
 	if res.status != http.StatusBadRequest || !bytes.Contains(res.body, []byte("context")) {
 		t.Fatalf("traversal entry: %d %s", res.status, res.body)
 	}
 	// A symlink entry followed by a file below it writes inside the context.
-	res = e.buildTar(contextTar(t, map[string]string{"Containerfile": "FROM localhost/busybox\n", "d": "->" + outside, "d/planted": "x"}), url.Values{})
+	res = e.buildTar(tartest.Files(t, map[string]string{"Containerfile": "FROM localhost/busybox\n", "d": "-> " + outside, "d/planted": "x"}), url.Values{})
 	if _, err := os.Stat(filepath.Join(outside, "planted")); err == nil {
 		t.Fatalf("a context entry was written outside the context (build %d)", res.status)
 	}
@@ -278,7 +279,7 @@ func TestBuildContextCannotEscape(t *testing.T) {
 
 func TestBuildRefusesWhatItDoesNotImplement(t *testing.T) {
 	e := startEngine(t)
-	ctx := contextTar(t, map[string]string{"Containerfile": "FROM localhost/busybox\n"})
+	ctx := tartest.Files(t, map[string]string{"Containerfile": "FROM localhost/busybox\n"})
 	cases := []struct {
 		query, field string
 	}{
@@ -333,7 +334,7 @@ func TestBuildRefusesWhatItDoesNotImplement(t *testing.T) {
 	if r.status != http.StatusBadRequest {
 		t.Errorf("garbage body: %d %s", r.status, r.body)
 	}
-	r = e.do(http.MethodPost, "/v4.3.1/libpod/build", "application/x-tar", bytes.NewReader(contextTar(t, map[string]string{"Containerfile": "FROM localhost/busybox\nNOTANINSTRUCTION x\n"})))
+	r = e.do(http.MethodPost, "/v4.3.1/libpod/build", "application/x-tar", bytes.NewReader(tartest.Files(t, map[string]string{"Containerfile": "FROM localhost/busybox\nNOTANINSTRUCTION x\n"})))
 	if r.status != http.StatusBadRequest {
 		t.Errorf("bad Containerfile: %d %s", r.status, r.body)
 	}

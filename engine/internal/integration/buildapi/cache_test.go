@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 	"github.com/berth-project/berth/shared/syncbuf"
 )
 
@@ -26,7 +27,7 @@ func TestBigContextCachedRebuild(t *testing.T) {
 	}
 	const containerfile = "FROM localhost/busybox\nCOPY big /big\nRUN wc -c /big > /size\nRUN echo two > /two\nRUN cat /size /two > /both\nCMD [\"cat\", \"/both\"]\n"
 	files := map[string]string{"Containerfile": containerfile, "big": string(big)}
-	tarball := contextTar(t, files)
+	tarball := tartest.Files(t, files)
 	query := url.Values{"layers": {"1"}, "t": {"bigctx"}}
 
 	cold := e.buildTar(tarball, url.Values{"layers": {"1"}, "t": {"bigctx"}, "nocache": {"1"}})
@@ -56,7 +57,7 @@ func TestBigContextCachedRebuild(t *testing.T) {
 
 	big[len(big)/2] ^= 0xff
 	files["big"] = string(big)
-	changed := e.buildTar(contextTar(t, files), query)
+	changed := e.buildTar(tartest.Files(t, files), query)
 	if changed.status != http.StatusOK || changed.err != "" {
 		t.Fatalf("rebuild after a changed byte: %d %q", changed.status, changed.err)
 	}

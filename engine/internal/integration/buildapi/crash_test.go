@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 )
 
@@ -26,7 +27,7 @@ func TestKillDuringBuildLeavesNothing(t *testing.T) {
 	dir := p.Dir
 	layersBefore := layerDirs(t, p.Root)
 
-	tarball := contextTar(t, map[string]string{"Containerfile": "FROM localhost/busybox\nRUN echo step-running && sleep 60\n"})
+	tarball := tartest.Files(t, map[string]string{"Containerfile": "FROM localhost/busybox\nRUN echo step-running && sleep 60\n"})
 	resp, err := http.Post(p.Base()+"/v4.3.1/libpod/build?layers=1&t=killed", "application/x-tar", bytes.NewReader(tarball))
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ func TestKillDuringBuildLeavesNothing(t *testing.T) {
 		t.Fatalf("%d layers after the restart, %d before the build", after, layersBefore)
 	}
 	// The engine still builds.
-	resp, err = http.Post(p.Base()+"/v4.3.1/libpod/build?t=after", "application/x-tar", bytes.NewReader(contextTar(t, map[string]string{"Containerfile": "FROM localhost/busybox\nRUN true\n"})))
+	resp, err = http.Post(p.Base()+"/v4.3.1/libpod/build?t=after", "application/x-tar", bytes.NewReader(tartest.Files(t, map[string]string{"Containerfile": "FROM localhost/busybox\nRUN true\n"})))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,14 @@
 package buildapi
 
 import (
-	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 )
 
 // gzipTar is a gzip-compressed tar of files.
@@ -15,12 +16,7 @@ func gzipTar(t *testing.T, files map[string]string) string {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for name, content := range files {
-		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg})
-		tw.Write([]byte(content))
-	}
-	tw.Close()
+	zw.Write(tartest.Files(t, files))
 	zw.Close()
 	return buf.String()
 }

@@ -4,7 +4,6 @@
 package buildapi
 
 import (
-	"archive/tar"
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -15,9 +14,9 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -68,11 +67,11 @@ type buildResult struct {
 	output, id, err string
 }
 
-// build posts a context (files by path; a "->" prefix makes a symlink)
+// build posts a context (files by path; "-> TARGET" makes a symlink)
 // with query and decodes the stream.
 func (e *testEngine) build(files map[string]string, query url.Values) buildResult {
 	e.T.Helper()
-	return e.buildTar(contextTar(e.T, files), query)
+	return e.buildTar(tartest.Files(e.T, files), query)
 }
 
 func (e *testEngine) buildTar(tarball []byte, query url.Values) buildResult {
@@ -111,31 +110,6 @@ func decodeStream(t testing.TB, r response) buildResult {
 	}
 	res.output = out.String()
 	return res
-}
-
-// contextTar writes files into a tar stream.
-func contextTar(t testing.TB, files map[string]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for name, content := range files {
-		hdr := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), ModTime: time.Unix(1700000000, 0), Typeflag: tar.TypeReg}
-		if target, ok := strings.CutPrefix(content, "->"); ok {
-			hdr = &tar.Header{Name: name, Linkname: target, Typeflag: tar.TypeSymlink, Mode: 0o777}
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
-		}
-		if hdr.Typeflag == tar.TypeReg {
-			if _, err := tw.Write([]byte(content)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // inspect reads an image's inspect document.

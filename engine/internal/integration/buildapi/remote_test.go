@@ -14,17 +14,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 )
 
 // requireGit skips (or under BERTH_TEST_STRICT fails) without git.
 func requireGit(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatal("git is required (BERTH_TEST_STRICT=1): hack/deps.sh installs it")
-		}
-		t.Skip("git not installed")
-	}
+	need.All(t, "remote build tests (hack/deps.sh installs git)", "git")
 }
 
 // gitRepo makes a bare repository under dir (served as /git/repo.git over

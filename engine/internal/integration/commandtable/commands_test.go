@@ -1,10 +1,8 @@
 package commandtable
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 )
 
@@ -236,16 +235,5 @@ func tail(s string) string {
 // rootfsTar is a one-file root filesystem for import rows.
 func rootfsTar(t *testing.T) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	data := []byte("imported\n")
-	err := errors.Join(
-		tw.WriteHeader(&tar.Header{Name: "imported.txt", Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}),
-		func() error { _, err := tw.Write(data); return err }(),
-		tw.Close(),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return tartest.Of(t, "imported.txt", "imported\n")
 }

@@ -76,7 +76,7 @@ func TestCommitJSONConfig(t *testing.T) {
 			ExposedPorts                 map[string]any
 		}
 	}
-	te.Decode(te.Must(http.StatusOK, "GET", "/images/localhost/committed:one/json", nil), &img)
+	te.Get("/images/localhost/committed:one/json", &img)
 	c := img.Config
 	if c.User != "2" || c.WorkingDir != "/tmp" || c.StopSignal != "SIGUSR1" || strings.Join(c.Cmd, " ") != "sh -c echo hi" ||
 		strings.Join(c.Entrypoint, " ") != "/bin/sh" || c.Labels["x"] != "y" || c.Labels["z"] != "w" || c.ExposedPorts["80/tcp"] == nil {
@@ -91,7 +91,7 @@ func TestCommitJSONConfig(t *testing.T) {
 	}
 	te.Must(http.StatusOK, "POST", "/commit?container="+id+"&repo=localhost/committed&tag=two&format=docker",
 		map[string]any{"Healthcheck": map[string]any{"Test": []string{"CMD", "true"}}})
-	te.Decode(te.Must(http.StatusOK, "GET", "/images/localhost/committed:two/json", nil), &docker)
+	te.Get("/images/localhost/committed:two/json", &docker)
 	if strings.Join(docker.Healthcheck.Test, " ") != "CMD true" {
 		t.Fatalf("docker-format commit kept health check %q", docker.Healthcheck.Test)
 	}
@@ -121,7 +121,7 @@ func TestInspectPodmanAnnotations(t *testing.T) {
 			Config     struct{ Annotations map[string]string }
 			HostConfig struct{ Annotations map[string]string }
 		}
-		te.Decode(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &data)
+		te.Get("/containers/"+id+"/json", &data)
 		if len(data.Config.Annotations) != len(data.HostConfig.Annotations) {
 			t.Fatalf("Config.Annotations %v but HostConfig.Annotations %v", data.Config.Annotations, data.HostConfig.Annotations)
 		}
@@ -155,7 +155,7 @@ func TestStatsCarryContainerID(t *testing.T) {
 		var report struct {
 			Stats []struct{ ContainerID, Name string }
 		}
-		te.Decode(te.Must(http.StatusOK, "GET", path, nil), &report)
+		te.Get(path, &report)
 		if len(report.Stats) != 1 || report.Stats[0].ContainerID != id || report.Stats[0].Name != "busy" {
 			t.Fatalf("%s: %+v, want one entry with ContainerID %s", path, report.Stats, id)
 		}

@@ -170,7 +170,7 @@ devices:
 			t.Errorf("create with device %q: %d %s, want a 400 naming it", dev, status, body)
 		}
 	}
-	if n := te.containerCount(); n != 0 {
+	if n := te.ContainerCount(); n != 0 {
 		t.Errorf("the refused creates left %d containers", n)
 	}
 	var info struct {
@@ -228,12 +228,12 @@ spec:
 
 	path = filepath.Join(te.Dir, "three.yaml")
 	os.WriteFile(path, []byte(yaml("gpu-three", 3)), 0o644)
-	before := te.containerCount()
+	before := te.ContainerCount()
 	out, err := te.podman("kube", "play", path)
 	if err == nil || !strings.Contains(out, "example.com/dev") || !strings.Contains(out, "offer 2 devices") {
 		t.Errorf("kube play asking for 3 of 2 devices: err %v\n%s", err, out)
 	}
-	if n := te.containerCount(); n != before {
+	if n := te.ContainerCount(); n != before {
 		t.Errorf("the refused play left %d containers (had %d)", n, before)
 	}
 }

@@ -30,7 +30,7 @@ func TestDeviceCgroupRule(t *testing.T) {
 	if got := inspect.HostConfig.DeviceCgroupRules; len(got) != 1 || got[0] != "c 10:229 rw" {
 		t.Errorf("inspect's HostConfig.DeviceCgroupRules: %q", got)
 	}
-	before := te.containerCount()
+	before := te.ContainerCount()
 	for _, rule := range []map[string]any{
 		{"allow": true, "type": "x", "access": "rwm"},
 		{"allow": true, "type": "c", "major": 1, "minor": 3, "access": "rwx"},
@@ -45,7 +45,7 @@ func TestDeviceCgroupRule(t *testing.T) {
 			t.Errorf("rule %v: %d %s, want a 400 naming it", rule, status, body)
 		}
 	}
-	if n := te.containerCount(); n != before {
+	if n := te.ContainerCount(); n != before {
 		t.Errorf("invalid rules left containers: %d, had %d", n, before)
 	}
 }
@@ -76,7 +76,7 @@ func TestGroupAddKeepGroups(t *testing.T) {
 	if out, err := te.podman("run", "--rm", "--group-add", "keep-groups", "localhost/busybox", "id"); err == nil || !strings.Contains(out, "not supported in remote mode") {
 		t.Errorf("podman --remote run --group-add keep-groups: err %v\n%s", err, out)
 	}
-	if n := te.containerCount(); n != 0 {
+	if n := te.ContainerCount(); n != 0 {
 		t.Errorf("refused creates left %d containers", n)
 	}
 	// Ordinary groups still work.

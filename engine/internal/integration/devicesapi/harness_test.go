@@ -6,8 +6,6 @@
 package devicesapi
 
 import (
-	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,16 +56,6 @@ func (te *testEngine) mustPodman(args ...string) string {
 		te.T.Fatalf("podman %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return out
-}
-
-// containerCount is how many containers the engine has (all states).
-func (te *testEngine) containerCount() int {
-	te.T.Helper()
-	var list []json.RawMessage
-	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/json?all=true", nil), &list); err != nil {
-		te.T.Fatal(err)
-	}
-	return len(list)
 }
 
 // writeSpec writes a CDI spec file into the engine's spec directory.

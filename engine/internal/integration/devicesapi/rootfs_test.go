@@ -106,7 +106,7 @@ func TestPodmanRunRootfs(t *testing.T) {
 		t.Errorf("%d overlays on %s remain after rm -f", n, rootfs)
 	}
 
-	before := te.containerCount()
+	before := te.ContainerCount()
 	file := filepath.Join(rootfs, "plain.txt")
 	for _, tc := range []struct{ rootfs, want string }{
 		{filepath.Join(te.Dir, "nope"), "invalid rootfs: " + filepath.Join(te.Dir, "nope") + " does not exist"},
@@ -130,7 +130,7 @@ func TestPodmanRunRootfs(t *testing.T) {
 			t.Errorf("create %v: %d %s, want a 400 about the rootfs", spec, status, body)
 		}
 	}
-	if n := te.containerCount(); n != before {
+	if n := te.ContainerCount(); n != before {
 		t.Errorf("refused creates left containers: %d, had %d", n, before)
 	}
 }

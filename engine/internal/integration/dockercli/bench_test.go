@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -158,7 +159,7 @@ const benchComposeFile = `services:
 // untimed. Goal: Berth's median at most 0.5x dockerd's.
 func BenchmarkDockerComposeUp3(b *testing.B) {
 	peer := dockerdPeer(b)
-	compose := composeBinary(b)
+	compose := need.Cached(b, "BERTH_DOCKER_COMPOSE", "docker-compose-"+composeVersion, "hack/docker-compose.sh")
 	berth := startEngine(b)
 	project := filepath.Join(berth.Dir, "bench-project")
 	if err := os.MkdirAll(project, 0o755); err != nil {

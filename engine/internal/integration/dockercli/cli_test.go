@@ -1,19 +1,18 @@
 package dockercli
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 	"github.com/berth-project/berth/shared/testnet"
-
-	"strconv"
 )
 
 // TestDockerRunLoop: the docker CLI's everyday loop against the engine —
@@ -45,7 +44,7 @@ func TestDockerRunLoop(t *testing.T) {
 	if inspected[0].Name != "/web" || inspected[0].State.Status != "running" || !strings.Contains(strings.Join(inspected[0].Config.Env, " "), "GREETING=hi") {
 		t.Fatalf("docker inspect: %+v", inspected[0])
 	}
-	body := httpGet(t, "http://127.0.0.1:"+port+"/index.html")
+	body := poll.GetWithin(t, 10*time.Second, "http://127.0.0.1:"+port+"/index.html")
 	if body != "hello\n" {
 		t.Fatalf("the published port answered %q", body)
 	}
@@ -112,7 +111,7 @@ func TestDockerRunLoop(t *testing.T) {
 // TestDockerAndPodmanShareObjects: one engine, two front doors — what the
 // docker CLI makes, podman --remote sees, and the other way round.
 func TestDockerAndPodmanShareObjects(t *testing.T) {
-	requirePodman(t)
+	enginetest.RequirePodman(t)
 	te := startEngine(t)
 	te.run("docker", "run", "-d", "--name", "from-docker", "localhost/busybox", "sleep", "60")
 	contains(t, "podman ps", te.run("podman", "ps", "--format", "{{.Names}}"), "from-docker")
@@ -151,17 +150,10 @@ func TestDockerAPIRules(t *testing.T) {
 		{"POST", "/v1.44/containers/create", `{"Image":`, 400, "body"},
 		{"POST", "/v1.44/networks/create", `{"Name":"bridge"}`, 403, "pre-defined network"},
 	} {
-		req, _ := http.NewRequest(tt.method, base+tt.path, strings.NewReader(tt.body))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		status, _, data := te.Exchange(tt.method, base+tt.path, "application/json", strings.NewReader(tt.body))
 		var msg struct{ Message string }
-		if resp.StatusCode != tt.status || json.Unmarshal(data, &msg) != nil || !strings.Contains(msg.Message, tt.message) {
-			t.Errorf("%s %s: %d %s, want %d with a message containing %q", tt.method, tt.path, resp.StatusCode, data, tt.status, tt.message)
+		if status != tt.status || json.Unmarshal(data, &msg) != nil || !strings.Contains(msg.Message, tt.message) {
+			t.Errorf("%s %s: %d %s, want %d with a message containing %q", tt.method, tt.path, status, data, tt.status, tt.message)
 		}
 	}
 	for _, path := range []string{"/_ping", "/v1.24/_ping", "/v1.44/_ping"} {
@@ -177,26 +169,5 @@ func TestDockerAPIRules(t *testing.T) {
 	// Nothing half-created by the refused requests.
 	if out := te.run("docker", "ps", "-a", "-q"); strings.TrimSpace(out) != "" {
 		t.Fatalf("refused creates left containers: %q", out)
-	}
-}
-
-// httpGet fetches url, retrying briefly while the server starts.
-func httpGet(t *testing.T, url string) string {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(url)
-		if err == nil {
-			var buf bytes.Buffer
-			_, _ = io.Copy(&buf, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return buf.String()
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s: %v", url, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 	"github.com/berth-project/berth/shared/testnet"
-
-	"strconv"
 )
 
 // composeVersion is the Compose hack/docker-compose.sh builds and caches.
@@ -58,32 +60,10 @@ RUN mkdir /www && echo web-page > /www/index.html
 CMD ["sh", "-c", "echo web-up $GREETING; exec busybox httpd -f -p 80 -h /www"]
 `
 
-// composeBinary is BERTH_DOCKER_COMPOSE or the cached build; the test is
-// skipped (failed under BERTH_TEST_STRICT=1) without one.
-func composeBinary(t testing.TB) string {
-	t.Helper()
-	if p := os.Getenv("BERTH_DOCKER_COMPOSE"); p != "" {
-		return p
-	}
-	cache := os.Getenv("BERTH_CACHE")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "berth")
-	}
-	p := filepath.Join(cache, "docker-compose-"+composeVersion)
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatalf("Docker Compose is required (hack/docker-compose.sh builds it; BERTH_TEST_STRICT=1): %v", err)
-		}
-		t.Skipf("Docker Compose not built (hack/docker-compose.sh): %v", err)
-	}
-	return p
-}
-
 // TestComposeProject: docker compose up -d, ps, logs, exec and down -v of
 // a project that builds an image and waits for a healthy service.
 func TestComposeProject(t *testing.T) {
-	compose := composeBinary(t)
+	compose := need.Cached(t, "BERTH_DOCKER_COMPOSE", "docker-compose-"+composeVersion, "hack/docker-compose.sh")
 	te := startEngine(t)
 	plugins := filepath.Join(te.Dir, "docker-config", "cli-plugins")
 	if err := os.MkdirAll(plugins, 0o755); err != nil {
@@ -119,7 +99,7 @@ func TestComposeProject(t *testing.T) {
 	if strings.Contains(ps, "debug") {
 		t.Fatalf("the debug profile's service runs: %s", ps)
 	}
-	if body := httpGet(t, "http://127.0.0.1:"+port+"/index.html"); body != "web-page\n" {
+	if body := poll.GetWithin(t, 10*time.Second, "http://127.0.0.1:"+port+"/index.html"); body != "web-page\n" {
 		t.Fatalf("the published port answered %q", body)
 	}
 	logs := dc("logs")

@@ -109,12 +109,6 @@ func (te *testEngine) exec(stdin *bytes.Buffer, name string, args ...string) (st
 	return out.String(), errOut.String(), err
 }
 
-// requirePodman skips the podman part of a test where podman is missing.
-func requirePodman(t *testing.T) {
-	t.Helper()
-	enginetest.Require(t, "the podman part of docker CLI tests", "podman")
-}
-
 // contains fails unless out holds want.
 func contains(t *testing.T, what, out, want string) {
 	t.Helper()

@@ -58,7 +58,7 @@ func TestImageSearch(t *testing.T) {
 	// A bare term: the engine's unqualified-search registries.
 	contains(t, "docker search busybox", te.run("docker", "search", "busybox"), reg+"/busybox")
 
-	requirePodman(t)
+	enginetest.RequirePodman(t)
 	out = te.run("podman", "search", "--format", "{{.Index}} {{.Name}}", "--tls-verify=false", reg+"/busybox")
 	if strings.TrimSpace(out) != reg+" "+reg+"/busybox" {
 		t.Fatalf("podman search %s/busybox: %q", reg, out)

@@ -1,7 +1,6 @@
 package hostsuite
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/platform/apparmor"
 	"github.com/berth-project/berth/engine/internal/testsupport/poll"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 )
 
 // requireAppArmor skips unless the kernel enforces AppArmor (the host lab's
@@ -77,7 +77,7 @@ func TestAppArmorEnforced(t *testing.T) {
 		t.Fatalf("default container: exit %d, label %q, want berth-default (enforce)", code, label)
 	}
 	var insp struct{ AppArmorProfile string }
-	l.Decode(l.Must(http.StatusOK, "GET", "/containers/aa-default/json", nil), &insp)
+	l.Get("/containers/aa-default/json", &insp)
 	if insp.AppArmorProfile != "berth-default" {
 		t.Errorf("inspect AppArmorProfile %q, want berth-default", insp.AppArmorProfile)
 	}
@@ -127,14 +127,9 @@ func TestAppArmorEnforced(t *testing.T) {
 
 	// A build RUN step runs under berth-default too: the step fails (and
 	// no image is made) unless its label says so.
-	var buildCtx bytes.Buffer
-	tw := tar.NewWriter(&buildCtx)
-	cf := "FROM localhost/busybox:latest\nRUN cat /proc/self/attr/current && grep -q '^berth-default (enforce)' /proc/self/attr/current\n"
-	tw.WriteHeader(&tar.Header{Name: "Containerfile", Mode: 0o644, Size: int64(len(cf))})
-	tw.Write([]byte(cf))
-	tw.Close()
+	buildCtx := tartest.Of(t, "Containerfile", "FROM localhost/busybox:latest\nRUN cat /proc/self/attr/current && grep -q '^berth-default (enforce)' /proc/self/attr/current\n")
 	t.Cleanup(func() { l.Do("DELETE", "/images/localhost/aa-build:latest?force=true", nil) })
-	bstatus, bbody := l.Do("POST", "/build?t=localhost/aa-build:latest", &buildCtx)
+	bstatus, bbody := l.Do("POST", "/build?t=localhost/aa-build:latest", bytes.NewReader(buildCtx))
 	if st, _ := l.Do("GET", "/images/localhost/aa-build:latest/exists", nil); st != http.StatusNoContent {
 		t.Errorf("a build whose RUN step checks for berth-default made no image: %d\n%s", bstatus, bbody)
 	}

@@ -9,13 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
@@ -39,7 +39,7 @@ func TestBenchVsPodman(t *testing.T) {
 	if os.Getenv("BERTH_HOSTLAB_BENCH") != "1" {
 		t.Skip("a benchmark: BERTH_HOSTLAB_BENCH=1 (hack/hostlab.sh bench)")
 	}
-	requirePodman(t)
+	enginetest.RequirePodman(t)
 	// Podman under qemu's emulation is slow: the bench gets more time
 	// than a test (hack/hostlab.sh bench gives the VM 25 minutes).
 	testdeadline.Set(t, 22*time.Minute)
@@ -100,7 +100,7 @@ func TestBenchVsPodman(t *testing.T) {
 	for _, bin := range []string{"runc", "conmon"} {
 		var d []time.Duration
 		for i := 0; i < 5; i++ {
-			d = append(d, timed(func() { exec.Command(bin, "--version").Run() }))
+			d = append(d, benchtest.Timed(func() { exec.Command(bin, "--version").Run() }))
 		}
 		t.Logf("BENCH %s --version (median of 5): %v", bin, median(d))
 	}
@@ -109,10 +109,10 @@ func TestBenchVsPodman(t *testing.T) {
 	const cliCycles = 5
 	var cliB, cliP []time.Duration
 	for i := 0; i <= cliCycles; i++ {
-		b := timed(func() {
+		b := benchtest.Timed(func() {
 			podmanCLI(t, "--remote", "--url", url, "run", "--rm", "--network", "none", "localhost/busybox:latest", "true")
 		})
-		q := timed(func() { podmanCLI(t, "run", "--rm", "--network", "none", "localhost/busybox:latest", "true") })
+		q := benchtest.Timed(func() { podmanCLI(t, "run", "--rm", "--network", "none", "localhost/busybox:latest", "true") })
 		t.Logf("CLI cycle %d: podman --remote to berth %v, podman %v", i, b.Round(time.Millisecond), q.Round(time.Millisecond))
 		if i > 0 {
 			cliB, cliP = append(cliB, b), append(cliP, q)
@@ -133,8 +133,8 @@ func TestBenchVsPodman(t *testing.T) {
 	}
 	var statsB, statsP []time.Duration
 	for deadline := time.Now().Add(40 * time.Second); len(statsB) < 5 || time.Now().Before(deadline); {
-		statsB = append(statsB, timed(func() { berth.stats(running) }))
-		statsP = append(statsP, timed(func() { podman.stats(running) }))
+		statsB = append(statsB, benchtest.Timed(func() { berth.stats(running) }))
+		statsP = append(statsP, benchtest.Timed(func() { podman.stats(running) }))
 	}
 	// Each engine alone, requests back to back: what the other's request
 	// leaves running (Podman's Go heap, the kernel's counters) weighs on
@@ -142,7 +142,7 @@ func TestBenchVsPodman(t *testing.T) {
 	for _, e := range []*apiTarget{berth, podman} {
 		var alone []time.Duration
 		for i := 0; i < 7; i++ {
-			alone = append(alone, timed(func() { e.stats(running) }))
+			alone = append(alone, benchtest.Timed(func() { e.stats(running) }))
 		}
 		t.Logf("BENCH stats of %d containers, %s alone, 7 requests back to back: median %v", running, e.name, median(alone))
 	}
@@ -176,17 +176,8 @@ func podmanCLI(t testing.TB, args ...string) string {
 	return string(out)
 }
 
-func timed(f func()) time.Duration {
-	start := time.Now()
-	f()
-	return time.Since(start)
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2].Round(time.Millisecond)
-}
+// median is benchtest.Median to the millisecond, as the BENCH lines print it.
+func median(d []time.Duration) time.Duration { return benchtest.Median(d).Round(time.Millisecond) }
 
 // apiTarget is an engine's libpod API (Berth's or Podman's service).
 type apiTarget struct {
@@ -263,7 +254,7 @@ func readCost(t *testing.T, l *lab) {
 	var list []struct {
 		ID string `json:"Id"`
 	}
-	l.Decode(l.Must(http.StatusOK, "GET", "/containers/json", nil), &list)
+	l.Get("/containers/json", &list)
 	var dirs, pids []string
 	for _, c := range list {
 		d := l.inspect(c.ID)
@@ -274,7 +265,7 @@ func readCost(t *testing.T, l *lab) {
 	for _, f := range []string{"cpu.stat", "memory.current", "memory.stat", "memory.peak", "memory.max", "pids.current", "io.stat", "net/dev"} {
 		var rounds []time.Duration
 		for r := 0; r < 5; r++ {
-			rounds = append(rounds, timed(func() {
+			rounds = append(rounds, benchtest.Timed(func() {
 				for i := range dirs {
 					path := filepath.Join(dirs[i], f)
 					if f == "net/dev" {
@@ -306,7 +297,7 @@ func readCost(t *testing.T, l *lab) {
 	buf := make([]byte, 8192)
 	var rounds []time.Duration
 	for r := 0; r < 5; r++ {
-		rounds = append(rounds, timed(func() {
+		rounds = append(rounds, benchtest.Timed(func() {
 			for _, fd := range held {
 				fd.ReadAt(buf, 0)
 			}

@@ -29,23 +29,11 @@ var tcpCounter = []string{"sh", "-c", "sleep 100000 | nc -l -p 7000 127.0.0.1 & 
 // logNumbers are the numbers a tcpCounter container logged (k8s-file log).
 func (l *lab) logNumbers(id string) []int {
 	l.T.Helper()
-	var d struct {
-		HostConfig struct{ LogConfig struct{ Path string } }
-	}
-	l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
-	data, err := os.ReadFile(d.HostConfig.LogConfig.Path)
-	if err != nil && !os.IsNotExist(err) {
-		l.T.Fatal(err)
-	}
 	var out []int
-	for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
-		parts := strings.SplitN(line, " ", 4)
-		if len(parts) != 4 {
-			continue
-		}
-		n, err := strconv.Atoi(parts[3])
+	for _, line := range l.LogLines(id) {
+		n, err := strconv.Atoi(line)
 		if err != nil {
-			l.T.Fatalf("container %s logged %q", id, parts[3])
+			l.T.Fatalf("container %s logged %q", id, line)
 		}
 		out = append(out, n)
 	}
@@ -140,7 +128,7 @@ func (l *lab) checkRestoredCgroup(id string) {
 		}
 		HostConfig struct{ CgroupManager string }
 	}
-	l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	l.Get("/containers/"+id+"/json", &d)
 	if !d.State.Restored || d.State.Pid == 0 {
 		l.T.Fatalf("restored container %s: %+v", id, d.State)
 	}
@@ -282,7 +270,7 @@ func (l *lab) actsOnOwnCgroup(id string) {
 		return s.PIDs >= 2 && s.MemUsage > 0
 	})
 	var top struct{ Processes [][]string }
-	l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/top?ps_args=pid,args", nil), &top)
+	l.Get("/containers/"+id+"/top?ps_args=pid,args", &top)
 	// top shows the PIDs of the container's namespace: the restored
 	// process is known by its command line.
 	var main []string
@@ -310,7 +298,7 @@ func (l *lab) actsOnOwnCgroup(id string) {
 		ExitCode int
 	}
 	poll.Until(l.T, 60*time.Second, "the exec'd hog ends", func() bool {
-		l.Decode(l.Must(http.StatusOK, "GET", "/exec/"+ex.ID+"/json", nil), &st)
+		l.Get("/exec/"+ex.ID+"/json", &st)
 		return !st.Running
 	})
 	events := readCgroup(l.T, cg, "memory", "memory.oom_control", "memory.events")

@@ -1,7 +1,6 @@
 package hostsuite
 
 import (
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,18 +43,6 @@ func startEngineProcess(t *testing.T, extra ...string) *enginetest.Process {
 	return enginetest.StartProcess(t, o)
 }
 
-// requireFile skips t (fails it under BERTH_TEST_STRICT=1) without path.
-func requireFile(t testing.TB, path string) {
-	t.Helper()
-	enginetest.Require(t, "host suite tests", path)
-}
-
-// requirePodman skips t (fails it under BERTH_TEST_STRICT=1) without podman.
-func requirePodman(t testing.TB) {
-	t.Helper()
-	enginetest.Require(t, "host suite tests", "podman")
-}
-
 // labImage is the suite's image, localhost/busybox:latest, with httpd for
 // the bridge tests' published port.
 func labImage() testimage.Image {
@@ -89,9 +76,7 @@ type inspectData struct {
 
 func (l *lab) inspect(id string) inspectData {
 	l.T.Helper()
-	var d inspectData
-	l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
-	return d
+	return enginetest.Fetch[inspectData](l.Engine, "/containers/"+id+"/json")
 }
 
 // containerStats is the part of Podman's ContainerStats the tests read.
@@ -113,7 +98,7 @@ func (l *lab) stats(id string) containerStats {
 		Error any
 		Stats []containerStats
 	}
-	l.Decode(l.Must(http.StatusOK, "GET", "/containers/stats?stream=false&containers="+id, nil), &out)
+	l.Get("/containers/stats?stream=false&containers="+id, &out)
 	if len(out.Stats) != 1 {
 		l.T.Fatalf("stats of %s: %+v", id, out)
 	}

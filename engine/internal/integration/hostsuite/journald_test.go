@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
 // TestJournaldLogDriver: where journald runs, podman 4.3.1's run
@@ -25,7 +27,7 @@ func TestJournaldLogDriver(t *testing.T) {
 	var info struct {
 		Plugins struct{ Log []string }
 	}
-	l.Decode(l.Must(http.StatusOK, "GET", "/info", nil), &info)
+	l.Get("/info", &info)
 	if _, err := os.Stat("/run/systemd/journal/socket"); err != nil {
 		status, body := l.Do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "name": "jd-refused",
 			"log_configuration": map[string]any{"driver": "journald"}})
@@ -41,7 +43,7 @@ func TestJournaldLogDriver(t *testing.T) {
 		}
 		return
 	}
-	requirePodman(t)
+	enginetest.RequirePodman(t)
 	if !slices.Contains(info.Plugins.Log, "journald") {
 		t.Fatalf("info does not list journald: %v", info.Plugins.Log)
 	}

@@ -3,7 +3,6 @@ package hostsuite
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -81,7 +80,7 @@ func TestCgroupManagers(t *testing.T) {
 			var info struct {
 				Host struct{ CgroupManager string } `json:"host"`
 			}
-			l.Decode(l.Must(http.StatusOK, "GET", "/info", nil), &info)
+			l.Get("/info", &info)
 			if info.Host.CgroupManager != manager {
 				t.Fatalf("info cgroupManager %q, want %q", info.Host.CgroupManager, manager)
 			}
@@ -97,7 +96,7 @@ func TestCgroupManagers(t *testing.T) {
 					CgroupParent  string
 				}
 			}
-			l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+			l.Get("/containers/"+id+"/json", &d)
 			cg := d.State.CgroupPath
 			want := "/berth/berth-" + id
 			if manager == "systemd" {
@@ -112,7 +111,7 @@ func TestCgroupManagers(t *testing.T) {
 				return s.MemLimit == 64<<20 && s.PIDs == 1
 			})
 			var top struct{ Processes [][]string }
-			l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/top?ps_args=args", nil), &top)
+			l.Get("/containers/"+id+"/top?ps_args=args", &top)
 			if len(top.Processes) != 1 || !strings.Contains(strings.Join(top.Processes[0], " "), "sleep 600") {
 				t.Fatalf("top: %v", top.Processes)
 			}
@@ -140,7 +139,7 @@ func TestCgroupManagers(t *testing.T) {
 			if manager == "systemd" {
 				bad, good = "/berthtest", "berthtest.slice"
 			}
-			before := l.count()
+			before := l.ContainerCount()
 			status, body := l.Do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "cgroup_parent": bad})
 			if status != http.StatusBadRequest || !bytes.Contains(body, []byte("cgroup_parent")) {
 				t.Fatalf("cgroup parent %q: %d %s", bad, status, body)
@@ -149,7 +148,7 @@ func TestCgroupManagers(t *testing.T) {
 			if status != http.StatusBadRequest || !bytes.Contains(body, []byte("cgroups_mode")) {
 				t.Fatalf("cgroups disabled: %d %s", status, body)
 			}
-			if after := l.count(); after != before {
+			if after := l.ContainerCount(); after != before {
 				t.Fatalf("%d containers after refused creates, %d before", after, before)
 			}
 			own := l.Run(map[string]any{"command": []string{"sleep", "600"}, "cgroup_parent": good, "cgroups_mode": "no-conmon"})
@@ -172,7 +171,7 @@ func TestCgroupManagers(t *testing.T) {
 			member := l.Create(map[string]any{"pod": pod.ID, "command": []string{"sleep", "600"}})
 			l.Must(http.StatusOK, "POST", "/pods/"+pod.ID+"/start", nil)
 			var pinfo struct{ CgroupPath string }
-			l.Decode(l.Must(http.StatusOK, "GET", "/pods/"+pod.ID+"/json", nil), &pinfo)
+			l.Get("/pods/"+pod.ID+"/json", &pinfo)
 			if manager == "systemd" && pinfo.CgroupPath != "/berth.slice/berth-berth_pod_"+pod.ID+".slice" {
 				t.Fatalf("pod cgroup %q", pinfo.CgroupPath)
 			}
@@ -230,14 +229,6 @@ func TestSystemdManagerNeedsSystemd(t *testing.T) {
 	}
 }
 
-// count is how many containers the engine has.
-func (l *lab) count() int {
-	l.T.Helper()
-	var list []json.RawMessage
-	l.Decode(l.Must(http.StatusOK, "GET", "/containers/json?all=true", nil), &list)
-	return len(list)
-}
-
 // TestCgroupsSplit: --cgroups split puts the container and its conmon in
 // sub-cgroups of the engine's own cgroup (the engine's processes move to a
 // leaf of it first, as Podman moves itself); limits, stats and removal work
@@ -265,7 +256,7 @@ func TestCgroupsSplit(t *testing.T) {
 			ConmonPid  int
 		}
 	}
-	l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	l.Get("/containers/"+id+"/json", &d)
 	cg := d.State.CgroupPath
 	own, _ := os.ReadFile("/proc/self/cgroup")
 	engineLeaf := strings.TrimSpace(strings.TrimPrefix(string(own), "0::"))

@@ -2,10 +2,11 @@ package hostsuite
 
 import (
 	"encoding/json"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
 // TestPodmanClient drives the engine with podman 4.3.1's own client: run
@@ -13,7 +14,7 @@ import (
 // container's view of its cgroup namespace.
 func TestPodmanClient(t *testing.T) {
 	l := startLab(t)
-	requirePodman(t)
+	enginetest.RequirePodman(t)
 	must := l.PodmanStdout
 	must("run", "-d", "--name", "pm", "--memory", "64m", "localhost/busybox:latest", "sleep", "600")
 	var stats []struct {
@@ -40,7 +41,7 @@ func TestPodmanClient(t *testing.T) {
 	must("pod", "create", "--name", "pmpod", "--cpus", "0.5")
 	must("run", "-d", "--pod", "pmpod", "--name", "pmmember", "localhost/busybox:latest", "sleep", "600")
 	var pod struct{ CgroupPath string }
-	l.Decode(l.Must(http.StatusOK, "GET", "/pods/pmpod/json", nil), &pod)
+	l.Get("/pods/pmpod/json", &pod)
 	if unified() {
 		if got := readCgroup(t, pod.CgroupPath, "cpu", "", "cpu.max"); got != "50000 100000" {
 			t.Fatalf("cpu.max of pod cgroup %s after --cpus 0.5: %q", pod.CgroupPath, got)

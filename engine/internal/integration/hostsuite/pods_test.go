@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 )
 
@@ -15,7 +16,7 @@ import (
 // members' cgroups.
 func TestPodLimitsAndStats(t *testing.T) {
 	l := startLab(t)
-	requireFile(t, "/usr/bin/catatonit")
+	need.All(t, "host suite tests", "/usr/bin/catatonit")
 	var pod struct {
 		ID string `json:"Id"`
 	}
@@ -24,7 +25,7 @@ func TestPodLimitsAndStats(t *testing.T) {
 	member := l.Create(map[string]any{"name": "worker", "pod": "limited", "command": []string{"sh", "-c", "sleep 900 & sleep 901"}})
 	l.Must(http.StatusOK, "POST", "/pods/limited/start", nil)
 	var info struct{ CgroupPath string }
-	l.Decode(l.Must(http.StatusOK, "GET", "/pods/limited/json", nil), &info)
+	l.Get("/pods/limited/json", &info)
 	if info.CgroupPath == "" {
 		t.Fatal("the pod has no cgroup")
 	}
@@ -44,7 +45,7 @@ func TestPodLimitsAndStats(t *testing.T) {
 		PIDS     string
 	}
 	poll.Until(t, 10*time.Second, "pod stats for the member", func() bool {
-		l.Decode(l.Must(http.StatusOK, "GET", "/pods/stats?namesOrIDs=limited", nil), &st)
+		l.Get("/pods/stats?namesOrIDs=limited", &st)
 		for _, s := range st {
 			if s.Name == "worker" && s.PIDS == "2" && !strings.HasPrefix(s.MemUsage, "--") && !strings.HasPrefix(s.MemUsage, "0B") {
 				return true
@@ -54,7 +55,7 @@ func TestPodLimitsAndStats(t *testing.T) {
 	})
 	var top struct{ Processes [][]string }
 	poll.Until(t, 10*time.Second, "both sleeps in pod top", func() bool {
-		l.Decode(l.Must(http.StatusOK, "GET", "/pods/limited/top?ps_args=args", nil), &top)
+		l.Get("/pods/limited/top?ps_args=args", &top)
 		var sleeps int
 		for _, p := range top.Processes {
 			if strings.Contains(strings.Join(p, " "), "sleep 90") {

@@ -1,7 +1,6 @@
 package hostsuite
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"net/http"
@@ -13,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/internal/testsupport/poll"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 )
 
 // systemctl runs systemctl with args; it answers the trimmed output.
@@ -36,20 +37,16 @@ func TestQuadletHandOverToSystemd(t *testing.T) {
 	p := startEngineProcess(t)
 	unit := "[Unit]\nDescription=Berth host suite quadlet\n\n[Container]\nImage=localhost/busybox:latest\nContainerName=hq\nExec=sleep 600\n\n" +
 		"[Service]\nRestart=on-failure\nRestartSec=1\n"
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	tw.WriteHeader(&tar.Header{Name: "hq.container", Mode: 0o644, Size: int64(len(unit)), Typeflag: tar.TypeReg})
-	tw.Write([]byte(unit))
-	tw.Close()
+	archive := tartest.Of(t, "hq.container", unit)
 	if _, err := os.Stat("/run/systemd/system"); err != nil {
-		status, body := p.Do("POST", "/quadlets?reloadSystemd=true", &buf)
+		status, body := p.Do("POST", "/quadlets?reloadSystemd=true", bytes.NewReader(archive))
 		if status != http.StatusBadRequest || !strings.Contains(string(body), "reloadSystemd") {
 			t.Fatalf("a hand-over where systemd does not run: %d %s", status, body)
 		}
 		return
 	}
-	requirePodman(t)
-	p.Must(http.StatusOK, "POST", "/quadlets?reloadSystemd=true", &buf)
+	enginetest.RequirePodman(t)
+	p.Must(http.StatusOK, "POST", "/quadlets?reloadSystemd=true", bytes.NewReader(archive))
 	t.Cleanup(func() {
 		systemctl(t, "stop", "hq.service")
 		p.Do("DELETE", "/quadlets/hq.container?force=true&reloadSystemd=true", nil)

@@ -27,7 +27,7 @@ func TestInfoReportsTheCgroupHierarchy(t *testing.T) {
 			CgroupManager     string   `json:"cgroupManager"`
 		} `json:"host"`
 	}
-	l.Decode(l.Must(http.StatusOK, "GET", "/info", nil), &info)
+	l.Get("/info", &info)
 	if want := pick("v1", "v2"); info.Host.CgroupVersion != want {
 		t.Fatalf("cgroupVersion %q, want %q", info.Host.CgroupVersion, want)
 	}
@@ -130,7 +130,7 @@ func TestTopListsTheContainersProcesses(t *testing.T) {
 		Processes [][]string
 	}
 	poll.Until(t, 10*time.Second, "both sleeps in top", func() bool {
-		l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+id+"/top?ps_args=pid,args", nil), &top)
+		l.Get("/containers/"+id+"/top?ps_args=pid,args", &top)
 		var seen int
 		for _, p := range top.Processes {
 			if strings.Contains(strings.Join(p, " "), "sleep 700") || strings.Contains(strings.Join(p, " "), "sleep 800") {
@@ -299,12 +299,12 @@ func TestHealthcheckRunsInTheContainer(t *testing.T) {
 		"healthconfig": map[string]any{"Test": []string{"CMD-SHELL", "test -f /tmp/ok"}, "Interval": int64(time.Hour), "Retries": 1, "Timeout": int64(20 * time.Second)},
 	})
 	var res struct{ Status string }
-	l.Decode(l.Must(http.StatusOK, "GET", "/containers/checked/healthcheck", nil), &res)
+	l.Get("/containers/checked/healthcheck", &res)
 	if res.Status != "unhealthy" && res.Status != "healthy" {
 		t.Fatalf("first check: %+v", res)
 	}
 	poll.Until(t, 30*time.Second, "a passing check", func() bool {
-		l.Decode(l.Must(http.StatusOK, "GET", "/containers/checked/healthcheck", nil), &res)
+		l.Get("/containers/checked/healthcheck", &res)
 		return res.Status == "healthy"
 	})
 }
@@ -332,7 +332,7 @@ func TestHealthLogDestinations(t *testing.T) {
 			HealthMaxLogSize     uint
 		}
 	}
-	l.Decode(l.Must(http.StatusOK, "GET", "/containers/hlog-dir/json", nil), &inspected)
+	l.Get("/containers/hlog-dir/json", &inspected)
 	if c := inspected.Config; c.HealthLogDestination != dir || c.HealthMaxLogCount != 2 || c.HealthMaxLogSize != 3 {
 		t.Errorf("inspect Config: %+v", c)
 	}

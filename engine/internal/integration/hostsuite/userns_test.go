@@ -2,7 +2,6 @@ package hostsuite
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 	"github.com/berth-project/berth/shared/testnet"
 )
@@ -25,8 +25,8 @@ import (
 // mapped uid.
 func TestPodUserNamespaceOnBridge(t *testing.T) {
 	l := startLab(t)
-	requireFile(t, "/usr/bin/catatonit")
-	requireFile(t, "/usr/lib/podman/netavark")
+	need.All(t, "host suite tests", "/usr/bin/catatonit")
+	need.All(t, "host suite tests", "/usr/lib/podman/netavark")
 	// A user namespace's root must reach the engine's root filesystems.
 	os.Chmod(filepath.Dir(l.Root), 0o711)
 	out := t.TempDir()
@@ -40,11 +40,11 @@ func TestPodUserNamespaceOnBridge(t *testing.T) {
 		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": port, "container_port": 80, "protocol": "tcp"}},
 	})
 	var pod struct{ InfraContainerID string }
-	l.Decode(l.Must(http.StatusOK, "GET", "/pods/uspod/json", nil), &pod)
+	l.Get("/pods/uspod/json", &pod)
 	var infra struct {
 		HostConfig struct{ IDMappings struct{ UidMap []string } }
 	}
-	l.Decode(l.Must(http.StatusOK, "GET", "/containers/"+pod.InfraContainerID+"/json", nil), &infra)
+	l.Get("/containers/"+pod.InfraContainerID+"/json", &infra)
 	if len(infra.HostConfig.IDMappings.UidMap) != 1 || !strings.HasSuffix(infra.HostConfig.IDMappings.UidMap[0], ":2048") {
 		t.Fatalf("infra container of a --userns=auto:size=2048 pod: uid maps %v", infra.HostConfig.IDMappings.UidMap)
 	}
@@ -52,18 +52,7 @@ func TestPodUserNamespaceOnBridge(t *testing.T) {
 	member := l.Run(map[string]any{"name": "usweb", "pod": "uspod",
 		"mounts":  []map[string]any{{"destination": "/out", "source": out, "type": "bind"}},
 		"command": []string{"sh", "-c", "cat /proc/self/uid_map > /out/map; cat /proc/net/dev > /out/dev; exec httpd -f -p 80 -h /etc"}})
-	client := &http.Client{Timeout: 2 * time.Second}
-	var body string
-	poll.Until(t, 60*time.Second, "the pod's published port answering", func() bool {
-		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/hostname", port))
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		body = string(data)
-		return resp.StatusCode == http.StatusOK
-	})
+	body := poll.GetWithin(t, 60*time.Second, fmt.Sprintf("http://127.0.0.1:%d/hostname", port))
 	if strings.TrimSpace(body) != "uspod" {
 		t.Errorf("published port answered %q, want the pod's hostname", body)
 	}

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -21,6 +20,8 @@ import (
 	imgspecv1 "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
+	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 )
 
 // BenchmarkArtifactTransferVsSkopeo measures, in one run, the push of a
@@ -34,7 +35,7 @@ func BenchmarkArtifactTransferVsSkopeo(b *testing.B) {
 	if os.Getenv("BERTH_BENCH") != "1" {
 		b.Skip("set BERTH_BENCH=1 (make bench does) to compare with skopeo")
 	}
-	skopeo := need(b, "skopeo")
+	skopeo := need.Program(b, "image tests", "skopeo")
 	e := startEngine(b)
 	size := int64(100 << 20)
 	dir := b.TempDir()
@@ -57,20 +58,20 @@ func BenchmarkArtifactTransferVsSkopeo(b *testing.B) {
 		reg := registrytest.Start(b, registrytest.Options{})
 		name := reg.Host + "/bench/artifact:1"
 		benchCall(b, e, http.MethodPost, "/v5.0.0/libpod/artifacts/local/add?replace=true&fileName=payload.bin&name="+url.QueryEscape(name)+"&path="+url.QueryEscape(payload), http.StatusCreated)
-		times["push-berth"] = append(times["push-berth"], timed(b, func() {
+		times["push-berth"] = append(times["push-berth"], benchtest.Timed(func() {
 			benchCall(b, e, http.MethodPost, "/v5.0.0/libpod/artifacts/"+url.PathEscape(name)+"/push?tlsVerify=false&retry=0", http.StatusOK)
 		}))
 		benchCall(b, e, http.MethodDelete, "/v5.0.0/libpod/artifacts/"+url.PathEscape(name), http.StatusOK)
-		times["pull-berth"] = append(times["pull-berth"], timed(b, func() {
+		times["pull-berth"] = append(times["pull-berth"], benchtest.Timed(func() {
 			benchCall(b, e, http.MethodPost, "/v5.0.0/libpod/artifacts/pull?tlsVerify=false&retry=0&name="+url.QueryEscape(name), http.StatusOK)
 		}))
 
 		ref := reg.Host + "/bench/skopeo:1"
-		times["push-skopeo"] = append(times["push-skopeo"], timed(b, func() {
+		times["push-skopeo"] = append(times["push-skopeo"], benchtest.Timed(func() {
 			runSkopeo(b, skopeo, "copy", "--dest-tls-verify=false", "oci:"+layout+":bench", "docker://"+ref)
 		}))
 		pulled := filepath.Join(b.TempDir(), "pulled")
-		times["pull-skopeo"] = append(times["pull-skopeo"], timed(b, func() {
+		times["pull-skopeo"] = append(times["pull-skopeo"], benchtest.Timed(func() {
 			runSkopeo(b, skopeo, "copy", "--src-tls-verify=false", "docker://"+ref, "oci:"+pulled+":bench")
 		}))
 		os.RemoveAll(pulled)
@@ -78,7 +79,7 @@ func BenchmarkArtifactTransferVsSkopeo(b *testing.B) {
 	}
 	b.StopTimer()
 	for _, op := range []string{"push", "pull"} {
-		berth, sk := benchMedian(times[op+"-berth"]), benchMedian(times[op+"-skopeo"])
+		berth, sk := benchtest.Median(times[op+"-berth"]), benchtest.Median(times[op+"-skopeo"])
 		ratio := sk.Seconds() / berth.Seconds()
 		b.ReportMetric(berth.Seconds(), op+"-berth-s")
 		b.ReportMetric(sk.Seconds(), op+"-skopeo-s")
@@ -179,17 +180,4 @@ func runSkopeo(b *testing.B, skopeo string, args ...string) {
 	if out, err := exec.CommandContext(withTimeout(b, 5*time.Minute), skopeo, args...).CombinedOutput(); err != nil {
 		b.Fatalf("skopeo %v: %v\n%s", args, err, out)
 	}
-}
-
-func timed(b *testing.B, f func()) time.Duration {
-	b.Helper()
-	start := time.Now()
-	f()
-	return time.Since(start)
-}
-
-func benchMedian(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -18,15 +17,6 @@ import (
 )
 
 func TestMain(m *testing.M) { enginetest.Main(m) }
-
-// need skips (or, under BERTH_TEST_STRICT=1, fails) when a program is
-// missing, and answers its path.
-func need(t testing.TB, program string) string {
-	t.Helper()
-	enginetest.Require(t, "image tests", program)
-	path, _ := exec.LookPath(program)
-	return path
-}
 
 // testEngine is a running engine with its own store and no image, its
 // requests' paths relative to the server (the API's version included).

@@ -1,7 +1,6 @@
 package imagesapi
 
 import (
-	"archive/tar"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -52,18 +53,11 @@ func (l listManifest) instance(t *testing.T, arch string) (digest string, annota
 // importArch imports a one-file image for another architecture.
 func (e *testEngine) importArch(t *testing.T, name, arch string) string {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	data := []byte("built for " + arch)
-	if err := tw.WriteHeader(&tar.Header{Name: "arch", Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
-		t.Fatal(err)
-	}
-	tw.Write(data)
-	tw.Close()
+	layer := tartest.Of(t, "arch", "built for "+arch)
 	var report struct {
 		ID string `json:"Id"`
 	}
-	e.do(http.MethodPost, "/v4.3.1/libpod/images/import?reference="+url.QueryEscape(name)+"&architecture="+arch, &buf).
+	e.do(http.MethodPost, "/v4.3.1/libpod/images/import?reference="+url.QueryEscape(name)+"&architecture="+arch, bytes.NewReader(layer)).
 		expect(t, http.StatusOK).json(t, &report)
 	return report.ID
 }
@@ -79,7 +73,7 @@ func (e *testEngine) inspectList(t *testing.T, name string) listManifest {
 // skopeoRaw returns skopeo inspect --raw of a registry reference.
 func skopeoRaw(t *testing.T, ref string) []byte {
 	t.Helper()
-	skopeo := need(t, "skopeo")
+	skopeo := need.Program(t, "image tests", "skopeo")
 	out, err := exec.CommandContext(withTimeout(t, time.Minute), skopeo, "inspect", "--raw", "--tls-verify=false", "docker://"+ref).Output()
 	if err != nil {
 		t.Fatalf("skopeo inspect %s: %v", ref, err)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 	"github.com/berth-project/berth/engine/testimage"
 	"github.com/berth-project/berth/shared/testnet"
 )
@@ -23,7 +24,7 @@ import (
 // own store in a temporary directory and returns its base URL.
 func startPodmanService(t *testing.T) string {
 	t.Helper()
-	podman := need(t, "podman")
+	podman := need.Program(t, "image tests", "podman")
 	// Podman refuses a runroot longer than 50 characters: keep the path short.
 	dir, err := os.MkdirTemp("", "bp-")
 	if err != nil {

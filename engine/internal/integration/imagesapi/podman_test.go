@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -22,7 +23,7 @@ type podmanClient struct {
 
 func newPodman(t *testing.T, e *testEngine) *podmanClient {
 	t.Helper()
-	return &podmanClient{t: t, binary: need(t, "podman"), url: e.tcpURL()}
+	return &podmanClient{t: t, binary: need.Program(t, "image tests", "podman"), url: e.tcpURL()}
 }
 
 // run runs podman --remote with args and returns stdout; a failure fails the test.

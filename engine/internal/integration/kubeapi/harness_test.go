@@ -6,7 +6,6 @@ package kubeapi
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -53,9 +52,7 @@ func (te *testEngine) pods() []podListEntry {
 func (te *testEngine) names(path, field string) []string {
 	te.T.Helper()
 	var list []map[string]any
-	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", path, nil), &list); err != nil {
-		te.T.Fatal(err)
-	}
+	te.Get(path, &list)
 	var out []string
 	for _, e := range list {
 		switch v := e[field].(type) {
@@ -96,21 +93,4 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// httpGet fetches a URL on the loopback address with retries.
-func httpGet(t testing.TB, url string) string {
-	t.Helper()
-	var body string
-	eventually(t, 15*time.Second, "GET "+url, func() (bool, string) {
-		resp, err := http.Get(url)
-		if err != nil {
-			return false, err.Error()
-		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		body = string(data)
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
-	return body
 }

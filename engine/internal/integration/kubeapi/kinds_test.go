@@ -1,7 +1,6 @@
 package kubeapi
 
 import (
-	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -12,7 +11,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 	"github.com/berth-project/berth/shared/testnet"
 )
 
@@ -114,7 +116,7 @@ func TestKubePlayDeploymentService(t *testing.T) {
 	if got := strings.Join(te.podNames(), " "); got != want {
 		t.Fatalf("pods %q, want %q", got, want)
 	}
-	if got := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/hostname", port)); strings.TrimSpace(got) != "bkp-single" {
+	if got := poll.GetWithin(t, 15*time.Second, fmt.Sprintf("http://127.0.0.1:%d/hostname", port)); strings.TrimSpace(got) != "bkp-single" {
 		t.Fatalf("node port answered %q", got)
 	}
 	var down struct {
@@ -189,28 +191,21 @@ spec:
     command: ["busybox", "httpd", "-f", "-p", "8081", "-h", "/etc"]
 `, all, all)
 	te.play(fmt.Sprintf("?publishAllPorts=true&publishPorts=%s", url.QueryEscape(fmt.Sprintf("127.0.0.1:%d:8081", extra))), pod)
-	httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/hostname", all))
-	httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/hostname", extra))
+	poll.GetWithin(t, 15*time.Second, fmt.Sprintf("http://127.0.0.1:%d/hostname", all))
+	poll.GetWithin(t, 15*time.Second, fmt.Sprintf("http://127.0.0.1:%d/hostname", extra))
 	te.Must(http.StatusOK, "DELETE", "/kube/play", strings.NewReader(pod))
 
 	// An archive: play.yaml and a build context named after the image.
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	add := func(name, content string) {
-		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg})
-		tw.Write([]byte(content))
-	}
-	add("play.yaml", `apiVersion: v1
+	archive := tartest.Of(t, "play.yaml", `apiVersion: v1
 kind: Pod
 metadata: {name: bkp-built, labels: {tier: from-pod}}
 spec:
   restartPolicy: Never
   containers: [{name: c, image: localhost/bkp-built:1, command: [cat, /built]}]
-`)
-	add("bkp-built/Containerfile", "FROM localhost/busybox:latest\nLABEL org.berth.built=yes tier=from-image\nCOPY built /built\n")
-	add("bkp-built/built", "built-from-archive\n")
-	tw.Close()
-	status, body := te.Raw("POST", "/kube/play", "application/x-tar", &buf)
+`,
+		"bkp-built/Containerfile", "FROM localhost/busybox:latest\nLABEL org.berth.built=yes tier=from-image\nCOPY built /built\n",
+		"bkp-built/built", "built-from-archive\n")
+	status, body := te.Raw("POST", "/kube/play", "application/x-tar", bytes.NewReader(archive))
 	if status != http.StatusOK {
 		t.Fatalf("archive play: %d %s", status, body)
 	}

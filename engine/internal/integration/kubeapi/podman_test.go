@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 	"github.com/berth-project/berth/shared/testnet"
 )
 
@@ -116,7 +117,7 @@ func TestPodmanKubePlayDown(t *testing.T) {
 	if !strings.Contains(out, "Pod:") || !strings.Contains(out, "Volumes:\nbkp-web-data") {
 		t.Fatalf("kube play printed:\n%s", out)
 	}
-	if got := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/index.html", port)); got != "from-configmap" {
+	if got := poll.GetWithin(t, 15*time.Second, fmt.Sprintf("http://127.0.0.1:%d/index.html", port)); got != "from-configmap" {
 		t.Fatalf("served %q", got)
 	}
 	env := te.MustPodman("exec", "web-srv", "env")
@@ -146,7 +147,7 @@ func TestPodmanKubePlayDown(t *testing.T) {
 	if !strings.Contains(out, "Pods removed:\n"+first[0].ID) {
 		t.Fatalf("kube play --replace printed:\n%s", out)
 	}
-	httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/index.html", port))
+	poll.GetWithin(t, 15*time.Second, fmt.Sprintf("http://127.0.0.1:%d/index.html", port))
 	ctrs := te.names("/containers/json?all=true", "Id")
 
 	out = te.MustPodman("kube", "down", file)

@@ -16,6 +16,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 )
 
 // The API server test's loopback ports (this package's share of 18200-18299).
@@ -36,40 +38,13 @@ type cluster struct {
 	client kubernetes.Interface
 }
 
-// apiServerBinary finds kube-apiserver: $BERTH_KUBE_APISERVER, or the
-// cache hack/kube-apiserver.sh fills.
-func apiServerBinary() string {
-	if p := os.Getenv("BERTH_KUBE_APISERVER"); p != "" {
-		return p
-	}
-	cache := os.Getenv("BERTH_CACHE")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "berth")
-	}
-	return filepath.Join(cache, "kube-apiserver-"+kubeVersion)
-}
-
-// need skips (fails under BERTH_TEST_STRICT=1) when a component is missing.
-func need(t testing.TB, path, why string) {
-	t.Helper()
-	if _, err := os.Stat(path); err == nil {
-		return
-	}
-	if os.Getenv("BERTH_TEST_STRICT") == "1" {
-		t.Fatalf("%s is missing (%s; BERTH_TEST_STRICT=1)", path, why)
-	}
-	t.Skipf("%s is missing (%s)", path, why)
-}
-
 // startCluster starts etcd and kube-apiserver (no kubelet, no controllers:
 // objects are stored, not run) and stops them when the test ends.
 func startCluster(t testing.TB) *cluster {
 	t.Helper()
 	etcd := "/usr/bin/etcd"
-	need(t, etcd, "Debian's etcd-server; hack/deps.sh test installs it")
-	apiserver := apiServerBinary()
-	need(t, apiserver, "hack/kube-apiserver.sh builds it; make test runs it")
+	need.All(t, "the kube-apiserver tests (Debian's etcd-server; hack/deps.sh test installs it)", etcd)
+	apiserver := need.Cached(t, "BERTH_KUBE_APISERVER", "kube-apiserver-"+kubeVersion, "hack/kube-apiserver.sh")
 	dir := t.TempDir()
 
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClientPort)

@@ -131,18 +131,8 @@ func BenchmarkListNetworks100(b *testing.B) {
 			podman.Do("DELETE", fmt.Sprintf("/networks/%s-%d", prefix, i), nil)
 		}
 	})
-	b.ResetTimer()
-	var bt, pt float64
-	for i := 0; i < b.N; i++ {
-		bt = listThroughput(berth, 3*time.Second, 100)
-		pt = listThroughput(podman, 3*time.Second, 100)
+	list := func(te *testEngine) func() float64 {
+		return func() float64 { return listThroughput(te, 3*time.Second, 100) }
 	}
-	b.StopTimer()
-	if pt == 0 {
-		b.Fatal("podman answered no listing")
-	}
-	b.ReportMetric(bt, "berth-req/s")
-	b.ReportMetric(pt, "podman-req/s")
-	b.ReportMetric(bt/pt, "ratio")
-	fmt.Printf("list 100 networks: berth %.0f req/s, podman %.0f req/s, ratio %.1f (goal >= 10)\n", bt, pt, bt/pt)
+	benchtest.CompareRates(b, "list 100 networks", "goal >= 10", list(berth), list(podman))
 }

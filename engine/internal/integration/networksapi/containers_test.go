@@ -2,7 +2,6 @@ package networksapi
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -11,23 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 	"github.com/berth-project/berth/shared/testnet"
 )
-
-// httpGet answers the body of a GET that succeeded with 200, or "".
-func httpGet(url string) string {
-	c := &http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return ""
-	}
-	return string(b)
-}
 
 // TestContainersTalk runs real containers on real networks: the default
 // network, name and alias resolution through aardvark-dns (and none across
@@ -38,7 +23,7 @@ func TestContainersTalk(t *testing.T) {
 	te := startEngine(t)
 
 	// The default network, without any network in the request.
-	plain := te.run(map[string]any{"name": "plain", "command": []string{"sleep", "300"}})
+	plain := te.Run(map[string]any{"name": "plain", "command": []string{"sleep", "300"}})
 	ns := te.networkSettings(plain)
 	if ns.IPAddress == "" || ns.Gateway == "" || ns.MacAddress == "" || ns.Networks[te.Nets.DefaultNetwork].IPAddress != ns.IPAddress {
 		t.Fatalf("default network settings: %+v", ns)
@@ -51,7 +36,7 @@ func TestContainersTalk(t *testing.T) {
 	}
 	// Containers on the default network (the engine plumbs them without
 	// netavark, see docs/engine/networks.md) reach each other and the gateway.
-	peer := te.run(map[string]any{"name": "peer", "command": []string{"sleep", "300"}, "cap_add": []string{"NET_RAW"}})
+	peer := te.Run(map[string]any{"name": "peer", "command": []string{"sleep", "300"}, "cap_add": []string{"NET_RAW"}})
 	for _, addr := range []string{ns.IPAddress, ns.Gateway} {
 		if code, out := te.exec(peer, "ping", "-c", "1", "-W", "5", addr); code != 0 {
 			t.Fatalf("ping %s from another container on the default network: %d %s", addr, code, out)
@@ -63,15 +48,15 @@ func TestContainersTalk(t *testing.T) {
 	te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "dnsb", "dns_enabled": true})
 
 	port := testnet.FreePort(t)
-	srv := te.run(map[string]any{
+	srv := te.Run(map[string]any{
 		"name": "srv", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"},
 		"netns":        map[string]string{"nsmode": "bridge"},
 		"Networks":     map[string]any{"dnsa": map[string]any{"aliases": []string{"web"}}},
 		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": port, "container_port": 80, "protocol": "tcp"}},
 	})
 	var body string
-	eventually(t, 20*time.Second, "the published port answering", func() bool {
-		body = httpGet(fmt.Sprintf("http://127.0.0.1:%d/hostname", port))
+	poll.Until(t, 20*time.Second, "the published port answering", func() bool {
+		body = poll.Get(fmt.Sprintf("http://127.0.0.1:%d/hostname", port))
 		return body != ""
 	})
 	if strings.TrimSpace(body) != srv[:12] {
@@ -79,7 +64,7 @@ func TestContainersTalk(t *testing.T) {
 	}
 
 	// busybox's ping needs a raw socket.
-	cli := te.run(map[string]any{"name": "cli", "command": []string{"sleep", "300"}, "cap_add": []string{"NET_RAW"},
+	cli := te.Run(map[string]any{"name": "cli", "command": []string{"sleep", "300"}, "cap_add": []string{"NET_RAW"},
 		"netns": map[string]string{"nsmode": "bridge"}, "Networks": map[string]any{"dnsa": map[string]any{}}})
 	for _, name := range []string{"srv", "web"} {
 		if code, out := te.exec(cli, "nslookup", name); code != 0 {
@@ -102,7 +87,7 @@ func TestContainersTalk(t *testing.T) {
 		t.Fatalf("network stats of cli: %+v", stats)
 	}
 
-	other := te.run(map[string]any{"name": "other", "command": []string{"sleep", "300"},
+	other := te.Run(map[string]any{"name": "other", "command": []string{"sleep", "300"},
 		"Networks": map[string]any{"dnsb": map[string]any{}}})
 	if code, _ := te.exec(other, "nslookup", "srv"); code == 0 {
 		t.Fatal("a container on another network resolved srv")
@@ -123,7 +108,7 @@ func TestContainersTalk(t *testing.T) {
 		{"cli resolving the alias of a connected container", cli, "oth"},
 		{"the connected container resolving srv", other, "srv"},
 	} {
-		eventually(t, 10*time.Second, check.what, func() bool { code, _ := te.exec(check.in, "nslookup", check.ask); return code == 0 })
+		poll.Until(t, 10*time.Second, check.what, func() bool { code, _ := te.exec(check.in, "nslookup", check.ask); return code == 0 })
 	}
 	te.Must(http.StatusConflict, "POST", "/networks/dnsa/connect", map[string]any{"container": "other"})
 	te.Must(http.StatusOK, "POST", "/networks/dnsa/disconnect", map[string]any{"Container": "other"})
@@ -140,24 +125,24 @@ func TestContainersTalk(t *testing.T) {
 	}
 
 	// -P publishes the image's EXPOSE 80 on a random host port.
-	all := te.run(map[string]any{"name": "all", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"}, "publish_image_ports": true})
+	all := te.Run(map[string]any{"name": "all", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"}, "publish_image_ports": true})
 	bindings := te.networkSettings(all).Ports["80/tcp"]
 	if len(bindings) != 1 || bindings[0].HostPort == "" || bindings[0].HostPort == "0" {
 		t.Fatalf("-P bindings: %+v", bindings)
 	}
-	if !within(20*time.Second, func() bool { return httpGet("http://127.0.0.1:"+bindings[0].HostPort+"/hostname") != "" }) {
+	if !poll.Within(20*time.Second, func() bool { return poll.Get("http://127.0.0.1:"+bindings[0].HostPort+"/hostname") != "" }) {
 		code, out := te.exec(all, "wget", "-q", "-O", "-", "http://127.0.0.1/hostname")
 		nat, _ := exec.Command("iptables", "-t", "nat", "-S").CombinedOutput()
 		t.Fatalf("the -P port %s did not answer within 20s; from inside the container: %d %q; nat table:\n%s", bindings[0].HostPort, code, out, nat)
 	}
 
 	// container:ID shares srv's namespace; none has loopback only.
-	joiner := te.run(map[string]any{"name": "joiner", "command": []string{"sleep", "300"}, "netns": map[string]string{"nsmode": "container", "value": "srv"}})
+	joiner := te.Run(map[string]any{"name": "joiner", "command": []string{"sleep", "300"}, "netns": map[string]string{"nsmode": "container", "value": "srv"}})
 	srvIP := te.networkSettings(srv).Networks["dnsa"].IPAddress
 	if code, out := te.exec(joiner, "ip", "-4", "addr"); code != 0 || !strings.Contains(out, srvIP) {
 		t.Fatalf("container mode does not see %s: %d %s", srvIP, code, out)
 	}
-	none := te.run(map[string]any{"name": "none", "command": []string{"sleep", "300"}, "netns": map[string]string{"nsmode": "none"}})
+	none := te.Run(map[string]any{"name": "none", "command": []string{"sleep", "300"}, "netns": map[string]string{"nsmode": "none"}})
 	if code, out := te.exec(none, "ip", "-o", "link"); code != 0 || strings.Count(strings.TrimSpace(out), "\n") != 0 {
 		t.Fatalf("none mode links: %d %s", code, out)
 	}
@@ -181,7 +166,7 @@ func TestContainersTalk(t *testing.T) {
 	for _, name := range []string{"srv", "cli"} {
 		te.Must(http.StatusNotFound, "GET", "/containers/"+name+"/json", nil)
 	}
-	if httpGet(fmt.Sprintf("http://127.0.0.1:%d/hostname", port)) != "" {
+	if poll.Get(fmt.Sprintf("http://127.0.0.1:%d/hostname", port)) != "" {
 		t.Fatal("the published port still answers after its container went")
 	}
 }
@@ -231,7 +216,7 @@ func TestBadContainerNetworkRequests(t *testing.T) {
 		return map[string]any{"name": name, "command": []string{"sleep", "300"},
 			"Networks": map[string]any{"plainnet": map[string]any{"static_ips": []string{static}, "static_mac": "02:42:ac:11:00:09"}}}
 	}
-	first := te.run(spec("first"))
+	first := te.Run(spec("first"))
 	ns := te.networkSettings(first).Networks["plainnet"]
 	if ns.IPAddress != static || ns.MacAddress != "02:42:ac:11:00:09" {
 		t.Fatalf("static address and MAC: %+v", ns)

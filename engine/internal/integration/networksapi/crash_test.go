@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 	"github.com/berth-project/berth/shared/testnet"
 )
 
@@ -28,16 +29,16 @@ func TestKillEngineKeepsNetworks(t *testing.T) {
 
 	te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "crashnet", "dns_enabled": true})
 	port := testnet.FreePort(t)
-	srv := te.run(map[string]any{"name": "srv", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"},
+	srv := te.Run(map[string]any{"name": "srv", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"},
 		"Networks":     map[string]any{"crashnet": map[string]any{"aliases": []string{"web"}}},
 		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": port, "container_port": 80}}})
-	cli := te.run(map[string]any{"name": "cli", "command": []string{"sleep", "600"}, "Networks": map[string]any{"crashnet": map[string]any{}}})
+	cli := te.Run(map[string]any{"name": "cli", "command": []string{"sleep", "600"}, "Networks": map[string]any{"crashnet": map[string]any{}}})
 	srvIP := te.networkSettings(srv).Networks["crashnet"].IPAddress
 	url := fmt.Sprintf("http://127.0.0.1:%d/hostname", port)
-	eventually(t, 20*time.Second, "the published port answering", func() bool { return httpGet(url) != "" })
+	poll.Until(t, 20*time.Second, "the published port answering", func() bool { return poll.Get(url) != "" })
 
 	p.Kill9()
-	if httpGet(url) == "" {
+	if poll.Get(url) == "" {
 		t.Fatal("the published port went with the engine")
 	}
 
@@ -50,7 +51,7 @@ func TestKillEngineKeepsNetworks(t *testing.T) {
 	}
 	// third publishes a port, so netavark sets it up and no keeper comes
 	// back on crashnet.
-	third := te.run(map[string]any{"name": "third", "command": []string{"sleep", "600"}, "Networks": map[string]any{"crashnet": map[string]any{}},
+	third := te.Run(map[string]any{"name": "third", "command": []string{"sleep", "600"}, "Networks": map[string]any{"crashnet": map[string]any{}},
 		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": testnet.FreePort(t), "container_port": 80}}})
 	seen := map[string]bool{srvIP: true, te.networkSettings(cli).Networks["crashnet"].IPAddress: true}
 	if ip := te.networkSettings(third).Networks["crashnet"].IPAddress; ip == "" || seen[ip] {
@@ -65,7 +66,7 @@ func TestKillEngineKeepsNetworks(t *testing.T) {
 	for _, name := range []string{"srv", "third"} {
 		te.Must(http.StatusNoContent, "POST", "/containers/"+name+"/stop?timeout=0", nil)
 	}
-	if httpGet(url) != "" {
+	if poll.Get(url) != "" {
 		t.Fatal("the published port still answers after stop")
 	}
 	if entries, _ := os.ReadDir(filepath.Join(dir, "run", "netns")); len(entries) > 0 {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 )
 
 // dnsEntryIDs answers the container IDs with a line in a network's
@@ -61,9 +63,9 @@ func hasLink(name string) bool {
 func TestDirectPathDNS(t *testing.T) {
 	te := startEngine(t)
 	te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": "ddns", "dns_enabled": true})
-	a := te.run(map[string]any{"name": "alpha", "command": []string{"sleep", "300"},
+	a := te.Run(map[string]any{"name": "alpha", "command": []string{"sleep", "300"},
 		"Networks": map[string]any{"ddns": map[string]any{"aliases": []string{"first"}}}})
-	b := te.run(map[string]any{"name": "beta", "command": []string{"sleep", "300"},
+	b := te.Run(map[string]any{"name": "beta", "command": []string{"sleep", "300"},
 		"Networks": map[string]any{"ddns": map[string]any{}}})
 	for _, id := range []string{a, b} {
 		if !hasLink("bv" + id[:13]) {
@@ -87,7 +89,7 @@ func TestDirectPathDNS(t *testing.T) {
 	if ids := te.dnsEntryIDs("ddns"); ids[a] {
 		t.Fatalf("alpha's entry outlived it: %v", ids)
 	}
-	eventually(t, 10*time.Second, "alpha no longer resolving", func() bool {
+	poll.Until(t, 10*time.Second, "alpha no longer resolving", func() bool {
 		code, _ := te.exec(b, "nslookup", "alpha")
 		return code != 0
 	})
@@ -103,20 +105,20 @@ func TestDirectPathDNS(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill aardvark-dns %d: %v", pid, err)
 	}
-	eventually(t, 5*time.Second, "aardvark-dns gone", func() bool { return syscall.Kill(pid, 0) != nil })
-	c := te.run(map[string]any{"name": "gamma", "command": []string{"sleep", "300"},
+	poll.Until(t, 5*time.Second, "aardvark-dns gone", func() bool { return syscall.Kill(pid, 0) != nil })
+	c := te.Run(map[string]any{"name": "gamma", "command": []string{"sleep", "300"},
 		"Networks": map[string]any{"ddns": map[string]any{}}})
 	if hasLink("bv" + c[:13]) {
 		t.Fatal("gamma took the direct path without a running aardvark-dns")
 	}
 	for _, q := range []struct{ in, name string }{{c, "beta"}, {b, "gamma"}} {
-		eventually(t, 10*time.Second, "resolving "+q.name, func() bool { code, _ := te.exec(q.in, "nslookup", q.name); return code == 0 })
+		poll.Until(t, 10*time.Second, "resolving "+q.name, func() bool { code, _ := te.exec(q.in, "nslookup", q.name); return code == 0 })
 	}
 	te.Must(http.StatusOK, "DELETE", "/containers/gamma?force=true&timeout=0", nil)
 	if ids := te.dnsEntryIDs("ddns"); ids[c] || !ids[b] {
 		t.Fatalf("entries after gamma's removal: %v", ids)
 	}
-	eventually(t, 10*time.Second, "gamma no longer resolving", func() bool {
+	poll.Until(t, 10*time.Second, "gamma no longer resolving", func() bool {
 		code, _ := te.exec(b, "nslookup", "gamma")
 		return code != 0
 	})
@@ -126,7 +128,7 @@ func TestDirectPathDNS(t *testing.T) {
 	if ids := te.dnsEntryIDs("ddns"); ids != nil {
 		t.Fatalf("the aardvark-dns file outlived the network: %v", ids)
 	}
-	eventually(t, 10*time.Second, "aardvark-dns exiting with its last network", func() bool {
+	poll.Until(t, 10*time.Second, "aardvark-dns exiting with its last network", func() bool {
 		_, err := os.Stat("/proc/" + strconv.Itoa(readPID(pidFile)))
 		return readPID(pidFile) == 0 || err != nil
 	})

@@ -3,8 +3,6 @@ package networksapi
 import (
 	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -60,14 +58,6 @@ func (te *testEngine) assertNoLeftovers() {
 	}
 }
 
-// run creates and starts a container.
-func (te *testEngine) run(spec map[string]any) string {
-	te.T.Helper()
-	id := te.Create(spec)
-	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
-	return id
-}
-
 // exec runs a command in a container and answers its exit code and output.
 func (te *testEngine) exec(id string, cmd ...string) (int, string) {
 	te.T.Helper()
@@ -104,41 +94,8 @@ func (te *testEngine) networkSettings(id string) networkSettings {
 	var out struct {
 		NetworkSettings networkSettings
 	}
-	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &out); err != nil {
-		te.T.Fatal(err)
-	}
+	te.Get("/containers/"+id+"/json", &out)
 	return out.NetworkSettings
-}
-
-func requirePodman(t testing.TB) {
-	t.Helper()
-	if _, err := exec.LookPath("podman"); err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatal("podman is required (BERTH_TEST_STRICT=1)")
-		}
-		t.Skip("podman not installed")
-	}
-}
-
-// eventually retries check until it holds or d passes.
-func eventually(t testing.TB, d time.Duration, what string, check func() bool) {
-	t.Helper()
-	if !within(d, check) {
-		t.Fatalf("%s did not happen within %s", what, d)
-	}
-}
-
-// within polls check every 100 ms until it holds (true) or d has passed (false).
-func within(d time.Duration, check func() bool) bool {
-	for deadline := time.Now().Add(d); ; {
-		if check() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func jsonOf(t testing.TB, data []byte, v any) {

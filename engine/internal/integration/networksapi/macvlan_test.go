@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
 // poolSubnet answers the /24 at offset within the engine's subnet pool (a
@@ -45,7 +47,7 @@ func parentLink(t *testing.T, te *testEngine) string {
 // interface name, reaching each other over the parent; removal leaves no
 // interface on the parent and no namespace behind.
 func TestMacvlanNetworks(t *testing.T) {
-	requirePodman(t)
+	enginetest.RequirePodman(t)
 	te := startEngine(t)
 	parent := parentLink(t, te)
 	subnet, prefix := poolSubnet(te, 5)

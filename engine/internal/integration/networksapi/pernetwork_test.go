@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
 // TestPodmanPerNetworkOptions: what podman 4.3.1 sends for --network
@@ -15,7 +17,7 @@ import (
 // Also: the answer to a taken network name (409, cause "network already
 // exists", as Podman's) and prune with label and until filters.
 func TestPodmanPerNetworkOptions(t *testing.T) {
-	requirePodman(t)
+	enginetest.RequirePodman(t)
 	te := startEngine(t)
 	subnet, prefix := poolSubnet(te, 7)
 	te.MustPodman("network", "create", "--subnet", subnet, "pernet")

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 )
 
 // TestPodmanRemoteNetworks drives the networks with the podman 4.3.1
@@ -13,7 +16,7 @@ import (
 // disconnect with --alias and --ip, rm -f, prune, run --network, -p, -P
 // and port.
 func TestPodmanRemoteNetworks(t *testing.T) {
-	requirePodman(t)
+	enginetest.RequirePodman(t)
 	te := startEngine(t)
 	block := strings.TrimSuffix(te.Nets.SubnetPool[0], ".0/20")
 	parts := strings.Split(block, ".")
@@ -51,7 +54,7 @@ func TestPodmanRemoteNetworks(t *testing.T) {
 	if !strings.HasPrefix(port, "127.0.0.1:") {
 		t.Fatalf("port web 80: %q", port)
 	}
-	eventually(t, 20*time.Second, "web answering on "+port, func() bool { return httpGet("http://"+port+"/hostname") != "" })
+	poll.Until(t, 20*time.Second, "web answering on "+port, func() bool { return poll.Get("http://"+port+"/hostname") != "" })
 	if out := te.MustPodman("ps", "--format", "{{.Names}} {{.Networks}} {{.Ports}}"); !strings.Contains(out, "web pnet "+port+"->80/tcp") {
 		t.Fatalf("ps: %q", out)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 	"github.com/berth-project/berth/shared/testnet"
 )
 
@@ -64,10 +65,10 @@ func TestTwoEnginesOneHost(t *testing.T) {
 	blockA := strings.TrimSuffix(a.Nets.SubnetPool[0], ".0/20")
 
 	portA := testnet.FreePort(t)
-	srv := a.run(map[string]any{"name": "srv", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"},
+	srv := a.Run(map[string]any{"name": "srv", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"},
 		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": portA, "container_port": 80, "protocol": "tcp"}}})
 	urlA := fmt.Sprintf("http://127.0.0.1:%d/hostname", portA)
-	eventually(t, 20*time.Second, "engine A's published port answering", func() bool { return httpGet(urlA) != "" })
+	poll.Until(t, 20*time.Second, "engine A's published port answering", func() bool { return poll.Get(urlA) != "" })
 	before := ownRules(t, blockA)
 	if len(before) == 0 {
 		t.Fatalf("no firewall rule names engine A's block %s.x", blockA)
@@ -76,12 +77,12 @@ func TestTwoEnginesOneHost(t *testing.T) {
 	// Engine B: a container publishing a port on its default network, then
 	// removed, the network's last: netavark's complete teardown.
 	portB := testnet.FreePort(t)
-	b.run(map[string]any{"name": "other", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"},
+	b.Run(map[string]any{"name": "other", "command": []string{"httpd", "-f", "-p", "80", "-h", "/etc"},
 		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": portB, "container_port": 80, "protocol": "tcp"}}})
 	urlB := fmt.Sprintf("http://127.0.0.1:%d/hostname", portB)
-	eventually(t, 20*time.Second, "engine B's published port answering", func() bool { return httpGet(urlB) != "" })
+	poll.Until(t, 20*time.Second, "engine B's published port answering", func() bool { return poll.Get(urlB) != "" })
 	b.Must(http.StatusOK, "DELETE", "/containers/other?force=true&timeout=0", nil)
-	if httpGet(urlB) != "" {
+	if poll.Get(urlB) != "" {
 		t.Fatal("engine B's port still answers after its container's removal")
 	}
 
@@ -91,7 +92,7 @@ func TestTwoEnginesOneHost(t *testing.T) {
 			t.Errorf("engine A's rule gone after engine B's teardown: %s", rule)
 		}
 	}
-	if got := strings.TrimSpace(httpGet(urlA)); got != srv[:12] {
+	if got := strings.TrimSpace(poll.Get(urlA)); got != srv[:12] {
 		t.Errorf("engine A's published port answered %q after engine B's teardown, want %s", got, srv[:12])
 	}
 }

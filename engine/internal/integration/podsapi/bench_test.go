@@ -76,18 +76,8 @@ func BenchmarkPodListVsPodman(b *testing.B) {
 			te.createIn(name, name+"-app", "busybox", "sleep", "600")
 		}
 	}
-	b.ResetTimer()
-	var rb, rp float64
-	for i := 0; i < b.N; i++ {
-		rb = benchtest.ListThroughput(berth.URL+"/pods/json", pods, 2*time.Second)
-		rp = benchtest.ListThroughput(podman.URL+"/pods/json", pods, 2*time.Second)
+	list := func(te *testEngine) func() float64 {
+		return func() float64 { return benchtest.ListThroughput(te.URL+"/pods/json", pods, 2*time.Second) }
 	}
-	b.StopTimer()
-	if rp == 0 {
-		b.Fatal("podman answered no complete listing")
-	}
-	b.ReportMetric(rb, "berth-req/s")
-	b.ReportMetric(rp, "podman-req/s")
-	b.ReportMetric(rb/rp, "ratio")
-	fmt.Printf("pod ps, 50 pods of 2 containers: berth %.0f req/s, podman %.0f req/s, ratio %.1f (goal >= 10)\n", rb, rp, rb/rp)
+	benchtest.CompareRates(b, "pod ps, 50 pods of 2 containers", "goal >= 10", list(berth), list(podman))
 }

@@ -3,8 +3,6 @@
 package podsapi
 
 import (
-	"encoding/json"
-	"net/http"
 	"testing"
 	"time"
 
@@ -63,11 +61,7 @@ type podInspect struct {
 
 func (te *testEngine) inspectPod(name string) podInspect {
 	te.T.Helper()
-	var out podInspect
-	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/pods/"+name+"/json", nil), &out); err != nil {
-		te.T.Fatal(err)
-	}
-	return out
+	return enginetest.Fetch[podInspect](te.Engine, "/pods/"+name+"/json")
 }
 
 // waitPodState polls until the pod is in state want.

@@ -3,7 +3,6 @@ package podsapi
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 	"github.com/berth-project/berth/shared/testnet"
 )
 
@@ -26,19 +26,7 @@ func TestPodPublishedPorts(t *testing.T) {
 	te.createIn("published", "srv", "busybox", "httpd", "-f", "-p", "80", "-h", "/etc")
 	te.Must(http.StatusOK, "POST", "/pods/published/start", nil)
 
-	var body string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/hostname", hostPort))
-		if err == nil {
-			data, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			body = string(data)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the pod's published port %d does not answer: %v", hostPort, err)
-		}
-	}
+	body := poll.GetWithin(t, 10*time.Second, fmt.Sprintf("http://127.0.0.1:%d/hostname", hostPort))
 	if strings.TrimSpace(body) != "pubhost" {
 		t.Fatalf("published port answered %q, want the pod's hostname", body)
 	}

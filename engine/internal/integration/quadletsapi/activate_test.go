@@ -2,7 +2,6 @@ package quadletsapi
 
 import (
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -10,15 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 )
 
 // quadletStatus lists the quadlets and answers name -> Status.
 func (te *testEngine) quadletStatus() map[string]string {
 	te.T.Helper()
 	var list []struct{ Name, Status string }
-	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/quadlets/json", nil), &list); err != nil {
-		te.T.Fatal(err)
-	}
+	te.Get("/quadlets/json", &list)
 	out := map[string]string{}
 	for _, q := range list {
 		out[q.Name] = q.Status
@@ -32,32 +31,6 @@ func (te *testEngine) exists(path string) bool {
 	status, _ := te.Do("GET", path+"/exists", nil)
 	return status == http.StatusNoContent
 }
-
-// getBody fetches url within a deadline, retrying while the server starts.
-func getBody(t *testing.T, url string) string {
-	t.Helper()
-	client := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := client.Get(url)
-		if err == nil {
-			data, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return string(data)
-			}
-			err = &httpStatusError{resp.StatusCode}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s: %v", url, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-type httpStatusError struct{ status int }
-
-func (e *httpStatusError) Error() string { return http.StatusText(e.status) }
 
 const (
 	bqaNetwork = "[Unit]\nDescription=bqa network\n[Network]\nLabel=app=bqa\n"
@@ -99,7 +72,7 @@ func TestQuadletActivation(t *testing.T) {
 	if !te.exists("/networks/systemd-bqa-net") || !te.exists("/volumes/systemd-bqa-data") {
 		t.Fatal("the network or the volume was not created with Podman's systemd- names")
 	}
-	if got := getBody(t, "http://127.0.0.1:18301/index.html"); strings.TrimSpace(got) != "quadlet ok env-file" {
+	if got := poll.GetWithin(t, 15*time.Second, "http://127.0.0.1:18301/index.html"); strings.TrimSpace(got) != "quadlet ok env-file" {
 		t.Fatalf("the container's server answered %q", got)
 	}
 	var inspect struct {
@@ -137,7 +110,7 @@ func TestQuadletActivation(t *testing.T) {
 	// the new unit: the server moves to the new port.
 	te.Must(http.StatusOK, "POST", "/quadlets?activate=true&replace=true", tarOf(t, "bqa-web.container",
 		strings.Replace(bqaWeb, "18301", "18302", 1), "web.env", "FROM_FILE=replaced\n"))
-	if got := getBody(t, "http://127.0.0.1:18302/index.html"); strings.TrimSpace(got) != "quadlet ok replaced" {
+	if got := poll.GetWithin(t, 15*time.Second, "http://127.0.0.1:18302/index.html"); strings.TrimSpace(got) != "quadlet ok replaced" {
 		t.Fatalf("the replaced container's server answered %q", got)
 	}
 	if conn, err := net.DialTimeout("tcp", "127.0.0.1:18301", time.Second); err == nil {

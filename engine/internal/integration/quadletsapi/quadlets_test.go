@@ -1,7 +1,6 @@
 package quadletsapi
 
 import (
-	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"mime/multipart"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 )
 
 func TestMain(m *testing.M) { enginetest.Main(m) }
@@ -29,16 +29,7 @@ func startEngine(t testing.TB) *testEngine {
 // tarOf builds a tar archive of name -> content pairs.
 func tarOf(t testing.TB, files ...string) *bytes.Buffer {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for i := 0; i+1 < len(files); i += 2 {
-		if err := tw.WriteHeader(&tar.Header{Name: files[i], Mode: 0o644, Size: int64(len(files[i+1])), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write([]byte(files[i+1]))
-	}
-	tw.Close()
-	return &buf
+	return bytes.NewBuffer(tartest.Of(t, files...))
 }
 
 // apiError is the engine's error body.

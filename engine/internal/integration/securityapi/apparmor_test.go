@@ -34,12 +34,12 @@ func TestAppArmorWithoutHostSupport(t *testing.T) {
 	if got := te.inspect(strings.TrimSpace(te.MustPodman("create", "localhost/busybox", "true")))["AppArmorProfile"]; got != "" {
 		t.Errorf("AppArmorProfile %v, want none", got)
 	}
-	before := te.containerCount()
+	before := te.ContainerCount()
 	out, err := te.Podman("create", "--security-opt", "apparmor=berth-default", "localhost/busybox", "true")
 	if err == nil || !strings.Contains(out, "invalid apparmor_profile") || !strings.Contains(out, "not enabled") {
 		t.Errorf("apparmor=berth-default without AppArmor: %v\n%s", err, out)
 	}
-	if n := te.containerCount(); n != before {
+	if n := te.ContainerCount(); n != before {
 		t.Errorf("%d containers after a refused create, want %d", n, before)
 	}
 }

@@ -29,17 +29,8 @@ func BenchmarkSeccompOverhead(b *testing.B) {
 	runCycle(te, nil)
 	runCycle(te, unconfined)
 	const rounds = 25
-	var with, without []time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for j := 0; j < rounds; j++ {
-			with = append(with, runCycle(te, nil))
-			time.Sleep(100 * time.Millisecond)
-			without = append(without, runCycle(te, unconfined))
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	b.StopTimer()
+	with, without := benchtest.Alternate(b, rounds, [2]time.Duration{100 * time.Millisecond, 100 * time.Millisecond},
+		func(int) time.Duration { return runCycle(te, nil) }, func(int) time.Duration { return runCycle(te, unconfined) })
 	mw, mo := benchtest.Median(with), benchtest.Median(without)
 	b.ReportMetric(float64(mw.Microseconds())/1000, "seccomp-ms")
 	b.ReportMetric(float64(mo.Microseconds())/1000, "unconfined-ms")
@@ -58,21 +49,8 @@ func BenchmarkUserNSOverhead(b *testing.B) {
 	runCycle(te, nil)
 	runCycle(te, auto)
 	const rounds = 25
-	var def, withNS []time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for j := 0; j < rounds; j++ {
-			def = append(def, runCycle(te, nil))
-			time.Sleep(100 * time.Millisecond)
-			withNS = append(withNS, runCycle(te, auto))
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	b.StopTimer()
-	md, mu := benchtest.Median(def), benchtest.Median(withNS)
-	ratio := float64(mu) / float64(md)
-	b.ReportMetric(float64(md.Microseconds())/1000, "default-ms")
-	b.ReportMetric(float64(mu.Microseconds())/1000, "userns-auto-ms")
-	b.ReportMetric(ratio, "ratio")
+	def, withNS := benchtest.Alternate(b, rounds, [2]time.Duration{100 * time.Millisecond, 100 * time.Millisecond},
+		func(int) time.Duration { return runCycle(te, nil) }, func(int) time.Duration { return runCycle(te, auto) })
+	mu, md, ratio := benchtest.ReportRatio(b, "userns-auto", "default", withNS, def)
 	fmt.Printf("create+start+wait+rm: default median %v, --userns=auto median %v, ratio %.2f (goal <= 2) over %d runs each\n", md, mu, ratio, len(def))
 }

@@ -1,8 +1,6 @@
 package securityapi
 
 import (
-	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,21 +41,7 @@ func reachableFromUserns(dir string) {
 // inspect answers the container's inspect document as generic JSON.
 func (te *testEngine) inspect(name string) map[string]any {
 	te.T.Helper()
-	var out map[string]any
-	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+name+"/json", nil), &out); err != nil {
-		te.T.Fatal(err)
-	}
-	return out
-}
-
-// containerCount counts the engine's containers, infra ones included.
-func (te *testEngine) containerCount() int {
-	te.T.Helper()
-	var list []any
-	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/json?all=true", nil), &list); err != nil {
-		te.T.Fatal(err)
-	}
-	return len(list)
+	return enginetest.Fetch[map[string]any](te.Engine, "/containers/"+name+"/json")
 }
 
 // busybox is the test image: busybox with its applets.

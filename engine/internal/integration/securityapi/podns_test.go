@@ -89,13 +89,13 @@ func TestPodUserNamespace(t *testing.T) {
 	}
 
 	// A member cannot have a user namespace of its own; nothing is created.
-	before := te.containerCount()
+	before := te.ContainerCount()
 	// (podman's client refuses --userns with --pod itself: the request is sent directly)
 	code, body := te.Do("POST", "/containers/create", map[string]any{"image": "localhost/busybox", "pod": "upod", "userns": map[string]string{"nsmode": "auto"}})
 	if code != http.StatusBadRequest || !strings.Contains(string(body), "userns") {
 		t.Errorf("member with its own userns: %d %s, want a 400 naming userns", code, body)
 	}
-	if n := te.containerCount(); n != before {
+	if n := te.ContainerCount(); n != before {
 		t.Errorf("%d containers after a refused member, want %d", n, before)
 	}
 

@@ -146,7 +146,7 @@ func TestSeccompBadProfile(t *testing.T) {
 	if status != http.StatusBadRequest || !strings.Contains(string(body), "seccomp_policy") {
 		t.Errorf("seccomp_policy strict: %d %s", status, body)
 	}
-	if n := te.containerCount(); n != 0 {
+	if n := te.ContainerCount(); n != 0 {
 		t.Errorf("%d containers after refused creates, want 0", n)
 	}
 }

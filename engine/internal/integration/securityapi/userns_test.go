@@ -1,8 +1,6 @@
 package securityapi
 
 import (
-	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,9 +20,7 @@ func (te *testEngine) idMaps(name string) [][3]uint64 {
 			IDMappings *struct{ UidMap []string }
 		}
 	}
-	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+name+"/json", nil), &out); err != nil {
-		te.T.Fatal(err)
-	}
+	te.Get("/containers/"+name+"/json", &out)
 	if out.HostConfig.IDMappings == nil {
 		return nil
 	}
@@ -127,7 +123,7 @@ func TestUserNamespaces(t *testing.T) {
 		t.Errorf("--userns=host: uid_map %q, want the whole range", out)
 	}
 
-	before := te.containerCount()
+	before := te.ContainerCount()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -143,7 +139,7 @@ func TestUserNamespaces(t *testing.T) {
 			t.Errorf("create %v: %v, want a 400 naming %s\n%s", tc.args, err, tc.want, out)
 		}
 	}
-	if n := te.containerCount(); n != before {
+	if n := te.ContainerCount(); n != before {
 		t.Errorf("%d containers after refused creates, want %d", n, before)
 	}
 }

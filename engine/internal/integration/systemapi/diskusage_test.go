@@ -43,7 +43,7 @@ func TestDiskUsage(t *testing.T) {
 		"volumes": []map[string]any{{"Name": "df-used", "Dest": "/data"}}})
 
 	var report core.DiskUsageReport
-	te.Decode(te.Must(http.StatusOK, "GET", "/system/df", nil), &report)
+	te.Get("/system/df", &report)
 
 	byTag := map[string]*core.ImageDiskUsage{}
 	for _, img := range report.Images {

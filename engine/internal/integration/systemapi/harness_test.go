@@ -1,13 +1,13 @@
 package systemapi
 
 import (
-	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"net/url"
 	"testing"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -45,17 +45,5 @@ func imageWith(tags []string, file string, size int, labels map[string]string) t
 // rootfsTar is a one-file root filesystem for imports.
 func rootfsTar(t *testing.T) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	data := []byte("imported\n")
-	if err := tw.WriteHeader(&tar.Header{Name: "imported.txt", Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return tartest.Of(t, "imported.txt", "imported\n")
 }

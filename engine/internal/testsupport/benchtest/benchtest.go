@@ -37,6 +37,13 @@ func PodmanURL(tb testing.TB) string {
 	return u
 }
 
+// Timed answers how long f took.
+func Timed(f func()) time.Duration {
+	start := time.Now()
+	f()
+	return time.Since(start)
+}
+
 // Median is the middle of d (the upper one of an even count).
 func Median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
@@ -148,15 +155,23 @@ func Report(b *testing.B, what, goal, unit string, bs, ps []time.Duration) {
 // ReportPeer is Report with the peer's name in place of podman's.
 func ReportPeer(b *testing.B, peer, what, goal, unit string, bs, ps []time.Duration) {
 	b.Helper()
-	mb, mp := Median(bs), Median(ps)
-	ratio := float64(mb) / float64(mp)
-	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
-	b.ReportMetric(float64(mp.Microseconds())/1000, peer+"-ms")
-	b.ReportMetric(ratio, "ratio")
+	mb, mp, ratio := ReportRatio(b, "berth", peer, bs, ps)
 	if goal != "" {
 		goal = " (" + goal + ")"
 	}
 	fmt.Printf("%s: berth median %v, %s median %v, ratio %.3f%s over %d %s each\n", what, mb, peer, mp, ratio, goal, len(bs), unit)
+}
+
+// ReportRatio reports the medians of two sets of timings (NUM-ms and
+// DEN-ms) and the first over the second (ratio), and answers them.
+func ReportRatio(b *testing.B, num, den string, nums, dens []time.Duration) (mn, md time.Duration, ratio float64) {
+	b.Helper()
+	mn, md = Median(nums), Median(dens)
+	ratio = float64(mn) / float64(md)
+	b.ReportMetric(float64(mn.Microseconds())/1000, num+"-ms")
+	b.ReportMetric(float64(md.Microseconds())/1000, den+"-ms")
+	b.ReportMetric(ratio, "ratio")
+	return mn, md, ratio
 }
 
 // ListThroughput issues GET url from 4 clients for d and answers the
@@ -187,4 +202,27 @@ func ListThroughput(url string, want int, d time.Duration) float64 {
 	}
 	wg.Wait()
 	return float64(n.Load()) / d.Seconds()
+}
+
+// CompareRates measures berth's and podman's throughput (requests a
+// second, as ListThroughput answers them) in turns, b.N times with the
+// benchmark's timer running, and reports the last of each (berth-req/s,
+// podman-req/s) and berth's over podman's (ratio), printed on one line:
+// "WHAT: berth B req/s, podman P req/s, ratio R (GOAL)". A podman that
+// answered nothing complete fails the benchmark.
+func CompareRates(b *testing.B, what, goal string, berth, podman func() float64) {
+	b.Helper()
+	b.ResetTimer()
+	var rb, rp float64
+	for i := 0; i < b.N; i++ {
+		rb, rp = berth(), podman()
+	}
+	b.StopTimer()
+	if rp == 0 {
+		b.Fatal("podman answered no complete listing")
+	}
+	b.ReportMetric(rb, "berth-req/s")
+	b.ReportMetric(rp, "podman-req/s")
+	b.ReportMetric(rb/rp, "ratio")
+	fmt.Printf("%s: berth %.0f req/s, podman %.0f req/s, ratio %.1f (%s)\n", what, rb, rp, rb/rp, goal)
 }

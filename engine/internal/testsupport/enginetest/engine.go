@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
 )
@@ -84,28 +85,10 @@ const (
 func BusyboxImage() testimage.Image { return testimage.Busybox("localhost/busybox:latest", "sh") }
 
 // Require skips t (fails it under BERTH_TEST_STRICT=1) when one of the
-// files or programs on PATH is missing; what names the tests.
+// files or programs is missing (see need.All); what names the tests.
 func Require(t testing.TB, what string, needs ...string) {
 	t.Helper()
-	var missing []string
-	for _, p := range needs {
-		var err error
-		if filepath.IsAbs(p) {
-			_, err = os.Stat(p)
-		} else {
-			_, err = exec.LookPath(p)
-		}
-		if err != nil {
-			missing = append(missing, p)
-		}
-	}
-	if len(missing) == 0 {
-		return
-	}
-	if os.Getenv("BERTH_TEST_STRICT") == "1" {
-		t.Fatalf("%s need %s (BERTH_TEST_STRICT=1)", what, strings.Join(missing, ", "))
-	}
-	t.Skipf("%s need %s", what, strings.Join(missing, ", "))
+	need.All(t, what, needs...)
 }
 
 // Start serves an engine with its state in a directory of the test, under
@@ -262,6 +245,27 @@ func (e *Engine) Decode(data []byte, v any) {
 	}
 }
 
+// Get reads path (answered 200) into v, failing the test otherwise.
+func (e *Engine) Get(path string, v any) {
+	e.T.Helper()
+	e.Decode(e.Must(http.StatusOK, "GET", path, nil), v)
+}
+
+// Fetch is Get answering a new T.
+func Fetch[T any](e *Engine, path string) T {
+	e.T.Helper()
+	var v T
+	e.Get(path, &v)
+	return v
+}
+
+// ContainerCount is how many containers the engine has, in every state
+// (infra containers included).
+func (e *Engine) ContainerCount() int {
+	e.T.Helper()
+	return len(Fetch[[]json.RawMessage](e, "/containers/json?all=true"))
+}
+
 // Create creates a container from spec (busybox when it names no image)
 // and returns its ID.
 func (e *Engine) Create(spec map[string]any) string {
@@ -326,6 +330,27 @@ func (e *Engine) Logs(id string) string {
 	return Demux(e.Must(http.StatusOK, "GET", "/containers/"+id+"/logs?stdout=true&stderr=true", nil))
 }
 
+// LogLines is the message of each line of a container's k8s-file log,
+// read from the driver's file (none while there is no file yet).
+func (e *Engine) LogLines(id string) []string {
+	e.T.Helper()
+	var d struct {
+		HostConfig struct{ LogConfig struct{ Path string } }
+	}
+	e.Decode(e.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+	data, err := os.ReadFile(d.HostConfig.LogConfig.Path)
+	if err != nil && !os.IsNotExist(err) {
+		e.T.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		if parts := strings.SplitN(line, " ", 4); len(parts) == 4 {
+			out = append(out, parts[3])
+		}
+	}
+	return out
+}
+
 // Demux returns the payload of a multiplexed attach or logs stream
 // without its 8-byte frame headers.
 func Demux(b []byte) string {
@@ -371,12 +396,19 @@ func (e *Engine) RemoveAll() {
 	}
 }
 
+// RequirePodman skips t (fails it under BERTH_TEST_STRICT=1) when the
+// podman 4.3.1 client is not installed.
+func RequirePodman(t testing.TB) {
+	t.Helper()
+	Require(t, "podman client tests", "podman")
+}
+
 // Podman runs the podman 4.3.1 client against the engine and returns its
 // output, stdout and stderr together; the test is skipped (fails under
 // BERTH_TEST_STRICT=1) when podman is not installed.
 func (e *Engine) Podman(args ...string) (string, error) {
 	e.T.Helper()
-	Require(e.T, "podman client tests", "podman")
+	RequirePodman(e.T)
 	out, err := e.PodmanCommand(args...).CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("podman %s: %w\n%s", strings.Join(args, " "), err, out)
@@ -409,7 +441,7 @@ func (e *Engine) PodmanStdout(args ...string) string {
 // apart.
 func (e *Engine) PodmanOutput(args ...string) (stdout, stderr string, err error) {
 	e.T.Helper()
-	Require(e.T, "podman client tests", "podman")
+	RequirePodman(e.T)
 	var out, errOut strings.Builder
 	cmd := e.PodmanCommand(args...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut

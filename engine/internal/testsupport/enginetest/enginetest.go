@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -27,27 +28,7 @@ import (
 // runc, conmon or busybox-static; what names the tests in the message.
 func RequireRuntime(t testing.TB, what string) {
 	t.Helper()
-	var missing []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root")
-	}
-	for _, bin := range []string{"runc", "conmon"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			if _, err := os.Stat("/usr/sbin/" + bin); err != nil {
-				missing = append(missing, bin)
-			}
-		}
-	}
-	if _, err := os.Stat(testimage.BusyboxPath); err != nil {
-		missing = append(missing, "busybox-static")
-	}
-	if len(missing) == 0 {
-		return
-	}
-	if os.Getenv("BERTH_TEST_STRICT") == "1" {
-		t.Fatalf("%s need %s (BERTH_TEST_STRICT=1)", what, strings.Join(missing, ", "))
-	}
-	t.Skipf("%s need %s", what, strings.Join(missing, ", "))
+	need.All(t, what, "root", "runc", "conmon", testimage.BusyboxPath)
 }
 
 // Serve serves an engine with its state under root and runRoot on a

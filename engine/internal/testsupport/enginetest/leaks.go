@@ -101,9 +101,10 @@ func settled(list func() []string) []string {
 
 // Leaks lists what remains on the host of the given pods and containers
 // of an engine with state under root and runRoot: cgroups (the systemd
-// manager's scopes and slices included), conmon processes, processes
-// still in a container's cgroup (a pause process included), runc and
-// pause process state, network namespace files and mounts.
+// manager's scopes and slices included), processes whose command line
+// names a container (its conmon, its runc) or still in its cgroup (a
+// pause process included), runc, pause process and exit state, network
+// namespace files and mounts.
 func Leaks(root, runRoot string, podIDs, ctrIDs []string) []string {
 	var out []string
 	hierarchies, _ := filepath.Glob("/sys/fs/cgroup/*/berth")
@@ -140,8 +141,8 @@ func Leaks(root, runRoot string, podIDs, ctrIDs []string) []string {
 		cmd := strings.ReplaceAll(string(data), "\x00", " ")
 		cg, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cgroup"))
 		for _, id := range ctrIDs {
-			if strings.Contains(cmd, id) && strings.Contains(cmd, "conmon") {
-				out = append(out, "process "+p+": "+cmd)
+			if strings.Contains(cmd, id) {
+				out = append(out, "process "+p+" naming "+id+": "+cmd)
 			}
 			if strings.Contains(string(cg), "/berth-"+id+"\n") || strings.Contains(string(cg), "/berth-"+id+".scope\n") {
 				out = append(out, "process "+filepath.Dir(p)+" in the cgroup of "+id+": "+cmd)
@@ -151,7 +152,7 @@ func Leaks(root, runRoot string, podIDs, ctrIDs []string) []string {
 	for _, id := range ctrIDs {
 		for what, p := range map[string]string{
 			"runc state": filepath.Join(runRoot, "runc", id), "pause process state": filepath.Join(runRoot, "pause", id),
-			"network namespace": filepath.Join(runRoot, "netns", "berth-"+id),
+			"network namespace": filepath.Join(runRoot, "netns", "berth-"+id), "exit file": filepath.Join(runRoot, "exits", id),
 		} {
 			if _, err := os.Stat(p); err == nil {
 				out = append(out, what+" of "+id)

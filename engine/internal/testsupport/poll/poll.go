@@ -6,6 +6,8 @@
 package poll
 
 import (
+	"io"
+	"net/http"
 	"testing"
 	"time"
 )
@@ -33,4 +35,32 @@ func Until(t testing.TB, d time.Duration, what string, cond func() bool) {
 	if !Within(d, cond) {
 		t.Fatalf("%s: not within %v", what, d)
 	}
+}
+
+// Get sends one GET to url (what a container serves on a published port,
+// say), waiting 2 seconds at most, and answers the body of a 200 answer;
+// "" for any other answer, an empty body or no answer.
+func Get(url string) string {
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	return string(data)
+}
+
+// GetWithin polls Get until url answers within d and answers the body; it
+// fails t, naming url, otherwise.
+func GetWithin(t testing.TB, d time.Duration, url string) string {
+	t.Helper()
+	var body string
+	Until(t, d, "GET "+url+" answering 200", func() bool {
+		body = Get(url)
+		return body != ""
+	})
+	return body
 }

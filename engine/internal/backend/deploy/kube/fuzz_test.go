@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"archive/tar"
 	"bytes"
 	"errors"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 )
 
 // FuzzParseDocuments feeds arbitrary bytes to the YAML parser: it must
@@ -42,9 +42,9 @@ func FuzzParseDocuments(f *testing.F) {
 // FuzzUnpack feeds arbitrary bytes to the archive reader: nothing may land
 // outside the target directory.
 func FuzzUnpack(f *testing.F) {
-	f.Add(tarOf(f, map[string]string{"play.yaml": podYAML, "app/Containerfile": "FROM scratch\n"}))
-	f.Add(tarOf(f, map[string]string{"../escape.yaml": podYAML}))
-	f.Add(tarOf(f, map[string]string{"a.yaml": podYAML, "b.yml": podYAML}))
+	f.Add(tartest.Files(f, map[string]string{"play.yaml": podYAML, "app/Containerfile": "FROM scratch\n"}))
+	f.Add(tartest.Files(f, map[string]string{"../escape.yaml": podYAML}))
+	f.Add(tartest.Files(f, map[string]string{"a.yaml": podYAML, "b.yml": podYAML}))
 	f.Add([]byte("not a tar"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		parent := t.TempDir()
@@ -63,19 +63,6 @@ func FuzzUnpack(f *testing.F) {
 	})
 }
 
-func tarOf(t testing.TB, files map[string]string) []byte {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for name, content := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write([]byte(content))
-	}
-	tw.Close()
-	return buf.Bytes()
-}
-
 func TestUnpack(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -90,7 +77,7 @@ func TestUnpack(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := unpack(bytes.NewReader(tarOf(t, c.files)), t.TempDir(), 1<<20)
+			got, err := unpack(bytes.NewReader(tartest.Files(t, c.files)), t.TempDir(), 1<<20)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, core.ErrInvalidArgument) {
 					t.Fatalf("err %v, want %q", err, c.err)
@@ -102,14 +89,10 @@ func TestUnpack(t *testing.T) {
 			}
 		})
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	tw.WriteHeader(&tar.Header{Name: "link.yaml", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"})
-	tw.Close()
-	if _, err := unpack(&buf, t.TempDir(), 1<<20); !errors.Is(err, core.ErrInvalidArgument) {
+	if _, err := unpack(bytes.NewReader(tartest.Of(t, "link.yaml", "-> /etc/passwd")), t.TempDir(), 1<<20); !errors.Is(err, core.ErrInvalidArgument) {
 		t.Fatalf("a symlink: %v", err)
 	}
-	big := tarOf(t, map[string]string{"play.yaml": strings.Repeat("x", 100)})
+	big := tartest.Files(t, map[string]string{"play.yaml": strings.Repeat("x", 100)})
 	if _, err := unpack(bytes.NewReader(big), t.TempDir(), 10); !errors.Is(err, core.ErrTooLarge) {
 		t.Fatalf("too large: %v", err)
 	}

@@ -15,7 +15,9 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/deploy/quadlets"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 	"github.com/berth-project/berth/engine/internal/testsupport/systemdexec"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 )
 
@@ -23,14 +25,7 @@ import (
 // first) into store.
 func installUnit(t *testing.T, store *quadlets.Store, files ...string) {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for i := 0; i < len(files); i += 2 {
-		tw.WriteHeader(&tar.Header{Name: files[i], Mode: 0o644, Size: int64(len(files[i+1])), Typeflag: tar.TypeReg})
-		tw.Write([]byte(files[i+1]))
-	}
-	tw.Close()
-	if _, err := store.Install(context.Background(), &buf, core.QuadletInstallOptions{}); err != nil {
+	if _, err := store.Install(context.Background(), bytes.NewReader(tartest.Of(t, files...)), core.QuadletInstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -154,13 +149,7 @@ func TestGenerateServices(t *testing.T) {
 // and has systemd-analyze verify them together.
 func verifyGenerated(t *testing.T, store *quadlets.Store, dir string) {
 	t.Helper()
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatal("systemd-analyze is not installed (BERTH_TEST_STRICT=1)")
-		}
-		t.Skip("systemd-analyze is not installed")
-	}
+	analyze := need.Program(t, "unit verification", "systemd-analyze")
 	list, err := store.List(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)

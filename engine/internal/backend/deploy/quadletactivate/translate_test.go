@@ -10,6 +10,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/deploy/quadlets"
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 )
 
 func TestParsePort(t *testing.T) {
@@ -137,13 +138,7 @@ func FuzzCheck(f *testing.F) {
 // systemd-analyze verify and runs podman against the engine with the
 // unit's options. generate_test.go covers the other kinds.
 func TestGenerateService(t *testing.T) {
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatal("systemd-analyze is not installed (BERTH_TEST_STRICT=1)")
-		}
-		t.Skip("systemd-analyze is not installed")
-	}
+	analyze := need.Program(t, "unit verification", "systemd-analyze")
 	dir := t.TempDir()
 	store, err := quadlets.Open(filepath.Join(dir, "quadlets"))
 	if err != nil {

@@ -1,7 +1,6 @@
 package quadlets
 
 import (
-	"archive/tar"
 	"bufio"
 	"bytes"
 	"context"
@@ -16,31 +15,14 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 )
 
 // tarOf builds a tar archive of name -> content (a trailing "/" makes a directory).
 func tarOf(t testing.TB, files ...string) *bytes.Buffer {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for i := 0; i+1 < len(files); i += 2 {
-		name, content := files[i], files[i+1]
-		hdr := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg}
-		if strings.HasSuffix(name, "/") {
-			hdr = &tar.Header{Name: name, Mode: 0o755, Typeflag: tar.TypeDir}
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
-		}
-		if hdr.Typeflag == tar.TypeReg {
-			tw.Write([]byte(content))
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return &buf
+	return bytes.NewBuffer(tartest.Of(t, files...))
 }
 
 const webUnit = "[Container]\nImage=busybox\nEnvironmentFile=web.env\nPod=db.pod\n"
@@ -111,13 +93,6 @@ func TestStoreRefusesBadArchives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	link := func() *bytes.Buffer {
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		tw.WriteHeader(&tar.Header{Name: "web.container", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"})
-		tw.Close()
-		return &buf
-	}
 	cases := []struct {
 		name    string
 		archive *bytes.Buffer
@@ -126,7 +101,7 @@ func TestStoreRefusesBadArchives(t *testing.T) {
 		{"escape", tarOf(t, "web.container", "[Container]\nImage=x\n", "../evil", "x"), "escapes the quadlet directory"},
 		{"absolute", tarOf(t, "/etc/web.container", "[Container]\nImage=x\n"), "escapes the quadlet directory"},
 		{"deep escape", tarOf(t, "a/../../web.container", "[Container]\nImage=x\n"), "escapes the quadlet directory"},
-		{"symlink", link(), "only regular files and directories"},
+		{"symlink", tarOf(t, "web.container", "-> /etc/passwd"), "only regular files and directories"},
 		{"unknown extension", tarOf(t, "web.conatiner", "[Container]\nImage=x\n"), "no quadlet files found"},
 		{"two units", tarOf(t, "a.container", "[Container]\nImage=x\n", "b.volume", "[Volume]\n"), "only a single quadlet file"},
 		{"empty", tarOf(t), "no files found"},

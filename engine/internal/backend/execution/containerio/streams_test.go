@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/stream"
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 )
 
 // TestStreams drives logs, attach, exec, stats, top, events, healthchecks
@@ -644,13 +645,7 @@ func testRestartPolicy(t *testing.T, te *testEngine) {
 // testPodmanClient checks the real client, when installed: a foreground
 // run with output and exit code, logs, exec, top, stats and events.
 func testPodmanClient(t *testing.T, te *testEngine) {
-	podman, err := exec.LookPath("podman")
-	if err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatal("podman is not installed (BERTH_TEST_STRICT=1)")
-		}
-		t.Skip("podman is not installed")
-	}
+	podman := need.Program(t, "podman client tests", "podman")
 	run := func(args ...string) (string, int) {
 		t.Helper()
 		cmd := exec.Command(podman, append([]string{"--remote", "--url", "tcp://" + te.Addr}, args...)...)

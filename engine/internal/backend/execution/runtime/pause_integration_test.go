@@ -19,6 +19,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 )
 
 var pauseOOMScoreAdj = 123
@@ -47,10 +48,7 @@ func hostCatatonitBytes(t *testing.T) []byte {
 	t.Helper()
 	p, err := lookPath("catatonit")
 	if err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatal("pause tests need catatonit")
-		}
-		t.Skip("pause tests need catatonit")
+		need.Skipf(t, "pause tests need catatonit")
 	}
 	data, err := os.ReadFile(p)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 )
 
@@ -24,25 +25,7 @@ const busybox = "/bin/busybox"
 
 func requireTools(t *testing.T) {
 	t.Helper()
-	var missing []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root")
-	}
-	for _, bin := range []string{"runc", "conmon"} {
-		if _, err := lookPath(bin); err != nil {
-			missing = append(missing, bin)
-		}
-	}
-	if _, err := os.Stat(busybox); err != nil {
-		missing = append(missing, "busybox-static")
-	}
-	if len(missing) == 0 {
-		return
-	}
-	if os.Getenv("BERTH_TEST_STRICT") == "1" {
-		t.Fatalf("runtime tests need %s", strings.Join(missing, ", "))
-	}
-	t.Skipf("runtime tests need %s", strings.Join(missing, ", "))
+	need.All(t, "runtime tests", "root", "runc", "conmon", busybox)
 }
 
 // bundle writes a minimal busybox bundle running args.

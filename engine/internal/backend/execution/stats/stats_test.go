@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 )
 
 func TestReadFakeHierarchy(t *testing.T) {
@@ -102,10 +104,7 @@ func TestReadRealCgroup(t *testing.T) {
 	for _, c := range []string{"cpuacct", "memory", "pids"} {
 		d := filepath.Join(DefaultRoot, c, name)
 		if err := os.Mkdir(d, 0o755); err != nil {
-			if os.Getenv("BERTH_TEST_STRICT") == "1" {
-				t.Fatalf("cannot create cgroup %s: %v", d, err)
-			}
-			t.Skipf("cgroup v1 not writable here: %v", err)
+			need.Skipf(t, "cgroup v1 not writable here: %v", err)
 		}
 		dirs = append(dirs, d)
 	}

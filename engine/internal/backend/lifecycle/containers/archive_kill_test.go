@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/containers/storage"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 )
 
 // TestKill9DuringCopyAndCommit kills the engine with SIGKILL while a copy
@@ -89,7 +91,7 @@ func TestKill9DuringCopyAndCommit(t *testing.T) {
 		t.Errorf("the interrupted copy left /partial in the container: %d", status)
 	}
 	// The engine still copies and commits.
-	if status, body := te.putArchive(stopped, "/", tarBytes(t, [2]string{"after", "restart"}), ""); status != http.StatusOK {
+	if status, body := te.putArchive(stopped, "/", tartest.Of(t, "after", "restart"), ""); status != http.StatusOK {
 		t.Fatalf("copy after restart: %d %s", status, body)
 	}
 	q := url.Values{"container": {big}, "repo": {"localhost/after-restart"}}

@@ -15,34 +15,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// tarBytes builds an archive of regular files (body set), directories (name
-// ending in "/"), symlinks ("-> target") and hard links ("=> target").
-func tarBytes(t *testing.T, entries ...[2]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range entries {
-		h := &tar.Header{Name: e[0], Mode: 0o644, Typeflag: tar.TypeReg, Size: int64(len(e[1]))}
-		switch {
-		case strings.HasSuffix(e[0], "/"):
-			h.Typeflag, h.Mode, h.Size = tar.TypeDir, 0o755, 0
-		case strings.HasPrefix(e[1], "-> "):
-			h.Typeflag, h.Linkname, h.Size = tar.TypeSymlink, strings.TrimPrefix(e[1], "-> "), 0
-		case strings.HasPrefix(e[1], "=> "):
-			h.Typeflag, h.Linkname, h.Size = tar.TypeLink, strings.TrimPrefix(e[1], "=> "), 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if h.Size > 0 {
-			tw.Write([]byte(e[1]))
-		}
-	}
-	tw.Close()
-	return buf.Bytes()
-}
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
+)
 
 // untar maps entry names to contents (symlinks as "-> target").
 func untar(t testing.TB, data []byte) map[string]string {
@@ -165,10 +140,10 @@ func TestArchiveCannotReachTheHost(t *testing.T) {
 
 		// Archives that try to leave are refused before anything is written.
 		for name, archive := range map[string][]byte{
-			"dot-dot":           tarBytes(t, [2]string{"first", "x"}, [2]string{"../../../../../../../" + strings.TrimPrefix(hostDir, "/") + "/evil", "x"}),
-			"hard link to host": tarBytes(t, [2]string{"first", "x"}, [2]string{"h", "=> " + secret}),
-			"through own link":  tarBytes(t, [2]string{"first", "x"}, [2]string{"out", "-> " + hostDir}, [2]string{"out/evil", "x"}),
-			"truncated":         tarBytes(t, [2]string{"first", "x"}, [2]string{"second", strings.Repeat("y", 3000)})[:1600],
+			"dot-dot":           tartest.Of(t, "first", "x", "../../../../../../../"+strings.TrimPrefix(hostDir, "/")+"/evil", "x"),
+			"hard link to host": tartest.Of(t, "first", "x", "h", "=> "+secret),
+			"through own link":  tartest.Of(t, "first", "x", "out", "-> "+hostDir, "out/evil", "x"),
+			"truncated":         tartest.Of(t, "first", "x", "second", strings.Repeat("y", 3000))[:1600],
 		} {
 			if status, body := te.putArchive(id, "/app", archive, ""); status != http.StatusBadRequest {
 				t.Errorf("%s archive: %d %s, want 400", name, status, body)
@@ -178,14 +153,14 @@ func TestArchiveCannotReachTheHost(t *testing.T) {
 			t.Errorf("a refused archive left /app/first: %d %v", status, got)
 		}
 		// An absolute entry is placed inside the destination.
-		if status, body := te.putArchive(id, "/app", tarBytes(t, [2]string{"/abs-entry", "kept"}), ""); status != http.StatusOK {
+		if status, body := te.putArchive(id, "/app", tartest.Of(t, "/abs-entry", "kept"), ""); status != http.StatusOK {
 			t.Errorf("absolute entry: %d %s", status, body)
 		}
 		if _, got := te.getArchive(id, "/app/abs-entry"); got["abs-entry"] != "kept" {
 			t.Errorf("absolute entry landed elsewhere: %v", got)
 		}
 		// Writing over an existing link replaces the link, never its target.
-		if status, body := te.putArchive(id, "/app", tarBytes(t, [2]string{"abs-link", "replaced"}), ""); status != http.StatusOK {
+		if status, body := te.putArchive(id, "/app", tartest.Of(t, "abs-link", "replaced"), ""); status != http.StatusOK {
 			t.Errorf("over a link: %d %s", status, body)
 		}
 	}
@@ -196,7 +171,7 @@ func TestArchiveCannotReachTheHost(t *testing.T) {
 		t.Fatalf("the host directory changed: %v", entries)
 	}
 	// The running container's tmpfs is reachable (its mount namespace).
-	if status, body := te.putArchive(running, "/scratch", tarBytes(t, [2]string{"in-tmpfs", "tmpfs data"}), ""); status != http.StatusOK {
+	if status, body := te.putArchive(running, "/scratch", tartest.Of(t, "in-tmpfs", "tmpfs data"), ""); status != http.StatusOK {
 		t.Fatalf("put into tmpfs: %d %s", status, body)
 	}
 	if _, got := te.getArchive(running, "/scratch/in-tmpfs"); got["in-tmpfs"] != "tmpfs data" {
@@ -205,17 +180,17 @@ func TestArchiveCannotReachTheHost(t *testing.T) {
 	// 400s and 404s name what is wrong.
 	te.Must(http.StatusBadRequest, "GET", "/containers/"+running+"/archive", nil)
 	te.Must(http.StatusNotFound, "GET", "/containers/nosuch/archive?path=/", nil)
-	if status, _ := te.putArchive(running, "/app", tarBytes(t, [2]string{"x", "y"}), "&rename=notjson"); status != http.StatusBadRequest {
+	if status, _ := te.putArchive(running, "/app", tartest.Of(t, "x", "y"), "&rename=notjson"); status != http.StatusBadRequest {
 		t.Errorf("bad rename: %d", status)
 	}
-	if status, _ := te.putArchive(running, "/app/file", tarBytes(t, [2]string{"x", "y"}), ""); status != http.StatusBadRequest {
+	if status, _ := te.putArchive(running, "/app/file", tartest.Of(t, "x", "y"), ""); status != http.StatusBadRequest {
 		t.Errorf("file destination: %d", status)
 	}
-	if status, _ := te.putArchive(running, "/nonexistent", tarBytes(t, [2]string{"x", "y"}), ""); status != http.StatusNotFound {
+	if status, _ := te.putArchive(running, "/nonexistent", tartest.Of(t, "x", "y"), ""); status != http.StatusNotFound {
 		t.Errorf("missing destination: %d", status)
 	}
 	// noOverwriteDirNonDir refuses a file over a directory, as sent by podman 4.3.1 (lower case).
-	if status, _ := te.putArchive(stopped, "/", tarBytes(t, [2]string{"app", "file now"}), "&nooverwritedirnondir=true"); status != http.StatusBadRequest {
+	if status, _ := te.putArchive(stopped, "/", tartest.Of(t, "app", "file now"), "&nooverwritedirnondir=true"); status != http.StatusBadRequest {
 		t.Errorf("file over directory: %d", status)
 	}
 	// Copies leave no mount of the stopped container behind.
@@ -370,10 +345,10 @@ func TestArchiveOfVolumes(t *testing.T) {
 	te.Must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "cp-tmpfs", "Options": map[string]string{"type": "tmpfs", "device": "tmpfs"}})
 	vols := []map[string]any{{"Name": "cp-plain", "Dest": "/plain"}, {"Name": "cp-tmpfs", "Dest": "/tmpfs"}}
 	stopped := te.create(map[string]any{"command": []string{"true"}, "volumes": vols})
-	if status, body := te.putArchive(stopped, "/plain", tarBytes(t, [2]string{"f", "in volume"}), ""); status != http.StatusOK {
+	if status, body := te.putArchive(stopped, "/plain", tartest.Of(t, "f", "in volume"), ""); status != http.StatusOK {
 		t.Fatalf("put into a plain volume: %d %s", status, body)
 	}
-	if status, body := te.putArchive(stopped, "/tmpfs", tarBytes(t, [2]string{"f", "x"}), ""); status != http.StatusConflict {
+	if status, body := te.putArchive(stopped, "/tmpfs", tartest.Of(t, "f", "x"), ""); status != http.StatusConflict {
 		t.Errorf("put into the tmpfs volume of a stopped container: %d %s", status, body)
 	}
 	running := te.create(map[string]any{"command": []string{"sleep", "600"}, "volumes": vols})
@@ -381,7 +356,7 @@ func TestArchiveOfVolumes(t *testing.T) {
 	if _, got := te.getArchive(running, "/plain/f"); got["f"] != "in volume" {
 		t.Errorf("the plain volume seen from a running container: %v", got)
 	}
-	if status, body := te.putArchive(running, "/tmpfs", tarBytes(t, [2]string{"f", "in tmpfs"}), ""); status != http.StatusOK {
+	if status, body := te.putArchive(running, "/tmpfs", tartest.Of(t, "f", "in tmpfs"), ""); status != http.StatusOK {
 		t.Errorf("put into the tmpfs volume of a running container: %d %s", status, body)
 	}
 	if _, got := te.getArchive(running, "/tmpfs/f"); got["f"] != "in tmpfs" {

@@ -63,20 +63,12 @@ func BenchmarkListContainers100(b *testing.B) {
 			te.create(spec)
 		}
 	}
-	b.ResetTimer()
-	var rb, rp float64
-	for i := 0; i < b.N; i++ {
-		rb = benchtest.ListThroughput(berth.URL+"/containers/json?all=true", 100, 2*time.Second)
-		rp = benchtest.ListThroughput(podman.URL+"/containers/json?all=true", 100, 2*time.Second)
+	list := func(te *testEngine) func() float64 {
+		return func() float64 {
+			return benchtest.ListThroughput(te.URL+"/containers/json?all=true", 100, 2*time.Second)
+		}
 	}
-	b.StopTimer()
-	if rp == 0 {
-		b.Fatal("podman answered no complete listing")
-	}
-	b.ReportMetric(rb, "berth-req/s")
-	b.ReportMetric(rp, "podman-req/s")
-	b.ReportMetric(rb/rp, "ratio")
-	fmt.Printf("list 100 containers: berth %.0f req/s, podman %.0f req/s, ratio %.1f (goal >= 10)\n", rb, rp, rb/rp)
+	benchtest.CompareRates(b, "list 100 containers", "goal >= 10", list(berth), list(podman))
 }
 
 // pingLatency returns the median and 99th percentile of n sequential _ping requests.

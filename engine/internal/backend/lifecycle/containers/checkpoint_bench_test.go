@@ -58,25 +58,16 @@ func BenchmarkCheckpointRestore(b *testing.B) {
 		ids[te] = id
 	}
 	const rounds = 8
-	var bs, ps, brt []time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for j := 0; j < rounds; j++ {
+	var brt []time.Duration
+	bs, ps := benchtest.Alternate(b, rounds, [2]time.Duration{200 * time.Millisecond, 500 * time.Millisecond},
+		func(int) time.Duration {
 			total, rt := checkpointCycle(berth, ids[berth])
-			bs, brt = append(bs, total), append(brt, rt)
-			time.Sleep(200 * time.Millisecond)
-			// Podman 4.3.1 reports no runtime durations without printStats.
-			total, _ = checkpointCycle(podman, ids[podman])
-			ps = append(ps, total)
-			time.Sleep(500 * time.Millisecond)
-		}
-	}
-	b.StopTimer()
-	mb, mp := benchtest.Median(bs), benchtest.Median(ps)
-	ratio := float64(mb) / float64(mp)
-	b.ReportMetric(float64(mb.Microseconds())/1000, "berth-ms")
-	b.ReportMetric(float64(mp.Microseconds())/1000, "podman-ms")
-	b.ReportMetric(ratio, "ratio")
+			brt = append(brt, rt)
+			return total
+		},
+		// Podman 4.3.1 reports no runtime durations without printStats.
+		func(int) time.Duration { total, _ := checkpointCycle(podman, ids[podman]); return total })
+	mb, mp, ratio := benchtest.ReportRatio(b, "berth", "podman", bs, ps)
 	// The runtime's share is CRIU's dump and restore, the same program
 	// for both engines: the floor under either engine's time. CRIU's own
 	// part of it is read from its logs (the last timestamp of dump.log and
@@ -216,11 +207,7 @@ func BenchmarkCheckpointExportImport64MiB(b *testing.B) {
 	fi, _ := os.Stat(archive)
 	var size bytes.Buffer
 	fmt.Fprintf(&size, "%d MiB", fi.Size()>>20)
-	mm, mc := benchtest.Median(ms), benchtest.Median(cs)
-	ratio := float64(mm) / float64(mc)
-	b.ReportMetric(float64(mm.Microseconds())/1000, "move-ms")
-	b.ReportMetric(float64(mc.Microseconds())/1000, "copy-ms")
-	b.ReportMetric(ratio, "ratio")
+	mm, mc, ratio := benchtest.ReportRatio(b, "move", "copy", ms, cs)
 	// The archive part alone: each move less its CRIU restore and the
 	// dump time of the checkpoint taken beside it (CRIU's floor).
 	var parts []time.Duration

@@ -19,6 +19,9 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
 	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 	"github.com/berth-project/berth/shared/testnet"
 )
 
@@ -49,16 +52,14 @@ type checkpointState struct {
 func (te *testEngine) checkpointState(id string) checkpointState {
 	te.T.Helper()
 	var d struct{ State checkpointState }
-	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d); err != nil {
-		te.T.Fatal(err)
-	}
+	te.Get("/containers/"+id+"/json", &d)
 	return d.State
 }
 
 // counted is the last number a counter logged.
 func (te *testEngine) counted(id string) int {
 	te.T.Helper()
-	lines := te.logLines(id)
+	lines := te.LogLines(id)
 	n, err := strconv.Atoi(lines[len(lines)-1])
 	if err != nil {
 		te.T.Fatalf("counter logged %q", lines)
@@ -71,7 +72,7 @@ func (te *testEngine) counted(id string) int {
 // fresh start would log 0 again).
 func (te *testEngine) keepsCounting(id string, count int) {
 	te.T.Helper()
-	before := len(te.logLines(id))
+	before := len(te.LogLines(id))
 	lines := te.waitLog(id, before+3)
 	for _, l := range lines[before:] {
 		n, err := strconv.Atoi(l)
@@ -207,7 +208,7 @@ func TestCheckpointLeaveRunningKeep(t *testing.T) {
 	if st.Status != "running" || !st.Restored || !st.Checkpointed {
 		t.Fatalf("after restore --keep: %+v", st)
 	}
-	before := len(te.logLines(id))
+	before := len(te.LogLines(id))
 	lines := te.waitLog(id, before+2)
 	if lines[before] == "0" {
 		t.Fatalf("the restore started the counter over: %q", lines)
@@ -298,14 +299,6 @@ func rewriteArchive(t *testing.T, archive []byte, edit func(name string, content
 	return buf.Bytes()
 }
 
-// containerCount is how many containers an engine has.
-func (te *testEngine) containerCount() int {
-	te.T.Helper()
-	var list []json.RawMessage
-	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/json?all=true", nil), &list)
-	return len(list)
-}
-
 // fileIn reads a file of a container's root filesystem through export.
 func (te *testEngine) fileIn(id, path string) (string, bool) {
 	te.T.Helper()
@@ -338,16 +331,16 @@ func TestCheckpointExportImport(t *testing.T) {
 	from.Must(http.StatusConflict, "POST", "/containers/mover/restore", nil)
 
 	// Bad archives: 400 naming what is wrong, and no container made.
-	before := to.containerCount()
+	before := to.ContainerCount()
 	for _, c := range []struct {
 		name string
 		body []byte
 		want string
 	}{
 		{"not a tar", []byte("this is not a checkpoint archive, not even a tar file at all......"), "not a checkpoint archive"},
-		{"no config", tarOf(t, [2]string{"checkpoint/", ""}, [2]string{"checkpoint/inventory.img", "x"}), "config.dump"},
-		{"escape", tarOf(t, [2]string{"../escape", "x"}), "../escape"},
-		{"stranger", tarOf(t, [2]string{"etc/passwd", "x"}), "etc/passwd"},
+		{"no config", tartest.Of(t, "checkpoint/", "", "checkpoint/inventory.img", "x"), "config.dump"},
+		{"escape", tartest.Of(t, "../escape", "x"), "../escape"},
+		{"stranger", tartest.Of(t, "etc/passwd", "x"), "etc/passwd"},
 		{"truncated", archive[:len(archive)/2], "corrupt"},
 		{"bad config", rewriteArchive(t, archive, func(name string, _ []byte) []byte {
 			if name == "config.dump" {
@@ -372,7 +365,7 @@ func TestCheckpointExportImport(t *testing.T) {
 	if status != http.StatusInternalServerError || !strings.Contains(string(body), "CRIU: ") || !strings.Contains(string(body), "Error (") {
 		t.Errorf("restore of a damaged checkpoint: %d %s, want 500 with CRIU's error lines", status, body)
 	}
-	if n := to.containerCount(); n != before {
+	if n := to.ContainerCount(); n != before {
 		t.Fatalf("bad imports left %d containers", n-before)
 	}
 	// The named volume the damaged import made went with its container.
@@ -531,19 +524,7 @@ func bridged(c *engine.Config) { c.Network.DefaultMode = "bridge" }
 // servesPasswd tells whether addr answers GET /passwd with the image's
 // /etc/passwd (busybox httpd serving /etc).
 func servesPasswd(addr string) bool {
-	client := &http.Client{Timeout: 2 * time.Second}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		resp, err := client.Get("http://" + addr + "/passwd")
-		if err != nil {
-			continue
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK && strings.HasPrefix(string(body), "root:") {
-			return true
-		}
-	}
-	return false
+	return poll.Within(10*time.Second, func() bool { return strings.HasPrefix(poll.Get("http://"+addr+"/passwd"), "root:") })
 }
 
 // serveHTTP starts busybox httpd (serving /etc on port 80) in a running
@@ -669,13 +650,7 @@ func TestCheckpointPodMember(t *testing.T) {
 // imported under another name.
 func TestCheckpointPodmanCLI(t *testing.T) {
 	te := startCRIUEngine(t)
-	podmanBin, err := exec.LookPath("podman")
-	if err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatal("podman 4.3.1 is required (BERTH_TEST_STRICT=1)")
-		}
-		t.Skip("podman not installed")
-	}
+	podmanBin := need.Program(t, "podman client tests", "podman")
 	u, _ := url.Parse(te.URL)
 	podman := func(args ...string) string {
 		t.Helper()

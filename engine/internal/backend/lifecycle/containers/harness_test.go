@@ -1,12 +1,9 @@
 package containers_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -96,11 +93,7 @@ type inspectData struct {
 
 func (te *testEngine) inspect(id string) inspectData {
 	te.T.Helper()
-	var d inspectData
-	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d); err != nil {
-		te.T.Fatal(err)
-	}
-	return d
+	return enginetest.Fetch[inspectData](te.Engine, "/containers/"+id+"/json")
 }
 
 func (te *testEngine) wait(id string, conditions ...string) int32 {
@@ -121,37 +114,20 @@ func (te *testEngine) wait(id string, conditions ...string) int32 {
 	return code
 }
 
-// logLines returns the message part of each line of a container's k8s-file log.
-func (te *testEngine) logLines(id string) []string {
-	te.T.Helper()
-	data, err := os.ReadFile(te.inspect(id).HostConfig.LogConfig.Path)
-	if err != nil {
-		te.T.Fatal(err)
-	}
-	var out []string
-	for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
-		parts := strings.SplitN(line, " ", 4)
-		if len(parts) == 4 {
-			out = append(out, parts[3])
-		}
-	}
-	return out
-}
-
 // run creates, starts and waits for a container and returns its exit code and output.
 func (te *testEngine) run(spec map[string]any) (int32, []string) {
 	te.T.Helper()
 	id := te.create(spec)
 	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	code := te.wait(id)
-	lines := te.logLines(id)
+	lines := te.LogLines(id)
 	te.Must(http.StatusOK, "DELETE", "/containers/"+id, nil)
 	return code, lines
 }
 
-// leaks lists what removed containers may have left behind: rootfs mounts
-// under the engine's root, their cgroup directories, conmon or runc
-// processes, runtime state.
+// leaks lists what removed containers may have left behind: any rootfs
+// mount under the engine's root, and what enginetest.Leaks finds of them
+// (cgroups, processes naming them, runtime state).
 func leaks(root, runRoot string, ids ...string) []string {
 	var out []string
 	data, _ := os.ReadFile("/proc/self/mountinfo")
@@ -161,33 +137,14 @@ func leaks(root, runRoot string, ids ...string) []string {
 			out = append(out, "mount: "+f[4])
 		}
 	}
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, id := range ids {
-		cg, _ := filepath.Glob("/sys/fs/cgroup/*/berth/berth-" + id)
-		for _, d := range cg {
-			out = append(out, "cgroup: "+d)
-		}
-		for _, p := range procs {
-			cmd, _ := os.ReadFile(p)
-			if bytes.Contains(cmd, []byte(id)) {
-				out = append(out, fmt.Sprintf("process: %s %q", p, bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
-			}
-		}
-		if _, err := os.Stat(filepath.Join(runRoot, "runc", id)); err == nil {
-			out = append(out, "runc state: "+id)
-		}
-		if _, err := os.Stat(filepath.Join(runRoot, "exits", id)); err == nil {
-			out = append(out, "exit file: "+id)
-		}
-	}
-	return out
+	return append(out, enginetest.Leaks(root, runRoot, nil, ids)...)
 }
 
 // waitLog waits until a container's log has at least n lines.
 func (te *testEngine) waitLog(id string, n int) []string {
 	te.T.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		if lines := te.logLines(id); len(lines) >= n {
+		if lines := te.LogLines(id); len(lines) >= n {
 			return lines
 		}
 		if time.Now().After(deadline) {

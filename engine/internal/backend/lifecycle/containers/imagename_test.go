@@ -21,9 +21,7 @@ func (te *testEngine) psImages(filters map[string][]string) map[string]string {
 		Image string
 		Names []string
 	}
-	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", q, nil), &list); err != nil {
-		te.T.Fatal(err)
-	}
+	te.Get(q, &list)
 	out := map[string]string{}
 	for _, c := range list {
 		out[c.Names[0]] = c.Image

@@ -3,9 +3,10 @@ package containers_test
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 )
 
 // TestInitRunsCatatonit: with init, catatonit (bind-mounted read-only at
@@ -13,12 +14,7 @@ import (
 // shows it; a bad init_path, or init_path without init, is a 400.
 func TestInitRunsCatatonit(t *testing.T) {
 	te := startEngine(t)
-	if _, err := os.Stat("/usr/bin/catatonit"); err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatal("catatonit is needed (BERTH_TEST_STRICT=1)")
-		}
-		t.Skip("catatonit is not installed")
-	}
+	need.All(t, "the init test", "/usr/bin/catatonit")
 	code, out := te.run(map[string]any{"init": true, "command": []string{"sh", "-c", `tr '\0' ' ' < /proc/1/cmdline; echo; echo parent=$PPID; (echo x > /run/podman-init) 2>/dev/null || echo ro`}})
 	all := strings.Join(out, "\n")
 	if code != 0 || !strings.Contains(all, "/run/podman-init -- sh -c") || !strings.Contains(all, "parent=1") || !strings.Contains(all, "ro") {

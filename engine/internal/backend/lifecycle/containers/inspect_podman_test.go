@@ -75,9 +75,9 @@ func TestInspectPodmanFields(t *testing.T) {
 	}
 	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	if code := te.wait(id); code != 0 {
-		t.Fatalf("exit %d: %q", code, te.logLines(id))
+		t.Fatalf("exit %d: %q", code, te.LogLines(id))
 	}
-	out := te.logLines(id)
+	out := te.LogLines(id)
 	// 65536000 bytes are 64000 KiB.
 	if len(out) != 3 || out[0] != "podman" || !slices.Contains(strings.Fields(out[1]), "64000") || out[2] != "/bin/busybox" {
 		t.Fatalf("output %q, want container=podman, a 64000 KiB /dev/shm and /bin copied up", out)

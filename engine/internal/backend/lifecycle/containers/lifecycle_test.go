@@ -65,7 +65,7 @@ func TestLifecycle(t *testing.T) {
 	if code := te.wait(id); code != 137 {
 		t.Fatalf("wait after kill: %d", code)
 	}
-	if got := te.logLines(id); len(got) != 2 || got[0] != "started" || got[1] != "started" {
+	if got := te.LogLines(id); len(got) != 2 || got[0] != "started" || got[1] != "started" {
 		t.Fatalf("log after two starts: %q", got)
 	}
 	te.Must(http.StatusNoContent, "POST", "/containers/life/start", nil)

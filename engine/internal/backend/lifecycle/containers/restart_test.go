@@ -62,7 +62,7 @@ func TestRestartSafety(t *testing.T) {
 	if d.State.Status != "running" || d.State.Pid != tickerPid {
 		t.Fatalf("ticker after restart: %+v (pid before %d)", d.State, tickerPid)
 	}
-	before := len(te.logLines(ticker))
+	before := len(te.LogLines(ticker))
 	te.waitLog(ticker, before+3)
 	if d := te.inspect(quitter); d.State.Status != "exited" || d.State.ExitCode != 7 {
 		t.Fatalf("quitter after restart: %+v", d.State)
@@ -127,8 +127,8 @@ func TestRestartDeletesWhatACutCreateLeft(t *testing.T) {
 		t.Fatalf("state after the restart: %s", st)
 	}
 	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
-	if code := te.wait(id); code != 0 || strings.Join(te.logLines(id), "") != "ran" {
-		t.Fatalf("the container after the restart: exit %d, log %q", code, te.logLines(id))
+	if code := te.wait(id); code != 0 || strings.Join(te.LogLines(id), "") != "ran" {
+		t.Fatalf("the container after the restart: exit %d, log %q", code, te.LogLines(id))
 	}
 	te.Must(http.StatusOK, "DELETE", "/containers/"+id, nil)
 	if l := leaks(p.Root, p.RunRoot, id); len(l) > 0 {
@@ -195,11 +195,11 @@ func TestRestartPolicyAfterACutRestart(t *testing.T) {
 			State        struct{ Status string }
 		}
 		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
-		if d.RestartCount == 2 && d.State.Status == "exited" && len(te.logLines(id)) == 3 {
+		if d.RestartCount == 2 && d.State.Status == "exited" && len(te.LogLines(id)) == 3 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("on-failure:2 did not end exited after two restarts: %+v, log %q", d, te.logLines(id))
+			t.Fatalf("on-failure:2 did not end exited after two restarts: %+v, log %q", d, te.LogLines(id))
 		}
 	}
 	if status, body := te.Do("POST", "/containers/"+id+"/update?restartPolicy=always", nil); status >= 300 {
@@ -229,11 +229,11 @@ func TestRestartPolicyAfterACutRestart(t *testing.T) {
 		if d.State.Error != "" {
 			t.Fatalf("after the restart: %+v", d)
 		}
-		if n := len(te.logLines(id)); n >= 5 && d.RestartCount >= 3 {
+		if n := len(te.LogLines(id)); n >= 5 && d.RestartCount >= 3 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not restarted after the engine's restart: %+v, log %q", d, te.logLines(id))
+			t.Fatalf("not restarted after the engine's restart: %+v, log %q", d, te.LogLines(id))
 		}
 	}
 	te.Must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)

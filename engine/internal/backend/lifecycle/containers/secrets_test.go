@@ -284,7 +284,7 @@ func TestSecretsSurviveKill(t *testing.T) {
 	if code := te.wait(user); code != 0 {
 		t.Fatalf("user exit %d", code)
 	}
-	if lines := te.logLines(user); len(lines) != 1 || !strings.Contains(lines[0], "kept-data") {
+	if lines := te.LogLines(user); len(lines) != 1 || !strings.Contains(lines[0], "kept-data") {
 		t.Fatalf("user's log: %q", lines)
 	}
 	if status, _ := te.Do("DELETE", "/secrets/kept", nil); status != http.StatusConflict {

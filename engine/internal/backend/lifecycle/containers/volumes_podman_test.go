@@ -9,19 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 )
 
 // podmanRemote runs podman --remote against te and returns stdout and the
 // error. Without podman the test skips (fails under BERTH_TEST_STRICT=1).
 func podmanRemote(t *testing.T, te *testEngine) func(args ...string) (string, error) {
 	t.Helper()
-	bin, err := exec.LookPath("podman")
-	if err != nil {
-		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatal("podman is needed (BERTH_TEST_STRICT=1)")
-		}
-		t.Skip("podman is not installed")
-	}
+	bin := need.Program(t, "podman client tests", "podman")
 	base := "tcp://" + strings.TrimPrefix(strings.TrimSuffix(te.URL, "/v4.3.1/libpod"), "http://")
 	xdg := t.TempDir()
 	return func(args ...string) (string, error) {

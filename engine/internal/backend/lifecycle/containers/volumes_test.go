@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -37,11 +38,7 @@ func (te *testEngine) volumes(filters string) []volumeJSON {
 	if filters != "" {
 		path += "?filters=" + url.QueryEscape(filters)
 	}
-	var out []volumeJSON
-	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", path, nil), &out); err != nil {
-		te.T.Fatal(err)
-	}
-	return out
+	return enginetest.Fetch[[]volumeJSON](te.Engine, path)
 }
 
 func volumeNames(vs []volumeJSON) []string {
@@ -194,9 +191,9 @@ func TestVolumesInContainers(t *testing.T) {
 	}
 	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	if code := te.wait(id); code != 0 {
-		t.Fatalf("exit %d: %v", code, te.logLines(id))
+		t.Fatalf("exit %d: %v", code, te.LogLines(id))
 	}
-	if out := te.logLines(id); !slices.Equal(out, []string{"from the image"}) {
+	if out := te.LogLines(id); !slices.Equal(out, []string{"from the image"}) {
 		t.Fatalf("image content in the volume: %v", out)
 	}
 	te.Must(http.StatusConflict, "DELETE", "/volumes/"+anon[0], nil)
@@ -372,26 +369,6 @@ func TestVolumeListFilterAlternatives(t *testing.T) {
 	te.Must(http.StatusOK, "DELETE", "/containers/"+id, nil)
 }
 
-// tarOf builds an uncompressed tar of the given entries (name -> content;
-// a name ending in "/" is a directory).
-func tarOf(t *testing.T, entries ...[2]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range entries {
-		hdr := &tar.Header{Name: e[0], Mode: 0o644, Size: int64(len(e[1])), Typeflag: tar.TypeReg}
-		if strings.HasSuffix(e[0], "/") {
-			hdr = &tar.Header{Name: e[0], Mode: 0o755, Typeflag: tar.TypeDir}
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write([]byte(e[1]))
-	}
-	tw.Close()
-	return buf.Bytes()
-}
-
 // TestVolumeExportImport: export answers the volume's content as a tar;
 // import merges a tar into it (the tar wins); a tar whose entries leave the
 // volume, a malformed or truncated tar is a 400 and imports nothing.
@@ -402,8 +379,8 @@ func TestVolumeExportImport(t *testing.T) {
 	os.WriteFile(filepath.Join(data, "keep"), []byte("kept"), 0o600)
 	os.WriteFile(filepath.Join(data, "old"), []byte("old"), 0o644)
 
-	te.Must(http.StatusNoContent, "POST", "/volumes/data/import", bytes.NewReader(tarOf(t,
-		[2]string{"sub/", ""}, [2]string{"sub/new", "new-content"}, [2]string{"/old", "replaced"})))
+	te.Must(http.StatusNoContent, "POST", "/volumes/data/import", bytes.NewReader(tartest.Of(t,
+		"sub/", "", "sub/new", "new-content", "/old", "replaced")))
 	for file, want := range map[string]string{"keep": "kept", "old": "replaced", "sub/new": "new-content"} {
 		if got, err := os.ReadFile(filepath.Join(data, file)); err != nil || string(got) != want {
 			t.Fatalf("%s after import: %q %v", file, got, err)
@@ -433,10 +410,10 @@ func TestVolumeExportImport(t *testing.T) {
 
 	before, _ := os.ReadDir(data)
 	for name, bad := range map[string][]byte{
-		"traversal":      tarOf(t, [2]string{"fine", "x"}, [2]string{"../escaped", "evil"}),
-		"deep traversal": tarOf(t, [2]string{"a/../../escaped", "evil"}),
+		"traversal":      tartest.Of(t, "fine", "x", "../escaped", "evil"),
+		"deep traversal": tartest.Of(t, "a/../../escaped", "evil"),
 		"not a tar":      []byte("this is not a tar archive, not at all, and it goes on for a while........................................................................................................................................................................................................................................................................................................................................................................................................................................................................................."),
-		"truncated":      tarOf(t, [2]string{"big", strings.Repeat("x", 4096)})[:1024],
+		"truncated":      tartest.Of(t, "big", strings.Repeat("x", 4096))[:1024],
 		"empty":          nil,
 	} {
 		status, body := te.Do("POST", "/volumes/data/import", bytes.NewReader(bad))
@@ -455,7 +432,7 @@ func TestVolumeExportImport(t *testing.T) {
 		t.Fatalf("staging left: %v", staged)
 	}
 	te.Must(http.StatusNotFound, "GET", "/volumes/nope/export", nil)
-	te.Must(http.StatusNotFound, "POST", "/volumes/nope/import", bytes.NewReader(tarOf(t, [2]string{"f", "x"})))
+	te.Must(http.StatusNotFound, "POST", "/volumes/nope/import", bytes.NewReader(tartest.Of(t, "f", "x")))
 }
 
 // TestVolumeMountOptions: a tmpfs volume (type=tmpfs, o=size=...,nodev,

@@ -1,7 +1,6 @@
 package sizelimit
 
 import (
-	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -14,6 +13,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 )
 
@@ -106,30 +106,12 @@ func TestReaderStopsWhenTheContextEnds(t *testing.T) {
 	}
 }
 
-func tarOf(t testing.TB, files map[string][]byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for name, data := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 func TestMeasureTarChargesLayersDecompressed(t *testing.T) {
 	testdeadline.Set(t, 30*time.Second)
-	archive := tarOf(t, map[string][]byte{
-		"manifest.json": []byte(`[]`),
-		"layer1.tar.gz": gzipOf(t, 3<<20),
-		"layer2.tar.gz": gzipOf(t, 3<<20),
+	archive := tartest.Files(t, map[string]string{
+		"manifest.json": `[]`,
+		"layer1.tar.gz": string(gzipOf(t, 3<<20)),
+		"layer2.tar.gz": string(gzipOf(t, 3<<20)),
 	})
 	if err := New(8<<20, "image layers").MeasureTar(context.Background(), bytes.NewReader(archive)); err != nil {
 		t.Fatalf("6 MiB of layers within 8 MiB: %v", err)
@@ -177,8 +159,8 @@ func TestParseSize(t *testing.T) {
 // FuzzMeasureTar: any archive a client sends is measured without a panic,
 // and a measured archive never charges more than the bound without saying so.
 func FuzzMeasureTar(f *testing.F) {
-	f.Add(tarOf(f, map[string][]byte{"a": []byte("hello")}))
-	f.Add(tarOf(f, map[string][]byte{"layer.tar.gz": gzipOf(f, 1<<16)}))
+	f.Add(tartest.Of(f, "a", "hello"))
+	f.Add(tartest.Of(f, "layer.tar.gz", string(gzipOf(f, 1<<16))))
 	f.Add([]byte("garbage"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b := New(1<<20, "archive")

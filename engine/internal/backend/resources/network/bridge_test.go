@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 )
 
@@ -15,14 +16,7 @@ import (
 // cannot create interfaces.
 func requireRootIP(t *testing.T) {
 	t.Helper()
-	_, err := exec.LookPath("ip")
-	if os.Geteuid() == 0 && err == nil {
-		return
-	}
-	if os.Getenv("BERTH_TEST_STRICT") == "1" {
-		t.Fatal("the bridge tests need root and ip (BERTH_TEST_STRICT=1)")
-	}
-	t.Skip("the bridge tests need root and ip")
+	need.All(t, "the bridge tests", "root", "ip")
 }
 
 func ipCmd(t *testing.T, args ...string) {

@@ -1,7 +1,6 @@
 package archivefmt
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
@@ -10,22 +9,8 @@ import (
 	"testing"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 )
-
-// tarOf builds a tar archive of name/content pairs.
-func tarOf(t testing.TB, entries ...string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for i := 0; i+1 < len(entries); i += 2 {
-		if err := tw.WriteHeader(&tar.Header{Name: entries[i], Mode: 0o644, Size: int64(len(entries[i+1])), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write([]byte(entries[i+1]))
-	}
-	tw.Close()
-	return buf.Bytes()
-}
 
 func TestSniffArchive(t *testing.T) {
 	dir := t.TempDir()
@@ -35,10 +20,10 @@ func TestSniffArchive(t *testing.T) {
 		want Format
 		bad  bool
 	}{
-		{"docker", tarOf(t, "manifest.json", "[]", "x.tar", "y"), Docker, false},
-		{"docker and oci", tarOf(t, "index.json", "{}", "manifest.json", "[]"), Docker, false},
-		{"oci", tarOf(t, "oci-layout", "{}", "./index.json", "{}"), OCI, false},
-		{"plain tar", tarOf(t, "a.txt", "a"), Unknown, true},
+		{"docker", tartest.Of(t, "manifest.json", "[]", "x.tar", "y"), Docker, false},
+		{"docker and oci", tartest.Of(t, "index.json", "{}", "manifest.json", "[]"), Docker, false},
+		{"oci", tartest.Of(t, "oci-layout", "{}", "./index.json", "{}"), OCI, false},
+		{"plain tar", tartest.Of(t, "a.txt", "a"), Unknown, true},
 		{"empty", nil, Unknown, true},
 		{"not tar", bytes.Repeat([]byte("x"), 2000), Unknown, true},
 	}
@@ -64,17 +49,13 @@ func TestUntarPlainStaysInside(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"../escape", "/abs/file", "a/../../b"} {
 		path := filepath.Join(t.TempDir(), "a.tar")
-		os.WriteFile(path, tarOf(t, name, "x"), 0o600)
+		os.WriteFile(path, tartest.Of(t, name, "x"), 0o600)
 		if err := UnpackLayout(context.Background(), path, dir); !errors.Is(err, core.ErrInvalidArgument) {
 			t.Errorf("%q: %v, want invalid argument", name, err)
 		}
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	tw.WriteHeader(&tar.Header{Name: "link", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"})
-	tw.Close()
 	path := filepath.Join(t.TempDir(), "link.tar")
-	os.WriteFile(path, buf.Bytes(), 0o600)
+	os.WriteFile(path, tartest.Of(t, "link", "-> /etc/passwd"), 0o600)
 	if err := UnpackLayout(context.Background(), path, dir); !errors.Is(err, core.ErrInvalidArgument) {
 		t.Errorf("symlink entry: %v, want invalid argument", err)
 	}
@@ -88,9 +69,9 @@ func TestUntarPlainStaysInside(t *testing.T) {
 // either succeed or refuse with a bad-argument error, and nothing is written
 // outside the unpack directory.
 func FuzzArchiveParsing(f *testing.F) {
-	f.Add(tarOf(f, "manifest.json", "[]"))
-	f.Add(tarOf(f, "oci-layout", "{}", "index.json", "{}", "blobs/sha256/ab", "x"))
-	f.Add(tarOf(f, "../x", "y"))
+	f.Add(tartest.Of(f, "manifest.json", "[]"))
+	f.Add(tartest.Of(f, "oci-layout", "{}", "index.json", "{}", "blobs/sha256/ab", "x"))
+	f.Add(tartest.Of(f, "../x", "y"))
 	f.Add([]byte("garbage"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		base, err := os.MkdirTemp("", "fuzz-archive-")

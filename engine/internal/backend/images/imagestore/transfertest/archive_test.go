@@ -17,25 +17,13 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/handlers"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 )
 
 // rootfs is a small rootfs tarball with one file.
 func rootfs(t testing.TB) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, f := range []struct{ name, body string }{{"etc/", ""}, {"etc/motd", "imported\n"}} {
-		hdr := &tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), Typeflag: tar.TypeReg}
-		if f.body == "" {
-			hdr.Typeflag, hdr.Mode = tar.TypeDir, 0o755
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write([]byte(f.body))
-	}
-	tw.Close()
-	return buf.Bytes()
+	return tartest.Of(t, "etc/", "", "etc/motd", "imported\n")
 }
 
 func TestImportWithChanges(t *testing.T) {

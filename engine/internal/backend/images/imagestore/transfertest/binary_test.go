@@ -222,24 +222,13 @@ func podman(t testing.TB, p *enginetest.Process, args ...string) (string, error)
 	return out.String(), err
 }
 
-func requirePodman(t testing.TB) {
-	t.Helper()
-	if _, err := exec.LookPath("podman"); err == nil {
-		return
-	}
-	if os.Getenv("BERTH_TEST_STRICT") == "1" {
-		t.Fatal("podman missing (BERTH_TEST_STRICT=1)")
-	}
-	t.Skip("podman missing: install podman to run the client tests")
-}
-
 // TestPodmanRemoteClient drives the transfer routes with Podman 4.3.1's
 // remote client, as a user would.
 func TestPodmanRemoteClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the engine binary")
 	}
-	requirePodman(t)
+	enginetest.RequirePodman(t)
 	requireBusybox(t)
 	reg := registrytest.Start(t, registrytest.Options{})
 	p := startEngine(t)

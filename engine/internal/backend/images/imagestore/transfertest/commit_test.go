@@ -17,27 +17,13 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 )
 
 // layerTar is a layer diff: /hello added, /bin/echo deleted (a whiteout).
 func layerTar(t testing.TB) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, h := range []*tar.Header{
-		{Name: "hello", Mode: 0o644, Size: 6, Typeflag: tar.TypeReg},
-		{Name: "bin/", Mode: 0o755, Typeflag: tar.TypeDir},
-		{Name: "bin/.wh.echo", Mode: 0o644, Typeflag: tar.TypeReg},
-	} {
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if h.Size > 0 {
-			tw.Write([]byte("hello\n"))
-		}
-	}
-	tw.Close()
-	return buf.Bytes()
+	return tartest.Of(t, "hello", "hello\n", "bin/", "", "bin/.wh.echo", "")
 }
 
 // layerFiles lists the paths in the diff of a storage layer.

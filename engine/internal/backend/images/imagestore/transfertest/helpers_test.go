@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
 	"github.com/berth-project/berth/engine/internal/handlers"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/need"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
 )
@@ -64,13 +64,7 @@ func (e *env) server(t testing.TB) *httptest.Server {
 func requireBusybox(t testing.TB) {
 	t.Helper()
 	testdeadline.Set(t, testdeadline.Default)
-	if _, err := os.Stat(testimage.BusyboxPath); err == nil {
-		return
-	}
-	if os.Getenv("BERTH_TEST_STRICT") == "1" {
-		t.Fatalf("%s missing (BERTH_TEST_STRICT=1): install busybox-static", testimage.BusyboxPath)
-	}
-	t.Skipf("%s missing: install busybox-static", testimage.BusyboxPath)
+	need.All(t, "image transfer tests (busybox-static)", testimage.BusyboxPath)
 }
 
 // archive builds an archive of images in format.

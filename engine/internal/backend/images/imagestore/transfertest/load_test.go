@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/berth-project/berth/engine/internal/core"
+	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -188,12 +189,5 @@ func flipInLargestEntry(t testing.TB, data []byte) []byte {
 // plainTar is a valid tar that is no image archive.
 func plainTar(t testing.TB, name, content string) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content))}); err != nil {
-		t.Fatal(err)
-	}
-	tw.Write([]byte(content))
-	tw.Close()
-	return buf.Bytes()
+	return tartest.Of(t, name, content)
 }
