@@ -42,10 +42,7 @@ spec:
 	})
 	s.markForProcessing(id)
 	u := s.waitFor(id, 3*time.Minute, "status done", func(u upload) bool { return u.Status == "done" })
-	if intOf(u.FilesTotal) != 6 || intOf(u.FilesProcessed) != 6 || intOf(u.Errors) != 1 {
-		t.Errorf("done upload counts: total %d processed %d errors %d; want 6, 6, 1",
-			intOf(u.FilesTotal), intOf(u.FilesProcessed), intOf(u.Errors))
-	}
+	checkDone(t, u, 6, 6, 1)
 	errs := s.uploadErrors(id)
 	if len(errs) != 1 || errs[0].File != brokenUnit || !strings.Contains(errs[0].Message, "Imagee") ||
 		!strings.HasPrefix(errs[0].Message, "quadlet unit refused by the engine (400)") {

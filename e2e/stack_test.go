@@ -386,11 +386,27 @@ func (s *stack) waitFor(id string, timeout time.Duration, what string, cond func
 
 func (s *stack) uploadErrors(id string) []fileError {
 	s.t.Helper()
-	status, body := call(s.t, http.MethodGet, s.uploadsURL()+"/v1/uploads/"+id+"/errors", "", nil)
+	return uploadsGet[[]fileError](s, "/v1/uploads/"+id+"/errors")
+}
+
+// uploadsGet reads the uploads API's answer (200) at path as T.
+func uploadsGet[T any](s *stack, path string) T {
+	s.t.Helper()
+	status, body := call(s.t, http.MethodGet, s.uploadsURL()+path, "", nil)
 	if status != http.StatusOK {
-		s.t.Fatalf("upload errors: %d %s", status, body)
+		s.t.Fatalf("GET %s: %d %s", path, status, body)
 	}
-	return decode[[]fileError](s.t, body)
+	return decode[T](s.t, body)
+}
+
+// checkDone fails the test unless the finished upload u counts total
+// files, processed of them and errors.
+func checkDone(t *testing.T, u upload, total, processed, errors int) {
+	t.Helper()
+	if intOf(u.FilesTotal) != total || intOf(u.FilesProcessed) != processed || intOf(u.Errors) != errors {
+		t.Errorf("done upload counts: total %d processed %d errors %d; want %d, %d, %d",
+			intOf(u.FilesTotal), intOf(u.FilesProcessed), intOf(u.Errors), total, processed, errors)
+	}
 }
 
 // engineImageNames lists every name of every image in the engine.

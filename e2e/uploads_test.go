@@ -33,10 +33,7 @@ func TestUploadDeploysImageArchive(t *testing.T) {
 	s.markForProcessing(id)
 	u := s.waitFor(id, 2*time.Minute, "status done", func(u upload) bool { return u.Status == "done" })
 
-	if intOf(u.FilesTotal) != 2 || intOf(u.FilesProcessed) != 2 || intOf(u.Errors) != 1 {
-		t.Errorf("done upload counts: total %d processed %d errors %d; want 2, 2, 1",
-			intOf(u.FilesTotal), intOf(u.FilesProcessed), intOf(u.Errors))
-	}
+	checkDone(t, u, 2, 2, 1)
 	errs := s.uploadErrors(id)
 	if len(errs) != 1 || errs[0].File != junkFile || !strings.Contains(errs[0].Message, "unsupported file type") {
 		t.Errorf("upload errors = %+v, want exactly one for %s (unsupported file type)", errs, junkFile)
@@ -101,10 +98,7 @@ func TestEngineRestartMidProcessing(t *testing.T) {
 	}
 	t.Logf("engine started again")
 	u := s.waitFor(id, 3*time.Minute, "status done", func(u upload) bool { return u.Status == "done" })
-	if intOf(u.FilesTotal) != 8 || intOf(u.FilesProcessed) != 8 || intOf(u.Errors) != 4 {
-		t.Errorf("done upload counts: total %d processed %d errors %d; want 8, 8, 4",
-			intOf(u.FilesTotal), intOf(u.FilesProcessed), intOf(u.Errors))
-	}
+	checkDone(t, u, 8, 8, 4)
 	got := map[string]string{}
 	for _, e := range s.uploadErrors(id) {
 		if _, dup := got[e.File]; dup {
@@ -223,9 +217,5 @@ type deployedImage struct {
 // uploadImages lists the image names uploads recorded for the upload's files.
 func (s *stack) uploadImages(id string) []deployedImage {
 	s.t.Helper()
-	status, body := call(s.t, http.MethodGet, s.uploadsURL()+"/v1/uploads/"+id+"/images", "", nil)
-	if status != http.StatusOK {
-		s.t.Fatalf("upload images: %d %s", status, body)
-	}
-	return decode[[]deployedImage](s.t, body)
+	return uploadsGet[[]deployedImage](s, "/v1/uploads/"+id+"/images")
 }
