@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 )
 
 // TestWaitAfterRemoval: as Podman 5 does, the exit code of a removed
@@ -22,14 +23,10 @@ func TestWaitAfterRemoval(t *testing.T) {
 	if code := p.Wait(id); code != 3 {
 		t.Fatalf("wait racing the removal: %d, want 3", code)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if status, _ := p.Do("GET", "/containers/"+id+"/exists", nil); status == http.StatusNotFound {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the --rm container was not removed")
-		}
-	}
+	poll.Until(t, 10*time.Second, "the --rm container removed", func() bool {
+		status, _ := p.Do("GET", "/containers/"+id+"/exists", nil)
+		return status == http.StatusNotFound
+	})
 	if code := p.Wait(id); code != 3 {
 		t.Fatalf("wait after the removal: %d, want 3", code)
 	}

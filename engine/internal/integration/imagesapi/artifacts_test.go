@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 )
 
 // artifactView is an artifact as InspectArtifact answers it.
@@ -304,7 +304,7 @@ func TestKillDuringArtifactAdd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 10*time.Second, func() bool { return len(listDir(t, staging)) > 0 })
+	poll.Until(t, 10*time.Second, "a staging entry", func() bool { return len(listDir(t, staging)) > 0 })
 	p.Kill9()
 	writer.CloseWithError(errors.New("engine killed"))
 	<-done
@@ -342,16 +342,4 @@ func listDir(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
-}
-
-// waitFor polls cond until it holds or the time is up.
-func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(fmt.Errorf("condition not met within %v", limit))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

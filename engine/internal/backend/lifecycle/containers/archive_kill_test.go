@@ -15,6 +15,7 @@ import (
 
 	"github.com/containers/storage"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 )
 
@@ -57,7 +58,7 @@ func TestKill9DuringCopyAndCommit(t *testing.T) {
 		}
 	}()
 	tmp := filepath.Join(p.Root, "tmp")
-	waitFor(t, func() bool {
+	poll.Until(t, 10*time.Second, "a copy's spool file over 1 MiB", func() bool {
 		spools, _ := filepath.Glob(filepath.Join(tmp, "transfer-cp-*"))
 		for _, s := range spools {
 			if fi, err := os.Stat(s); err == nil && fi.Size() > 1<<20 {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 )
 
@@ -80,18 +81,6 @@ func (te *testEngine) putArchive(id, p string, archive []byte, query string) (in
 	return te.Do("PUT", "/containers/"+id+"/archive?path="+url.QueryEscape(p)+query, bytes.NewReader(archive))
 }
 
-// waitFor polls cond for up to ten seconds.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for i := 0; i < 200; i++ {
-		if cond() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal("condition not met in 10s")
-}
-
 // TestArchiveCannotReachTheHost plants links and archives that aim at the
 // host in running and stopped containers: every answer stays inside the
 // container (or is refused), and the host file never changes or leaks.
@@ -110,7 +99,7 @@ func TestArchiveCannotReachTheHost(t *testing.T) {
 	stopped := te.create(map[string]any{"command": []string{"sh", "-c", setup}})
 	te.Must(http.StatusNoContent, "POST", "/containers/"+stopped+"/start", nil)
 	te.wait(stopped)
-	waitFor(t, func() bool { s, _ := te.statPath(running, "/etc/shadow"); return s == http.StatusOK })
+	poll.Until(t, 10*time.Second, "the running container's /etc/shadow", func() bool { s, _ := te.statPath(running, "/etc/shadow"); return s == http.StatusOK })
 
 	for _, id := range []string{running, stopped} {
 		for _, p := range []string{"/app/abs-link", "/app/rel-link/secret", "/app/../../../../" + strings.TrimPrefix(secret, "/"), "../../../../" + secret} {
@@ -205,7 +194,7 @@ func TestCommitAndImageChanges(t *testing.T) {
 	te := startEngine(t)
 	id := te.create(map[string]any{"command": []string{"sh", "-c", "echo committed > /motd; rm /bin/yes; sleep 600"}, "env": map[string]string{"FROM_CTR": "1"}, "labels": map[string]string{"l": "v"}})
 	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
-	waitFor(t, func() bool { s, _ := te.statPath(id, "/motd"); return s == http.StatusOK })
+	poll.Until(t, 10*time.Second, "the container's /motd", func() bool { s, _ := te.statPath(id, "/motd"); return s == http.StatusOK })
 	q := url.Values{"container": {id}, "repo": {"localhost/committed"}, "tag": {"1"}, "author": {"A <a@b>"}, "comment": {"a message"},
 		"changes": {`CMD ["/bin/cat", "/motd"]`, "ENV GREETING=hi\nLABEL stage=two"}, "pause": {"true"}}
 	var out struct {
