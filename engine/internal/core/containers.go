@@ -147,8 +147,8 @@ type ContainerSpec struct {
 	// --cgroup-parent): a cgroupfs path under the cgroupfs manager, a slice
 	// name (x.slice) under systemd; empty takes the engine's or the pod's.
 	CgroupParent string `json:"cgroup_parent,omitempty"`
-	// CgroupsMode is podman's --cgroups: enabled (default), disabled,
-	// no-conmon or split (see docs/engine/hosts.md#cgroups).
+	// CgroupsMode is podman's --cgroups: enabled (default), disabled
+	// (CgroupsDisabled), no-conmon or split (see docs/engine/hosts.md#cgroups).
 	CgroupsMode  string                `json:"cgroups_mode,omitempty"`
 	DNSServers   []string              `json:"dns_server,omitempty"`
 	DNSSearch    []string              `json:"dns_search,omitempty"`
@@ -931,16 +931,32 @@ func (s *ContainerSpec) AutoUserNSSize() (uint32, error) {
 }
 
 // CheckCgroupsMode checks a value of podman's --cgroups (cgroups_mode):
-// enabled, no-conmon and split are honoured (split where the host allows:
-// see the containers backend). disabled needs an OCI runtime that runs a
-// container without a cgroup of its own, which runc cannot (it always
-// creates one, and the engine will not point it at a cgroup it shares).
+// enabled, no-conmon, split and disabled. Whether the host and the
+// engine's OCI runtime can honour split and disabled is the containers
+// backend's to say (disabled needs crun).
 func CheckCgroupsMode(mode string) error {
 	switch mode {
-	case "", "enabled", "no-conmon", "split":
+	case "", "enabled", "no-conmon", "split", CgroupsDisabled:
 		return nil
-	case "disabled":
-		return errors.New(`"disabled" cannot be honoured: runc always creates a cgroup for a container, and the engine will not run one inside a cgroup it shares with others`)
 	}
 	return fmt.Errorf("unknown mode %q (enabled, no-conmon, disabled, split)", mode)
 }
+
+// CgroupsDisabled is podman's --cgroups disabled: the container gets no
+// cgroup of its own and runs in the one its conmon (the engine's) is in.
+const CgroupsDisabled = "disabled"
+
+// NoCgroup reports whether the container runs without a cgroup of its own
+// (--cgroups disabled): it has no stats, top, pause or limits.
+func (c *Container) NoCgroup() bool { return c.Spec.CgroupsMode == CgroupsDisabled }
+
+// ErrNoCgroup is Podman's answer to stats, top, pause and resource
+// updates of a container that has no cgroup of its own (409).
+var ErrNoCgroup error = noCgroup{}
+
+type noCgroup struct{}
+
+func (noCgroup) Error() string { return "this container does not have a cgroup" }
+
+// Is makes errors.Is(err, ErrStateConflict) hold.
+func (noCgroup) Is(target error) bool { return target == ErrStateConflict }

@@ -53,9 +53,9 @@ var specDefaults = map[string]func(json.RawMessage) error{
 // specRefusedValues are values of members the engine has a field for but
 // cannot honour yet; the member is named in the 400.
 var specRefusedValues = map[string]func(json.RawMessage) error{
-	// Podman's --cgroups. disabled needs an OCI runtime that can run a
-	// container without a cgroup of its own, which runc cannot; split has
-	// no caller's cgroup to split when the caller is an API client.
+	// Podman's --cgroups: an unknown mode is refused here; whether the
+	// engine's runtime and host honour disabled and split is the
+	// containers backend's to say.
 	"cgroups_mode": func(raw json.RawMessage) error {
 		var mode string
 		if err := json.Unmarshal(raw, &mode); err != nil {

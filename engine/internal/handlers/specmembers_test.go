@@ -56,7 +56,7 @@ func TestSpecMembersRefused(t *testing.T) {
 		{"seccomp_policy", `"image"`, false},
 		{"seccomp_profile_path", `"unconfined"`, false},
 		{"mask", `["/proc/a"]`, false},
-		{"cgroups_mode", `"disabled"`, true},
+		{"cgroups_mode", `"disabled"`, false},
 		{"idmappings", `{"HostUIDMapping":false,"UIDMap":[{"container_id":0,"host_id":1000,"size":1}]}`, false},
 		{"idmappings", `{"AutoUserNs":true}`, false},
 		{"ipcns", `{"nsmode":"host"}`, true},

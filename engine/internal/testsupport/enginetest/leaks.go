@@ -103,7 +103,8 @@ func settled(list func() []string) []string {
 // of an engine with state under root and runRoot: cgroups (the systemd
 // manager's scopes and slices included), processes whose command line
 // names a container (its conmon, its runc) or still in its cgroup (a
-// pause process included), runc, pause process and exit state, network
+// pause process included), runc's, crun's, pause process and exit state,
+// the runtime's no-cgroup marks, network
 // namespace files and mounts.
 func Leaks(root, runRoot string, podIDs, ctrIDs []string) []string {
 	var out []string
@@ -151,7 +152,8 @@ func Leaks(root, runRoot string, podIDs, ctrIDs []string) []string {
 	}
 	for _, id := range ctrIDs {
 		for what, p := range map[string]string{
-			"runc state": filepath.Join(runRoot, "runc", id), "pause process state": filepath.Join(runRoot, "pause", id),
+			"runc state": filepath.Join(runRoot, "runc", id), "crun state": filepath.Join(runRoot, "crun", id),
+			"no-cgroup mark": filepath.Join(runRoot, "nocgroup", id), "pause process state": filepath.Join(runRoot, "pause", id),
 			"network namespace": filepath.Join(runRoot, "netns", "berth-"+id), "exit file": filepath.Join(runRoot, "exits", id),
 		} {
 			if _, err := os.Stat(p); err == nil {

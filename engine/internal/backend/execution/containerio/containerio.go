@@ -315,7 +315,10 @@ func (s *Service) Resize(ctx context.Context, nameOrID string, height, width uin
 }
 
 // Stats samples the named containers, or every running one when none is
-// named. A named container that is not running reports zero usage.
+// named. A named container that is not running reports zero usage; one
+// without a cgroup of its own (cgroups_mode disabled) has no usage to
+// report: named, it is a 409 (as Podman answers), and the listing of
+// every container leaves it out rather than show it at zero.
 func (s *Service) Stats(ctx context.Context, nameOrIDs []string) ([]stats.ContainerStats, error) {
 	var targets []*core.Container
 	if len(nameOrIDs) == 0 {
@@ -325,7 +328,7 @@ func (s *Service) Stats(ctx context.Context, nameOrIDs []string) ([]stats.Contai
 		}
 		for _, row := range list {
 			c, err := s.containers.Lookup(ctx, row.ID)
-			if err != nil || !running(c.State) {
+			if err != nil || !running(c.State) || c.NoCgroup() {
 				continue
 			}
 			targets = append(targets, c)
@@ -335,6 +338,9 @@ func (s *Service) Stats(ctx context.Context, nameOrIDs []string) ([]stats.Contai
 			c, err := s.containers.Lookup(ctx, n)
 			if err != nil {
 				return nil, err
+			}
+			if c.NoCgroup() {
+				return nil, noCgroupStats(c)
 			}
 			targets = append(targets, c)
 		}
@@ -394,6 +400,11 @@ func (s *Service) Stats(ctx context.Context, nameOrIDs []string) ([]stats.Contai
 	return out, nil
 }
 
+// noCgroupStats is the error of stats of a container without a cgroup.
+func noCgroupStats(c *core.Container) error {
+	return fmt.Errorf("cannot read the stats of container %s as it did not create a cgroup: %w", c.ID, core.ErrNoCgroup)
+}
+
 // noteSampled records the cgroups whose files the reader now holds open;
 // after a sample of every running container (all), the files of any other
 // cgroup are closed. The caller holds statsMu.
@@ -432,6 +443,9 @@ func (s *Service) DockerStats(ctx context.Context, nameOrID string, prev *stats.
 	if err != nil {
 		return nil, err
 	}
+	if c.NoCgroup() {
+		return nil, noCgroupStats(c)
+	}
 	if !running(c.State) {
 		return nil, fmt.Errorf("container %s is %s, it has no stats: %w", c.ID, c.State, core.ErrStateConflict)
 	}
@@ -467,6 +481,9 @@ func (s *Service) Top(ctx context.Context, nameOrID string, psArgs []string) (*t
 	c, err := s.containers.Lookup(ctx, nameOrID)
 	if err != nil {
 		return nil, err
+	}
+	if c.NoCgroup() {
+		return nil, fmt.Errorf("cannot run top on container %s as it did not create a cgroup: %w", c.ID, core.ErrNoCgroup)
 	}
 	if !running(c.State) {
 		return nil, fmt.Errorf("top can only be used on running containers, %s is %s: %w", c.ID, c.State, core.ErrStateConflict)

@@ -227,7 +227,7 @@ func resources(r *specs.LinuxResources, s *core.ContainerSpec, host Host, warnin
 			}
 			r.CPU = &cpu
 		}
-		if b := s.Resources.BlockIO; b != nil && !blockIOEmpty(b) {
+		if b := s.Resources.BlockIO; b != nil && !BlockIOEmpty(b) {
 			if ctl := cgroups.Host().IOController(); !cgroups.Host().HasController(ctl) {
 				return core.InvalidArgument("resource_limits.blockIO", fmt.Errorf("the host has no %s cgroup controller", ctl))
 			}
@@ -261,9 +261,9 @@ func resources(r *specs.LinuxResources, s *core.ContainerSpec, host Host, warnin
 	return nil
 }
 
-// blockIOEmpty reports whether b asks for nothing (podman sends an empty
+// BlockIOEmpty reports whether b asks for nothing (podman sends an empty
 // object).
-func blockIOEmpty(b *specs.LinuxBlockIO) bool {
+func BlockIOEmpty(b *specs.LinuxBlockIO) bool {
 	return (b.Weight == nil || *b.Weight == 0) && (b.LeafWeight == nil || *b.LeafWeight == 0) && len(b.WeightDevice) == 0 &&
 		len(b.ThrottleReadBpsDevice) == 0 && len(b.ThrottleWriteBpsDevice) == 0 &&
 		len(b.ThrottleReadIOPSDevice) == 0 && len(b.ThrottleWriteIOPSDevice) == 0

@@ -48,7 +48,11 @@ func (r *Runtime) Exec(ctx context.Context, c *core.Container, req core.ExecRequ
 	}
 	pidFile := filepath.Join(dir, "pid")
 	// JSON log lines, so that runc's own error is told apart from text.
-	args := []string{"--root", r.stateRoot, "--log-format", "json", "exec", "--process", procFile, "--pid-file", pidFile}
+	args := []string{"--root", r.stateRoot}
+	if r.NoCgroup(c.ID) {
+		args = append(args, noCgroupArgs...)
+	}
+	args = append(args, "--log-format", "json", "exec", "--process", procFile, "--pid-file", pidFile)
 	// With a terminal, runc (not detached) needs a terminal as its own
 	// stdio: it allocates the container's console, copies between the two
 	// and follows our terminal's size on SIGWINCH. runc refuses a console

@@ -60,6 +60,9 @@ type Runtime struct {
 	exitDir    string
 	socketDir  string
 	pauseRoot  string
+	// noCgroupDir marks the containers created without a cgroup of their
+	// own (a file named by the ID; see CreateOptions.NoCgroup).
+	noCgroupDir string
 	// globalArgs go before every runtime command (--root, --criu).
 	globalArgs []string
 	logger     *slog.Logger
@@ -98,11 +101,12 @@ func New(o Options) (*Runtime, error) {
 	}
 	r := &Runtime{
 		name: o.Name, path: path, conmon: conmon,
-		stateRoot: filepath.Join(o.RunRoot, o.Name),
-		exitDir:   filepath.Join(o.RunRoot, "exits"),
-		socketDir: filepath.Join(o.RunRoot, "socket"),
-		pauseRoot: filepath.Join(o.RunRoot, "pause"),
-		logger:    o.Logger,
+		stateRoot:   filepath.Join(o.RunRoot, o.Name),
+		exitDir:     filepath.Join(o.RunRoot, "exits"),
+		socketDir:   filepath.Join(o.RunRoot, "socket"),
+		pauseRoot:   filepath.Join(o.RunRoot, "pause"),
+		noCgroupDir: filepath.Join(o.RunRoot, "nocgroup"),
+		logger:      o.Logger,
 	}
 	r.globalArgs = []string{"--root", r.stateRoot}
 	if o.CRIUPath != "" {
@@ -111,7 +115,7 @@ func New(o Options) (*Runtime, error) {
 		}
 		r.globalArgs = append(r.globalArgs, "--criu", o.CRIUPath)
 	}
-	for _, d := range []string{r.stateRoot, r.exitDir, r.socketDir, r.pauseRoot} {
+	for _, d := range []string{r.stateRoot, r.exitDir, r.socketDir, r.pauseRoot, r.noCgroupDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}
@@ -170,6 +174,11 @@ type CreateOptions struct {
 	// Pause asks for the container to run as a pause process, without
 	// conmon and the OCI runtime, where its spec allows (see pause.go).
 	Pause bool
+	// NoCgroup runs the container without a cgroup of its own (Podman's
+	// --cgroups disabled): crun's --cgroup-manager disabled, for the
+	// create and every later call on the container; conmon is not moved
+	// anywhere. runc cannot.
+	NoCgroup bool
 	// SystemdCgroup: the spec's cgroupsPath is "SLICE:prefix:name" and runc
 	// creates the container's scope through systemd (--systemd-cgroup).
 	SystemdCgroup bool
@@ -201,7 +210,14 @@ type syncMessage struct {
 // container's monitor. It returns once the container exists (state created)
 // or with the runtime's error, learned through conmon's sync pipe.
 func (r *Runtime) Create(ctx context.Context, o CreateOptions) (Created, error) {
-	if o.Pause && o.RestoreDir == "" {
+	if o.NoCgroup {
+		if err := r.markNoCgroup(o.ID); err != nil {
+			return Created{}, err
+		}
+	} else {
+		os.Remove(r.noCgroupMark(o.ID))
+	}
+	if o.Pause && o.RestoreDir == "" && !o.NoCgroup {
 		if out, handled, err := r.createPause(o); handled {
 			return out, err
 		}
@@ -240,7 +256,7 @@ func (r *Runtime) Create(ctx context.Context, o CreateOptions) (Created, error) 
 	if o.LogDriver == core.LogDriverJournald && o.LogTag != "" {
 		args = append(args, "--log-tag", o.LogTag)
 	}
-	for _, a := range r.globalArgs {
+	for _, a := range r.globalArgsFor(o.ID) {
 		args = append(args, "--runtime-arg", a)
 	}
 	if o.SystemdCgroup {
@@ -413,9 +429,49 @@ func minimalEnv() []string {
 // collector runs (see minimalEnv).
 const runtimeMemoryLimit = "64MiB"
 
+// noCgroupMark is the file that marks container id as created without a
+// cgroup of its own.
+func (r *Runtime) noCgroupMark(id string) string { return filepath.Join(r.noCgroupDir, id) }
+
+// markNoCgroup marks container id as one without a cgroup: before conmon
+// runs, so that an engine killed during the create still passes crun the
+// option when it deletes what was created. Only crun can run one.
+func (r *Runtime) markNoCgroup(id string) error {
+	if r.name != "crun" {
+		return fmt.Errorf("%s cannot run a container without a cgroup of its own (crun can)", r.name)
+	}
+	return os.WriteFile(r.noCgroupMark(id), nil, 0o600)
+}
+
+// NoCgroup reports whether container id was created without a cgroup of
+// its own (CreateOptions.NoCgroup).
+func (r *Runtime) NoCgroup(id string) bool {
+	_, err := os.Stat(r.noCgroupMark(id))
+	return err == nil
+}
+
+// noCgroupArgs are crun's global options for a container without a cgroup.
+var noCgroupArgs = []string{"--cgroup-manager", "disabled"}
+
+// globalArgsFor are the runtime's global options for a command on
+// container id: crun is told again, on every call, that the container has
+// no cgroup, so that none of its commands looks for one.
+func (r *Runtime) globalArgsFor(id string) []string {
+	if r.NoCgroup(id) {
+		return append(slices.Clone(r.globalArgs), noCgroupArgs...)
+	}
+	return r.globalArgs
+}
+
 // run executes the runtime with the global --root and args.
 func (r *Runtime) run(ctx context.Context, args ...string) ([]byte, error) {
 	return r.runCmd(exec.CommandContext(ctx, r.path, append(slices.Clone(r.globalArgs), args...)...), args)
+}
+
+// runOn executes the runtime with args, a command on container id, and
+// the container's global options (globalArgsFor).
+func (r *Runtime) runOn(ctx context.Context, id string, args ...string) ([]byte, error) {
+	return r.runCmd(exec.CommandContext(ctx, r.path, append(slices.Clone(r.globalArgsFor(id)), args...)...), args)
 }
 
 // runGroup is run with the runtime in a process group of its own, all of
@@ -462,7 +518,7 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 		}
 		r.logger.Debug("in-process start failed, using the runtime", "container", id, "err", err)
 	}
-	_, err := r.run(ctx, "start", id)
+	_, err := r.runOn(ctx, id, "start", id)
 	return err
 }
 
@@ -493,7 +549,7 @@ func (r *Runtime) State(ctx context.Context, id string) (State, error) {
 		}
 	}
 	var s State
-	out, err := r.run(ctx, "state", id)
+	out, err := r.runOn(ctx, id, "state", id)
 	if err != nil {
 		return s, err
 	}
@@ -508,6 +564,12 @@ func (r *Runtime) Kill(ctx context.Context, id string, sig syscall.Signal, all b
 	if r.isPause(id) {
 		return r.pauseKill(id, sig)
 	}
+	if all && r.NoCgroup(id) {
+		// No cgroup to find every process in: the container has a PID
+		// namespace of its own (the containers backend checks), whose
+		// init takes the others with it when it is killed (as Podman).
+		all = false
+	}
 	if r.name == "runc" && (!all || sig == syscall.SIGKILL && r.ownPIDNamespace(id)) {
 		// SIGKILL to the init of a PID namespace kills every process in
 		// it: the whole container, as "runc kill --all" would.
@@ -521,7 +583,7 @@ func (r *Runtime) Kill(ctx context.Context, id string, sig syscall.Signal, all b
 	if all {
 		args = append(args, "--all")
 	}
-	_, err := r.run(ctx, append(args, id, strconv.Itoa(int(sig)))...)
+	_, err := r.runOn(ctx, id, append(args, id, strconv.Itoa(int(sig)))...)
 	return err
 }
 
@@ -530,7 +592,7 @@ func (r *Runtime) Pause(ctx context.Context, id string) error {
 	if r.isPause(id) {
 		return r.pauseFreeze(id, true)
 	}
-	_, err := r.run(ctx, "pause", id)
+	_, err := r.runOn(ctx, id, "pause", id)
 	return err
 }
 
@@ -539,7 +601,7 @@ func (r *Runtime) Resume(ctx context.Context, id string) error {
 	if r.isPause(id) {
 		return r.pauseFreeze(id, false)
 	}
-	_, err := r.run(ctx, "resume", id)
+	_, err := r.runOn(ctx, id, "resume", id)
 	return err
 }
 
@@ -554,9 +616,12 @@ func (r *Runtime) Delete(ctx context.Context, id string, force bool) error {
 	if force {
 		args = append(args, "--force")
 	}
-	_, err := r.run(ctx, append(args, id)...)
+	_, err := r.runOn(ctx, id, append(args, id)...)
 	if errors.Is(err, ErrNotExist) {
-		return nil
+		err = nil
+	}
+	if err == nil {
+		os.Remove(r.noCgroupMark(id))
 	}
 	return err
 }
@@ -576,7 +641,7 @@ func (r *Runtime) Update(ctx context.Context, id string, res *specs.LinuxResourc
 		return err
 	}
 	f.Close()
-	_, err = r.run(ctx, "update", "--resources", f.Name(), id)
+	_, err = r.runOn(ctx, id, "update", "--resources", f.Name(), id)
 	return err
 }
 

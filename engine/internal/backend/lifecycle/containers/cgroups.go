@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
+	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -33,6 +34,9 @@ func (m *Manager) resolveCgroups(spec *core.ContainerSpec, pod *core.PodMembersh
 	}
 	if spec.CgroupsMode == "" {
 		spec.CgroupsMode = cgroupsEnabled
+	}
+	if spec.CgroupsMode == core.CgroupsDisabled {
+		return m.checkNoCgroup(spec, pod)
 	}
 	if spec.CgroupsMode == cgroupsSplit {
 		if spec.CgroupParent != "" {
@@ -65,9 +69,90 @@ func (m *Manager) resolveCgroups(spec *core.ContainerSpec, pod *core.PodMembersh
 	return nil
 }
 
+// checkNoCgroup checks a container of cgroups mode disabled (Podman's
+// NoCgroups) before anything is created: it runs in the cgroup of its
+// conmon, which stays in the engine's, so nothing that needs a cgroup of
+// its own can be honoured. Only crun runs a container without one (its
+// --cgroup-manager disabled); runc always creates one. As Podman, the
+// container needs a private PID namespace: without a cgroup to kill every
+// process in, the kill of its init is what ends them all. The cgroup
+// namespace is the host's: there is no cgroup of its own to be the root
+// of a private one.
+func (m *Manager) checkNoCgroup(spec *core.ContainerSpec, pod *core.PodMembership) error {
+	if m.rt.Name() != "crun" {
+		return core.InvalidArgument("cgroups_mode", fmt.Errorf(`"disabled" needs crun, which runs a container without a cgroup of its own (--cgroup-manager disabled); this engine runs %s, which always creates one (requested OCI runtime %s is not compatible with NoCgroups)`, m.rt.Name(), m.rt.Name()))
+	}
+	conflict := func(field, why string) error {
+		return core.InvalidArgument(field, fmt.Errorf(`conflicts with cgroups_mode "disabled" (the container gets no cgroup of its own): %s`, why))
+	}
+	if spec.CgroupParent != "" {
+		return conflict("cgroup_parent", "there is no cgroup to place under a parent")
+	}
+	if pod != nil && pod.CgroupParent != "" {
+		return conflict("pod", fmt.Sprintf("pod %s places its members in its cgroup", pod.PodName))
+	}
+	if pod.Shares(core.PodSharePID) {
+		return conflict("pod", fmt.Sprintf("pod %s shares its PID namespace; a container without a cgroup needs a private one", pod.PodName))
+	}
+	switch spec.PidNS.NSMode {
+	case "", "private":
+	default:
+		return conflict("pidns", fmt.Sprintf("mode %s: a container without a cgroup needs a private PID namespace, so that the kill of its init ends every process in it", spec.PidNS.NSMode))
+	}
+	switch spec.CgroupNS.NSMode {
+	case "":
+		spec.CgroupNS.NSMode = core.CgroupNSHost
+	case core.CgroupNSHost:
+	default:
+		return conflict("cgroupns", fmt.Sprintf("mode %s: there is no cgroup of the container's own to be the root of a cgroup namespace", spec.CgroupNS.NSMode))
+	}
+	if what := cgroupLimits(spec); what != "" {
+		return conflict("resource_limits", what+" needs a cgroup to apply it")
+	}
+	if len(spec.DeviceCgroupRules) > 0 {
+		return conflict("device_cgroup_rule", "device rules are a cgroup's")
+	}
+	return nil
+}
+
+// cgroupLimits names the first cgroup limit spec asks for ("" for none);
+// the empty objects podman sends ask for nothing.
+func cgroupLimits(spec *core.ContainerSpec) string {
+	if spec.CPUPeriod != 0 || spec.CPUQuota != 0 {
+		return "a CPU limit"
+	}
+	r := spec.Resources
+	if r == nil {
+		return ""
+	}
+	if mem := r.Memory; mem != nil && (nonZero(mem.Limit) || nonZero(mem.Reservation) || nonZero(mem.Swap) || nonZero(mem.Kernel) || nonZero(mem.KernelTCP) || mem.Swappiness != nil && *mem.Swappiness != 0 || mem.DisableOOMKiller != nil && *mem.DisableOOMKiller) {
+		return "a memory limit"
+	}
+	if cpu := r.CPU; cpu != nil && (cpu.Shares != nil && *cpu.Shares != 0 || nonZero(cpu.Quota) || cpu.Period != nil && *cpu.Period != 0 || cpu.Cpus != "" || cpu.Mems != "" || nonZero(cpu.RealtimeRuntime) || cpu.RealtimePeriod != nil && *cpu.RealtimePeriod != 0 || cpu.Idle != nil && *cpu.Idle != 0) {
+		return "a CPU limit"
+	}
+	if p := r.Pids; p != nil && p.Limit != nil && *p.Limit != 0 {
+		return "a pids limit"
+	}
+	if b := r.BlockIO; b != nil && !oci.BlockIOEmpty(b) {
+		return "a block I/O limit"
+	}
+	if len(r.HugepageLimits) > 0 || len(r.Unified) > 0 || r.Network != nil || len(r.Rdma) > 0 {
+		return "a cgroup limit"
+	}
+	return ""
+}
+
+func nonZero(v *int64) bool { return v != nil && *v != 0 }
+
 // placeCgroup records where the container's cgroup lives: below its pod's
-// cgroup, its own parent or the engine's.
+// cgroup, its own parent or the engine's; a container of cgroups mode
+// disabled has none.
 func (m *Manager) placeCgroup(rec *record, pm *core.PodMembership) error {
+	if rec.NoCgroup() {
+		rec.CgroupPath, rec.CgroupSystemd, rec.CgroupUnit, rec.CgroupsPathOCI = "", false, "", ""
+		return nil
+	}
 	parent := m.cgroupParent
 	if rec.Spec.CgroupParent != "" {
 		parent = rec.Spec.CgroupParent
@@ -110,7 +195,7 @@ func runtimeCreateOptions(rec *record) runtime.CreateOptions {
 	return runtime.CreateOptions{
 		ID: rec.ID, Name: rec.Name, Bundle: rec.Bundle, LogPath: rec.LogPath,
 		LogDriver: rec.Spec.LogDriver(), LogTag: rec.Spec.LogTag(),
-		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin,
+		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin, NoCgroup: rec.NoCgroup(),
 		SystemdCgroup: rec.CgroupSystemd, ConmonScope: conmonUnit, ConmonSlice: conmonSlice, ConmonCgroup: splitConmonCgroup(rec),
 	}
 }
@@ -178,8 +263,12 @@ func (m *Manager) releaseSystemdUnits(ctx context.Context, rec *record) {
 	wg.Wait()
 }
 
-// inspectCgroupManager is the manager that placed the container's cgroup.
-func inspectCgroupManager(rec *record) string {
+// inspectCgroupManager is the manager that placed the container's cgroup;
+// for a container without one, the engine's (as Podman shows its own).
+func (m *Manager) inspectCgroupManager(rec *record) string {
+	if rec.NoCgroup() {
+		return m.cgroupManager
+	}
 	if rec.CgroupSystemd {
 		return cgroups.ManagerSystemd
 	}
@@ -196,8 +285,11 @@ func inspectCgroups(mode string) string {
 }
 
 // inspectCgroupParent is the parent the container's cgroup was placed
-// under: a slice under systemd, a path under cgroupfs.
+// under: a slice under systemd, a path under cgroupfs ("" without one).
 func inspectCgroupParent(rec *record) string {
+	if rec.NoCgroup() {
+		return ""
+	}
 	if rec.CgroupSystemd {
 		slice, _, _ := strings.Cut(rec.CgroupsPathOCI, ":")
 		return slice

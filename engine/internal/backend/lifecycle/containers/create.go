@@ -11,6 +11,7 @@ import (
 	"time"
 
 	imgspec "github.com/opencontainers/image-spec/specs-go/v1"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
@@ -323,6 +324,11 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 	})
 	if err != nil {
 		return nil, err
+	}
+	if rec.NoCgroup() {
+		// No cgroup to apply anything to, device rules included (as
+		// Podman leaves the spec's resources empty).
+		res.Spec.Linux.Resources = &specs.LinuxResources{}
 	}
 	env, err := m.secretEnv(ctx, &spec)
 	if err != nil {

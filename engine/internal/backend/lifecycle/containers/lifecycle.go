@@ -533,6 +533,10 @@ func (m *Manager) setFrozen(ctx context.Context, nameOrID string, from, to core.
 		return err
 	}
 	defer unlock()
+	if rec.NoCgroup() {
+		// The freezer is a cgroup's (as Podman answers).
+		return fmt.Errorf("cannot %s container %s without using cgroups: %w", ev, rec.Name, core.ErrNoCgroup)
+	}
 	if rec.State != from {
 		return fmt.Errorf("container %s is %s, not %s: %w", rec.Name, rec.State, from, core.ErrStateConflict)
 	}

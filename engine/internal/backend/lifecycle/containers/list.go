@@ -255,8 +255,8 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 		},
 		HostConfig: &core.InspectContainerHostConfig{
 			Binds:           binds(s, r.Volumes),
-			CgroupManager:   inspectCgroupManager(&r),
-			CgroupMode:      "host",
+			CgroupManager:   m.inspectCgroupManager(&r),
+			CgroupMode:      cgroupnsMode(s.CgroupNS),
 			LogConfig:       inspectLogConfig(&r),
 			NetworkMode:     netMode(s),
 			PortBindings:    portBindings(&r, false),

@@ -32,6 +32,9 @@ func (m *Manager) Update(ctx context.Context, nameOrID string, opts core.UpdateC
 		return core.InvalidArgument("restart_policy", fmt.Errorf("container %s is removed when it exits; it cannot have a restart policy", rec.Name))
 	}
 	next := rec.Spec
+	if opts.Resources != nil && rec.NoCgroup() {
+		return fmt.Errorf("cannot update the resources of container %s, which runs without a cgroup of its own (cgroups_mode disabled): %w", rec.Name, core.ErrNoCgroup)
+	}
 	if opts.Resources != nil {
 		merged := mergeResources(rec.Spec.Resources, opts.Resources)
 		next.Resources = merged
