@@ -28,12 +28,12 @@ import (
 func TestCgroupsDisabled(t *testing.T) {
 	t.Run("runc", func(t *testing.T) {
 		l := startLab(t)
-		before := l.count()
+		before := l.ContainerCount()
 		status, body := l.Do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "cgroups_mode": "disabled"})
 		if status != http.StatusBadRequest || !bytes.Contains(body, []byte("cgroups_mode")) || !bytes.Contains(body, []byte("needs crun")) {
 			t.Fatalf("cgroups disabled under runc: %d %s", status, body)
 		}
-		if after := l.count(); after != before {
+		if after := l.ContainerCount(); after != before {
 			t.Fatalf("%d containers after a refused create, %d before", after, before)
 		}
 	})
@@ -84,7 +84,7 @@ func noCgroupUnderCrun(t *testing.T) {
 			t.Fatalf("cgroups disabled with %s: %d %s", field, status, body)
 		}
 	}
-	if n := l.count(); n != 0 {
+	if n := l.ContainerCount(); n != 0 {
 		t.Fatalf("refused creates left %d containers", n)
 	}
 
