@@ -118,6 +118,15 @@ type Result struct {
 	Warnings []string
 }
 
+// SpecVersion is the ociVersion the engine's specs carry: the version Debian
+// 12's runtimes speak, "1.0.2-dev" (what its runc 1.1.5 reports, and what
+// Podman 4.3.1 writes). runc reads no version; crun up to 1.8.1 (Debian
+// 12's) refuses every spec whose ociVersion lacks "1.0" ("unknown version
+// specified"), so the runtime-spec module's own (1.3.0) would shut crun out
+// of Debian 12 hosts; crun 1.21 (Debian 13's) checks none. The runtimes
+// read the fields by name, whatever the version says.
+const SpecVersion = "1.0.2-dev"
+
 // Generate builds the OCI spec. Errors about the request wrap core.ErrInvalidArgument
 // with the field named.
 func Generate(in Input) (*Result, error) {
@@ -200,7 +209,7 @@ func Generate(in Input) (*Result, error) {
 	proc.Rlimits = rl
 
 	spec := &specs.Spec{
-		Version:     specs.Version,
+		Version:     SpecVersion,
 		Process:     proc,
 		Root:        &specs.Root{Path: in.Rootfs, Readonly: s.ReadOnly},
 		Hostname:    hostname,
