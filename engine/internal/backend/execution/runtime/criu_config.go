@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
@@ -82,7 +81,11 @@ func (r *Runtime) SkipsNetworkLock() bool {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		ok, err := criuConfigSkipsNetworkLock(ctx, r.criuPath())
+		criu := r.criuPath
+		if criu == "" {
+			criu = "criu" // runc's default: criu from PATH
+		}
+		ok, err := criuConfigSkipsNetworkLock(ctx, criu)
 		if err != nil && r.logger != nil {
 			r.logger.Debug("CRIU's network-lock probe", "err", err)
 		}
@@ -90,21 +93,6 @@ func (r *Runtime) SkipsNetworkLock() bool {
 	})
 	return r.criuSkipsLock
 }
-
-// criuPath is the CRIU runc runs: the --criu global option, else criu from
-// PATH.
-func (r *Runtime) criuPath() string {
-	for i, a := range r.globalArgs {
-		if a == "--criu" && i+1 < len(r.globalArgs) {
-			return r.globalArgs[i+1]
-		}
-	}
-	return "criu"
-}
-
-// criuProbeMu serializes the probes of a process (tests start several
-// runtimes).
-var criuProbeMu sync.Mutex
 
 // CRIU's RPC (images/rpc.proto): criu_req and criu_opts fields, criu_resp's
 // success, the CHECK request type.
@@ -124,8 +112,6 @@ const (
 // whose configuration file says "network-lock skip"; CRIU parses the file
 // in a child and answers success only when the parse and its check pass.
 func criuConfigSkipsNetworkLock(ctx context.Context, criu string) (bool, error) {
-	criuProbeMu.Lock()
-	defer criuProbeMu.Unlock()
 	dir, err := os.MkdirTemp("", "berth-criu-probe-")
 	if err != nil {
 		return false, err

@@ -70,6 +70,8 @@ type Runtime struct {
 	// criuLockOnce guards criuSkipsLock, SkipsNetworkLock's answer.
 	criuLockOnce  sync.Once
 	criuSkipsLock bool
+	// criuPath is the CRIU given to runc (--criu); empty: criu from PATH.
+	criuPath string
 }
 
 // New finds the binaries and creates the runtime's directories.
@@ -114,6 +116,7 @@ func New(o Options) (*Runtime, error) {
 			return nil, fmt.Errorf("a CRIU path is only passed to runc, not %s", o.Name)
 		}
 		r.globalArgs = append(r.globalArgs, "--criu", o.CRIUPath)
+		r.criuPath = o.CRIUPath
 	}
 	for _, d := range []string{r.stateRoot, r.exitDir, r.socketDir, r.pauseRoot, r.noCgroupDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
