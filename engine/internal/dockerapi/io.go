@@ -72,7 +72,7 @@ func (s *server) containerAttach(w http.ResponseWriter, r *http.Request) {
 		TTY: tty, Stdin: wantIn, Stdout: wantOut, Stderr: wantErr, ReplayLog: doLogs, DetachKeys: keys,
 	})
 	if err != nil {
-		s.logger.Debug("docker attach ended", "container", name, "err", err)
+		s.logger.Log(r.Context(), stream.EndLevel(err), "docker attach ended", "container", name, "err", err)
 	}
 }
 

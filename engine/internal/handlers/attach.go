@@ -102,7 +102,7 @@ func (s *Server) attachContainer(w http.ResponseWriter, r *http.Request) {
 		TTY: tty, Stdin: wantIn, Stdout: wantOut, Stderr: wantErr, ReplayLog: q.Logs, DetachKeys: keys,
 	})
 	if err != nil {
-		s.logger.Debug("attach ended", "container", name, "err", err)
+		s.logger.Log(r.Context(), stream.EndLevel(err), "attach ended", "container", name, "err", err)
 	}
 }
 

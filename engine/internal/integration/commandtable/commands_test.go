@@ -101,11 +101,25 @@ func selectedRows(t *testing.T, table table) []row {
 
 // runRows runs the rows in order through sh and holds each to what the
 // README says of it; BERTH_COMMANDS_REPORT=1 logs every row's outcome.
+//
+// A row whose command succeeded but printed less than it should is run
+// once more, for at most one row of the table: podman-remote's attach
+// client is known to lose a short-lived container's output now and then
+// (Podman's own CI: containers/podman#25855), and the table judges the
+// engine. The retry is logged with both outputs; the engine logs a warning
+// where the loss was on its side (stream.ConmonReadError).
 func runRows(t *testing.T, sh *shell, rows []row) {
 	t.Helper()
 	report := os.Getenv("BERTH_COMMANDS_REPORT") == "1"
+	retried := ""
 	for _, r := range rows {
-		worked, detail := sh.runRow(r)
+		worked, short, detail := sh.runRow(r)
+		if r.status == statusWorks && short && retried == "" {
+			retried = r.command
+			first := detail
+			worked, _, detail = sh.runCommand(r)
+			t.Logf("README line %d: %q printed less than expected (%s); run again: worked=%v %s", r.line, r.command, first, worked, detail)
+		}
 		if report {
 			t.Logf("line %d: %-60s worked=%v %s", r.line, r.command, worked, detail)
 		}
@@ -191,21 +205,27 @@ func (s *shell) run(line string) (stdout, stderr string, err error) {
 }
 
 // runRow runs a row's setup and command; worked is true when both succeed
-// and the output holds the expected text.
-func (s *shell) runRow(r row) (worked bool, detail string) {
+// and the output holds the expected text; short when the command succeeded
+// but its output lacks that text.
+func (s *shell) runRow(r row) (worked, short bool, detail string) {
 	if r.setup != "" {
 		if _, errOut, err := s.run(r.setup); err != nil {
-			return false, fmt.Sprintf("setup %q: %v: %s", r.setup, err, tail(errOut))
+			return false, false, fmt.Sprintf("setup %q: %v: %s", r.setup, err, tail(errOut))
 		}
 	}
+	return s.runCommand(r)
+}
+
+// runCommand runs a row's command alone (see runRow).
+func (s *shell) runCommand(r row) (worked, short bool, detail string) {
 	out, errOut, err := s.run(r.command)
 	if err != nil {
-		return false, fmt.Sprintf("%v: %s", err, tail(errOut))
+		return false, false, fmt.Sprintf("%v: %s", err, tail(errOut))
 	}
 	if r.expect != "" && !strings.Contains(out, r.expect) {
-		return false, fmt.Sprintf("output lacks %q: %s", r.expect, tail(out))
+		return false, true, fmt.Sprintf("output lacks %q: stdout %q, stderr %q", r.expect, tail(out), tail(errOut))
 	}
-	return true, ""
+	return true, false, ""
 }
 
 // cleanup removes what the rows created, through the same client; what

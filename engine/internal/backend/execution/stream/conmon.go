@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -73,7 +74,7 @@ func CopyFromConmon(conn io.Reader, out Output) error {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
-			return err
+			return &ConmonReadError{Err: err}
 		}
 		if n == 0 {
 			// A zero-length packet is how SOCK_SEQPACKET reports the
@@ -81,6 +82,29 @@ func CopyFromConmon(conn io.Reader, out Output) error {
 			return nil
 		}
 	}
+}
+
+// ConmonReadError is a failed read of conmon's attach socket (not of the
+// client's end): conmon went away without a clean close, e.g. it exited
+// before it accepted the connection (ECONNRESET). What the container wrote
+// meanwhile did not reach the client; its log still has it.
+type ConmonReadError struct{ Err error }
+
+func (e *ConmonReadError) Error() string {
+	return "reading the container's attach socket: " + e.Err.Error()
+}
+
+func (e *ConmonReadError) Unwrap() error { return e.Err }
+
+// EndLevel is the level to log an attach session's error at: a
+// ConmonReadError (output may be lost) is a warning; the client going away
+// is routine.
+func EndLevel(err error) slog.Level {
+	var conmonErr *ConmonReadError
+	if errors.As(err, &conmonErr) {
+		return slog.LevelWarn
+	}
+	return slog.LevelDebug
 }
 
 // ResizeTerminal asks conmon to resize the container's terminal by writing

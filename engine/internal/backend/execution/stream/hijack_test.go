@@ -3,8 +3,10 @@ package stream
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -68,29 +70,8 @@ func TestHijackHeads(t *testing.T) {
 // longer than a socket address may be, packets tagged with their pipe.
 func TestConmonAttachSocket(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(dir, "attach")
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_SEQPACKET, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: fmt.Sprintf("/proc/self/fd/%d/attach", d.Fd())}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(fd, 1); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.FileListener(os.NewFile(uintptr(fd), "attach"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenSeqpacket(t, path)
 	defer ln.Close()
 	got := make(chan []byte, 1)
 	go func() {
@@ -130,6 +111,61 @@ func TestConmonAttachSocket(t *testing.T) {
 	if _, err := DialAttach(filepath.Join(dir, "missing")); err == nil {
 		t.Fatal("dialing a missing socket worked")
 	}
+}
+
+// TestConmonGoneBeforeAccept: conmon exiting with the client's connection
+// still in its backlog resets it; the copy reports a ConmonReadError, which
+// the handlers log as a warning.
+func TestConmonGoneBeforeAccept(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "attach")
+	ln := listenSeqpacket(t, path)
+	conn, err := DialAttach(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ln.Close()
+	var out bytes.Buffer
+	err = CopyFromConmon(conn, Output{Stdout: &out})
+	var conmonErr *ConmonReadError
+	if !errors.As(err, &conmonErr) || !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("copy after conmon left: %v, want a ConmonReadError wrapping ECONNRESET", err)
+	}
+	if EndLevel(err) != slog.LevelWarn || EndLevel(errors.New("broken pipe")) != slog.LevelDebug || EndLevel(nil) != slog.LevelDebug {
+		t.Fatal("EndLevel: want warn for a conmon read error only")
+	}
+}
+
+// listenSeqpacket binds a SOCK_SEQPACKET listener at path (which may be
+// longer than a socket address), as conmon does.
+func listenSeqpacket(t *testing.T, path string) net.Listener {
+	t.Helper()
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_SEQPACKET, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: fmt.Sprintf("/proc/self/fd/%d/%s", d.Fd(), filepath.Base(path))}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 1); err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(fd), "attach")
+	defer f.Close()
+	ln, err := net.FileListener(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
 }
 
 func TestResizeTerminal(t *testing.T) {
