@@ -12,6 +12,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/lifecycle/restart"
 	"github.com/berth-project/berth/engine/internal/backend/platform/events"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
+	"github.com/berth-project/berth/engine/internal/core"
 )
 
 // eventRetention is how long events are kept; older ones are pruned at
@@ -29,6 +30,12 @@ type streamServices struct {
 	io          *containerio.Service
 	unsubscribe []func()
 }
+
+// The container manager lists its running containers for stats in one
+// step (containerio looks for this method).
+var _ interface {
+	Running(context.Context) []*core.Container
+} = (*containers.Manager)(nil)
 
 // openStreams connects the services to the container manager's events and
 // resumes what must run from engine start: healthcheck schedules, and

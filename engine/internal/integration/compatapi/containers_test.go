@@ -143,7 +143,8 @@ func TestInspectPodmanAnnotations(t *testing.T) {
 }
 
 // TestStatsCarryContainerID: both libpod stats routes name the container
-// by its full ID in each entry.
+// by its full ID in each entry; stats of every container list the running
+// ones, newest first.
 func TestStatsCarryContainerID(t *testing.T) {
 	te := startEngine(t)
 	id := te.Create(map[string]any{"command": []string{"sleep", "60"}, "name": "busy"})
@@ -156,6 +157,18 @@ func TestStatsCarryContainerID(t *testing.T) {
 		if len(report.Stats) != 1 || report.Stats[0].ContainerID != id || report.Stats[0].Name != "busy" {
 			t.Fatalf("%s: %+v, want one entry with ContainerID %s", path, report.Stats, id)
 		}
+	}
+	// Every container's stats: the running ones only, newest first.
+	te.Create(map[string]any{"command": []string{"true"}, "name": "created"})
+	exited := te.Create(map[string]any{"command": []string{"true"}, "name": "exited"})
+	te.Must(http.StatusNoContent, "POST", "/containers/"+exited+"/start", nil)
+	te.Must(http.StatusOK, "POST", "/containers/"+exited+"/wait", nil)
+	second := te.Create(map[string]any{"command": []string{"sleep", "60"}, "name": "busy2"})
+	te.Must(http.StatusNoContent, "POST", "/containers/"+second+"/start", nil)
+	var all struct{ Stats []struct{ ContainerID string } }
+	te.Get("/containers/stats?stream=false", &all)
+	if len(all.Stats) != 2 || all.Stats[0].ContainerID != second || all.Stats[1].ContainerID != id {
+		t.Fatalf("stats of every container: %+v, want %s then %s", all.Stats, second, id)
 	}
 	var one struct{ ID, Name string }
 	if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/busy/stats?stream=false", nil), &one); err != nil || one.ID != id {

@@ -322,16 +322,14 @@ func (s *Service) Resize(ctx context.Context, nameOrID string, height, width uin
 func (s *Service) Stats(ctx context.Context, nameOrIDs []string) ([]stats.ContainerStats, error) {
 	var targets []*core.Container
 	if len(nameOrIDs) == 0 {
-		list, err := s.containers.List(ctx, core.ListContainersOptions{})
+		all, err := s.runningContainers(ctx)
 		if err != nil {
 			return nil, err
 		}
-		for _, row := range list {
-			c, err := s.containers.Lookup(ctx, row.ID)
-			if err != nil || !running(c.State) || c.NoCgroup() {
-				continue
+		for _, c := range all {
+			if running(c.State) && !c.NoCgroup() {
+				targets = append(targets, c)
 			}
-			targets = append(targets, c)
 		}
 	} else {
 		for _, n := range nameOrIDs {
@@ -396,6 +394,33 @@ func (s *Service) Stats(ctx context.Context, nameOrIDs []string) ([]stats.Contai
 		cur := stats.Compute(c.ID, c.Name, c.StartedAt, samples[i], prevPtr)
 		s.lastStats[c.ID] = cur
 		out = append(out, cur)
+	}
+	return out, nil
+}
+
+// runningLister is what a Containers implementation may offer to list its
+// running containers with their records in one step (the containers
+// backend does); Stats of every container then skips List's rows and a
+// Lookup per row.
+type runningLister interface {
+	Running(ctx context.Context) []*core.Container
+}
+
+// runningContainers returns the running (and paused) containers, newest
+// first.
+func (s *Service) runningContainers(ctx context.Context) ([]*core.Container, error) {
+	if rl, ok := s.containers.(runningLister); ok {
+		return rl.Running(ctx), nil
+	}
+	list, err := s.containers.List(ctx, core.ListContainersOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*core.Container, 0, len(list))
+	for _, row := range list {
+		if c, err := s.containers.Lookup(ctx, row.ID); err == nil {
+			out = append(out, c)
+		}
 	}
 	return out, nil
 }

@@ -40,8 +40,9 @@ func NewHandles() *Handles {
 	return &Handles{sets: map[string]*handleSet{}}
 }
 
-// read returns the contents of the control file name of the cgroup at dir.
-func (h *Handles) read(dir, name string) ([]byte, error) {
+// read returns the contents of the control file name of the cgroup at dir,
+// in buf where it fits (a larger file gets a larger buffer).
+func (h *Handles) read(dir, name string, buf []byte) ([]byte, error) {
 	set := h.set(dir)
 	if set == nil {
 		return os.ReadFile(filepath.Join(dir, name))
@@ -52,7 +53,7 @@ func (h *Handles) read(dir, name string) ([]byte, error) {
 		return os.ReadFile(filepath.Join(dir, name))
 	}
 	if f := set.files[name]; f != nil {
-		data, err := preadAll(f)
+		data, err := preadAll(f, buf)
 		if err == nil {
 			return data, nil
 		}
@@ -64,7 +65,7 @@ func (h *Handles) read(dir, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := preadAll(f)
+	data, err := preadAll(f, buf)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -119,14 +120,17 @@ func (h *Handles) Held() int {
 	return len(h.sets)
 }
 
-// preadAll reads f from offset 0 to its end. A read that does not fill the
-// buffer has reached the end (a control file is generated whole and handed
+// preadAll reads f from offset 0 to its end into buf (or a larger buffer
+// when buf is too small; a nil or empty buf gets a page). A read that does
+// not fill the buffer has reached the end (a control file is generated whole and handed
 // out up to the size asked for; a regular file ends there too), so a file
 // that fits takes one pread instead of a second one that reads nothing
 // (what os.File.ReadAt does to see the end).
-func preadAll(f *os.File) ([]byte, error) {
+func preadAll(f *os.File, buf []byte) ([]byte, error) {
 	fd := int(f.Fd())
-	buf := make([]byte, 4096)
+	if len(buf) == 0 {
+		buf = make([]byte, 4096)
+	}
 	n := 0
 	for {
 		m, err := syscall.Pread(fd, buf[n:], int64(n))

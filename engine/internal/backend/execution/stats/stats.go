@@ -4,6 +4,7 @@
 package stats
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -68,9 +71,9 @@ func (r Reader) Read(cgroupPath string, pid int) (Sample, error) {
 	var err error
 	if h.Unified() {
 		dir := filepath.Join(h.Root(), cgroupPath)
-		read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }
+		read := func(name string, _ []byte) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }
 		if r.Handles != nil {
-			read = func(name string) ([]byte, error) { return r.Handles.read(dir, name) }
+			read = func(name string, buf []byte) ([]byte, error) { return r.Handles.read(dir, name, buf) }
 		}
 		s, err = readUnified(dir, read, r.MaxUsage)
 	} else {
@@ -85,42 +88,53 @@ func (r Reader) Read(cgroupPath string, pid int) (Sample, error) {
 	return s, nil
 }
 
+// sampleBuffers hold a control file's contents while readUnified parses
+// it: one buffer serves every file of a sample, and the buffers are
+// reused across samples (a stats request over many containers otherwise
+// allocates a page per file).
+var sampleBuffers = sync.Pool{New: func() any { b := make([]byte, 4096); return &b }}
+
 // readUnified reads the v2 control files of the cgroup at dir through read
-// (a file's name to its contents): cpu.stat (microseconds), memory.current
-// less inactive page cache against memory.max, memory.peak (maxUsage),
-// pids.current
-// and io.stat. v2 keeps no per-CPU usage.
-func readUnified(dir string, read func(name string) ([]byte, error), maxUsage bool) (Sample, error) {
-	s := Sample{Time: time.Now()}
-	keyValues := func(name string) (map[string]uint64, error) {
-		data, err := read(name)
-		if err != nil {
-			return nil, err
+// (a file's name to its contents, read into the buffer it is given where
+// it can): cpu.stat (microseconds), memory.current less inactive page
+// cache against memory.max, memory.peak (maxUsage), pids.current and
+// io.stat. v2 keeps no per-CPU usage. Each file is parsed before the next
+// is read, without building maps: this runs for every container of a
+// stats request.
+func readUnified(dir string, read func(name string, buf []byte) ([]byte, error), maxUsage bool) (Sample, error) {
+	bp := sampleBuffers.Get().(*[]byte)
+	defer sampleBuffers.Put(bp)
+	readFile := func(name string) ([]byte, error) {
+		data, err := read(name, (*bp)[:cap(*bp)])
+		if err == nil && cap(data) > cap(*bp) {
+			*bp = data[:cap(data)]
 		}
-		return cgroups.ParseKeyValues(string(data)), nil
+		return data, err
 	}
 	number := func(name string) (uint64, error) {
-		data, err := read(name)
+		data, err := readFile(name)
 		if err != nil {
 			return 0, err
 		}
 		return parseUint(name, data)
 	}
-	cpu, err := keyValues("cpu.stat")
+	s := Sample{Time: time.Now()}
+	cpu, err := readFile("cpu.stat")
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return Sample{}, fmt.Errorf("%w: %s", ErrNoCgroup, dir)
 		}
 		return Sample{}, err
 	}
-	s.CPUNano = cpu["usage_usec"] * 1000
-	s.CPUSystemNano = cpu["system_usec"] * 1000
+	usageUsec, _ := keyValue(cpu, "usage_usec")
+	systemUsec, _ := keyValue(cpu, "system_usec")
+	s.CPUNano, s.CPUSystemNano = usageUsec*1000, systemUsec*1000
 	usage, err := number("memory.current")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Sample{}, err
 	}
-	if kv, err := keyValues("memory.stat"); err == nil {
-		if inactive := kv["inactive_file"]; inactive < usage {
+	if data, err := readFile("memory.stat"); err == nil {
+		if inactive, _ := keyValue(data, "inactive_file"); inactive < usage {
 			usage -= inactive
 		}
 	}
@@ -138,7 +152,7 @@ func readUnified(dir string, read func(name string) ([]byte, error), maxUsage bo
 	if pids, err := number("pids.current"); err == nil {
 		s.PIDs = pids
 	}
-	if data, err := read("io.stat"); err == nil {
+	if data, err := readFile("io.stat"); err == nil {
 		s.Blkio = parseIOStat(data)
 	}
 	for _, e := range s.Blkio {
@@ -152,26 +166,65 @@ func readUnified(dir string, read func(name string) ([]byte, error), maxUsage bo
 	return s, nil
 }
 
+// keyValue finds the line "key N" of a flat-keyed control file (cpu.stat,
+// memory.stat) and returns N.
+func keyValue(data []byte, key string) (uint64, bool) {
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(line) > len(key) && line[len(key)] == ' ' && string(line[:len(key)]) == key {
+			v, err := strconv.ParseUint(string(bytes.TrimSpace(line[len(key)+1:])), 10, 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}
+
 // parseIOStat reads v2's io.stat ("MAJ:MIN rbytes=N wbytes=N rios=N ...")
 // into v1-shaped entries (Read and Write bytes per device), which is what
 // Docker's blkio_stats carries on v2 too.
 func parseIOStat(data []byte) []BlkioEntry {
 	var out []BlkioEntry
-	parseDeviceLines(data, func(major, minor uint64, rest []string) {
-		for _, kv := range rest {
-			k, v, _ := strings.Cut(kv, "=")
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		dev, rest, ok := bytes.Cut(line, []byte(" "))
+		if !ok {
+			continue
+		}
+		majStr, minStr, ok := bytes.Cut(dev, []byte(":"))
+		if !ok {
+			continue
+		}
+		major, err1 := strconv.ParseUint(string(majStr), 10, 64)
+		minor, err2 := strconv.ParseUint(string(minStr), 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		for _, kv := range bytes.Fields(rest) {
+			k, v, _ := bytes.Cut(kv, []byte("="))
+			op := ""
+			switch string(k) {
+			case "rbytes":
+				op = "Read"
+			case "wbytes":
+				op = "Write"
+			default:
 				continue
 			}
-			switch k {
-			case "rbytes":
-				out = append(out, BlkioEntry{Major: major, Minor: minor, Op: "Read", Value: n})
-			case "wbytes":
-				out = append(out, BlkioEntry{Major: major, Minor: minor, Op: "Write", Value: n})
+			if n, err := strconv.ParseUint(string(v), 10, 64); err == nil {
+				out = append(out, BlkioEntry{Major: major, Minor: minor, Op: op, Value: n})
 			}
 		}
-	})
+	}
 	return out
 }
 
@@ -277,7 +330,7 @@ func readUint(path string) (uint64, error) {
 // parseUint parses a control file holding one number (name names it in
 // the error).
 func parseUint(name string, data []byte) (uint64, error) {
-	v, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	v, err := strconv.ParseUint(string(bytes.TrimSpace(data)), 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("parse %s: %w", name, err)
 	}
@@ -338,12 +391,26 @@ func sharesHostNetwork(pid int) bool {
 }
 
 func physicalMemory() uint64 {
+	now := time.Now().UnixNano()
+	if at := physMemAt.Load(); at != 0 && now-at < int64(time.Second) {
+		return physMem.Load()
+	}
 	var si syscall.Sysinfo_t
 	if err := syscall.Sysinfo(&si); err != nil {
 		return math.MaxUint64
 	}
-	return uint64(si.Totalram) * uint64(si.Unit)
+	total := uint64(si.Totalram) * uint64(si.Unit)
+	physMem.Store(total)
+	physMemAt.Store(now)
+	return total
 }
+
+// physMem is the host's memory as last read, at physMemAt (UnixNano): a
+// stats request reads it once for all its containers.
+var (
+	physMem   atomic.Uint64
+	physMemAt atomic.Int64
+)
 
 // ContainerStats is one container's usage in Podman's shape (what
 // `podman stats` decodes).

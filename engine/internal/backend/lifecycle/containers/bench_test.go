@@ -153,3 +153,30 @@ func BenchmarkIdleRSS(b *testing.B) {
 	b.ReportMetric(rss, "MiB")
 	fmt.Printf("idle engine RSS: %.1f MiB (goal < 40)\n", rss)
 }
+
+// BenchmarkStats50Running times GET /libpod/containers/stats?stream=false
+// (every running container) with 50 containers running: one request per
+// iteration, reported as the median in microseconds. The host lab's
+// TestBenchVsPodman holds the same request to 10x Podman's throughput.
+func BenchmarkStats50Running(b *testing.B) {
+	benchtest.Require(b)
+	te := startEngine(b)
+	for i := 0; i < 50; i++ {
+		id := te.create(benchSpec("sleep", "600"))
+		te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	}
+	get := func() time.Duration {
+		start := time.Now()
+		te.Must(http.StatusOK, "GET", "/containers/stats?stream=false", nil)
+		return time.Since(start)
+	}
+	get()
+	b.ResetTimer()
+	times := make([]time.Duration, 0, b.N)
+	for i := 0; i < b.N; i++ {
+		times = append(times, get())
+	}
+	b.StopTimer()
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Microseconds()), "median-us")
+}

@@ -62,6 +62,28 @@ func (m *Manager) List(ctx context.Context, opts core.ListContainersOptions) ([]
 	return out, nil
 }
 
+// Running returns snapshots of the running and paused containers, newest
+// first as List orders them: what a stats request of every container
+// samples, without the rows List builds.
+func (m *Manager) Running(ctx context.Context) []*core.Container {
+	m.mu.RLock()
+	out := make([]*core.Container, 0, len(m.byID))
+	for _, e := range m.byID {
+		if e.rec.State == core.StateRunning || e.rec.State == core.StatePaused {
+			rec := copyRecord(e.rec)
+			out = append(out, &rec.Container)
+		}
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Created.Equal(out[j].Created) {
+			return out[i].ID < out[j].ID
+		}
+		return out[i].Created.After(out[j].Created)
+	})
+	return out
+}
+
 func (m *Manager) size(rec *record) *core.ContainerSize {
 	sz := &core.ContainerSize{}
 	if rw, err := m.store.ContainerSize(rec.ID); err == nil {
