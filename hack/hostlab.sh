@@ -5,7 +5,9 @@
 #   hack/hostlab.sh run     (default) builds Berth's binaries, boots the VM, runs the host suite
 #                           inside and reports its output; exits non-zero when it failed
 #   hack/hostlab.sh bench   the same VM, running only TestBenchVsPodman (BERTH_HOSTLAB_BENCH=1):
-#                           the engine against Podman 4.3.1 in the VM; its BENCH lines are the figures
+#                           the engine against Podman 4.3.1 in the VM; its BENCH lines are the figures.
+#                           With BERTH_HOSTLAB_PROFILE=FILE it runs TestProfileStats instead and
+#                           writes FILE, a CPU profile of an in-process engine's stats requests
 # The image is made from Debian's packages alone: debootstrap (minbase plus the packages below),
 # Debian's cloud kernel, and a small busybox initramfs that loads the virtio modules and
 # switch_roots to systemd. It is cached in ${BERTH_CACHE:-$HOME/.cache/berth}/hostlab-KEY, KEY a
@@ -251,16 +253,21 @@ run_suite() {
   [ "$what" = bench ] && timeout_s=${BERTH_HOSTLAB_TIMEOUT:-1500}
   local targs="-test.timeout $((timeout_s - 60))s -test.v"
   local bench=0
+  local profile=""
   if [ "$what" = bench ]; then
     bench=1
     BERTH_HOSTLAB_RUN='^TestBenchVsPodman$'
+    if [ -n "${BERTH_HOSTLAB_PROFILE:-}" ]; then
+      BERTH_HOSTLAB_RUN='^TestProfileStats$'
+      profile=/hostlab/results/stats.pprof
+    fi
   fi
   [ -n "${BERTH_HOSTLAB_RUN:-}" ] && targs="$targs -test.run '${BERTH_HOSTLAB_RUN}'"
   cat >"$payload/run.sh" <<RUN
 #!/bin/sh
 # Written by hack/hostlab.sh: runs the host suite inside the VM.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-export BERTH_TEST_STRICT=1 BERTH_HOSTLAB=1 BERTH_ENGINE_BIN=/hostlab/berth-engine HOME=/root BERTH_HOSTLAB_BENCH=$bench
+export BERTH_TEST_STRICT=1 BERTH_HOSTLAB=1 BERTH_ENGINE_BIN=/hostlab/berth-engine HOME=/root BERTH_HOSTLAB_BENCH=$bench BERTH_HOSTLAB_PROFILE=$profile
 echo "host: \$(uname -r), cgroup: \$(stat -fc %T /sys/fs/cgroup), controllers: \$(cat /sys/fs/cgroup/cgroup.controllers 2>/dev/null), pid 1: \$(cat /proc/1/comm)"
 cd /tmp
 { /hostlab/hostsuite.test $targs 2>&1; echo \$? >/tmp/hostsuite.rc; } | tee /dev/ttyS0
@@ -303,6 +310,10 @@ RUN
     die "the host suite did not finish (qemu exit $rc; timeout ${timeout_s}s)"
   fi
   echo "$out"
+  if [ -n "$profile" ]; then
+    debugfs -R "dump /results/stats.pprof $BERTH_HOSTLAB_PROFILE" "$work/payload.img" 2>/dev/null
+    [ -s "$BERTH_HOSTLAB_PROFILE" ] && log "CPU profile of the stats requests: $BERTH_HOSTLAB_PROFILE (go tool pprof -top $BERTH_HOSTLAB_PROFILE)"
+  fi
   if [ "$guest_rc" != 0 ]; then
     log "host suite FAILED in the VM (exit $guest_rc)"
     return 1
