@@ -317,8 +317,20 @@ func TestProfileStats(t *testing.T) {
 	if out == "" {
 		t.Skip("a profile: BERTH_HOSTLAB_PROFILE=FILE (hack/hostlab.sh bench)")
 	}
-	testdeadline.Set(t, 10*time.Minute)
+	testdeadline.Set(t, 14*time.Minute)
 	const running = 50
+	// The same request to the berth-engine binary (as TestBenchVsPodman
+	// runs it), for comparison; its containers go before the profile.
+	t.Run("binary", func(t *testing.T) {
+		b := &apiTarget{"berth", startEngineProcess(t).Engine}
+		b.startSleepers(running)
+		b.stats(running)
+		var times []time.Duration
+		for i := 0; i < 30; i++ {
+			times = append(times, benchtest.Timed(func() { b.stats(running) }))
+		}
+		t.Logf("BENCH stats of %d containers, berth-engine binary, 30 requests: median %v", running, median(times))
+	})
 	e := &apiTarget{"berth", enginetest.Start(t, labOptions())}
 	e.startSleepers(running)
 	e.stats(running)

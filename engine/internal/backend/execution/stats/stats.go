@@ -145,9 +145,12 @@ func readUnified(dir string, read func(name string, buf []byte) ([]byte, error),
 		}
 	}
 	s.MemLimit = physicalMemory()
-	// memory.max reads "max" when unlimited, which parseUint refuses.
-	if limit, err := number("memory.max"); err == nil && limit > 0 && limit < s.MemLimit {
-		s.MemLimit = limit
+	// memory.max reads "max" when unlimited (no error made for it: this
+	// is most containers, at every request).
+	if data, err := readFile("memory.max"); err == nil && string(bytes.TrimSpace(data)) != "max" {
+		if limit, err := parseUint("memory.max", data); err == nil && limit > 0 && limit < s.MemLimit {
+			s.MemLimit = limit
+		}
 	}
 	if pids, err := number("pids.current"); err == nil {
 		s.PIDs = pids
