@@ -475,7 +475,7 @@ func (s *Service) DockerStats(ctx context.Context, nameOrID string, prev *stats.
 		return nil, fmt.Errorf("container %s is %s, it has no stats: %w", c.ID, c.State, core.ErrStateConflict)
 	}
 	reader := s.statsReader
-	reader.MaxUsage = true // Docker's memory_stats.max_usage
+	reader.Docker = true // Docker's memory_stats: usage from memory.current, max_usage
 	sample, err := reader.Read(c.CgroupPath, c.PID)
 	s.statsMu.Lock()
 	s.noteSampled([]*core.Container{c}, false)

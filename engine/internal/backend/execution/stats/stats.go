@@ -53,13 +53,19 @@ type Sample struct {
 }
 
 // Reader reads cgroup counters below Root ("" for the host's hierarchy).
-// With Handles, the v2 control files stay open between samples. MaxUsage
-// asks for the peak memory use too (Docker's max_usage; Podman's stats
-// have no such field, and one file less per container is read without it).
+// With Handles, the v2 control files stay open between samples.
+//
+// Docker asks for Docker's memory figures: the usage from memory.current
+// (less the inactive page cache) and the peak (max_usage). Without it the
+// memory figures are Podman's: on cgroup v2 Podman 4 (containers/common)
+// reports memory.stat's anon as the usage and has no peak, so neither
+// memory.current nor memory.peak is read (two files less per container
+// and request). On v1 both read memory.usage_in_bytes less the inactive
+// page cache; only Docker reads the peak.
 type Reader struct {
-	Root     string
-	Handles  *Handles
-	MaxUsage bool
+	Root    string
+	Handles *Handles
+	Docker  bool
 }
 
 // Read samples the cgroup at path (relative to the hierarchy's root, or
@@ -75,9 +81,9 @@ func (r Reader) Read(cgroupPath string, pid int) (Sample, error) {
 		if r.Handles != nil {
 			read = func(name string, buf []byte) ([]byte, error) { return r.Handles.read(dir, name, buf) }
 		}
-		s, err = readUnified(dir, read, r.MaxUsage)
+		s, err = readUnified(dir, read, r.Docker)
 	} else {
-		s, err = readV1(h.Root(), cgroupPath, r.MaxUsage)
+		s, err = readV1(h.Root(), cgroupPath, r.Docker)
 	}
 	if err != nil {
 		return Sample{}, err
@@ -96,12 +102,12 @@ var sampleBuffers = sync.Pool{New: func() any { b := make([]byte, 4096); return 
 
 // readUnified reads the v2 control files of the cgroup at dir through read
 // (a file's name to its contents, read into the buffer it is given where
-// it can): cpu.stat (microseconds), memory.current less inactive page
-// cache against memory.max, memory.peak (maxUsage), pids.current and
-// io.stat. v2 keeps no per-CPU usage. Each file is parsed before the next
-// is read, without building maps: this runs for every container of a
-// stats request.
-func readUnified(dir string, read func(name string, buf []byte) ([]byte, error), maxUsage bool) (Sample, error) {
+// it can): cpu.stat (microseconds), the memory usage (docker: memory.current
+// less inactive page cache, and memory.peak; else memory.stat's anon, as
+// Podman) against memory.max, pids.current and io.stat. v2 keeps no per-CPU
+// usage. Each file is parsed before the next is read, without building
+// maps: this runs for every container of a stats request.
+func readUnified(dir string, read func(name string, buf []byte) ([]byte, error), docker bool) (Sample, error) {
 	bp := sampleBuffers.Get().(*[]byte)
 	defer sampleBuffers.Put(bp)
 	readFile := func(name string) ([]byte, error) {
@@ -129,20 +135,24 @@ func readUnified(dir string, read func(name string, buf []byte) ([]byte, error),
 	usageUsec, _ := keyValue(cpu, "usage_usec")
 	systemUsec, _ := keyValue(cpu, "system_usec")
 	s.CPUNano, s.CPUSystemNano = usageUsec*1000, systemUsec*1000
-	usage, err := number("memory.current")
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return Sample{}, err
-	}
-	if data, err := readFile("memory.stat"); err == nil {
-		if inactive, _ := keyValue(data, "inactive_file"); inactive < usage {
-			usage -= inactive
+	if docker {
+		usage, err := number("memory.current")
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return Sample{}, err
 		}
-	}
-	s.MemUsage = usage
-	if maxUsage {
+		if data, err := readFile("memory.stat"); err == nil {
+			if inactive, _ := keyValue(data, "inactive_file"); inactive < usage {
+				usage -= inactive
+			}
+		}
+		s.MemUsage = usage
 		if peak, err := number("memory.peak"); err == nil {
 			s.MemMaxUsage = peak
 		}
+	} else if data, err := readFile("memory.stat"); err == nil {
+		s.MemUsage, _ = keyValue(data, "anon")
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Sample{}, err
 	}
 	s.MemLimit = physicalMemory()
 	// memory.max reads "max" when unlimited (no error made for it: this

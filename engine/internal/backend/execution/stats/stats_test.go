@@ -71,13 +71,13 @@ func TestReadFakeUnified(t *testing.T) {
 		"free/memory.max":     "max\n",
 	}
 	writeFiles(t, root, files)
-	s, err := Reader{Root: root, MaxUsage: true}.Read("/ctr", 0)
+	s, err := Reader{Root: root, Docker: true}.Read("/ctr", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Without MaxUsage (Podman's stats) memory.peak is not read.
-	if lean, err := (Reader{Root: root}).Read("/ctr", 0); err != nil || lean.MemMaxUsage != 0 || lean.MemUsage != 9437184 {
-		t.Fatalf("without MaxUsage: %+v %v", lean, err)
+	// Podman's figures: the usage is memory.stat's anon, no peak.
+	if lean, err := (Reader{Root: root}).Read("/ctr", 0); err != nil || lean.MemMaxUsage != 0 || lean.MemUsage != 100 || lean.MemLimit != 20971520 {
+		t.Fatalf("Podman's memory figures: %+v %v", lean, err)
 	}
 	if s.CPUNano != 2e9 || s.CPUSystemNano != 5e8 || len(s.PerCPU) != 0 {
 		t.Fatalf("cpu: %+v", s)
@@ -184,7 +184,7 @@ func BenchmarkReadUnified(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		s, err := readUnified("/ctr", read, false)
-		if err != nil || s.MemUsage != 421888-241664 || s.CPUNano != 31062000 || s.BlockRead != 1212416 {
+		if err != nil || s.MemUsage != 65536 || s.CPUNano != 31062000 || s.BlockRead != 1212416 {
 			b.Fatalf("%+v %v", s, err)
 		}
 	}
