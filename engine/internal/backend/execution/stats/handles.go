@@ -43,10 +43,24 @@ func NewHandles() *Handles {
 // read returns the contents of the control file name of the cgroup at dir,
 // in buf where it fits (a larger file gets a larger buffer).
 func (h *Handles) read(dir, name string, buf []byte) ([]byte, error) {
+	return h.files(dir)(name, buf)
+}
+
+// files returns read for the cgroup at dir, its set of held files looked
+// up once for all the files of a sample.
+func (h *Handles) files(dir string) func(name string, buf []byte) ([]byte, error) {
 	set := h.set(dir)
-	if set == nil {
-		return os.ReadFile(filepath.Join(dir, name))
+	return func(name string, buf []byte) ([]byte, error) {
+		if set == nil {
+			return os.ReadFile(filepath.Join(dir, name))
+		}
+		return set.read(dir, name, buf)
 	}
+}
+
+// read reads the control file name of the cgroup at dir through the
+// descriptor the set holds, opening it the first time.
+func (set *handleSet) read(dir, name string, buf []byte) ([]byte, error) {
 	set.mu.Lock()
 	defer set.mu.Unlock()
 	if set.forgotten {

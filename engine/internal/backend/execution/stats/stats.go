@@ -79,7 +79,7 @@ func (r Reader) Read(cgroupPath string, pid int) (Sample, error) {
 		dir := filepath.Join(h.Root(), cgroupPath)
 		read := func(name string, _ []byte) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }
 		if r.Handles != nil {
-			read = func(name string, buf []byte) ([]byte, error) { return r.Handles.read(dir, name, buf) }
+			read = r.Handles.files(dir)
 		}
 		s, err = readUnified(dir, read, r.Docker)
 	} else {
