@@ -16,6 +16,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/logs"
@@ -347,32 +348,36 @@ func (s *Service) Stats(ctx context.Context, nameOrIDs []string) ([]stats.Contai
 	// few at a time, so that the kernel's work (cgroup v2 flushes its
 	// per-CPU counters on every read of cpu.stat, memory.stat, io.stat)
 	// runs on every CPU instead of one after another.
+	// The workers (this goroutine one of them) take the next container
+	// from a shared counter: no hand-off through a channel per container,
+	// which wakes a goroutine each time (in the host lab's emulated VM a
+	// futex call is dear).
 	samples := make([]stats.Sample, len(targets))
 	errs := make([]error, len(targets))
 	reader := s.statsReader
+	var next atomic.Int64
+	work := func() {
+		for i := int(next.Add(1) - 1); i < len(targets); i = int(next.Add(1) - 1) {
+			if c := targets[i]; running(c.State) {
+				pid := c.PID
+				if c.Spec.NetNS.NSMode == core.NetNSNone {
+					// Only loopback, whose traffic is not counted:
+					// nothing to read.
+					pid = 0
+				}
+				samples[i], errs[i] = reader.Read(c.CgroupPath, pid)
+			}
+		}
+	}
 	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < min(statsWorkers(), len(targets)); w++ {
+	for w := 1; w < min(statsWorkers(), len(targets)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				if c := targets[i]; running(c.State) {
-					pid := c.PID
-					if c.Spec.NetNS.NSMode == core.NetNSNone {
-						// Only loopback, whose traffic is not counted:
-						// nothing to read.
-						pid = 0
-					}
-					samples[i], errs[i] = reader.Read(c.CgroupPath, pid)
-				}
-			}
+			work()
 		}()
 	}
-	for i := range targets {
-		next <- i
-	}
-	close(next)
+	work()
 	wg.Wait()
 	out := make([]stats.ContainerStats, 0, len(targets))
 	s.statsMu.Lock()

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -403,27 +402,16 @@ func sharesHostNetwork(pid int) bool {
 	return err1 == nil && err2 == nil && os.SameFile(own, theirs)
 }
 
-func physicalMemory() uint64 {
-	now := time.Now().UnixNano()
-	if at := physMemAt.Load(); at != 0 && now-at < int64(time.Second) {
-		return physMem.Load()
-	}
+// physicalMemory is the host's memory, the limit of a container without
+// one of its own. It is read once: a stats request would otherwise ask the
+// kernel (and the clock, to keep a cache fresh) for every container.
+var physicalMemory = sync.OnceValue(func() uint64 {
 	var si syscall.Sysinfo_t
 	if err := syscall.Sysinfo(&si); err != nil {
 		return math.MaxUint64
 	}
-	total := uint64(si.Totalram) * uint64(si.Unit)
-	physMem.Store(total)
-	physMemAt.Store(now)
-	return total
-}
-
-// physMem is the host's memory as last read, at physMemAt (UnixNano): a
-// stats request reads it once for all its containers.
-var (
-	physMem   atomic.Uint64
-	physMemAt atomic.Int64
-)
+	return uint64(si.Totalram) * uint64(si.Unit)
+})
 
 // ContainerStats is one container's usage in Podman's shape (what
 // `podman stats` decodes).
