@@ -182,12 +182,8 @@ func readUnified(dir string, read func(name string, buf []byte) ([]byte, error),
 // memory.stat) and returns N.
 func keyValue(data []byte, key string) (uint64, bool) {
 	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+		var line []byte
+		line, data, _ = bytes.Cut(data, []byte("\n"))
 		if len(line) > len(key) && line[len(key)] == ' ' && string(line[:len(key)]) == key {
 			v, err := strconv.ParseUint(string(bytes.TrimSpace(line[len(key)+1:])), 10, 64)
 			return v, err == nil
@@ -202,12 +198,8 @@ func keyValue(data []byte, key string) (uint64, bool) {
 func parseIOStat(data []byte) []BlkioEntry {
 	var out []BlkioEntry
 	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+		var line []byte
+		line, data, _ = bytes.Cut(data, []byte("\n"))
 		dev, rest, ok := bytes.Cut(line, []byte(" "))
 		if !ok {
 			continue
