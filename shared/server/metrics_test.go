@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,6 +176,16 @@ func TestRouteLabel(t *testing.T) {
 func TestStreamsAreNotLatency(t *testing.T) {
 	m := NewMetrics("berth_engine")
 	router := chi.NewRouter()
+	// served counts the requests the metrics middleware is done with:
+	// httptest's Close does not wait for a handler that hijacked its
+	// connection.
+	var served sync.WaitGroup
+	router.Use(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer served.Done()
+			next.ServeHTTP(w, r)
+		})
+	})
 	router.Use(m.Middleware)
 	router.Get("/containers/{name}/logs", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "line")
@@ -191,13 +202,21 @@ func TestStreamsAreNotLatency(t *testing.T) {
 	for _, req := range []struct{ method, path string }{
 		{"GET", "/containers/a/logs"}, {"POST", "/containers/a/attach"}, {"GET", "/images/busybox/json"},
 	} {
+		served.Add(1)
 		r, _ := http.NewRequest(req.method, srv.URL+req.path, nil)
 		if resp, err := http.DefaultClient.Do(r); err == nil {
 			resp.Body.Close()
 		}
 	}
 	// The client may have the whole answer before the middleware, after
-	// the handler returns, has recorded it: Close waits for the handlers.
+	// the handler returns, has recorded it.
+	recorded := make(chan struct{})
+	go func() { served.Wait(); close(recorded) }()
+	select {
+	case <-recorded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the middleware did not finish the three requests in 10 s")
+	}
 	srv.Close()
 	text := scrape(t, m)
 	assertContains(t, text,

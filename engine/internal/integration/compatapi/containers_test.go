@@ -165,7 +165,9 @@ func TestStatsCarryContainerID(t *testing.T) {
 	te.Must(http.StatusOK, "POST", "/containers/"+exited+"/wait", nil)
 	second := te.Create(map[string]any{"command": []string{"sleep", "60"}, "name": "busy2"})
 	te.Must(http.StatusNoContent, "POST", "/containers/"+second+"/start", nil)
-	var all struct{ Stats []struct{ ContainerID string } }
+	var all struct {
+		Stats []struct{ ContainerID string }
+	}
 	te.Get("/containers/stats?stream=false", &all)
 	if len(all.Stats) != 2 || all.Stats[0].ContainerID != second || all.Stats[1].ContainerID != id {
 		t.Fatalf("stats of every container: %+v, want %s then %s", all.Stats, second, id)
