@@ -348,6 +348,7 @@ func (s *Service) Stats(ctx context.Context, nameOrIDs []string) ([]stats.Contai
 	// few at a time, so that the kernel's work (cgroup v2 flushes its
 	// per-CPU counters on every read of cpu.stat, memory.stat, io.stat)
 	// runs on every CPU instead of one after another.
+	//
 	// The workers (this goroutine one of them) take the next container
 	// from a shared counter: no hand-off through a channel per container,
 	// which wakes a goroutine each time (in the host lab's emulated VM a
