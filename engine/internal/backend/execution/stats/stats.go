@@ -389,10 +389,14 @@ func readNetDev(path string) (rx, tx uint64) {
 // sharesHostNetwork reports whether pid is in the engine's own network
 // namespace (netns host): the host's traffic is not the container's.
 func sharesHostNetwork(pid int) bool {
-	own, err1 := os.Stat("/proc/self/ns/net")
+	own, err1 := ownNetNS()
 	theirs, err2 := os.Stat(fmt.Sprintf("/proc/%d/ns/net", pid))
 	return err1 == nil && err2 == nil && os.SameFile(own, theirs)
 }
+
+// ownNetNS is the engine's network namespace, looked up once rather than
+// for every container of every stats request.
+var ownNetNS = sync.OnceValues(func() (os.FileInfo, error) { return os.Stat("/proc/self/ns/net") })
 
 // physicalMemory is the host's memory, the limit of a container without
 // one of its own. It is read once: a stats request would otherwise ask the
