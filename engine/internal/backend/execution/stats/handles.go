@@ -40,14 +40,10 @@ func NewHandles() *Handles {
 	return &Handles{sets: map[string]*handleSet{}}
 }
 
-// read returns the contents of the control file name of the cgroup at dir,
-// in buf where it fits (a larger file gets a larger buffer).
-func (h *Handles) read(dir, name string, buf []byte) ([]byte, error) {
-	return h.files(dir)(name, buf)
-}
-
-// files returns read for the cgroup at dir, its set of held files looked
-// up once for all the files of a sample.
+// files returns a reader of the control files of the cgroup at dir: a
+// file's contents, in the buffer given where they fit (a larger file gets a
+// larger buffer). The set of held files is looked up once for all the files
+// of a sample.
 func (h *Handles) files(dir string) func(name string, buf []byte) ([]byte, error) {
 	set := h.set(dir)
 	return func(name string, buf []byte) ([]byte, error) {

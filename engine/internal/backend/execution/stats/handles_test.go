@@ -26,7 +26,7 @@ func TestHandlesReadAgainFromTheStart(t *testing.T) {
 	}
 	h := NewHandles()
 	write("1\n")
-	if data, err := h.read(dir, "memory.current", nil); err != nil || string(data) != "1\n" {
+	if data, err := h.files(dir)("memory.current", nil); err != nil || string(data) != "1\n" {
 		t.Fatalf("first read: %q %v", data, err)
 	}
 	// Longer than the first read's buffer: read to the end.
@@ -35,12 +35,12 @@ func TestHandlesReadAgainFromTheStart(t *testing.T) {
 		long[i] = 'x'
 	}
 	write(string(long))
-	if data, err := h.read(dir, "memory.current", nil); err != nil || len(data) != len(long) {
+	if data, err := h.files(dir)("memory.current", nil); err != nil || len(data) != len(long) {
 		t.Fatalf("read after the rewrite: %d bytes, %v", len(data), err)
 	}
 	// Exactly the first read's size: one more read sees the end.
 	write(string(long[:4096]))
-	if data, err := h.read(dir, "memory.current", nil); err != nil || len(data) != 4096 {
+	if data, err := h.files(dir)("memory.current", nil); err != nil || len(data) != 4096 {
 		t.Fatalf("read of 4096 bytes: %d bytes, %v", len(data), err)
 	}
 	if h.Held() != 1 {
@@ -51,7 +51,7 @@ func TestHandlesReadAgainFromTheStart(t *testing.T) {
 		t.Fatalf("%d cgroups held after Forget", h.Held())
 	}
 	os.Remove(path)
-	if _, err := h.read(dir, "memory.current", nil); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := h.files(dir)("memory.current", nil); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("read of a removed file: %v", err)
 	}
 	// A sample through a Reader with Handles reads the same as one without.
