@@ -119,6 +119,13 @@ func BeginJSONLines(w http.ResponseWriter) (*json.Encoder, *http.ResponseControl
 	return json.NewEncoder(w), rc
 }
 
+// JSONAppender is a report line that writes its own JSON, the bytes
+// encoding/json would write for it, without reflection (StreamReports
+// uses it where a line offers it).
+type JSONAppender interface {
+	AppendJSON(b []byte) []byte
+}
+
 // StreamReports answers 200 and writes report as one JSON line (as line
 // shapes it), flushed; while streaming, it waits every interval and writes
 // what next makes of the previous report, until the client goes (nil) or
@@ -128,8 +135,16 @@ func StreamReports[T any](w http.ResponseWriter, ctx context.Context, report T, 
 	enc, rc := BeginJSONLines(w)
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
+	var buf []byte
 	for {
-		if err := enc.Encode(line(report)); err != nil {
+		var err error
+		if a, ok := line(report).(JSONAppender); ok {
+			buf = append(a.AppendJSON(buf[:0]), '\n')
+			_, err = w.Write(buf)
+		} else {
+			err = enc.Encode(line(report))
+		}
+		if err != nil {
 			return nil
 		}
 		_ = rc.Flush()
@@ -141,7 +156,6 @@ func StreamReports[T any](w http.ResponseWriter, ctx context.Context, report T, 
 			return nil
 		case <-ticker.C:
 		}
-		var err error
 		if report, err = next(report); err != nil {
 			return err
 		}

@@ -29,10 +29,18 @@ type Handles struct {
 
 type handleSet struct {
 	mu    sync.Mutex
-	files map[string]*os.File
+	files map[string]heldFile
 	// forgotten: Forget closed the set while a read held it; that read
 	// opens the file for itself.
 	forgotten bool
+}
+
+// heldFile is an open control file and its descriptor's number, taken
+// once: os.File.Fd switches the descriptor to blocking mode with fcntl
+// calls each time it is asked, which doubled the system calls of a sample.
+type heldFile struct {
+	f  *os.File
+	fd int
 }
 
 // NewHandles returns an empty Handles.
@@ -62,25 +70,26 @@ func (set *handleSet) read(dir, name string, buf []byte) ([]byte, error) {
 	if set.forgotten {
 		return os.ReadFile(filepath.Join(dir, name))
 	}
-	if f := set.files[name]; f != nil {
-		data, err := preadAll(f, buf)
+	if h, ok := set.files[name]; ok {
+		data, err := preadAll(h, buf)
 		if err == nil {
 			return data, nil
 		}
 		// ENODEV: the cgroup was removed (and maybe made again).
-		f.Close()
+		h.f.Close()
 		delete(set.files, name)
 	}
 	f, err := os.Open(filepath.Join(dir, name))
 	if err != nil {
 		return nil, err
 	}
-	data, err := preadAll(f, buf)
+	h := heldFile{f: f, fd: int(f.Fd())}
+	data, err := preadAll(h, buf)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	set.files[name] = f
+	set.files[name] = h
 	return data, nil
 }
 
@@ -92,7 +101,7 @@ func (h *Handles) set(dir string) *handleSet {
 		if len(h.sets) >= maxHeldCgroups {
 			return nil
 		}
-		set = &handleSet{files: map[string]*os.File{}}
+		set = &handleSet{files: map[string]heldFile{}}
 		h.sets[dir] = set
 	}
 	return set
@@ -110,8 +119,8 @@ func (h *Handles) Forget(dir string) {
 	set.mu.Lock()
 	defer set.mu.Unlock()
 	set.forgotten = true
-	for name, f := range set.files {
-		f.Close()
+	for name, h := range set.files {
+		h.f.Close()
 		delete(set.files, name)
 	}
 }
@@ -130,25 +139,24 @@ func (h *Handles) Held() int {
 	return len(h.sets)
 }
 
-// preadAll reads f from offset 0 to its end into buf (or a larger buffer
+// preadAll reads h from offset 0 to its end into buf (or a larger buffer
 // when buf is too small; a nil or empty buf gets a page). A read that does
 // not fill the buffer has reached the end (a control file is generated whole and handed
 // out up to the size asked for; a regular file ends there too), so a file
 // that fits takes one pread instead of a second one that reads nothing
 // (what os.File.ReadAt does to see the end).
-func preadAll(f *os.File, buf []byte) ([]byte, error) {
-	fd := int(f.Fd())
+func preadAll(h heldFile, buf []byte) ([]byte, error) {
 	if len(buf) == 0 {
 		buf = make([]byte, 4096)
 	}
 	n := 0
 	for {
-		m, err := syscall.Pread(fd, buf[n:], int64(n))
+		m, err := syscall.Pread(h.fd, buf[n:], int64(n))
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
 		if err != nil {
-			return nil, &os.PathError{Op: "pread", Path: f.Name(), Err: err}
+			return nil, &os.PathError{Op: "pread", Path: h.f.Name(), Err: err}
 		}
 		n += m
 		if m == 0 || n < len(buf) {
