@@ -192,7 +192,9 @@ func TestArchiveCannotReachTheHost(t *testing.T) {
 
 func TestCommitAndImageChanges(t *testing.T) {
 	te := startEngine(t)
-	id := te.create(map[string]any{"command": []string{"sh", "-c", "echo committed > /motd; rm /bin/yes; sleep 600"}, "env": map[string]string{"FROM_CTR": "1"}, "labels": map[string]string{"l": "v"}})
+	// /motd appears whole (renamed into place) and last: once the poll
+	// below sees it, every change is made.
+	id := te.create(map[string]any{"command": []string{"sh", "-c", "rm /bin/yes; echo committed > /motd.new; mv /motd.new /motd; sleep 600"}, "env": map[string]string{"FROM_CTR": "1"}, "labels": map[string]string{"l": "v"}})
 	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	poll.Until(t, 10*time.Second, "the container's /motd", func() bool { s, _ := te.statPath(id, "/motd"); return s == http.StatusOK })
 	q := url.Values{"container": {id}, "repo": {"localhost/committed"}, "tag": {"1"}, "author": {"A <a@b>"}, "comment": {"a message"},
