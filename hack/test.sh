@@ -308,11 +308,9 @@ warm_engine_binary() {
 
 # find_criu exports BERTH_ENGINE_CRIU: a CRIU that passes `criu check` (the machine's own, or one
 # hack/criu.sh builds from Debian 13's source package and caches) for the checkpoint tests' engines.
+# The build (about a minute on a fresh machine) starts with the other tool builds (main).
 find_criu() {
-  local out
-  out=$("$ROOT/hack/criu.sh") || return 1
-  BERTH_ENGINE_CRIU=$(tail -n 1 <<<"$out")
-  export BERTH_ENGINE_CRIU
+  wait_tool_build criu criu.sh BERTH_ENGINE_CRIU || return 1
   log "CRIU: $BERTH_ENGINE_CRIU"
 }
 
@@ -467,7 +465,7 @@ run_checks() {
 # last line), so editing this file during a run cannot change the running script.
 main() {
   log "berth tests: $what (go: $("$GO" version | cut -d' ' -f3), GOFLAGS=$GOFLAGS)"
-  case "$what" in unit | all) start_kube_apiserver_build && start_compose_build && start_docker_cli_build ;; esac
+  case "$what" in unit | all) start_kube_apiserver_build && start_compose_build && start_docker_cli_build && start_tool_build criu criu.sh ;; esac
   case "$what" in hosts | all) start_hostlab_image ;; esac
   step "go mod download" go_mod_download
   case "$what" in
