@@ -735,7 +735,7 @@ func (s *ContainerSpec) Validate() error {
 	if s.OCIRuntime != "" && s.OCIRuntime != "runc" && s.OCIRuntime != "crun" {
 		return InvalidArgument("oci_runtime", fmt.Errorf("%q is not runc or crun", s.OCIRuntime))
 	}
-	if s.Entrypoint != nil && len(s.Entrypoint) > 0 && s.Entrypoint[0] == "" && len(s.Entrypoint) > 1 {
+	if len(s.Entrypoint) > 1 && s.Entrypoint[0] == "" {
 		return InvalidArgument("entrypoint", errors.New("the first element must not be empty"))
 	}
 	switch s.InitContainerType {

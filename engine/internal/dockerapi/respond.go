@@ -173,20 +173,6 @@ func (q *query) filters() map[string][]string {
 	return legacy
 }
 
-// flushWriter flushes after every write, for streamed answers.
-type flushWriter struct {
-	w  io.Writer
-	rc *http.ResponseController
-}
-
-func (f flushWriter) Write(p []byte) (int, error) {
-	n, err := f.w.Write(p)
-	if err == nil && f.rc != nil {
-		err = f.rc.Flush()
-	}
-	return n, err
-}
-
 // noRoute answers unknown paths as Docker does.
 func noRoute(w http.ResponseWriter, r *http.Request) {
 	writeMessage(w, http.StatusNotFound, "page not found")

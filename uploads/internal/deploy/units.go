@@ -43,12 +43,6 @@ var pathKeys = map[string]bool{
 	"CertDir":              true, // .image, .build
 }
 
-// bindKeys are the keys whose value may hold a bind mount source: Volume=SRC:DST[:OPTS]
-// and Mount=type=bind,source=SRC,... A source is a path of the upload only when it
-// starts with "./" (Podman reads "/..." as a host path and a bare word as a named
-// volume or a .volume unit).
-var bindKeys = map[string]bool{"Volume": true, "Mount": true}
-
 // systemdSections are the unit sections systemd itself reads; their paths are host
 // paths of the service, not files of the quadlet.
 var systemdSections = map[string]bool{"Unit": true, "Service": true, "Install": true}

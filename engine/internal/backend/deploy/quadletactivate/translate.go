@@ -57,14 +57,6 @@ type imagePlan struct {
 	tag  string
 }
 
-// name is the image name containers refer to.
-func (p *imagePlan) name() string {
-	if p.tag != "" {
-		return p.tag
-	}
-	return p.pull.Reference
-}
-
 // buildPlan builds the context directory dir.
 type buildPlan struct {
 	dir  string

@@ -45,7 +45,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 			BlockInput:    rng.Uint64() >> 20,
 			BlockOutput:   1,
 			PIDs:          uint64(rng.IntN(4096)),
-			UpTime:        time.Duration(rng.Int64()) - time.Duration(rng.Int64()),
+			UpTime:        time.Duration(int64(rng.Uint64())), // negative too
 			Duration:      rng.Uint64(),
 		}
 		switch i % 3 {
@@ -66,7 +66,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 // encoding/json refuses).
 func FuzzAppendJSON(f *testing.F) {
 	f.Add("c-1", "0123abcd", 1.5, 1e-7, 3e21, uint64(7), int64(-3))
-	f.Add(`<"x">&`, "\xff", 0.0, -0.0, 123456.789, uint64(math.MaxUint64), int64(math.MinInt64))
+	f.Add(`<"x">&`, "\xff", 0.0, math.Copysign(0, -1), 123456.789, uint64(math.MaxUint64), int64(math.MinInt64))
 	f.Fuzz(func(t *testing.T, name, id string, cpu, avg, perc float64, n uint64, up int64) {
 		for _, v := range []float64{cpu, avg, perc} {
 			if math.IsNaN(v) || math.IsInf(v, 0) {

@@ -252,6 +252,3 @@ func validate(opts *core.BuildOptions) error {
 	}
 	return nil
 }
-
-// now is the time recorded in images and history entries.
-func now() time.Time { return time.Now().UTC() }

@@ -140,7 +140,7 @@ func (j *job) applyMetadata(cfg *imagestore.RuntimeConfig, sc *stageContext, cmd
 			cfg.Labels[kv.Key] = kv.Value
 		}
 	case *instructions.MaintainerCommand:
-		return errors.New("MAINTAINER is deprecated and not supported; use LABEL maintainer=...")
+		return errors.New("MAINTAINER is deprecated and not supported; use LABEL maintainer=NAME")
 	case *instructions.WorkdirCommand:
 		dir := c.Path
 		if !path.IsAbs(dir) {

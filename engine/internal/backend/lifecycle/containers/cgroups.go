@@ -125,6 +125,7 @@ func cgroupLimits(spec *core.ContainerSpec) string {
 	if r == nil {
 		return ""
 	}
+	//lint:ignore SA1019 a kernel-memory limit a client asks for is refused like any other, so it is looked at.
 	if mem := r.Memory; mem != nil && (nonZero(mem.Limit) || nonZero(mem.Reservation) || nonZero(mem.Swap) || nonZero(mem.Kernel) || nonZero(mem.KernelTCP) || mem.Swappiness != nil && *mem.Swappiness != 0 || mem.DisableOOMKiller != nil && *mem.DisableOOMKiller) {
 		return "a memory limit"
 	}

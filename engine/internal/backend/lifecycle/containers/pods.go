@@ -202,5 +202,6 @@ func (m *Manager) Settle(id string) {
 		return
 	}
 	e.op.Lock()
+	//lint:ignore SA2001 a barrier: returns once the operation in progress is over.
 	e.op.Unlock()
 }

@@ -43,7 +43,7 @@ func checkRootfs(s *core.ContainerSpec) error {
 		return core.InvalidArgument("rootfs", errors.New("the host's root directory cannot be a container's root"))
 	}
 	if s.RootfsOverlay && strings.ContainsAny(p, ",:") {
-		return core.InvalidArgument("rootfs", fmt.Errorf("%q: an overlay's lower directory cannot hold , or :", p))
+		return core.InvalidArgument("rootfs", fmt.Errorf("%q: an overlay's lower directory cannot hold a comma or a colon", p))
 	}
 	fi, err := os.Stat(p)
 	switch {

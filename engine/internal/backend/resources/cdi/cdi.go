@@ -200,8 +200,7 @@ func (r *Registry) resolve(names []string) ([]string, error) {
 	}
 	var known []string
 	for _, name := range names {
-		vendor, class, dev := parser.ParseDevice(name)
-		if vendor != "" && (len(vendor) < 2 || len(class) < 2) {
+		if vendor, class, _ := parser.ParseDevice(name); vendor != "" && (len(vendor) < 2 || len(class) < 2) {
 			return nil, core.InvalidArgument("devices", fmt.Errorf("%q: the vendor and the class of a CDI device need two characters or more", name))
 		}
 		vendor, class, dev, err := parser.ParseQualifiedName(name)

@@ -1,6 +1,7 @@
 package cdi
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -33,7 +34,7 @@ func FuzzSpecFile(f *testing.F) {
 // conflicts reports whether the fuzzed spec defined a device of the good
 // spec's kind too (then neither is served, as the library decides).
 func conflicts(r *Registry) bool {
-	for _, e := range r.Info(nil).Errors {
+	for _, e := range r.Info(context.Background()).Errors {
 		if len(e.Error) > 0 && filepath.Base(e.Spec) == "good.yaml" {
 			return true
 		}
