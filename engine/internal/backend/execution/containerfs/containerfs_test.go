@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -352,6 +353,27 @@ func TestExtractOptions(t *testing.T) {
 	}
 	if err := f.put(t, "/nonexistent", tarOf(t, reg("x", "y")), PutOptions{}); !errors.Is(err, core.ErrNoSuchPath) {
 		t.Errorf("missing destination: %v", err)
+	}
+}
+
+// TestExtractLegacyRegularFile: an old archive's regular file (typeflag
+// NUL, tar.TypeRegA, which tar.Reader hands over as TypeReg) is extracted.
+func TestExtractLegacyRegularFile(t *testing.T) {
+	f := newFixture(t)
+	data := tarOf(t, reg("legacy", "from an old tar"))
+	hdr := data[:512]
+	hdr[156] = 0 // typeflag: TypeRegA
+	copy(hdr[148:156], "        ")
+	sum := 0
+	for _, b := range hdr {
+		sum += int(b)
+	}
+	copy(hdr[148:156], fmt.Sprintf("%06o\x00 ", sum))
+	if err := f.put(t, "/data", data, PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tree(t, f.volume)["legacy"]; got != "from an old tar" {
+		t.Errorf("legacy entry: %q", got)
 	}
 }
 

@@ -68,7 +68,7 @@ func EntryName(name string, rename map[string]string) (string, error) {
 // checkHeader refuses entries Extract cannot place safely.
 func checkHeader(h *tar.Header, rename map[string]string) error {
 	switch h.Typeflag {
-	case tar.TypeReg, tar.TypeRegA, tar.TypeDir, tar.TypeSymlink, tar.TypeChar, tar.TypeBlock, tar.TypeFifo, tar.TypeXGlobalHeader:
+	case tar.TypeReg, tar.TypeDir, tar.TypeSymlink, tar.TypeChar, tar.TypeBlock, tar.TypeFifo, tar.TypeXGlobalHeader:
 	case tar.TypeLink:
 		target, err := EntryName(h.Linkname, rename)
 		if err != nil {
@@ -370,7 +370,7 @@ func (x *extractor) place(h *tar.Header, name string, content io.Reader) error {
 		}
 		x.dirs = append(x.dirs, dirMeta{rel: path.Join(x.dest, name), hdr: h})
 		return nil
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg: // tar.Reader hands old archives' TypeRegA over as TypeReg
 		fd, err := unix.Openat(pfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 		if err != nil {
 			return fmt.Errorf("creating %s: %w", name, err)
