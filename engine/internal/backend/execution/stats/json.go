@@ -16,9 +16,9 @@ func (c *ContainerStats) AppendJSON(b []byte) []byte {
 	b = append(b, `{"AvgCPU":`...)
 	b = appendFloat(b, c.AvgCPU)
 	b = append(b, `,"ContainerID":`...)
-	b = AppendJSONString(b, c.ContainerID)
+	b = appendJSONString(b, c.ContainerID)
 	b = append(b, `,"Name":`...)
-	b = AppendJSONString(b, c.Name)
+	b = appendJSONString(b, c.Name)
 	b = append(b, `,"PerCPU":`...)
 	if c.PerCPU == nil {
 		b = append(b, "null"...)
@@ -77,11 +77,11 @@ func appendFloat(b []byte, f float64) []byte {
 	return b
 }
 
-// AppendJSONString appends s as a JSON string the way encoding/json writes
+// appendJSONString appends s as a JSON string the way encoding/json writes
 // it. A name or ID of printable ASCII with nothing to escape (every one
 // the engine makes) is copied as it is; anything else goes through
 // encoding/json.
-func AppendJSONString(b []byte, s string) []byte {
+func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			quoted, err := json.Marshal(s)
