@@ -138,11 +138,12 @@ func StreamReports[T any](w http.ResponseWriter, ctx context.Context, report T, 
 	var buf []byte
 	for {
 		var err error
-		if a, ok := line(report).(JSONAppender); ok {
+		v := line(report)
+		if a, ok := v.(JSONAppender); ok {
 			buf = append(a.AppendJSON(buf[:0]), '\n')
 			_, err = w.Write(buf)
 		} else {
-			err = enc.Encode(line(report))
+			err = enc.Encode(v)
 		}
 		if err != nil {
 			return nil
