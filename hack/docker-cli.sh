@@ -32,7 +32,10 @@ rm -rf vendor
 cp vendor.mod go.mod
 cp vendor.sum go.sum
 "$GO" mod edit -replace github.com/moby/swarmkit/v2@v2.1.3=github.com/moby/swarmkit/v2@v2.1.2
-"$GO" build -trimpath -ldflags="-s -w -X $module/cli/version.Version=${version#v}" -o "$bin.tmp" ./cmd/docker
+# A test fixture, built like kube-apiserver (hack/kube-apiserver.sh): no optimisation, inlining or
+# DWARF. Measured from an empty build cache: 128 CPU seconds optimised, 96 without optimisation
+# and inlining (2026-11-27).
+"$GO" build -trimpath -gcflags="all=-N -l -dwarf=false" -ldflags="-s -w -X $module/cli/version.Version=${version#v}" -o "$bin.tmp" ./cmd/docker
 mv "$bin.tmp" "$bin"
 log "built $bin"
 echo "$bin"
