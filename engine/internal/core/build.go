@@ -98,4 +98,29 @@ type Builder interface {
 	// BuildDir builds from a context directory on the engine's host, given
 	// as an absolute path.
 	BuildDir(ctx context.Context, dir string, opts BuildOptions) (string, error)
+	// PruneCache removes unused build cache: the untagged images builds keep
+	// for their steps and, with All, the RUN --mount=type=cache directories.
+	PruneCache(ctx context.Context, opts BuildCachePruneOptions) (BuildCachePruneReport, error)
+}
+
+// BuildCachePruneOptions select the build cache entries PruneCache removes.
+type BuildCachePruneOptions struct {
+	// All removes every unused entry: the step images under tagged images
+	// (their layers stay, in use by those images) and the cache mount
+	// directories too. Without it only dangling step images go: those no
+	// image is built on.
+	All bool
+	// Filters narrow the selection; until (a timestamp or a duration before
+	// now) is the one filter: it keeps the entries created after it, and
+	// cache directories changed after it.
+	Filters map[string][]string
+}
+
+// BuildCachePruneReport is what PruneCache removed, in Docker's wire shape.
+type BuildCachePruneReport struct {
+	// CachesDeleted are the removed step images' IDs and cache directories' names.
+	CachesDeleted []string
+	// SpaceReclaimed is the bytes freed: the layers only the removed images
+	// held, and the removed directories' contents.
+	SpaceReclaimed uint64
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 
+	buildtypes "github.com/docker/docker/api/types/build"
+
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -122,4 +124,29 @@ type streamWriter struct{ js *jsonStream }
 func (sw streamWriter) Write(p []byte) (int, error) {
 	sw.js.send(progressMessage{Stream: string(p)})
 	return len(p), nil
+}
+
+// buildPrune answers docker builder prune (and the build cache part of
+// docker system prune): all and the until filter pass to the builder's cache
+// prune. The size targets (keep-storage, reserved-space, max-used-space,
+// min-free-space) are refused: the engine removes what qualifies, all of it.
+func (s *server) buildPrune(w http.ResponseWriter, r *http.Request) {
+	q := queryOf(r)
+	all := q.boolean("all", false)
+	filters := q.filters()
+	for _, name := range []string{"keep-storage", "reserved-space", "max-used-space", "min-free-space"} {
+		if q.integer(name, 0) != 0 && q.err == nil {
+			q.err = core.InvalidArgument(name, errors.New("the engine does not keep part of its build cache by size: prune all that qualifies, or narrow it with the until filter"))
+		}
+	}
+	if q.err != nil {
+		writeError(w, q.err)
+		return
+	}
+	rep, err := s.deps.Build.PruneCache(r.Context(), core.BuildCachePruneOptions{All: all, Filters: filters})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, buildtypes.CachePruneReport{CachesDeleted: rep.CachesDeleted, SpaceReclaimed: rep.SpaceReclaimed})
 }

@@ -74,6 +74,7 @@ func (s *server) routes() http.Handler {
 		r.HandleFunc("/images/*", s.imageByName)
 		if s.deps.Build != nil {
 			r.Post("/build", s.build)
+			r.Post("/build/prune", s.buildPrune)
 		}
 	}
 

@@ -60,6 +60,8 @@ type Options struct {
 // Builder implements core.Builder.
 type Builder struct {
 	o Options
+	// mounts are the RUN --mount=type=cache directories in use.
+	mounts cacheMounts
 }
 
 // runPrefix starts the runtime IDs of RUN steps.

@@ -10,11 +10,8 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 )
 
-// cacheMetadataKey names the cache key in the storage metadata of images a
-// build commits.
-const cacheMetadataKey = "berth.build.cache"
-
-// imageMetadata is what a build records in a storage image's metadata.
+// imageMetadata is what a build records in a storage image's metadata; its
+// key is imagestore.BuildCacheMetadataKey (TestImageMetadataKey).
 type imageMetadata struct {
 	CacheKey string `json:"berth.build.cache,omitempty"`
 }
@@ -56,7 +53,7 @@ func cacheIndex(store storage.Store) (map[string]string, error) {
 	}
 	index := map[string]string{}
 	for _, img := range images {
-		if !strings.Contains(img.Metadata, cacheMetadataKey) {
+		if !strings.Contains(img.Metadata, imagestore.BuildCacheMetadataKey) {
 			continue
 		}
 		var meta imageMetadata

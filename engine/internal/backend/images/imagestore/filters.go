@@ -119,7 +119,7 @@ func (s *Store) compileFilter(name, value string, snap *snapshot) (viewFilter, e
 		}
 		return func(v *imageView) bool { return v.entry.created.After(at) }, nil
 	case "until":
-		at, err := parseTimestamp(value, time.Now())
+		at, err := ParseTimestamp(value, time.Now())
 		if err != nil {
 			return nil, fmt.Errorf("until filter: %w", err)
 		}
@@ -172,9 +172,9 @@ func referenceMatches(pattern string, v *imageView) bool {
 	return false
 }
 
-// parseTimestamp reads an absolute time (RFC 3339, a date, or Unix seconds)
+// ParseTimestamp reads an absolute time (RFC 3339, a date, or Unix seconds)
 // or a duration before now ("10m", "24h").
-func parseTimestamp(value string, now time.Time) (time.Time, error) {
+func ParseTimestamp(value string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(value); err == nil {
 		return now.Add(-d), nil
 	}

@@ -80,13 +80,13 @@ func TestParseTimestamp(t *testing.T) {
 		"2024-01-02":           time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC),
 	}
 	for in, want := range cases {
-		got, err := parseTimestamp(in, now)
+		got, err := ParseTimestamp(in, now)
 		if err != nil || !got.Equal(want) {
 			t.Errorf("%q: %v %v, want %v", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"", "soon", "2024-13-01", "NaN", "Inf"} {
-		if _, err := parseTimestamp(bad, now); err == nil {
+		if _, err := ParseTimestamp(bad, now); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
 	}
@@ -121,6 +121,6 @@ func FuzzParseTimestamp(f *testing.F) {
 	}
 	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, in string) {
-		_, _ = parseTimestamp(in, now)
+		_, _ = ParseTimestamp(in, now)
 	})
 }
