@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
@@ -60,8 +61,9 @@ type Options struct {
 // Builder implements core.Builder.
 type Builder struct {
 	o Options
-	// mounts are the RUN --mount=type=cache directories in use.
-	mounts cacheMounts
+	// cacheLock is held shared by each build and exclusively by a prune of
+	// the build cache.
+	cacheLock sync.RWMutex
 }
 
 // runPrefix starts the runtime IDs of RUN steps.

@@ -8,46 +8,18 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
-// cacheMounts counts the RUN steps using each RUN --mount=type=cache
-// directory, so that a prune of the build cache removes none in use.
-type cacheMounts struct {
-	mu    sync.Mutex
-	inUse map[string]int
-}
-
-// hold marks dir in use until the returned function is called. A prune
-// removing dir at that moment finishes first; the step then finds it gone
-// and creates it empty.
-func (c *cacheMounts) hold(dir string) func() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.inUse == nil {
-		c.inUse = map[string]int{}
-	}
-	c.inUse[dir]++
-	return func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.inUse[dir]--; c.inUse[dir] <= 0 {
-			delete(c.inUse, dir)
-		}
-	}
-}
-
-// prune removes the directories under root that no step uses and that were
+// pruneCacheDirs removes the RUN --mount=type=cache directories under root
 // last changed before until (zero: any time), returning their names and the
-// bytes they held. They are moved out under the lock, into one directory in
-// trash (a build temporary directory, which a restarted engine removes), and
-// deleted after it: a kill -9 never leaves a half-emptied cache directory for
-// a build to use, and steps starting meanwhile do not wait for the deletion.
-func (c *cacheMounts) prune(root, trash string, until time.Time) ([]string, uint64, error) {
+// bytes they held. They are moved into one directory in trash (a build
+// temporary directory, which a restarted engine removes) and deleted there: a
+// kill -9 never leaves a half-emptied cache directory for a build to use.
+func pruneCacheDirs(root, trash string, until time.Time) ([]string, uint64, error) {
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading the build cache directories: %w", err)
@@ -56,7 +28,7 @@ func (c *cacheMounts) prune(root, trash string, until time.Time) ([]string, uint
 	if err != nil {
 		return nil, 0, fmt.Errorf("pruning the build cache: %w", err)
 	}
-	names, err := c.moveUnused(root, gone, entries, until)
+	names, err := moveCacheDirs(root, gone, entries, until)
 	var freed uint64
 	for _, name := range names {
 		freed += treeSize(filepath.Join(gone, name))
@@ -67,15 +39,13 @@ func (c *cacheMounts) prune(root, trash string, until time.Time) ([]string, uint
 	return names, freed, err
 }
 
-// moveUnused renames into gone the entries of root that are directories no
-// step holds, last changed before until, and returns their names.
-func (c *cacheMounts) moveUnused(root, gone string, entries []fs.DirEntry, until time.Time) ([]string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// moveCacheDirs renames into gone the entries of root that are directories
+// last changed before until, and returns their names.
+func moveCacheDirs(root, gone string, entries []fs.DirEntry, until time.Time) ([]string, error) {
 	var names []string
 	for _, e := range entries {
 		dir := filepath.Join(root, e.Name())
-		if c.inUse[dir] > 0 || !e.IsDir() {
+		if !e.IsDir() {
 			continue
 		}
 		if info, err := e.Info(); err != nil || (!until.IsZero() && !info.ModTime().Before(until)) {
@@ -105,21 +75,25 @@ func treeSize(dir string) uint64 {
 }
 
 // PruneCache implements core.Builder: the dangling step images (with All,
-// every unused one, and the cache mount directories no running step uses),
-// those created before the until filter where one is given.
+// every unused one, and the cache mount directories), those created before
+// the until filter where one is given. It waits for the builds running to
+// end, and builds asked for meanwhile wait for it: a build never finds the
+// step image or cache directory it looked up gone.
 func (b *Builder) PruneCache(ctx context.Context, opts core.BuildCachePruneOptions) (core.BuildCachePruneReport, error) {
 	report := core.BuildCachePruneReport{CachesDeleted: []string{}}
 	until, err := buildCacheUntil(opts.Filters)
 	if err != nil {
 		return report, err
 	}
+	b.cacheLock.Lock()
+	defer b.cacheLock.Unlock()
 	ids, freed, err := b.o.Store.PruneBuildCache(ctx, opts.All, until)
 	report.CachesDeleted = append(report.CachesDeleted, ids...)
 	report.SpaceReclaimed = freed
 	if err != nil || !opts.All {
 		return report, err
 	}
-	dirs, freed, err := b.mounts.prune(b.cacheDir(), b.tmpDir(), until)
+	dirs, freed, err := pruneCacheDirs(b.cacheDir(), b.tmpDir(), until)
 	report.CachesDeleted = append(report.CachesDeleted, dirs...)
 	report.SpaceReclaimed += freed
 	return report, err

@@ -54,6 +54,8 @@ type job struct {
 
 // build runs a build in an unpacked (or local) context.
 func (b *Builder) build(ctx context.Context, bc *buildContext, opts core.BuildOptions, ph *phases) (id string, err error) {
+	b.cacheLock.RLock()
+	defer b.cacheLock.RUnlock()
 	text, err := readContainerfiles(bc.files(), bc.dir, opts.Containerfiles)
 	if err != nil {
 		return "", err

@@ -319,8 +319,6 @@ func (j *job) runMounts(ctx context.Context, spec *core.ContainerSpec, bundle st
 				cacheID = target
 			}
 			dir := filepath.Join(j.b.cacheDir(), chainKey("cache", cacheID)[:32])
-			// Held until the step ends: a prune of the build cache leaves it.
-			releases = append(releases, j.b.mounts.hold(dir))
 			if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 				mode := os.FileMode(0o755)
 				if m.Mode != nil {
