@@ -121,6 +121,10 @@ type ImageRemoveOptions struct {
 	Ignore bool
 	// NoPrune keeps the now-dangling parent images.
 	NoPrune bool
+	// KeepContainers makes Force spare the containers (Docker's force): an
+	// image containers use loses the name it was removed by (every name when
+	// removed by ID or digest) and stays, dangling, for them.
+	KeepContainers bool
 }
 
 // ImageRemoveReport tells what a removal untagged and deleted, in Podman's wire shape.

@@ -192,10 +192,13 @@ func (s *server) imageTag(w http.ResponseWriter, r *http.Request, name string) {
 	w.WriteHeader(http.StatusCreated)
 }
 
-// imageRemove answers docker rmi.
+// imageRemove answers docker rmi. Its force is Docker's: it never removes
+// containers (Podman's does); an image containers use loses its name and
+// stays for them.
 func (s *server) imageRemove(w http.ResponseWriter, r *http.Request, name string) {
 	q := queryOf(r)
-	rep, errs := s.deps.Images.Remove(r.Context(), []string{name}, core.ImageRemoveOptions{Force: q.boolean("force", false), NoPrune: q.boolean("noprune", false)})
+	rep, errs := s.deps.Images.Remove(r.Context(), []string{name}, core.ImageRemoveOptions{
+		Force: q.boolean("force", false), NoPrune: q.boolean("noprune", false), KeepContainers: true})
 	if len(errs) > 0 {
 		writeError(w, errs[0])
 		return

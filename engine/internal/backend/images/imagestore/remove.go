@@ -116,6 +116,9 @@ func (s *Store) removeOne(ctx context.Context, name string, opts core.ImageRemov
 		if !opts.Force {
 			return fmt.Errorf("image %s is used by container(s) %s: %w", shortID(img.ID), strings.Join(shortIDs(users), ", "), core.ErrImageInUse)
 		}
+		if opts.KeepContainers {
+			return s.untagForContainers(ctx, img, name, byID || byDigest, report)
+		}
 		if err := s.removeContainers(ctx, img.ID, users); err != nil {
 			return err
 		}
@@ -134,6 +137,34 @@ func (s *Store) removeOne(ctx context.Context, name string, opts core.ImageRemov
 	}
 	if !opts.NoPrune {
 		s.pruneParents(ctx, parent, report)
+	}
+	return nil
+}
+
+// untagForContainers removes from img, which containers use, the name it was
+// asked to be removed by, or every name (all) when that was its ID or a
+// digest; the image stays for the containers, dangling once it has no name.
+func (s *Store) untagForContainers(ctx context.Context, img *storage.Image, name string, all bool, report *core.ImageRemoveReport) error {
+	names := img.Names
+	if !all {
+		stored, err := s.storedName(name, img)
+		if err != nil {
+			return err
+		}
+		names = []string{stored}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	err := s.store.RemoveNames(img.ID, names)
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("untagging image %s: %w", shortID(img.ID), err)
+	}
+	for _, n := range names {
+		report.Untagged = append(report.Untagged, n)
+		s.emit(ctx, "untag", img.ID, n)
 	}
 	return nil
 }
