@@ -269,6 +269,12 @@ func (s *server) lifecycle(w http.ResponseWriter, r *http.Request, op func(conte
 func (s *server) containerRemove(w http.ResponseWriter, r *http.Request) {
 	q := queryOf(r)
 	opts := core.RemoveContainerOptions{Force: q.boolean("force", false), Volumes: q.boolean("v", false)}
+	if opts.Force {
+		// dockerd kills a running container it force-removes at once; it
+		// does not wait for the stop signal's timeout.
+		var now uint
+		opts.Timeout = &now
+	}
 	if q.boolean("link", false) {
 		writeError(w, core.InvalidArgument("link", errors.New("legacy links are not supported")))
 		return

@@ -45,6 +45,9 @@ func (s *server) dockerNetwork(n *core.Network, containers map[string]core.Netwo
 		if sn.Gateway != nil {
 			c.Gateway = sn.Gateway.String()
 		}
+		if sn.LeaseRange != nil {
+			c.IPRange = rangeCIDR(sn.LeaseRange)
+		}
 		out.IPAM.Config = append(out.IPAM.Config, c)
 	}
 	for id, c := range containers {
@@ -220,8 +223,18 @@ func (s *server) networkCreate(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			if c.IPRange != "" {
-				writeError(w, core.InvalidArgument("IPAM.Config.IPRange", errors.New("IP ranges are not supported")))
-				return
+				_, rng, err := net.ParseCIDR(c.IPRange)
+				if err != nil {
+					writeError(w, core.InvalidArgument("IPAM.Config.IPRange", fmt.Errorf("%q is not a CIDR range", c.IPRange)))
+					return
+				}
+				// Docker's range is a CIDR block; the engine's (netavark's)
+				// a first and a last address.
+				if !sn.IPNet.Contains(rng.IP) || !sn.IPNet.Contains(lastAddress(rng)) {
+					writeError(w, core.InvalidArgument("IPAM.Config.IPRange", fmt.Errorf("%s is not inside subnet %s", c.IPRange, c.Subnet)))
+					return
+				}
+				sub.LeaseRange = &core.LeaseRange{StartIP: rng.IP, EndIP: lastAddress(rng)}
 			}
 			n.Subnets = append(n.Subnets, sub)
 		}
@@ -342,4 +355,39 @@ func endpointOptions(field string, ep *networktypes.EndpointSettings) (core.PerN
 		}
 	}
 	return opts, nil
+}
+
+// lastAddress is the highest address of n.
+func lastAddress(n *net.IPNet) net.IP {
+	ip := make(net.IP, len(n.IP))
+	for i := range n.IP {
+		ip[i] = n.IP[i] | ^n.Mask[i]
+	}
+	return ip
+}
+
+// rangeCIDR writes a lease range as Docker's IPRange: the CIDR block it
+// covers, or "" where it is not one (a range set through libpod).
+func rangeCIDR(lr *core.LeaseRange) string {
+	start, end := lr.StartIP, lr.EndIP
+	if start == nil || end == nil {
+		return ""
+	}
+	if v4 := start.To4(); v4 != nil {
+		start = v4
+	}
+	if v4 := end.To4(); v4 != nil {
+		end = v4
+	}
+	if len(start) != len(end) {
+		return ""
+	}
+	bits := len(start) * 8
+	for ones := 0; ones <= bits; ones++ {
+		n := &net.IPNet{IP: start.Mask(net.CIDRMask(ones, bits)), Mask: net.CIDRMask(ones, bits)}
+		if n.IP.Equal(start) && lastAddress(n).Equal(end) {
+			return n.String()
+		}
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package dockerapi
 
 import (
 	"errors"
+	"net"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -116,5 +117,27 @@ func TestVersionedPaths(t *testing.T) {
 		if want == 400 && !strings.Contains(rec.Body.String(), `"message":"client version`) {
 			t.Errorf("GET %s: body %s", path, rec.Body)
 		}
+	}
+}
+
+// TestRangeCIDR: a lease range shows as Docker's IPRange when it is a CIDR
+// block, and as nothing otherwise.
+func TestRangeCIDR(t *testing.T) {
+	for _, c := range []struct{ start, end, want string }{
+		{"10.1.2.128", "10.1.2.255", "10.1.2.128/25"},
+		{"10.1.2.0", "10.1.2.255", "10.1.2.0/24"},
+		{"10.1.2.7", "10.1.2.7", "10.1.2.7/32"},
+		{"10.1.2.129", "10.1.2.255", ""},
+		{"10.1.2.128", "10.1.2.200", ""},
+		{"fd00::", "fd00::ff", "fd00::/120"},
+		{"10.1.2.0", "fd00::ff", ""},
+	} {
+		lr := &core.LeaseRange{StartIP: net.ParseIP(c.start), EndIP: net.ParseIP(c.end)}
+		if got := rangeCIDR(lr); got != c.want {
+			t.Errorf("rangeCIDR(%s-%s) = %q, want %q", c.start, c.end, got, c.want)
+		}
+	}
+	if got := rangeCIDR(&core.LeaseRange{StartIP: net.ParseIP("10.1.2.3")}); got != "" {
+		t.Errorf("a range without an end: %q", got)
 	}
 }

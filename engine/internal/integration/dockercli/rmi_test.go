@@ -3,6 +3,7 @@ package dockercli
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDockerRmiForceKeepsContainers: docker rmi of an image a container
@@ -45,4 +46,18 @@ func TestDockerRmiForceKeepsContainers(t *testing.T) {
 	te.run("docker", "rm", "rmi-user")
 	contains(t, "docker image prune", te.run("docker", "image", "prune", "-f"), strings.TrimPrefix(id, "sha256:"))
 	te.fails("docker", "image", "inspect", id)
+}
+
+// TestDockerRmForceKillsAtOnce: docker rm -f of a running container whose
+// process ignores SIGTERM (sleep as PID 1) kills it at once, as dockerd
+// does, instead of waiting out the 10 s stop timeout.
+func TestDockerRmForceKillsAtOnce(t *testing.T) {
+	te := startEngine(t)
+	te.run("docker", "run", "-d", "--name", "stubborn", "localhost/busybox:latest", "sleep", "300")
+	start := time.Now()
+	te.run("docker", "rm", "-f", "stubborn")
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("docker rm -f took %v: it waited for the stop timeout", took)
+	}
+	te.fails("docker", "inspect", "stubborn")
 }
