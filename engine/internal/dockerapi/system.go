@@ -26,6 +26,7 @@ func (s *server) ping(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-store, must-revalidate")
 	h.Set("Docker-Experimental", "false")
+	h.Set("Builder-Version", "1") // the classic builder: BuildKit's API is not served
 	httpwire.Pong(w, r)
 }
 

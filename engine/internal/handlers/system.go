@@ -34,6 +34,11 @@ func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
 	h.Set("BuildKit-Version", "")
 	h.Set("Docker-Experimental", "true")
 	h.Set("Cache-Control", "no-cache")
+	// Docker clients ping the unversioned path, served here: the docker CLI
+	// reads the server's OS from this header (without it, it refuses
+	// --device: "unknown server OS") and the classic builder from the next.
+	h.Set("Ostype", runtime.GOOS)
+	h.Set("Builder-Version", "1")
 	httpwire.Pong(w, r)
 }
 
