@@ -252,6 +252,15 @@ func (s *ContainerSpec) LogDriver() string {
 	return LogDriverK8sFile
 }
 
+// LogSizeMax is the size in bytes at which conmon starts the log file over
+// (Podman's --log-opt max-size, Docker's max-size); 0 is no limit.
+func (s *ContainerSpec) LogSizeMax() int64 {
+	if s.LogConfiguration == nil {
+		return 0
+	}
+	return s.LogConfiguration.Size
+}
+
 // LogTag is the journald tag the request set ("" for none).
 func (s *ContainerSpec) LogTag() string {
 	if s.LogConfiguration == nil {
@@ -281,8 +290,14 @@ func (lc *LogConfig) validate() error {
 			return InvalidArgument("log_configuration.options", fmt.Errorf("log option %q is not supported (tag, with journald)", k))
 		}
 	}
-	if lc.Path != "" || lc.Size != 0 {
-		return InvalidArgument("log_configuration", errors.New("a log path and size are not supported"))
+	if lc.Path != "" {
+		return InvalidArgument("log_configuration.path", errors.New("a log path is not supported (the log lives with the container)"))
+	}
+	if lc.Size < 0 {
+		return InvalidArgument("log_configuration.size", fmt.Errorf("%d is negative", lc.Size))
+	}
+	if lc.Size > 0 && lc.Driver == LogDriverJournald {
+		return InvalidArgument("log_configuration.size", errors.New("a log size limit needs the k8s-file log driver (journald keeps its own limits)"))
 	}
 	tag := lc.tag()
 	if tag != "" && lc.Driver != LogDriverJournald {

@@ -14,6 +14,7 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	networktypes "github.com/docker/docker/api/types/network"
 	"github.com/docker/go-connections/nat"
+	units "github.com/docker/go-units"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth-project/berth/engine/internal/core"
@@ -225,8 +226,8 @@ func refuseUnsupported(cfg *containertypes.Config, hc *containertypes.HostConfig
 		return bad("HostConfig.LogConfig.Type", fmt.Sprintf("%q is not supported (the engine keeps a log file per container, or sends it to journald)", hc.LogConfig.Type))
 	case hc.LogConfig.Type == core.LogDriverJournald && (len(hc.LogConfig.Config) > 1 || len(hc.LogConfig.Config) == 1 && hc.LogConfig.Config["tag"] == ""):
 		return bad("HostConfig.LogConfig.Config", "journald takes only the option tag")
-	case hc.LogConfig.Type != core.LogDriverJournald && len(hc.LogConfig.Config) > 0:
-		return bad("HostConfig.LogConfig.Config", "log driver options are not supported")
+	case hc.LogConfig.Type != core.LogDriverJournald && fileLogError(hc.LogConfig.Config) != nil:
+		return bad("HostConfig.LogConfig.Config", fileLogError(hc.LogConfig.Config).Error())
 	case hc.CgroupParent != "":
 		return bad("HostConfig.CgroupParent", "a cgroup parent is not supported")
 	case len(hc.BlkioWeightDevice) > 0 || len(hc.BlkioDeviceReadBps) > 0 || len(hc.BlkioDeviceWriteBps) > 0 ||
@@ -653,10 +654,50 @@ func signalName(n int) string {
 }
 
 // dockerLogConfig is the spec's log configuration for a Docker LogConfig:
-// journald (with its tag) or, for any file driver, the engine's k8s-file.
+// journald (with its tag) or, for any file driver, the engine's k8s-file
+// with max-size as its size limit.
 func dockerLogConfig(lc containertypes.LogConfig) *core.LogConfig {
-	if lc.Type != core.LogDriverJournald {
-		return nil
+	if lc.Type == core.LogDriverJournald {
+		return &core.LogConfig{Driver: core.LogDriverJournald, Tag: lc.Config["tag"]}
 	}
-	return &core.LogConfig{Driver: core.LogDriverJournald, Tag: lc.Config["tag"]}
+	if size, err := fileLogSize(lc.Config); err == nil && size > 0 {
+		return &core.LogConfig{Driver: core.LogDriverK8sFile, Size: size}
+	}
+	return nil
+}
+
+// fileLogSize reads the options of Docker's file log drivers (json-file,
+// local) that the engine honours: max-size (Docker's units: "10m" is 10 MiB),
+// at which conmon starts the log over; max-file, a positive count, of which
+// the engine keeps one file, within any such maximum; compress=false. Any
+// other option, or compress=true, is an error naming it.
+func fileLogSize(opts map[string]string) (int64, error) {
+	var size int64
+	for k, v := range opts {
+		switch k {
+		case "max-size":
+			n, err := units.RAMInBytes(v)
+			if err != nil || n <= 0 {
+				return 0, fmt.Errorf("max-size %q is not a positive size", v)
+			}
+			size = n
+		case "max-file":
+			if n, err := strconv.Atoi(v); err != nil || n < 1 {
+				return 0, fmt.Errorf("max-file %q is not a positive count", v)
+			}
+		case "compress":
+			if on, err := strconv.ParseBool(v); err != nil || on {
+				return 0, fmt.Errorf("compress=%s is not supported: the engine keeps one uncompressed log file", v)
+			}
+		default:
+			return 0, fmt.Errorf("log option %q is not supported (max-size, max-file, compress=false)", k)
+		}
+	}
+	return size, nil
+}
+
+// fileLogError is fileLogSize's error.
+func fileLogError(opts map[string]string) error {
+	_, err := fileLogSize(opts)
+	return err
 }

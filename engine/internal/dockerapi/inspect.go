@@ -314,5 +314,8 @@ func dockerInspectLogConfig(s *core.ContainerSpec) containertypes.LogConfig {
 			lc.Config["tag"] = tag
 		}
 	}
+	if size := s.LogSizeMax(); size > 0 {
+		lc.Config["max-size"] = strconv.FormatInt(size, 10)
+	}
 	return lc
 }

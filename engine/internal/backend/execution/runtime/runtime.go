@@ -168,6 +168,9 @@ type CreateOptions struct {
 	// LogDriver is core.LogDriverJournald to send the output to the
 	// journal (tagged LogTag when set) instead of LogPath.
 	LogDriver, LogTag string
+	// LogSizeMax (bytes, 0: none) makes conmon start LogPath over once it
+	// would grow past it.
+	LogSizeMax int64
 	// Terminal allocates a pty; Stdin keeps a pipe to the process's stdin open.
 	Terminal, Stdin bool
 	// RestoreDir restores the container from a checkpoint instead of
@@ -258,6 +261,9 @@ func (r *Runtime) Create(ctx context.Context, o CreateOptions) (Created, error) 
 	}
 	if o.LogDriver == core.LogDriverJournald && o.LogTag != "" {
 		args = append(args, "--log-tag", o.LogTag)
+	}
+	if o.LogSizeMax > 0 && o.LogDriver != core.LogDriverJournald {
+		args = append(args, "--log-size-max", strconv.FormatInt(o.LogSizeMax, 10))
 	}
 	for _, a := range r.globalArgsFor(o.ID) {
 		args = append(args, "--runtime-arg", a)

@@ -195,7 +195,7 @@ func runtimeCreateOptions(rec *record) runtime.CreateOptions {
 	conmonUnit, conmonSlice := conmonScope(rec)
 	return runtime.CreateOptions{
 		ID: rec.ID, Name: rec.Name, Bundle: rec.Bundle, LogPath: rec.LogPath,
-		LogDriver: rec.Spec.LogDriver(), LogTag: rec.Spec.LogTag(),
+		LogDriver: rec.Spec.LogDriver(), LogTag: rec.Spec.LogTag(), LogSizeMax: rec.Spec.LogSizeMax(),
 		Terminal: rec.Spec.Terminal, Stdin: rec.Spec.Stdin, NoCgroup: rec.NoCgroup(),
 		SystemdCgroup: rec.CgroupSystemd, ConmonScope: conmonUnit, ConmonSlice: conmonSlice, ConmonCgroup: splitConmonCgroup(rec),
 	}

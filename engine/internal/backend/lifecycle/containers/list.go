@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	units "github.com/docker/go-units"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
@@ -559,9 +560,10 @@ func inspectRootfs(r *record) string {
 }
 
 // inspectLogConfig is HostConfig.LogConfig: the driver, with journald the
-// tag, and the k8s-file's path (conmon writes none for journald).
+// tag, and the k8s-file's path (conmon writes none for journald) and size
+// limit, written as Podman writes it ("4.096kB"; "0B" for none).
 func inspectLogConfig(r *record) *core.InspectLogConfig {
-	lc := &core.InspectLogConfig{Type: r.Spec.LogDriver(), Config: map[string]string{}, Size: "0B"}
+	lc := &core.InspectLogConfig{Type: r.Spec.LogDriver(), Config: map[string]string{}, Size: units.HumanSize(float64(r.Spec.LogSizeMax()))}
 	if lc.Type == core.LogDriverJournald {
 		if tag := r.Spec.LogTag(); tag != "" {
 			lc.Tag = tag

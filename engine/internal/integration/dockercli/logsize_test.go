@@ -1,0 +1,46 @@
+package dockercli
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDockerLogMaxSize: docker run --log-opt max-size (with max-file, as
+// Compose files write it) bounds the container's log file: conmon starts it
+// over when it would grow past the size, so after 2,000 lines the file is
+// under the limit and docker logs shows the last lines only. Inspect shows
+// the limit; options the engine cannot honour are refused naming them.
+func TestDockerLogMaxSize(t *testing.T) {
+	te := startEngine(t)
+	te.run("docker", "run", "-d", "--name", "chatty", "--log-opt", "max-size=4k", "--log-opt", "max-file=3",
+		"localhost/busybox:latest", "sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo line-$i-padding-padding; i=$((i+1)); done; echo done; sleep 300")
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(te.run("docker", "logs", "--tail", "1", "chatty"), "done") {
+		if time.Now().After(deadline) {
+			t.Fatal("the container did not finish writing its lines")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	path := strings.TrimSpace(te.run("docker", "inspect", "--format", "{{.LogPath}}", "chatty"))
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size() > 4096 {
+		t.Fatalf("the log file holds %d bytes, over max-size 4k", info.Size())
+	}
+	logs := te.run("docker", "logs", "chatty")
+	if !strings.Contains(logs, "line-1999-") || strings.Contains(logs, "line-0-") {
+		t.Fatalf("docker logs after the limit:\n%s", logs)
+	}
+	if got := strings.TrimSpace(te.run("docker", "inspect", "--format", "{{index .HostConfig.LogConfig.Config \"max-size\"}}", "chatty")); got != "4096" {
+		t.Fatalf("inspect shows max-size %q, want 4096", got)
+	}
+	te.run("docker", "rm", "-f", "chatty")
+
+	for opt, want := range map[string]string{"compress=true": "compress", "labels=a": "labels", "max-size=lots": "max-size", "max-file=0": "max-file"} {
+		contains(t, "docker run --log-opt "+opt, te.fails("docker", "run", "--rm", "--log-opt", opt, "localhost/busybox:latest", "true"), want)
+	}
+}
