@@ -138,6 +138,13 @@ type ContainerSpec struct {
 	ShmSize *int64    `json:"shm_size,omitempty"`
 	NetNS   Namespace `json:"netns,omitempty"`
 	PidNS   Namespace `json:"pidns,omitempty"`
+	// IpcNS is the IPC namespace: private or shareable (the default: one of
+	// its own, with a /dev/shm tmpfs), none (its own, with no /dev/shm) or
+	// host (the host's, with the host's /dev/shm and /dev/mqueue).
+	IpcNS Namespace `json:"ipcns,omitempty"`
+	// UtsNS is the UTS namespace: private (the default) or host (the host's
+	// hostname; the container sets none of its own).
+	UtsNS Namespace `json:"utsns,omitempty"`
 	// CgroupNS is the cgroup namespace: host, private, container (Value
 	// names the container whose namespace it joins) or path (Value: an
 	// nsfs path). Creation fills in the host's default: private on the
@@ -741,6 +748,9 @@ func (s *ContainerSpec) Validate() error {
 	if err := s.LogConfiguration.validate(); err != nil {
 		return err
 	}
+	if err := s.validateIPCAndUTS(); err != nil {
+		return err
+	}
 	if err := ValidateRestartPolicy(s.RestartPolicy, s.RestartTries); err != nil {
 		return err
 	}
@@ -975,3 +985,33 @@ func (noCgroup) Error() string { return "this container does not have a cgroup" 
 
 // Is makes errors.Is(err, ErrStateConflict) hold.
 func (noCgroup) Is(target error) bool { return target == ErrStateConflict }
+
+// IPC and UTS namespace modes (IpcNS.NSMode, UtsNS.NSMode) beyond the default.
+const (
+	IPCNSNone = "none"
+	NSHost    = "host"
+)
+
+// validateIPCAndUTS refuses the IPC and UTS modes the engine has not, and
+// what a host namespace makes meaningless (a /dev/shm size, a hostname).
+func (s *ContainerSpec) validateIPCAndUTS() error {
+	switch s.IpcNS.NSMode {
+	case "", "private", "shareable", IPCNSNone:
+	case NSHost:
+		if s.ShmSize != nil {
+			return InvalidArgument("shm_size", errors.New("a container in the host's IPC namespace uses the host's /dev/shm"))
+		}
+	default:
+		return InvalidArgument("ipcns", fmt.Errorf("mode %q is not supported (private, shareable, none, host)", s.IpcNS.NSMode))
+	}
+	switch s.UtsNS.NSMode {
+	case "", "private":
+	case NSHost:
+		if s.Hostname != "" {
+			return InvalidArgument("hostname", errors.New("a container in the host's UTS namespace has the host's hostname"))
+		}
+	default:
+		return InvalidArgument("utsns", fmt.Errorf("mode %q is not supported (private, host)", s.UtsNS.NSMode))
+	}
+	return nil
+}

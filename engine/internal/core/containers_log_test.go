@@ -49,3 +49,35 @@ func TestLogConfigValidate(t *testing.T) {
 		t.Errorf("default driver %q", d)
 	}
 }
+
+// TestIPCAndUTSValidate: the IPC and UTS modes the engine has pass; another
+// mode, a /dev/shm size in the host's IPC namespace and a hostname in the
+// host's UTS namespace are a 400 naming the member.
+func TestIPCAndUTSValidate(t *testing.T) {
+	size := int64(1 << 20)
+	for _, tc := range []struct {
+		spec  ContainerSpec
+		field string // "" accepted
+	}{
+		{ContainerSpec{IpcNS: Namespace{NSMode: "shareable"}}, ""},
+		{ContainerSpec{IpcNS: Namespace{NSMode: "private"}, ShmSize: &size}, ""},
+		{ContainerSpec{IpcNS: Namespace{NSMode: "none"}}, ""},
+		{ContainerSpec{IpcNS: Namespace{NSMode: "host"}}, ""},
+		{ContainerSpec{IpcNS: Namespace{NSMode: "host"}, ShmSize: &size}, "shm_size"},
+		{ContainerSpec{IpcNS: Namespace{NSMode: "container", Value: "abc"}}, "ipcns"},
+		{ContainerSpec{UtsNS: Namespace{NSMode: "private"}, Hostname: "web"}, ""},
+		{ContainerSpec{UtsNS: Namespace{NSMode: "host"}}, ""},
+		{ContainerSpec{UtsNS: Namespace{NSMode: "host"}, Hostname: "web"}, "hostname"},
+		{ContainerSpec{UtsNS: Namespace{NSMode: "ns", Value: "/proc/1/ns/uts"}}, "utsns"},
+	} {
+		tc.spec.Image = "busybox"
+		err := tc.spec.Validate()
+		var fe *FieldError
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("ipc %+v uts %+v: %v, want accepted", tc.spec.IpcNS, tc.spec.UtsNS, err)
+		case tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field):
+			t.Errorf("ipc %+v uts %+v: %v, want a 400 naming %s", tc.spec.IpcNS, tc.spec.UtsNS, err, tc.field)
+		}
+	}
+}

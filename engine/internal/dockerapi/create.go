@@ -165,6 +165,20 @@ func (s *server) toSpec(name string, cfg *containertypes.Config, hc *containerty
 	default:
 		return spec, core.InvalidArgument("HostConfig.PidMode", fmt.Errorf("%q is not supported (private or host)", hc.PidMode))
 	}
+	switch mode := string(hc.IpcMode); mode {
+	case "", "private", "shareable":
+	case core.NSHost, core.IPCNSNone:
+		spec.IpcNS = core.Namespace{NSMode: mode}
+	default:
+		return spec, core.InvalidArgument("HostConfig.IpcMode", fmt.Errorf("%q is not supported (private, shareable, none, host)", mode))
+	}
+	switch mode := string(hc.UTSMode); mode {
+	case "":
+	case core.NSHost:
+		spec.UtsNS = core.Namespace{NSMode: mode}
+	default:
+		return spec, core.InvalidArgument("HostConfig.UTSMode", fmt.Errorf("%q is not supported (host)", mode))
+	}
 	if err := s.restartPolicy(&spec, hc.RestartPolicy); err != nil {
 		return spec, err
 	}
@@ -204,10 +218,6 @@ func refuseUnsupported(cfg *containertypes.Config, hc *containertypes.HostConfig
 		return bad("HostConfig.Links", "legacy links are not supported: use a user-defined network")
 	case hc.VolumeDriver != "" && hc.VolumeDriver != "local":
 		return bad("HostConfig.VolumeDriver", fmt.Sprintf("%q: only the local volume driver exists", hc.VolumeDriver))
-	case hc.IpcMode != "" && hc.IpcMode != "private" && hc.IpcMode != "shareable":
-		return bad("HostConfig.IpcMode", fmt.Sprintf("%q is not supported (private)", hc.IpcMode))
-	case hc.UTSMode != "":
-		return bad("HostConfig.UTSMode", fmt.Sprintf("%q is not supported", hc.UTSMode))
 	case hc.UsernsMode != "" && hc.UsernsMode != "host":
 		return bad("HostConfig.UsernsMode", fmt.Sprintf("%q is not supported (user namespaces)", hc.UsernsMode))
 	case hc.CgroupnsMode != "" && hc.CgroupnsMode != "host":

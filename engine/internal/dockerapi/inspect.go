@@ -186,6 +186,12 @@ func (s *server) hostConfig(c *core.Container, in *core.InspectContainerData) *c
 	if c.Spec.PidNS.NSMode == "host" {
 		hc.PidMode = "host"
 	}
+	if m := c.Spec.IpcNS.NSMode; m == core.NSHost || m == core.IPCNSNone {
+		hc.IpcMode = containertypes.IpcMode(m)
+	}
+	if c.Spec.UtsNS.NSMode == core.NSHost {
+		hc.UTSMode = containertypes.UTSMode(core.NSHost)
+	}
 	if c.Spec.RestartTries != nil {
 		hc.RestartPolicy.MaximumRetryCount = int(*c.Spec.RestartTries)
 	}

@@ -45,9 +45,6 @@ var specDefaults = map[string]func(json.RawMessage) error{
 	"volatile": boolIs(true),
 	// The engine adds no /etc/passwd entry for users missing from it.
 	"manage_password": boolIs(true),
-	// Namespaces the engine always makes the same way.
-	"ipcns": namespaceIn("private", "shareable"),
-	"utsns": namespaceIn("private"),
 }
 
 // specRefusedValues are values of members the engine has a field for but

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,6 +43,22 @@ func Mounts(s *core.ContainerSpec, hostsFile, resolvFile, hostnameFile string, u
 		{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
 		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: sysOpts},
 		{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}},
+	}
+	switch s.IpcNS.NSMode {
+	case core.NSHost:
+		// The host's shared memory; the mqueue file system mounted in the
+		// host's IPC namespace shows the host's message queues (a bind of
+		// the host's /dev/mqueue where it has one mounted).
+		base[3] = specs.Mount{Destination: "/dev/shm", Type: "bind", Source: "/dev/shm", Options: []string{"rbind", "nosuid", "noexec", "nodev"}}
+		if fi, err := os.Stat("/dev/mqueue"); err == nil && fi.IsDir() {
+			base[4] = specs.Mount{Destination: "/dev/mqueue", Type: "bind", Source: "/dev/mqueue", Options: []string{"rbind", "nosuid", "noexec", "nodev"}}
+		} else if userNS {
+			// A user namespace may not mount the host IPC namespace's
+			// mqueue: the queues stay reachable through mq_open alone.
+			base = slices.Delete(base, 4, 5)
+		}
+	case core.IPCNSNone:
+		base = slices.Delete(base, 3, 4)
 	}
 	if s.NetNS.NSMode == core.NetNSHost || userNS {
 		// sysfs cannot be mounted fresh without a network namespace of our own.

@@ -278,7 +278,7 @@ func Generate(in Input) (*Result, error) {
 		spec.Linux.GIDMappings = in.GIDMappings
 	}
 	spec.Linux.Namespaces = joinNamespaces(ns, in.JoinNamespaces)
-	if _, ok := in.JoinNamespaces[specs.UTSNamespace]; ok {
+	if _, ok := in.JoinNamespaces[specs.UTSNamespace]; ok || s.UtsNS.NSMode == core.NSHost {
 		// The hostname belongs to the joined UTS namespace; runc may only
 		// set one in a namespace of its own.
 		spec.Hostname = ""
@@ -484,6 +484,12 @@ func namespaces(s *core.ContainerSpec, netnsPath string) ([]specs.LinuxNamespace
 		ns = ns[1:]
 	default:
 		return nil, core.InvalidArgument("pidns", fmt.Errorf("mode %q is not supported (private or host)", s.PidNS.NSMode))
+	}
+	if s.IpcNS.NSMode == core.NSHost {
+		ns = slices.DeleteFunc(ns, func(n specs.LinuxNamespace) bool { return n.Type == specs.IPCNamespace })
+	}
+	if s.UtsNS.NSMode == core.NSHost {
+		ns = slices.DeleteFunc(ns, func(n specs.LinuxNamespace) bool { return n.Type == specs.UTSNamespace })
 	}
 	switch s.CgroupNS.NSMode {
 	case core.CgroupNSHost:

@@ -1,0 +1,55 @@
+package dockercli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestIPCAndUTSNamespaces: docker and podman run --ipc host --uts host put
+// the container in the host's IPC and UTS namespaces (the same namespace
+// links as the engine's host, the host's hostname, the host's /dev/shm);
+// --ipc none keeps a namespace of its own without /dev/shm; the default is
+// a namespace of its own with one. Inspect says which; a size for the host's
+// /dev/shm, a hostname in the host's UTS namespace and an IPC mode the engine
+// has not are refused naming the option.
+func TestIPCAndUTSNamespaces(t *testing.T) {
+	te := startEngine(t)
+	hostIPC, _ := os.Readlink("/proc/self/ns/ipc")
+	hostUTS, _ := os.Readlink("/proc/self/ns/uts")
+	hostname, _ := os.Hostname()
+	probe := filepath.Join("/dev/shm", "berth-ipc-"+filepath.Base(te.Dir))
+	if err := os.WriteFile(probe, []byte("from the host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(probe) })
+	script := "readlink /proc/self/ns/ipc; readlink /proc/self/ns/uts; hostname; cat " + probe
+	want := strings.Join([]string{hostIPC, hostUTS, hostname, "from the host"}, "\n")
+	for _, client := range []string{"docker", "podman"} {
+		out := te.run(client, "run", "--rm", "--ipc", "host", "--uts", "host", "localhost/busybox:latest", "sh", "-c", script)
+		if strings.TrimSpace(out) != want {
+			t.Fatalf("%s run --ipc host --uts host:\n%s\nwant:\n%s", client, out, want)
+		}
+	}
+	out := te.run("docker", "run", "--rm", "--ipc", "none", "localhost/busybox:latest", "sh", "-c", "readlink /proc/self/ns/ipc; ls -d /dev/shm || echo no-shm")
+	if strings.Contains(out, hostIPC) || !strings.Contains(out, "no-shm") {
+		t.Fatalf("docker run --ipc none: %s", out)
+	}
+	out = te.run("docker", "run", "--rm", "localhost/busybox:latest", "sh", "-c", "readlink /proc/self/ns/ipc; readlink /proc/self/ns/uts; ls -d /dev/shm")
+	if strings.Contains(out, hostIPC) || strings.Contains(out, hostUTS) || !strings.Contains(out, "/dev/shm") {
+		t.Fatalf("a default container: %s", out)
+	}
+
+	te.run("docker", "create", "--name", "nsmodes", "--ipc", "host", "--uts", "host", "localhost/busybox:latest", "true")
+	for _, client := range []string{"docker", "podman"} {
+		if got := strings.TrimSpace(te.run(client, "inspect", "--format", "{{.HostConfig.IpcMode}} {{.HostConfig.UTSMode}}", "nsmodes")); got != "host host" {
+			t.Fatalf("%s inspect: %q, want host host", client, got)
+		}
+	}
+	te.run("docker", "rm", "nsmodes")
+
+	contains(t, "--ipc host --shm-size", te.fails("podman", "run", "--rm", "--ipc", "host", "--shm-size", "1m", "localhost/busybox:latest", "true"), "shm_size")
+	contains(t, "--uts host --hostname", te.fails("docker", "run", "--rm", "--uts", "host", "--hostname", "web", "localhost/busybox:latest", "true"), "hostname")
+	contains(t, "--ipc container:", te.fails("docker", "run", "--rm", "--ipc", "container:nosuch", "localhost/busybox:latest", "true"), "IpcMode")
+}
