@@ -118,7 +118,7 @@ var (
 		}),
 	})
 	itemsShape   = leaves("key", "path")
-	podSpecShape = with(leaves("restartPolicy", "hostname", "hostNetwork", "hostUsers", "shareProcessNamespace", "terminationGracePeriodSeconds"), allow{
+	podSpecShape = with(leaves("restartPolicy", "hostname", "hostNetwork", "hostIPC", "hostPID", "hostUsers", "shareProcessNamespace", "terminationGracePeriodSeconds"), allow{
 		"containers":     containerShape,
 		"initContainers": containerShape,
 		"volumes": with(leaves("name"), allow{

@@ -50,6 +50,14 @@ func (pl *planner) container(ctx context.Context, d *document, t podTemplate, fi
 	if err := pl.checkImage(ctx, &cs); err != nil {
 		return cs, d.fail(field+".image", err)
 	}
+	// hostIPC and hostPID: each container joins the host's namespace (the
+	// pod shares no IPC namespace of its own then; see pod).
+	if t.spec.HostIPC {
+		cs.IpcNS = core.Namespace{NSMode: core.NSHost}
+	}
+	if t.spec.HostPID {
+		cs.PidNS = core.Namespace{NSMode: core.NSHost}
+	}
 	if len(c.Command) > 0 {
 		cs.Entrypoint = c.Command
 	}

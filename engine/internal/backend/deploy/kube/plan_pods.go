@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -63,14 +64,21 @@ func (pl *planner) pod(ctx context.Context, d *document, t podTemplate, out *pla
 		pp.spec.Hostname = t.name
 	}
 	if spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace {
+		if spec.HostPID {
+			return nil, d.fail(t.path+".hostPID", errors.New("cannot be combined with shareProcessNamespace"))
+		}
 		pp.spec.SharedNamespaces = append(pp.spec.SharedNamespaces, core.PodSharePID)
+	}
+	if spec.HostIPC {
+		// Its containers join the host's IPC namespace instead of the pod's.
+		pp.spec.SharedNamespaces = slices.DeleteFunc(pp.spec.SharedNamespaces, func(ns string) bool { return ns == core.PodShareIPC })
 	}
 	// hostUsers: false (and kube play --userns=auto) give the pod a user
 	// namespace of its own, from the engine's automatic ranges: its infra
 	// container holds it and every container joins it (see pods).
 	if spec.HostUsers != nil && !*spec.HostUsers || strings.HasPrefix(pl.opts.Userns, core.UserNSAuto) {
-		if spec.HostNetwork {
-			return nil, d.fail(t.path+".hostUsers", errors.New("a user namespace of the pod's own cannot be combined with hostNetwork"))
+		if spec.HostNetwork || spec.HostIPC || spec.HostPID {
+			return nil, d.fail(t.path+".hostUsers", errors.New("a user namespace of the pod's own cannot be combined with hostNetwork, hostIPC or hostPID"))
 		}
 		pp.spec.UserNS = core.Namespace{NSMode: core.UserNSAuto}
 		if _, opts, ok := strings.Cut(pl.opts.Userns, ":"); ok {

@@ -209,6 +209,7 @@ func (g *Generator) podWorkload(ctx context.Context, p *core.InspectPodData, opt
 		hostNetwork = hostNetwork || p.InfraConfig.HostNetwork
 	}
 	pod := newPod(p.Name, hostNetwork)
+	hostNamespaces(pod, members)
 	pod.Spec.Hostname = p.Hostname
 	vols := volumeSet{}
 	var first *core.Container
@@ -279,6 +280,7 @@ func (g *Generator) containersWorkload(ctrs []*core.Container, opts core.KubeGen
 	// the two names differ, as Podman names it.
 	podName := names[0] + "-pod"
 	pod := newPod(podName, hostNetwork)
+	hostNamespaces(pod, ctrs)
 	vols := volumeSet{}
 	var ports []corev1.ContainerPort
 	var servers, searches, options []string
@@ -318,6 +320,17 @@ func appendNew(list []string, items ...string) []string {
 		}
 	}
 	return list
+}
+
+// hostNamespaces sets hostIPC and hostPID where every container is in the
+// host's IPC or PID namespace (Kubernetes says it per pod only).
+func hostNamespaces(pod *corev1.Pod, ctrs []*core.Container) {
+	ipc, pid := len(ctrs) > 0, len(ctrs) > 0
+	for _, c := range ctrs {
+		ipc = ipc && c.Spec.IpcNS.NSMode == core.NSHost
+		pid = pid && c.Spec.PidNS.NSMode == core.NSHost
+	}
+	pod.Spec.HostIPC, pod.Spec.HostPID = ipc, pid
 }
 
 func newPod(name string, hostNetwork bool) *corev1.Pod {
