@@ -143,7 +143,9 @@ func TestDockerAPIRules(t *testing.T) {
 		{"GET", "/swarm", "", 503, "swarm"},
 		{"GET", "/v1.44/services", "", 503, "swarm"},
 		{"POST", "/v1.44/containers/create", `{"Image":"localhost/busybox","HostConfig":{"Links":["a:b"]}}`, 400, "HostConfig.Links"},
-		{"POST", "/v1.44/containers/create", `{"Image":"localhost/busybox","HostConfig":{"UTSMode":"host"}}`, 400, "HostConfig.UTSMode"},
+		{"POST", "/v1.44/containers/create", `{"Image":"localhost/busybox","HostConfig":{"UTSMode":"container:x"}}`, 400, "HostConfig.UTSMode"},
+		{"POST", "/v1.44/containers/create", `{"Image":"localhost/busybox","HostConfig":{"IpcMode":"container:x"}}`, 400, "HostConfig.IpcMode"},
+		{"POST", "/v1.44/containers/create", `{"Image":"localhost/busybox","HostConfig":{"LogConfig":{"Type":"json-file","Config":{"compress":"true"}}}}`, 400, "compress"},
 		{"POST", "/v1.44/containers/create", `{"Image":"localhost/busybox","HostConfig":{"LogConfig":{"Type":"syslog"}}}`, 400, "HostConfig.LogConfig.Type"},
 		{"POST", "/v1.44/containers/create", `{"Image":"localhost/busybox","HostConfig":{"RestartPolicy":{"Name":"sometimes"}}}`, 400, "invalid restart policy"},
 		{"POST", "/v1.44/containers/create", `{"Image":"nosuch/image"}`, 404, "No such image: nosuch/image"},
@@ -162,8 +164,9 @@ func TestDockerAPIRules(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != 200 || resp.Header.Get("Api-Version") != "1.44" {
-			t.Errorf("GET %s: %d Api-Version %q", path, resp.StatusCode, resp.Header.Get("Api-Version"))
+		// The docker CLI reads the server's OS here (--device needs it).
+		if resp.StatusCode != 200 || resp.Header.Get("Api-Version") != "1.44" || resp.Header.Get("Ostype") != "linux" {
+			t.Errorf("GET %s: %d Api-Version %q Ostype %q", path, resp.StatusCode, resp.Header.Get("Api-Version"), resp.Header.Get("Ostype"))
 		}
 	}
 	// Nothing half-created by the refused requests.
