@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -145,6 +146,10 @@ type ContainerSpec struct {
 	// UtsNS is the UTS namespace: private (the default) or host (the host's
 	// hostname; the container sets none of its own).
 	UtsNS Namespace `json:"utsns,omitempty"`
+	// Timezone is the container's /etc/localtime (Podman's --tz): a zone
+	// name of the host's tzdata ("Europe/Berlin") or "local" (the host's own
+	// /etc/localtime); "" leaves the image's.
+	Timezone string `json:"timezone,omitempty"`
 	// CgroupNS is the cgroup namespace: host, private, container (Value
 	// names the container whose namespace it joins) or path (Value: an
 	// nsfs path). Creation fills in the host's default: private on the
@@ -750,6 +755,10 @@ func (s *ContainerSpec) Validate() error {
 	}
 	if err := s.validateIPCAndUTS(); err != nil {
 		return err
+	}
+	if tz := s.Timezone; tz != "" && tz != "local" &&
+		(strings.HasPrefix(tz, "/") || slices.Contains(strings.Split(tz, "/"), "..") || strings.ContainsAny(tz, "\x00\n")) {
+		return InvalidArgument("timezone", fmt.Errorf("%q is not a time zone name (such as Europe/Berlin, or local)", tz))
 	}
 	if err := ValidateRestartPolicy(s.RestartPolicy, s.RestartTries); err != nil {
 		return err

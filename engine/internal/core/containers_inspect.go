@@ -237,6 +237,7 @@ type InspectContainerConfig struct {
 	HealthMaxLogSize     uint     `json:"HealthMaxLogSize,omitempty"`
 	CreateCommand        []string `json:"CreateCommand,omitempty"`
 	Umask                string   `json:"Umask,omitempty"`
+	Timezone             string   `json:"Timezone,omitempty"`
 	Timeout              uint     `json:"Timeout"`
 	StopTimeout          uint     `json:"StopTimeout"`
 }

@@ -69,6 +69,10 @@ func TestIPCAndUTSValidate(t *testing.T) {
 		{ContainerSpec{UtsNS: Namespace{NSMode: "host"}}, ""},
 		{ContainerSpec{UtsNS: Namespace{NSMode: "host"}, Hostname: "web"}, "hostname"},
 		{ContainerSpec{UtsNS: Namespace{NSMode: "ns", Value: "/proc/1/ns/uts"}}, "utsns"},
+		{ContainerSpec{Timezone: "Europe/Berlin"}, ""},
+		{ContainerSpec{Timezone: "local"}, ""},
+		{ContainerSpec{Timezone: "/etc/passwd"}, "timezone"},
+		{ContainerSpec{Timezone: "Europe/../../etc/passwd"}, "timezone"},
 	} {
 		tc.spec.Image = "busybox"
 		err := tc.spec.Validate()

@@ -261,6 +261,16 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 		"resolv.conf": oci.ResolvConf(&rec.Spec, m.hostResolv),
 		"hostname":    hostname + "\n",
 	}
+	var tzMount []specs.Mount
+	if tz := rec.Spec.Timezone; tz != "" {
+		zone, err := timezoneFile(tz)
+		if err != nil {
+			return nil, err
+		}
+		files["localtime"] = string(zone)
+		tzMount = append(tzMount, specs.Mount{Destination: "/etc/localtime", Type: "bind",
+			Source: filepath.Join(rec.StaticDir, "localtime"), Options: []string{"bind", "rprivate", "ro"}})
+	}
 	if err := os.MkdirAll(rec.StaticDir, 0o700); err != nil {
 		return nil, err
 	}
@@ -289,6 +299,7 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 		return nil, err
 	}
 	extra = append(extra, initMount...)
+	extra = append(extra, tzMount...)
 	if len(extra) > 0 {
 		spec.Mounts = append(slices.Clone(spec.Mounts), extra...)
 	}

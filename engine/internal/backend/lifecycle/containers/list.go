@@ -273,6 +273,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 			HealthMaxLogSize:           uint(logSize),
 			CreateCommand:              s.CreateCommand,
 			Umask:                      firstNonEmpty(s.Umask, "0022"),
+			Timezone:                   s.Timezone,
 			Timeout:                    s.Timeout,
 			StopTimeout:                derefUint(s.StopTimeout, defaultStopTimeout),
 		},
