@@ -33,6 +33,12 @@ func (m *Manager) Resolve(ctx context.Context, requested map[string]core.PerNetw
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	for key, opts := range requested {
+		if key == "default" {
+			// Podman's client names the default network so when only
+			// per-network options are given (--ip, --mac-address,
+			// --network-alias without --network).
+			key = m.defName
+		}
 		n, err := m.lookupLocked(key)
 		if err != nil {
 			return nil, err
