@@ -81,6 +81,14 @@ type ContainerSpec struct {
 	Entrypoint    []string          `json:"entrypoint,omitempty"`
 	Command       []string          `json:"command,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
+	// EnvMerge ("NAME=value", Podman's --env-merge) sets variables whose
+	// values may use the image's and the engine's defaults ($NAME, ${NAME});
+	// UnsetEnv drops default variables by name, UnsetEnvAll all of them
+	// (the image's and PATH, TERM, container; HOSTNAME and HOME stay). The
+	// request's own env is applied after all three.
+	EnvMerge      []string          `json:"envmerge,omitempty"`
+	UnsetEnv      []string          `json:"unsetenv,omitempty"`
+	UnsetEnvAll   bool              `json:"unsetenvall,omitempty"`
 	Terminal      bool              `json:"terminal,omitempty"`
 	Stdin         bool              `json:"stdin,omitempty"`
 	Labels        map[string]string `json:"labels,omitempty"`
@@ -161,15 +169,20 @@ type ContainerSpec struct {
 	CgroupParent string `json:"cgroup_parent,omitempty"`
 	// CgroupsMode is podman's --cgroups: enabled (default), disabled
 	// (CgroupsDisabled), no-conmon or split (see docs/engine/hosts.md#cgroups).
-	CgroupsMode  string                `json:"cgroups_mode,omitempty"`
-	DNSServers   []string              `json:"dns_server,omitempty"`
-	DNSSearch    []string              `json:"dns_search,omitempty"`
-	DNSOptions   []string              `json:"dns_option,omitempty"`
-	HostAdd      []string              `json:"hostadd,omitempty"`
-	Resources    *specs.LinuxResources `json:"resource_limits,omitempty"`
-	Rlimits      []rlimit.Rlimit       `json:"r_limits,omitempty"`
-	OOMScoreAdj  *int                  `json:"oom_score_adj,omitempty"`
-	HealthConfig *HealthConfig         `json:"healthconfig,omitempty"`
+	CgroupsMode string   `json:"cgroups_mode,omitempty"`
+	DNSServers  []string `json:"dns_server,omitempty"`
+	DNSSearch   []string `json:"dns_search,omitempty"`
+	DNSOptions  []string `json:"dns_option,omitempty"`
+	HostAdd     []string `json:"hostadd,omitempty"`
+	// UseImageHosts and UseImageResolvConf leave the image's /etc/hosts or
+	// /etc/resolv.conf in place of the generated ones (Podman's --no-hosts,
+	// --dns none).
+	UseImageHosts      bool                  `json:"use_image_hosts,omitempty"`
+	UseImageResolvConf bool                  `json:"use_image_resolve_conf,omitempty"`
+	Resources          *specs.LinuxResources `json:"resource_limits,omitempty"`
+	Rlimits            []rlimit.Rlimit       `json:"r_limits,omitempty"`
+	OOMScoreAdj        *int                  `json:"oom_score_adj,omitempty"`
+	HealthConfig       *HealthConfig         `json:"healthconfig,omitempty"`
 	// HealthCheckOnFailureAction is what the engine does when the
 	// healthcheck makes the container unhealthy (Podman's numbers).
 	HealthCheckOnFailureAction HealthOnFailure `json:"health_check_on_failure_action,omitempty"`
@@ -750,11 +763,27 @@ func (s *ContainerSpec) Validate() error {
 			return InvalidArgument("env", fmt.Errorf("invalid variable name %q", k))
 		}
 	}
+	for _, kv := range s.EnvMerge {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsAny(kv, "\x00") {
+			return InvalidArgument("envmerge", fmt.Errorf("%q is not NAME=value", kv))
+		}
+	}
+	for _, k := range s.UnsetEnv {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return InvalidArgument("unsetenv", fmt.Errorf("invalid variable name %q", k))
+		}
+	}
 	if err := s.LogConfiguration.validate(); err != nil {
 		return err
 	}
 	if err := s.validateIPCAndUTS(); err != nil {
 		return err
+	}
+	if s.UseImageHosts && len(s.HostAdd) > 0 {
+		return InvalidArgument("hostadd", errors.New("host entries need the generated /etc/hosts, which use_image_hosts (--no-hosts) leaves out"))
+	}
+	if s.UseImageResolvConf && len(s.DNSServers)+len(s.DNSSearch)+len(s.DNSOptions) > 0 {
+		return InvalidArgument("dns_server", errors.New("DNS settings need the generated /etc/resolv.conf, which use_image_resolve_conf (--dns none) leaves out"))
 	}
 	if tz := s.Timezone; tz != "" && tz != "local" &&
 		(strings.HasPrefix(tz, "/") || slices.Contains(strings.Split(tz, "/"), "..") || strings.ContainsAny(tz, "\x00\n")) {

@@ -45,6 +45,9 @@ var specDefaults = map[string]func(json.RawMessage) error{
 	"volatile": boolIs(true),
 	// The engine adds no /etc/passwd entry for users missing from it.
 	"manage_password": boolIs(true),
+	// The engine applies no SELinux label: label=disable asks for what it
+	// does (any other SELinux option would go unhonoured).
+	"selinux_opts": stringsIn("disable"),
 }
 
 // specRefusedValues are values of members the engine has a field for but
@@ -121,15 +124,6 @@ func isZeroJSON(raw json.RawMessage) bool {
 	}
 }
 
-func strictUnmarshal(raw json.RawMessage, dst any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return fmt.Errorf("not understood: %w", err)
-	}
-	return nil
-}
-
 func stringIn(allowed ...string) func(json.RawMessage) error {
 	return func(raw json.RawMessage) error {
 		var s string
@@ -145,6 +139,23 @@ func stringIn(allowed ...string) func(json.RawMessage) error {
 	}
 }
 
+// stringsIn accepts a list of strings each of which is allowed.
+func stringsIn(allowed ...string) func(json.RawMessage) error {
+	one := stringIn(allowed...)
+	return func(raw json.RawMessage) error {
+		var list []json.RawMessage
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return errors.New("expected a list of strings")
+		}
+		for _, item := range list {
+			if err := one(item); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
 func boolIs(want bool) func(json.RawMessage) error {
 	return func(raw json.RawMessage) error {
 		var b bool
@@ -155,20 +166,5 @@ func boolIs(want bool) func(json.RawMessage) error {
 			return fmt.Errorf("only %t is supported", want)
 		}
 		return nil
-	}
-}
-
-func namespaceIn(modes ...string) func(json.RawMessage) error {
-	return func(raw json.RawMessage) error {
-		var ns core.Namespace
-		if err := strictUnmarshal(raw, &ns); err != nil {
-			return err
-		}
-		for _, m := range modes {
-			if ns.NSMode == m && ns.Value == "" {
-				return nil
-			}
-		}
-		return fmt.Errorf("mode %q is not supported (%s)", ns.NSMode, strings.Join(modes, ", "))
 	}
 }

@@ -67,8 +67,10 @@ func TestSpecMembersRefused(t *testing.T) {
 		{"cgroups_mode", `"no-conmon"`, false},
 		{"cgroups_mode", `"split"`, false},
 		{"cgroups_mode", `"sometimes"`, true},
-		{"use_image_hosts", `true`, true},
 		{"volatile", `true`, false},
+		{"selinux_opts", `["disable"]`, false},
+		{"selinux_opts", `["type:spc_t"]`, true},
+		{"use_image_hosts", `true`, false},
 		{"manage_password", `true`, false},
 		{"init_container_type", `"always"`, false},
 	} {

@@ -44,25 +44,25 @@ func Mounts(s *core.ContainerSpec, hostsFile, resolvFile, hostnameFile string, u
 		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: sysOpts},
 		{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}},
 	}
+	if s.NetNS.NSMode == core.NetNSHost || userNS {
+		// sysfs cannot be mounted fresh without a network namespace of our own.
+		base = replaceMount(base, specs.Mount{Destination: "/sys", Type: "bind", Source: "/sys", Options: []string{"rbind", "nosuid", "noexec", "nodev", "ro"}})
+	}
 	switch s.IpcNS.NSMode {
 	case core.NSHost:
 		// The host's shared memory; the mqueue file system mounted in the
 		// host's IPC namespace shows the host's message queues (a bind of
 		// the host's /dev/mqueue where it has one mounted).
-		base[3] = specs.Mount{Destination: "/dev/shm", Type: "bind", Source: "/dev/shm", Options: []string{"rbind", "nosuid", "noexec", "nodev"}}
+		base = replaceMount(base, specs.Mount{Destination: "/dev/shm", Type: "bind", Source: "/dev/shm", Options: []string{"rbind", "nosuid", "noexec", "nodev"}})
 		if fi, err := os.Stat("/dev/mqueue"); err == nil && fi.IsDir() {
-			base[4] = specs.Mount{Destination: "/dev/mqueue", Type: "bind", Source: "/dev/mqueue", Options: []string{"rbind", "nosuid", "noexec", "nodev"}}
+			base = replaceMount(base, specs.Mount{Destination: "/dev/mqueue", Type: "bind", Source: "/dev/mqueue", Options: []string{"rbind", "nosuid", "noexec", "nodev"}})
 		} else if userNS {
 			// A user namespace may not mount the host IPC namespace's
 			// mqueue: the queues stay reachable through mq_open alone.
-			base = slices.Delete(base, 4, 5)
+			base = slices.DeleteFunc(base, func(m specs.Mount) bool { return m.Destination == "/dev/mqueue" })
 		}
 	case core.IPCNSNone:
-		base = slices.Delete(base, 3, 4)
-	}
-	if s.NetNS.NSMode == core.NetNSHost || userNS {
-		// sysfs cannot be mounted fresh without a network namespace of our own.
-		base[5] = specs.Mount{Destination: "/sys", Type: "bind", Source: "/sys", Options: []string{"rbind", "nosuid", "noexec", "nodev", "ro"}}
+		base = slices.DeleteFunc(base, func(m specs.Mount) bool { return m.Destination == "/dev/shm" })
 	}
 	files := []specs.Mount{
 		{Destination: "/etc/hosts", Type: "bind", Source: hostsFile, Options: []string{"bind", "rprivate"}},
@@ -83,6 +83,9 @@ func Mounts(s *core.ContainerSpec, hostsFile, resolvFile, hostnameFile string, u
 		seen[um.Destination] = true
 		user = append(user, um)
 	}
+	files = slices.DeleteFunc(files, func(m specs.Mount) bool {
+		return s.UseImageHosts && m.Destination == "/etc/hosts" || s.UseImageResolvConf && m.Destination == "/etc/resolv.conf"
+	})
 	var out []specs.Mount
 	for _, m := range append(base, files...) {
 		if !seen[m.Destination] {
@@ -295,4 +298,14 @@ func ResolvConf(s *core.ContainerSpec, hostResolv []byte) string {
 		b.WriteString("options " + strings.Join(options, " ") + "\n")
 	}
 	return b.String()
+}
+
+// replaceMount puts m in place of the mount of mounts at m's destination.
+func replaceMount(mounts []specs.Mount, m specs.Mount) []specs.Mount {
+	for i := range mounts {
+		if mounts[i].Destination == m.Destination {
+			mounts[i] = m
+		}
+	}
+	return mounts
 }

@@ -6,6 +6,7 @@ package oci
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -186,7 +187,7 @@ func Generate(in Input) (*Result, error) {
 		u := uint32(v)
 		proc.User.Umask = &u
 	}
-	proc.Env = MergeEnv(in.Image.Env, s.Env, s.Terminal, hostname, execUser.Home)
+	proc.Env = MergeEnv(in.Image.Env, s, hostname, execUser.Home)
 
 	caps, err := Capabilities(s, in.Host)
 	if err != nil {
@@ -320,9 +321,13 @@ func ProcessArgs(s *core.ContainerSpec, img imgspec.ImageConfig) ([]string, erro
 	return args, nil
 }
 
-// MergeEnv combines the image's environment with the request's (the request
-// wins), adding PATH, container=podman, HOSTNAME, HOME and TERM where missing.
-func MergeEnv(imageEnv []string, env map[string]string, terminal bool, hostname, home string) []string {
+// MergeEnv builds a container's environment: the image's variables, then
+// EnvMerge's (expanded against the defaults: the image's variables with
+// PATH, container=podman and, with a terminal, TERM), then the request's env
+// (it wins), then those defaults where still missing, and HOSTNAME and HOME.
+// UnsetEnv's names are left out of the defaults, and with UnsetEnvAll every
+// default is.
+func MergeEnv(imageEnv []string, s *core.ContainerSpec, hostname, home string) []string {
 	vals := map[string]string{}
 	var order []string
 	set := func(k, v string) {
@@ -331,34 +336,53 @@ func MergeEnv(imageEnv []string, env map[string]string, terminal bool, hostname,
 		}
 		vals[k] = v
 	}
-	for _, kv := range imageEnv {
-		k, v, _ := strings.Cut(kv, "=")
-		set(k, v)
-	}
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		set(k, env[k])
-	}
-	def := func(k, v string) {
-		if _, ok := vals[k]; !ok {
-			set(k, v)
+	defaults := map[string]string{}
+	var late []string // defaults the image does not set, in this order
+	if !s.UnsetEnvAll {
+		for _, kv := range imageEnv {
+			k, v, _ := strings.Cut(kv, "=")
+			defaults[k] = v
+			if !slices.Contains(s.UnsetEnv, k) {
+				set(k, v)
+			}
+		}
+		engine := [][2]string{{"PATH", DefaultPath}, {"container", "podman"}}
+		if s.Terminal {
+			engine = append(engine, [2]string{"TERM", "xterm"})
+		}
+		for _, kv := range engine {
+			if _, ok := defaults[kv[0]]; !ok {
+				defaults[kv[0]] = kv[1]
+				late = append(late, kv[0])
+			}
 		}
 	}
-	def("PATH", DefaultPath)
-	// Podman tells the process it runs in a container.
-	def("container", "podman")
-	if terminal {
-		def("TERM", "xterm")
+	for _, k := range s.UnsetEnv {
+		delete(defaults, k)
 	}
-	def("HOSTNAME", hostname)
+	for _, kv := range s.EnvMerge {
+		k, v, _ := strings.Cut(kv, "=")
+		set(k, os.Expand(v, func(name string) string { return defaults[name] }))
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		set(k, s.Env[k])
+	}
+	for _, k := range late {
+		if v, ok := defaults[k]; ok {
+			if _, set0 := vals[k]; !set0 {
+				set(k, v)
+			}
+		}
+	}
+	if _, ok := vals["HOSTNAME"]; !ok {
+		set("HOSTNAME", hostname)
+	}
 	if home == "" {
 		home = "/"
 	}
-	def("HOME", home)
+	if _, ok := vals["HOME"]; !ok {
+		set("HOME", home)
+	}
 	out := make([]string, 0, len(order))
 	for _, k := range order {
 		out = append(out, k+"="+vals[k])

@@ -96,16 +96,35 @@ func TestProcessArgs(t *testing.T) {
 }
 
 func TestMergeEnv(t *testing.T) {
-	got := MergeEnv([]string{"PATH=/img", "A=1"}, map[string]string{"A": "2", "B": "3"}, true, "h", "/root")
+	got := MergeEnv([]string{"PATH=/img", "A=1"}, &core.ContainerSpec{Env: map[string]string{"A": "2", "B": "3"}, Terminal: true}, "h", "/root")
 	want := []string{"PATH=/img", "A=2", "B=3", "container=podman", "TERM=xterm", "HOSTNAME=h", "HOME=/root"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 	// The request may set container itself.
-	got = MergeEnv(nil, map[string]string{"container": "other"}, false, "h", "")
+	got = MergeEnv(nil, &core.ContainerSpec{Env: map[string]string{"container": "other"}}, "h", "")
 	want = []string{"container=other", "PATH=" + DefaultPath, "HOSTNAME=h", "HOME=/"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+	// --env-merge expands the defaults; --unsetenv drops one of them (the
+	// request's own env still sets it); --unsetenv-all drops them all.
+	img := []string{"PATH=/img", "GREETING=hello", "LANG=C"}
+	got = MergeEnv(img, &core.ContainerSpec{EnvMerge: []string{"PATH=/extra:${PATH}", "GREETING=$GREETING world", "NEW=${container}-${NOPE}"},
+		UnsetEnv: []string{"LANG", "container"}}, "h", "/root")
+	want = []string{"PATH=/extra:/img", "GREETING=hello world", "NEW=-", "HOSTNAME=h", "HOME=/root"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("envmerge and unsetenv: got %v, want %v", got, want)
+	}
+	got = MergeEnv(img, &core.ContainerSpec{UnsetEnv: []string{"PATH"}, Env: map[string]string{"PATH": "/mine"}}, "h", "")
+	want = []string{"GREETING=hello", "LANG=C", "PATH=/mine", "container=podman", "HOSTNAME=h", "HOME=/"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("unsetenv with the request's own: got %v, want %v", got, want)
+	}
+	got = MergeEnv(img, &core.ContainerSpec{UnsetEnvAll: true, Terminal: true, Env: map[string]string{"ONLY": "me"}}, "h", "")
+	want = []string{"ONLY=me", "HOSTNAME=h", "HOME=/"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("unsetenv-all: got %v, want %v", got, want)
 	}
 }
 
@@ -280,5 +299,46 @@ func TestKernelPaths(t *testing.T) {
 	masked, readonly = kernelPaths([]string{"/proc/cpuinfo"}, []string{"ALL"})
 	if len(masked) != 1 || len(readonly) != 0 {
 		t.Fatalf("unmask ALL: %v %v", masked, readonly)
+	}
+}
+
+// TestMountsIPCModesAndImageFiles: --ipc none drops /dev/shm and --ipc host
+// binds the host's, without disturbing the other mounts (a host network
+// still binds /sys); --no-hosts and --dns none leave the image's files.
+func TestMountsIPCModesAndImageFiles(t *testing.T) {
+	byDest := func(ms []specs.Mount) map[string]specs.Mount {
+		out := map[string]specs.Mount{}
+		for _, m := range ms {
+			out[m.Destination] = m
+		}
+		return out
+	}
+	ms, err := Mounts(&core.ContainerSpec{IpcNS: core.Namespace{NSMode: "none"}, NetNS: core.Namespace{NSMode: core.NetNSHost}}, "/h", "/r", "/n", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := byDest(ms)
+	if _, ok := m["/dev/shm"]; ok {
+		t.Fatalf("--ipc none kept /dev/shm: %+v", m["/dev/shm"])
+	}
+	if m["/sys"].Type != "bind" || m["/sys/fs/cgroup"].Type != "cgroup" || m["/dev/mqueue"].Type != "mqueue" {
+		t.Fatalf("--ipc none with the host's network: /sys %+v, /sys/fs/cgroup %+v, /dev/mqueue %+v", m["/sys"], m["/sys/fs/cgroup"], m["/dev/mqueue"])
+	}
+	ms, err = Mounts(&core.ContainerSpec{IpcNS: core.Namespace{NSMode: "host"}, UseImageHosts: true, UseImageResolvConf: true}, "/h", "/r", "/n", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = byDest(ms)
+	if m["/dev/shm"].Type != "bind" || m["/dev/shm"].Source != "/dev/shm" || m["/sys"].Type != "sysfs" {
+		t.Fatalf("--ipc host: /dev/shm %+v, /sys %+v", m["/dev/shm"], m["/sys"])
+	}
+	if _, ok := m["/etc/hosts"]; ok {
+		t.Fatal("--no-hosts still binds /etc/hosts")
+	}
+	if _, ok := m["/etc/resolv.conf"]; ok {
+		t.Fatal("--dns none still binds /etc/resolv.conf")
+	}
+	if m["/etc/hostname"].Source != "/n" {
+		t.Fatalf("/etc/hostname: %+v", m["/etc/hostname"])
 	}
 }

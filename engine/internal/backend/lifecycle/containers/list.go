@@ -193,7 +193,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 	}
 	r := m.snapshot(e)
 	s := &r.Spec
-	env := oci.MergeEnv(r.ImageEnv, s.Env, s.Terminal, hostnameOf(&r), "")
+	env := oci.MergeEnv(r.ImageEnv, s, hostnameOf(&r), "")
 	cmd := s.Command
 	if len(cmd) == 0 && s.Entrypoint == nil {
 		cmd = r.ImageCmd
