@@ -16,7 +16,7 @@ var activatedKeys = map[string]map[string]bool{
 		"DropCapability", "Entrypoint", "Environment", "EnvironmentFile", "Exec", "HealthCmd", "HealthInterval",
 		"HealthRetries", "HealthStartPeriod", "HealthTimeout", "HostName", "Image", "Label", "Network", "NetworkAlias",
 		"NoNewPrivileges", "Notify", "Pod", "PublishPort", "Pull", "ReadOnly", "RunInit", "Secret", "ServiceName",
-		"StopTimeout", "Sysctl", "Tmpfs", "User", "Group", "Volume", "WorkingDir"),
+		"StopTimeout", "Sysctl", "Timezone", "Tmpfs", "User", "Group", "Volume", "WorkingDir"),
 	"Network": set("DNS", "DisableDNS", "Driver", "Gateway", "IPv6", "InterfaceName", "Internal", "Label",
 		"NetworkName", "Options", "ServiceName", "Subnet"),
 	"Volume": set("Device", "Driver", "Label", "Options", "ServiceName", "Type", "VolumeName"),

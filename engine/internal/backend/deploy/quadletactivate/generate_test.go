@@ -55,7 +55,7 @@ func TestGenerateServices(t *testing.T) {
 		"Containerfile", "FROM localhost/tagged:1\n")
 	installUnit(t, store, "web.pod", "[Pod]\nPodName=web\nPublishPort=127.0.0.1:8080:80\nNetwork=db.network\nLabel=tier=web\nHostName=webhost\nDNS=10.0.0.53\nAddHost=h:10.0.0.9\n[Install]\nWantedBy=multi-user.target\n")
 	installUnit(t, store, "m.container", "[Container]\nImage=app.build\nPod=web.pod\nVolume=data.volume:/d\n[Service]\nKillMode=control-group\n")
-	installUnit(t, store, "solo.container", "[Container]\nImage=pulled.image\nNetwork=db.network\n[Unit]\nWants=web.pod\n[X-Custom]\nNote=kept\n")
+	installUnit(t, store, "solo.container", "[Container]\nImage=pulled.image\nNetwork=db.network\nTimezone=Europe/Berlin\n[Unit]\nWants=web.pod\n[X-Custom]\nNote=kept\n")
 	installUnit(t, store, "k.kube", "[Kube]\nYaml=app/k.yaml\nNetwork=db.network\nKubeDownForce=false\n[Service]\nType=oneshot\n[Install]\nWantedBy=default.target\n", "app/k.yaml", "apiVersion: v1\n")
 
 	for _, c := range []struct {
@@ -112,7 +112,7 @@ func TestGenerateServices(t *testing.T) {
 		{"solo.container", "solo.service", []string{
 			"Requires=alpine-pull.service\nAfter=alpine-pull.service\nRequires=db-network.service\n",
 			"Wants=web-pod.service\n", "[X-Custom]\nNote=kept\n",
-			"--network systemd-db docker.io/library/alpine:3\n",
+			"--network systemd-db --tz Europe/Berlin docker.io/library/alpine:3\n",
 		}, nil},
 		{"k.kube", "k.service", []string{
 			"Requires=db-network.service\nAfter=db-network.service\n",

@@ -114,6 +114,9 @@ func runFlags(s *core.ContainerSpec) []string {
 	if s.Hostname != "" {
 		add("--hostname", s.Hostname)
 	}
+	if s.Timezone != "" {
+		add("--tz", s.Timezone)
+	}
 	if s.ReadOnly {
 		out = append(out, "--read-only")
 	}

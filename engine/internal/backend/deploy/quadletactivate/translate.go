@@ -184,6 +184,7 @@ func translateContainer(u *unit, p *plan, ref refFunc) error {
 	}
 	spec.Hostname = u.value("HostName")
 	spec.WorkDir = u.value("WorkingDir")
+	spec.Timezone = u.value("Timezone")
 	spec.ReadOnly = u.boolean("ReadOnly")
 	spec.NoNewPrivs = u.boolean("NoNewPrivileges")
 	spec.Init = u.boolean("RunInit")
