@@ -63,34 +63,12 @@ CMD ["sh", "-c", "echo web-up $GREETING; exec busybox httpd -f -p 80 -h /www"]
 // TestComposeProject: docker compose up -d, ps, logs, exec and down -v of
 // a project that builds an image and waits for a healthy service.
 func TestComposeProject(t *testing.T) {
-	compose := need.Cached(t, "BERTH_DOCKER_COMPOSE", "docker-compose-"+composeVersion, "hack/docker-compose.sh")
-	te := startEngine(t)
-	plugins := filepath.Join(te.Dir, "docker-config", "cli-plugins")
-	if err := os.MkdirAll(plugins, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(compose, filepath.Join(plugins, "docker-compose")); err != nil {
-		t.Fatal(err)
-	}
-	te.env = append(te.env, "COMPOSE_BAKE=false")
 	port := strconv.Itoa(testnet.FreePort(t))
-	project := filepath.Join(te.Dir, "project")
-	for name, content := range map[string]string{
+	te, dc := composeProject(t, "bt", map[string]string{
 		"compose.yaml":   fmt.Sprintf(composeFile, port),
 		"db.env":         "DB_NAME=appdb\n",
 		"Dockerfile.web": webDockerfile,
-	} {
-		if err := os.MkdirAll(project, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(project, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dc := func(args ...string) string {
-		t.Helper()
-		return te.run("docker", append([]string{"compose", "--project-directory", project, "-p", "bt"}, args...)...)
-	}
+	})
 	dc("up", "-d")
 	ps := dc("ps", "--format", "{{.Service}} {{.Status}}")
 	contains(t, "compose ps", ps, "db Up")
@@ -118,5 +96,107 @@ func TestComposeProject(t *testing.T) {
 	}
 	if out := te.run("docker", "network", "ls", "--format", "{{.Name}}"); strings.Contains(out, "bt_") {
 		t.Fatalf("compose down left networks: %q", out)
+	}
+}
+
+// composeProject starts an engine with Compose as the docker CLI's plugin,
+// writes files into a project directory and returns a runner of docker
+// compose commands on it (project name name).
+func composeProject(t *testing.T, name string, files map[string]string) (*testEngine, func(args ...string) string) {
+	t.Helper()
+	compose := need.Cached(t, "BERTH_DOCKER_COMPOSE", "docker-compose-"+composeVersion, "hack/docker-compose.sh")
+	te := startEngine(t)
+	plugins := filepath.Join(te.Dir, "docker-config", "cli-plugins")
+	if err := os.MkdirAll(plugins, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(compose, filepath.Join(plugins, "docker-compose")); err != nil {
+		t.Fatal(err)
+	}
+	te.env = append(te.env, "COMPOSE_BAKE=false")
+	project := filepath.Join(te.Dir, "project")
+	if err := os.MkdirAll(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for file, content := range files {
+		if err := os.WriteFile(filepath.Join(project, file), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return te, func(args ...string) string {
+		t.Helper()
+		return te.run("docker", append([]string{"compose", "--project-directory", project, "-p", name}, args...)...)
+	}
+}
+
+// runtimeComposeFile uses the run-time keys Compose files often carry.
+const runtimeComposeFile = `services:
+  app:
+    image: localhost/busybox:latest
+    command: ["sh", "-c", "cat /run/secrets/token; cat /etc/cfg.txt; ulimit -n; grep db.local /etc/hosts; echo $$GREETING; touch /ro 2>/dev/null || echo read-only; exec sleep 300"]
+    init: true
+    ipc: host
+    stop_grace_period: 1s
+    logging:
+      driver: json-file
+      options: {max-size: "10m", max-file: "3"}
+    ulimits:
+      nofile: {soft: 1024, hard: 2048}
+    sysctls:
+      net.ipv4.ip_unprivileged_port_start: "0"
+    extra_hosts: ["db.local:10.1.2.3"]
+    environment: {GREETING: hello}
+    secrets: [token]
+    configs:
+      - source: cfg
+        target: /etc/cfg.txt
+    read_only: true
+    tmpfs: [/tmp]
+    deploy:
+      resources:
+        limits: {memory: 64m, cpus: "0.5"}
+    healthcheck:
+      test: ["CMD", "true"]
+      interval: 1s
+secrets:
+  token: {file: ./secret.txt}
+configs:
+  cfg: {file: ./cfg.txt}
+`
+
+// TestComposeRuntimeOptions: docker compose up of a service with file
+// secrets and configs, ulimits, sysctls, extra hosts, init, the host's IPC
+// namespace, json-file log options, a read-only root with a tmpfs, memory
+// and CPU limits and a healthcheck: each takes effect inside the container
+// and shows in inspect; down removes it.
+func TestComposeRuntimeOptions(t *testing.T) {
+	te, dc := composeProject(t, "rt", map[string]string{
+		"compose.yaml": runtimeComposeFile,
+		"secret.txt":   "s3cret\n",
+		"cfg.txt":      "config-content\n",
+	})
+	dc("up", "-d")
+	var logs string
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(logs, "read-only") {
+		if time.Now().After(deadline) {
+			t.Fatalf("compose logs:\n%s", logs)
+		}
+		time.Sleep(200 * time.Millisecond)
+		logs = dc("logs", "app")
+	}
+	for _, want := range []string{"s3cret", "config-content", "1024", "10.1.2.3", "hello", "read-only"} {
+		contains(t, "compose logs", logs, want)
+	}
+	got := strings.TrimSpace(te.run("docker", "inspect", "--format",
+		`{{.HostConfig.IpcMode}} {{.HostConfig.Memory}} {{.HostConfig.NanoCpus}} {{index .HostConfig.LogConfig.Config "max-size"}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.Init}}`, "rt-app-1"))
+	if want := "host 67108864 500000000 10485760 true true"; got != want {
+		t.Fatalf("inspect: %q, want %q", got, want)
+	}
+	hostIPC, _ := os.Readlink("/proc/self/ns/ipc")
+	contains(t, "the container's IPC namespace (ipc: host)", dc("exec", "app", "sh", "-c", "readlink /proc/self/ns/ipc"), hostIPC)
+	dc("down")
+	if left := strings.TrimSpace(dc("ps", "-a", "-q")); left != "" {
+		t.Fatalf("compose down left %s", left)
 	}
 }
