@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,9 +181,18 @@ type ContainerSpec struct {
 	UseImageHosts      bool                  `json:"use_image_hosts,omitempty"`
 	UseImageResolvConf bool                  `json:"use_image_resolve_conf,omitempty"`
 	Resources          *specs.LinuxResources `json:"resource_limits,omitempty"`
-	Rlimits            []rlimit.Rlimit       `json:"r_limits,omitempty"`
-	OOMScoreAdj        *int                  `json:"oom_score_adj,omitempty"`
-	HealthConfig       *HealthConfig         `json:"healthconfig,omitempty"`
+	// ThrottleReadBpsDevice and its three siblings are Podman's
+	// --device-read-bps, --device-write-bps, --device-read-iops and
+	// --device-write-iops (Docker's BlkioDevice*): rates keyed by a block
+	// device's path on the host. Creation adds them to
+	// resource_limits.blockIO by device number (ResolveThrottleDevices).
+	ThrottleReadBpsDevice   map[string]specs.LinuxThrottleDevice `json:"throttleReadBpsDevice,omitempty"`
+	ThrottleWriteBpsDevice  map[string]specs.LinuxThrottleDevice `json:"throttleWriteBpsDevice,omitempty"`
+	ThrottleReadIOPSDevice  map[string]specs.LinuxThrottleDevice `json:"throttleReadIOPSDevice,omitempty"`
+	ThrottleWriteIOPSDevice map[string]specs.LinuxThrottleDevice `json:"throttleWriteIOPSDevice,omitempty"`
+	Rlimits                 []rlimit.Rlimit                      `json:"r_limits,omitempty"`
+	OOMScoreAdj             *int                                 `json:"oom_score_adj,omitempty"`
+	HealthConfig            *HealthConfig                        `json:"healthconfig,omitempty"`
 	// HealthCheckOnFailureAction is what the engine does when the
 	// healthcheck makes the container unhealthy (Podman's numbers).
 	HealthCheckOnFailureAction HealthOnFailure `json:"health_check_on_failure_action,omitempty"`
@@ -1052,4 +1062,66 @@ func (s *ContainerSpec) validateIPCAndUTS() error {
 		return InvalidArgument("utsns", fmt.Errorf("mode %q is not supported (private, host)", s.UtsNS.NSMode))
 	}
 	return nil
+}
+
+// throttleDeviceLists pairs each per-device throttle of the request (by
+// path) with the resource list it goes into, and the member that names it.
+func (s *ContainerSpec) throttleDeviceLists(b *specs.LinuxBlockIO) []struct {
+	field  string
+	byPath map[string]specs.LinuxThrottleDevice
+	list   *[]specs.LinuxThrottleDevice
+} {
+	return []struct {
+		field  string
+		byPath map[string]specs.LinuxThrottleDevice
+		list   *[]specs.LinuxThrottleDevice
+	}{
+		{"throttleReadBpsDevice", s.ThrottleReadBpsDevice, &b.ThrottleReadBpsDevice},
+		{"throttleWriteBpsDevice", s.ThrottleWriteBpsDevice, &b.ThrottleWriteBpsDevice},
+		{"throttleReadIOPSDevice", s.ThrottleReadIOPSDevice, &b.ThrottleReadIOPSDevice},
+		{"throttleWriteIOPSDevice", s.ThrottleWriteIOPSDevice, &b.ThrottleWriteIOPSDevice},
+	}
+}
+
+// ResolveThrottleDevices adds the per-device throttles given by path to
+// Resources.BlockIO by device number, which blockDevice reads for a path
+// (an error when it is not a block device: a 400 naming the member). An
+// entry for the same device already there takes the new rate, so resolving
+// twice changes nothing.
+func (s *ContainerSpec) ResolveThrottleDevices(blockDevice func(path string) (major, minor int64, err error)) error {
+	if len(s.ThrottleReadBpsDevice)+len(s.ThrottleWriteBpsDevice)+len(s.ThrottleReadIOPSDevice)+len(s.ThrottleWriteIOPSDevice) == 0 {
+		return nil
+	}
+	if s.Resources == nil {
+		s.Resources = &specs.LinuxResources{}
+	}
+	if s.Resources.BlockIO == nil {
+		s.Resources.BlockIO = &specs.LinuxBlockIO{}
+	}
+	for _, t := range s.throttleDeviceLists(s.Resources.BlockIO) {
+		for _, path := range slices.Sorted(maps.Keys(t.byPath)) {
+			major, minor, err := blockDevice(path)
+			if err != nil {
+				return InvalidArgument(t.field, err)
+			}
+			dev := specs.LinuxThrottleDevice{Rate: t.byPath[path].Rate}
+			dev.Major, dev.Minor = major, minor
+			i := slices.IndexFunc(*t.list, func(d specs.LinuxThrottleDevice) bool { return d.Major == major && d.Minor == minor })
+			if i >= 0 {
+				(*t.list)[i] = dev
+			} else {
+				*t.list = append(*t.list, dev)
+			}
+		}
+	}
+	return nil
+}
+
+// InspectThrottles lists byPath's throttles sorted by path (nil for none).
+func InspectThrottles(byPath map[string]specs.LinuxThrottleDevice) []InspectBlkioThrottleDevice {
+	var out []InspectBlkioThrottleDevice
+	for _, path := range slices.Sorted(maps.Keys(byPath)) {
+		out = append(out, InspectBlkioThrottleDevice{Path: path, Rate: byPath[path].Rate})
+	}
+	return out
 }

@@ -312,32 +312,44 @@ type InspectContainerHostConfig struct {
 	UsernsMode        string                       `json:"UsernsMode"`
 	// IDMappings are the user namespace's mappings ("0:HOSTID:SIZE"),
 	// absent in the host's user namespace.
-	IDMappings        *InspectIDMappings `json:"IDMappings,omitempty"`
-	ShmSize           int64              `json:"ShmSize"`
-	Runtime           string             `json:"Runtime"`
-	ConsoleSize       []uint             `json:"ConsoleSize"`
-	Isolation         string             `json:"Isolation"`
-	CPUShares         uint64             `json:"CpuShares"`
-	Memory            int64              `json:"Memory"`
-	NanoCpus          int64              `json:"NanoCpus"`
-	CgroupParent      string             `json:"CgroupParent"`
-	BlkioWeight       uint16             `json:"BlkioWeight"`
-	CPUPeriod         uint64             `json:"CpuPeriod"`
-	CPUQuota          int64              `json:"CpuQuota"`
-	CpusetCpus        string             `json:"CpusetCpus"`
-	CpusetMems        string             `json:"CpusetMems"`
-	MemoryReservation int64              `json:"MemoryReservation"`
-	MemorySwap        int64              `json:"MemorySwap"`
-	MemorySwappiness  int64              `json:"MemorySwappiness"`
-	OomKillDisable    bool               `json:"OomKillDisable"`
-	PidsLimit         int64              `json:"PidsLimit"`
-	Ulimits           []InspectUlimit    `json:"Ulimits"`
-	CgroupConf        map[string]string  `json:"CgroupConf"`
-	Init              bool               `json:"Init,omitempty"`
+	IDMappings   *InspectIDMappings `json:"IDMappings,omitempty"`
+	ShmSize      int64              `json:"ShmSize"`
+	Runtime      string             `json:"Runtime"`
+	ConsoleSize  []uint             `json:"ConsoleSize"`
+	Isolation    string             `json:"Isolation"`
+	CPUShares    uint64             `json:"CpuShares"`
+	Memory       int64              `json:"Memory"`
+	NanoCpus     int64              `json:"NanoCpus"`
+	CgroupParent string             `json:"CgroupParent"`
+	BlkioWeight  uint16             `json:"BlkioWeight"`
+	// BlkioDevice* are the per-device throttles, by path, as Podman shows
+	// them (null for none).
+	BlkioDeviceReadBps   []InspectBlkioThrottleDevice `json:"BlkioDeviceReadBps"`
+	BlkioDeviceWriteBps  []InspectBlkioThrottleDevice `json:"BlkioDeviceWriteBps"`
+	BlkioDeviceReadIOps  []InspectBlkioThrottleDevice `json:"BlkioDeviceReadIOps"`
+	BlkioDeviceWriteIOps []InspectBlkioThrottleDevice `json:"BlkioDeviceWriteIOps"`
+	CPUPeriod            uint64                       `json:"CpuPeriod"`
+	CPUQuota             int64                        `json:"CpuQuota"`
+	CpusetCpus           string                       `json:"CpusetCpus"`
+	CpusetMems           string                       `json:"CpusetMems"`
+	MemoryReservation    int64                        `json:"MemoryReservation"`
+	MemorySwap           int64                        `json:"MemorySwap"`
+	MemorySwappiness     int64                        `json:"MemorySwappiness"`
+	OomKillDisable       bool                         `json:"OomKillDisable"`
+	PidsLimit            int64                        `json:"PidsLimit"`
+	Ulimits              []InspectUlimit              `json:"Ulimits"`
+	CgroupConf           map[string]string            `json:"CgroupConf"`
+	Init                 bool                         `json:"Init,omitempty"`
 }
 
 // InspectIDMappings is HostConfig.IDMappings, as Podman shows it.
 type InspectIDMappings struct {
 	UIDMap []string `json:"UidMap"`
 	GIDMap []string `json:"GidMap"`
+}
+
+// InspectBlkioThrottleDevice is one per-device throttle of HostConfig.
+type InspectBlkioThrottleDevice struct {
+	Path string `json:"Path"`
+	Rate uint64 `json:"Rate"`
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // TestLogConfigValidate: the log drivers the engine has pass, with a tag
@@ -83,5 +85,34 @@ func TestIPCAndUTSValidate(t *testing.T) {
 		case tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field):
 			t.Errorf("ipc %+v uts %+v: %v, want a 400 naming %s", tc.spec.IpcNS, tc.spec.UtsNS, err, tc.field)
 		}
+	}
+}
+
+// TestResolveThrottleDevices: throttles by path go into the block I/O
+// resources by device number, once however often they are resolved; a path
+// the lookup refuses is a 400 naming the member.
+func TestResolveThrottleDevices(t *testing.T) {
+	lookup := func(path string) (int64, int64, error) {
+		if path == "/dev/vda" {
+			return 254, 0, nil
+		}
+		return 0, 0, errors.New(path + " is not a block device")
+	}
+	s := ContainerSpec{ThrottleReadBpsDevice: map[string]specs.LinuxThrottleDevice{"/dev/vda": {Rate: 1 << 20}},
+		ThrottleWriteIOPSDevice: map[string]specs.LinuxThrottleDevice{"/dev/vda": {Rate: 100}}}
+	for range 2 {
+		if err := s.ResolveThrottleDevices(lookup); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := s.Resources.BlockIO
+	if len(b.ThrottleReadBpsDevice) != 1 || b.ThrottleReadBpsDevice[0].Major != 254 || b.ThrottleReadBpsDevice[0].Rate != 1<<20 ||
+		len(b.ThrottleWriteIOPSDevice) != 1 || b.ThrottleWriteIOPSDevice[0].Rate != 100 || len(b.ThrottleWriteBpsDevice) != 0 {
+		t.Fatalf("block I/O: %+v", b)
+	}
+	bad := ContainerSpec{ThrottleReadIOPSDevice: map[string]specs.LinuxThrottleDevice{"/dev/null": {Rate: 1}}}
+	var fe *FieldError
+	if err := bad.ResolveThrottleDevices(lookup); !errors.As(err, &fe) || fe.Field != "throttleReadIOPSDevice" {
+		t.Fatalf("a character device: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/docker/docker/api/types/blkiodev"
 	containertypes "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	networktypes "github.com/docker/docker/api/types/network"
@@ -240,9 +241,8 @@ func refuseUnsupported(cfg *containertypes.Config, hc *containertypes.HostConfig
 		return bad("HostConfig.LogConfig.Config", fileLogError(hc.LogConfig.Config).Error())
 	case hc.CgroupParent != "":
 		return bad("HostConfig.CgroupParent", "a cgroup parent is not supported")
-	case len(hc.BlkioWeightDevice) > 0 || len(hc.BlkioDeviceReadBps) > 0 || len(hc.BlkioDeviceWriteBps) > 0 ||
-		len(hc.BlkioDeviceReadIOps) > 0 || len(hc.BlkioDeviceWriteIOps) > 0:
-		return bad("HostConfig.BlkioDevice", "per-device block IO limits are not supported")
+	case len(hc.BlkioWeightDevice) > 0:
+		return bad("HostConfig.BlkioWeightDevice", "per-device block IO weights are not supported")
 	case hc.CPURealtimePeriod != 0 || hc.CPURealtimeRuntime != 0:
 		return bad("HostConfig.CpuRealtime", "real-time CPU scheduling is not supported")
 	case hc.KernelMemory != 0 || hc.KernelMemoryTCP != 0:
@@ -363,6 +363,25 @@ func resources(spec *core.ContainerSpec, res *containertypes.Resources) error {
 	if res.BlkioWeight != 0 {
 		v := res.BlkioWeight
 		lr.BlockIO, set = &specs.LinuxBlockIO{Weight: &v}, true
+	}
+	// Per-device throttles go by path, as podman sends them; creation
+	// resolves the device numbers.
+	for _, t := range []struct {
+		from []*blkiodev.ThrottleDevice
+		to   *map[string]specs.LinuxThrottleDevice
+	}{
+		{res.BlkioDeviceReadBps, &spec.ThrottleReadBpsDevice}, {res.BlkioDeviceWriteBps, &spec.ThrottleWriteBpsDevice},
+		{res.BlkioDeviceReadIOps, &spec.ThrottleReadIOPSDevice}, {res.BlkioDeviceWriteIOps, &spec.ThrottleWriteIOPSDevice},
+	} {
+		for _, d := range t.from {
+			if d == nil {
+				continue
+			}
+			if *t.to == nil {
+				*t.to = map[string]specs.LinuxThrottleDevice{}
+			}
+			(*t.to)[d.Path] = specs.LinuxThrottleDevice{Rate: d.Rate}
+		}
 	}
 	if set {
 		spec.Resources = &lr

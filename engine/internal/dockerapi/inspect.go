@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/docker/docker/api/types/blkiodev"
 	containertypes "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	networktypes "github.com/docker/docker/api/types/network"
@@ -200,6 +201,17 @@ func (s *server) hostConfig(c *core.Container, in *core.InspectContainerData) *c
 		BlkioWeight: ih.BlkioWeight, CPUPeriod: int64(ih.CPUPeriod), CPUQuota: ih.CPUQuota,
 		CpusetCpus: ih.CpusetCpus, CpusetMems: ih.CpusetMems, MemoryReservation: ih.MemoryReservation,
 		MemorySwap: ih.MemorySwap,
+	}
+	for _, t := range []struct {
+		from []core.InspectBlkioThrottleDevice
+		to   *[]*blkiodev.ThrottleDevice
+	}{
+		{ih.BlkioDeviceReadBps, &hc.BlkioDeviceReadBps}, {ih.BlkioDeviceWriteBps, &hc.BlkioDeviceWriteBps},
+		{ih.BlkioDeviceReadIOps, &hc.BlkioDeviceReadIOps}, {ih.BlkioDeviceWriteIOps, &hc.BlkioDeviceWriteIOps},
+	} {
+		for _, d := range t.from {
+			*t.to = append(*t.to, &blkiodev.ThrottleDevice{Path: d.Path, Rate: d.Rate})
+		}
 	}
 	if ih.PidsLimit > 0 {
 		v := ih.PidsLimit

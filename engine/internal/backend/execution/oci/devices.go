@@ -77,3 +77,16 @@ func addDevices(spec *specs.Spec, s *core.ContainerSpec) error {
 	spec.Linux.Resources.Devices = append(spec.Linux.Resources.Devices, s.DeviceCgroupRules...)
 	return nil
 }
+
+// BlockDevice reads the device numbers of the block device at path (links
+// followed), for per-device I/O limits.
+func BlockDevice(path string) (major, minor int64, err error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFBLK {
+		return 0, 0, fmt.Errorf("%s is not a block device", path)
+	}
+	return int64(unix.Major(uint64(st.Rdev))), int64(unix.Minor(uint64(st.Rdev))), nil
+}

@@ -87,6 +87,9 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 		t := uint(defaultStopTimeout)
 		spec.StopTimeout = &t
 	}
+	if err := spec.ResolveThrottleDevices(oci.BlockDevice); err != nil {
+		return "", nil, err
+	}
 	if spec.Hostname == "" && (spec.NetNS.NSMode == core.NetNSHost || spec.UtsNS.NSMode == core.NSHost) {
 		// Like Podman: a container on the host's network is named like the
 		// host; in the host's UTS namespace its /etc/hostname says the same.

@@ -334,6 +334,10 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 	if s.CPUPeriod != 0 {
 		data.HostConfig.CPUPeriod = s.CPUPeriod
 	}
+	data.HostConfig.BlkioDeviceReadBps = core.InspectThrottles(s.ThrottleReadBpsDevice)
+	data.HostConfig.BlkioDeviceWriteBps = core.InspectThrottles(s.ThrottleWriteBpsDevice)
+	data.HostConfig.BlkioDeviceReadIOps = core.InspectThrottles(s.ThrottleReadIOPSDevice)
+	data.HostConfig.BlkioDeviceWriteIOps = core.InspectThrottles(s.ThrottleWriteIOPSDevice)
 	if hc := data.HostConfig; hc.CPUQuota > 0 && hc.CPUPeriod > 0 {
 		hc.NanoCpus = hc.CPUQuota * 1e9 / int64(hc.CPUPeriod)
 	}
