@@ -198,6 +198,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		CgroupManager:      cfg.CgroupManager,
 		VolumePath:         filepath.Join(cfg.Root, "volumes"),
 		Containers:         ctrs.manager,
+		CountContainers:    ctrs.manager.Count,
 		Volumes:            ctrs.volumes,
 		VolumeUsers:        ctrs.manager,
 		State:              ctrs.db,

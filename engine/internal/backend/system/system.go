@@ -38,7 +38,9 @@ type Config struct {
 	// Build is berth-engine's own build (version, commit, Go version);
 	// zero means buildinfo.Get().
 	Build buildinfo.Info
-	// CountContainers counts containers by state; nil counts the store's containers as stopped.
+	// CountContainers counts containers by state (the engine passes the
+	// containers manager's Count); nil counts the store's containers as
+	// stopped, for tools without a containers backend.
 	CountContainers func(ctx context.Context) (core.ContainerCounts, error)
 	// Containers and Volumes are listed by disk usage (nil: none reported);
 	// VolumeUsers tells which containers use a volume.

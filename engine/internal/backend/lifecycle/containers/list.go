@@ -578,3 +578,23 @@ func inspectLogConfig(r *record) *core.InspectLogConfig {
 	lc.Path = r.LogPath
 	return lc
 }
+
+// Count counts the containers by state, as info reports them: running,
+// paused, and every other state as stopped.
+func (m *Manager) Count(context.Context) (core.ContainerCounts, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var c core.ContainerCounts
+	for _, e := range m.byID {
+		c.Number++
+		switch e.rec.State {
+		case core.StateRunning:
+			c.Running++
+		case core.StatePaused:
+			c.Paused++
+		default:
+			c.Stopped++
+		}
+	}
+	return c, nil
+}
