@@ -210,6 +210,10 @@ func refuseUnsupported(cfg *containertypes.Config, hc *containertypes.HostConfig
 	bad := func(field, why string) error {
 		return core.InvalidArgument(field, errors.New(why))
 	}
+	var logErr error
+	if hc.LogConfig.Type != core.LogDriverJournald {
+		_, logErr = fileLogSize(hc.LogConfig.Config)
+	}
 	switch {
 	case cfg.Domainname != "":
 		return bad("Config.Domainname", "a domain name is not supported")
@@ -237,8 +241,8 @@ func refuseUnsupported(cfg *containertypes.Config, hc *containertypes.HostConfig
 		return bad("HostConfig.LogConfig.Type", fmt.Sprintf("%q is not supported (the engine keeps a log file per container, or sends it to journald)", hc.LogConfig.Type))
 	case hc.LogConfig.Type == core.LogDriverJournald && (len(hc.LogConfig.Config) > 1 || len(hc.LogConfig.Config) == 1 && hc.LogConfig.Config["tag"] == ""):
 		return bad("HostConfig.LogConfig.Config", "journald takes only the option tag")
-	case hc.LogConfig.Type != core.LogDriverJournald && fileLogError(hc.LogConfig.Config) != nil:
-		return bad("HostConfig.LogConfig.Config", fileLogError(hc.LogConfig.Config).Error())
+	case logErr != nil:
+		return bad("HostConfig.LogConfig.Config", logErr.Error())
 	case hc.CgroupParent != "":
 		return bad("HostConfig.CgroupParent", "a cgroup parent is not supported")
 	case len(hc.BlkioWeightDevice) > 0:
@@ -723,10 +727,4 @@ func fileLogSize(opts map[string]string) (int64, error) {
 		}
 	}
 	return size, nil
-}
-
-// fileLogError is fileLogSize's error.
-func fileLogError(opts map[string]string) error {
-	_, err := fileLogSize(opts)
-	return err
 }

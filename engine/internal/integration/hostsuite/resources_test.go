@@ -188,6 +188,13 @@ func TestUpdateChangesTheCgroup(t *testing.T) {
 // blockDevice is the major and minor number of a disk of the host.
 func blockDevice(t *testing.T) (int, int) {
 	t.Helper()
+	_, major, minor := blockDeviceNode(t)
+	return major, minor
+}
+
+// blockDeviceNode is a disk of the host: its device node and its numbers.
+func blockDeviceNode(t *testing.T) (string, int, int) {
+	t.Helper()
 	entries, _ := os.ReadDir("/sys/block")
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), "loop") || strings.HasPrefix(e.Name(), "ram") || strings.HasPrefix(e.Name(), "nbd") {
@@ -200,12 +207,38 @@ func blockDevice(t *testing.T) (int, int) {
 		maj, min, ok := strings.Cut(strings.TrimSpace(string(data)), ":")
 		a, err1 := strconv.Atoi(maj)
 		b, err2 := strconv.Atoi(min)
-		if ok && err1 == nil && err2 == nil {
-			return a, b
+		if _, err := os.Stat("/dev/" + e.Name()); ok && err1 == nil && err2 == nil && err == nil {
+			return "/dev/" + e.Name(), a, b
 		}
 	}
-	t.Fatal("no disk in /sys/block")
-	return 0, 0
+	t.Fatal("no disk in /sys/block with a node in /dev")
+	return "", 0, 0
+}
+
+// TestCreateThrottlesAndHostNamespaces: a per-device throttle given by
+// path at create (podman's --device-read-bps) reaches the container's
+// cgroup by device number (blkio.throttle on v1, io.max on v2), and ipcns
+// and utsns host put its process in the host's IPC and UTS namespaces.
+func TestCreateThrottlesAndHostNamespaces(t *testing.T) {
+	l := startLab(t)
+	path, major, minor := blockDeviceNode(t)
+	id := l.Run(map[string]any{"command": []string{"sleep", "600"},
+		"throttleReadBpsDevice": map[string]any{path: map[string]any{"rate": 1 << 20}},
+		"ipcns":                 map[string]any{"nsmode": "host"},
+		"utsns":                 map[string]any{"nsmode": "host"}})
+	d := l.inspect(id)
+	dev := strconv.Itoa(major) + ":" + strconv.Itoa(minor)
+	throttle := readCgroup(t, d.State.CgroupPath, "blkio", "blkio.throttle.read_bps_device", "io.max")
+	if want := pick(dev+" 1048576", dev+" rbps=1048576"); !strings.Contains(throttle, want) {
+		t.Errorf("throttle of %s at create: %q, want %q", path, throttle, want)
+	}
+	for _, ns := range []string{"ipc", "uts"} {
+		host, _ := os.Readlink("/proc/self/ns/" + ns)
+		ctr, err := os.Readlink("/proc/" + strconv.Itoa(d.State.Pid) + "/ns/" + ns)
+		if err != nil || ctr != host {
+			t.Errorf("the container's %s namespace %q (%v), want the host's %q", ns, ctr, err, host)
+		}
+	}
 }
 
 // TestPauseFreezesTheCgroup: pause freezes the container's cgroup (the

@@ -60,3 +60,26 @@ func TestPruneCacheDirs(t *testing.T) {
 		t.Fatalf("left in the trash: %v", inTrash)
 	}
 }
+
+// TestRestartRemovesPrunedCacheDirs: cache directories a prune had moved
+// into its trash when the engine was killed are gone after the next start;
+// the cache directories still in place stay.
+func TestRestartRemovesPrunedCacheDirs(t *testing.T) {
+	root, runRoot := t.TempDir(), t.TempDir()
+	trashed := filepath.Join(root, "tmp", tmpPrefix+"cache-123", "abc")
+	kept := filepath.Join(root, "build-cache", "def")
+	for _, dir := range []string{trashed, kept} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := New(Options{Root: root, RunRoot: runRoot}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(trashed)); !os.IsNotExist(err) {
+		t.Fatalf("the killed prune's trash is still there: %v", err)
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Fatalf("a cache directory went at start: %v", err)
+	}
+}
