@@ -312,13 +312,15 @@ func TestCgroupNamespaces(t *testing.T) {
 	if got := l.inspect(joined).HostConfig.CgroupnsMode; got != "container:"+priv {
 		t.Errorf("joined CgroupnsMode %q", got)
 	}
+	// The refused name is not hex: a lookup also matches ID prefixes, and
+	// a name like "bad" can begin a random ID in the shared engine.
 	for _, bad := range []map[string]string{{"nsmode": "bogus"}, {"nsmode": "container", "value": "nosuch"}, {"nsmode": "path", "value": "relative"}} {
-		status, body := l.Do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "name": "bad", "cgroupns": bad})
+		status, body := l.Do("POST", "/containers/create", map[string]any{"image": "localhost/busybox:latest", "name": "refused-cgroupns", "cgroupns": bad})
 		if status != http.StatusBadRequest || !strings.Contains(string(body), "cgroupns") {
 			t.Errorf("cgroupns %v: %d %s", bad, status, body)
 		}
 	}
-	if status, _ := l.Do("GET", "/containers/bad/json", nil); status != http.StatusNotFound {
+	if status, _ := l.Do("GET", "/containers/refused-cgroupns/json", nil); status != http.StatusNotFound {
 		t.Errorf("a refused create left a container behind (%d)", status)
 	}
 }
