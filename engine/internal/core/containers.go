@@ -79,6 +79,13 @@ type ContainerSpec struct {
 	Rootfs        string            `json:"rootfs,omitempty"`
 	RootfsOverlay bool              `json:"rootfs_overlay,omitempty"`
 	RawImageName  string            `json:"raw_image_name,omitempty"`
+	// ImageOS, ImageArch and ImageVariant name the platform the image must
+	// be for (podman's --os, --arch, --variant and --platform; Docker's
+	// platform query): a local image for another platform is not the one
+	// the request names.
+	ImageOS      string `json:"image_os,omitempty"`
+	ImageArch    string `json:"image_arch,omitempty"`
+	ImageVariant string `json:"image_variant,omitempty"`
 	Entrypoint    []string          `json:"entrypoint,omitempty"`
 	Command       []string          `json:"command,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`

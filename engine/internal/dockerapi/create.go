@@ -43,12 +43,24 @@ func (s *server) containerCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if p := r.URL.Query().Get("platform"); p != "" && p != "linux" && !strings.HasPrefix(p, "linux/") {
-		writeError(w, core.InvalidArgument("platform", fmt.Errorf("%q: only linux containers run here", p)))
-		return
+	if p := r.URL.Query().Get("platform"); p != "" {
+		// The image must be for this platform: a local one for another is
+		// a 404, on which the CLI pulls the platform's and creates again.
+		if spec.ImageOS, spec.ImageArch, spec.ImageVariant, err = core.ParsePlatform("platform", p); err != nil {
+			writeError(w, err)
+			return
+		}
+		if spec.ImageOS != "linux" {
+			writeError(w, core.InvalidArgument("platform", fmt.Errorf("%q: only linux containers run here", p)))
+			return
+		}
 	}
 	id, warnings, err := s.deps.Containers.Create(r.Context(), spec)
 	if err != nil {
+		if errors.Is(err, core.ErrPlatformMismatch) {
+			writeMessage(w, http.StatusNotFound, err.Error())
+			return
+		}
 		if errors.Is(err, core.ErrNoSuchImage) {
 			writeMessage(w, http.StatusNotFound, "No such image: "+req.Config.Image)
 			return

@@ -429,13 +429,9 @@ func (s *server) imageCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	opts := core.PullOptions{Reference: ref, Policy: core.PullPolicy("always"), Auth: auth, TLSVerify: dockerTLSVerify(ref)}
 	if p := q.str("platform"); p != "" {
-		parts := strings.Split(p, "/")
-		opts.OS = parts[0]
-		if len(parts) > 1 {
-			opts.Arch = parts[1]
-		}
-		if len(parts) > 2 {
-			opts.Variant = parts[2]
+		if opts.OS, opts.Arch, opts.Variant, err = core.ParsePlatform("platform", p); err != nil {
+			writeError(w, err)
+			return
 		}
 	}
 	js := startJSONStream(w)

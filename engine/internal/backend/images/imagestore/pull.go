@@ -82,12 +82,19 @@ func (t *Transfer) Pull(ctx context.Context, opts core.PullOptions) (ids []strin
 
 	if policy != core.PullAlways && !opts.AllTags {
 		local, err := t.store.Lookup(ctx, name)
+		if err == nil && (opts.OS != "" || opts.Arch != "" || opts.Variant != "") {
+			// A local image for another platform is not the one asked for.
+			err = core.CheckImagePlatform(name, local, opts.OS, opts.Arch, opts.Variant)
+		}
 		switch {
 		case err == nil && policy != core.PullNewer:
 			return []string{local.ID}, nil
 		case err != nil && !errors.Is(err, core.ErrNoSuchImage):
 			return nil, err
 		case err != nil && policy == core.PullNever:
+			if errors.Is(err, core.ErrPlatformMismatch) {
+				return nil, fmt.Errorf("%w (pull policy is never)", err)
+			}
 			return nil, fmt.Errorf("%s: %w (pull policy is never)", name, core.ErrNoSuchImage)
 		}
 		if err == nil {

@@ -72,6 +72,9 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 		if img, err = m.images.Lookup(ctx, spec.Image); err != nil {
 			return "", nil, err
 		}
+		if err := core.CheckImagePlatform(spec.Image, img, spec.ImageOS, spec.ImageArch, spec.ImageVariant); err != nil {
+			return "", nil, err
+		}
 	}
 	joinsPodNet := pod != nil && !spec.PodInfra && pod.Shares(core.PodShareNet)
 	if err := m.resolveNetwork(ctx, &spec, img, joinsPodNet); err != nil {
