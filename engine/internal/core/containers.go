@@ -76,19 +76,19 @@ type ContainerSpec struct {
 	// Rootfs makes a container without an image: its root is this host
 	// directory (podman --rootfs PATH), or with RootfsOverlay an overlay
 	// on it whose changes are discarded (PATH:O).
-	Rootfs        string            `json:"rootfs,omitempty"`
-	RootfsOverlay bool              `json:"rootfs_overlay,omitempty"`
-	RawImageName  string            `json:"raw_image_name,omitempty"`
+	Rootfs        string `json:"rootfs,omitempty"`
+	RootfsOverlay bool   `json:"rootfs_overlay,omitempty"`
+	RawImageName  string `json:"raw_image_name,omitempty"`
 	// ImageOS, ImageArch and ImageVariant name the platform the image must
 	// be for (podman's --os, --arch, --variant and --platform; Docker's
 	// platform query): a local image for another platform is not the one
 	// the request names.
-	ImageOS      string `json:"image_os,omitempty"`
-	ImageArch    string `json:"image_arch,omitempty"`
-	ImageVariant string `json:"image_variant,omitempty"`
-	Entrypoint    []string          `json:"entrypoint,omitempty"`
-	Command       []string          `json:"command,omitempty"`
-	Env           map[string]string `json:"env,omitempty"`
+	ImageOS      string            `json:"image_os,omitempty"`
+	ImageArch    string            `json:"image_arch,omitempty"`
+	ImageVariant string            `json:"image_variant,omitempty"`
+	Entrypoint   []string          `json:"entrypoint,omitempty"`
+	Command      []string          `json:"command,omitempty"`
+	Env          map[string]string `json:"env,omitempty"`
 	// EnvMerge ("NAME=value", Podman's --env-merge) sets variables whose
 	// values may use the image's and the engine's defaults ($NAME, ${NAME});
 	// UnsetEnv drops default variables by name, UnsetEnvAll all of them
