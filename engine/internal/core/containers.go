@@ -155,9 +155,12 @@ type ContainerSpec struct {
 	ShmSize *int64    `json:"shm_size,omitempty"`
 	NetNS   Namespace `json:"netns,omitempty"`
 	PidNS   Namespace `json:"pidns,omitempty"`
-	// IpcNS is the IPC namespace: private or shareable (the default: one of
-	// its own, with a /dev/shm tmpfs), none (its own, with no /dev/shm) or
-	// host (the host's, with the host's /dev/shm and /dev/mqueue).
+	// IpcNS is the IPC namespace: shareable (the default, as Podman's: one
+	// of its own, with a /dev/shm tmpfs mounted on the host side, which
+	// other containers can join), private (its own, its /dev/shm inside
+	// it alone: Docker's default), none (its own, with no /dev/shm), host
+	// (the host's, with the host's /dev/shm and /dev/mqueue) or container
+	// (Value: that shareable container's namespace and /dev/shm).
 	IpcNS Namespace `json:"ipcns,omitempty"`
 	// UtsNS is the UTS namespace: private (the default) or host (the host's
 	// hostname; the container sets none of its own).
@@ -1043,21 +1046,40 @@ func (noCgroup) Is(target error) bool { return target == ErrStateConflict }
 
 // IPC and UTS namespace modes (IpcNS.NSMode, UtsNS.NSMode) beyond the default.
 const (
-	IPCNSNone = "none"
-	NSHost    = "host"
+	IPCNSNone      = "none"
+	IPCNSPrivate   = "private"
+	IPCNSShareable = "shareable"
+	IPCNSContainer = "container"
+	NSHost         = "host"
 )
+
+// SharesIPC reports whether the container's IPC namespace and /dev/shm can
+// be joined by others (mode shareable or the default).
+func (s *ContainerSpec) SharesIPC() bool {
+	return s.IpcNS.NSMode == "" || s.IpcNS.NSMode == IPCNSShareable
+}
 
 // validateIPCAndUTS refuses the IPC and UTS modes the engine has not, and
 // what a host namespace makes meaningless (a /dev/shm size, a hostname).
 func (s *ContainerSpec) validateIPCAndUTS() error {
 	switch s.IpcNS.NSMode {
-	case "", "private", "shareable", IPCNSNone:
+	case "", IPCNSPrivate, IPCNSShareable, IPCNSNone:
 	case NSHost:
 		if s.ShmSize != nil {
 			return InvalidArgument("shm_size", errors.New("a container in the host's IPC namespace uses the host's /dev/shm"))
 		}
+	case IPCNSContainer:
+		if s.IpcNS.Value == "" {
+			return InvalidArgument("ipcns", errors.New("mode container needs the container to join"))
+		}
+		if s.ShmSize != nil {
+			return InvalidArgument("shm_size", fmt.Errorf("a container that joins the IPC namespace of %s uses its /dev/shm", s.IpcNS.Value))
+		}
 	default:
-		return InvalidArgument("ipcns", fmt.Errorf("mode %q is not supported (private, shareable, none, host)", s.IpcNS.NSMode))
+		return InvalidArgument("ipcns", fmt.Errorf("mode %q is not supported (shareable, private, none, host, container:ID)", s.IpcNS.NSMode))
+	}
+	if s.IpcNS.Value != "" && s.IpcNS.NSMode != IPCNSContainer {
+		return InvalidArgument("ipcns", fmt.Errorf("mode %s takes no value", s.IpcNS.NSMode))
 	}
 	switch s.UtsNS.NSMode {
 	case "", "private":

@@ -56,6 +56,10 @@ func (s *server) containerCreate(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	id, warnings, err := s.deps.Containers.Create(r.Context(), spec)
+	var fe *core.FieldError
+	if errors.As(err, &fe) && createFieldNames[fe.Field] != "" {
+		fe.Field = createFieldNames[fe.Field]
+	}
 	if err != nil {
 		if errors.Is(err, core.ErrPlatformMismatch) {
 			writeMessage(w, http.StatusNotFound, err.Error())
@@ -72,6 +76,13 @@ func (s *server) containerCreate(w http.ResponseWriter, r *http.Request) {
 		warnings = []string{}
 	}
 	writeJSON(w, http.StatusCreated, containertypes.CreateResponse{ID: id, Warnings: warnings})
+}
+
+// createFieldNames are Docker's names of the spec members the backend's
+// 400s name, where the backend checks what the translation passed on.
+var createFieldNames = map[string]string{
+	"ipcns":    "HostConfig.IpcMode",
+	"shm_size": "HostConfig.ShmSize",
 }
 
 // toSpec is the translation of one create request.
@@ -178,12 +189,17 @@ func (s *server) toSpec(name string, cfg *containertypes.Config, hc *containerty
 	default:
 		return spec, core.InvalidArgument("HostConfig.PidMode", fmt.Errorf("%q is not supported (private or host)", hc.PidMode))
 	}
-	switch mode := string(hc.IpcMode); mode {
-	case "", "private", "shareable":
-	case core.NSHost, core.IPCNSNone:
+	// Docker's default IPC mode is private: only a container made
+	// shareable can be joined (container:NAME).
+	switch mode := string(hc.IpcMode); {
+	case mode == "":
+		spec.IpcNS = core.Namespace{NSMode: core.IPCNSPrivate}
+	case mode == core.IPCNSPrivate, mode == core.IPCNSShareable, mode == core.NSHost, mode == core.IPCNSNone:
 		spec.IpcNS = core.Namespace{NSMode: mode}
+	case strings.HasPrefix(mode, "container:") && len(mode) > len("container:"):
+		spec.IpcNS = core.Namespace{NSMode: core.IPCNSContainer, Value: strings.TrimPrefix(mode, "container:")}
 	default:
-		return spec, core.InvalidArgument("HostConfig.IpcMode", fmt.Errorf("%q is not supported (private, shareable, none, host)", mode))
+		return spec, core.InvalidArgument("HostConfig.IpcMode", fmt.Errorf("%q is not supported (private, shareable, none, host, container:NAME)", mode))
 	}
 	switch mode := string(hc.UTSMode); mode {
 	case "":

@@ -169,7 +169,7 @@ func (s *server) hostConfig(c *core.Container, in *core.InspectContainerData) *c
 		DNSSearch:       ih.DNSSearch,
 		ExtraHosts:      ih.ExtraHosts,
 		GroupAdd:        ih.GroupAdd,
-		IpcMode:         "private",
+		IpcMode:         containertypes.IpcMode(ih.IpcMode),
 		OomScoreAdj:     ih.OomScoreAdj,
 		Privileged:      ih.Privileged,
 		PublishAllPorts: ih.PublishAllPorts,
@@ -186,9 +186,6 @@ func (s *server) hostConfig(c *core.Container, in *core.InspectContainerData) *c
 	}
 	if c.Spec.PidNS.NSMode == "host" {
 		hc.PidMode = "host"
-	}
-	if m := c.Spec.IpcNS.NSMode; m == core.NSHost || m == core.IPCNSNone {
-		hc.IpcMode = containertypes.IpcMode(m)
 	}
 	if c.Spec.UtsNS.NSMode == core.NSHost {
 		hc.UTSMode = containertypes.UTSMode(core.NSHost)

@@ -90,7 +90,7 @@ func TestToSpec(t *testing.T) {
 	for field, hc := range map[string]*containertypes.HostConfig{
 		"HostConfig.Links":            {Links: []string{"a:b"}},
 		"HostConfig.UTSMode":          {UTSMode: "container:x"},
-		"HostConfig.IpcMode":          {IpcMode: "container:x"},
+		"HostConfig.IpcMode":          {IpcMode: "container:"},
 		"HostConfig.LogConfig.Type":   {LogConfig: containertypes.LogConfig{Type: "syslog"}},
 		"HostConfig.LogConfig.Config": {LogConfig: containertypes.LogConfig{Type: "journald", Config: map[string]string{"labels": "a"}}},
 		"HostConfig.RestartPolicy":    {RestartPolicy: containertypes.RestartPolicy{Name: "no", MaximumRetryCount: 2}},

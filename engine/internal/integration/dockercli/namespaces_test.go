@@ -52,4 +52,23 @@ func TestIPCAndUTSNamespaces(t *testing.T) {
 	contains(t, "--ipc host --shm-size", te.fails("podman", "run", "--rm", "--ipc", "host", "--shm-size", "1m", "localhost/busybox:latest", "true"), "shm_size")
 	contains(t, "--uts host --hostname", te.fails("docker", "run", "--rm", "--uts", "host", "--hostname", "web", "localhost/busybox:latest", "true"), "hostname")
 	contains(t, "--ipc container:", te.fails("docker", "run", "--rm", "--ipc", "container:nosuch", "localhost/busybox:latest", "true"), "IpcMode")
+
+	// A shareable container's IPC namespace and /dev/shm are joined by
+	// docker's and podman's --ipc container:NAME; Docker's default, private,
+	// is refused as dockerd refuses it.
+	te.run("docker", "run", "-d", "--name", "ipcdonor", "--ipc", "shareable", "localhost/busybox:latest", "sh", "-c", "echo shared > /dev/shm/seg; exec sleep 600")
+	te.run("docker", "run", "-d", "--name", "ipcprivate", "localhost/busybox:latest", "sleep", "600")
+	donorNS := strings.TrimSpace(te.run("docker", "exec", "ipcdonor", "sh", "-c", "ls -l /proc/1/ns/ipc | sed 's/.*-> //'"))
+	for _, client := range []string{"docker", "podman"} {
+		out := te.run(client, "run", "--rm", "--ipc", "container:ipcdonor", "localhost/busybox:latest", "sh", "-c",
+			"for i in $(seq 50); do test -f /dev/shm/seg && break; sleep 0.1; done; cat /dev/shm/seg; ls -l /proc/self/ns/ipc | sed 's/.*-> //'")
+		if want := "shared\n" + donorNS; strings.TrimSpace(out) != want {
+			t.Errorf("%s run --ipc container:ipcdonor: %q, want %q", client, out, want)
+		}
+	}
+	if got := strings.TrimSpace(te.run("docker", "inspect", "--format", "{{.HostConfig.IpcMode}}", "ipcdonor", "ipcprivate")); got != "shareable\nprivate" {
+		t.Errorf("docker inspect IpcMode: %q", got)
+	}
+	contains(t, "--ipc container:a private one", te.fails("docker", "run", "--rm", "--ipc", "container:ipcprivate", "localhost/busybox:latest", "true"), "non-shareable")
+	te.run("docker", "rm", "-f", "ipcdonor", "ipcprivate")
 }

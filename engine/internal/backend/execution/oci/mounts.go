@@ -13,6 +13,15 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
+// Files are the host files and directories the engine made for a
+// container that Mounts binds into it.
+type Files struct {
+	Hosts, ResolvConf, Hostname string
+	// Shm is the host directory bound at /dev/shm ("": a tmpfs of the
+	// container's own).
+	Shm string
+}
+
 // DefaultShmSize is the size of /dev/shm when the request does not set one:
 // Podman's default of 65536k read as decimal kilobytes.
 const DefaultShmSize = 65536000
@@ -23,7 +32,13 @@ const DefaultShmSize = 65536000
 // With userNS, /sys is the host's, bound read-only: sysfs can only be
 // mounted fresh by the user namespace that owns the network namespace,
 // which a bridged container's (made by the engine) is not.
-func Mounts(s *core.ContainerSpec, hostsFile, resolvFile, hostnameFile string, userNS bool) ([]specs.Mount, error) {
+//
+// files.Shm, where set, is a host directory (a tmpfs the engine mounted:
+// the container's own shareable /dev/shm, or the one of the container or
+// pod infra whose IPC namespace it joins) bound at /dev/shm in place of a
+// tmpfs of the container's own.
+func Mounts(s *core.ContainerSpec, made Files, userNS bool) ([]specs.Mount, error) {
+	hostsFile, resolvFile, hostnameFile := made.Hosts, made.ResolvConf, made.Hostname
 	shm := int64(DefaultShmSize)
 	if s.ShmSize != nil {
 		if *s.ShmSize <= 0 {
@@ -63,6 +78,10 @@ func Mounts(s *core.ContainerSpec, hostsFile, resolvFile, hostnameFile string, u
 		}
 	case core.IPCNSNone:
 		base = slices.DeleteFunc(base, func(m specs.Mount) bool { return m.Destination == "/dev/shm" })
+	default:
+		if made.Shm != "" {
+			base = replaceMount(base, specs.Mount{Destination: "/dev/shm", Type: "bind", Source: made.Shm, Options: []string{"rbind", "nosuid", "noexec", "nodev"}})
+		}
 	}
 	files := []specs.Mount{
 		{Destination: "/etc/hosts", Type: "bind", Source: hostsFile, Options: []string{"bind", "rprivate"}},

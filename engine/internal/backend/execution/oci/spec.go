@@ -91,6 +91,8 @@ type Input struct {
 	Rootfs string
 	// HostsFile, ResolvConfFile and HostnameFile are bind-mounted into the container.
 	HostsFile, ResolvConfFile, HostnameFile string
+	// ShmDir is the host directory bound at /dev/shm (Files.Shm).
+	ShmDir string
 	// CgroupsPath is the cgroupfs path of the container ("/berth/berth-ID").
 	CgroupsPath string
 	// NetNSPath is the network namespace of a bridged container, set up
@@ -292,7 +294,7 @@ func Generate(in Input) (*Result, error) {
 		return nil, err
 	}
 
-	mounts, err := Mounts(s, in.HostsFile, in.ResolvConfFile, in.HostnameFile, len(in.UIDMappings) > 0)
+	mounts, err := Mounts(s, Files{Hosts: in.HostsFile, ResolvConf: in.ResolvConfFile, Hostname: in.HostnameFile, Shm: in.ShmDir}, len(in.UIDMappings) > 0)
 	if err != nil {
 		return nil, err
 	}

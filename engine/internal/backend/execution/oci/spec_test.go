@@ -163,7 +163,7 @@ func TestMountsValidation(t *testing.T) {
 		{[]specs.Mount{{Destination: "/x", Type: "tmpfs"}, {Destination: "/x/", Type: "tmpfs"}}, "mounts[1].destination"},
 	}
 	for _, tt := range tests {
-		_, err := Mounts(&core.ContainerSpec{Mounts: tt.mounts}, "/h", "/r", "/n", false)
+		_, err := Mounts(&core.ContainerSpec{Mounts: tt.mounts}, Files{Hosts: "/h", ResolvConf: "/r", Hostname: "/n"}, false)
 		if f := fieldOf(t, err); f != tt.field {
 			t.Errorf("%+v: field %q, want %q", tt.mounts, f, tt.field)
 		}
@@ -172,7 +172,7 @@ func TestMountsValidation(t *testing.T) {
 		{Destination: "/mnt", Type: "bind", Source: dir, Options: []string{"ro"}},
 		{Destination: "/run", Type: "tmpfs", Source: "tmpfs"},
 		{Destination: "/dev/shm", Type: "tmpfs", Options: []string{"size=1m"}},
-	}}, "/h", "/r", "/n", false)
+	}}, Files{Hosts: "/h", ResolvConf: "/r", Hostname: "/n"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestMountsIPCModesAndImageFiles(t *testing.T) {
 		}
 		return out
 	}
-	ms, err := Mounts(&core.ContainerSpec{IpcNS: core.Namespace{NSMode: "none"}, NetNS: core.Namespace{NSMode: core.NetNSHost}}, "/h", "/r", "/n", false)
+	ms, err := Mounts(&core.ContainerSpec{IpcNS: core.Namespace{NSMode: "none"}, NetNS: core.Namespace{NSMode: core.NetNSHost}}, Files{Hosts: "/h", ResolvConf: "/r", Hostname: "/n"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestMountsIPCModesAndImageFiles(t *testing.T) {
 	if m["/sys"].Type != "bind" || m["/sys/fs/cgroup"].Type != "cgroup" || m["/dev/mqueue"].Type != "mqueue" {
 		t.Fatalf("--ipc none with the host's network: /sys %+v, /sys/fs/cgroup %+v, /dev/mqueue %+v", m["/sys"], m["/sys/fs/cgroup"], m["/dev/mqueue"])
 	}
-	ms, err = Mounts(&core.ContainerSpec{IpcNS: core.Namespace{NSMode: "host"}, UseImageHosts: true, UseImageResolvConf: true}, "/h", "/r", "/n", false)
+	ms, err = Mounts(&core.ContainerSpec{IpcNS: core.Namespace{NSMode: "host"}, UseImageHosts: true, UseImageResolvConf: true}, Files{Hosts: "/h", ResolvConf: "/r", Hostname: "/n"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,6 +114,9 @@ func (m *Manager) checkpointLocked(ctx context.Context, e *entry, opts core.Chec
 		}
 		return report, fmt.Errorf("checkpoint container %s: %w", rec.Name, err)
 	}
+	if err := saveShm(&rec, dir); err != nil {
+		m.logger.Warn("save the checkpointed container's /dev/shm", "container", rec.ID, "err", err)
+	}
 	if opts.PrintStats {
 		if report.CRIUStatistics, err = runtime.ReadStats(filepath.Join(dir, runtime.StatsDump)); err != nil {
 			m.logger.Warn("read CRIU statistics", "container", rec.ID, "err", err)
@@ -244,6 +247,9 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 			return report, err
 		}
 	}
+	if err := m.ensureIPCDonorRunning(ctx, &rec); err != nil {
+		return report, err
+	}
 	if _, err := m.prepare(ctx, &rec, nil); err != nil {
 		return report, err
 	}
@@ -252,13 +258,22 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 	}); err != nil {
 		return report, err
 	}
+	if err := mountShm(&rec); err != nil {
+		return report, err
+	}
+	if err := restoreShm(&rec, dir); err != nil {
+		unmountShm(rec.StaticDir)
+		return report, err
+	}
 	if err := m.mountVolumes(ctx, &rec); err != nil {
 		m.unmountVolumes(ctx, &rec)
+		unmountShm(rec.StaticDir)
 		return report, err
 	}
 	if err := m.setupNetworksLocked(ctx, e, restoreNetworks(rec.Spec.Networks, rec.CheckpointNets, opts)); err != nil {
 		m.teardownNetworkLocked(ctx, e)
 		m.unmountVolumes(ctx, &rec)
+		unmountShm(rec.StaticDir)
 		return report, err
 	}
 	os.Remove(filepath.Join(dir, runtime.RestoreLog))
@@ -266,6 +281,7 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 	if err != nil {
 		m.teardownNetworkLocked(ctx, e)
 		m.unmountVolumes(ctx, &rec)
+		unmountShm(rec.StaticDir)
 		return report, err
 	}
 	if criuConf != "" {
@@ -286,6 +302,7 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 		m.rt.Cleanup(rec.ID)
 		m.teardownNetworkLocked(ctx, e)
 		m.unmountVolumes(ctx, &rec)
+		unmountShm(rec.StaticDir)
 		m.update(ctx, e, func(r *record) { r.Restoring = false })
 		msg := err.Error()
 		var ce *runtime.CreateError

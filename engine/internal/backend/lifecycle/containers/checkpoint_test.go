@@ -319,7 +319,7 @@ func TestCheckpointExportImport(t *testing.T) {
 	from := startCRIUEngine(t)
 	to := startCRIUEngine(t)
 	id := from.create(map[string]any{"name": "mover", "volumes": []map[string]any{{"Name": "data", "Dest": "/data"}},
-		"command": []string{"sh", "-c", "echo kept > /data/f; echo changed > /tmp/x; i=0; while true; do echo $i; i=$((i+1)); sleep 0.1; done"}})
+		"command": []string{"sh", "-c", "echo kept > /data/f; echo changed > /tmp/x; echo shared > /dev/shm/seg; i=0; while true; do echo $i; i=$((i+1)); sleep 0.1; done"}})
 	from.Must(http.StatusNoContent, "POST", "/containers/mover/start", nil)
 	from.waitLog(id, 3)
 	archive := from.Must(http.StatusOK, "POST", "/containers/mover/checkpoint?export=true", nil)
@@ -387,6 +387,11 @@ func TestCheckpointExportImport(t *testing.T) {
 	to.keepsCounting(moved.ID, count)
 	if got, ok := to.fileIn(moved.ID, "/tmp/x"); !ok || got != "changed\n" {
 		t.Errorf("root filesystem change: %q %v", got, ok)
+	}
+	// /dev/shm is a bind from the host, which CRIU does not dump: the
+	// engine keeps its files with the checkpoint.
+	if data, err := os.ReadFile("/proc/" + strconv.Itoa(moved.State.Pid) + "/root/dev/shm/seg"); err != nil || string(data) != "shared\n" {
+		t.Errorf("/dev/shm after the import: %q %v", data, err)
 	}
 	var vol struct{ Mountpoint string }
 	json.Unmarshal(to.Must(http.StatusOK, "GET", "/volumes/data/json", nil), &vol)

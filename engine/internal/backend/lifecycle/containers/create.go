@@ -86,6 +86,9 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 	if err := m.resolveCgroupNS(&spec); err != nil {
 		return "", nil, err
 	}
+	if err := m.resolveIPCNS(&spec); err != nil {
+		return "", nil, err
+	}
 	if spec.StopTimeout == nil {
 		t := uint(defaultStopTimeout)
 		spec.StopTimeout = &t
@@ -322,6 +325,10 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 	if infra != nil && slices.Contains(rec.PodJoin.Shared, core.PodShareNet) {
 		netFiles = infra.StaticDir
 	}
+	shm, joins, err := m.shmSource(rec, infra, joins)
+	if err != nil {
+		return nil, err
+	}
 	aaProfile, err := m.apparmorProfile(&spec)
 	if err != nil {
 		return nil, err
@@ -331,6 +338,7 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 		HostsFile:       filepath.Join(netFiles, "hosts"),
 		ResolvConfFile:  filepath.Join(netFiles, "resolv.conf"),
 		HostnameFile:    filepath.Join(rec.StaticDir, "hostname"),
+		ShmDir:          shm,
 		CgroupsPath:     ociCgroupsPath(rec),
 		NetNSPath:       m.netNSPathOf(rec),
 		Host:            m.host,
@@ -419,14 +427,19 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 	if err := checkOnHost(&rec.Spec); err != nil {
 		return err
 	}
-	if rec.PodJoin.InfraID != "" || m.cdiStale(&rec) {
+	joinsIPC := rec.Spec.IpcNS.NSMode == core.IPCNSContainer
+	if rec.PodJoin.InfraID != "" || joinsIPC || m.cdiStale(&rec) {
 		// A pod member's spec names the infra process of this run (whose
-		// namespaces must exist); a CDI device's edits are read from its
-		// spec as it is now, as Podman does at each start.
+		// namespaces must exist), as a joiner's names its IPC donor's; a
+		// CDI device's edits are read from its spec as it is now, as
+		// Podman does at each start.
 		if rec.PodJoin.InfraID != "" {
 			if err := m.ensureInfraRunning(ctx, &rec); err != nil {
 				return err
 			}
+		}
+		if err := m.ensureIPCDonorRunning(ctx, &rec); err != nil {
+			return err
 		}
 		if _, err := m.prepare(ctx, &rec, nil); err != nil {
 			return err
@@ -441,14 +454,19 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 			return err
 		}
 	}
+	if err := mountShm(&rec); err != nil {
+		return err
+	}
 	if err := m.mountVolumes(ctx, &rec); err != nil {
 		m.unmountVolumes(ctx, &rec)
+		unmountShm(rec.StaticDir)
 		return err
 	}
 	if !netNSAfterCreate(&rec) {
 		if err := m.setupNetworkLocked(ctx, e); err != nil {
 			m.teardownNetworkLocked(ctx, e)
 			m.unmountVolumes(ctx, &rec)
+			unmountShm(rec.StaticDir)
 			return err
 		}
 	}
@@ -462,6 +480,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 		m.rt.Delete(context.WithoutCancel(ctx), rec.ID, true)
 		m.rt.Cleanup(rec.ID)
 		m.unmountVolumes(ctx, &rec)
+		unmountShm(rec.StaticDir)
 		m.teardownNetworkLocked(ctx, e)
 		msg := err.Error()
 		m.update(ctx, e, func(r *record) {
@@ -483,6 +502,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 			m.rt.Delete(context.WithoutCancel(ctx), rec.ID, true)
 			m.rt.Cleanup(rec.ID)
 			m.unmountVolumes(ctx, &rec)
+			unmountShm(rec.StaticDir)
 			m.teardownNetworkLocked(ctx, e)
 			m.update(ctx, e, func(r *record) {
 				r.Rootfs, r.Mounted, r.Path, r.Args, r.CDIGeneration = rec.Rootfs, rec.Mounted, rec.Path, rec.Args, rec.CDIGeneration

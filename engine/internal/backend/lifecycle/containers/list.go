@@ -291,7 +291,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 			CapAdd:          capAdd, CapDrop: capDrop, Devices: inspectDevices(s.Devices), DeviceCgroupRules: deviceCgroupRules(s.DeviceCgroupRules),
 			DNS: nonNil(s.DNSServers), DNSOptions: nonNil(s.DNSOptions), DNSSearch: nonNil(s.DNSSearch),
 			ExtraHosts: nonNil(s.HostAdd), GroupAdd: nonNil(s.Groups),
-			IpcMode: firstNonEmpty(s.IpcNS.NSMode, "private"), Cgroup: "", Cgroups: inspectCgroups(s.CgroupsMode), Links: []string{},
+			IpcMode: ipcMode(s.IpcNS), Cgroup: "", Cgroups: inspectCgroups(s.CgroupsMode), Links: []string{},
 			PidMode:      firstNonEmpty(s.PidNS.NSMode, "private"),
 			CgroupnsMode: cgroupnsMode(s.CgroupNS),
 			Privileged:   s.Privileged, ReadonlyRootfs: s.ReadOnly,

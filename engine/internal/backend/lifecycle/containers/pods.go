@@ -98,7 +98,7 @@ func (m *Manager) joinPod(ctx context.Context, spec *core.ContainerSpec) (*core.
 	if pm.Shares(core.PodSharePID) && spec.PidNS.NSMode != "" {
 		return nil, core.InvalidArgument("pidns", fmt.Errorf("the container joins the PID namespace of pod %s and cannot set its own mode %q", pm.PodName, spec.PidNS.NSMode))
 	}
-	if pm.Shares(core.PodShareIPC) && (spec.IpcNS.NSMode == core.NSHost || spec.IpcNS.NSMode == core.IPCNSNone) {
+	if pm.Shares(core.PodShareIPC) && (spec.IpcNS.NSMode == core.NSHost || spec.IpcNS.NSMode == core.IPCNSNone || spec.IpcNS.NSMode == core.IPCNSContainer) {
 		return nil, core.InvalidArgument("ipcns", fmt.Errorf("the container joins the IPC namespace of pod %s and cannot set its own mode %q", pm.PodName, spec.IpcNS.NSMode))
 	}
 	if pm.Shares(core.PodShareUTS) && spec.UtsNS.NSMode == core.NSHost {

@@ -144,6 +144,7 @@ func (m *Manager) pruneExitCodes(ctx context.Context) {
 // deleteStorage deletes a removed container's storage and directories.
 func (m *Manager) deleteStorage(id, bundle, static string) {
 	m.unmountLayerLeftovers(id)
+	unmountShm(static)
 	if err := discardOverlay(overlayRoot(static)); err != nil {
 		m.logger.Warn("unmount a --rootfs overlay", "container", id, "err", err)
 	}
