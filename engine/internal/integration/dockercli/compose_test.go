@@ -200,3 +200,33 @@ func TestComposeRuntimeOptions(t *testing.T) {
 		t.Fatalf("compose down left %s", left)
 	}
 }
+
+// TestComposeIPCService: a service with ipc: service:NAME joins the IPC
+// namespace and /dev/shm of that service's shareable container (Compose
+// sends container:ID).
+func TestComposeIPCService(t *testing.T) {
+	te, dc := composeProject(t, "ipcsvc", map[string]string{"compose.yaml": `services:
+  donor:
+    image: localhost/busybox:latest
+    ipc: shareable
+    command: sh -c 'echo composed > /dev/shm/seg; exec sleep 600'
+  joiner:
+    image: localhost/busybox:latest
+    ipc: "service:donor"
+    depends_on: [donor]
+    command: sh -c 'for i in $$(seq 50); do test -f /dev/shm/seg && break; sleep 0.1; done; cat /dev/shm/seg; exec sleep 600'
+`})
+	dc("up", "-d")
+	deadline := time.Now().Add(20 * time.Second)
+	for logs := ""; !strings.Contains(logs, "composed"); logs = dc("logs", "joiner") {
+		if time.Now().After(deadline) {
+			t.Fatalf("joiner's logs: %q", logs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	donorID := strings.TrimSpace(te.run("docker", "inspect", "--format", "{{.Id}}", "ipcsvc-donor-1"))
+	if got := strings.TrimSpace(te.run("docker", "inspect", "--format", "{{.HostConfig.IpcMode}}", "ipcsvc-joiner-1")); got != "container:"+donorID {
+		t.Errorf("joiner's IpcMode %q, want container:%s", got, donorID)
+	}
+	dc("down", "-t", "0")
+}
