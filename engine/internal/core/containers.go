@@ -79,6 +79,10 @@ type ContainerSpec struct {
 	Rootfs        string `json:"rootfs,omitempty"`
 	RootfsOverlay bool   `json:"rootfs_overlay,omitempty"`
 	RawImageName  string `json:"raw_image_name,omitempty"`
+	// DependencyContainers are containers this one requires (podman's
+	// --requires): each is started before it, and none can be removed
+	// before it. Recorded by ID.
+	DependencyContainers []string `json:"dependencyContainers,omitempty"`
 	// ImageOS, ImageArch and ImageVariant name the platform the image must
 	// be for (podman's --os, --arch, --variant and --platform; Docker's
 	// platform query): a local image for another platform is not the one
@@ -542,6 +546,11 @@ type RemoveContainerOptions struct {
 	Force   bool
 	Volumes bool
 	Ignore  bool
+	// Depend removes first every container that requires this one
+	// (dependency_containers), theirs before them; Removed, when set, is
+	// told the ID of each.
+	Depend  bool
+	Removed func(id string)
 	// Timeout is the stop timeout for a running container removed with Force;
 	// nil means the container's own stop timeout.
 	Timeout *uint

@@ -353,8 +353,12 @@ func (h containerHandlers) remove(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	// With depend, the containers that require this one go first, each
+	// reported before it.
+	removed := []removeEntry{}
 	err := h.c.Remove(r.Context(), name, core.RemoveContainerOptions{
-		Force: q.Force, Ignore: q.Ignore, Volumes: q.Volumes || q.DockerVolumes, Timeout: timeout,
+		Force: q.Force, Ignore: q.Ignore, Volumes: q.Volumes || q.DockerVolumes, Timeout: timeout, Depend: q.Depend,
+		Removed: func(dep string) { removed = append(removed, removeEntry{ID: dep, RawInput: dep}) },
 	})
 	if err != nil {
 		writeError(w, err)
@@ -362,7 +366,6 @@ func (h containerHandlers) remove(w http.ResponseWriter, r *http.Request) {
 	}
 	// A container that was not there (ignore=true) is not reported, as
 	// Podman answers: podman rm -i prints nothing for it.
-	removed := []removeEntry{}
 	if id != "" {
 		removed = append(removed, removeEntry{ID: id, RawInput: name})
 	}

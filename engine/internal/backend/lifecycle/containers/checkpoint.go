@@ -247,7 +247,7 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 			return report, err
 		}
 	}
-	if err := m.ensureIPCDonorRunning(ctx, &rec); err != nil {
+	if err := m.ensureDependenciesRunning(ctx, &rec); err != nil {
 		return report, err
 	}
 	if _, err := m.prepare(ctx, &rec, nil); err != nil {

@@ -89,6 +89,9 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 	if err := m.resolveIPCNS(&spec); err != nil {
 		return "", nil, err
 	}
+	if err := m.resolveDependencies(&spec); err != nil {
+		return "", nil, err
+	}
 	if spec.StopTimeout == nil {
 		t := uint(defaultStopTimeout)
 		spec.StopTimeout = &t
@@ -427,6 +430,10 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 	if err := checkOnHost(&rec.Spec); err != nil {
 		return err
 	}
+	// What it depends on runs first (a joiner's IPC donor among them).
+	if err := m.ensureDependenciesRunning(ctx, &rec); err != nil {
+		return err
+	}
 	joinsIPC := rec.Spec.IpcNS.NSMode == core.IPCNSContainer
 	if rec.PodJoin.InfraID != "" || joinsIPC || m.cdiStale(&rec) {
 		// A pod member's spec names the infra process of this run (whose
@@ -437,9 +444,6 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 			if err := m.ensureInfraRunning(ctx, &rec); err != nil {
 				return err
 			}
-		}
-		if err := m.ensureIPCDonorRunning(ctx, &rec); err != nil {
-			return err
 		}
 		if _, err := m.prepare(ctx, &rec, nil); err != nil {
 			return err

@@ -2,7 +2,6 @@ package containers
 
 import (
 	"archive/tar"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +26,8 @@ import (
 // binds the same tmpfs, so System V IPC, message queues and POSIX shared
 // memory are one for both; pod members sharing IPC bind their infra
 // container's. A private container's /dev/shm is a tmpfs inside it alone.
-// The donor is the joiner's dependency: starting the joiner starts it.
+// The donor is the joiner's dependency (depends.go): starting the joiner
+// starts it.
 
 // shmDir is where a container's shareable /dev/shm is mounted on the host.
 func shmDir(static string) string { return filepath.Join(static, "shm") }
@@ -87,26 +87,6 @@ func (m *Manager) ipcDonor(rec *record) (*entry, error) {
 		return nil, fmt.Errorf("container %s joins the IPC namespace of %s, which is gone: %w", rec.Name, rec.Spec.IpcNS.Value, core.ErrStateConflict)
 	}
 	return e, nil
-}
-
-// ensureIPCDonorRunning starts the container whose IPC namespace rec joins
-// when it does not run, as Podman starts a dependency.
-func (m *Manager) ensureIPCDonorRunning(ctx context.Context, rec *record) error {
-	e, err := m.ipcDonor(rec)
-	if e == nil {
-		return err
-	}
-	donor := m.snapshot(e)
-	switch donor.State {
-	case core.StateRunning:
-		return nil
-	case core.StatePaused:
-		return fmt.Errorf("container %s joins the IPC namespace of %s, which is paused: %w", rec.Name, donor.Name, core.ErrContainerStateImproper)
-	}
-	if err := m.Start(ctx, donor.ID); err != nil && !errors.Is(err, core.ErrNotModified) {
-		return fmt.Errorf("a dependency of container %s failed to start: %w", rec.Name, err)
-	}
-	return nil
 }
 
 // shmSource returns the host directory bound at rec's /dev/shm ("" for a

@@ -253,7 +253,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 		ExecIDs:            []string{},
 		GraphDriver:        &core.DriverData{Name: m.store.GraphDriverName(), Data: map[string]string{}},
 		Mounts:             inspectMounts(s, r.Volumes),
-		Dependencies:       []string{},
+		Dependencies:       dependencies(&r),
 		NetworkSettings:    m.networkSettings(&r, 0),
 		Config: &core.InspectContainerConfig{
 			Hostname: hostnameOf(&r), User: s.User,

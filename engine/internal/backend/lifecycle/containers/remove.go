@@ -33,6 +33,13 @@ func (m *Manager) Remove(ctx context.Context, nameOrID string, opts core.RemoveC
 		}
 		return err
 	}
+	if opts.Depend {
+		// Before this container's lock: a dependent's start holds its own
+		// lock while it starts this one.
+		if err := m.removeDependents(ctx, m.snapshot(e).ID, opts); err != nil {
+			return err
+		}
+	}
 	e.op.Lock()
 	defer e.op.Unlock()
 	if m.isRemoved(e) {
@@ -52,6 +59,9 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 	}
 	if rec.IsInfra && !opts.WithPod {
 		return fmt.Errorf("container %s is the infra container of pod %s and cannot be removed without removing the pod: %w", rec.ID, rec.Pod, core.ErrStateConflict)
+	}
+	if dependents := m.requiredBy(rec.ID); len(dependents) > 0 && !opts.WithPod {
+		return errRequired(&rec, dependents)
 	}
 	switch rec.State {
 	case core.StateRunning, core.StatePaused:
