@@ -17,6 +17,7 @@ func FuzzMountOptions(f *testing.F) {
 	for _, seed := range [][3]string{
 		{"tmpfs", "", "size=10m,nodev,noexec"}, {"none", "/tmp", "bind,ro"}, {"", "/tmp", "rbind"},
 		{"ext4", "/dev/sda", ""}, {"", "", "size=1m"}, {"tmpfs", "", "uid="}, {"", "", "nocopy"},
+		{"", "", "uid=1000,gid=1000"}, {"", "", "uid=x"},
 	} {
 		f.Add(seed[0], seed[1], seed[2])
 	}

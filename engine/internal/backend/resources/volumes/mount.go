@@ -73,6 +73,10 @@ func parseMountOptions(opts map[string]string) (*mountSpec, error) {
 	switch {
 	case typ == "" && device == "" && !ms.bind && ms.flags == 0 && ms.data == "":
 		return nil, nil
+	case typ == "" && device == "" && !ms.bind && ms.flags == 0 && onlyOwner(data):
+		// o=uid=N,gid=N without a type: a plain directory with that owner
+		// (Create sets it), as Podman's local driver makes it.
+		return nil, nil
 	case typ == "tmpfs":
 		if ms.bind {
 			return nil, core.InvalidArgument("Options", errors.New("a tmpfs volume cannot be a bind mount"))
@@ -95,10 +99,45 @@ func parseMountOptions(opts map[string]string) (*mountSpec, error) {
 		ms.fstype = ""
 		return ms, nil
 	case typ == "":
-		return nil, core.InvalidArgument("Options", errors.New("mount options need type=tmpfs, or o=bind with device="))
+		return nil, core.InvalidArgument("Options", errors.New("mount options need type=tmpfs, or o=bind with device= (without a type, o takes only uid= and gid=)"))
 	default:
 		return nil, core.InvalidArgument("Options", fmt.Errorf("volume type %q is not supported (tmpfs, or o=bind with device=)", typ))
 	}
+}
+
+// onlyOwner reports whether the o= data options are uid= and gid= alone.
+func onlyOwner(data []string) bool {
+	for _, opt := range data {
+		if key, _, _ := strings.Cut(opt, "="); key != "uid" && key != "gid" {
+			return false
+		}
+	}
+	return true
+}
+
+// directoryOwner is the owner o=uid=N,gid=N gives a volume that is a plain
+// directory; set says whether either is named.
+func directoryOwner(opts map[string]string) (uid, gid int, set bool, err error) {
+	if optionValue(opts, "type") != "" || optionValue(opts, "device") != "" {
+		return 0, 0, false, nil
+	}
+	for _, opt := range strings.Split(optionValue(opts, "o"), ",") {
+		key, val, _ := strings.Cut(opt, "=")
+		if key != "uid" && key != "gid" {
+			continue
+		}
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 0 {
+			return 0, 0, false, core.InvalidArgument("Options", fmt.Errorf("o=%s: %q must be a non-negative number", key, val))
+		}
+		if key == "uid" {
+			uid = n
+		} else {
+			gid = n
+		}
+		set = true
+	}
+	return uid, gid, set, nil
 }
 
 // Mount mounts a volume that has mount options on its _data directory,

@@ -163,6 +163,11 @@ func (s *Store) Create(ctx context.Context, o core.VolumeCreateOptions) (*core.V
 	if err != nil {
 		return nil, err
 	}
+	if uid, gid, set, err := directoryOwner(o.Options); err != nil {
+		return nil, err
+	} else if set {
+		v.UID, v.GID = uid, gid
+	}
 	if ms != nil || strings.Contains(","+optionValue(o.Options, "o")+",", ",nocopy,") {
 		// A mounted volume's content lives in its mount: nothing to copy up.
 		v.NeedsCopyUp = false

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 
 	"github.com/berth-project/berth/engine/internal/backend/platform/listfilter"
@@ -150,5 +151,38 @@ func TestOpenRemovesImportStaging(t *testing.T) {
 	}
 	if got, err := os.ReadFile(filepath.Join(v.Mountpoint, "f")); err != nil || string(got) != "data" {
 		t.Fatalf("data after Open: %q %v", got, err)
+	}
+}
+
+// TestDirectoryOwner: o=uid=N,gid=N without a type makes a plain directory
+// owned by N (Podman's local driver), shown in inspect's UID and GID; other
+// data options without a type, and a bad number, are refused naming Options
+// with nothing created.
+func TestDirectoryOwner(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t, t.TempDir())
+	v, err := s.Create(ctx, core.VolumeCreateOptions{Name: "owned", Options: map[string]string{"o": "uid=1234,gid=2345"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(v.Mountpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if st.Uid != 1234 || st.Gid != 2345 || v.UID != 1234 || v.GID != 2345 || !v.NeedsCopyUp {
+		t.Fatalf("owner %d:%d, volume %+v", st.Uid, st.Gid, v)
+	}
+	if err := s.Mount(ctx, "owned"); err != nil || mounted(v.Mountpoint) {
+		t.Fatalf("a plain directory was mounted (%v)", err)
+	}
+	for _, o := range []string{"uid=x", "uid=-1", "uid=1,size=1m", "gid=1,nodev"} {
+		var fe *core.FieldError
+		if _, err := s.Create(ctx, core.VolumeCreateOptions{Name: "bad", Options: map[string]string{"o": o}}); !errors.As(err, &fe) || fe.Field != "Options" {
+			t.Errorf("o=%s: %v, want a 400 naming Options", o, err)
+		}
+	}
+	if _, err := s.Inspect(ctx, "bad"); !errors.Is(err, core.ErrNoSuchVolume) {
+		t.Errorf("a refused create left a volume: %v", err)
 	}
 }
