@@ -117,8 +117,16 @@ type ContainerSpec struct {
 	CreateCommand []string          `json:"containerCreateCommand,omitempty"`
 	WorkDir       string            `json:"work_dir,omitempty"`
 	User          string            `json:"user,omitempty"`
-	Groups        []string          `json:"groups,omitempty"`
-	Mounts        []specs.Mount     `json:"mounts,omitempty"`
+	// ManagePassword (podman's --passwd, on unless false) adds /etc/passwd
+	// and /etc/group entries for a numeric user the image lacks and for
+	// HostUsers (--hostuser); PasswdEntry and GroupEntry are templates of
+	// those lines (--passwd-entry, --group-entry).
+	ManagePassword *bool         `json:"manage_password,omitempty"`
+	PasswdEntry    string        `json:"passwd_entry,omitempty"`
+	GroupEntry     string        `json:"group_entry,omitempty"`
+	HostUsers      []string      `json:"hostusers,omitempty"`
+	Groups         []string      `json:"groups,omitempty"`
+	Mounts         []specs.Mount `json:"mounts,omitempty"`
 	// Volumes are the named volumes to mount; an empty Name creates an
 	// anonymous volume. ImageVolumeMode says what to do with the image's
 	// volumes: "anonymous" (or "bind", or empty) mounts an anonymous volume

@@ -118,6 +118,8 @@ func (s *server) toSpec(name string, cfg *containertypes.Config, hc *containerty
 		Sysctl:              hc.Sysctls,
 		OCIRuntime:          hc.Runtime,
 		PublishExposedPorts: hc.PublishAllPorts,
+		// dockerd adds no /etc/passwd entry for a user the image lacks.
+		ManagePassword: new(bool),
 	}
 	if len(cfg.Env) > 0 {
 		spec.Env = map[string]string{}

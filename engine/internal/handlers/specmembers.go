@@ -43,8 +43,6 @@ var specDefaults = map[string]func(json.RawMessage) error{
 	"sdnotifyMode": stringIn("container", "ignore"),
 	// Storage is always volatile (see docs/engine/containers.md).
 	"volatile": boolIs(true),
-	// The engine adds no /etc/passwd entry for users missing from it.
-	"manage_password": boolIs(true),
 	// The engine applies no SELinux label: label=disable asks for what it
 	// does (any other SELinux option would go unhonoured).
 	"selinux_opts": stringsIn("disable"),

@@ -92,6 +92,9 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 	if err := m.resolveDependencies(&spec); err != nil {
 		return "", nil, err
 	}
+	if err := checkPasswdRequest(&spec); err != nil {
+		return "", nil, err
+	}
 	if spec.StopTimeout == nil {
 		t := uint(defaultStopTimeout)
 		spec.StopTimeout = &t
@@ -312,6 +315,11 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 	}
 	extra = append(extra, initMount...)
 	extra = append(extra, tzMount...)
+	passwdMounts, err := addPasswdEntries(rec)
+	if err != nil {
+		return nil, err
+	}
+	extra = append(extra, passwdMounts...)
 	if len(extra) > 0 {
 		spec.Mounts = append(slices.Clone(spec.Mounts), extra...)
 	}
