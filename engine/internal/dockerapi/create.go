@@ -191,6 +191,11 @@ func (s *server) toSpec(name string, cfg *containertypes.Config, hc *containerty
 	default:
 		return spec, core.InvalidArgument("HostConfig.PidMode", fmt.Errorf("%q is not supported (private or host)", hc.PidMode))
 	}
+	// Without a mode the engine's default is Docker's: private on the
+	// unified hierarchy, the host's on v1.
+	if hc.CgroupnsMode != "" {
+		spec.CgroupNS = core.Namespace{NSMode: string(hc.CgroupnsMode)}
+	}
 	// Docker's default IPC mode is private: only a container made
 	// shareable can be joined (container:NAME).
 	switch mode := string(hc.IpcMode); {
@@ -255,8 +260,8 @@ func refuseUnsupported(cfg *containertypes.Config, hc *containertypes.HostConfig
 		return bad("HostConfig.VolumeDriver", fmt.Sprintf("%q: only the local volume driver exists", hc.VolumeDriver))
 	case hc.UsernsMode != "" && hc.UsernsMode != "host":
 		return bad("HostConfig.UsernsMode", fmt.Sprintf("%q is not supported (user namespaces)", hc.UsernsMode))
-	case hc.CgroupnsMode != "" && hc.CgroupnsMode != "host":
-		return bad("HostConfig.CgroupnsMode", fmt.Sprintf("%q is not supported (the engine shares the host's cgroup namespace)", hc.CgroupnsMode))
+	case hc.CgroupnsMode != "" && hc.CgroupnsMode != "host" && hc.CgroupnsMode != "private":
+		return bad("HostConfig.CgroupnsMode", fmt.Sprintf("%q is not supported (host or private)", hc.CgroupnsMode))
 	case hc.Cgroup != "":
 		return bad("HostConfig.Cgroup", "joining another cgroup is not supported")
 	case len(hc.StorageOpt) > 0:

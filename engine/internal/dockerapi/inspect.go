@@ -170,6 +170,7 @@ func (s *server) hostConfig(c *core.Container, in *core.InspectContainerData) *c
 		ExtraHosts:      ih.ExtraHosts,
 		GroupAdd:        ih.GroupAdd,
 		IpcMode:         containertypes.IpcMode(ih.IpcMode),
+		CgroupnsMode:    containertypes.CgroupnsMode(ih.CgroupnsMode),
 		OomScoreAdj:     ih.OomScoreAdj,
 		Privileged:      ih.Privileged,
 		PublishAllPorts: ih.PublishAllPorts,

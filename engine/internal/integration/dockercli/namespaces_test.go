@@ -72,3 +72,31 @@ func TestIPCAndUTSNamespaces(t *testing.T) {
 	contains(t, "--ipc container:a private one", te.fails("docker", "run", "--rm", "--ipc", "container:ipcprivate", "localhost/busybox:latest", "true"), "non-shareable")
 	te.run("docker", "rm", "-f", "ipcdonor", "ipcprivate")
 }
+
+// TestDockerCgroupnsAndHostGateway: docker run --cgroupns private gives the
+// container a cgroup namespace of its own (its cgroups read as the root),
+// --cgroupns host the host's, and inspect says which; --add-host
+// NAME:host-gateway names the gateway of the container's network.
+func TestDockerCgroupnsAndHostGateway(t *testing.T) {
+	te := startEngine(t)
+	hostNS, _ := os.Readlink("/proc/self/ns/cgroup")
+	nsScript := "ls -l /proc/self/ns/cgroup | sed 's/.*-> //'"
+	if got := strings.TrimSpace(te.run("docker", "run", "--rm", "--cgroupns", "private", "localhost/busybox:latest", "sh", "-c", nsScript)); got == hostNS || got == "" {
+		t.Errorf("--cgroupns private: namespace %q, the host's is %q", got, hostNS)
+	}
+	if got := strings.TrimSpace(te.run("docker", "run", "--rm", "--cgroupns", "host", "localhost/busybox:latest", "sh", "-c", nsScript)); got != hostNS {
+		t.Errorf("--cgroupns host: namespace %q, want the host's %q", got, hostNS)
+	}
+	te.run("docker", "create", "--name", "cgns", "--cgroupns", "private", "localhost/busybox:latest", "true")
+	if got := strings.TrimSpace(te.run("docker", "inspect", "--format", "{{.HostConfig.CgroupnsMode}}", "cgns")); got != "private" {
+		t.Errorf("inspect CgroupnsMode %q", got)
+	}
+	te.run("docker", "rm", "cgns")
+	contains(t, "--cgroupns bogus", te.fails("docker", "run", "--rm", "--cgroupns", "bogus", "localhost/busybox:latest", "true"), "cgroupns")
+
+	gateway := strings.TrimSpace(te.run("docker", "network", "inspect", "--format", "{{(index .IPAM.Config 0).Gateway}}", "bridge"))
+	out := te.run("docker", "run", "--rm", "--add-host", "gw:host-gateway", "localhost/busybox:latest", "grep", "-w", "gw", "/etc/hosts")
+	if gateway == "" || strings.TrimSpace(out) != gateway+"\tgw" {
+		t.Errorf("--add-host gw:host-gateway: %q, want the bridge's gateway %q", out, gateway)
+	}
+}

@@ -51,7 +51,7 @@ func FuzzGenerate(f *testing.F) {
 		if !errors.As(err, &fe) && !errors.As(err, &pe) {
 			t.Fatalf("unexpected error kind: %v", err)
 		}
-		if _, err := HostsFile(&spec, "h", "n"); err != nil && !errors.As(err, &fe) {
+		if _, err := HostsFile(&spec, "h", "n", "10.0.0.1"); err != nil && !errors.As(err, &fe) {
 			t.Fatalf("hosts file error without a field: %v", err)
 		}
 	})

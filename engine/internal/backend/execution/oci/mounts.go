@@ -3,6 +3,7 @@ package oci
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +22,9 @@ type Files struct {
 	// container's own).
 	Shm string
 }
+
+// HostGateway is the address of --add-host NAME:host-gateway.
+const HostGateway = "host-gateway"
 
 // DefaultShmSize is the size of /dev/shm when the request does not set one:
 // Podman's default of 65536k read as decimal kilobytes.
@@ -230,16 +234,32 @@ func TmpfsOptions(options []string) ([]string, error) {
 }
 
 // HostsFile returns the content of a container's /etc/hosts.
-func HostsFile(s *core.ContainerSpec, hostname, name string) (string, error) {
+//
+// An address "host-gateway" (Docker's, and Podman 5's) stands for the host
+// as the container reaches it: hostGateway, the gateway of its network (or
+// 127.0.0.1 in the host's network namespace); while that is not known ("")
+// the entry waits for the file written after the network's setup.
+func HostsFile(s *core.ContainerSpec, hostname, name, hostGateway string) (string, error) {
 	var b strings.Builder
 	b.WriteString("127.0.0.1\tlocalhost localhost.localdomain localhost4 localhost4.localdomain4\n")
 	b.WriteString("::1\tlocalhost localhost.localdomain localhost6 localhost6.localdomain6\n")
+	if s.NetNS.NSMode == core.NetNSHost {
+		hostGateway = "127.0.0.1"
+	}
 	for i, h := range s.HostAdd {
 		host, ip, ok := strings.Cut(h, ":")
 		if !ok || host == "" || ip == "" {
 			return "", core.InvalidArgument(fmt.Sprintf("hostadd[%d]", i), fmt.Errorf("%q is not host:ip", h))
 		}
-		fmt.Fprintf(&b, "%s\t%s\n", ip, host)
+		if ip == HostGateway {
+			if hostGateway == "" {
+				continue
+			}
+			ip = hostGateway
+		} else if net.ParseIP(strings.Trim(ip, "[]")) == nil {
+			return "", core.InvalidArgument(fmt.Sprintf("hostadd[%d]", i), fmt.Errorf("%q: %q is not an IP address or host-gateway", h, ip))
+		}
+		fmt.Fprintf(&b, "%s\t%s\n", strings.Trim(ip, "[]"), host)
 	}
 	names := hostname
 	if name != "" && name != hostname {

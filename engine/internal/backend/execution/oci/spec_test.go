@@ -342,3 +342,26 @@ func TestMountsIPCModesAndImageFiles(t *testing.T) {
 		t.Fatalf("/etc/hostname: %+v", m["/etc/hostname"])
 	}
 }
+
+// TestHostsFileHostGateway: --add-host NAME:host-gateway names the host as
+// the container reaches it (its network's gateway; 127.0.0.1 in the host's
+// network namespace), and waits while that is not known; an address that is
+// not an IP is a 400 naming the entry.
+func TestHostsFileHostGateway(t *testing.T) {
+	s := &core.ContainerSpec{HostAdd: []string{"gw:host-gateway", "six:[fd00::1]", "four:10.1.2.3"}}
+	hosts, err := HostsFile(s, "h", "n", "10.77.0.1")
+	if err != nil || !strings.Contains(hosts, "10.77.0.1\tgw\n") || !strings.Contains(hosts, "fd00::1\tsix\n") || !strings.Contains(hosts, "10.1.2.3\tfour\n") {
+		t.Fatalf("hosts %q (%v)", hosts, err)
+	}
+	if hosts, _ := HostsFile(s, "h", "n", ""); strings.Contains(hosts, "gw") {
+		t.Errorf("an unknown gateway wrote %q", hosts)
+	}
+	s.NetNS = core.Namespace{NSMode: core.NetNSHost}
+	if hosts, _ := HostsFile(s, "h", "n", ""); !strings.Contains(hosts, "127.0.0.1\tgw\n") {
+		t.Errorf("in the host's network: %q", hosts)
+	}
+	var fe *core.FieldError
+	if _, err := HostsFile(&core.ContainerSpec{HostAdd: []string{"a:1.2.3.4", "b:nonsense"}}, "h", "n", ""); !errors.As(err, &fe) || fe.Field != "hostadd[1]" {
+		t.Errorf("a bad address: %v", err)
+	}
+}

@@ -173,7 +173,7 @@ func (j *job) execRun(ctx context.Context, rootfs string, st *imageState, sc *st
 	}
 
 	hostname := id[len(id)-12:]
-	hosts, err := oci.HostsFile(spec, hostname, "")
+	hosts, err := oci.HostsFile(spec, hostname, "", "")
 	if err != nil {
 		return err
 	}

@@ -267,7 +267,7 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 	}
 	imgCfg := imageConfigOf(rec, img)
 	hostname := hostnameOf(rec)
-	hosts, err := oci.HostsFile(&rec.Spec, hostname, rec.Name)
+	hosts, err := oci.HostsFile(&rec.Spec, hostname, rec.Name, "")
 	if err != nil {
 		return nil, err
 	}

@@ -459,10 +459,6 @@ func (m *Manager) writeNetworkFiles(rec record) error {
 	}
 	resolv := oci.NetworkResolvConf(&rec.Spec, m.hostResolv, dnsServers, search)
 	hostname := hostnameOf(&rec)
-	hosts, err := oci.HostsFile(&rec.Spec, hostname, rec.Name)
-	if err != nil {
-		return err
-	}
 	var extra strings.Builder
 	gateway := ""
 	for _, name := range sortedKeys(rec.NetStatus) {
@@ -476,6 +472,10 @@ func (m *Manager) writeNetworkFiles(rec record) error {
 				}
 			}
 		}
+	}
+	hosts, err := oci.HostsFile(&rec.Spec, hostname, rec.Name, gateway)
+	if err != nil {
+		return err
 	}
 	if gateway != "" {
 		fmt.Fprintf(&extra, "%s\thost.containers.internal\n", gateway)
