@@ -286,6 +286,8 @@ type ContainerSpec struct {
 const (
 	LogDriverK8sFile  = "k8s-file"
 	LogDriverJournald = "journald"
+	// LogDriverNone keeps no log: attached clients still get the output.
+	LogDriverNone = "none"
 )
 
 // LogConfig is Podman's LogConfig of a SpecGenerator. Only the driver and,
@@ -307,6 +309,16 @@ func (s *ContainerSpec) LogDriver() string {
 		return s.LogConfiguration.Driver
 	}
 	return LogDriverK8sFile
+}
+
+// LogsReadable says whether the container keeps a log to read: one with
+// the none driver answers ErrLogsNotKept.
+func (c *Container) LogsReadable() error {
+	if c.Spec.LogDriver() == LogDriverNone {
+		// Podman's words.
+		return fmt.Errorf("this container is using the 'none' log driver, cannot read logs: %w", ErrLogsNotKept)
+	}
+	return nil
 }
 
 // LogSizeMax is the size in bytes at which conmon starts the log file over
@@ -338,9 +350,9 @@ func (lc *LogConfig) validate() error {
 		return nil
 	}
 	switch lc.Driver {
-	case "", LogDriverK8sFile, LogDriverJournald:
+	case "", LogDriverK8sFile, LogDriverJournald, LogDriverNone:
 	default:
-		return InvalidArgument("log_configuration.driver", fmt.Errorf("log driver %q is not supported (k8s-file, journald)", lc.Driver))
+		return InvalidArgument("log_configuration.driver", fmt.Errorf("log driver %q is not supported (k8s-file, journald, none)", lc.Driver))
 	}
 	for k := range lc.Options {
 		if k != "tag" {
@@ -355,6 +367,9 @@ func (lc *LogConfig) validate() error {
 	}
 	if lc.Size > 0 && lc.Driver == LogDriverJournald {
 		return InvalidArgument("log_configuration.size", errors.New("a log size limit needs the k8s-file log driver (journald keeps its own limits)"))
+	}
+	if lc.Size > 0 && lc.Driver == LogDriverNone {
+		return InvalidArgument("log_configuration.size", errors.New("a log size limit needs the k8s-file log driver (none keeps no log)"))
 	}
 	tag := lc.tag()
 	if tag != "" && lc.Driver != LogDriverJournald {

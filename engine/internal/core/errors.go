@@ -44,6 +44,9 @@ var (
 	// ErrInvalidArgument: a request parameter is malformed or out of range (400).
 	// Wrap it with the field name: InvalidArgument("reference", err).
 	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrLogsNotKept: the container's log driver keeps no log to read
+	// (none) (501, as dockerd answers).
+	ErrLogsNotKept = errors.New("this container is not logging output")
 	// ErrNotModified: the object is already in the requested state (304).
 	ErrNotModified = errors.New("not modified")
 	// ErrAmbiguous: a short ID prefix matches several objects (409, as Podman answers).

@@ -272,8 +272,10 @@ func refuseUnsupported(cfg *containertypes.Config, hc *containertypes.HostConfig
 		return bad("HostConfig.MaskedPaths", "custom masked paths are not supported")
 	case len(hc.ReadonlyPaths) > 0:
 		return bad("HostConfig.ReadonlyPaths", "custom read-only paths are not supported")
-	case hc.LogConfig.Type != "" && hc.LogConfig.Type != "json-file" && hc.LogConfig.Type != "k8s-file" && hc.LogConfig.Type != "local" && hc.LogConfig.Type != core.LogDriverJournald:
-		return bad("HostConfig.LogConfig.Type", fmt.Sprintf("%q is not supported (the engine keeps a log file per container, or sends it to journald)", hc.LogConfig.Type))
+	case hc.LogConfig.Type == core.LogDriverNone && len(hc.LogConfig.Config) > 0:
+		return bad("HostConfig.LogConfig.Config", "the none log driver takes no options")
+	case hc.LogConfig.Type != "" && hc.LogConfig.Type != "json-file" && hc.LogConfig.Type != "k8s-file" && hc.LogConfig.Type != "local" && hc.LogConfig.Type != core.LogDriverJournald && hc.LogConfig.Type != core.LogDriverNone:
+		return bad("HostConfig.LogConfig.Type", fmt.Sprintf("%q is not supported (the engine keeps a log file per container, sends it to journald, or keeps none)", hc.LogConfig.Type))
 	case hc.LogConfig.Type == core.LogDriverJournald && (len(hc.LogConfig.Config) > 1 || len(hc.LogConfig.Config) == 1 && hc.LogConfig.Config["tag"] == ""):
 		return bad("HostConfig.LogConfig.Config", "journald takes only the option tag")
 	case logErr != nil:
@@ -727,6 +729,9 @@ func signalName(n int) string {
 func dockerLogConfig(lc containertypes.LogConfig) *core.LogConfig {
 	if lc.Type == core.LogDriverJournald {
 		return &core.LogConfig{Driver: core.LogDriverJournald, Tag: lc.Config["tag"]}
+	}
+	if lc.Type == core.LogDriverNone {
+		return &core.LogConfig{Driver: core.LogDriverNone}
 	}
 	if size, err := fileLogSize(lc.Config); err == nil && size > 0 {
 		return &core.LogConfig{Driver: core.LogDriverK8sFile, Size: size}

@@ -324,6 +324,9 @@ func minString(v []string) string {
 // reads its own) or journald with its tag.
 func dockerInspectLogConfig(s *core.ContainerSpec) containertypes.LogConfig {
 	lc := containertypes.LogConfig{Type: "json-file", Config: map[string]string{}}
+	if s.LogDriver() == core.LogDriverNone {
+		lc.Type = core.LogDriverNone
+	}
 	if s.LogDriver() == core.LogDriverJournald {
 		lc.Type = core.LogDriverJournald
 		if tag := s.LogTag(); tag != "" {

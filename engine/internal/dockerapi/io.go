@@ -148,6 +148,11 @@ func (s *server) containerLogs(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if err := c.LogsReadable(); err != nil {
+		// dockerd: "configured logging driver does not support reading" (501).
+		writeError(w, err)
+		return
+	}
 	tty := c.Spec.Terminal
 	if tty {
 		w.Header().Set("Content-Type", "application/vnd.docker.raw-stream")

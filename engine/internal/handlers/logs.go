@@ -59,7 +59,11 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	name := pathParam(r, "name")
-	if _, err := s.deps.Containers.Lookup(r.Context(), name); err != nil {
+	c, err := s.deps.Containers.Lookup(r.Context(), name)
+	if err == nil {
+		err = c.LogsReadable()
+	}
+	if err != nil {
 		writeError(w, err)
 		return
 	}

@@ -54,6 +54,8 @@ func StatusOf(err error) int {
 		return http.StatusRequestTimeout
 	case errors.Is(err, core.ErrInvalidArgument):
 		return http.StatusBadRequest
+	case errors.Is(err, core.ErrLogsNotKept):
+		return http.StatusNotImplemented
 	default:
 		return http.StatusInternalServerError
 	}

@@ -98,6 +98,9 @@ func (s *Service) Logs(ctx context.Context, nameOrID string, opts LogOptions, em
 	if err != nil {
 		return err
 	}
+	if err := c.LogsReadable(); err != nil {
+		return err
+	}
 	readOpts := logs.Options{Since: opts.Since, Until: opts.Until, Tail: opts.Tail, Follow: opts.Follow}
 	if opts.Follow {
 		_, done, unsubscribe, err := s.exitWatch(ctx, c.ID)
@@ -149,7 +152,8 @@ func LogFrames(stdout, stderr bool, stamp func(frame []byte, t time.Time) []byte
 // stderr's records on stdout with a terminal, a stream with a nil writer
 // left out. logsOf is the service's Logs (or what stands for it).
 func replayLog(ctx context.Context, logsOf func(ctx context.Context, nameOrID string, opts LogOptions, emit func(logs.Line) error) error, nameOrID string, tty bool, stdout, stderr io.Writer) error {
-	return logsOf(ctx, nameOrID, LogOptions{Tail: -1}, func(l logs.Line) error {
+	// A container that keeps no log (driver none) has none to replay.
+	err := logsOf(ctx, nameOrID, LogOptions{Tail: -1}, func(l logs.Line) error {
 		dst := stdout
 		if l.Stream == logs.Stderr && !tty {
 			dst = stderr
@@ -164,6 +168,10 @@ func replayLog(ctx context.Context, logsOf func(ctx context.Context, nameOrID st
 		_, err := dst.Write(text)
 		return err
 	})
+	if errors.Is(err, core.ErrLogsNotKept) {
+		return nil
+	}
+	return err
 }
 
 // Hijacked is an attach over a hijacked connection, as both front doors

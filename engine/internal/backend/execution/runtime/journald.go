@@ -29,15 +29,15 @@ func Journald() error {
 // where it runs.
 func LogDrivers() []string {
 	if Journald() == nil {
-		return []string{core.LogDriverK8sFile, core.LogDriverJournald}
+		return []string{core.LogDriverK8sFile, core.LogDriverJournald, core.LogDriverNone}
 	}
-	return []string{core.LogDriverK8sFile}
+	return []string{core.LogDriverK8sFile, core.LogDriverNone}
 }
 
 // logArg is conmon's -l value for o: journald, or k8s-file:PATH.
 func logArg(o CreateOptions) string {
-	if o.LogDriver == core.LogDriverJournald {
-		return core.LogDriverJournald
+	if o.LogDriver == core.LogDriverJournald || o.LogDriver == core.LogDriverNone {
+		return o.LogDriver
 	}
 	return core.LogDriverK8sFile + ":" + o.LogPath
 }

@@ -575,6 +575,9 @@ func inspectLogConfig(r *record) *core.InspectLogConfig {
 		}
 		return lc
 	}
+	if lc.Type == core.LogDriverNone {
+		return lc
+	}
 	lc.Path = r.LogPath
 	return lc
 }
