@@ -1078,6 +1078,9 @@ func (noCgroup) Is(target error) bool { return target == ErrStateConflict }
 
 // IPC and UTS namespace modes (IpcNS.NSMode, UtsNS.NSMode) beyond the default.
 const (
+	// NSContainer joins another container's namespace (Value: its name,
+	// recorded by ID).
+	NSContainer    = "container"
 	IPCNSNone      = "none"
 	IPCNSPrivate   = "private"
 	IPCNSShareable = "shareable"
@@ -1115,12 +1118,25 @@ func (s *ContainerSpec) validateIPCAndUTS() error {
 	}
 	switch s.UtsNS.NSMode {
 	case "", "private":
-	case NSHost:
+	case NSHost, NSContainer:
 		if s.Hostname != "" {
-			return InvalidArgument("hostname", errors.New("a container in the host's UTS namespace has the host's hostname"))
+			return InvalidArgument("hostname", errors.New("a container in another UTS namespace (the host's or a container's) has its hostname"))
 		}
 	default:
-		return InvalidArgument("utsns", fmt.Errorf("mode %q is not supported (private, host)", s.UtsNS.NSMode))
+		return InvalidArgument("utsns", fmt.Errorf("mode %q is not supported (private, host, container:ID)", s.UtsNS.NSMode))
+	}
+	switch s.PidNS.NSMode {
+	case "", "private", NSHost, NSContainer:
+	default:
+		return InvalidArgument("pidns", fmt.Errorf("mode %q is not supported (private, host, container:ID)", s.PidNS.NSMode))
+	}
+	for field, ns := range map[string]Namespace{"utsns": s.UtsNS, "pidns": s.PidNS} {
+		if ns.NSMode == NSContainer && ns.Value == "" {
+			return InvalidArgument(field, errors.New("mode container needs the container to join"))
+		}
+		if ns.NSMode != NSContainer && ns.Value != "" {
+			return InvalidArgument(field, fmt.Errorf("mode %s takes no value", ns.NSMode))
+		}
 	}
 	return nil
 }

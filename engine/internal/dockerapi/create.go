@@ -81,6 +81,7 @@ func (s *server) containerCreate(w http.ResponseWriter, r *http.Request) {
 // createFieldNames are Docker's names of the spec members the backend's
 // 400s name, where the backend checks what the translation passed on.
 var createFieldNames = map[string]string{
+	"pidns":    "HostConfig.PidMode",
 	"ipcns":    "HostConfig.IpcMode",
 	"shm_size": "HostConfig.ShmSize",
 }
@@ -184,12 +185,14 @@ func (s *server) toSpec(name string, cfg *containertypes.Config, hc *containerty
 			return spec, core.InvalidArgument("HostConfig.SecurityOpt", fmt.Errorf("%q is not supported", opt))
 		}
 	}
-	switch hc.PidMode {
-	case "", "private":
-	case "host":
+	switch mode := string(hc.PidMode); {
+	case mode == "", mode == "private":
+	case mode == "host":
 		spec.PidNS = core.Namespace{NSMode: "host"}
+	case strings.HasPrefix(mode, "container:") && len(mode) > len("container:"):
+		spec.PidNS = core.Namespace{NSMode: core.NSContainer, Value: strings.TrimPrefix(mode, "container:")}
 	default:
-		return spec, core.InvalidArgument("HostConfig.PidMode", fmt.Errorf("%q is not supported (private or host)", hc.PidMode))
+		return spec, core.InvalidArgument("HostConfig.PidMode", fmt.Errorf("%q is not supported (private, host or container:NAME)", hc.PidMode))
 	}
 	// Without a mode the engine's default is Docker's: private on the
 	// unified hierarchy, the host's on v1.

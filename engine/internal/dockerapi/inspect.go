@@ -185,8 +185,8 @@ func (s *server) hostConfig(c *core.Container, in *core.InspectContainerData) *c
 		LogConfig:       dockerInspectLogConfig(&c.Spec),
 		RestartPolicy:   containertypes.RestartPolicy{Name: containertypes.RestartPolicyMode(firstNonEmpty(c.Spec.RestartPolicy, "no"))},
 	}
-	if c.Spec.PidNS.NSMode == "host" {
-		hc.PidMode = "host"
+	if m := c.Spec.PidNS.NSMode; m == core.NSHost || m == core.NSContainer {
+		hc.PidMode = containertypes.PidMode(ih.PidMode)
 	}
 	if c.Spec.UtsNS.NSMode == core.NSHost {
 		hc.UTSMode = containertypes.UTSMode(core.NSHost)

@@ -505,11 +505,12 @@ func namespaces(s *core.ContainerSpec, netnsPath string) ([]specs.LinuxNamespace
 		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.MountNamespace},
 	}
 	switch s.PidNS.NSMode {
-	case "", "private":
+	case "", "private", core.NSContainer:
+		// A container's namespace is joined at init (JoinNamespaces).
 	case "host":
 		ns = ns[1:]
 	default:
-		return nil, core.InvalidArgument("pidns", fmt.Errorf("mode %q is not supported (private or host)", s.PidNS.NSMode))
+		return nil, core.InvalidArgument("pidns", fmt.Errorf("mode %q is not supported (private, host, container)", s.PidNS.NSMode))
 	}
 	if s.IpcNS.NSMode == core.NSHost {
 		ns = slices.DeleteFunc(ns, func(n specs.LinuxNamespace) bool { return n.Type == specs.IPCNamespace })

@@ -89,6 +89,9 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 	if err := m.resolveIPCNS(&spec); err != nil {
 		return "", nil, err
 	}
+	if err := m.resolveJoinedNS(&spec); err != nil {
+		return "", nil, err
+	}
 	if err := m.resolveDependencies(&spec); err != nil {
 		return "", nil, err
 	}
@@ -340,6 +343,7 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 	if err != nil {
 		return nil, err
 	}
+	joins = m.joinDonorNamespaces(rec, joins)
 	aaProfile, err := m.apparmorProfile(&spec)
 	if err != nil {
 		return nil, err
@@ -442,8 +446,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 	if err := m.ensureDependenciesRunning(ctx, &rec); err != nil {
 		return err
 	}
-	joinsIPC := rec.Spec.IpcNS.NSMode == core.IPCNSContainer
-	if rec.PodJoin.InfraID != "" || joinsIPC || m.cdiStale(&rec) {
+	if rec.PodJoin.InfraID != "" || joinsOthers(&rec) || m.cdiStale(&rec) {
 		// A pod member's spec names the infra process of this run (whose
 		// namespaces must exist), as a joiner's names its IPC donor's; a
 		// CDI device's edits are read from its spec as it is now, as

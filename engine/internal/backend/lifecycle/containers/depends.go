@@ -41,6 +41,11 @@ func dependencies(rec *record) []string {
 	if rec.Spec.IpcNS.NSMode == core.IPCNSContainer && !slices.Contains(out, rec.Spec.IpcNS.Value) {
 		out = append(out, rec.Spec.IpcNS.Value)
 	}
+	for _, id := range namespaceDonors(rec) {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
 	if out == nil {
 		out = []string{}
 	}

@@ -101,8 +101,8 @@ func (m *Manager) joinPod(ctx context.Context, spec *core.ContainerSpec) (*core.
 	if pm.Shares(core.PodShareIPC) && (spec.IpcNS.NSMode == core.NSHost || spec.IpcNS.NSMode == core.IPCNSNone || spec.IpcNS.NSMode == core.IPCNSContainer) {
 		return nil, core.InvalidArgument("ipcns", fmt.Errorf("the container joins the IPC namespace of pod %s and cannot set its own mode %q", pm.PodName, spec.IpcNS.NSMode))
 	}
-	if pm.Shares(core.PodShareUTS) && spec.UtsNS.NSMode == core.NSHost {
-		return nil, core.InvalidArgument("utsns", fmt.Errorf("the container joins the UTS namespace of pod %s and cannot use the host's", pm.PodName))
+	if pm.Shares(core.PodShareUTS) && (spec.UtsNS.NSMode == core.NSHost || spec.UtsNS.NSMode == core.NSContainer) {
+		return nil, core.InvalidArgument("utsns", fmt.Errorf("the container joins the UTS namespace of pod %s and cannot set its own mode %q", pm.PodName, spec.UtsNS.NSMode))
 	}
 	if pm.Shares(core.PodShareUTS) && spec.Hostname != "" {
 		return nil, core.InvalidArgument("hostname", fmt.Errorf("the container joins the UTS namespace of pod %s, whose hostname is %q", pm.PodName, pm.Hostname))
