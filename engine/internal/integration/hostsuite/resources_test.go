@@ -417,3 +417,43 @@ func TestHealthLogDestinations(t *testing.T) {
 		t.Errorf("%s after the container's removal: %v", file, err)
 	}
 }
+
+// TestJoinedNamespacesAndSharedMemory: a container made with ipcns, pidns
+// and utsns container:NAME shares NAME's IPC, PID and UTS namespaces and
+// its /dev/shm (a tmpfs the engine mounts on the host side), under either
+// cgroup manager; removal unmounts that tmpfs. A numeric user the image
+// lacks gets an /etc/passwd entry.
+func TestJoinedNamespacesAndSharedMemory(t *testing.T) {
+	l := startLab(t)
+	donor := l.Run(map[string]any{"command": []string{"sh", "-c", "echo shared > /dev/shm/seg; exec sleep 600"}})
+	join := map[string]string{"nsmode": "container", "value": donor}
+	joiner := l.Run(map[string]any{"ipcns": join, "pidns": join, "utsns": join, "user": "1234",
+		"command": []string{"sh", "-c", "whoami > /tmp/me; exec sleep 600"}})
+	poll.Until(t, 10*time.Second, "the donor's /dev/shm file seen by the joiner", func() bool {
+		data, _ := os.ReadFile(l.rootfsFile(joiner, "dev/shm/seg"))
+		return string(data) == "shared\n"
+	})
+	dp, jp := strconv.Itoa(l.inspect(donor).State.Pid), strconv.Itoa(l.inspect(joiner).State.Pid)
+	for _, ns := range []string{"ipc", "pid", "uts"} {
+		d, _ := os.Readlink("/proc/" + dp + "/ns/" + ns)
+		j, err := os.Readlink("/proc/" + jp + "/ns/" + ns)
+		if err != nil || d != j {
+			t.Errorf("%s namespace: joiner %q (%v), donor %q", ns, j, err, d)
+		}
+	}
+	poll.Until(t, 10*time.Second, "the joiner's whoami", func() bool {
+		data, _ := os.ReadFile(l.rootfsFile(joiner, "tmp/me"))
+		return string(data) == "1234\n"
+	})
+	shmMounted := func() bool {
+		data, _ := os.ReadFile("/proc/self/mountinfo")
+		return strings.Contains(string(data), donor+"/userdata/shm ")
+	}
+	if !shmMounted() {
+		t.Error("the donor's /dev/shm is not mounted on the host side")
+	}
+	for _, id := range []string{joiner, donor} {
+		l.Must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
+	}
+	poll.Until(t, 10*time.Second, "the donor's /dev/shm unmounted after its removal", func() bool { return !shmMounted() })
+}
