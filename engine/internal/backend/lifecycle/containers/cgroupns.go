@@ -74,17 +74,3 @@ func (m *Manager) joinCgroupNS(rec *record, joins map[specs.LinuxNamespaceType]s
 	joins[specs.CgroupNamespace] = filepath.Join("/proc", strconv.Itoa(target.PID), "ns", "cgroup")
 	return joins, nil
 }
-
-// cgroupnsMode is inspect's HostConfig.CgroupnsMode: host, private,
-// container:ID or ns:PATH.
-func cgroupnsMode(ns core.Namespace) string {
-	switch ns.NSMode {
-	case "":
-		return core.CgroupNSHost
-	case core.CgroupNSContainer:
-		return "container:" + ns.Value
-	case core.CgroupNSPath:
-		return "ns:" + ns.Value
-	}
-	return ns.NSMode
-}

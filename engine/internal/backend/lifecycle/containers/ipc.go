@@ -32,18 +32,6 @@ import (
 // shmDir is where a container's shareable /dev/shm is mounted on the host.
 func shmDir(static string) string { return filepath.Join(static, "shm") }
 
-// ipcMode is inspect's HostConfig.IpcMode: shareable, private, none, host
-// or container:ID.
-func ipcMode(ns core.Namespace) string {
-	switch ns.NSMode {
-	case "":
-		return core.IPCNSShareable
-	case core.IPCNSContainer:
-		return "container:" + ns.Value
-	}
-	return ns.NSMode
-}
-
 // sharesPodIPC reports whether rec joins its pod infra container's IPC
 // namespace.
 func sharesPodIPC(rec *record) bool {
@@ -70,7 +58,7 @@ func (m *Manager) resolveIPCNS(spec *core.ContainerSpec) error {
 	}
 	t := m.snapshot(target)
 	if !t.Spec.SharesIPC() {
-		return core.InvalidArgument("ipcns", fmt.Errorf("container %s has a non-shareable IPC namespace (%s): create it with --ipc shareable to join it", t.Name, ipcMode(t.Spec.IpcNS)))
+		return core.InvalidArgument("ipcns", fmt.Errorf("container %s has a non-shareable IPC namespace (%s): create it with --ipc shareable to join it", t.Name, nsModeString(t.Spec.IpcNS, core.IPCNSShareable)))
 	}
 	ns.Value = t.ID
 	return nil

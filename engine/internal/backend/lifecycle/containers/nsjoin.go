@@ -105,14 +105,17 @@ func joinsOthers(rec *record) bool {
 	return rec.Spec.IpcNS.NSMode == core.IPCNSContainer || len(namespaceDonors(rec)) > 0
 }
 
-// nsModeString is inspect's PidMode or UTSMode: private, host or
-// container:ID.
-func nsModeString(ns core.Namespace) string {
+// nsModeString is how inspect names a namespace mode (PidMode, UTSMode,
+// IpcMode, CgroupnsMode): unset for the default, container:ID, ns:PATH, or
+// the mode.
+func nsModeString(ns core.Namespace, unset string) string {
 	switch ns.NSMode {
 	case "":
-		return "private"
+		return unset
 	case core.NSContainer:
 		return "container:" + ns.Value
+	case core.CgroupNSPath:
+		return "ns:" + ns.Value
 	}
 	return ns.NSMode
 }
