@@ -65,6 +65,16 @@ const (
 	NetNSPrivate = "private"
 )
 
+// ImageVolume is an image's file system mounted at Destination: read-only,
+// or with ReadWrite an overlay whose changes last one run of the container;
+// SubPath mounts only that directory of the image.
+type ImageVolume struct {
+	Source      string
+	Destination string
+	ReadWrite   bool   `json:",omitempty"`
+	SubPath     string `json:"subPath,omitempty"`
+}
+
 // ContainerSpec is the creation request: the subset of Podman's SpecGenerator
 // JSON (what `podman --remote create` sends) that the engine understands.
 // Every other member must hold its zero value or a default the engine
@@ -79,6 +89,9 @@ type ContainerSpec struct {
 	Rootfs        string `json:"rootfs,omitempty"`
 	RootfsOverlay bool   `json:"rootfs_overlay,omitempty"`
 	RawImageName  string `json:"raw_image_name,omitempty"`
+	// ImageVolumes mount images' file systems into the container (podman's
+	// --mount type=image, Docker's type=image). Recorded by image ID.
+	ImageVolumes []ImageVolume `json:"image_volumes,omitempty"`
 	// DependencyContainers are containers this one requires (podman's
 	// --requires): each is started before it, and none can be removed
 	// before it. Recorded by ID.

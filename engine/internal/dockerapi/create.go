@@ -537,6 +537,13 @@ func storageMounts(spec *core.ContainerSpec, cfg *containertypes.Config, hc *con
 				opts = append(opts, "nocopy")
 			}
 			spec.Volumes = append(spec.Volumes, core.NamedVolume{Name: m.Source, Dest: m.Target, Options: opts})
+		case mount.TypeImage:
+			iv := core.ImageVolume{Source: m.Source, Destination: m.Target}
+			if m.ImageOptions != nil {
+				iv.SubPath = m.ImageOptions.Subpath
+			}
+			// dockerd mounts images read-only.
+			spec.ImageVolumes = append(spec.ImageVolumes, iv)
 		case mount.TypeTmpfs:
 			if m.TmpfsOptions != nil {
 				if m.TmpfsOptions.SizeBytes > 0 {

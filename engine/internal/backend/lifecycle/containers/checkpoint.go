@@ -258,22 +258,22 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 	}); err != nil {
 		return report, err
 	}
-	if err := mountShm(&rec); err != nil {
+	if err := m.mountPerRun(ctx, &rec); err != nil {
 		return report, err
 	}
 	if err := restoreShm(&rec, dir); err != nil {
-		unmountShm(rec.StaticDir)
+		unmountPerRun(rec.StaticDir)
 		return report, err
 	}
 	if err := m.mountVolumes(ctx, &rec); err != nil {
 		m.unmountVolumes(ctx, &rec)
-		unmountShm(rec.StaticDir)
+		unmountPerRun(rec.StaticDir)
 		return report, err
 	}
 	if err := m.setupNetworksLocked(ctx, e, restoreNetworks(rec.Spec.Networks, rec.CheckpointNets, opts)); err != nil {
 		m.teardownNetworkLocked(ctx, e)
 		m.unmountVolumes(ctx, &rec)
-		unmountShm(rec.StaticDir)
+		unmountPerRun(rec.StaticDir)
 		return report, err
 	}
 	os.Remove(filepath.Join(dir, runtime.RestoreLog))
@@ -281,7 +281,7 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 	if err != nil {
 		m.teardownNetworkLocked(ctx, e)
 		m.unmountVolumes(ctx, &rec)
-		unmountShm(rec.StaticDir)
+		unmountPerRun(rec.StaticDir)
 		return report, err
 	}
 	if criuConf != "" {
@@ -302,7 +302,7 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 		m.rt.Cleanup(rec.ID)
 		m.teardownNetworkLocked(ctx, e)
 		m.unmountVolumes(ctx, &rec)
-		unmountShm(rec.StaticDir)
+		unmountPerRun(rec.StaticDir)
 		m.update(ctx, e, func(r *record) { r.Restoring = false })
 		msg := err.Error()
 		var ce *runtime.CreateError

@@ -95,6 +95,9 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 	if err := m.resolveDependencies(&spec); err != nil {
 		return "", nil, err
 	}
+	if err := m.resolveImageVolumes(ctx, &spec); err != nil {
+		return "", nil, err
+	}
 	if err := checkPasswdRequest(&spec); err != nil {
 		return "", nil, err
 	}
@@ -323,6 +326,11 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 		return nil, err
 	}
 	extra = append(extra, passwdMounts...)
+	imageBinds, err := imageVolumeBinds(rec)
+	if err != nil {
+		return nil, err
+	}
+	extra = append(extra, imageBinds...)
 	if len(extra) > 0 {
 		spec.Mounts = append(slices.Clone(spec.Mounts), extra...)
 	}
@@ -469,19 +477,19 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 			return err
 		}
 	}
-	if err := mountShm(&rec); err != nil {
+	if err := m.mountPerRun(ctx, &rec); err != nil {
 		return err
 	}
 	if err := m.mountVolumes(ctx, &rec); err != nil {
 		m.unmountVolumes(ctx, &rec)
-		unmountShm(rec.StaticDir)
+		unmountPerRun(rec.StaticDir)
 		return err
 	}
 	if !netNSAfterCreate(&rec) {
 		if err := m.setupNetworkLocked(ctx, e); err != nil {
 			m.teardownNetworkLocked(ctx, e)
 			m.unmountVolumes(ctx, &rec)
-			unmountShm(rec.StaticDir)
+			unmountPerRun(rec.StaticDir)
 			return err
 		}
 	}
@@ -495,7 +503,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 		m.rt.Delete(context.WithoutCancel(ctx), rec.ID, true)
 		m.rt.Cleanup(rec.ID)
 		m.unmountVolumes(ctx, &rec)
-		unmountShm(rec.StaticDir)
+		unmountPerRun(rec.StaticDir)
 		m.teardownNetworkLocked(ctx, e)
 		msg := err.Error()
 		m.update(ctx, e, func(r *record) {
@@ -517,7 +525,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 			m.rt.Delete(context.WithoutCancel(ctx), rec.ID, true)
 			m.rt.Cleanup(rec.ID)
 			m.unmountVolumes(ctx, &rec)
-			unmountShm(rec.StaticDir)
+			unmountPerRun(rec.StaticDir)
 			m.teardownNetworkLocked(ctx, e)
 			m.update(ctx, e, func(r *record) {
 				r.Rootfs, r.Mounted, r.Path, r.Args, r.CDIGeneration = rec.Rootfs, rec.Mounted, rec.Path, rec.Args, rec.CDIGeneration

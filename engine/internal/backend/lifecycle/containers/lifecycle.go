@@ -257,7 +257,7 @@ func (m *Manager) cleanupLocked(ctx context.Context, e *entry) {
 		m.releaseSystemdUnits(ctx, &rec)
 	}()
 	m.unmountVolumes(ctx, &rec)
-	unmountShm(rec.StaticDir)
+	unmountPerRun(rec.StaticDir)
 	unmount := rec.Mounted && rec.UserMounts == 0 && !m.copyHeld(e)
 	if unmount {
 		if err := m.unmountRoot(rec.ID, &rec.Spec); err != nil {

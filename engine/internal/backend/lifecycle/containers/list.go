@@ -406,6 +406,9 @@ func inspectMounts(s *core.ContainerSpec, vols []mountedVolume) []core.InspectMo
 		}
 		out = append(out, im)
 	}
+	for _, iv := range s.ImageVolumes {
+		out = append(out, core.InspectMount{Type: "image", Source: iv.Source, Destination: iv.Destination, Options: []string{}, RW: iv.ReadWrite, Propagation: "rprivate"})
+	}
 	return out
 }
 

@@ -154,7 +154,7 @@ func (m *Manager) pruneExitCodes(ctx context.Context) {
 // deleteStorage deletes a removed container's storage and directories.
 func (m *Manager) deleteStorage(id, bundle, static string) {
 	m.unmountLayerLeftovers(id)
-	unmountShm(static)
+	unmountPerRun(static)
 	if err := discardOverlay(overlayRoot(static)); err != nil {
 		m.logger.Warn("unmount a --rootfs overlay", "container", id, "err", err)
 	}
@@ -281,7 +281,7 @@ func (m *Manager) ContainersUsingImage(ctx context.Context, imageID string) ([]s
 	defer m.mu.RUnlock()
 	var ids []string
 	for id, e := range m.byID {
-		if e.rec.ImageID == imageID {
+		if e.rec.ImageID == imageID || usesImageVolume(&e.rec, imageID) {
 			ids = append(ids, id)
 		}
 	}
