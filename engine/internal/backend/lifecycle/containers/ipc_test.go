@@ -104,7 +104,11 @@ func TestIPCShareableAndJoined(t *testing.T) {
 		t.Errorf("a refused create left a container (%d)", status)
 	}
 
-	te.Must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "ipcpod"})
+	// The pod's shm_size sizes the /dev/shm its members share.
+	te.Must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "ipcpod", "shm_size": 2 << 20})
+	if status, body := te.Do("POST", "/pods/create", map[string]any{"name": "netonly", "shared_namespaces": []string{"net"}, "shm_size": 2 << 20}); status != http.StatusBadRequest || !strings.Contains(string(body), "shm_size") {
+		t.Errorf("shm_size on a pod that shares no IPC: %d %s", status, body)
+	}
 	m1 := te.create(map[string]any{"name": "m1", "pod": "ipcpod", "command": writer("m1")})
 	m2 := te.create(map[string]any{"name": "m2", "pod": "ipcpod", "command": writer("m2")})
 	for _, id := range []string{m1, m2} {
@@ -113,6 +117,10 @@ func TestIPCShareableAndJoined(t *testing.T) {
 	poll.Until(t, 10*time.Second, "pod members see each other's /dev/shm files", func() bool {
 		return shmFile(m1, "m2") == "m2\n" && shmFile(m2, "m1") == "m1\n"
 	})
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(procOf(m1)+"/root/dev/shm", &fs); err != nil || fs.Blocks*uint64(fs.Bsize) != 2<<20 {
+		t.Errorf("a pod member's /dev/shm holds %d bytes (%v), want the pod's 2 MiB", fs.Blocks*uint64(fs.Bsize), err)
+	}
 
 	// The donor's process ends while no engine runs.
 	donorPid := te.inspect(donor).State.Pid

@@ -153,6 +153,7 @@ func (m *Manager) createInfra(ctx context.Context, pod *core.Pod, image string) 
 		Image:    image,
 		Hostname: s.Hostname,
 		Labels:   s.Labels,
+		ShmSize:  s.ShmSize,
 		NetNS:    s.NetNS,
 		PidNS:    s.PidNS,
 		// The pod's network: the container backend resolves it (bridge on

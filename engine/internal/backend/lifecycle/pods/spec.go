@@ -59,6 +59,7 @@ func normalize(spec *core.PodSpec) error {
 			"hostadd": len(spec.HostAdd) > 0, "hostname": spec.Hostname != "",
 			"portmappings": len(spec.PortMappings) > 0, "Networks": len(spec.Networks) > 0,
 			"cni_networks": len(spec.CNINetworks) > 0, "network_options": len(spec.NetworkOptions) > 0,
+			"shm_size": spec.ShmSize != nil,
 		} {
 			if set {
 				return core.InvalidArgument(field, errors.New("a pod without an infra container cannot set it"))
@@ -71,6 +72,13 @@ func normalize(spec *core.PodSpec) error {
 		return err
 	}
 	spec.SharedNamespaces = shared
+	// The infra container's /dev/shm is the one members sharing IPC bind.
+	if spec.ShmSize != nil && !slices.Contains(shared, core.PodShareIPC) {
+		return core.InvalidArgument("shm_size", errors.New("the pod's /dev/shm is the one of its shared IPC namespace: share ipc to size it"))
+	}
+	if spec.ShmSize != nil && *spec.ShmSize <= 0 {
+		return core.InvalidArgument("shm_size", fmt.Errorf("%d must be positive", *spec.ShmSize))
+	}
 	return nil
 }
 
@@ -141,7 +149,6 @@ func refuseUnsupported(spec *core.PodSpec) error {
 		{"overlay_volumes", !emptyJSON(spec.OverlayVolumes)},
 		{"image_volumes", !emptyJSON(spec.ImageVolumes)},
 		{"volumes_from", len(spec.VolumesFrom) > 0},
-		{"shm_size", spec.ShmSize != nil},
 		{"shm_size_systemd", spec.ShmSizeSystemd != nil},
 		{"security_opt", len(spec.SecurityOpt) > 0},
 		{"serviceContainerID", spec.ServiceContainerID != ""},
