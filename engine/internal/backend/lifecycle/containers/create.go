@@ -497,20 +497,25 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 	// A pod's default infra container only holds namespaces: the engine
 	// runs its catatonit itself where the spec allows.
 	create.Pause = rec.IsInfra
-	created, err := m.rt.Create(ctx, create)
-	if err != nil {
-		// Whatever runc left (state dir, cgroup) goes; conmon exits by itself.
+	// undo releases what a runtime create that failed, or whose network
+	// setup failed after it, leaves: whatever runc left (state dir,
+	// cgroup) goes, conmon exits by itself; the container is configured
+	// again, with the failure as its error.
+	undo := func(err error) {
 		m.rt.Delete(context.WithoutCancel(ctx), rec.ID, true)
 		m.rt.Cleanup(rec.ID)
 		m.unmountVolumes(ctx, &rec)
 		unmountPerRun(rec.StaticDir)
 		m.teardownNetworkLocked(ctx, e)
-		msg := err.Error()
 		m.update(ctx, e, func(r *record) {
 			r.Rootfs, r.Mounted, r.Path, r.Args, r.CDIGeneration = rec.Rootfs, rec.Mounted, rec.Path, rec.Args, rec.CDIGeneration
 			r.State = core.StateConfigured
-			r.Error = msg
+			r.Error = err.Error()
 		})
+	}
+	created, err := m.rt.Create(ctx, create)
+	if err != nil {
+		undo(err)
 		var ce *runtime.CreateError
 		if errors.As(err, &ce) {
 			return &StartError{Name: rec.Name, Message: ce.Message}
@@ -522,16 +527,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 		// network goes into it before the container's process starts.
 		err := m.setupNetworksIn(ctx, e, nil, fmt.Sprintf("/proc/%d/ns/net", created.PID))
 		if err != nil {
-			m.rt.Delete(context.WithoutCancel(ctx), rec.ID, true)
-			m.rt.Cleanup(rec.ID)
-			m.unmountVolumes(ctx, &rec)
-			unmountPerRun(rec.StaticDir)
-			m.teardownNetworkLocked(ctx, e)
-			m.update(ctx, e, func(r *record) {
-				r.Rootfs, r.Mounted, r.Path, r.Args, r.CDIGeneration = rec.Rootfs, rec.Mounted, rec.Path, rec.Args, rec.CDIGeneration
-				r.State = core.StateConfigured
-				r.Error = err.Error()
-			})
+			undo(err)
 			return err
 		}
 	}
