@@ -109,6 +109,9 @@ func (pl *planner) container(ctx context.Context, d *document, t podTemplate, fi
 			return cs, d.fail(mfield+".mountPath", fmt.Errorf("%q is not an absolute path", vm.MountPath))
 		}
 		ro := vm.ReadOnly || src.readOnly
+		if vm.SubPath != "" && src.image == "" {
+			return cs, d.fail(mfield+".subPath", errors.New("is supported on image volumes only"))
+		}
 		switch {
 		case src.optional:
 		case src.device != "":
@@ -130,6 +133,9 @@ func (pl *planner) container(ctx context.Context, d *document, t podTemplate, fi
 				opts[0] = "ro"
 			}
 			cs.Mounts = append(cs.Mounts, mountSpec(vm.MountPath, "tmpfs", "tmpfs", opts))
+		case src.image != "":
+			// Read-only whatever the mount says, as in Kubernetes.
+			cs.ImageVolumes = append(cs.ImageVolumes, core.ImageVolume{Source: src.image, Destination: vm.MountPath, SubPath: vm.SubPath})
 		case src.named != "":
 			nv := core.NamedVolume{Name: src.named, Dest: vm.MountPath}
 			if ro {

@@ -124,7 +124,7 @@ func (pl *planner) pod(ctx context.Context, d *document, t podTemplate, out *pla
 	default:
 		return nil, d.fail(t.path+".restartPolicy", fmt.Errorf("%q is not Always, OnFailure or Never", spec.RestartPolicy))
 	}
-	mounts, err := pl.volumes(d, t, pp, out, volumeFiles)
+	mounts, err := pl.volumes(ctx, d, t, pp, out, volumeFiles)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -19,11 +20,13 @@ type mountSource struct {
 	device   string
 	named    string
 	tmpfs    string
+	// image is an image volume's reference (made local by the plan).
+	image    string
 	readOnly bool
 	optional bool
 }
 
-func (pl *planner) volumes(d *document, t podTemplate, pp *podPlan, out *plan, volumeFiles map[string]bool) (map[string]mountSource, error) {
+func (pl *planner) volumes(ctx context.Context, d *document, t podTemplate, pp *podPlan, out *plan, volumeFiles map[string]bool) (map[string]mountSource, error) {
 	mounts := map[string]mountSource{}
 	for i, v := range t.spec.Volumes {
 		field := fmt.Sprintf("%s.volumes[%d]", t.path, i)
@@ -119,8 +122,18 @@ func (pl *planner) volumes(d *document, t podTemplate, pp *podPlan, out *plan, v
 				volumeFiles[src.named] = true
 				out.volumes = append(out.volumes, volumePlan{name: src.named, opts: map[string]string{}, files: files})
 			}
+		case v.Image != nil:
+			// An image's files, read-only (Kubernetes' image volume,
+			// Podman's type=image mount): made local per its pull policy
+			// as a container's image is.
+			ref, err := pl.image(ctx, d, field+".image", v1.Container{Image: v.Image.Reference, ImagePullPolicy: v.Image.PullPolicy})
+			if err != nil {
+				return nil, err
+			}
+			src.image = ref
+			src.readOnly = true
 		default:
-			return nil, d.fail(field, errors.New("needs hostPath, emptyDir, persistentVolumeClaim, configMap or secret"))
+			return nil, d.fail(field, errors.New("needs hostPath, emptyDir, persistentVolumeClaim, configMap, secret or image"))
 		}
 		mounts[v.Name] = src
 	}

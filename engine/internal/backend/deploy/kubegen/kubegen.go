@@ -506,6 +506,15 @@ func (g *Generator) container(c *core.Container, vols *volumeSet, opts core.Kube
 			}})
 		}
 	}
+	for i, iv := range s.ImageVolumes {
+		// Kubernetes' image volume, named by the image's ID (what the
+		// container records; kube play finds it locally by that).
+		name := "image-" + iv.Source[:min(12, len(iv.Source))] + "-" + strconv.Itoa(i)
+		kc.VolumeMounts = append(kc.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: iv.Destination, ReadOnly: true, SubPath: iv.SubPath})
+		vols.add(corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			Image: &corev1.ImageVolumeSource{Reference: iv.Source, PullPolicy: corev1.PullIfNotPresent},
+		}})
+	}
 	for _, v := range s.Volumes {
 		if v.IsAnonymous || v.Name == "" {
 			continue

@@ -1,0 +1,64 @@
+package kubeapi
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+)
+
+const imageVolumeYAML = `apiVersion: v1
+kind: Pod
+metadata:
+  name: bkiv
+spec:
+  volumes:
+  - name: tools
+    image: {reference: "localhost/busybox:latest", pullPolicy: IfNotPresent}
+  containers:
+  - name: c
+    image: localhost/busybox:latest
+    command: [sleep, "300"]
+    volumeMounts:
+    - {name: tools, mountPath: /tools}
+    - {name: tools, mountPath: /bin2, subPath: bin}
+`
+
+// TestKubePlayImageVolume: a pod volume of kind image (Kubernetes' image
+// volume) mounts the image's files read-only, whole or a subPath of it;
+// subPath on another kind of volume, and an image volume whose image is
+// missing with pullPolicy Never, are 400s naming the field.
+func TestKubePlayImageVolume(t *testing.T) {
+	enginetest.RequirePodman(t)
+	te := startEngine(t)
+	te.play("", imageVolumeYAML)
+	out := te.MustPodman("exec", "bkiv-c", "sh", "-c", "ls /tools/bin/busybox /bin2/busybox; touch /tools/x 2>/dev/null || echo read-only")
+	if want := "/bin2/busybox\n/tools/bin/busybox\nread-only"; strings.TrimSpace(out) != want {
+		t.Fatalf("the image volume:\n%s\nwant:\n%s", out, want)
+	}
+	// kube generate writes the image volume back, and it plays again.
+	gen := te.MustPodman("kube", "generate", "bkiv")
+	if !strings.Contains(gen, "image:\n      pullPolicy: IfNotPresent\n      reference: ") || !strings.Contains(gen, "subPath: bin") {
+		t.Errorf("kube generate lost the image volume:\n%s", gen)
+	}
+	te.MustPodman("pod", "rm", "-f", "bkiv")
+	te.play("", gen)
+	// The generated container keeps its full name: played again it is bkiv-bkiv-c.
+	if out := te.MustPodman("exec", "bkiv-bkiv-c", "ls", "/bin2/busybox"); strings.TrimSpace(out) != "/bin2/busybox" {
+			t.Errorf("the generated YAML played: %q", out)
+	}
+	te.MustPodman("pod", "rm", "-f", "bkiv")
+	for field, yaml := range map[string]string{
+		"volumeMounts[0].subPath": strings.Replace(strings.Replace(imageVolumeYAML, `image: {reference: "localhost/busybox:latest", pullPolicy: IfNotPresent}`, "emptyDir: {}", 1), "mountPath: /tools}", "mountPath: /tools, subPath: x}", 1),
+		"volumes[0].image":        strings.Replace(imageVolumeYAML, `reference: "localhost/busybox:latest", pullPolicy: IfNotPresent`, `reference: "localhost/nosuch:1", pullPolicy: Never`, 1),
+	} {
+		status, body := te.Do("POST", "/kube/play", strings.NewReader(yaml))
+		if status != http.StatusBadRequest && status != http.StatusNotFound || !strings.Contains(string(body), field) {
+			t.Errorf("%s: %d %s", field, status, body)
+		}
+	}
+	if pods := te.pods(); len(pods) != 0 {
+		t.Fatalf("pods left after the refused plays: %+v", pods)
+	}
+}
