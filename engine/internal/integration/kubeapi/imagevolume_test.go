@@ -46,7 +46,7 @@ func TestKubePlayImageVolume(t *testing.T) {
 	te.play("", gen)
 	// The generated container keeps its full name: played again it is bkiv-bkiv-c.
 	if out := te.MustPodman("exec", "bkiv-bkiv-c", "ls", "/bin2/busybox"); strings.TrimSpace(out) != "/bin2/busybox" {
-			t.Errorf("the generated YAML played: %q", out)
+		t.Errorf("the generated YAML played: %q", out)
 	}
 	te.MustPodman("pod", "rm", "-f", "bkiv")
 	for field, yaml := range map[string]string{

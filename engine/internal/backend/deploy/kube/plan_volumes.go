@@ -17,9 +17,9 @@ type mountSource struct {
 	hostPath string
 	// device is a hostPath of type CharDevice or BlockDevice: the device
 	// is given to the container at the mount path, as Podman does.
-	device   string
-	named    string
-	tmpfs    string
+	device string
+	named  string
+	tmpfs  string
 	// image is an image volume's reference (made local by the plan).
 	image    string
 	readOnly bool
