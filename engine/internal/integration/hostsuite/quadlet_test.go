@@ -35,7 +35,8 @@ func systemctl(t testing.TB, args ...string) (string, error) {
 // removes the service. Where systemd does not run, the hand-over is a 400.
 func TestQuadletHandOverToSystemd(t *testing.T) {
 	p := startEngineProcess(t)
-	unit := "[Unit]\nDescription=Berth host suite quadlet\n\n[Container]\nImage=localhost/busybox:latest\nContainerName=hq\nExec=sleep 600\n\n" +
+	unit := "[Unit]\nDescription=Berth host suite quadlet\n\n[Container]\nImage=localhost/busybox:latest\nContainerName=hq\nExec=sleep 600\n" +
+		"Ulimit=nofile=100:200\nMount=type=image,source=localhost/busybox:latest,destination=/tools\n\n" +
 		"[Service]\nRestart=on-failure\nRestartSec=1\n"
 	archive := tartest.Of(t, "hq.container", unit)
 	if _, err := os.Stat("/run/systemd/system"); err != nil {
@@ -79,6 +80,14 @@ func TestQuadletHandOverToSystemd(t *testing.T) {
 	})
 	if out, _ := systemctl(t, "is-active", "hq.service"); out != "active" {
 		t.Fatalf("hq.service is %q with its container running\n%s", out, status())
+	}
+	// Ulimit= and Mount=type=image went through the service's podman run.
+	proc := "/proc/" + strconv.Itoa(first.State.Pid)
+	if limits, _ := os.ReadFile(proc + "/limits"); !strings.Contains(string(limits), "Max open files            100                  200") {
+		t.Errorf("the service's container limits:\n%s", limits)
+	}
+	if _, err := os.Stat(proc + "/root/tools/bin/busybox"); err != nil {
+		t.Errorf("the service's container lacks its image mount: %v", err)
 	}
 	// The container's process dies: podman run fails, systemd restarts
 	// the service, which runs the container again.

@@ -138,7 +138,71 @@ func runFlags(s *core.ContainerSpec) []string {
 	if s.Pod != "" {
 		add("--pod", s.Pod)
 	}
+	return append(out, limitFlags(s)...)
+}
+
+// limitFlags are the podman run flags of containerLimits' keys.
+func limitFlags(s *core.ContainerSpec) []string {
+	var out []string
+	add := func(flag string, values ...string) {
+		for _, v := range values {
+			out = append(out, flag, v)
+		}
+	}
+	if r := s.Resources; r != nil {
+		if r.Memory != nil && r.Memory.Limit != nil {
+			add("--memory", strconv.FormatInt(*r.Memory.Limit, 10))
+		}
+		if r.Pids != nil && r.Pids.Limit != nil {
+			add("--pids-limit", strconv.FormatInt(*r.Pids.Limit, 10))
+		}
+	}
+	if s.ShmSize != nil {
+		add("--shm-size", strconv.FormatInt(*s.ShmSize, 10))
+	}
+	for _, rl := range s.Rlimits {
+		add("--ulimit", fmt.Sprintf("%s=%s:%s", strings.ToLower(strings.TrimPrefix(rl.Type, "RLIMIT_")), ulimitWord(rl.Soft), ulimitWord(rl.Hard)))
+	}
+	if s.StopSignal != nil {
+		add("--stop-signal", strconv.Itoa(*s.StopSignal))
+	}
+	if lc := s.LogConfiguration; lc != nil {
+		if lc.Driver != "" {
+			add("--log-driver", lc.Driver)
+		}
+		if lc.Tag != "" {
+			add("--log-opt", "tag="+lc.Tag)
+		}
+		if lc.Size > 0 {
+			add("--log-opt", "max-size="+strconv.FormatInt(lc.Size, 10))
+		}
+	}
+	add("--group-add", s.Groups...)
+	for _, d := range s.Devices {
+		add("--device", d.Path)
+	}
+	for _, m := range s.Mask {
+		add("--security-opt", "mask="+m)
+	}
+	for _, m := range s.Unmask {
+		add("--security-opt", "unmask="+m)
+	}
+	for _, iv := range s.ImageVolumes {
+		v := "type=image,source=" + iv.Source + ",destination=" + iv.Destination
+		if iv.ReadWrite {
+			v += ",rw=true"
+		}
+		add("--mount", v)
+	}
 	return out
+}
+
+// ulimitWord writes an rlimit value as --ulimit takes it (-1: unlimited).
+func ulimitWord(v uint64) string {
+	if v == ^uint64(0) {
+		return "-1"
+	}
+	return strconv.FormatUint(v, 10)
 }
 
 func withoutRbind(opts []string) []string {

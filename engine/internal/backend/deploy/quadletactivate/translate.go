@@ -256,7 +256,7 @@ func translateContainer(u *unit, p *plan, ref refFunc) error {
 			return err
 		}
 	}
-	return nil
+	return containerLimits(u, ref, spec)
 }
 
 // containerEnv reads EnvironmentFile= (in order), then Environment=, as

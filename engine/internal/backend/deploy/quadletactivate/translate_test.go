@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -197,5 +198,61 @@ WantedBy=multi-user.target
 	}
 	if out, err := exec.Command(analyze, "verify", file).CombinedOutput(); err != nil {
 		t.Fatalf("systemd-analyze verify: %v\n%s\n%s", err, out, service)
+	}
+}
+
+// TestTranslateLimits: the resource, signal, log, group, device, masking
+// and Mount= keys reach the container's spec, and the podman run line of
+// its generated service carries them back; bad values are refused naming
+// the line.
+func TestTranslateLimits(t *testing.T) {
+	unit := "[Container]\nImage=x\nMemory=64m\nPidsLimit=50\nShmSize=1m\nUlimit=nofile=100:200\nStopSignal=SIGINT\n" +
+		"LogDriver=k8s-file\nLogOpt=max-size=4k\nGroupAdd=wheel\nAddDevice=/dev/null:/dev/n:rw\nAddDevice=-/dev/no-such-device\n" +
+		"Mask=/opt/secret\nUnmask=/proc/kcore\nMount=type=tmpfs,destination=/t,tmpfs-size=1m\n" +
+		"Mount=type=bind,source=/srv,destination=/srv,ro=true\nMount=type=image,source=tools.image,destination=/tools\n"
+	u := parseUnit("l.container", "l.container", []byte(unit))
+	p, err := translate(u, dryResolver{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.container
+	if s.Resources == nil || *s.Resources.Memory.Limit != 64<<20 || *s.Resources.Pids.Limit != 50 || *s.ShmSize != 1<<20 {
+		t.Errorf("limits: %+v shm %v", s.Resources, s.ShmSize)
+	}
+	if len(s.Rlimits) != 1 || s.Rlimits[0].Type != "RLIMIT_NOFILE" || s.Rlimits[0].Soft != 100 || s.Rlimits[0].Hard != 200 {
+		t.Errorf("ulimits: %+v", s.Rlimits)
+	}
+	if *s.StopSignal != 2 || s.LogConfiguration.Driver != "k8s-file" || s.LogConfiguration.Size != 4096 {
+		t.Errorf("stop signal %d, log %+v", *s.StopSignal, s.LogConfiguration)
+	}
+	if len(s.Devices) != 1 || s.Devices[0].Path != "/dev/null:/dev/n:rw" || len(s.Groups) != 1 || s.Mask[0] != "/opt/secret" || s.Unmask[0] != "/proc/kcore" {
+		t.Errorf("devices %+v groups %v mask %v unmask %v", s.Devices, s.Groups, s.Mask, s.Unmask)
+	}
+	if len(s.Mounts) != 2 || s.Mounts[0].Type != "tmpfs" || s.Mounts[1].Source != "/srv" || !slices.Contains(s.Mounts[1].Options, "ro") ||
+		len(s.ImageVolumes) != 1 || s.ImageVolumes[0].Source != "systemd-tools" {
+		t.Errorf("mounts %+v image volumes %+v", s.Mounts, s.ImageVolumes)
+	}
+	line := strings.Join(runFlags(s), " ")
+	for _, want := range []string{"--memory 67108864", "--pids-limit 50", "--shm-size 1048576", "--ulimit nofile=100:200", "--stop-signal 2",
+		"--log-driver k8s-file", "--log-opt max-size=4096", "--group-add wheel", "--device /dev/null:/dev/n:rw",
+		"--security-opt mask=/opt/secret", "--security-opt unmask=/proc/kcore", "--mount type=image,source=systemd-tools,destination=/tools"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the generated run line lacks %q: %s", want, line)
+		}
+	}
+	for bad, want := range map[string]string{
+		"Memory=lots":                            "key Memory",
+		"Ulimit=nofile":                          "key Ulimit",
+		"StopSignal=SIGNOPE":                     "key StopSignal",
+		"LogOpt=path=/x":                         "key LogOpt",
+		"Mask=relative":                          "key Mask",
+		"Mount=type=devpts,destination=/d":       "mount type \"devpts\"",
+		"Mount=type=bind,destination=/d":         "needs a source",
+		"Mount=type=volume,destination=rel":      "not an absolute path",
+		"Mount=type=bind,source=/a,dst=/b,foo=1": "mount option \"foo\"",
+	} {
+		if err := Check("b.container", []byte("[Container]\nImage=x\n"+bad+"\n")); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "line 3") {
+			t.Errorf("%s: %v, want a refusal naming %q on line 3", bad, err, want)
+		}
 	}
 }
