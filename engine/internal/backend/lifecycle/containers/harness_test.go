@@ -140,6 +140,18 @@ func leaks(root, runRoot string, ids ...string) []string {
 	return append(out, enginetest.Leaks(root, runRoot, nil, ids)...)
 }
 
+// mountsWhere counts the host's mounts whose mount point passes match.
+func mountsWhere(match func(mountPoint string) bool) int {
+	data, _ := os.ReadFile("/proc/self/mountinfo")
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && match(f[4]) {
+			n++
+		}
+	}
+	return n
+}
+
 // waitLog waits until a container's log has at least n lines.
 func (te *testEngine) waitLog(id string, n int) []string {
 	te.T.Helper()

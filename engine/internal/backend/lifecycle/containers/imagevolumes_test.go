@@ -3,7 +3,6 @@ package containers_test
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -82,14 +81,7 @@ func TestImageVolumes(t *testing.T) {
 	}
 
 	imgMounts := func() int {
-		data, _ := os.ReadFile("/proc/self/mountinfo")
-		n := 0
-		for _, line := range strings.Split(string(data), "\n") {
-			if f := strings.Fields(line); len(f) > 4 && strings.Contains(f[4], live+"/userdata/imgvol/") {
-				n++
-			}
-		}
-		return n
+		return mountsWhere(func(p string) bool { return strings.Contains(p, live+"/userdata/imgvol/") })
 	}
 	if n := imgMounts(); n != 1 {
 		t.Fatalf("%d image volume mounts of the running container, want 1", n)

@@ -39,14 +39,7 @@ func TestIPCShareableAndJoined(t *testing.T) {
 		return string(data)
 	}
 	shmMounts := func(id string) int {
-		data, _ := os.ReadFile("/proc/self/mountinfo")
-		n := 0
-		for _, line := range strings.Split(string(data), "\n") {
-			if f := strings.Fields(line); len(f) > 4 && strings.Contains(f[4], id) && strings.HasSuffix(f[4], "/shm") {
-				n++
-			}
-		}
-		return n
+		return mountsWhere(func(p string) bool { return strings.Contains(p, id) && strings.HasSuffix(p, "/shm") })
 	}
 	ipcMode := func(id string) string {
 		var c struct{ HostConfig struct{ IpcMode string } }
