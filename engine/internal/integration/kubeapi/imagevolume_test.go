@@ -42,13 +42,13 @@ func TestKubePlayImageVolume(t *testing.T) {
 	if !strings.Contains(gen, "image:\n      pullPolicy: IfNotPresent\n      reference: ") || !strings.Contains(gen, "subPath: bin") {
 		t.Errorf("kube generate lost the image volume:\n%s", gen)
 	}
-	te.MustPodman("pod", "rm", "-f", "bkiv")
+	te.MustPodman("pod", "rm", "-f", "-t", "0", "bkiv")
 	te.play("", gen)
 	// The generated container keeps its full name: played again it is bkiv-bkiv-c.
 	if out := te.MustPodman("exec", "bkiv-bkiv-c", "ls", "/bin2/busybox"); strings.TrimSpace(out) != "/bin2/busybox" {
 		t.Errorf("the generated YAML played: %q", out)
 	}
-	te.MustPodman("pod", "rm", "-f", "bkiv")
+	te.MustPodman("pod", "rm", "-f", "-t", "0", "bkiv")
 	for field, yaml := range map[string]string{
 		"volumeMounts[0].subPath": strings.Replace(strings.Replace(imageVolumeYAML, `image: {reference: "localhost/busybox:latest", pullPolicy: IfNotPresent}`, "emptyDir: {}", 1), "mountPath: /tools}", "mountPath: /tools, subPath: x}", 1),
 		"volumes[0].image":        strings.Replace(imageVolumeYAML, `reference: "localhost/busybox:latest", pullPolicy: IfNotPresent`, `reference: "localhost/nosuch:1", pullPolicy: Never`, 1),

@@ -18,7 +18,7 @@ func TestQuadletActivationLimits(t *testing.T) {
 	unit := "[Container]\nImage=localhost/busybox:latest\nContainerName=bqa-limits\nMemory=64m\nPidsLimit=50\nShmSize=1m\n" +
 		"Ulimit=nofile=100:200\nStopSignal=SIGINT\nLogDriver=k8s-file\nLogOpt=max-size=8k\nGroupAdd=123\nMask=/opt\n" +
 		"Mount=type=tmpfs,destination=/scratch,tmpfs-size=2m\nMount=type=image,source=localhost/busybox:latest,destination=/tools\n" +
-		"Exec=sleep 600\n"
+		"StopTimeout=1\nExec=sleep 600\n"
 	te.Must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-limits.container", unit))
 	defer te.Must(http.StatusOK, "DELETE", "/quadlets/bqa-limits.container?force=true", nil)
 	var c struct {
