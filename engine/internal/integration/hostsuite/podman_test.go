@@ -24,11 +24,17 @@ func TestPodmanClient(t *testing.T) {
 		MemUsage string `json:"mem_usage"`
 		PIDs     string `json:"pids"`
 	}
-	out := must("stats", "--no-stream", "--format", "json", "pm")
-	if err := json.Unmarshal([]byte(out), &stats); err != nil || len(stats) != 1 {
-		t.Fatalf("podman stats: %v\n%s", err, out)
-	}
-	if !strings.Contains(stats[0].MemUsage, "/ 67.11MB") || stats[0].PIDs != "1" {
+	// Its one process: runc's init (several threads, each counted by the
+	// pids controller) execs the command a moment after the start
+	// answered, so the count is read until it settles.
+	poll.Until(t, 10*time.Second, "podman stats of pm counting its one process", func() bool {
+		out := must("stats", "--no-stream", "--format", "json", "pm")
+		if err := json.Unmarshal([]byte(out), &stats); err != nil || len(stats) != 1 {
+			t.Fatalf("podman stats: %v\n%s", err, out)
+		}
+		return stats[0].PIDs == "1"
+	})
+	if !strings.Contains(stats[0].MemUsage, "/ 67.11MB") {
 		t.Fatalf("podman stats: %+v", stats[0])
 	}
 	if out := must("top", "pm", "pid", "args"); !strings.Contains(out, "sleep 600") {
@@ -68,7 +74,7 @@ func TestPodmanClient(t *testing.T) {
 	if out := strings.TrimSpace(must("inspect", "--format", "{{.State.OOMKilled}}", "pmhog")); out != "true" {
 		t.Fatalf("podman inspect OOMKilled: %q", out)
 	}
-	out = must("run", "--cgroupns", "private", "localhost/busybox:latest", "cat", "/proc/self/cgroup")
+	out := must("run", "--cgroupns", "private", "localhost/busybox:latest", "cat", "/proc/self/cgroup")
 	if unified() && strings.TrimSpace(out) != "0::/" {
 		t.Fatalf("/proc/self/cgroup with --cgroupns private: %q", out)
 	}
