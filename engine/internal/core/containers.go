@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -1094,6 +1095,9 @@ const (
 	// NSContainer joins another container's namespace (Value: its name,
 	// recorded by ID).
 	NSContainer    = "container"
+	// NSPath joins the namespace at Value, a path such as /proc/PID/ns/ipc
+	// (podman's ns:PATH).
+	NSPath         = "path"
 	IPCNSNone      = "none"
 	IPCNSPrivate   = "private"
 	IPCNSShareable = "shareable"
@@ -1123,31 +1127,35 @@ func (s *ContainerSpec) validateIPCAndUTS() error {
 		if s.ShmSize != nil {
 			return InvalidArgument("shm_size", fmt.Errorf("a container that joins the IPC namespace of %s uses its /dev/shm", s.IpcNS.Value))
 		}
+	case NSPath:
 	default:
-		return InvalidArgument("ipcns", fmt.Errorf("mode %q is not supported (shareable, private, none, host, container:ID)", s.IpcNS.NSMode))
+		return InvalidArgument("ipcns", fmt.Errorf("mode %q is not supported (shareable, private, none, host, container:ID, ns:PATH)", s.IpcNS.NSMode))
 	}
-	if s.IpcNS.Value != "" && s.IpcNS.NSMode != IPCNSContainer {
+	if s.IpcNS.Value != "" && s.IpcNS.NSMode != IPCNSContainer && s.IpcNS.NSMode != NSPath {
 		return InvalidArgument("ipcns", fmt.Errorf("mode %s takes no value", s.IpcNS.NSMode))
 	}
 	switch s.UtsNS.NSMode {
 	case "", "private":
-	case NSHost, NSContainer:
+	case NSHost, NSContainer, NSPath:
 		if s.Hostname != "" {
 			return InvalidArgument("hostname", errors.New("a container in another UTS namespace (the host's or a container's) has its hostname"))
 		}
 	default:
-		return InvalidArgument("utsns", fmt.Errorf("mode %q is not supported (private, host, container:ID)", s.UtsNS.NSMode))
+		return InvalidArgument("utsns", fmt.Errorf("mode %q is not supported (private, host, container:ID, ns:PATH)", s.UtsNS.NSMode))
 	}
 	switch s.PidNS.NSMode {
-	case "", "private", NSHost, NSContainer:
+	case "", "private", NSHost, NSContainer, NSPath:
 	default:
-		return InvalidArgument("pidns", fmt.Errorf("mode %q is not supported (private, host, container:ID)", s.PidNS.NSMode))
+		return InvalidArgument("pidns", fmt.Errorf("mode %q is not supported (private, host, container:ID, ns:PATH)", s.PidNS.NSMode))
 	}
-	for field, ns := range map[string]Namespace{"utsns": s.UtsNS, "pidns": s.PidNS} {
+	for field, ns := range map[string]Namespace{"utsns": s.UtsNS, "pidns": s.PidNS, "ipcns": s.IpcNS} {
 		if ns.NSMode == NSContainer && ns.Value == "" {
 			return InvalidArgument(field, errors.New("mode container needs the container to join"))
 		}
-		if ns.NSMode != NSContainer && ns.Value != "" {
+		if ns.NSMode == NSPath && !path.IsAbs(ns.Value) {
+			return InvalidArgument(field, fmt.Errorf("namespace path %q is not absolute", ns.Value))
+		}
+		if ns.NSMode != NSContainer && ns.NSMode != NSPath && ns.Value != "" {
 			return InvalidArgument(field, fmt.Errorf("mode %s takes no value", ns.NSMode))
 		}
 	}

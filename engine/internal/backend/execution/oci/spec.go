@@ -281,7 +281,7 @@ func Generate(in Input) (*Result, error) {
 		spec.Linux.GIDMappings = in.GIDMappings
 	}
 	spec.Linux.Namespaces = joinNamespaces(ns, in.JoinNamespaces)
-	if _, ok := in.JoinNamespaces[specs.UTSNamespace]; ok || s.UtsNS.NSMode == core.NSHost {
+	if _, ok := in.JoinNamespaces[specs.UTSNamespace]; ok || s.UtsNS.NSMode == core.NSHost || s.UtsNS.NSMode == core.NSPath {
 		// The hostname belongs to the joined UTS namespace; runc may only
 		// set one in a namespace of its own.
 		spec.Hostname = ""
@@ -505,8 +505,9 @@ func namespaces(s *core.ContainerSpec, netnsPath string) ([]specs.LinuxNamespace
 		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.MountNamespace},
 	}
 	switch s.PidNS.NSMode {
-	case "", "private", core.NSContainer:
-		// A container's namespace is joined at init (JoinNamespaces).
+	case "", "private", core.NSContainer, core.NSPath:
+		// A container's namespace is joined at init (JoinNamespaces); a
+		// path's below.
 	case "host":
 		ns = ns[1:]
 	default:
@@ -517,6 +518,20 @@ func namespaces(s *core.ContainerSpec, netnsPath string) ([]specs.LinuxNamespace
 	}
 	if s.UtsNS.NSMode == core.NSHost {
 		ns = slices.DeleteFunc(ns, func(n specs.LinuxNamespace) bool { return n.Type == specs.UTSNamespace })
+	}
+	// ns:PATH joins the namespace a path names (podman's ns:PATH).
+	for _, p := range []struct {
+		mode core.Namespace
+		typ  specs.LinuxNamespaceType
+	}{{s.PidNS, specs.PIDNamespace}, {s.IpcNS, specs.IPCNamespace}, {s.UtsNS, specs.UTSNamespace}} {
+		if p.mode.NSMode != core.NSPath {
+			continue
+		}
+		for i := range ns {
+			if ns[i].Type == p.typ {
+				ns[i].Path = p.mode.Value
+			}
+		}
 	}
 	switch s.CgroupNS.NSMode {
 	case core.CgroupNSHost:

@@ -92,6 +92,9 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 	if err := m.resolveJoinedNS(&spec); err != nil {
 		return "", nil, err
 	}
+	if err := checkNamespacePaths(&spec); err != nil {
+		return "", nil, err
+	}
 	if err := m.resolveDependencies(&spec); err != nil {
 		return "", nil, err
 	}

@@ -2,6 +2,7 @@ package containers
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 
@@ -118,4 +119,18 @@ func nsModeString(ns core.Namespace, unset string) string {
 		return "ns:" + ns.Value
 	}
 	return ns.NSMode
+}
+
+// checkNamespacePaths refuses, at create, an ns:PATH mode whose path does
+// not exist (runc would fail only at start).
+func checkNamespacePaths(spec *core.ContainerSpec) error {
+	for field, ns := range map[string]core.Namespace{"pidns": spec.PidNS, "utsns": spec.UtsNS, "ipcns": spec.IpcNS} {
+		if ns.NSMode != core.NSPath {
+			continue
+		}
+		if _, err := os.Stat(ns.Value); err != nil {
+			return core.InvalidArgument(field, fmt.Errorf("namespace path %s: %v", ns.Value, err))
+		}
+	}
+	return nil
 }

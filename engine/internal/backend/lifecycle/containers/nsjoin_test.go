@@ -3,6 +3,7 @@ package containers_test
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,14 +40,31 @@ func TestPIDAndUTSJoined(t *testing.T) {
 	if c.HostConfig.PidMode != "container:"+donor || c.HostConfig.UTSMode != "container:"+donor || strings.Join(c.Dependencies, ",") != donor {
 		t.Errorf("inspect: %+v", c)
 	}
+	// ns:PATH joins the namespaces a path names (the donor's here).
+	nsPath := func(kind string) map[string]string {
+		return map[string]string{"nsmode": "path", "value": "/proc/" + strconv.Itoa(te.inspect(donor).State.Pid) + "/ns/" + kind}
+	}
+	pathJoiner := te.create(map[string]any{"name": "ppath", "pidns": nsPath("pid"), "utsns": nsPath("uts"), "ipcns": nsPath("ipc"),
+		"command": []string{"sh", "-c", "hostname; cat /proc/1/comm; exec sleep 600"}})
+	te.Must(http.StatusNoContent, "POST", "/containers/ppath/start", nil)
+	if lines := te.waitLog(pathJoiner, 2); lines[0] != "donorhost" || lines[1] != "sleep" {
+		t.Errorf("joined by path: %q", lines)
+	}
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/ppath/json", nil), &c)
+	if c.HostConfig.PidMode != "ns:"+nsPath("pid")["value"] {
+		t.Errorf("inspect PidMode %q", c.HostConfig.PidMode)
+	}
+	te.Must(http.StatusOK, "DELETE", "/containers/ppath?force=true&timeout=0", nil)
 	for _, bad := range []struct {
 		spec map[string]any
 		want string
 	}{
+		{map[string]any{"ipcns": map[string]string{"nsmode": "path", "value": "/proc/no-such/ns/ipc"}}, "ipcns"},
+		{map[string]any{"utsns": map[string]string{"nsmode": "path", "value": "relative"}}, "utsns"},
 		{map[string]any{"pidns": map[string]string{"nsmode": "container", "value": "nosuch"}}, "pidns"},
 		{map[string]any{"utsns": map[string]string{"nsmode": "container", "value": "pdonor"}, "hostname": "mine"}, "hostname"},
 		{map[string]any{"utsns": map[string]string{"nsmode": "container"}}, "utsns"},
-		{map[string]any{"pidns": map[string]string{"nsmode": "ns", "value": "/proc/1/ns/pid"}}, "pidns"},
+		{map[string]any{"pidns": map[string]string{"nsmode": "bogus", "value": "/proc/1/ns/pid"}}, "pidns"},
 	} {
 		bad.spec["image"], bad.spec["name"] = "busybox", "refused-ns"
 		if status, body := te.Do("POST", "/containers/create", bad.spec); status != http.StatusBadRequest || !strings.Contains(string(body), bad.want) {

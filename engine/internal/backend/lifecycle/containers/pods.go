@@ -98,10 +98,10 @@ func (m *Manager) joinPod(ctx context.Context, spec *core.ContainerSpec) (*core.
 	if pm.Shares(core.PodSharePID) && spec.PidNS.NSMode != "" {
 		return nil, core.InvalidArgument("pidns", fmt.Errorf("the container joins the PID namespace of pod %s and cannot set its own mode %q", pm.PodName, spec.PidNS.NSMode))
 	}
-	if pm.Shares(core.PodShareIPC) && (spec.IpcNS.NSMode == core.NSHost || spec.IpcNS.NSMode == core.IPCNSNone || spec.IpcNS.NSMode == core.IPCNSContainer) {
+	if pm.Shares(core.PodShareIPC) && (spec.IpcNS.NSMode == core.NSHost || spec.IpcNS.NSMode == core.IPCNSNone || spec.IpcNS.NSMode == core.IPCNSContainer || spec.IpcNS.NSMode == core.NSPath) {
 		return nil, core.InvalidArgument("ipcns", fmt.Errorf("the container joins the IPC namespace of pod %s and cannot set its own mode %q", pm.PodName, spec.IpcNS.NSMode))
 	}
-	if pm.Shares(core.PodShareUTS) && (spec.UtsNS.NSMode == core.NSHost || spec.UtsNS.NSMode == core.NSContainer) {
+	if pm.Shares(core.PodShareUTS) && (spec.UtsNS.NSMode == core.NSHost || spec.UtsNS.NSMode == core.NSContainer || spec.UtsNS.NSMode == core.NSPath) {
 		return nil, core.InvalidArgument("utsns", fmt.Errorf("the container joins the UTS namespace of pod %s and cannot set its own mode %q", pm.PodName, spec.UtsNS.NSMode))
 	}
 	if pm.Shares(core.PodShareUTS) && spec.Hostname != "" {
