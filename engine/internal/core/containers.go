@@ -1094,7 +1094,7 @@ func (noCgroup) Is(target error) bool { return target == ErrStateConflict }
 const (
 	// NSContainer joins another container's namespace (Value: its name,
 	// recorded by ID).
-	NSContainer    = "container"
+	NSContainer = "container"
 	// NSPath joins the namespace at Value, a path such as /proc/PID/ns/ipc
 	// (podman's ns:PATH).
 	NSPath         = "path"
