@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/berth-project/berth/engine/internal/core"
@@ -169,8 +170,31 @@ func userMount(field string, m specs.Mount) (specs.Mount, error) {
 			return m, core.InvalidArgument(field+".options", err)
 		}
 		opts = append(opts, to...)
+	case "devpts":
+		// A devpts of the container's own (podman's --mount type=devpts):
+		// always a new instance, never the host's terminals.
+		m.Source = "devpts"
+		opts = append(opts, "newinstance", "nosuid", "noexec")
+		for _, o := range m.Options {
+			key, val, hasVal := strings.Cut(o, "=")
+			switch {
+			case o == "newinstance" || o == "nosuid" || o == "noexec":
+			case hasVal && (key == "uid" || key == "gid" || key == "max"):
+				if _, err := strconv.ParseUint(val, 10, 32); err != nil {
+					return m, core.InvalidArgument(field+".options", fmt.Errorf("devpts option %q needs a number", o))
+				}
+				opts = append(opts, o)
+			case hasVal && (key == "mode" || key == "ptmxmode"):
+				if _, err := strconv.ParseUint(val, 8, 32); err != nil {
+					return m, core.InvalidArgument(field+".options", fmt.Errorf("devpts option %q needs an octal mode", o))
+				}
+				opts = append(opts, o)
+			default:
+				return m, core.InvalidArgument(field+".options", fmt.Errorf("unknown devpts mount option %q (uid, gid, mode, ptmxmode, max)", o))
+			}
+		}
 	default:
-		return m, core.InvalidArgument(field+".type", fmt.Errorf("mount type %q is not supported (bind, tmpfs)", m.Type))
+		return m, core.InvalidArgument(field+".type", fmt.Errorf("mount type %q is not supported (bind, tmpfs, devpts)", m.Type))
 	}
 	m.Options = opts
 	return m, nil

@@ -365,3 +365,19 @@ func TestHostsFileHostGateway(t *testing.T) {
 		t.Errorf("a bad address: %v", err)
 	}
 }
+
+// TestDevptsMount: a devpts mount of the request (podman's --mount
+// type=devpts) is always a new instance with nosuid and noexec; its
+// numeric options pass, anything else is a 400 naming the options.
+func TestDevptsMount(t *testing.T) {
+	m, err := userMount("mounts[0]", specs.Mount{Type: "devpts", Destination: "/dev/pts2", Options: []string{"mode=0620", "gid=5", "max=10"}})
+	if err != nil || m.Source != "devpts" || !slices.Contains(m.Options, "newinstance") || !slices.Contains(m.Options, "nosuid") || !slices.Contains(m.Options, "mode=0620") {
+		t.Fatalf("devpts: %+v %v", m, err)
+	}
+	for _, bad := range []string{"mode=rw", "uid=-1", "dev", "exec"} {
+		var fe *core.FieldError
+		if _, err := userMount("mounts[0]", specs.Mount{Type: "devpts", Destination: "/dev/pts2", Options: []string{bad}}); !errors.As(err, &fe) || fe.Field != "mounts[0].options" {
+			t.Errorf("devpts option %q: %v", bad, err)
+		}
+	}
+}
