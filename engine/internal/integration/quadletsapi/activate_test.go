@@ -189,7 +189,7 @@ func TestQuadletActivationRefusals(t *testing.T) {
 	te := startEngine(t)
 	for _, c := range []struct{ name, unit, want string }{
 		{"bad1.container", "[Container]\nImage=localhost/busybox:latest\nNetwork=missing.network\n", "bad1.container line 3: [Container] key Network: references missing.network, which is not installed"},
-		{"bad2.container", "[Container]\nImage=localhost/busybox:latest\nUserNS=auto\n", "bad2.container line 3: [Container] key UserNS: not supported by activation"},
+		{"bad2.container", "[Container]\nImage=localhost/busybox:latest\nRetry=3\n", "bad2.container line 3: [Container] key Retry: not supported by activation"},
 		{"bad3.container", "[Container]\nImage=localhost/busybox:latest\n[Service]\nRestart=on-abnormal\n", "bad3.container line 4: [Service] key Restart: Restart=on-abnormal has no engine restart policy"},
 		{"bad4.container", "[Container]\nImage=localhost/busybox:latest\nPublishPort=99999:80\n", "bad4.container line 3: [Container] key PublishPort"},
 		{"bad5.container", "[Container]\nImage=localhost/busybox:latest\nEnvironment=\"A=1\n", "bad5.container line 3: [Container] key Environment: unterminated quote"},

@@ -4,21 +4,25 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 )
 
 // TestQuadletActivationLimits activates a .container with Memory=,
-// PidsLimit=, ShmSize=, Ulimit=, StopSignal=, LogDriver=, GroupAdd=,
+// PidsLimit=, ShmSize=, Ulimit=, StopSignal=, LogDriver=, GroupAdd=, UserNS=,
 // Mount= (tmpfs and image) and Mask=, and reads each back from the running
 // container.
 func TestQuadletActivationLimits(t *testing.T) {
 	te := startEngine(t)
+	// The root of a user namespace reaches the engine's state below it.
+	os.Chmod(te.Dir, 0o711)
+	os.Chmod(filepath.Dir(te.Dir), 0o711)
 	unit := "[Container]\nImage=localhost/busybox:latest\nContainerName=bqa-limits\nMemory=64m\nPidsLimit=50\nShmSize=1m\n" +
 		"Ulimit=nofile=100:200\nStopSignal=SIGINT\nLogDriver=k8s-file\nLogOpt=max-size=8k\nGroupAdd=123\nMask=/opt\n" +
 		"Mount=type=tmpfs,destination=/scratch,tmpfs-size=2m\nMount=type=image,source=localhost/busybox:latest,destination=/tools\n" +
-		"StopTimeout=1\nExec=sleep 600\n"
+		"UserNS=auto:size=2048\nStopTimeout=1\nExec=sleep 600\n"
 	te.Must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-limits.container", unit))
 	defer te.Must(http.StatusOK, "DELETE", "/quadlets/bqa-limits.container?force=true", nil)
 	var c struct {
@@ -58,6 +62,9 @@ func TestQuadletActivationLimits(t *testing.T) {
 	}
 	if data, err := os.ReadFile("/proc/" + strconv.Itoa(c.State.Pid) + "/root/tools/bin/busybox"); err != nil || len(data) == 0 {
 		t.Errorf("the image mount in the container: %v", err)
+	}
+	if data, _ := os.ReadFile("/proc/" + strconv.Itoa(c.State.Pid) + "/uid_map"); len(strings.Fields(string(data))) != 3 || strings.Fields(string(data))[0] != "0" || strings.Fields(string(data))[1] == "0" || strings.Fields(string(data))[2] != "2048" {
+		t.Errorf("UserNS=auto:size=2048: uid_map %q", data)
 	}
 	if data, _ := os.ReadFile("/proc/" + strconv.Itoa(c.State.Pid) + "/limits"); !strings.Contains(string(data), "Max open files            100                  200") {
 		t.Errorf("the process's limits:\n%s", data)

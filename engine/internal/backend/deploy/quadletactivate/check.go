@@ -18,7 +18,7 @@ var activatedKeys = map[string]map[string]bool{
 		"NoNewPrivileges", "Notify", "Pod", "PublishPort", "Pull", "ReadOnly", "RunInit", "Secret", "ServiceName",
 		"StopTimeout", "Sysctl", "Timezone", "Tmpfs", "User", "Group", "Volume", "WorkingDir",
 		"Memory", "PidsLimit", "ShmSize", "Ulimit", "StopSignal", "LogDriver", "LogOpt", "GroupAdd", "AddDevice",
-		"Mask", "Unmask", "Mount"),
+		"Mask", "Unmask", "Mount", "UserNS"),
 	"Network": set("DNS", "DisableDNS", "Driver", "Gateway", "IPv6", "InterfaceName", "Internal", "Label",
 		"NetworkName", "Options", "ServiceName", "Subnet"),
 	"Volume": set("Device", "Driver", "Label", "Options", "ServiceName", "Type", "VolumeName"),

@@ -187,6 +187,16 @@ func limitFlags(s *core.ContainerSpec) []string {
 	for _, m := range s.Unmask {
 		add("--security-opt", "unmask="+m)
 	}
+	switch s.UserNS.NSMode {
+	case core.UserNSHost:
+		add("--userns", "host")
+	case core.UserNSAuto:
+		v := "auto"
+		if s.IDMappings != nil && s.IDMappings.AutoUserNsOpts.Size > 0 {
+			v += ":size=" + strconv.FormatUint(uint64(s.IDMappings.AutoUserNsOpts.Size), 10)
+		}
+		add("--userns", v)
+	}
 	for _, iv := range s.ImageVolumes {
 		v := "type=image,source=" + iv.Source + ",destination=" + iv.Destination
 		if iv.ReadWrite {

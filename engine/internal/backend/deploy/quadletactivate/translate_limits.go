@@ -98,6 +98,44 @@ func containerLimits(u *unit, ref refFunc, spec *core.ContainerSpec) error {
 			return err
 		}
 	}
+	if e, ok := lastEntry(u, "UserNS"); ok {
+		if err := containerUserNS(e.Value, spec); err != nil {
+			return u.errAt(e, err)
+		}
+	}
+	return nil
+}
+
+// containerUserNS reads UserNS=host or auto[:size=N] (podman's --userns).
+func containerUserNS(v string, spec *core.ContainerSpec) error {
+	mode, opts, _ := strings.Cut(v, ":")
+	switch mode {
+	case core.UserNSHost:
+		if opts != "" {
+			return fmt.Errorf("host takes no options")
+		}
+		spec.UserNS = core.Namespace{NSMode: core.UserNSHost}
+	case core.UserNSAuto:
+		m := &core.IDMappingOptions{AutoUserNs: true}
+		for _, o := range strings.Split(opts, ",") {
+			k, val, _ := strings.Cut(o, "=")
+			switch k {
+			case "":
+			case "size":
+				n, err := strconv.ParseUint(val, 10, 32)
+				if err != nil || n == 0 {
+					return fmt.Errorf("size %q is not a positive number", val)
+				}
+				m.AutoUserNsOpts.Size = uint32(n)
+			default:
+				return fmt.Errorf("auto option %q is not supported by activation (size)", k)
+			}
+		}
+		spec.UserNS = core.Namespace{NSMode: core.UserNSAuto}
+		spec.IDMappings = m
+	default:
+		return fmt.Errorf("%q is not supported by activation (host, auto[:size=N])", v)
+	}
 	return nil
 }
 

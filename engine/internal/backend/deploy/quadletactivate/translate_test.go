@@ -206,7 +206,7 @@ WantedBy=multi-user.target
 // its generated service carries them back; bad values are refused naming
 // the line.
 func TestTranslateLimits(t *testing.T) {
-	unit := "[Container]\nImage=x\nMemory=64m\nPidsLimit=50\nShmSize=1m\nUlimit=nofile=100:200\nStopSignal=SIGINT\n" +
+	unit := "[Container]\nImage=x\nUserNS=auto:size=2048\nMemory=64m\nPidsLimit=50\nShmSize=1m\nUlimit=nofile=100:200\nStopSignal=SIGINT\n" +
 		"LogDriver=k8s-file\nLogOpt=max-size=4k\nGroupAdd=wheel\nAddDevice=/dev/null:/dev/n:rw\nAddDevice=-/dev/no-such-device\n" +
 		"Mask=/opt/secret\nUnmask=/proc/kcore\nMount=type=tmpfs,destination=/t,tmpfs-size=1m\n" +
 		"Mount=type=bind,source=/srv,destination=/srv,ro=true\nMount=type=image,source=tools.image,destination=/tools\n"
@@ -222,6 +222,9 @@ func TestTranslateLimits(t *testing.T) {
 	if len(s.Rlimits) != 1 || s.Rlimits[0].Type != "RLIMIT_NOFILE" || s.Rlimits[0].Soft != 100 || s.Rlimits[0].Hard != 200 {
 		t.Errorf("ulimits: %+v", s.Rlimits)
 	}
+	if s.UserNS.NSMode != "auto" || s.IDMappings == nil || s.IDMappings.AutoUserNsOpts.Size != 2048 {
+		t.Errorf("UserNS=auto:size=2048: %+v %+v", s.UserNS, s.IDMappings)
+	}
 	if *s.StopSignal != 2 || s.LogConfiguration.Driver != "k8s-file" || s.LogConfiguration.Size != 4096 {
 		t.Errorf("stop signal %d, log %+v", *s.StopSignal, s.LogConfiguration)
 	}
@@ -235,7 +238,8 @@ func TestTranslateLimits(t *testing.T) {
 	line := strings.Join(runFlags(s), " ")
 	for _, want := range []string{"--memory 67108864", "--pids-limit 50", "--shm-size 1048576", "--ulimit nofile=100:200", "--stop-signal 2",
 		"--log-driver k8s-file", "--log-opt max-size=4096", "--group-add wheel", "--device /dev/null:/dev/n:rw",
-		"--security-opt mask=/opt/secret", "--security-opt unmask=/proc/kcore", "--mount type=image,source=systemd-tools,destination=/tools"} {
+		"--security-opt mask=/opt/secret", "--security-opt unmask=/proc/kcore", "--mount type=image,source=systemd-tools,destination=/tools",
+		"--userns auto:size=2048"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("the generated run line lacks %q: %s", want, line)
 		}
@@ -246,6 +250,8 @@ func TestTranslateLimits(t *testing.T) {
 		"StopSignal=SIGNOPE":                     "key StopSignal",
 		"LogOpt=path=/x":                         "key LogOpt",
 		"Mask=relative":                          "key Mask",
+		"UserNS=keep-id":                         "key UserNS",
+		"UserNS=auto:uidmapping=0:1:1":           "key UserNS",
 		"Mount=type=devpts,destination=/d":       "mount type \"devpts\"",
 		"Mount=type=bind,destination=/d":         "needs a source",
 		"Mount=type=volume,destination=rel":      "not an absolute path",
