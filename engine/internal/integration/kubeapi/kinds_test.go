@@ -147,9 +147,16 @@ spec:
     spec:
       containers: [{name: c, image: localhost/busybox:latest, command: [sleep, "100"]}]
 `
-	te.play("?start=false", ds)
+	te.play("?start=false&logDriver=k8s-file&logOptions=max-size%3D8k", ds)
 	if got := strings.Join(te.podNames(), " "); got != "bkp-ds-pod:Created" {
 		t.Fatalf("start=false: %q", got)
+	}
+	// logDriver and logOptions (podman kube play --log-driver, --log-opt)
+	// reach every container.
+	var lc struct{ HostConfig struct{ LogConfig struct{ Type, Size string } } }
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/bkp-ds-pod-c/json", nil), &lc)
+	if lc.HostConfig.LogConfig.Type != "k8s-file" || lc.HostConfig.LogConfig.Size != "8.192kB" {
+		t.Errorf("the played container's log configuration: %+v", lc.HostConfig.LogConfig)
 	}
 	te.Must(http.StatusOK, "DELETE", "/kube/play", strings.NewReader(ds))
 
@@ -248,7 +255,9 @@ func TestKubePlayRefusals(t *testing.T) {
 		{"never pull", "", strings.Replace(pod("bkp-never", "localhost/bkp-nothing:1"), "image:", "imagePullPolicy: Never, image:", 1), 400, []string{"imagePullPolicy Never"}},
 		{"unsupported field", "", strings.Replace(pod("bkp-f", "localhost/busybox:latest"), "spec:\n", "spec:\n  nodeSelector: {a: b}\n", 1), 400, []string{"spec.nodeSelector"}},
 		{"missing configmap", "", strings.Replace(pod("bkp-cm", "localhost/busybox:latest"), "command:", "envFrom: [{configMapRef: {name: nope}}], command:", 1), 400, []string{"envFrom[0]", "nope"}},
-		{"log driver", "?logDriver=journald", pod("bkp-l", "localhost/busybox:latest"), 400, []string{"logDriver"}},
+		{"log driver", "?logDriver=syslog", pod("bkp-l", "localhost/busybox:latest"), 400, []string{"logDriver"}},
+		{"log option", "?logOptions=path%3D%2Fx", pod("bkp-lo", "localhost/busybox:latest"), 400, []string{"logOptions", "path"}},
+		{"log tag without journald", "?logOptions=tag%3Dt", pod("bkp-lt", "localhost/busybox:latest"), 400, []string{"log_configuration.tag"}},
 		{"userns", "?userns=keep-id", pod("bkp-u", "localhost/busybox:latest"), 400, []string{"userns"}},
 		{"no hosts", "?noHosts=true", pod("bkp-h", "localhost/busybox:latest"), 400, []string{"noHosts"}},
 		{"static ip", "?staticIPs=notanip", pod("bkp-i", "localhost/busybox:latest"), 400, []string{"staticIPs"}},

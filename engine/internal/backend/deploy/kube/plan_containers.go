@@ -146,6 +146,10 @@ func (pl *planner) container(ctx context.Context, d *document, t podTemplate, fi
 			cs.Volumes = append(cs.Volumes, core.NamedVolume{Dest: vm.MountPath, IsAnonymous: true})
 		}
 	}
+	if lc, _ := playLogConfig(&pl.opts); lc != nil {
+		copied := *lc
+		cs.LogConfiguration = &copied
+	}
 	if err := cs.Validate(); err != nil {
 		return cs, d.fail(field, err)
 	}

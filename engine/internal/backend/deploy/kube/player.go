@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	units "github.com/docker/go-units"
 	"io"
 	"log/slog"
 	"os"
@@ -137,13 +138,8 @@ func (p *Player) Play(ctx context.Context, data []byte, opts core.KubePlayOption
 
 // checkPlayOptions refuses the options the engine cannot honour.
 func checkPlayOptions(opts *core.KubePlayOptions, canBuild bool) error {
-	switch opts.LogDriver {
-	case "", "k8s-file":
-	default:
-		return core.InvalidArgument("logDriver", fmt.Errorf("%q: containers log to k8s-file only", opts.LogDriver))
-	}
-	if len(opts.LogOptions) > 0 {
-		return core.InvalidArgument("logOptions", errors.New("log driver options are not supported"))
+	if _, err := playLogConfig(opts); err != nil {
+		return err
 	}
 	switch u := opts.Userns; {
 	case u == "", u == "host", u == core.UserNSAuto, strings.HasPrefix(u, core.UserNSAuto+":size="):
@@ -165,4 +161,38 @@ func checkPlayOptions(opts *core.KubePlayOptions, canBuild bool) error {
 		}
 	}
 	return nil
+}
+
+// playLogConfig is the log configuration kube play's logDriver and
+// logOptions (tag=, max-size=) give every container; nil for neither.
+func playLogConfig(opts *core.KubePlayOptions) (*core.LogConfig, error) {
+	switch opts.LogDriver {
+	case "", core.LogDriverK8sFile, core.LogDriverJournald, core.LogDriverNone:
+	default:
+		return nil, core.InvalidArgument("logDriver", fmt.Errorf("%q is not supported (k8s-file, journald, none)", opts.LogDriver))
+	}
+	if opts.LogDriver == "" && len(opts.LogOptions) == 0 {
+		return nil, nil
+	}
+	lc := &core.LogConfig{Driver: opts.LogDriver}
+	for _, o := range opts.LogOptions {
+		k, v, ok := strings.Cut(o, "=")
+		switch {
+		case !ok:
+			return nil, core.InvalidArgument("logOptions", fmt.Errorf("%q is not KEY=VALUE", o))
+		case k == "tag":
+			lc.Tag = v
+		case k == "max-size":
+			n, err := units.RAMInBytes(v)
+			if err != nil || n <= 0 {
+				return nil, core.InvalidArgument("logOptions", fmt.Errorf("max-size %q is not a size", v))
+			}
+			lc.Size = n
+		default:
+			return nil, core.InvalidArgument("logOptions", fmt.Errorf("log option %q is not supported (tag, max-size)", k))
+		}
+	}
+	// The combinations (a tag needs journald, a size k8s-file) are checked
+	// with each container's spec.
+	return lc, nil
 }
