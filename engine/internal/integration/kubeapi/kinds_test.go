@@ -153,7 +153,9 @@ spec:
 	}
 	// logDriver and logOptions (podman kube play --log-driver, --log-opt)
 	// reach every container.
-	var lc struct{ HostConfig struct{ LogConfig struct{ Type, Size string } } }
+	var lc struct {
+		HostConfig struct{ LogConfig struct{ Type, Size string } }
+	}
 	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/bkp-ds-pod-c/json", nil), &lc)
 	if lc.HostConfig.LogConfig.Type != "k8s-file" || lc.HostConfig.LogConfig.Size != "8.192kB" {
 		t.Errorf("the played container's log configuration: %+v", lc.HostConfig.LogConfig)
