@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,7 +148,7 @@ func TestQuadletActivation(t *testing.T) {
 // pod's quadlet takes the pod down.
 func TestQuadletPodActivation(t *testing.T) {
 	te := startEngine(t)
-	te.Must(http.StatusOK, "POST", "/quadlets", tarOf(t, "bqa-pod.pod", "[Pod]\nPodName=bqa-pod\nLabel=app=bqa\n"))
+	te.Must(http.StatusOK, "POST", "/quadlets", tarOf(t, "bqa-pod.pod", "[Pod]\nPodName=bqa-pod\nLabel=app=bqa\nShmSize=2m\n"))
 	te.Must(http.StatusOK, "POST", "/quadlets?activate=true", tarOf(t, "bqa-member.container",
 		"[Container]\nImage=localhost/busybox:latest\nPod=bqa-pod.pod\nExec=sleep 1000\nStopTimeout=1\n[Service]\nRestart=on-failure\n"))
 	var pod struct {
@@ -160,6 +162,13 @@ func TestQuadletPodActivation(t *testing.T) {
 	}
 	if pod.State != "Running" || !member {
 		t.Fatalf("pod after activation: %+v", pod)
+	}
+	// ShmSize= sizes the /dev/shm the pod's members share.
+	var mi struct{ State struct{ Pid int } }
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/systemd-bqa-member/json", nil), &mi)
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs("/proc/"+strconv.Itoa(mi.State.Pid)+"/root/dev/shm", &fs); err != nil || fs.Blocks*uint64(fs.Bsize) != 2<<20 {
+		t.Errorf("the member's /dev/shm: %d bytes (%v), want the pod's 2 MiB", fs.Blocks*uint64(fs.Bsize), err)
 	}
 	var inspect struct {
 		HostConfig struct{ RestartPolicy struct{ Name string } }

@@ -24,7 +24,7 @@ var activatedKeys = map[string]map[string]bool{
 	"Volume": set("Device", "Driver", "Label", "Options", "ServiceName", "Type", "VolumeName"),
 	"Image":  set("AllTags", "Arch", "Image", "ImageTag", "OS", "Policy", "ServiceName", "TLSVerify", "Variant"),
 	"Pod": set("AddHost", "DNS", "DNSOption", "DNSSearch", "HostName", "Label", "Network", "PodName",
-		"PublishPort", "ServiceName"),
+		"PublishPort", "ServiceName", "ShmSize", "UserNS"),
 	"Build": set("Annotation", "Arch", "BuildArg", "File", "ImageTag", "Label", "Pull", "ServiceName",
 		"SetWorkingDirectory", "Target"),
 	"Kube":    set("KubeDownForce", "Network", "PublishPort", "ServiceName", "Yaml"),

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/berth-project/berth/engine/internal/backend/deploy/quadlets"
@@ -334,6 +335,10 @@ func (s *service) pod(p *plan) error {
 	if spec.Hostname != "" {
 		create = append(create, "--hostname", spec.Hostname)
 	}
+	if spec.ShmSize != nil {
+		create = append(create, "--shm-size", strconv.FormatInt(*spec.ShmSize, 10))
+	}
+	create = append(create, userNSFlags(spec.UserNS, spec.IDMappings)...)
 	infra := spec.Name + "-infra"
 	create = append(create, "--infra-name", infra, "--name", spec.Name)
 	s.serviceLines = append(s.serviceLines, "Environment=PODMAN_SYSTEMD_UNIT=%n")

@@ -187,16 +187,7 @@ func limitFlags(s *core.ContainerSpec) []string {
 	for _, m := range s.Unmask {
 		add("--security-opt", "unmask="+m)
 	}
-	switch s.UserNS.NSMode {
-	case core.UserNSHost:
-		add("--userns", "host")
-	case core.UserNSAuto:
-		v := "auto"
-		if s.IDMappings != nil && s.IDMappings.AutoUserNsOpts.Size > 0 {
-			v += ":size=" + strconv.FormatUint(uint64(s.IDMappings.AutoUserNsOpts.Size), 10)
-		}
-		add("--userns", v)
-	}
+	out = append(out, userNSFlags(s.UserNS, s.IDMappings)...)
 	for _, iv := range s.ImageVolumes {
 		v := "type=image,source=" + iv.Source + ",destination=" + iv.Destination
 		if iv.ReadWrite {
@@ -292,4 +283,20 @@ func commandLine(words []string) string {
 		out[i] = w
 	}
 	return strings.Join(out, " ")
+}
+
+// userNSFlags is --userns for a container's or pod's user namespace mode
+// (host, auto[:size=N]).
+func userNSFlags(ns core.Namespace, m *core.IDMappingOptions) []string {
+	switch ns.NSMode {
+	case core.UserNSHost:
+		return []string{"--userns", "host"}
+	case core.UserNSAuto:
+		v := "auto"
+		if m != nil && m.AutoUserNsOpts.Size > 0 {
+			v += ":size=" + strconv.FormatUint(uint64(m.AutoUserNsOpts.Size), 10)
+		}
+		return []string{"--userns", v}
+	}
+	return nil
 }

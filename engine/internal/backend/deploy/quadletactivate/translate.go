@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	units "github.com/docker/go-units"
 	"net"
 	"os"
 	"path/filepath"
@@ -590,6 +591,22 @@ func translatePod(u *unit, p *plan, ref refFunc) error {
 	}
 	if err := publishAndJoin(u, ref, &spec.PortMappings, &spec.NetNS, &spec.Networks); err != nil {
 		return err
+	}
+	if e, ok := lastEntry(u, "ShmSize"); ok {
+		n, err := units.RAMInBytes(e.Value)
+		if err != nil || n <= 0 {
+			return u.errAt(e, fmt.Errorf("%q is not a size", e.Value))
+		}
+		spec.ShmSize = &n
+	}
+	if e, ok := lastEntry(u, "UserNS"); ok {
+		// As a container's (containerUserNS): the pod's infra container
+		// makes the user namespace its members join.
+		var cs core.ContainerSpec
+		if err := containerUserNS(e.Value, &cs); err != nil {
+			return u.errAt(e, err)
+		}
+		spec.UserNS, spec.IDMappings = cs.UserNS, cs.IDMappings
 	}
 	p.pod = spec
 	return nil

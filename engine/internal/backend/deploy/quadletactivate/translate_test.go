@@ -244,6 +244,11 @@ func TestTranslateLimits(t *testing.T) {
 			t.Errorf("the generated run line lacks %q: %s", want, line)
 		}
 	}
+	pu := parseUnit("p.pod", "p.pod", []byte("[Pod]\nShmSize=1m\nUserNS=auto:size=1024\n"))
+	pp, err := translate(pu, dryResolver{})
+	if err != nil || *pp.pod.ShmSize != 1<<20 || pp.pod.UserNS.NSMode != "auto" || pp.pod.IDMappings.AutoUserNsOpts.Size != 1024 {
+		t.Errorf("a pod's ShmSize and UserNS: %+v (%v)", pp, err)
+	}
 	for bad, want := range map[string]string{
 		"Memory=lots":                            "key Memory",
 		"Ulimit=nofile":                          "key Ulimit",
