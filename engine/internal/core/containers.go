@@ -130,7 +130,11 @@ type ContainerSpec struct {
 	Sysctl        map[string]string `json:"sysctl,omitempty"`
 	CreateCommand []string          `json:"containerCreateCommand,omitempty"`
 	WorkDir       string            `json:"work_dir,omitempty"`
-	User          string            `json:"user,omitempty"`
+	// Domainname is the container's NIS domain name (Docker's
+	// Config.Domainname), set in its UTS namespace; its own address's
+	// line in /etc/hosts names it as HOSTNAME.DOMAINNAME first.
+	Domainname string `json:"domainname,omitempty"`
+	User       string `json:"user,omitempty"`
 	// ManagePassword (podman's --passwd, on unless false) adds /etc/passwd
 	// and /etc/group entries for a numeric user the image lacks and for
 	// HostUsers (--hostuser); PasswdEntry and GroupEntry are templates of
@@ -824,6 +828,9 @@ func (s *ContainerSpec) Validate() error {
 	if s.Hostname != "" && (len(s.Hostname) > 64 || strings.ContainsAny(s.Hostname, " /\t\n\x00")) {
 		return InvalidArgument("hostname", fmt.Errorf("%q is not a valid hostname", s.Hostname))
 	}
+	if s.Domainname != "" && (len(s.Domainname) > 64 || strings.ContainsAny(s.Domainname, " /\t\n\x00")) {
+		return InvalidArgument("domainname", fmt.Errorf("%q is not a valid domain name", s.Domainname))
+	}
 	for k := range s.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return InvalidArgument("env", fmt.Errorf("invalid variable name %q", k))
@@ -1139,6 +1146,9 @@ func (s *ContainerSpec) validateIPCAndUTS() error {
 	case NSHost, NSContainer, NSPath:
 		if s.Hostname != "" {
 			return InvalidArgument("hostname", errors.New("a container in another UTS namespace (the host's or a container's) has its hostname"))
+		}
+		if s.Domainname != "" {
+			return InvalidArgument("domainname", errors.New("a container in another UTS namespace (the host's or a container's) has its domain name"))
 		}
 	default:
 		return InvalidArgument("utsns", fmt.Errorf("mode %q is not supported (private, host, container:ID, ns:PATH)", s.UtsNS.NSMode))

@@ -81,9 +81,10 @@ func (s *server) containerCreate(w http.ResponseWriter, r *http.Request) {
 // createFieldNames are Docker's names of the spec members the backend's
 // 400s name, where the backend checks what the translation passed on.
 var createFieldNames = map[string]string{
-	"pidns":    "HostConfig.PidMode",
-	"ipcns":    "HostConfig.IpcMode",
-	"shm_size": "HostConfig.ShmSize",
+	"domainname": "Config.Domainname",
+	"pidns":      "HostConfig.PidMode",
+	"ipcns":      "HostConfig.IpcMode",
+	"shm_size":   "HostConfig.ShmSize",
 }
 
 // toSpec is the translation of one create request.
@@ -102,6 +103,7 @@ func (s *server) toSpec(name string, cfg *containertypes.Config, hc *containerty
 		Stdin:               cfg.OpenStdin,
 		Labels:              cfg.Labels,
 		Hostname:            cfg.Hostname,
+		Domainname:          cfg.Domainname,
 		WorkDir:             cfg.WorkingDir,
 		User:                cfg.User,
 		Annotations:         hc.Annotations,
@@ -253,8 +255,6 @@ func refuseUnsupported(cfg *containertypes.Config, hc *containertypes.HostConfig
 		_, logErr = fileLogSize(hc.LogConfig.Config)
 	}
 	switch {
-	case cfg.Domainname != "":
-		return bad("Config.Domainname", "a domain name is not supported")
 	case cfg.MacAddress != "":
 		return bad("Config.MacAddress", "set the MAC address per network (EndpointSettings.MacAddress)")
 	case len(hc.Links) > 0:

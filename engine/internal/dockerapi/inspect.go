@@ -103,6 +103,7 @@ func (s *server) config(c *core.Container, in *core.InspectContainerData) *conta
 	ic := in.Config
 	cfg := &containertypes.Config{
 		Hostname:     ic.Hostname,
+		Domainname:   ic.DomainName,
 		User:         ic.User,
 		AttachStdin:  ic.AttachStdin,
 		AttachStdout: ic.AttachStdout,

@@ -230,3 +230,43 @@ func TestComposeIPCService(t *testing.T) {
 	}
 	dc("down", "-t", "0")
 }
+
+// TestComposeServiceNamespaces: a service that runs after another one
+// completed (condition: service_completed_successfully), with a domain
+// name and a host-gateway entry, and a side service in its PID and network
+// namespaces (pid and network_mode service:NAME): the side service sees
+// the app's process as its PID 1 and the app's /etc/hosts.
+func TestComposeServiceNamespaces(t *testing.T) {
+	te, dc := composeProject(t, "nsp", map[string]string{"compose.yaml": `services:
+  init:
+    image: localhost/busybox:latest
+    command: ["true"]
+  app:
+    image: localhost/busybox:latest
+    command: sh -c 'hostname -f; exec sleep 600'
+    hostname: app
+    domainname: example.org
+    extra_hosts: ["gw:host-gateway"]
+    depends_on:
+      init: {condition: service_completed_successfully}
+  side:
+    image: localhost/busybox:latest
+    command: sh -c 'cat /proc/1/comm; grep -c gw /etc/hosts; exec sleep 600'
+    pid: "service:app"
+    network_mode: "service:app"
+    depends_on: [app]
+`})
+	dc("up", "-d")
+	deadline := time.Now().Add(20 * time.Second)
+	for app, side := "", ""; !strings.Contains(app, "app.example.org") || !strings.Contains(side, "sleep\n1"); app, side = dc("logs", "--no-log-prefix", "app"), dc("logs", "--no-log-prefix", "side") {
+		if time.Now().After(deadline) {
+			t.Fatalf("app's logs %q, side's %q", app, side)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	appID := strings.TrimSpace(te.run("docker", "inspect", "--format", "{{.Id}}", "nsp-app-1"))
+	if got := strings.TrimSpace(te.run("docker", "inspect", "--format", "{{.HostConfig.PidMode}}", "nsp-side-1")); got != "container:"+appID {
+		t.Errorf("side's PidMode %q", got)
+	}
+	dc("down", "-t", "0")
+}

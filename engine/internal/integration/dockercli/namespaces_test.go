@@ -100,3 +100,22 @@ func TestDockerCgroupnsAndHostGateway(t *testing.T) {
 		t.Errorf("--add-host gw:host-gateway: %q, want the bridge's gateway %q", out, gateway)
 	}
 }
+
+// TestDockerDomainname: docker run --domainname sets the container's NIS
+// domain name (kernel.domainname in its UTS namespace: runc 1.1 leaves the
+// spec's domainname unapplied), /etc/hosts names the container by its
+// FQDN first (hostname -f), and inspect shows it; with the host's UTS
+// namespace it is a 400 naming Config.Domainname.
+func TestDockerDomainname(t *testing.T) {
+	te := startEngine(t)
+	out := te.run("docker", "run", "--name", "dom", "--hostname", "web", "--domainname", "example.org", "localhost/busybox:latest",
+		"sh", "-c", "cat /proc/sys/kernel/domainname; hostname -f")
+	if strings.TrimSpace(out) != "example.org\nweb.example.org" {
+		t.Errorf("domain name and FQDN: %q", out)
+	}
+	if got := strings.TrimSpace(te.run("docker", "inspect", "--format", "{{.Config.Domainname}}", "dom")); got != "example.org" {
+		t.Errorf("inspect Config.Domainname %q", got)
+	}
+	te.run("docker", "rm", "dom")
+	contains(t, "--uts host --domainname", te.fails("docker", "run", "--rm", "--uts", "host", "--domainname", "x", "localhost/busybox:latest", "true"), "Config.Domainname")
+}

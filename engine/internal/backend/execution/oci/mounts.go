@@ -289,6 +289,9 @@ func HostsFile(s *core.ContainerSpec, hostname, name, hostGateway string) (strin
 	if name != "" && name != hostname {
 		names += " " + name
 	}
+	if s.Domainname != "" {
+		names = hostname + "." + s.Domainname + " " + names
+	}
 	fmt.Fprintf(&b, "127.0.1.1\t%s\n", names)
 	return b.String(), nil
 }

@@ -216,6 +216,7 @@ func Generate(in Input) (*Result, error) {
 		Process:     proc,
 		Root:        &specs.Root{Path: in.Rootfs, Readonly: s.ReadOnly},
 		Hostname:    hostname,
+		Domainname:  s.Domainname,
 		Annotations: map[string]string{},
 		Linux: &specs.Linux{
 			CgroupsPath: in.CgroupsPath,
@@ -285,6 +286,16 @@ func Generate(in Input) (*Result, error) {
 		// The hostname belongs to the joined UTS namespace; runc may only
 		// set one in a namespace of its own.
 		spec.Hostname = ""
+		spec.Domainname = ""
+	} else if s.Domainname != "" {
+		// runc 1.1 does not apply the spec's domainname; the UTS
+		// namespace's sysctl sets it with every runtime.
+		sysctl := maps.Clone(spec.Linux.Sysctl)
+		if sysctl == nil {
+			sysctl = map[string]string{}
+		}
+		sysctl["kernel.domainname"] = s.Domainname
+		spec.Linux.Sysctl = sysctl
 	}
 
 	if err := resources(spec.Linux.Resources, s, in.Host, &res.Warnings); err != nil {

@@ -350,6 +350,13 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 	if infra != nil && slices.Contains(rec.PodJoin.Shared, core.PodShareNet) {
 		netFiles = infra.StaticDir
 	}
+	// A container in another's network namespace uses that container's
+	// hosts and resolv.conf, as Docker and Podman share them.
+	if rec.Spec.NetNS.NSMode == core.NetNSContainer {
+		if de, err := m.lookup(rec.Spec.NetNS.Value); err == nil {
+			netFiles = m.snapshot(de).StaticDir
+		}
+	}
 	shm, joins, err := m.shmSource(rec, infra, joins)
 	if err != nil {
 		return nil, err

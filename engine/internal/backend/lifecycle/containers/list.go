@@ -256,7 +256,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 		Dependencies:       dependencies(&r),
 		NetworkSettings:    m.networkSettings(&r, 0),
 		Config: &core.InspectContainerConfig{
-			Hostname: hostnameOf(&r), User: s.User,
+			Hostname: hostnameOf(&r), DomainName: s.Domainname, User: s.User,
 			AttachStdin: s.Stdin, AttachStdout: true, AttachStderr: true,
 			Tty: s.Terminal, OpenStdin: s.Stdin,
 			Env: env, Cmd: nonNil(cmd), Image: r.Image,

@@ -465,7 +465,11 @@ func (m *Manager) writeNetworkFiles(rec record) error {
 		for _, ifName := range sortedKeys(rec.NetStatus[name].Interfaces) {
 			for _, a := range rec.NetStatus[name].Interfaces[ifName].Subnets {
 				if extra.Len() == 0 {
-					fmt.Fprintf(&extra, "%s\t%s %s\n", a.IPNet.IP, hostname, rec.Name)
+					names := hostname + " " + rec.Name
+					if d := rec.Spec.Domainname; d != "" {
+						names = hostname + "." + d + " " + names
+					}
+					fmt.Fprintf(&extra, "%s\t%s\n", a.IPNet.IP, names)
 				}
 				if gateway == "" && a.Gateway != nil && a.IPNet.IP.To4() != nil {
 					gateway = a.Gateway.String()
