@@ -546,6 +546,9 @@ type ExecRequest struct {
 	// Process is the process to run. Args are required; empty Env, Cwd and
 	// User are taken from the container. Terminal selects a pseudo-terminal.
 	Process specs.Process
+	// Privileged gives the process every capability of the engine's
+	// bounding set (podman exec --privileged, Docker's Privileged).
+	Privileged bool
 	// Stdin, Stdout and Stderr are connected to the process; nil means
 	// /dev/null. With a terminal, Stderr is unused (the terminal merges both).
 	Stdin  io.Reader

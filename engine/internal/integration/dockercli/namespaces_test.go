@@ -119,3 +119,26 @@ func TestDockerDomainname(t *testing.T) {
 	te.run("docker", "rm", "dom")
 	contains(t, "--uts host --domainname", te.fails("docker", "run", "--rm", "--uts", "host", "--domainname", "x", "localhost/busybox:latest", "true"), "Config.Domainname")
 }
+
+// TestExecPrivileged: docker and podman exec --privileged give the process
+// every capability of the engine's bounding set; a plain exec keeps the
+// container's set.
+func TestExecPrivileged(t *testing.T) {
+	te := startEngine(t)
+	status, _ := os.ReadFile("/proc/self/status")
+	var bounding string
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapBnd:"); ok {
+			bounding = strings.TrimSpace(v)
+		}
+	}
+	te.run("docker", "run", "-d", "--name", "privexec", "localhost/busybox:latest", "sleep", "600")
+	capEff := "grep CapEff /proc/self/status | cut -f2"
+	plain := strings.TrimSpace(te.run("docker", "exec", "privexec", "sh", "-c", capEff))
+	for _, client := range []string{"docker", "podman"} {
+		if got := strings.TrimSpace(te.run(client, "exec", "--privileged", "privexec", "sh", "-c", capEff)); got != bounding || got == plain {
+			t.Errorf("%s exec --privileged: CapEff %s, want the engine's bounding set %s (a plain exec has %s)", client, got, bounding, plain)
+		}
+	}
+	te.run("docker", "rm", "-f", "privexec")
+}

@@ -3,6 +3,7 @@ package containers
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -102,6 +103,10 @@ func (m *Manager) Exec(ctx context.Context, nameOrID string, req core.ExecReques
 	rec := m.snapshot(e)
 	if rec.State != core.StateRunning {
 		return nil, fmt.Errorf("container %s is %s, not running: %w", rec.Name, rec.State, core.ErrStateConflict)
+	}
+	if req.Privileged {
+		all := slices.Clone(m.host.BoundingCaps)
+		req.Process.Capabilities = &specs.LinuxCapabilities{Bounding: all, Effective: all, Permitted: all}
 	}
 	return m.rt.Exec(ctx, &rec.Container, req)
 }

@@ -339,7 +339,7 @@ func (m *Manager) Start(ctx context.Context, id string, streams Streams, size *[
 		// The terminal has its size before the command reads it.
 		proc.ConsoleSize = &specs.Box{Height: uint(size[0]), Width: uint(size[1])}
 	}
-	req := core.ExecRequest{Process: proc}
+	req := core.ExecRequest{Process: proc, Privileged: s.Config.Privileged}
 	if s.Config.AttachStdin {
 		req.Stdin = streams.Stdin
 	}
