@@ -42,12 +42,11 @@ func (m *Manager) resolveCgroupNS(spec *core.ContainerSpec) error {
 		if ns.Value == "" {
 			return core.InvalidArgument("cgroupns", errors.New("mode container needs the container to join"))
 		}
-		target, err := m.lookup(ns.Value)
+		target, err := m.lookupDonor("cgroupns", ns.Value)
 		if err != nil {
-			// A 400 naming the option, not the lookup's 404.
-			return core.InvalidArgument("cgroupns", fmt.Errorf("container %q: %v", ns.Value, err))
+			return err
 		}
-		ns.Value = m.snapshot(target).ID
+		ns.Value = target.ID
 	default:
 		return core.InvalidArgument("cgroupns", fmt.Errorf("mode %q is not supported (host, private, container:ID, ns:PATH)", ns.NSMode))
 	}

@@ -22,11 +22,11 @@ import (
 func (m *Manager) resolveDependencies(spec *core.ContainerSpec) error {
 	var ids []string
 	for _, name := range spec.DependencyContainers {
-		e, err := m.lookup(name)
+		dep, err := m.lookupDonor("dependencyContainers", name)
 		if err != nil {
-			return core.InvalidArgument("dependencyContainers", fmt.Errorf("container %q: %v", name, err))
+			return err
 		}
-		if id := m.snapshot(e).ID; !slices.Contains(ids, id) {
+		if id := dep.ID; !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}

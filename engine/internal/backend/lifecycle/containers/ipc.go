@@ -51,12 +51,10 @@ func (m *Manager) resolveIPCNS(spec *core.ContainerSpec) error {
 	if ns.NSMode != core.IPCNSContainer {
 		return nil
 	}
-	target, err := m.lookup(ns.Value)
+	t, err := m.lookupDonor("ipcns", ns.Value)
 	if err != nil {
-		// A 400 naming the option, not the lookup's 404.
-		return core.InvalidArgument("ipcns", fmt.Errorf("container %q: %v", ns.Value, err))
+		return err
 	}
-	t := m.snapshot(target)
 	if !t.Spec.SharesIPC() {
 		return core.InvalidArgument("ipcns", fmt.Errorf("container %s has a non-shareable IPC namespace (%s): create it with --ipc shareable to join it", t.Name, nsModeString(t.Spec.IpcNS, core.IPCNSShareable)))
 	}

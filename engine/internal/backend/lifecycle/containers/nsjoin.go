@@ -32,8 +32,9 @@ var joinedNS = []struct {
 	{"utsns", specs.UTSNamespace, "uts", func(s *core.ContainerSpec) *core.Namespace { return &s.UtsNS }},
 }
 
-// lookupDonor finds the container a namespace request names, as a 400
-// naming field when there is none.
+// lookupDonor finds the container a request member names (a namespace to
+// join, a dependency), as a 400 naming field, not the lookup's 404, when
+// there is none.
 func (m *Manager) lookupDonor(field, name string) (record, error) {
 	e, err := m.lookup(name)
 	if err != nil {
