@@ -76,6 +76,13 @@ type ImageVolume struct {
 	SubPath     string `json:"subPath,omitempty"`
 }
 
+// ContainerLink is one legacy link: a container and the alias this
+// container knows it by.
+type ContainerLink struct {
+	Container string `json:"container"`
+	Alias     string `json:"alias"`
+}
+
 // ContainerSpec is the creation request: the subset of Podman's SpecGenerator
 // JSON (what `podman --remote create` sends) that the engine understands.
 // Every other member must hold its zero value or a default the engine
@@ -97,6 +104,13 @@ type ContainerSpec struct {
 	// --requires): each is started before it, and none can be removed
 	// before it. Recorded by ID.
 	DependencyContainers []string `json:"dependencyContainers,omitempty"`
+	// Links are Docker's legacy links (HostConfig.Links and an endpoint's
+	// Links; Compose v1 sends them for every service): the linked
+	// container's address on a network the two share stands in this
+	// container's /etc/hosts under the alias, the linked container's
+	// hostname and its name, as dockerd's default bridge writes them.
+	// Recorded by ID.
+	Links []ContainerLink `json:"links,omitempty"`
 	// ImageOS, ImageArch and ImageVariant name the platform the image must
 	// be for (podman's --os, --arch, --variant and --platform; Docker's
 	// platform query): a local image for another platform is not the one
@@ -579,6 +593,8 @@ type ListContainersOptions struct {
 	All  bool
 	Last int
 	Size bool
+	// Detail fills each entry's MountDetails and NetworkDetails.
+	Detail bool
 	// Filters maps a filter name (id, name, label, status, exited, ancestor,
 	// before, since) to its values; values of one name are ORed, names ANDed
 	// (label and status are ANDed as Podman does for labels).

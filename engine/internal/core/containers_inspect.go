@@ -28,6 +28,12 @@ type ListContainer struct {
 	StartedAt  int64                   `json:"StartedAt"`
 	State      string                  `json:"State"`
 	Status     string                  `json:"Status"`
+	// MountDetails and NetworkDetails are filled on request
+	// (ListContainersOptions.Detail) for Docker's ps, which shows each
+	// mount as inspect does and each network's addresses; Compose compares
+	// them with its project before it keeps a container.
+	MountDetails   []InspectMount         `json:"-"`
+	NetworkDetails map[string]StatusBlock `json:"-"`
 }
 
 // ListContainerNamespaces names the namespaces of a listed container.

@@ -123,6 +123,21 @@ type Network struct {
 	Labels            map[string]string `json:"labels,omitempty"`
 	Options           map[string]string `json:"options,omitempty"`
 	IPAMOptions       map[string]string `json:"ipam_options,omitempty"`
+	// Docker is what a Docker API client asked for, kept for Docker's
+	// inspect: nil for networks made through the libpod API.
+	Docker *DockerNetworkRequest `json:"docker,omitempty"`
+}
+
+// DockerNetworkRequest is what a Docker API client set on a network that
+// the network itself does not hold as Docker names it. dockerd's inspect
+// lists a network's options as its client gave them (a bridge name it
+// chose itself is not among them), and Compose v1 compares them with its
+// file's before it reuses the network.
+type DockerNetworkRequest struct {
+	Options map[string]string `json:"options,omitempty"`
+	// Attachable only restricts swarm-scoped networks; every network of
+	// the engine is local, open to any container, as dockerd's are.
+	Attachable bool `json:"attachable,omitempty"`
 }
 
 // NetworkContainer is one container attached to a network, as inspect
@@ -144,6 +159,10 @@ type PerNetworkOptions struct {
 	Aliases       []string     `json:"aliases,omitempty"`
 	StaticMAC     HardwareAddr `json:"static_mac,omitempty"`
 	InterfaceName string       `json:"interface_name"`
+	// Links are the legacy links a Docker client gives with a connect
+	// (Compose v1 repeats its links for each network): they join the
+	// container's own (ContainerSpec.Links), not the network's.
+	Links []ContainerLink `json:"-"`
 }
 
 // PortMapping publishes container ports on the host. HostPort 0 asks the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ func (s *server) containerList(w http.ResponseWriter, r *http.Request) {
 		Size:    q.boolean("size", false),
 		Last:    int(q.integer("limit", 0)),
 		Filters: q.filters(),
+		Detail:  true,
 	}
 	if q.err != nil {
 		writeError(w, q.err)
@@ -42,11 +44,12 @@ func (s *server) containerList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := make([]containertypes.Summary, 0, len(list))
+	ids := s.networkIDs(r.Context())
 	for _, c := range list {
 		if c.IsInfra {
 			continue
 		}
-		out = append(out, s.summary(c))
+		out = append(out, s.summary(c, ids))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -77,7 +80,7 @@ func (s *server) translateContainerFilters(f map[string][]string) error {
 }
 
 // summary is one row of docker ps.
-func (s *server) summary(c core.ListContainer) containertypes.Summary {
+func (s *server) summary(c core.ListContainer, networkIDs map[string]string) containertypes.Summary {
 	names := make([]string, len(c.Names))
 	for i, n := range c.Names {
 		names[i] = "/" + n
@@ -105,14 +108,18 @@ func (s *server) summary(c core.ListContainer) containertypes.Summary {
 	}
 	out.NetworkSettings = &containertypes.NetworkSettingsSummary{Networks: map[string]*networkEndpoint{}}
 	for _, n := range c.Networks {
-		out.NetworkSettings.Networks[s.dockerNetworkName(n)] = &networkEndpoint{}
+		ep := &networkEndpoint{NetworkID: networkIDs[n]}
+		if st, ok := c.NetworkDetails[n]; ok {
+			fillEndpoint(ep, st)
+		}
+		out.NetworkSettings.Networks[s.dockerNetworkName(n)] = ep
 	}
 	out.HostConfig.NetworkMode = "default"
 	if len(c.Networks) > 0 && c.Networks[0] != s.cfg.DefaultNetwork {
 		out.HostConfig.NetworkMode = c.Networks[0]
 	}
-	for _, m := range c.Mounts {
-		out.Mounts = append(out.Mounts, containertypes.MountPoint{Destination: m})
+	for _, m := range c.MountDetails {
+		out.Mounts = append(out.Mounts, mountPoint(m))
 	}
 	return out
 }
@@ -144,6 +151,16 @@ func (s *server) containerInspect(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	if versionBefore(r, "1.45") && out.NetworkSettings != nil {
+		// Before 1.45 dockerd lists the container's short ID among its
+		// aliases on each user-defined network (DNSNames came after);
+		// Compose v1 takes a network without it for one to reconnect.
+		for name, ep := range out.NetworkSettings.Networks {
+			if ep != nil && name != "bridge" && !slices.Contains(ep.Aliases, out.ID[:12]) {
+				ep.Aliases = append([]string{out.ID[:12]}, ep.Aliases...)
+			}
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -257,8 +257,6 @@ func refuseUnsupported(cfg *containertypes.Config, hc *containertypes.HostConfig
 	switch {
 	case cfg.MacAddress != "":
 		return bad("Config.MacAddress", "set the MAC address per network (EndpointSettings.MacAddress)")
-	case len(hc.Links) > 0:
-		return bad("HostConfig.Links", "legacy links are not supported: use a user-defined network")
 	case hc.VolumeDriver != "" && hc.VolumeDriver != "local":
 		return bad("HostConfig.VolumeDriver", fmt.Sprintf("%q: only the local volume driver exists", hc.VolumeDriver))
 	case hc.UsernsMode != "" && hc.UsernsMode != "host":
@@ -621,6 +619,8 @@ func (s *server) networking(spec *core.ContainerSpec, cfg *containertypes.Config
 			if err != nil {
 				return err
 			}
+			spec.Links = addLinks(spec.Links, opts.Links)
+			opts.Links = nil
 			if ep != nil && ep.MacAddress != "" {
 				mac, err := net.ParseMAC(ep.MacAddress)
 				if err != nil {
@@ -630,6 +630,14 @@ func (s *server) networking(spec *core.ContainerSpec, cfg *containertypes.Config
 			}
 			spec.Networks[engineName] = opts
 		}
+	}
+	links, err := parseLinks("HostConfig.Links", hc.Links)
+	if err != nil {
+		return err
+	}
+	spec.Links = addLinks(spec.Links, links)
+	if len(spec.Links) > 0 && spec.NetNS.NSMode != core.NetNSBridge {
+		return core.InvalidArgument("HostConfig.Links", fmt.Errorf("links need a network of the container's own: network mode %q has none", mode))
 	}
 	if spec.NetNS.NSMode != core.NetNSBridge && len(endpoints) > 0 {
 		for name := range endpoints {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	containertypes "github.com/docker/docker/api/types/container"
 	imagetypes "github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/registry"
 	"github.com/docker/docker/api/types/storage"
@@ -148,6 +149,12 @@ func (s *server) imageInspect(w http.ResponseWriter, r *http.Request, name strin
 	}
 	if versionBefore(r, "1.44") {
 		out.VirtualSize = im.Size
+	}
+	if versionBefore(r, "1.45") {
+		// Before 1.45 dockerd always answers the (empty for every image it
+		// did not build with its classic builder) ContainerConfig; Compose
+		// v1 reads its Volumes when it recreates a container.
+		out.ContainerConfig = &containertypes.Config{}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -2,6 +2,9 @@ package dockerapi
 
 import (
 	"context"
+	"maps"
+	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -68,6 +71,7 @@ func (s *server) inspectContainer(ctx context.Context, name string, size bool) (
 		ExecIDs:        in.ExecIDs,
 		HostConfig:     s.hostConfig(c, in),
 	}
+	base.HostConfig.Links = s.inspectLinks(ctx, c)
 	if base.Args == nil {
 		base.Args = []string{}
 	}
@@ -83,19 +87,64 @@ func (s *server) inspectContainer(ctx context.Context, name string, size bool) (
 		ContainerJSONBase: base,
 		Mounts:            []containertypes.MountPoint{},
 		Config:            s.config(c, in),
-		NetworkSettings:   s.networkSettings(in),
+		NetworkSettings:   s.networkSettings(in, s.networkIDs(ctx)),
 	}
 	for _, m := range in.Mounts {
-		mp := containertypes.MountPoint{
-			Type: mount.Type(m.Type), Name: m.Name, Source: m.Source, Destination: m.Destination,
-			Driver: m.Driver, Mode: m.Mode, RW: m.RW, Propagation: mount.Propagation(m.Propagation),
-		}
-		if mp.Type == "" {
-			mp.Type = mount.TypeBind
-		}
-		out.Mounts = append(out.Mounts, mp)
+		out.Mounts = append(out.Mounts, mountPoint(m))
 	}
 	return out, nil
+}
+
+// mountPoint is one of a container's mounts as Docker lists them.
+func mountPoint(m core.InspectMount) containertypes.MountPoint {
+	mp := containertypes.MountPoint{
+		Type: mount.Type(m.Type), Name: m.Name, Source: m.Source, Destination: m.Destination,
+		Driver: m.Driver, Mode: m.Mode, RW: m.RW, Propagation: mount.Propagation(m.Propagation),
+	}
+	if mp.Type == "" {
+		mp.Type = mount.TypeBind
+	}
+	return mp
+}
+
+// networkIDs maps the engine's network names to their IDs (Docker's
+// endpoints name a network by ID; the engine's records by name).
+func (s *server) networkIDs(ctx context.Context) map[string]string {
+	out := map[string]string{}
+	nets, err := s.deps.Networks.List(ctx, nil)
+	if err != nil {
+		return out
+	}
+	for _, n := range nets {
+		out[n.Name] = n.ID
+	}
+	return out
+}
+
+// fillEndpoint sets an endpoint's addresses from netavark's status: the
+// first IPv4 and IPv6 address of the network's interface.
+func fillEndpoint(ep *networkEndpoint, st core.StatusBlock) {
+	for _, ifName := range slices.Sorted(maps.Keys(st.Interfaces)) {
+		iface := st.Interfaces[ifName]
+		if ep.MacAddress == "" && len(iface.MacAddress) > 0 {
+			ep.MacAddress = net.HardwareAddr(iface.MacAddress).String()
+		}
+		for _, a := range iface.Subnets {
+			ones, _ := a.IPNet.Mask.Size()
+			switch {
+			case a.IPNet.IP.To4() != nil && ep.IPAddress == "":
+				ep.IPAddress, ep.IPPrefixLen = a.IPNet.IP.String(), ones
+				if a.Gateway != nil {
+					ep.Gateway = a.Gateway.String()
+				}
+			case a.IPNet.IP.To4() == nil && ep.GlobalIPv6Address == "":
+				ep.GlobalIPv6Address, ep.GlobalIPv6PrefixLen = a.IPNet.IP.String(), ones
+				if a.Gateway != nil {
+					ep.IPv6Gateway = a.Gateway.String()
+				}
+			}
+		}
+	}
 }
 
 // config is inspect's Config: what the container runs, as created.
@@ -260,7 +309,7 @@ func (s *server) networkMode(c *core.Container) string {
 }
 
 // networkSettings is inspect's NetworkSettings.
-func (s *server) networkSettings(in *core.InspectContainerData) *containertypes.NetworkSettings {
+func (s *server) networkSettings(in *core.InspectContainerData, networkIDs map[string]string) *containertypes.NetworkSettings {
 	ns := &containertypes.NetworkSettings{Networks: map[string]*networkEndpoint{}}
 	src := in.NetworkSettings
 	if src == nil {
@@ -275,7 +324,13 @@ func (s *server) networkSettings(in *core.InspectContainerData) *containertypes.
 			continue
 		}
 		for _, b := range binds {
-			ns.Ports[key] = append(ns.Ports[key], nat.PortBinding{HostIP: b.HostIP, HostPort: b.HostPort})
+			// dockerd names the address it listens on: all of IPv4's
+			// where the client gave none (as ps shows it).
+			ip := b.HostIP
+			if ip == "" {
+				ip = "0.0.0.0"
+			}
+			ns.Ports[key] = append(ns.Ports[key], nat.PortBinding{HostIP: ip, HostPort: b.HostPort})
 		}
 	}
 	ns.DefaultNetworkSettings = containertypes.DefaultNetworkSettings{
@@ -289,7 +344,7 @@ func (s *server) networkSettings(in *core.InspectContainerData) *containertypes.
 		}
 		docker := s.dockerNetworkName(name)
 		ep := &networkEndpoint{
-			NetworkID: n.NetworkID, EndpointID: n.EndpointID, Gateway: n.Gateway, IPAddress: n.IPAddress,
+			NetworkID: firstNonEmpty(networkIDs[name], n.NetworkID), EndpointID: n.EndpointID, Gateway: n.Gateway, IPAddress: n.IPAddress,
 			IPPrefixLen: n.IPPrefixLen, IPv6Gateway: n.IPv6Gateway, GlobalIPv6Address: n.GlobalIPv6Address,
 			GlobalIPv6PrefixLen: n.GlobalIPv6PrefixLen, MacAddress: n.MacAddress, Aliases: n.Aliases,
 			DriverOpts: n.DriverOpts, DNSNames: append([]string{in.Name, in.ID[:12]}, n.Aliases...),

@@ -27,6 +27,13 @@ func (s *server) dockerNetwork(n *core.Network, containers map[string]core.Netwo
 		out.Labels = map[string]string{}
 	}
 	switch {
+	case n.Docker != nil:
+		// Made through this API: its options as the client gave them.
+		out.Attachable = n.Docker.Attachable
+		out.Options = map[string]string{}
+		for k, v := range n.Docker.Options {
+			out.Options[k] = v
+		}
 	case n.Driver == "macvlan":
 		// Docker's names of a macvlan network's parent and mode.
 		opts := map[string]string{"parent": n.NetworkInterface}
@@ -158,14 +165,20 @@ func (s *server) networkCreate(w http.ResponseWriter, r *http.Request) {
 	case req.Scope != "" && req.Scope != "local":
 		writeError(w, core.InvalidArgument("Scope", fmt.Errorf("scope %q is not supported (local)", req.Scope)))
 		return
-	case req.Attachable || req.Ingress || req.ConfigOnly || req.ConfigFrom != nil:
-		writeError(w, core.InvalidArgument("Attachable", errors.New("swarm network options are not supported")))
+	case req.Ingress:
+		writeError(w, core.InvalidArgument("Ingress", errors.New("ingress networks are swarm networks, which are not supported")))
+		return
+	case req.ConfigOnly || req.ConfigFrom != nil:
+		writeError(w, core.InvalidArgument("ConfigOnly", errors.New("configuration-only networks (ConfigOnly, ConfigFrom) are not supported")))
 		return
 	case req.EnableIPv4 != nil && !*req.EnableIPv4:
 		writeError(w, core.InvalidArgument("EnableIPv4", errors.New("IPv6-only networks are not supported")))
 		return
 	}
-	n := core.Network{Name: req.Name, Driver: "bridge", Internal: req.Internal, Labels: req.Labels, DNSEnabled: true}
+	// Attachable (Compose v1 sends it for every network) limits only
+	// swarm-scoped networks; a local one takes any container, as dockerd's.
+	n := core.Network{Name: req.Name, Driver: "bridge", Internal: req.Internal, Labels: req.Labels, DNSEnabled: true,
+		Docker: &core.DockerNetworkRequest{Options: req.Options, Attachable: req.Attachable}}
 	macvlan := req.Driver == "macvlan"
 	if macvlan {
 		// The network backend checks the parent and mode, and turns DNS
@@ -331,16 +344,18 @@ func (s *server) networkPrune(w http.ResponseWriter, r *http.Request) {
 
 // endpointOptions translates a Docker endpoint (of a create's
 // NetworkingConfig or a network connect) into the engine's options for
-// that network: aliases and static addresses; legacy links are refused.
+// that network: aliases, static addresses and legacy links.
 // field prefixes the names of refused fields.
 func endpointOptions(field string, ep *networktypes.EndpointSettings) (core.PerNetworkOptions, error) {
 	opts := core.PerNetworkOptions{}
 	if ep == nil {
 		return opts, nil
 	}
-	if len(ep.Links) > 0 {
-		return opts, core.InvalidArgument(field+"Links", errors.New("legacy links are not supported"))
+	links, err := parseLinks(field+"Links", ep.Links)
+	if err != nil {
+		return opts, err
 	}
+	opts.Links = links
 	opts.Aliases = ep.Aliases
 	if ep.IPAMConfig != nil {
 		for _, a := range []string{ep.IPAMConfig.IPv4Address, ep.IPAMConfig.IPv6Address} {

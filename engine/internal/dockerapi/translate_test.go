@@ -4,11 +4,13 @@ import (
 	"errors"
 	"net"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	containertypes "github.com/docker/docker/api/types/container"
+	networktypes "github.com/docker/docker/api/types/network"
 	"github.com/docker/go-connections/nat"
 
 	"github.com/berth-project/berth/engine/internal/core"
@@ -88,7 +90,7 @@ func TestToSpec(t *testing.T) {
 	}
 
 	for field, hc := range map[string]*containertypes.HostConfig{
-		"HostConfig.Links":            {Links: []string{"a:b"}},
+		"HostConfig.Links":            {Links: []string{"a:b:c"}},
 		"HostConfig.UTSMode":          {UTSMode: "container:x"},
 		"HostConfig.IpcMode":          {IpcMode: "container:"},
 		"HostConfig.LogConfig.Type":   {LogConfig: containertypes.LogConfig{Type: "syslog"}},
@@ -101,6 +103,34 @@ func TestToSpec(t *testing.T) {
 		var fe *core.FieldError
 		if !errors.As(err, &fe) || fe.Field != field {
 			t.Errorf("%s: error %v, want one naming it", field, err)
+		}
+	}
+}
+
+// TestLinksTranslate: Docker's three link forms, the same links given in
+// the host config and the endpoint once, and links outside a network of
+// the container's own refused.
+func TestLinksTranslate(t *testing.T) {
+	s := &server{cfg: Config{DefaultNetwork: "podman"}}
+	hc := &containertypes.HostConfig{NetworkMode: "front", Links: []string{"db", "web:site", "/cache:/app/kv"}}
+	nc := &networktypes.NetworkingConfig{EndpointsConfig: map[string]*networktypes.EndpointSettings{
+		"front": {Links: []string{"web:site", "queue:q"}},
+	}}
+	spec, err := s.toSpec("app", &containertypes.Config{Image: "busybox"}, hc, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []core.ContainerLink{{Container: "web", Alias: "site"}, {Container: "queue", Alias: "q"}, {Container: "db", Alias: "db"}, {Container: "cache", Alias: "kv"}}
+	if !reflect.DeepEqual(spec.Links, want) {
+		t.Errorf("links %+v, want %+v", spec.Links, want)
+	}
+	for _, bad := range []*containertypes.HostConfig{
+		{Links: []string{""}}, {Links: []string{"a:"}}, {Links: []string{"a:b:c"}},
+		{NetworkMode: "none", Links: []string{"a"}}, {NetworkMode: "container:x", Links: []string{"a"}},
+	} {
+		var fe *core.FieldError
+		if _, err := s.toSpec("", &containertypes.Config{Image: "busybox"}, bad, nil); !errors.As(err, &fe) || fe.Field != "HostConfig.Links" {
+			t.Errorf("%+v: error %v, want one naming HostConfig.Links", bad, err)
 		}
 	}
 }

@@ -60,8 +60,9 @@ RUN mkdir /www && echo web-page > /www/index.html
 CMD ["sh", "-c", "echo web-up $GREETING; exec busybox httpd -f -p 80 -h /www"]
 `
 
-// TestComposeProject: docker compose up -d, ps, logs, exec and down -v of
-// a project that builds an image and waits for a healthy service.
+// TestComposeProject: docker compose up -d, ps, logs, exec, a second up
+// that keeps the containers, and down -v of a project that builds an image
+// and waits for a healthy service.
 func TestComposeProject(t *testing.T) {
 	port := strconv.Itoa(testnet.FreePort(t))
 	te, dc := composeProject(t, "bt", map[string]string{
@@ -86,6 +87,15 @@ func TestComposeProject(t *testing.T) {
 	contains(t, "compose exec", dc("exec", "-T", "db", "cat", "/data/name"), "appdb")
 	contains(t, "compose exec", dc("exec", "-T", "web", "sh", "-c", "echo $GREETING"), "hello")
 	contains(t, "docker network ls", te.run("docker", "network", "ls", "--format", "{{.Name}}"), "bt_back")
+
+	// A second up keeps the running containers: Compose compares each
+	// one's networks (by ID) and volumes (by name) in docker ps with the
+	// project's, and recreates a container that lacks one.
+	before := te.run("docker", "ps", "-q", "--no-trunc")
+	dc("up", "-d")
+	if after := te.run("docker", "ps", "-q", "--no-trunc"); after != before {
+		t.Fatalf("a second compose up replaced containers:\nbefore %s\nafter %s", before, after)
+	}
 
 	dc("down", "-v")
 	if out := te.run("docker", "ps", "-aq"); strings.TrimSpace(out) != "" {

@@ -98,6 +98,9 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 	if err := m.resolveDependencies(&spec); err != nil {
 		return "", nil, err
 	}
+	if spec.Links, err = m.resolveLinks(spec.Links); err != nil {
+		return "", nil, err
+	}
 	if err := m.resolveImageVolumes(ctx, &spec); err != nil {
 		return "", nil, err
 	}

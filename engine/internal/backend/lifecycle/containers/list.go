@@ -58,6 +58,10 @@ func (m *Manager) List(ctx context.Context, opts core.ListContainersOptions) ([]
 		if opts.Size {
 			lc.Size = m.size(&recs[i])
 		}
+		if opts.Detail {
+			lc.MountDetails = inspectMounts(&recs[i].Spec, recs[i].Volumes)
+			lc.NetworkDetails = recs[i].NetStatus
+		}
 		out = append(out, lc)
 	}
 	return out, nil

@@ -385,7 +385,11 @@ func (m *Manager) setupNetworksIn(ctx context.Context, e *entry, networks map[st
 	if err := m.update(ctx, e, func(r *record) { r.NetSetup, r.NetStatus = &done, status }); err != nil {
 		return err
 	}
-	return m.writeNetworkFiles(m.snapshot(e))
+	if err := m.writeNetworkFiles(m.snapshot(e)); err != nil {
+		return err
+	}
+	m.refreshLinkers(rec.ID)
+	return nil
 }
 
 // teardownNetworkLocked undoes setupNetworkLocked; failures are logged, the
@@ -481,6 +485,7 @@ func (m *Manager) writeNetworkFiles(rec record) error {
 	if err != nil {
 		return err
 	}
+	hosts += m.linkHosts(&rec)
 	if gateway != "" {
 		fmt.Fprintf(&extra, "%s\thost.containers.internal\n", gateway)
 	}
@@ -566,6 +571,13 @@ func (m *Manager) ConnectNetwork(ctx context.Context, container, network string,
 			return "", "", core.InvalidArgument("interface_name", fmt.Errorf("interface %s is used for network %s", o.InterfaceName, name))
 		}
 	}
+	links := rec.Spec.Links
+	if len(opts.Links) > 0 {
+		if links, err = m.mergeLinks(links, opts.Links); err != nil {
+			return "", "", err
+		}
+		opts.Links = nil
+	}
 	resolved, err := m.nets.Resolve(ctx, map[string]core.PerNetworkOptions{network: opts})
 	if err != nil {
 		return "", "", err
@@ -577,25 +589,27 @@ func (m *Manager) ConnectNetwork(ctx context.Context, container, network string,
 			return "", "", err
 		}
 		err = m.update(ctx, e, func(r *record) {
-			r.Spec.Networks = withNetwork(r.Spec.Networks, network, opts)
-			r.NetSetup.Networks = withNetwork(r.NetSetup.Networks, network, done)
-			if r.NetStatus == nil {
-				r.NetStatus = map[string]core.StatusBlock{}
-			}
-			r.NetStatus[network] = status
+			r.Spec.Networks = withEntry(r.Spec.Networks, network, opts)
+			r.Spec.Links = links
+			r.NetSetup.Networks = withEntry(r.NetSetup.Networks, network, done)
+			// A new map: snapshots taken before share the old one.
+			r.NetStatus = withEntry(r.NetStatus, network, status)
 		})
 		if err != nil {
 			return "", "", err
 		}
 		return rec.ID, rec.Name, m.writeNetworkFiles(m.snapshot(e))
 	}
-	err = m.update(ctx, e, func(r *record) { r.Spec.Networks = withNetwork(r.Spec.Networks, network, opts) })
+	err = m.update(ctx, e, func(r *record) {
+		r.Spec.Networks = withEntry(r.Spec.Networks, network, opts)
+		r.Spec.Links = links
+	})
 	return rec.ID, rec.Name, err
 }
 
-// withNetwork copies a network map with one more entry.
-func withNetwork(in map[string]core.PerNetworkOptions, name string, o core.PerNetworkOptions) map[string]core.PerNetworkOptions {
-	out := make(map[string]core.PerNetworkOptions, len(in)+1)
+// withEntry copies a map with one more entry.
+func withEntry[V any](in map[string]V, name string, o V) map[string]V {
+	out := make(map[string]V, len(in)+1)
 	for k, v := range in {
 		out[k] = v
 	}

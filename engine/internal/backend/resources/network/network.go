@@ -222,6 +222,11 @@ func copyNetwork(n *core.Network) *core.Network {
 	out.Labels = copyMap(n.Labels)
 	out.Options = copyMap(n.Options)
 	out.IPAMOptions = copyMap(n.IPAMOptions)
+	if n.Docker != nil {
+		d := *n.Docker
+		d.Options = copyMap(d.Options)
+		out.Docker = &d
+	}
 	return &out
 }
 
