@@ -36,17 +36,34 @@ type PutArchiveOptions struct {
 	Rename map[string]string
 }
 
+// ArchiveStyle is whose rules StatPath and GetArchive follow; the two
+// clients rename what they receive differently.
+type ArchiveStyle int
+
+const (
+	// PodmanArchive (podman cp): every symbolic link of the path is
+	// followed; LinkTarget is the resolved path; entries are named after
+	// the resolved path, the contents of "DIR/." bare.
+	PodmanArchive ArchiveStyle = iota
+	// DockerArchive (docker cp): a last component that is a symbolic link
+	// is described and archived as the link, unless the path ends in "/"
+	// or "/."; entries are named after the path as given, the contents of
+	// "DIR/." as "./NAME" under a "./" entry; LinkTarget is set for links
+	// only.
+	DockerArchive
+)
+
 // ContainerArchives copies files in and out of a container (podman cp),
 // running or not. Paths resolve inside the container's root filesystem and
 // its mounts; symbolic links and ".." never lead outside them. A Containers
 // implementation may also implement it.
 type ContainerArchives interface {
 	// StatPath describes path in the container (ErrNoSuchPath when absent).
-	StatPath(ctx context.Context, nameOrID, path string) (PathStat, error)
+	StatPath(ctx context.Context, nameOrID, path string, style ArchiveStyle) (PathStat, error)
 	// GetArchive writes path as an uncompressed tar to the writer that
 	// start returns, once the path is found: a directory with its name as
 	// the first component unless path ends in "/.", a file as itself.
-	GetArchive(ctx context.Context, nameOrID, path string, start func(PathStat) io.Writer) error
+	GetArchive(ctx context.Context, nameOrID, path string, style ArchiveStyle, start func(PathStat) io.Writer) error
 	// PutArchive extracts a tar archive (possibly compressed) into the
 	// directory path. A malformed archive, or one whose entries would leave
 	// the container, is refused (ErrInvalidArgument) before anything is

@@ -45,7 +45,7 @@ func (s *server) archiveStat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	st, err := a.StatPath(r.Context(), pathParam(r, "name"), p)
+	st, err := a.StatPath(r.Context(), pathParam(r, "name"), p, core.DockerArchive)
 	if err != nil {
 		w.WriteHeader(httpwire.StatusOf(err))
 		return
@@ -61,7 +61,7 @@ func (s *server) archiveGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	started := false
-	err := a.GetArchive(r.Context(), pathParam(r, "name"), p, func(st core.PathStat) io.Writer {
+	err := a.GetArchive(r.Context(), pathParam(r, "name"), p, core.DockerArchive, func(st core.PathStat) io.Writer {
 		started = true
 		setPathStat(w, st)
 		w.Header().Set("Content-Type", "application/x-tar")

@@ -51,7 +51,7 @@ func (h archiveHandlers) stat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	st, err := h.a.StatPath(r.Context(), pathParam(r, "name"), p)
+	st, err := h.a.StatPath(r.Context(), pathParam(r, "name"), p, core.PodmanArchive)
 	if err == nil {
 		err = setPathStat(w, st)
 	}
@@ -69,7 +69,7 @@ func (h archiveHandlers) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	started := false
-	err := h.a.GetArchive(r.Context(), pathParam(r, "name"), p, func(st core.PathStat) io.Writer {
+	err := h.a.GetArchive(r.Context(), pathParam(r, "name"), p, core.PodmanArchive, func(st core.PathStat) io.Writer {
 		started = true
 		if err := setPathStat(w, st); err != nil {
 			return errWriter{err}

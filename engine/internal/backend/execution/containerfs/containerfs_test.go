@@ -418,3 +418,85 @@ func statOwner(fi os.FileInfo) uint32 {
 	}
 	return fi.Sys().(*syscall.Stat_t).Uid
 }
+
+// TestDockerRules: docker cp's rules (DockerStat, WriteDockerArchive): a
+// last component that is a link is the link unless the path ends in "/"
+// or "/."; entries are named as asked; "DIR/." is "./NAME" under "./";
+// Podman's rules stay as they were for the same paths.
+func TestDockerRules(t *testing.T) {
+	f := newFixture(t)
+	must(t, os.MkdirAll(f.rootfs+"/www/sub", 0o755))
+	write(t, f.rootfs+"/www/a", "A\n")
+	write(t, f.rootfs+"/www/sub/b", "B\n")
+	must(t, os.Symlink("/www/a", f.rootfs+"/www/link"))
+	must(t, os.Symlink("sub", f.rootfs+"/www/dlink"))
+	must(t, os.Symlink(f.outside+"/secret", f.rootfs+"/www/out"))
+	archive := func(p string) (map[string]string, error) {
+		var buf bytes.Buffer
+		if err := f.view.WriteDockerArchive(p, &buf); err != nil {
+			return nil, err
+		}
+		out := map[string]string{}
+		tr := tar.NewReader(&buf)
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			must(t, err)
+			data, _ := io.ReadAll(tr)
+			out[h.Name] = string(data)
+			if h.Typeflag == tar.TypeSymlink {
+				out[h.Name] = "-> " + h.Linkname
+			}
+		}
+	}
+	for _, tc := range []struct {
+		path string
+		want map[string]string
+	}{
+		{"/www/link", map[string]string{"link": "-> /www/a"}},
+		{"/www/dlink", map[string]string{"dlink": "-> sub"}},
+		{"/www/out", map[string]string{"out": "-> " + f.outside + "/secret"}},
+		{"/www/dlink/", map[string]string{"dlink/": "", "dlink/b": "B\n"}},
+		{"/www/dlink/.", map[string]string{"./": "", "./b": "B\n"}},
+		{"/www/sub", map[string]string{"sub/": "", "sub/b": "B\n"}},
+		{"/www/a", map[string]string{"a": "A\n"}},
+		{"/www/.", map[string]string{"./": "", "./a": "A\n", "./dlink": "-> sub", "./link": "-> /www/a", "./out": "-> " + f.outside + "/secret", "./sub/": "", "./sub/b": "B\n"}},
+		{"/data", map[string]string{"data/": "", "data/in-volume": "volume data\n"}},
+	} {
+		got, err := archive(tc.path)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("docker archive of %s: %v %v, want %v", tc.path, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		path, name, target string
+		link, dir          bool
+	}{
+		{path: "/www/link", name: "link", target: "/www/a", link: true},
+		{path: "/www/dlink", name: "dlink", target: "/www/sub", link: true},
+		{path: "/www/out", name: "out", target: f.outside + "/secret", link: true},
+		{path: "/www/dlink/", name: "dlink", dir: true},
+		{path: "/www/.", name: ".", dir: true},
+		{path: "/www/a", name: "a"},
+		{path: "/data", name: "data", dir: true},
+	} {
+		st, err := f.view.DockerStat(tc.path)
+		if err != nil || st.Name != tc.name || st.LinkTarget != tc.target || (st.Mode&os.ModeSymlink != 0) != tc.link || st.IsDir != tc.dir {
+			t.Errorf("docker stat of %s: %+v %v, want name %s target %q link %v dir %v", tc.path, st, err, tc.name, tc.target, tc.link, tc.dir)
+		}
+	}
+	for _, p := range []string{"/www/nosuch", "/nosuch/x", "/www/a/x"} {
+		if st, err := f.view.DockerStat(p); !errors.Is(err, core.ErrNoSuchPath) {
+			t.Errorf("docker stat of %s: %+v %v, want no such path", p, st, err)
+		}
+	}
+	// Podman's rules for the same link: followed.
+	if st, err := f.view.Stat("/www/link"); err != nil || st.LinkTarget != "/www/a" || st.Mode&os.ModeSymlink != 0 || st.Name != "a" {
+		t.Errorf("podman stat of the link: %+v %v", st, err)
+	}
+	if got, err := f.get(t, "/www/link"); err != nil || !reflect.DeepEqual(got, map[string]string{"a": "A\n"}) {
+		t.Errorf("podman archive of the link: %v %v", got, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strings"
 	"time"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
@@ -22,6 +23,39 @@ var excluded = map[string]bool{"/dev": true, "/proc": true, "/sys": true}
 // entry named after it. Symbolic links in p are followed; below it they are
 // archived as links. The walk goes through directory handles, never by path.
 func (v View) WriteArchive(p string, w io.Writer) error {
+	return v.writeArchive(p, w, "", false)
+}
+
+// WriteDockerArchive writes p to w as dockerd does, which the docker CLI's
+// cp relies on when it renames what it receives: a last component that is
+// a symbolic link (and p does not end in "/" or "/.") is archived as the
+// link; entries are named after p's last component as given (not the
+// resolved one); the contents of "DIR/." are named "./NAME" under a "./"
+// entry.
+func (v View) WriteDockerArchive(p string, w io.Writer) error {
+	link, err := v.finalLink(p)
+	if err != nil {
+		return err
+	}
+	if link != nil {
+		tw := tar.NewWriter(w)
+		hdr := header(&link.st, path.Base(v.absolute(p)))
+		hdr.Linkname = link.text
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		return tw.Close()
+	}
+	if p == "/" || strings.HasSuffix(p, "/.") {
+		return v.writeArchive(p, w, ".", true)
+	}
+	return v.writeArchive(p, w, path.Base(v.absolute(p)), false)
+}
+
+// writeArchive writes p to w under name (the resolved path's base where
+// name is ""); dot names a directory's contents "./NAME" under a "./"
+// entry rather than bare.
+func (v View) writeArchive(p string, w io.Writer, name string, dot bool) error {
 	if p == "/" {
 		p = "/."
 	}
@@ -36,7 +70,9 @@ func (v View) WriteArchive(p string, w io.Writer) error {
 		return fmt.Errorf("stat %s: %w", p, err)
 	}
 	a := &archiver{tw: tar.NewWriter(w), links: map[fileID]string{}, rootTree: pl.dest == "/" && pl.file == ""}
-	name := path.Base(resolved)
+	if name == "" {
+		name = path.Base(resolved)
+	}
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		dir, err := securejoin.Reopen(h, unix.O_RDONLY|unix.O_DIRECTORY)
 		if err != nil {
@@ -44,8 +80,13 @@ func (v View) WriteArchive(p string, w io.Writer) error {
 		}
 		defer dir.Close()
 		prefix := ""
-		if path.Base(p) != "." && resolved != "/" {
+		switch {
+		case dot:
+			prefix = "./"
+		case path.Base(p) != "." && resolved != "/":
 			prefix = name + "/"
+		}
+		if prefix != "" {
 			if err := a.tw.WriteHeader(header(&st, prefix)); err != nil {
 				return err
 			}

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	"golang.org/x/sys/unix"
@@ -139,6 +140,90 @@ func (v View) open(p string) (resolvedPath, error) {
 		return resolvedPath{}, fmt.Errorf("opening %s: %w", p, err)
 	}
 	return resolvedPath{handle: h, place: pl, cpath: cpath, inRoot: inRoot}, nil
+}
+
+// finalSymlink is a path's last component that is a symbolic link.
+type finalSymlink struct {
+	st   unix.Stat_t
+	text string
+	// resolved is the container path it leads to (which need not exist).
+	resolved string
+}
+
+// finalLink returns p's last component when it is a symbolic link (the
+// links of its parents followed), nil when it is anything else: when p ends
+// in "/" or "/." (which asks for what the link leads to), is "/", or is
+// where a volume or bind mount is.
+func (v View) finalLink(p string) (*finalSymlink, error) {
+	abs := v.absolute(p)
+	if abs == "/" || strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/.") {
+		return nil, nil
+	}
+	pl, err := v.locate(abs)
+	if err != nil {
+		return nil, err
+	}
+	if pl.file != "" || pl.dest == abs {
+		return nil, nil
+	}
+	parent, err := securejoin.OpenInRoot(pl.root, path.Dir(pl.rel))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+			return nil, fmt.Errorf("%s: %w", p, core.ErrNoSuchPath)
+		}
+		return nil, fmt.Errorf("opening the directory of %s: %w", p, err)
+	}
+	defer parent.Close()
+	base := path.Base(pl.rel)
+	var st unix.Stat_t
+	if err := unix.Fstatat(int(parent.Fd()), base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err == unix.ENOENT || err == unix.ENOTDIR {
+			return nil, fmt.Errorf("%s: %w", p, core.ErrNoSuchPath)
+		}
+		return nil, fmt.Errorf("stat %s: %w", p, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		return nil, nil
+	}
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(int(parent.Fd()), base, buf)
+	if err != nil {
+		return nil, fmt.Errorf("read link %s: %w", p, err)
+	}
+	joined, err := securejoin.SecureJoin(pl.root, pl.rel)
+	if err != nil {
+		return nil, fmt.Errorf("resolving %s: %w", p, err)
+	}
+	resolved := path.Join(pl.dest, "/"+strings.TrimPrefix(strings.TrimPrefix(joined, filepath.Clean(pl.root)), "/"))
+	return &finalSymlink{st: st, text: string(buf[:n]), resolved: resolved}, nil
+}
+
+// DockerStat describes p as dockerd's X-Docker-Container-Path-Stat does
+// (see WriteDockerArchive): a last component that is a symbolic link is
+// described as the link, with LinkTarget the container path it leads to;
+// anything else with its target's metadata and no LinkTarget. Name is p's
+// last component as given ("." for "DIR/.").
+func (v View) DockerStat(p string) (core.PathStat, error) {
+	link, err := v.finalLink(p)
+	if err != nil {
+		return core.PathStat{}, err
+	}
+	name := path.Base(v.absolute(p))
+	if p == "/" || strings.HasSuffix(p, "/.") {
+		name = "."
+	}
+	if link != nil {
+		return core.PathStat{
+			Name: name, Size: link.st.Size, Mode: fs.ModeSymlink | fs.FileMode(link.st.Mode&0o777),
+			ModTime: time.Unix(link.st.Mtim.Sec, link.st.Mtim.Nsec), LinkTarget: link.resolved,
+		}, nil
+	}
+	st, err := v.Stat(p)
+	if err != nil {
+		return core.PathStat{}, err
+	}
+	st.Name, st.LinkTarget = name, ""
+	return st, nil
 }
 
 // Stat describes p as Podman's X-Docker-Container-Path-Stat does: symbolic

@@ -34,7 +34,7 @@ func (m *Manager) tempFile(pattern string) (*os.File, error) {
 }
 
 // StatPath describes a path in the container.
-func (m *Manager) StatPath(ctx context.Context, nameOrID, path string) (core.PathStat, error) {
+func (m *Manager) StatPath(ctx context.Context, nameOrID, path string, style core.ArchiveStyle) (core.PathStat, error) {
 	if path == "" {
 		return core.PathStat{}, core.InvalidArgument("path", errors.New("a path is required"))
 	}
@@ -43,12 +43,15 @@ func (m *Manager) StatPath(ctx context.Context, nameOrID, path string) (core.Pat
 		return core.PathStat{}, err
 	}
 	defer release()
+	if style == core.DockerArchive {
+		return view.DockerStat(path)
+	}
 	return view.Stat(path)
 }
 
 // GetArchive writes path as a tar to the writer start returns once the path
 // is found.
-func (m *Manager) GetArchive(ctx context.Context, nameOrID, path string, start func(core.PathStat) io.Writer) error {
+func (m *Manager) GetArchive(ctx context.Context, nameOrID, path string, style core.ArchiveStyle, start func(core.PathStat) io.Writer) error {
 	if path == "" {
 		return core.InvalidArgument("path", errors.New("a path is required"))
 	}
@@ -57,6 +60,13 @@ func (m *Manager) GetArchive(ctx context.Context, nameOrID, path string, start f
 		return err
 	}
 	defer release()
+	if style == core.DockerArchive {
+		st, err := view.DockerStat(path)
+		if err != nil {
+			return err
+		}
+		return view.WriteDockerArchive(path, ioctx.Writer(ctx, start(st)))
+	}
 	st, err := view.Stat(path)
 	if err != nil {
 		return err
