@@ -53,6 +53,9 @@ var (
 	ErrAmbiguous = errors.New("more than one result for the given name or ID prefix")
 	// ErrTooLarge: a request body, or what it expands to, exceeds the engine's limit (413).
 	ErrTooLarge = errors.New("request too large")
+	// ErrUnauthorized: a registry refused the credentials a client gave
+	// (401, as dockerd answers a failed login).
+	ErrUnauthorized = errors.New("unauthorized")
 )
 
 // The name-in-use errors of each kind, in Podman's words (409).

@@ -183,4 +183,8 @@ type ImageTransfer interface {
 	// Distribution reads a reference's manifest from its registry (short
 	// names through the registries configuration) without pulling it.
 	Distribution(ctx context.Context, ref string, opts DistributionOptions) (*Distribution, error)
+	// CheckLogin asks registry ("host[:port]") whether it takes the
+	// credential: nil when it does, ErrUnauthorized when it refuses it.
+	// tlsVerify as for a pull.
+	CheckLogin(ctx context.Context, registry string, cred RegistryCredential, tlsVerify *bool) error
 }

@@ -1,6 +1,7 @@
 package dockerapi
 
 import (
+	"errors"
 	"net/http"
 	"os"
 	"strings"
@@ -185,7 +186,31 @@ func (s *server) auth(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if body.IdentityToken != "" || body.RegistryToken != "" {
+		writeError(w, core.InvalidArgument("identitytoken", errors.New("token logins are not supported: give a username and password")))
+		return
+	}
+	// dockerd asks the registry; Docker Hub where the client names none.
+	host := loginRegistry(body.ServerAddress)
+	cred := core.RegistryCredential{Username: body.Username, Password: body.Password}
+	if err := s.deps.Transfer.CheckLogin(r.Context(), host, cred, dockerTLSVerify(host+"/x")); err != nil {
+		writeError(w, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, registry.AuthenticateOKBody{Status: "Login Succeeded"})
+}
+
+// loginRegistry is the registry host a login's server address names: the
+// docker CLI sends a URL ("https://index.docker.io/v1/" for Docker Hub) or
+// a bare host[:port].
+func loginRegistry(addr string) string {
+	addr = strings.TrimPrefix(strings.TrimPrefix(addr, "https://"), "http://")
+	addr, _, _ = strings.Cut(addr, "/")
+	switch addr {
+	case "", "index.docker.io", "registry-1.docker.io", "docker.io":
+		return "docker.io"
+	}
+	return addr
 }
 
 // events streams the engine's events in Docker's message format.

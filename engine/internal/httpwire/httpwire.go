@@ -56,6 +56,8 @@ func StatusOf(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, core.ErrLogsNotKept):
 		return http.StatusNotImplemented
+	case errors.Is(err, core.ErrUnauthorized):
+		return http.StatusUnauthorized
 	default:
 		return http.StatusInternalServerError
 	}
