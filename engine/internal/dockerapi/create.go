@@ -213,6 +213,12 @@ func (s *server) toSpec(name string, cfg *containertypes.Config, hc *containerty
 	default:
 		return spec, core.InvalidArgument("HostConfig.IpcMode", fmt.Errorf("%q is not supported (private, shareable, none, host, container:NAME)", mode))
 	}
+	if m := spec.IpcNS.NSMode; spec.ShmSize == nil && (m == core.IPCNSPrivate || m == core.IPCNSShareable) {
+		// dockerd's default /dev/shm is 64 MiB; Podman's (the engine's
+		// own default) 64000 KiB.
+		v := int64(dockerShmSize)
+		spec.ShmSize = &v
+	}
 	switch mode := string(hc.UTSMode); mode {
 	case "":
 	case core.NSHost:
@@ -243,6 +249,10 @@ func (s *server) toSpec(name string, cfg *containertypes.Config, hc *containerty
 	}
 	return spec, nil
 }
+
+// dockerShmSize is the size of a container's /dev/shm when a Docker
+// client asks for none (dockerd's DefaultShmSize).
+const dockerShmSize = 64 << 20
 
 // refuseUnsupported names the first option set in the request that the
 // engine has no way to honour.
@@ -352,9 +362,15 @@ func resources(spec *core.ContainerSpec, res *containertypes.Resources) error {
 		v := res.MemoryReservation
 		mem.Reservation, set = &v, true
 	}
-	if res.MemorySwap != 0 {
+	switch {
+	case res.MemorySwap != 0:
 		v := res.MemorySwap
 		mem.Swap, set = &v, true
+	case res.Memory > 0:
+		// dockerd's default: as much swap as memory (memory+swap twice the
+		// memory limit), as Podman's clients send it too.
+		v := 2 * res.Memory
+		mem.Swap = &v
 	}
 	if res.MemorySwappiness != nil && *res.MemorySwappiness >= 0 {
 		v := uint64(*res.MemorySwappiness)
