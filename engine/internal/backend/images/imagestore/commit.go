@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"time"
 
@@ -150,13 +151,9 @@ func (t *Transfer) Commit(ctx context.Context, opts CommitOptions) (id string, e
 	}()
 	top := parentTop
 	if opts.Layer != nil {
-		check := newTarCheck(ioctx.Reader(ctx, opts.Layer))
-		layer, _, err := st.PutLayer("", parentTop, nil, "", false, nil, check)
-		if layer != nil && err == nil {
-			added = append(added, layer.ID)
-		}
-		if cerr := check.finish(); err == nil && cerr != nil {
-			err = cerr
+		layer, created, err := t.putChainLayer(ctx, st, parentTop, opts.Layer, true)
+		if created {
+			added = append(added, layer)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -164,7 +161,7 @@ func (t *Transfer) Commit(ctx context.Context, opts CommitOptions) (id string, e
 			}
 			return "", core.InvalidArgument("layer", fmt.Errorf("storing the new layer: %w", err))
 		}
-		top = layer.ID
+		top = layer
 	}
 	history := append([]imgspecv1.History(nil), base.History...)
 	if opts.Squash {
@@ -172,15 +169,17 @@ func (t *Transfer) Commit(ctx context.Context, opts CommitOptions) (id string, e
 		if err != nil {
 			return "", err
 		}
-		added = append(added, squashed)
-		if opts.Layer != nil {
+		if squashed.created {
+			added = append(added, squashed.id)
+		}
+		if opts.Layer != nil && len(added) > 0 && added[0] != squashed.id {
 			// The unsquashed layer was only the way to the merged view.
 			if err := st.DeleteLayer(added[0]); err != nil {
 				return "", fmt.Errorf("squashing: %w", err)
 			}
 			added = added[1:]
 		}
-		top = squashed
+		top = squashed.id
 		history = nil
 	}
 	history = append(history, imgspecv1.History{
@@ -245,21 +244,27 @@ func (s *Store) lookupStorageImage(nameOrID string) (*storage.Image, error) {
 	return s.store.Image(found.ID)
 }
 
+// squashedLayer is the layer a squash stored (or found already stored).
+type squashedLayer struct {
+	id      string
+	created bool
+}
+
 // squash stores the merged content of layer top and every layer below it as
-// one new parentless layer and returns its ID.
-func (t *Transfer) squash(ctx context.Context, top string) (string, error) {
+// one parentless layer and returns its ID.
+func (t *Transfer) squash(ctx context.Context, top string) (squashedLayer, error) {
 	st := t.store.Storage()
 	if top == "" {
-		layer, _, err := st.PutLayer("", "", nil, "", false, nil, emptyTar())
+		id, created, err := t.putChainLayer(ctx, st, "", emptyTar(), false)
 		if err != nil {
-			return "", fmt.Errorf("squashing: %w", err)
+			return squashedLayer{}, fmt.Errorf("squashing: %w", err)
 		}
-		return layer.ID, nil
+		return squashedLayer{id, created}, nil
 	}
 	// A writable layer over top gives a mountable view of the whole chain.
 	scratch, err := st.CreateLayer("", top, nil, "", true, nil)
 	if err != nil {
-		return "", fmt.Errorf("squashing: %w", err)
+		return squashedLayer{}, fmt.Errorf("squashing: %w", err)
 	}
 	defer func() {
 		if err := st.DeleteLayer(scratch.ID); err != nil {
@@ -268,22 +273,83 @@ func (t *Transfer) squash(ctx context.Context, top string) (string, error) {
 	}()
 	dir, err := st.Mount(scratch.ID, "")
 	if err != nil {
-		return "", fmt.Errorf("squashing: %w", err)
+		return squashedLayer{}, fmt.Errorf("squashing: %w", err)
 	}
 	defer func() { _, _ = st.Unmount(scratch.ID, true) }()
 	tr, err := archive.Tar(dir, archive.Uncompressed)
 	if err != nil {
-		return "", fmt.Errorf("squashing: %w", err)
+		return squashedLayer{}, fmt.Errorf("squashing: %w", err)
 	}
 	defer tr.Close()
-	layer, _, err := st.PutLayer("", "", nil, "", false, nil, ioctx.Reader(ctx, tr))
+	id, created, err := t.putChainLayer(ctx, st, "", tr, false)
 	if err != nil {
 		if ctx.Err() != nil {
-			return "", ctx.Err()
+			return squashedLayer{}, ctx.Err()
 		}
-		return "", fmt.Errorf("squashing: %w", err)
+		return squashedLayer{}, fmt.Errorf("squashing: %w", err)
 	}
-	return layer.ID, nil
+	return squashedLayer{id, created}, nil
+}
+
+// putChainLayer stores the uncompressed layer diff over parent under the
+// ID containers/image gives the same layer when it pulls or loads it: the
+// diff's digest for a base layer, else the digest of "PARENT+DIFFID". An
+// image the engine committed or built, once pushed or saved, is then found
+// again, layer for layer, by a pull or a load of it, rather than refused
+// as an image whose ID exists with another top layer. The diff is read once
+// to learn its digest (and, with checkTar, to check it is a whole tar
+// archive), then again from the start: a diff that cannot seek is spooled
+// to the engine's tmp directory. A layer that exists already is reused
+// (created false).
+func (t *Transfer) putChainLayer(ctx context.Context, st storage.Store, parent string, diff io.Reader, checkTar bool) (id string, created bool, err error) {
+	src, seekable := diff.(io.ReadSeeker)
+	var start int64
+	digester := digest.Canonical.Digester()
+	var sink io.Writer = digester.Hash()
+	if seekable {
+		if start, err = src.Seek(0, io.SeekCurrent); err != nil {
+			return "", false, err
+		}
+	} else {
+		spool, err := t.tempFile("layer-*.tar")
+		if err != nil {
+			return "", false, err
+		}
+		defer func() {
+			spool.Close()
+			os.Remove(spool.Name())
+		}()
+		src, sink = spool, io.MultiWriter(spool, sink)
+	}
+	r := ioctx.Reader(ctx, diff)
+	var check *tarCheck
+	if checkTar {
+		check = newTarCheck(r)
+		r = check
+	}
+	if _, err := io.Copy(sink, r); err != nil {
+		return "", false, err
+	}
+	if check != nil {
+		if err := check.finish(); err != nil {
+			return "", false, err
+		}
+	}
+	id = digester.Digest().Encoded()
+	if parent != "" {
+		id = digest.Canonical.FromString(parent + "+" + id).Encoded()
+	}
+	if _, err := st.Layer(id); err == nil {
+		return id, false, nil
+	}
+	if _, err := src.Seek(start, io.SeekStart); err != nil {
+		return "", false, err
+	}
+	layer, _, err := st.PutLayer(id, parent, nil, "", false, nil, ioctx.Reader(ctx, src))
+	if err != nil {
+		return "", false, err
+	}
+	return layer.ID, true, nil
 }
 
 // tarCheck passes a tar stream through while a tar reader checks it, so a
