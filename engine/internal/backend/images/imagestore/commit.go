@@ -345,7 +345,11 @@ func (t *Transfer) putChainLayer(ctx context.Context, st storage.Store, parent s
 	if _, err := src.Seek(start, io.SeekStart); err != nil {
 		return "", false, err
 	}
-	layer, _, err := st.PutLayer(id, parent, nil, "", false, nil, ioctx.Reader(ctx, src))
+	// The digest is known: the store need not compute it again (the diff
+	// is uncompressed, so it is both the original and the uncompressed one).
+	diffID := digester.Digest()
+	opts := &storage.LayerOptions{OriginalDigest: diffID, UncompressedDigest: diffID}
+	layer, _, err := st.PutLayer(id, parent, nil, "", false, opts, ioctx.Reader(ctx, src))
 	if err != nil {
 		return "", false, err
 	}
