@@ -646,6 +646,11 @@ type Containers interface {
 	// Kill sends a signal given by name ("TERM", "SIGKILL") or number.
 	Kill(ctx context.Context, nameOrID string, signal string) error
 	Restart(ctx context.Context, nameOrID string, timeout *uint) error
+	// StopWithSignal and RestartWithSignal are Stop and Restart with signal
+	// (a name or number, as Kill takes it) sent in place of the container's
+	// stop signal: Docker's signal parameter (API 1.42).
+	StopWithSignal(ctx context.Context, nameOrID string, timeout *uint, signal string) error
+	RestartWithSignal(ctx context.Context, nameOrID string, timeout *uint, signal string) error
 	Pause(ctx context.Context, nameOrID string) error
 	Unpause(ctx context.Context, nameOrID string) error
 	// Wait blocks until the container reaches one of the conditions (state

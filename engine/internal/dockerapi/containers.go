@@ -227,11 +227,10 @@ func (s *server) containerStop(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if sig := r.URL.Query().Get("signal"); sig != "" {
-		writeError(w, core.InvalidArgument("signal", errors.New("a stop signal per request is not supported: set StopSignal at create")))
-		return
-	}
-	s.lifecycle(w, r, func(ctx context.Context, name string) error { return s.deps.Containers.Stop(ctx, name, t) })
+	sig := r.URL.Query().Get("signal")
+	s.lifecycle(w, r, func(ctx context.Context, name string) error {
+		return s.deps.Containers.StopWithSignal(ctx, name, t, sig)
+	})
 }
 
 func (s *server) containerRestart(w http.ResponseWriter, r *http.Request) {
@@ -240,7 +239,10 @@ func (s *server) containerRestart(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	s.lifecycle(w, r, func(ctx context.Context, name string) error { return s.deps.Containers.Restart(ctx, name, t) })
+	sig := r.URL.Query().Get("signal")
+	s.lifecycle(w, r, func(ctx context.Context, name string) error {
+		return s.deps.Containers.RestartWithSignal(ctx, name, t, sig)
+	})
 }
 
 func (s *server) containerKill(w http.ResponseWriter, r *http.Request) {

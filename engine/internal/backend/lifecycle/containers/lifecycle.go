@@ -330,12 +330,34 @@ func (m *Manager) awaitChange(ctx context.Context, e *entry, ch <-chan struct{},
 
 // Stop stops a running container: stop signal, timeout, then SIGKILL.
 func (m *Manager) Stop(ctx context.Context, nameOrID string, timeout *uint) error {
+	return m.StopWithSignal(ctx, nameOrID, timeout, "")
+}
+
+// StopWithSignal is Stop with signal ("" for the container's stop signal).
+func (m *Manager) StopWithSignal(ctx context.Context, nameOrID string, timeout *uint, signal string) error {
+	sig, err := optionalSignal(signal)
+	if err != nil {
+		return err
+	}
 	return m.observedLocked(ctx, "stop", nameOrID, func(ctx context.Context, e *entry) error {
-		return m.stopLocked(ctx, e, timeout)
+		return m.stopLocked(ctx, e, timeout, sig)
 	})
 }
 
-func (m *Manager) stopLocked(ctx context.Context, e *entry, timeout *uint) error {
+// optionalSignal reads a stop request's signal: 0 for none given.
+func optionalSignal(signal string) (syscall.Signal, error) {
+	if signal == "" {
+		return 0, nil
+	}
+	sig, err := ParseSignal(signal)
+	if err != nil {
+		return 0, core.InvalidArgument("signal", err)
+	}
+	return sig, nil
+}
+
+// stopLocked stops the container with sig, or its stop signal where sig is 0.
+func (m *Manager) stopLocked(ctx context.Context, e *entry, timeout *uint, sig syscall.Signal) error {
 	rec := m.snapshot(e)
 	if rec.State != core.StateRunning && rec.State != core.StatePaused && rec.State != core.StateCreated {
 		return fmt.Errorf("container %s is not running: %w", rec.Name, core.ErrNotModified)
@@ -350,7 +372,9 @@ func (m *Manager) stopLocked(ctx context.Context, e *entry, timeout *uint) error
 	if timeout != nil {
 		t = *timeout
 	}
-	sig := m.stopSignal(rec)
+	if sig == 0 {
+		sig = m.stopSignal(rec)
+	}
 	if t > 0 && rec.State != core.StateCreated {
 		if err := m.rt.Kill(ctx, rec.ID, sig, false); err != nil && !m.goneOrExited(ctx, e) {
 			return fmt.Errorf("stop container %s: %w", rec.Name, err)
@@ -472,6 +496,16 @@ func (m *Manager) Kill(ctx context.Context, nameOrID, signal string) error {
 
 // Restart stops a running container and starts it again.
 func (m *Manager) Restart(ctx context.Context, nameOrID string, timeout *uint) error {
+	return m.RestartWithSignal(ctx, nameOrID, timeout, "")
+}
+
+// RestartWithSignal is Restart with signal ("" for the container's stop
+// signal) for the stop.
+func (m *Manager) RestartWithSignal(ctx context.Context, nameOrID string, timeout *uint, signal string) error {
+	sig, err := optionalSignal(signal)
+	if err != nil {
+		return err
+	}
 	// A client that goes away must not leave a change half done.
 	ctx = context.WithoutCancel(ctx)
 	e, rec, unlock, err := m.lockedLookup(nameOrID)
@@ -480,7 +514,7 @@ func (m *Manager) Restart(ctx context.Context, nameOrID string, timeout *uint) e
 	}
 	defer unlock()
 	if rec.State == core.StateRunning || rec.State == core.StatePaused {
-		if err := m.stopLocked(ctx, e, timeout); err != nil && !errors.Is(err, core.ErrNotModified) {
+		if err := m.stopLocked(ctx, e, timeout, sig); err != nil && !errors.Is(err, core.ErrNotModified) {
 			return err
 		}
 	}

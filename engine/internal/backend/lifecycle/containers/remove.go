@@ -68,7 +68,7 @@ func (m *Manager) removeLocked(ctx context.Context, e *entry, opts core.RemoveCo
 		if !opts.Force {
 			return fmt.Errorf("cannot remove container %s as it is %s - running or paused containers cannot be removed without force: %w", rec.ID, rec.State, core.ErrContainerStateImproper)
 		}
-		if err := m.stopLocked(ctx, e, opts.Timeout); err != nil && !errors.Is(err, core.ErrNotModified) {
+		if err := m.stopLocked(ctx, e, opts.Timeout, 0); err != nil && !errors.Is(err, core.ErrNotModified) {
 			return err
 		}
 		if m.isRemoved(e) {
