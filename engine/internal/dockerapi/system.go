@@ -266,10 +266,19 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// dockerAction is Docker's name for an engine event's action; ok is false
-// for the engine's own steps that Docker has no event for (init, cleanup).
+// dockerAction is Docker's name for an engine event's action (a removed
+// container, network or volume is "destroy", a removed image "delete", a
+// loaded one "load"); ok is false for the engine's own steps that Docker has
+// no event for (init, cleanup).
 func dockerAction(typ, action, health string) (string, bool) {
-	if typ != "container" {
+	switch {
+	case typ == "image" && action == "remove":
+		return "delete", true
+	case typ == "image" && action == "loadfromarchive":
+		return "load", true
+	case (typ == "network" || typ == "volume") && action == "remove":
+		return "destroy", true
+	case typ != "container":
 		return action, true
 	}
 	switch action {
@@ -292,8 +301,10 @@ func engineAction(action string) string {
 	switch action {
 	case "die":
 		return "died"
-	case "destroy":
+	case "destroy", "delete":
 		return "remove"
+	case "load":
+		return "loadfromarchive"
 	}
 	if strings.HasPrefix(action, "health_status") {
 		return "health_status"

@@ -172,3 +172,24 @@ func TestRangeCIDR(t *testing.T) {
 		t.Errorf("a range without an end: %q", got)
 	}
 }
+
+// TestEventActionNames: the engine's event actions in Docker's words and
+// back (for filters).
+func TestEventActionNames(t *testing.T) {
+	for _, tt := range []struct{ typ, engine, docker string }{
+		{"container", "died", "die"}, {"container", "remove", "destroy"}, {"container", "start", "start"},
+		{"network", "remove", "destroy"}, {"network", "create", "create"}, {"network", "connect", "connect"},
+		{"volume", "remove", "destroy"}, {"image", "remove", "delete"}, {"image", "loadfromarchive", "load"},
+		{"image", "untag", "untag"}, {"image", "pull", "pull"},
+	} {
+		if got, ok := dockerAction(tt.typ, tt.engine, ""); !ok || got != tt.docker {
+			t.Errorf("%s %s: %q %v, want %q", tt.typ, tt.engine, got, ok, tt.docker)
+		}
+		if got := engineAction(tt.docker); got != tt.engine {
+			t.Errorf("filter %s: %q, want %q", tt.docker, got, tt.engine)
+		}
+	}
+	if _, ok := dockerAction("container", "cleanup", ""); ok {
+		t.Error("the engine's cleanup step reached Docker's events")
+	}
+}
