@@ -115,8 +115,14 @@ func (f fixture) put(t *testing.T, dir string, data []byte, opts PutOptions) err
 // get returns the entries of the archive of p, with file contents.
 func (f fixture) get(t *testing.T, p string) (map[string]string, error) {
 	t.Helper()
+	return f.getWith(t, p, f.view.WriteArchive)
+}
+
+// getWith is get with the archive written by write.
+func (f fixture) getWith(t *testing.T, p string, write func(string, io.Writer) error) (map[string]string, error) {
+	t.Helper()
 	var buf bytes.Buffer
-	if err := f.view.WriteArchive(p, &buf); err != nil {
+	if err := write(p, &buf); err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
@@ -431,26 +437,6 @@ func TestDockerRules(t *testing.T) {
 	must(t, os.Symlink("/www/a", f.rootfs+"/www/link"))
 	must(t, os.Symlink("sub", f.rootfs+"/www/dlink"))
 	must(t, os.Symlink(f.outside+"/secret", f.rootfs+"/www/out"))
-	archive := func(p string) (map[string]string, error) {
-		var buf bytes.Buffer
-		if err := f.view.WriteDockerArchive(p, &buf); err != nil {
-			return nil, err
-		}
-		out := map[string]string{}
-		tr := tar.NewReader(&buf)
-		for {
-			h, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			must(t, err)
-			data, _ := io.ReadAll(tr)
-			out[h.Name] = string(data)
-			if h.Typeflag == tar.TypeSymlink {
-				out[h.Name] = "-> " + h.Linkname
-			}
-		}
-	}
 	for _, tc := range []struct {
 		path string
 		want map[string]string
@@ -465,7 +451,7 @@ func TestDockerRules(t *testing.T) {
 		{"/www/.", map[string]string{"./": "", "./a": "A\n", "./dlink": "-> sub", "./link": "-> /www/a", "./out": "-> " + f.outside + "/secret", "./sub/": "", "./sub/b": "B\n"}},
 		{"/data", map[string]string{"data/": "", "data/in-volume": "volume data\n"}},
 	} {
-		got, err := archive(tc.path)
+		got, err := f.getWith(t, tc.path, f.view.WriteDockerArchive)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("docker archive of %s: %v %v, want %v", tc.path, got, err, tc.want)
 		}
