@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -102,6 +103,7 @@ func (s *server) build(w http.ResponseWriter, r *http.Request) {
 	}
 	// The build streams its output while it still reads the context.
 	_ = http.NewResponseController(w).EnableFullDuplex()
+	defer finishBody(r)
 	js := startJSONStream(w)
 	opts.Progress = streamWriter{js}
 	id, err := s.deps.Build.Build(r.Context(), r.Body, opts)
@@ -116,6 +118,18 @@ func (s *server) build(w http.ResponseWriter, r *http.Request) {
 	}
 	// The builder's output already names the tags it committed.
 	js.send(progressMessage{Stream: "Successfully built " + short + "\n"})
+}
+
+// finishBody reads what is left of a full-duplex request's body (a build
+// context's tar padding after its end marker) and closes it. A handler in
+// full-duplex mode that returns before its body's end makes net/http
+// panic on the connection's next request ("invalid concurrent Body.Read
+// call", golang/go#68560), as docker-py's keep-alive connections found.
+// More than a little left over is not read: the connection is closed
+// rather than reused.
+func finishBody(r *http.Request) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+	_ = r.Body.Close()
 }
 
 // streamWriter sends build output as {"stream": ...} lines.
