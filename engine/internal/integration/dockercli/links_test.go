@@ -11,12 +11,13 @@ import (
 
 // TestDockerLinks: docker run --link on the default network and on a
 // user-defined one writes the linked container's address under the alias
-// into /etc/hosts; inspect shows the link as dockerd does; a link to a
+// into /etc/hosts (and on the default network dockerd's link variables
+// into the environment); inspect shows the link as dockerd does; a link to a
 // container that does not exist, or from one in the host's network, is
 // refused and creates nothing.
 func TestDockerLinks(t *testing.T) {
 	te := startEngine(t)
-	te.run("docker", "run", "-d", "--name", "ln-target", "localhost/busybox:latest", "sleep", "300")
+	te.run("docker", "run", "-d", "--name", "ln-target", "--expose", "80", "-e", "GREETING=hi", "localhost/busybox:latest", "sleep", "300")
 	ip := strings.TrimSpace(te.run("docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", "ln-target"))
 	if ip == "" {
 		t.Fatal("the linked container has no address")
@@ -24,6 +25,13 @@ func TestDockerLinks(t *testing.T) {
 	hosts := te.run("docker", "run", "--rm", "--link", "ln-target:db", "localhost/busybox:latest", "grep", "-w", "db", "/etc/hosts")
 	if fields := strings.Fields(hosts); len(fields) < 2 || fields[0] != ip || fields[1] != "db" || !strings.Contains(hosts, "ln-target") {
 		t.Fatalf("/etc/hosts line of the link: %q, want %s db ... ln-target", hosts, ip)
+	}
+
+	// On the default network a link also sets dockerd's variables; the
+	// container's own win.
+	env := te.run("docker", "run", "--rm", "--name", "ln-env", "--link", "ln-target:db", "-e", "DB_PORT=mine", "localhost/busybox:latest", "env")
+	for _, want := range []string{"DB_NAME=/ln-env/db", "DB_PORT_80_TCP=tcp://" + ip + ":80", "DB_PORT_80_TCP_ADDR=" + ip, "DB_PORT_80_TCP_PORT=80", "DB_PORT_80_TCP_PROTO=tcp", "DB_ENV_GREETING=hi", "DB_PORT=mine"} {
+		contains(t, "link variables", env, want+"\n")
 	}
 
 	// A user-defined network: the address the two share.
@@ -34,6 +42,9 @@ func TestDockerLinks(t *testing.T) {
 	contains(t, "inspect HostConfig.Links", te.run("docker", "inspect", "-f", "{{json .HostConfig.Links}}", "ln-user"), `["/ln-target:/ln-user/ln-target"]`)
 	te.run("docker", "start", "ln-user")
 	contains(t, "hosts on the shared network", te.run("docker", "exec", "ln-user", "grep", "-w", "ln-target", "/etc/hosts"), netIP+"\tln-target")
+	if env := te.run("docker", "exec", "ln-user", "env"); strings.Contains(env, "LN_TARGET_NAME=") {
+		t.Fatalf("a link on a user-defined network set dockerd's default-bridge variables:\n%s", env)
+	}
 
 	// The linked container starts again with another address (a newcomer
 	// took its old one): the running linker's /etc/hosts follows.

@@ -397,6 +397,7 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 		return nil, err
 	}
 	res.Spec.Process.Env = oci.SetEnv(res.Spec.Process.Env, env)
+	res.Spec.Process.Env = oci.AddMissingEnv(res.Spec.Process.Env, m.linkEnv(ctx, rec))
 	if spec.HTTPProxy {
 		res.Spec.Process.Env = oci.AddMissingEnv(res.Spec.Process.Env, proxyEnv())
 	}
@@ -467,11 +468,12 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 	if err := m.ensureDependenciesRunning(ctx, &rec); err != nil {
 		return err
 	}
-	if rec.PodJoin.InfraID != "" || joinsOthers(&rec) || m.cdiStale(&rec) {
+	if rec.PodJoin.InfraID != "" || joinsOthers(&rec) || m.cdiStale(&rec) || m.linksEnvOnStart(&rec) {
 		// A pod member's spec names the infra process of this run (whose
 		// namespaces must exist), as a joiner's names its IPC donor's; a
 		// CDI device's edits are read from its spec as it is now, as
-		// Podman does at each start.
+		// Podman does at each start; a link's variables carry the linked
+		// container's address as it is now.
 		if rec.PodJoin.InfraID != "" {
 			if err := m.ensureInfraRunning(ctx, &rec); err != nil {
 				return err

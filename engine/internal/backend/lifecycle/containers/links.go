@@ -1,12 +1,17 @@
 package containers
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"net"
+	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -19,6 +24,14 @@ import (
 // address) rewrites the files of the running containers that link to it.
 // A linked container without its network (it does not run), or gone, is
 // left out.
+//
+// On the default network, as on dockerd's default bridge, a link also
+// gives the linking container environment variables, made at each of its
+// starts (linkEnv): ALIAS_NAME, ALIAS_PORT and for each port the linked
+// container exposes ALIAS_PORT_<port>_<PROTO> with its _ADDR, _PORT and
+// _PROTO (and _START/_END around runs of consecutive ports), and
+// ALIAS_ENV_<name> for each of its variables but HOME and PATH. Variables
+// the container sets itself win.
 
 // linkAlias is what an alias may be: it is written into /etc/hosts.
 var linkAlias = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,252}$`)
@@ -128,4 +141,125 @@ func linkAddress(linked *record, nets map[string]core.PerNetworkOptions) net.IP 
 		}
 	}
 	return first
+}
+
+// linksEnvOnStart reports whether rec's environment depends on its links:
+// it has some and is on the default network.
+func (m *Manager) linksEnvOnStart(rec *record) bool {
+	if len(rec.Spec.Links) == 0 || m.nets == nil {
+		return false
+	}
+	_, onDefault := rec.Spec.Networks[m.nets.DefaultNetwork()]
+	return onDefault
+}
+
+// linkEnv is the environment rec's links give it (see above).
+func (m *Manager) linkEnv(ctx context.Context, rec *record) []string {
+	if !m.linksEnvOnStart(rec) {
+		return nil
+	}
+	var env []string
+	for _, l := range rec.Spec.Links {
+		e, err := m.lookup(l.Container)
+		if err != nil {
+			continue
+		}
+		linked := m.snapshot(e)
+		if linked.NetSetup == nil {
+			continue
+		}
+		ip := linkAddress(&linked, rec.Spec.Networks)
+		if ip == nil {
+			continue
+		}
+		env = append(env, linkVariables(l.Alias, "/"+rec.Name+"/"+l.Alias, ip.String(), m.linkedPorts(ctx, &linked), linkedEnv(&linked))...)
+	}
+	return env
+}
+
+// linkedPorts are the ports a linked container exposes: those its request
+// names or publishes and those of its image; TCP first, then by number.
+func (m *Manager) linkedPorts(ctx context.Context, linked *record) []portProto {
+	ports := requestExposedPorts(linked)
+	if m.images != nil {
+		if img, err := m.images.Lookup(ctx, linked.ImageID); err == nil {
+			for p := range img.Config.Config.ExposedPorts {
+				num, proto, _ := strings.Cut(p, "/")
+				if n, err := strconv.ParseUint(num, 10, 16); err == nil {
+					ports = append(ports, portProto{uint16(n), cmp.Or(proto, "tcp")})
+				}
+			}
+		}
+	}
+	slices.SortFunc(ports, func(a, b portProto) int {
+		if (a.proto == "tcp") != (b.proto == "tcp") {
+			if a.proto == "tcp" {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(cmp.Compare(a.proto, b.proto), cmp.Compare(a.port, b.port))
+	})
+	return slices.Compact(ports)
+}
+
+// linkedEnv is a linked container's environment as its process has it.
+func linkedEnv(linked *record) []string {
+	return oci.MergeEnv(linked.ImageEnv, &linked.Spec, hostnameOf(linked), "")
+}
+
+// linkVariables writes one link's variables (see above): alias as the
+// linking container knows it, name its "/linking/alias", ip the linked
+// container's address, ports sorted, env its environment.
+func linkVariables(alias, name, ip string, ports []portProto, env []string) []string {
+	prefix := strings.ReplaceAll(strings.ToUpper(path.Base(alias)), "-", "_")
+	var out []string
+	if len(ports) > 0 {
+		out = append(out, fmt.Sprintf("%s_PORT=%s://%s:%d", prefix, ports[0].proto, ip, ports[0].port))
+	}
+	one := func(p portProto) {
+		key := fmt.Sprintf("%s_PORT_%d_%s", prefix, p.port, strings.ToUpper(p.proto))
+		out = append(out,
+			fmt.Sprintf("%s=%s://%s:%d", key, p.proto, ip, p.port),
+			fmt.Sprintf("%s_ADDR=%s", key, ip),
+			fmt.Sprintf("%s_PORT=%d", key, p.port),
+			fmt.Sprintf("%s_PROTO=%s", key, p.proto))
+	}
+	run := func(first, last portProto) {
+		if first == last {
+			return
+		}
+		key := fmt.Sprintf("%s_PORT_%d_%s", prefix, first.port, strings.ToUpper(first.proto))
+		out = append(out,
+			fmt.Sprintf("%s_START=%s://%s:%d", key, first.proto, ip, first.port),
+			fmt.Sprintf("%s_PORT_START=%d", key, first.port),
+			fmt.Sprintf("%s_PORT_END=%d", key, last.port),
+			fmt.Sprintf("%s_PORT_%d_%s_END=%s://%s:%d", prefix, last.port, strings.ToUpper(last.proto), last.proto, ip, last.port))
+	}
+	for i, p := range ports {
+		if i > 0 && !(p.proto == ports[i-1].proto && p.port == ports[i-1].port+1) {
+			start := i - 1
+			for start > 0 && ports[start-1].proto == ports[start].proto && ports[start-1].port+1 == ports[start].port {
+				start--
+			}
+			run(ports[start], ports[i-1])
+		}
+		one(p)
+	}
+	if n := len(ports); n > 1 {
+		start := n - 1
+		for start > 0 && ports[start-1].proto == ports[start].proto && ports[start-1].port+1 == ports[start].port {
+			start--
+		}
+		run(ports[start], ports[n-1])
+	}
+	out = append(out, fmt.Sprintf("%s_NAME=%s", prefix, name))
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "HOME" || k == "PATH" || k == "HOSTNAME" || k == "container" {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s_ENV_%s=%s", prefix, k, v))
+	}
+	return out
 }
