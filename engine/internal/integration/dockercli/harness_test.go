@@ -39,7 +39,14 @@ func startEngine(t testing.TB) *testEngine {
 // configuration before it starts (nil: none).
 func startEngineWith(t testing.TB, adjust func(*enginetest.Engine, *engine.Config)) *testEngine {
 	t.Helper()
-	te := &testEngine{Engine: enginetest.Start(t, enginetest.Options{What: "docker CLI tests", Bridged: true, NoImage: true, Needs: []string{"docker"}, Config: adjust})}
+	return dockerClient(t, enginetest.Start(t, enginetest.Options{What: "docker CLI tests", Bridged: true, NoImage: true, Needs: []string{"docker"}, Config: adjust}))
+}
+
+// dockerClient points the docker CLI at e (a configuration of its own,
+// the classic builder) and loads localhost/busybox:latest with docker load.
+func dockerClient(t testing.TB, e *enginetest.Engine) *testEngine {
+	t.Helper()
+	te := &testEngine{Engine: e}
 	config := filepath.Join(te.Dir, "docker-config")
 	if err := os.MkdirAll(config, 0o700); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/internal/testsupport/need"
 )
 
@@ -125,4 +126,23 @@ func TestComposeV1Project(t *testing.T) {
 	if out := te.run("docker", "network", "ls", "--format", "{{.Name}}"); strings.Contains(out, "bv1_") {
 		t.Fatalf("compose down left networks: %q", out)
 	}
+}
+
+// TestDockerStateSurvivesKill9: what the Docker front door keeps (a
+// container's links, a network's Docker options and Attachable) is in the
+// records an engine killed with SIGKILL finds again.
+func TestDockerStateSurvivesKill9(t *testing.T) {
+	p := enginetest.StartProcess(t, enginetest.Options{What: "the Docker state kill -9 test", Bridged: true, NoImage: true, Needs: []string{"docker"}})
+	te := dockerClient(t, p.Engine)
+	te.run("docker", "network", "create", "--attachable", "-o", "com.docker.network.driver.mtu=1400", "k-net")
+	te.run("docker", "run", "-d", "--name", "k-target", "--network", "k-net", "localhost/busybox:latest", "sleep", "300")
+	te.run("docker", "create", "--name", "k-link", "--network", "k-net", "--link", "k-target:db", "localhost/busybox:latest", "sleep", "300")
+
+	p.Kill9()
+	p.Start()
+
+	contains(t, "links after the kill", te.run("docker", "inspect", "-f", "{{json .HostConfig.Links}}", "k-link"), `["/k-target:/k-link/db"]`)
+	te.run("docker", "start", "k-link")
+	contains(t, "hosts after the kill", te.run("docker", "exec", "k-link", "grep", "-w", "db", "/etc/hosts"), "k-target")
+	contains(t, "network after the kill", te.run("docker", "network", "inspect", "-f", "{{.Attachable}} {{.Options}}", "k-net"), "true map[com.docker.network.driver.mtu:1400]")
 }
