@@ -68,9 +68,17 @@ func (m *Manager) mergeLinks(have, more []core.ContainerLink) ([]core.ContainerL
 	return m.resolveLinks(append(slices.Clone(have), more...))
 }
 
-// linkHosts are the /etc/hosts lines of rec's links.
-func (m *Manager) linkHosts(rec *record) string {
-	var b strings.Builder
+// upLink is a link whose container runs, with its address.
+type upLink struct {
+	core.ContainerLink
+	linked record
+	ip     net.IP
+}
+
+// upLinks are rec's links whose containers run (have their network) and
+// have an address.
+func (m *Manager) upLinks(rec *record) []upLink {
+	var out []upLink
 	for _, l := range rec.Spec.Links {
 		e, err := m.lookup(l.Container)
 		if err != nil {
@@ -80,17 +88,24 @@ func (m *Manager) linkHosts(rec *record) string {
 		if linked.NetSetup == nil {
 			continue // no network: it does not run
 		}
-		ip := linkAddress(&linked, rec.Spec.Networks)
-		if ip == nil {
-			continue
+		if ip := linkAddress(&linked, rec.Spec.Networks); ip != nil {
+			out = append(out, upLink{ContainerLink: l, linked: linked, ip: ip})
 		}
+	}
+	return out
+}
+
+// linkHosts are the /etc/hosts lines of rec's links.
+func (m *Manager) linkHosts(rec *record) string {
+	var b strings.Builder
+	for _, l := range m.upLinks(rec) {
 		names := []string{l.Alias}
-		for _, n := range []string{hostnameOf(&linked), linked.Name} {
+		for _, n := range []string{hostnameOf(&l.linked), l.linked.Name} {
 			if !slices.Contains(names, n) {
 				names = append(names, n)
 			}
 		}
-		fmt.Fprintf(&b, "%s\t%s\n", ip, strings.Join(names, " "))
+		fmt.Fprintf(&b, "%s\t%s\n", l.ip, strings.Join(names, " "))
 	}
 	return b.String()
 }
@@ -159,20 +174,8 @@ func (m *Manager) linkEnv(ctx context.Context, rec *record) []string {
 		return nil
 	}
 	var env []string
-	for _, l := range rec.Spec.Links {
-		e, err := m.lookup(l.Container)
-		if err != nil {
-			continue
-		}
-		linked := m.snapshot(e)
-		if linked.NetSetup == nil {
-			continue
-		}
-		ip := linkAddress(&linked, rec.Spec.Networks)
-		if ip == nil {
-			continue
-		}
-		env = append(env, linkVariables(l.Alias, "/"+rec.Name+"/"+l.Alias, ip.String(), m.linkedPorts(ctx, &linked), linkedEnv(&linked))...)
+	for _, l := range m.upLinks(rec) {
+		env = append(env, linkVariables(l.Alias, "/"+rec.Name+"/"+l.Alias, l.ip.String(), m.linkedPorts(ctx, &l.linked), linkedEnv(&l.linked))...)
 	}
 	return env
 }
