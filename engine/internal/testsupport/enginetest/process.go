@@ -133,10 +133,17 @@ func StartProcess(t testing.TB, o Options) *Process {
 	return p
 }
 
-// startTimeout bounds how long Start waits for _ping: an engine in the
-// host lab's emulated VM takes far longer than on a machine (the wait
-// ends as soon as it answers).
-const startTimeout = 3 * time.Minute
+// startTimeout bounds how long Start waits for _ping (the wait ends as
+// soon as it answers): a minute on a machine, under a test's 4-minute
+// deadline, so that a start that hangs fails with the engine's goroutines;
+// three in the host lab's emulated VM (BERTH_HOSTLAB=1), where an engine
+// takes far longer.
+func startTimeout() time.Duration {
+	if os.Getenv("BERTH_HOSTLAB") == "1" {
+		return 3 * time.Minute
+	}
+	return time.Minute
+}
 
 // Start starts the engine and waits until it answers _ping.
 func (p *Process) Start() {
@@ -151,8 +158,11 @@ func (p *Process) Start() {
 	if err := p.cmd.Start(); err != nil {
 		p.T.Fatal(err)
 	}
-	for deadline := time.Now().Add(startTimeout); ; time.Sleep(50 * time.Millisecond) {
-		resp, err := http.Get("http://" + p.Addr + "/libpod/_ping")
+	// The listener is open before the engine is ready: a probe that hangs
+	// is cut short, so that the wait ends at its deadline with the log.
+	probe := &http.Client{Timeout: 5 * time.Second}
+	for deadline := time.Now().Add(startTimeout()); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := probe.Get("http://" + p.Addr + "/libpod/_ping")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -160,7 +170,11 @@ func (p *Process) Start() {
 			}
 		}
 		if time.Now().After(deadline) {
-			p.T.Fatalf("engine did not answer _ping (%v); its log:\n%s", err, p.Log())
+			// SIGQUIT makes the Go runtime write every goroutine's stack
+			// to the log: where the start hangs.
+			p.cmd.Process.Signal(syscall.SIGQUIT)
+			time.Sleep(2 * time.Second)
+			p.T.Fatalf("engine did not answer _ping within %v (%v); its log, with its goroutines:\n%s", startTimeout(), err, p.Log())
 		}
 	}
 }
