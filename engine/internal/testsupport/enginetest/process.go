@@ -87,6 +87,8 @@ type Process struct {
 	LogPath string
 	bin     string
 	cmd     *exec.Cmd
+	// exited is closed once cmd's process has exited and been reaped.
+	exited chan struct{}
 }
 
 // StartProcess starts berth-engine (EngineBinary) with its state in a
@@ -158,10 +160,23 @@ func (p *Process) Start() {
 	if err := p.cmd.Start(); err != nil {
 		p.T.Fatal(err)
 	}
+	cmd, exited := p.cmd, make(chan struct{})
+	p.exited = exited
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
 	// The listener is open before the engine is ready: a probe that hangs
 	// is cut short, so that the wait ends at its deadline with the log.
 	probe := &http.Client{Timeout: 5 * time.Second}
 	for deadline := time.Now().Add(startTimeout()); ; time.Sleep(50 * time.Millisecond) {
+		select {
+		case <-exited:
+			// Another process on the address could answer the probe:
+			// an engine that exited (it could not listen) is a failure.
+			p.T.Fatalf("engine exited before it answered _ping (%v); its log:\n%s", cmd.ProcessState, p.Log())
+		default:
+		}
 		resp, err := probe.Get("http://" + p.Addr + "/libpod/_ping")
 		if err == nil {
 			resp.Body.Close()
@@ -182,28 +197,41 @@ func (p *Process) Start() {
 // Kill9 kills the engine with SIGKILL and reaps it.
 func (p *Process) Kill9() {
 	p.cmd.Process.Signal(syscall.SIGKILL)
-	p.cmd.Wait()
+	<-p.exited
 }
 
 // Stop ends the engine with SIGTERM, or SIGKILL after 30 seconds.
 func (p *Process) Stop() {
 	p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { p.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-p.exited:
 	case <-time.After(30 * time.Second):
 		p.cmd.Process.Signal(syscall.SIGKILL)
-		<-done
+		<-p.exited
 	}
 }
 
 // ExitState is how the engine's last run ended; nil while it runs.
-func (p *Process) ExitState() *os.ProcessState { return p.cmd.ProcessState }
+func (p *Process) ExitState() *os.ProcessState {
+	if p.Running() {
+		return nil
+	}
+	return p.cmd.ProcessState
+}
 
 // Running tells whether the engine's process is running (started and not
 // yet reaped).
-func (p *Process) Running() bool { return p.cmd != nil && p.cmd.ProcessState == nil }
+func (p *Process) Running() bool {
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
 
 // Log returns what the engine wrote so far.
 func (p *Process) Log() string {
