@@ -146,6 +146,8 @@ func TestDockerAPIRules(t *testing.T) {
 		{"POST", "/v1.44/containers/create", `{"Image":"localhost/busybox","HostConfig":{"Links":["a:b:c"]}}`, 400, "HostConfig.Links"},
 		{"POST", "/v1.44/containers/create", `{"Image":"localhost/busybox","HostConfig":{"NetworkMode":"host","Links":["a"]}}`, 400, "HostConfig.Links"},
 		{"POST", "/v1.44/networks/create", `{"Name":"n-ingress","Ingress":true}`, 400, "Ingress"},
+		{"POST", "/v1.44/auth", `{"username":"u","identitytoken":"t","serveraddress":"127.0.0.1:1"}`, 400, "identitytoken"},
+		{"POST", "/v1.44/auth", `{"username":`, 400, "body"},
 		{"POST", "/v1.44/networks/create", `{"Name":"n-config","ConfigOnly":true}`, 400, "ConfigOnly"},
 		{"POST", "/v1.44/containers/create", `{"Image":"localhost/busybox","HostConfig":{"UTSMode":"container:x"}}`, 400, "HostConfig.UTSMode"},
 		{"POST", "/v1.44/containers/create", `{"Image":"localhost/busybox","HostConfig":{"IpcMode":"container:x"}}`, 400, "HostConfig.IpcMode"},
