@@ -17,88 +17,9 @@ import (
 // in the body, the options in the query, Docker's JSON stream out with the
 // image ID as aux.
 func (s *server) build(w http.ResponseWriter, r *http.Request) {
-	q := queryOf(r)
-	opts := core.BuildOptions{
-		Tags:    q.v["t"],
-		Target:  q.str("target"),
-		NoCache: q.boolean("nocache", false),
-		Quiet:   q.boolean("q", false),
-		Layers:  true,
-		Format:  "docker",
-		Network: core.BuildNetworkPrivate,
-	}
-	if df := q.str("dockerfile"); df != "" {
-		opts.Containerfiles = []string{df}
-	}
-	if q.boolean("pull", false) {
-		opts.PullPolicy = core.PullAlways
-	} else {
-		opts.PullPolicy = core.PullMissing
-	}
-	for _, p := range []struct {
-		name string
-		dst  any
-	}{{"buildargs", &map[string]*string{}}, {"labels", &map[string]string{}}} {
-		raw := q.str(p.name)
-		if raw == "" {
-			continue
-		}
-		if err := json.Unmarshal([]byte(raw), p.dst); err != nil {
-			writeError(w, core.InvalidArgument(p.name, err))
-			return
-		}
-		switch v := p.dst.(type) {
-		case *map[string]*string:
-			opts.BuildArgs = map[string]string{}
-			for k, val := range *v {
-				if val != nil {
-					opts.BuildArgs[k] = *val
-				}
-			}
-		case *map[string]string:
-			for k, val := range *v {
-				opts.Labels = append(opts.Labels, k+"="+val)
-			}
-		}
-	}
-	switch nm := q.str("networkmode"); nm {
-	case "", "default", "bridge":
-	case "host":
-		opts.Network = core.BuildNetworkHost
-	case "none":
-	default:
-		writeError(w, core.InvalidArgument("networkmode", fmt.Errorf("network mode %q is not supported for builds", nm)))
-		return
-	}
-	if eh := q.str("extrahosts"); eh != "" {
-		opts.ExtraHosts = strings.Split(eh, ",")
-	}
-	for _, unsupported := range []string{"remote", "cachefrom", "cpusetcpus", "cpusetmems", "isolation", "squash", "outputs"} {
-		if v := q.str(unsupported); v != "" && v != "[]" && v != "null" {
-			writeError(w, core.InvalidArgument(unsupported, fmt.Errorf("%s is not supported by Berth's builder", unsupported)))
-			return
-		}
-	}
-	if p := q.str("platform"); p != "" && p != "linux" && !strings.HasPrefix(p, "linux/") {
-		writeError(w, core.InvalidArgument("platform", fmt.Errorf("%q: only linux images are built here", p)))
-		return
-	}
-	if v := q.str("version"); v == "2" {
-		writeError(w, core.InvalidArgument("version", errors.New("BuildKit is not supported: use the classic builder (DOCKER_BUILDKIT=0)")))
-		return
-	}
-	if mem := q.integer("memory", 0); mem > 0 {
-		opts.Memory = mem
-	}
-	if shm := q.integer("shmsize", 0); shm > 0 {
-		opts.ShmSize = shm
-	}
-	opts.CPUQuota = q.integer("cpuquota", 0)
-	if period := q.integer("cpuperiod", 0); period > 0 {
-		opts.CPUPeriod = uint64(period)
-	}
-	if q.err != nil {
-		writeError(w, q.err)
+	opts, err := buildOptions(queryOf(r))
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	// The build streams its output while it still reads the context.
@@ -163,4 +84,88 @@ func (s *server) buildPrune(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, buildtypes.CachePruneReport{CachesDeleted: rep.CachesDeleted, SpaceReclaimed: rep.SpaceReclaimed})
+}
+
+// buildOptions translates the query of Docker's build request into the
+// builder's options; what the builder cannot honour is a 400 naming the
+// parameter.
+func buildOptions(q *query) (core.BuildOptions, error) {
+	opts := core.BuildOptions{
+		Tags:    q.v["t"],
+		Target:  q.str("target"),
+		NoCache: q.boolean("nocache", false),
+		Quiet:   q.boolean("q", false),
+		Layers:  true,
+		Format:  "docker",
+		Network: core.BuildNetworkPrivate,
+	}
+	if df := q.str("dockerfile"); df != "" {
+		opts.Containerfiles = []string{df}
+	}
+	if q.boolean("pull", false) {
+		opts.PullPolicy = core.PullAlways
+	} else {
+		opts.PullPolicy = core.PullMissing
+	}
+	for _, p := range []struct {
+		name string
+		dst  any
+	}{{"buildargs", &map[string]*string{}}, {"labels", &map[string]string{}}} {
+		raw := q.str(p.name)
+		if raw == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(raw), p.dst); err != nil {
+			return core.BuildOptions{}, core.InvalidArgument(p.name, err)
+		}
+		switch v := p.dst.(type) {
+		case *map[string]*string:
+			opts.BuildArgs = map[string]string{}
+			for k, val := range *v {
+				if val != nil {
+					opts.BuildArgs[k] = *val
+				}
+			}
+		case *map[string]string:
+			for k, val := range *v {
+				opts.Labels = append(opts.Labels, k+"="+val)
+			}
+		}
+	}
+	switch nm := q.str("networkmode"); nm {
+	case "", "default", "bridge":
+	case "host":
+		opts.Network = core.BuildNetworkHost
+	case "none":
+	default:
+		return core.BuildOptions{}, core.InvalidArgument("networkmode", fmt.Errorf("network mode %q is not supported for builds", nm))
+	}
+	if eh := q.str("extrahosts"); eh != "" {
+		opts.ExtraHosts = strings.Split(eh, ",")
+	}
+	for _, unsupported := range []string{"remote", "cachefrom", "cpusetcpus", "cpusetmems", "isolation", "squash", "outputs"} {
+		if v := q.str(unsupported); v != "" && v != "[]" && v != "null" {
+			return core.BuildOptions{}, core.InvalidArgument(unsupported, fmt.Errorf("%s is not supported by Berth's builder", unsupported))
+		}
+	}
+	if p := q.str("platform"); p != "" && p != "linux" && !strings.HasPrefix(p, "linux/") {
+		return core.BuildOptions{}, core.InvalidArgument("platform", fmt.Errorf("%q: only linux images are built here", p))
+	}
+	if v := q.str("version"); v == "2" {
+		return core.BuildOptions{}, core.InvalidArgument("version", errors.New("BuildKit is not supported: use the classic builder (DOCKER_BUILDKIT=0)"))
+	}
+	if mem := q.integer("memory", 0); mem > 0 {
+		opts.Memory = mem
+	}
+	if shm := q.integer("shmsize", 0); shm > 0 {
+		opts.ShmSize = shm
+	}
+	opts.CPUQuota = q.integer("cpuquota", 0)
+	if period := q.integer("cpuperiod", 0); period > 0 {
+		opts.CPUPeriod = uint64(period)
+	}
+	if q.err != nil {
+		return core.BuildOptions{}, q.err
+	}
+	return opts, nil
 }

@@ -150,30 +150,45 @@ func (s *server) networkCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if req.Name == "" {
-		writeError(w, core.InvalidArgument("Name", errors.New("a network name is required")))
-		return
-	}
 	if req.Name == "bridge" || req.Name == "host" || req.Name == "none" {
 		writeMessage(w, http.StatusForbidden, fmt.Sprintf("%s is a pre-defined network and cannot be created", req.Name))
 		return
 	}
+	n, err := networkFromRequest(req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	created, err := s.deps.Networks.Create(r.Context(), n, false)
+	if err != nil {
+		if errors.Is(err, core.ErrNameInUse) {
+			writeMessage(w, http.StatusConflict, "network with name "+req.Name+" already exists")
+			return
+		}
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, networktypes.CreateResponse{ID: created.ID})
+}
+
+// networkFromRequest translates Docker's network create body into the
+// engine's network; what the engine cannot honour is a 400 naming the
+// member.
+func networkFromRequest(req networktypes.CreateRequest) (core.Network, error) {
+	if req.Name == "" {
+		return core.Network{}, core.InvalidArgument("Name", errors.New("a network name is required"))
+	}
 	switch {
 	case req.Driver != "" && req.Driver != "bridge" && req.Driver != "macvlan":
-		writeError(w, core.InvalidArgument("Driver", fmt.Errorf("network driver %q is not supported (bridge, macvlan)", req.Driver)))
-		return
+		return core.Network{}, core.InvalidArgument("Driver", fmt.Errorf("network driver %q is not supported (bridge, macvlan)", req.Driver))
 	case req.Scope != "" && req.Scope != "local":
-		writeError(w, core.InvalidArgument("Scope", fmt.Errorf("scope %q is not supported (local)", req.Scope)))
-		return
+		return core.Network{}, core.InvalidArgument("Scope", fmt.Errorf("scope %q is not supported (local)", req.Scope))
 	case req.Ingress:
-		writeError(w, core.InvalidArgument("Ingress", errors.New("ingress networks are swarm networks, which are not supported")))
-		return
+		return core.Network{}, core.InvalidArgument("Ingress", errors.New("ingress networks are swarm networks, which are not supported"))
 	case req.ConfigOnly || req.ConfigFrom != nil:
-		writeError(w, core.InvalidArgument("ConfigOnly", errors.New("configuration-only networks (ConfigOnly, ConfigFrom) are not supported")))
-		return
+		return core.Network{}, core.InvalidArgument("ConfigOnly", errors.New("configuration-only networks (ConfigOnly, ConfigFrom) are not supported"))
 	case req.EnableIPv4 != nil && !*req.EnableIPv4:
-		writeError(w, core.InvalidArgument("EnableIPv4", errors.New("IPv6-only networks are not supported")))
-		return
+		return core.Network{}, core.InvalidArgument("EnableIPv4", errors.New("IPv6-only networks are not supported"))
 	}
 	// Attachable (Compose v1 sends it for every network) limits only
 	// swarm-scoped networks; a local one takes any container, as dockerd's.
@@ -205,63 +220,59 @@ func (s *server) networkCreate(w http.ResponseWriter, r *http.Request) {
 			}
 			n.Options["mtu"] = v
 		default:
-			writeError(w, core.InvalidArgument("Options", fmt.Errorf("network option %q is not supported", k)))
-			return
+			return core.Network{}, core.InvalidArgument("Options", fmt.Errorf("network option %q is not supported", k))
 		}
 	}
-	if ipam := req.IPAM; ipam != nil {
-		if ipam.Driver != "" && ipam.Driver != "default" {
-			writeError(w, core.InvalidArgument("IPAM.Driver", fmt.Errorf("IPAM driver %q is not supported", ipam.Driver)))
-			return
-		}
-		if len(ipam.Options) > 0 {
-			writeError(w, core.InvalidArgument("IPAM.Options", errors.New("IPAM options are not supported")))
-			return
-		}
-		for _, c := range ipam.Config {
-			if len(c.AuxAddress) > 0 {
-				writeError(w, core.InvalidArgument("IPAM.Config.AuxiliaryAddresses", errors.New("auxiliary addresses are not supported")))
-				return
-			}
-			sn, err := core.ParseIPNet(c.Subnet)
-			if err != nil {
-				writeError(w, core.InvalidArgument("IPAM.Config.Subnet", fmt.Errorf("%q is not a CIDR subnet", c.Subnet)))
-				return
-			}
-			sub := core.Subnet{Subnet: sn}
-			if c.Gateway != "" {
-				if sub.Gateway = net.ParseIP(c.Gateway); sub.Gateway == nil {
-					writeError(w, core.InvalidArgument("IPAM.Config.Gateway", fmt.Errorf("%q is not an IP address", c.Gateway)))
-					return
-				}
-			}
-			if c.IPRange != "" {
-				_, rng, err := net.ParseCIDR(c.IPRange)
-				if err != nil {
-					writeError(w, core.InvalidArgument("IPAM.Config.IPRange", fmt.Errorf("%q is not a CIDR range", c.IPRange)))
-					return
-				}
-				// Docker's range is a CIDR block; the engine's (netavark's)
-				// a first and a last address.
-				if !sn.IPNet.Contains(rng.IP) || !sn.IPNet.Contains(lastAddress(rng)) {
-					writeError(w, core.InvalidArgument("IPAM.Config.IPRange", fmt.Errorf("%s is not inside subnet %s", c.IPRange, c.Subnet)))
-					return
-				}
-				sub.LeaseRange = &core.LeaseRange{StartIP: rng.IP, EndIP: lastAddress(rng)}
-			}
-			n.Subnets = append(n.Subnets, sub)
-		}
+	if req.IPAM == nil {
+		return n, nil
 	}
-	created, err := s.deps.Networks.Create(r.Context(), n, false)
+	subnets, err := ipamSubnets(req.IPAM)
 	if err != nil {
-		if errors.Is(err, core.ErrNameInUse) {
-			writeMessage(w, http.StatusConflict, "network with name "+req.Name+" already exists")
-			return
-		}
-		writeError(w, err)
-		return
+		return core.Network{}, err
 	}
-	writeJSON(w, http.StatusCreated, networktypes.CreateResponse{ID: created.ID})
+	n.Subnets = subnets
+	return n, nil
+}
+
+// ipamSubnets translates Docker's IPAM block: each subnet with its
+// gateway and its lease range, a CIDR block inside the subnet.
+func ipamSubnets(ipam *networktypes.IPAM) ([]core.Subnet, error) {
+	if ipam.Driver != "" && ipam.Driver != "default" {
+		return nil, core.InvalidArgument("IPAM.Driver", fmt.Errorf("IPAM driver %q is not supported", ipam.Driver))
+	}
+	if len(ipam.Options) > 0 {
+		return nil, core.InvalidArgument("IPAM.Options", errors.New("IPAM options are not supported"))
+	}
+	var subnets []core.Subnet
+	for _, c := range ipam.Config {
+		if len(c.AuxAddress) > 0 {
+			return nil, core.InvalidArgument("IPAM.Config.AuxiliaryAddresses", errors.New("auxiliary addresses are not supported"))
+		}
+		sn, err := core.ParseIPNet(c.Subnet)
+		if err != nil {
+			return nil, core.InvalidArgument("IPAM.Config.Subnet", fmt.Errorf("%q is not a CIDR subnet", c.Subnet))
+		}
+		sub := core.Subnet{Subnet: sn}
+		if c.Gateway != "" {
+			if sub.Gateway = net.ParseIP(c.Gateway); sub.Gateway == nil {
+				return nil, core.InvalidArgument("IPAM.Config.Gateway", fmt.Errorf("%q is not an IP address", c.Gateway))
+			}
+		}
+		if c.IPRange != "" {
+			_, rng, err := net.ParseCIDR(c.IPRange)
+			if err != nil {
+				return nil, core.InvalidArgument("IPAM.Config.IPRange", fmt.Errorf("%q is not a CIDR range", c.IPRange))
+			}
+			// Docker's range is a CIDR block; the engine's (netavark's)
+			// a first and a last address.
+			if !sn.IPNet.Contains(rng.IP) || !sn.IPNet.Contains(lastAddress(rng)) {
+				return nil, core.InvalidArgument("IPAM.Config.IPRange", fmt.Errorf("%s is not inside subnet %s", c.IPRange, c.Subnet))
+			}
+			sub.LeaseRange = &core.LeaseRange{StartIP: rng.IP, EndIP: lastAddress(rng)}
+		}
+		subnets = append(subnets, sub)
+	}
+	return subnets, nil
 }
 
 // networkRemove answers docker network rm.
