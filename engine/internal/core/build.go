@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"io"
+	"time"
 )
 
 // BuildSecret is a secret a build's RUN steps may mount with
@@ -41,6 +42,11 @@ type BuildOptions struct {
 	Target string
 	// PullPolicy decides whether FROM images are pulled.
 	PullPolicy PullPolicy
+	// PullRetries is how many times a FROM pull that failed for a reason
+	// other than a definitive answer (not found, refused credentials, a
+	// bad reference) is tried again, PullRetryDelay apart.
+	PullRetries    int
+	PullRetryDelay time.Duration
 	// Auth are the client's registry credentials for pulling FROM (and
 	// COPY --from) images; nil means none.
 	Auth *RegistryAuth

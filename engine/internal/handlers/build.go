@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -60,6 +61,11 @@ type buildQuery struct {
 	Devices       string   `query:"devices"`
 	LocalContext  string   `query:"localcontextdir"`
 	BuildContexts string   `query:"additionalbuildcontexts"`
+	Retry         int      `query:"retry"`
+	RetryDelay    string   `query:"retry-delay"`
+	Compression   string   `query:"compressionFormat"`
+	CompressLevel int      `query:"compressionLevel"`
+	ForceCompress bool     `query:"forceCompressionFormat"`
 }
 
 // contentTypeHeader names the header a context's type is read from.
@@ -74,7 +80,7 @@ var buildUnsupported = map[string]string{
 	"unsetlabel": "", "setenv": "", "envs": "", "remote": "", "allplatforms": "0",
 	"compression": "", "from": "", "osfeature": "", "osversion": "", "rusage": "0",
 	"rusagelogfile": "", "excludes": "", "ignorefile": "", "registry": "", "squash-all": "0",
-	"cppflags": "", "sbom": "", "retry": "", "retry-delay": "", "volume": "",
+	"cppflags": "", "sbom": "", "volume": "", "skipunusedstages": "1",
 	"layerLabel": "", "groupadd": "", "inheritlabels": "1", "inheritannotations": "1",
 	"createdannotation": "1", "sourcedateepoch": "", "rewritetimestamp": "0",
 	"unsetannotation": "", "compatvolumes": "0", "noHosts": "0", "nohosts": "0",
@@ -232,6 +238,12 @@ func buildOptions(r *http.Request) (core.BuildOptions, buildQuery, error) {
 		opts.TLSVerify = &q.TLSVerify
 	}
 	if opts.Format, err = buildFormat(q); err != nil {
+		return opts, q, err
+	}
+	if opts.PullRetries, opts.PullRetryDelay, err = buildRetries(q); err != nil {
+		return opts, q, err
+	}
+	if err := checkBuildCompression(values, q); err != nil {
 		return opts, q, err
 	}
 	if opts.Network, err = buildNetwork(values, q); err != nil {
@@ -496,4 +508,39 @@ func containsString(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// buildRetries reads how often a failed pull of a FROM image is tried
+// again and how long apart (Podman 5 and later send retry=3 and
+// retry-delay=2s by default); without them a failed pull is not retried.
+func buildRetries(q buildQuery) (int, time.Duration, error) {
+	if q.Retry < 0 {
+		return 0, 0, core.InvalidArgument("retry", fmt.Errorf("%d is negative", q.Retry))
+	}
+	delay := 2 * time.Second
+	if q.RetryDelay != "" {
+		d, err := time.ParseDuration(q.RetryDelay)
+		if err != nil || d < 0 {
+			return 0, 0, core.InvalidArgument("retry-delay", fmt.Errorf("%q is not a duration such as 2s", q.RetryDelay))
+		}
+		delay = d
+	}
+	return q.Retry, delay, nil
+}
+
+// checkBuildCompression checks the compression a Podman 5 or 6 client asks
+// for. A build commits into the engine's store, which keeps layers
+// uncompressed, as Podman's containers-storage does: the format applies
+// where layers are written compressed (a push, which takes its own), so a
+// known one changes nothing here and an unknown one is refused.
+func checkBuildCompression(values url.Values, q buildQuery) error {
+	switch q.Compression {
+	case "", "gzip", "zstd", "zstd:chunked", "uncompressed":
+	default:
+		return core.InvalidArgument("compressionFormat", fmt.Errorf("%q is not a compression format (gzip, zstd, zstd:chunked, uncompressed)", q.Compression))
+	}
+	if _, set := values["compressionLevel"]; set && (q.CompressLevel < 0 || q.CompressLevel > 22) {
+		return core.InvalidArgument("compressionLevel", fmt.Errorf("%d is outside 0 to 22", q.CompressLevel))
+	}
+	return nil
 }

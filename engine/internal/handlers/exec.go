@@ -20,6 +20,7 @@ type ExecSessions interface {
 	Inspect(ctx context.Context, id string) (*exec.Inspect, error)
 	Start(ctx context.Context, id string, streams exec.Streams, size *[2]uint16) (*exec.Started, error)
 	Resize(ctx context.Context, id string, height, width uint16) error
+	Remove(ctx context.Context, id string, force bool) error
 }
 
 func (s *Server) execCreate(w http.ResponseWriter, r *http.Request) {
@@ -144,4 +145,22 @@ func (s *Server) execResize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusCreated)
+}
+
+// execRemove removes a session (podman 4.8 and later, after each exec
+// they ran): 404 for an unknown one, 409 for a running one without
+// {"Force": true}; 200 with no body, as Podman answers.
+func (s *Server) execRemove(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Force bool `json:"Force"`
+	}
+	if err := decodeJSONBody(r, &body); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.deps.Exec.Remove(r.Context(), chi.URLParam(r, "id"), body.Force); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }

@@ -237,12 +237,13 @@ func (s *Server) libpodRoutes(r chi.Router) {
 		r.Post("/containers/{name}/attach", s.attachContainer)
 		r.Post("/containers/{name}/resize", s.resizeContainer)
 	}
-	// Exec create, start, inspect and resize.
+	// Exec create, start, inspect, resize and remove.
 	if s.deps.Exec != nil && s.deps.Containers != nil {
 		r.Post("/containers/{name}/exec", s.execCreate)
 		r.Post("/exec/{id}/start", s.execStart)
 		r.Get("/exec/{id}/json", s.execInspect)
 		r.Post("/exec/{id}/resize", s.execResize)
+		r.Post("/exec/{id}/remove", s.execRemove)
 	}
 	// StatsContainer for one or many containers, and TopContainer.
 	if s.deps.ContainerIO != nil {

@@ -303,6 +303,11 @@ func TestBuildRefusesWhatItDoesNotImplement(t *testing.T) {
 		{"dockerfile=" + url.QueryEscape(`["missing.file"]`), "dockerfile"},
 		{"localcontextdir=/tmp", "localcontextdir"},
 		{"tlsVerify=maybe", "tlsVerify"},
+		{"retry=-1", "retry"},
+		{"retry-delay=soon", "retry-delay"},
+		{"compressionFormat=lz4", "compressionFormat"},
+		{"compressionLevel=99", "compressionLevel"},
+		{"skipunusedstages=0", "skipunusedstages"},
 	}
 	for _, tc := range cases {
 		r := e.do(http.MethodPost, "/v4.3.1/libpod/build?"+tc.query, "application/x-tar", bytes.NewReader(ctx))

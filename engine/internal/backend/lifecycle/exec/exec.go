@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -116,7 +117,7 @@ type Manager struct {
 	retention time.Duration
 
 	mu   sync.Mutex
-	live map[string]core.ExecProcess
+	live map[string]*Started
 	// ended lists the sessions that ended, oldest first, so that pruning
 	// touches only the sessions past retention: exec create stays O(1) in
 	// the number of sessions kept for inspection.
@@ -134,7 +135,7 @@ func NewManager(containers core.Containers, store Store, notify Notifier, logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{containers: containers, store: store, notify: notify, logger: logger, retention: SessionRetention, live: map[string]core.ExecProcess{}}
+	return &Manager{containers: containers, store: store, notify: notify, logger: logger, retention: SessionRetention, live: map[string]*Started{}}
 }
 
 // SetRetention changes how long ended sessions stay inspectable; d <= 0
@@ -368,13 +369,13 @@ func (m *Manager) Start(ctx context.Context, id string, streams Streams, size *[
 	if err := m.put(ctx, s); err != nil {
 		m.logger.Error("storing exec session", "session", id, "err", err)
 	}
+	st := &Started{session: s, proc: p, m: m, c: c, done: make(chan struct{})}
 	m.mu.Lock()
-	m.live[id] = p
+	m.live[id] = st
 	m.mu.Unlock()
 	if m.notify != nil {
 		m.notify.ExecEvent(ctx, c, id, "exec", 0)
 	}
-	st := &Started{session: s, proc: p, m: m, c: c, done: make(chan struct{})}
 	go st.finish()
 	return st, nil
 }
@@ -413,15 +414,46 @@ func (m *Manager) Resize(ctx context.Context, id string, height, width uint16) e
 		return err
 	}
 	m.mu.Lock()
-	p := m.live[id]
+	st := m.live[id]
 	m.mu.Unlock()
-	if p == nil || !s.Running {
+	if st == nil || !s.Running {
 		return fmt.Errorf("exec session %s is not running: %w", id, core.ErrStateConflict)
 	}
 	if !s.Config.Tty {
 		return fmt.Errorf("exec session %s has no terminal: %w", id, core.ErrStateConflict)
 	}
-	return p.Resize(width, height)
+	return st.proc.Resize(width, height)
+}
+
+// Remove forgets a session before its retention ends (podman 4.8 and
+// later remove each session they ran). A running session is removed only
+// with force: its process is killed first and its end recorded.
+func (m *Manager) Remove(ctx context.Context, id string, force bool) error {
+	if _, err := m.Get(ctx, id); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	st := m.live[id]
+	m.mu.Unlock()
+	if st != nil {
+		if !force {
+			return fmt.Errorf("exec session %s is running: stop it or remove it with force: %w", id, core.ErrStateConflict)
+		}
+		if err := st.proc.Signal(syscall.SIGKILL); err != nil {
+			m.logger.Warn("killing exec session", "session", id, "err", err)
+		}
+		// Its end is stored before the record goes, not after.
+		select {
+		case <-st.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	// An entry left in m.ended finds the record gone when it expires.
+	if err := m.store.DeleteExecSession(ctx, id); err != nil && !errors.Is(err, state.ErrNotFound) {
+		return err
+	}
+	return nil
 }
 
 func (m *Manager) put(ctx context.Context, s *Session) error {
