@@ -298,8 +298,12 @@ type ContainerSpec struct {
 
 	// Networks are the networks a container in bridge mode joins (none:
 	// the default network); CNINetworks is the older list of names.
-	Networks    map[string]PerNetworkOptions `json:"Networks,omitempty"`
-	CNINetworks []string                     `json:"cni_networks,omitempty"`
+	Networks map[string]PerNetworkOptions `json:"Networks,omitempty"`
+	// NetworkOrder (Podman 6) lists the keys of Networks in the order
+	// their interfaces are numbered (eth0, eth1 ...) where not named;
+	// without it the order is the networks' names'.
+	NetworkOrder []string `json:"networkOrder,omitempty"`
+	CNINetworks  []string `json:"cni_networks,omitempty"`
 	// PortMappings publish container ports on the host; with
 	// PublishExposedPorts every port the image or Expose names is
 	// published on a random host port too.

@@ -33,6 +33,9 @@ func (m *Manager) resolveNetwork(ctx context.Context, spec *core.ContainerSpec, 
 	}
 	wantsNetworks := len(spec.Networks) > 0 || len(spec.CNINetworks) > 0
 	wantsPorts := len(spec.PortMappings) > 0 || spec.PublishExposedPorts
+	if len(spec.NetworkOrder) > 0 && len(spec.Networks) == 0 {
+		return core.InvalidArgument("networkOrder", errors.New("orders networks the request does not join"))
+	}
 	if inPodNet {
 		if wantsNetworks {
 			return core.InvalidArgument("networks", errors.New("the container shares its pod's network: set networks on the pod"))
@@ -65,6 +68,10 @@ func (m *Manager) resolveNetwork(ctx context.Context, spec *core.ContainerSpec, 
 				requested[name] = core.PerNetworkOptions{}
 			}
 		}
+		if err := orderInterfaces(requested, spec.Networks, spec.NetworkOrder); err != nil {
+			return err
+		}
+		spec.NetworkOrder = nil
 		nets, err := m.nets.Resolve(ctx, requested)
 		if err != nil {
 			return err
@@ -525,6 +532,43 @@ func (m *Manager) ContainersOnNetwork(ctx context.Context, network string) (map[
 		out[id] = nc
 	}
 	return out, nil
+}
+
+// orderInterfaces names the interfaces of the networks in order (Podman
+// 6's networkOrder: the keys of networks, each once) eth0, eth1 ... where
+// the request names none; the network backend numbers the rest.
+func orderInterfaces(requested, networks map[string]core.PerNetworkOptions, order []string) error {
+	if len(order) == 0 {
+		return nil
+	}
+	if len(order) != len(networks) {
+		return core.InvalidArgument("networkOrder", fmt.Errorf("lists %d networks, the request joins %d", len(order), len(networks)))
+	}
+	used := map[string]bool{}
+	for _, o := range networks {
+		if o.InterfaceName != "" {
+			used[o.InterfaceName] = true
+		}
+	}
+	seen := map[string]bool{}
+	next := 0
+	for _, name := range order {
+		o, ok := networks[name]
+		if !ok || seen[name] {
+			return core.InvalidArgument("networkOrder", fmt.Errorf("%q is not one of the networks the request joins, or is listed twice", name))
+		}
+		seen[name] = true
+		if o.InterfaceName != "" {
+			continue
+		}
+		for used[fmt.Sprintf("eth%d", next)] {
+			next++
+		}
+		o.InterfaceName = fmt.Sprintf("eth%d", next)
+		used[o.InterfaceName] = true
+		requested[name] = o
+	}
+	return nil
 }
 
 // RemoveContainerForNetwork removes a container whose network goes.
