@@ -294,6 +294,9 @@ start_compose_build() { start_tool_build docker-compose docker-compose.sh; }
 wait_compose() { wait_tool_build docker-compose docker-compose.sh BERTH_DOCKER_COMPOSE; }
 start_docker_cli_build() { start_tool_build docker-cli docker-cli.sh; }
 wait_docker_cli() { wait_tool_build docker-cli docker-cli.sh BERTH_DOCKER_CLI_CURRENT; }
+# Podman 6's remote client: the README's podman table runs with it too (BERTH_PODMAN6).
+start_podman_remote_build() { start_tool_build podman-remote podman-remote.sh; }
+wait_podman_remote() { wait_tool_build podman-remote podman-remote.sh BERTH_PODMAN6; }
 
 # use_docker_cli_current makes the engine's docker CLI tests (internal/integration/dockercli) run the
 # current docker CLI (hack/docker-cli.sh, v29) as `docker`, in the engine module's one pass: the
@@ -321,12 +324,13 @@ find_criu() {
 }
 
 # engine_prerequisites readies what the engine's tests need: CRIU, the cached tool builds
-# (kube-apiserver, Compose, docker CLI v29) and a warm berth-engine build.
+# (kube-apiserver, Compose, docker CLI v29, Podman 6's remote client) and a warm berth-engine build.
 engine_prerequisites() {
   step "CRIU" find_criu
   step "build kube-apiserver" wait_kube_apiserver
   step "build docker compose" wait_compose
   step "build docker CLI v29" use_docker_cli_current
+  step "build podman 6 remote client" wait_podman_remote
   step "build berth-engine" warm_engine_binary
 }
 
@@ -471,7 +475,7 @@ run_checks() {
 # last line), so editing this file during a run cannot change the running script.
 main() {
   log "berth tests: $what (go: $("$GO" version | cut -d' ' -f3), GOFLAGS=$GOFLAGS)"
-  case "$what" in unit | all) start_kube_apiserver_build && start_compose_build && start_docker_cli_build && start_tool_build criu criu.sh ;; esac
+  case "$what" in unit | all) start_kube_apiserver_build && start_compose_build && start_docker_cli_build && start_podman_remote_build && start_tool_build criu criu.sh ;; esac
   case "$what" in hosts | all) start_hostlab_image ;; esac
   step "go mod download" go_mod_download
   case "$what" in

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds Podman 6's remote client (go.podman.io/podman/v6, cmd/podman with the `remote` tag) from the
+# Go module proxy for the tests that run the README's podman table with it, and prints its path.
+#   hack/podman-remote.sh            builds (or reuses) the cached binary, prints its path
+# The binary is cached by version in ${BERTH_CACHE:-$HOME/.cache/berth}/podman-remote-VERSION and
+# reused when present; concurrent callers wait for one build (flock). A remote-only client needs no
+# cgo (no libgpgme with the openpgp tag, no storage drivers) and runs on any host: only Podman's
+# service refuses these machines' cgroup v1 (../shared/ENVIRONMENT.md).
+# Environment: BERTH_PODMAN_REMOTE_VERSION (default v6.0.2), BERTH_CACHE.
+set -euo pipefail
+LOG_TAG=podman-remote
+# shellcheck source=hack/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+version=${BERTH_PODMAN_REMOTE_VERSION:-v6.0.2}
+module=go.podman.io/podman/v6
+cached_build podman-remote "$version"
+
+tmp=$(mktemp -d /tmp/berth-podman-remote.XXXXXX)
+trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+export GOWORK=off CGO_ENABLED=0 GOTOOLCHAIN=auto GOFLAGS="-buildvcs=false -mod=mod"
+log "building podman remote client $version into $bin"
+dir=$("$GO" mod download -json "$module@$version" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+[ -n "$dir" ] || die "go mod download $module@$version gave no directory"
+cp -r "$dir" "$tmp/src"
+chmod -R u+w "$tmp/src"
+cd "$tmp/src"
+rm -rf vendor
+# A test fixture, built like kube-apiserver (hack/kube-apiserver.sh): no optimisation, inlining or
+# DWARF.
+"$GO" build -trimpath -tags 'remote containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriver_devicemapper' \
+  -gcflags="all=-N -l -dwarf=false" -ldflags="-s -w" -o "$bin.tmp" ./cmd/podman
+mv "$bin.tmp" "$bin"
+log "built $bin ($("$bin" --version))"
+echo "$bin"
