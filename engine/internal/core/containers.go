@@ -172,7 +172,12 @@ type ContainerSpec struct {
 	CapAdd      []string `json:"cap_add,omitempty"`
 	CapDrop     []string `json:"cap_drop,omitempty"`
 	ReadOnly    bool     `json:"read_only_filesystem,omitempty"`
-	NoNewPrivs  bool     `json:"no_new_privileges,omitempty"`
+	// ReadWriteTmpfs (Podman 5 and 6: --read-only with --read-only-tmpfs,
+	// the default) mounts read-write tmpfs at /tmp, /var/tmp and /run of
+	// a read-only container where nothing else is mounted; false with
+	// ReadOnly makes /dev read-only too.
+	ReadWriteTmpfs *bool `json:"read_write_tmpfs,omitempty"`
+	NoNewPrivs     bool  `json:"no_new_privileges,omitempty"`
 	// SeccompPolicy is Podman's: "default" (SeccompProfilePath, else the
 	// engine's default profile) or "image" (the profile in the image's
 	// io.containers.seccomp.profile label, where it has one).

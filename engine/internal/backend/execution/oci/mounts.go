@@ -64,6 +64,10 @@ func Mounts(s *core.ContainerSpec, made Files, userNS bool) ([]specs.Mount, erro
 		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: sysOpts},
 		{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}},
 	}
+	if s.ReadOnly && s.ReadWriteTmpfs != nil && !*s.ReadWriteTmpfs {
+		// --read-only --read-only-tmpfs=false: /dev is read-only as well.
+		base[1].Options = append(slices.Clone(base[1].Options), "ro")
+	}
 	if s.NetNS.NSMode == core.NetNSHost || userNS {
 		// sysfs cannot be mounted fresh without a network namespace of our own.
 		base = replaceMount(base, specs.Mount{Destination: "/sys", Type: "bind", Source: "/sys", Options: []string{"rbind", "nosuid", "noexec", "nodev", "ro"}})

@@ -104,6 +104,7 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 	if err := m.resolveImageVolumes(ctx, &spec); err != nil {
 		return "", nil, err
 	}
+	addReadWriteTmpfs(&spec)
 	if err := checkPasswdRequest(&spec); err != nil {
 		return "", nil, err
 	}
@@ -574,4 +575,31 @@ type StartError struct {
 
 func (e *StartError) Error() string {
 	return fmt.Sprintf("container %s failed to start: %s", e.Name, e.Message)
+}
+
+// addReadWriteTmpfs gives a read-only container that asks for them
+// (read_write_tmpfs, which Podman 5 and 6 send for --read-only) read-write
+// tmpfs at /tmp, /var/tmp and /run, with the image's content copied up, as
+// Podman's do; a destination the request mounts something else at keeps
+// it. podman 4.3.1 sends these mounts itself.
+func addReadWriteTmpfs(spec *core.ContainerSpec) {
+	if !spec.ReadOnly || spec.ReadWriteTmpfs == nil || !*spec.ReadWriteTmpfs {
+		return
+	}
+	taken := map[string]bool{}
+	for _, m := range spec.Mounts {
+		taken[filepath.Clean(m.Destination)] = true
+	}
+	for _, v := range spec.Volumes {
+		taken[filepath.Clean(v.Dest)] = true
+	}
+	for _, v := range spec.ImageVolumes {
+		taken[filepath.Clean(v.Destination)] = true
+	}
+	for _, dest := range []string{"/tmp", "/var/tmp", "/run"} {
+		if !taken[dest] {
+			spec.Mounts = append(spec.Mounts, specs.Mount{Destination: dest, Type: "tmpfs", Source: "tmpfs",
+				Options: []string{"rw", "rprivate", "nosuid", "nodev", "tmpcopyup"}})
+		}
+	}
 }
