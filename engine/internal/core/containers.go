@@ -297,6 +297,10 @@ type ContainerSpec struct {
 	// podman's --device sends it, or a CDI device ("vendor.com/class=name",
 	// see IsCDIDevice) whose spec's edits the container gets.
 	Devices []specs.LinuxDevice `json:"devices,omitempty"`
+	// GPUs (Podman 5 and 6's --gpus: "all", or IDs) are the GPUs of the
+	// first GPU vendor (GPUVendors) whose CDI specs the engine has, added
+	// to Devices as VENDOR/gpu=ID at create.
+	GPUs []string `json:"gpus,omitempty"`
 	// DeviceCgroupRules are device cgroup rules added after the default
 	// deny (podman --device-cgroup-rule 'c 1:3 rwm'; a nil number is *).
 	DeviceCgroupRules []specs.LinuxDeviceCgroup `json:"device_cgroup_rule,omitempty"`
@@ -329,6 +333,9 @@ const (
 	LogDriverJournald = "journald"
 	// LogDriverNone keeps no log: attached clients still get the output.
 	LogDriverNone = "none"
+	// LogDriverJSONFile is Docker's name, which Podman accepts and writes
+	// as k8s-file (LogDriver answers k8s-file for it).
+	LogDriverJSONFile = "json-file"
 )
 
 // LogConfig is Podman's LogConfig of a SpecGenerator. Only the driver and,
@@ -346,6 +353,10 @@ type LogConfig struct {
 // LogDriver is the container's log driver: LogDriverK8sFile unless the
 // request chose journald.
 func (s *ContainerSpec) LogDriver() string {
+	if s.LogConfiguration != nil && s.LogConfiguration.Driver == LogDriverJSONFile {
+		// Podman accepts Docker's name and writes k8s-file.
+		return LogDriverK8sFile
+	}
 	if s.LogConfiguration != nil && s.LogConfiguration.Driver != "" {
 		return s.LogConfiguration.Driver
 	}
@@ -391,9 +402,9 @@ func (lc *LogConfig) validate() error {
 		return nil
 	}
 	switch lc.Driver {
-	case "", LogDriverK8sFile, LogDriverJournald, LogDriverNone:
+	case "", LogDriverK8sFile, LogDriverJSONFile, LogDriverJournald, LogDriverNone:
 	default:
-		return InvalidArgument("log_configuration.driver", fmt.Errorf("log driver %q is not supported (k8s-file, journald, none)", lc.Driver))
+		return InvalidArgument("log_configuration.driver", fmt.Errorf("log driver %q is not supported (k8s-file, json-file, journald, none)", lc.Driver))
 	}
 	for k := range lc.Options {
 		if k != "tag" {

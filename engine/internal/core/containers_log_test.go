@@ -21,7 +21,9 @@ func TestLogConfigValidate(t *testing.T) {
 		{&LogConfig{Driver: "k8s-file"}, "", ""},
 		{&LogConfig{Driver: "journald"}, "", ""},
 		{&LogConfig{Driver: "journald", Tag: "web"}, "", ""},
-		{&LogConfig{Driver: "json-file"}, "log_configuration.driver", `"json-file" is not supported`},
+		{&LogConfig{Driver: "syslog"}, "log_configuration.driver", `"syslog" is not supported`},
+		// Docker's name, which Podman accepts and writes as k8s-file.
+		{&LogConfig{Driver: "json-file", Size: 100}, "", ""},
 		{&LogConfig{Driver: "k8s-file", Size: 100}, "", ""},
 		{&LogConfig{Size: 1 << 20}, "", ""},
 		{&LogConfig{Driver: "k8s-file", Size: -1}, "log_configuration.size", "negative"},
@@ -46,6 +48,9 @@ func TestLogConfigValidate(t *testing.T) {
 	}
 	if tag := (&ContainerSpec{LogConfiguration: &LogConfig{Options: map[string]string{"tag": "t"}}}).LogTag(); tag != "t" {
 		t.Errorf("tag from options %q", tag)
+	}
+	if d := (&ContainerSpec{LogConfiguration: &LogConfig{Driver: "json-file"}}).LogDriver(); d != LogDriverK8sFile {
+		t.Errorf("json-file is written as %q, want k8s-file", d)
 	}
 	if d := (&ContainerSpec{}).LogDriver(); d != LogDriverK8sFile {
 		t.Errorf("default driver %q", d)

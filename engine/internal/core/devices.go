@@ -68,6 +68,8 @@ type CDIRegistry interface {
 	// Info lists the spec directories, the devices and the specs that
 	// failed to load.
 	Info(ctx context.Context) CDIInfo
+	// Vendors lists the vendors of the loaded specs ("nvidia.com" ...).
+	Vendors() []string
 	// Generation identifies the specs as they are now (re-read where they
 	// changed): it changes whenever they do, and differs between engine
 	// runs, so that edits applied under an earlier generation are known
@@ -166,3 +168,7 @@ func ParseDeviceCgroupRule(rule string) (specs.LinuxDeviceCgroup, error) {
 	}
 	return out, nil
 }
+
+// GPUVendors are the vendors whose CDI specs offer GPUs as VENDOR/gpu=ID,
+// in the order Podman looks for them.
+var GPUVendors = []string{"nvidia.com", "amd.com"}

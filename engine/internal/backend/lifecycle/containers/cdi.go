@@ -1,12 +1,47 @@
 package containers
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth-project/berth/engine/internal/core"
 )
+
+// resolveGPUs turns the request's GPUs into CDI devices of the first GPU
+// vendor the engine's specs offer, as Podman does for --gpus.
+func (m *Manager) resolveGPUs(s *core.ContainerSpec) error {
+	if len(s.GPUs) == 0 {
+		return nil
+	}
+	if m.cdi == nil {
+		return core.InvalidArgument("gpus", errors.New("GPUs are CDI devices, and CDI devices are not configured on this engine"))
+	}
+	vendors := m.cdi.Vendors()
+	vendor := ""
+	for _, v := range core.GPUVendors {
+		if slices.Contains(vendors, v) {
+			vendor = v
+			break
+		}
+	}
+	if vendor == "" {
+		return core.InvalidArgument("gpus", fmt.Errorf("no CDI spec of a GPU vendor (%s) is loaded (spec directories %s)",
+			strings.Join(core.GPUVendors, ", "), strings.Join(m.cdi.Info(context.Background()).SpecDirs, ", ")))
+	}
+	for _, id := range s.GPUs {
+		if id == "" || strings.ContainsAny(id, "/=, ") {
+			return core.InvalidArgument("gpus", fmt.Errorf("%q is not a GPU ID (all, 0, 1 ... or a name)", id))
+		}
+		s.Devices = append(s.Devices, specs.LinuxDevice{Path: vendor + "/gpu=" + id})
+	}
+	s.GPUs = nil
+	return nil
+}
 
 // checkCDI refuses a create whose CDI devices the registry does not know
 // (or that a malformed spec hides), before anything is created.

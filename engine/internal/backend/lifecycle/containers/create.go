@@ -43,6 +43,9 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 	if err := checkOnHost(&spec); err != nil {
 		return "", nil, err
 	}
+	if err := m.resolveGPUs(&spec); err != nil {
+		return "", nil, err
+	}
 	if err := m.checkCDI(&spec); err != nil {
 		return "", nil, err
 	}

@@ -246,6 +246,12 @@ func (r *Registry) unknown(name string) error {
 	return errors.New(msg)
 }
 
+// Vendors implements core.CDIRegistry.
+func (r *Registry) Vendors() []string {
+	r.refresh()
+	return r.cache.ListVendors()
+}
+
 // Inject implements core.CDIRegistry.
 func (r *Registry) Inject(spec *specs.Spec, names []string) error {
 	if len(names) == 0 {
