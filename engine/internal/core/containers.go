@@ -237,7 +237,12 @@ type ContainerSpec struct {
 	// UseImageHosts and UseImageResolvConf leave the image's /etc/hosts or
 	// /etc/resolv.conf in place of the generated ones (Podman's --no-hosts,
 	// --dns none).
-	UseImageHosts      bool                  `json:"use_image_hosts,omitempty"`
+	UseImageHosts bool `json:"use_image_hosts,omitempty"`
+	// BaseHostsFile (Podman 5 and 6's --hosts-file) is what the generated
+	// /etc/hosts starts from: "" or "none" nothing but the engine's own
+	// entries, "image" the image's /etc/hosts, an absolute path a file
+	// of the engine's host, read at each start.
+	BaseHostsFile      string                `json:"base_hosts_file,omitempty"`
 	UseImageResolvConf bool                  `json:"use_image_resolve_conf,omitempty"`
 	Resources          *specs.LinuxResources `json:"resource_limits,omitempty"`
 	// ThrottleReadBpsDevice and its three siblings are Podman's
@@ -895,6 +900,12 @@ func (s *ContainerSpec) Validate() error {
 	}
 	if err := s.validateIPCAndUTS(); err != nil {
 		return err
+	}
+	if b := s.BaseHostsFile; b != "" && b != "none" && b != "image" && (!path.IsAbs(b) || strings.ContainsAny(b, "\x00\n")) {
+		return InvalidArgument("base_hosts_file", fmt.Errorf("%q is not none, image or an absolute path", b))
+	}
+	if s.UseImageHosts && s.BaseHostsFile != "" {
+		return InvalidArgument("base_hosts_file", errors.New("a base for /etc/hosts needs the generated file, which use_image_hosts (--no-hosts) leaves out"))
 	}
 	if s.UseImageHosts && len(s.HostAdd) > 0 {
 		return InvalidArgument("hostadd", errors.New("host entries need the generated /etc/hosts, which use_image_hosts (--no-hosts) leaves out"))

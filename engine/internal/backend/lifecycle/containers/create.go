@@ -287,6 +287,11 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 	if err != nil {
 		return nil, err
 	}
+	base, err := baseHosts(rec)
+	if err != nil {
+		return nil, err
+	}
+	hosts = base + hosts
 	files := map[string]string{
 		"hosts":       hosts,
 		"resolv.conf": oci.ResolvConf(&rec.Spec, m.hostResolv),

@@ -492,6 +492,11 @@ func (m *Manager) writeNetworkFiles(rec record) error {
 	if err != nil {
 		return err
 	}
+	base, err := baseHosts(&rec)
+	if err != nil {
+		return err
+	}
+	hosts = base + hosts
 	hosts += m.linkHosts(&rec)
 	if gateway != "" {
 		fmt.Fprintf(&extra, "%s\thost.containers.internal\n", gateway)
