@@ -10,13 +10,9 @@ import (
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
-// artifactSummary is one artifact as ListArtifact answers it.
-type artifactSummary struct {
-	Manifest imgspecv1.Manifest `json:"Manifest"`
-	Name     string             `json:"Name"`
-}
-
-// artifactInspect is InspectArtifact's answer.
+// artifactInspect is InspectArtifact's answer and one entry of
+// ListArtifact's (Podman 6's client reads each entry's Digest; Podman 5's
+// list had none).
 type artifactInspect struct {
 	Manifest imgspecv1.Manifest `json:"Manifest"`
 	Name     string             `json:"Name"`
@@ -50,9 +46,9 @@ func artifactRemovedReport(digests []string) artifactRemoveReport {
 // listArtifacts is ListArtifact.
 func (s *Server) listArtifacts(w http.ResponseWriter, r *http.Request) {
 	artifacts, err := s.deps.Artifacts.List(r.Context())
-	out := make([]artifactSummary, 0, len(artifacts))
+	out := make([]artifactInspect, 0, len(artifacts))
 	for _, a := range artifacts {
-		out = append(out, artifactSummary{Manifest: a.Manifest, Name: a.Name})
+		out = append(out, artifactInspect{Manifest: a.Manifest, Name: a.Name, Digest: a.Digest})
 	}
 	finishJSON(w, http.StatusOK, out, err)
 }
