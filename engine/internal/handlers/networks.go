@@ -93,6 +93,13 @@ func acceptsGzip(r *http.Request) bool {
 	return false
 }
 
+// unsupportedMembers are members of Podman's requests that decodeStrict's
+// targets lack on purpose, with the reason the 400 gives.
+var unsupportedMembers = map[string]string{
+	// Podman 5 and 6's network create --route.
+	"routes": "static routes are not supported: the network backend (netavark 1.4) sets none up",
+}
+
 // decodeStrict decodes a JSON body (through the one body decoder: bounds,
 // trailing data, type errors) into dst, refusing members dst does not have
 // (each is named in the 400); an empty body keeps dst as is.
@@ -105,7 +112,11 @@ func decodeStrict(r *http.Request, dst any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return core.InvalidArgument(strings.Trim(field, `"`), errors.New("not a member of this request"))
+			field = strings.Trim(field, `"`)
+			if why, known := unsupportedMembers[field]; known {
+				return core.InvalidArgument(field, errors.New(why))
+			}
+			return core.InvalidArgument(field, errors.New("not a member of this request"))
 		}
 		return bodyError(err)
 	}

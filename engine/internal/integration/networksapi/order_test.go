@@ -40,3 +40,17 @@ func TestNetworkOrder(t *testing.T) {
 		t.Errorf("networkOrder without networks: %d %s", status, body)
 	}
 }
+
+// TestNetworkRoutesRefused: Podman 5 and 6's network create --route sends
+// routes, which netavark 1.4 cannot set up: a 400 that says so, and no
+// network made.
+func TestNetworkRoutesRefused(t *testing.T) {
+	te := startEngine(t)
+	subnet, prefix := poolSubnet(te, 10)
+	status, body := te.Do("POST", "/networks/create", map[string]any{"name": "routed", "subnets": []map[string]any{{"subnet": subnet}},
+		"routes": []map[string]any{{"destination": "10.200.0.0/16", "gateway": prefix + "2"}}})
+	if status != http.StatusBadRequest || !strings.Contains(string(body), "routes") || !strings.Contains(string(body), "static routes") {
+		t.Errorf("network create with routes: %d %s", status, body)
+	}
+	te.Must(http.StatusNotFound, "GET", "/networks/routed/json", nil)
+}
