@@ -133,6 +133,10 @@ type PodMembership struct {
 	// CgroupParent is the cgroup members are created under ("" keeps the
 	// engine's default).
 	CgroupParent string
+	// RestartPolicy and RestartTries are the pod's (--restart): the
+	// policy of every member that sets none of its own.
+	RestartPolicy string
+	RestartTries  *uint
 }
 
 // Shares reports whether the membership joins namespace ns of the infra container.
@@ -217,6 +221,7 @@ type InspectPodData struct {
 	Created          time.Time              `json:"Created"`
 	CreateCommand    []string               `json:"CreateCommand,omitempty"`
 	ExitPolicy       string                 `json:"ExitPolicy"`
+	RestartPolicy    string                 `json:"RestartPolicy,omitempty"`
 	State            string                 `json:"State"`
 	Hostname         string                 `json:"Hostname"`
 	Labels           map[string]string      `json:"Labels,omitempty"`

@@ -107,6 +107,16 @@ func (m *Manager) joinPod(ctx context.Context, spec *core.ContainerSpec) (*core.
 	if pm.Shares(core.PodShareUTS) && spec.Hostname != "" {
 		return nil, core.InvalidArgument("hostname", fmt.Errorf("the container joins the UTS namespace of pod %s, whose hostname is %q", pm.PodName, pm.Hostname))
 	}
+	// The pod's restart policy is that of every member that sets none,
+	// init containers aside (they run once), as Podman's; a member
+	// removed at its exit (--rm) keeps none.
+	if spec.RestartPolicy == "" && spec.InitContainerType == "" && !spec.Remove && pm.RestartPolicy != "" {
+		spec.RestartPolicy = pm.RestartPolicy
+		if pm.RestartTries != nil {
+			tries := *pm.RestartTries
+			spec.RestartTries = &tries
+		}
+	}
 	return pm, nil
 }
 

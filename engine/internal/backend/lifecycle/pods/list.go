@@ -134,7 +134,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string) (*core.InspectPo
 	s := pod.Spec
 	data := &core.InspectPodData{
 		ID: pod.ID, Name: pod.Name, Created: pod.Created, CreateCommand: s.CreateCommand,
-		ExitPolicy: s.ExitPolicy, State: Status(statesOf(ctrs)), Hostname: s.Hostname, Labels: s.Labels,
+		ExitPolicy: s.ExitPolicy, RestartPolicy: s.RestartPolicy, State: Status(statesOf(ctrs)), Hostname: s.Hostname, Labels: s.Labels,
 		CreateCgroup: pod.CgroupPath != "", CgroupParent: pod.CgroupParent, CgroupPath: pod.CgroupPath,
 		CreateInfra: !s.NoInfra, InfraContainerID: pod.InfraID,
 		NumContainers: len(ctrs), Containers: make([]core.PodContainerInfo, 0, len(ctrs)),

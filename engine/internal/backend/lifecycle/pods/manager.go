@@ -199,9 +199,11 @@ func (m *Manager) Membership(_ context.Context, nameOrID string) (*core.PodMembe
 	pod := m.snapshot(e)
 	return &core.PodMembership{
 		PodID: pod.ID, PodName: pod.Name, InfraID: pod.InfraID,
-		Shared:       append([]string(nil), pod.Spec.SharedNamespaces...),
-		Hostname:     pod.Spec.Hostname,
-		CgroupParent: podMembersParent(pod),
+		Shared:        append([]string(nil), pod.Spec.SharedNamespaces...),
+		Hostname:      pod.Spec.Hostname,
+		CgroupParent:  podMembersParent(pod),
+		RestartPolicy: pod.Spec.RestartPolicy,
+		RestartTries:  pod.Spec.RestartTries,
 	}, nil
 }
 

@@ -35,6 +35,9 @@ func normalize(spec *core.PodSpec) error {
 	default:
 		return core.InvalidArgument("exit_policy", fmt.Errorf("%q is not continue or stop", spec.ExitPolicy))
 	}
+	if err := core.ValidateRestartPolicy(spec.RestartPolicy, spec.RestartTries); err != nil {
+		return err
+	}
 	if spec.InfraName != "" && !validName.MatchString(spec.InfraName) {
 		return core.InvalidArgument("infra_name", fmt.Errorf("%q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", spec.InfraName))
 	}
@@ -140,8 +143,6 @@ func refuseUnsupported(spec *core.PodSpec) error {
 		{"no_manage_hostname", spec.NoManageHostname},
 		{"hostsFile", spec.HostsFile != ""},
 		{"infra_conmon_pid_file", spec.InfraConmonPidFile != ""},
-		{"restart_policy", spec.RestartPolicy != ""},
-		{"restart_tries", spec.RestartTries != nil},
 		{"pod_devices", len(spec.Devices) > 0},
 		{"sysctl", len(spec.Sysctl) > 0},
 		{"mounts", !emptyJSON(spec.Mounts)},
