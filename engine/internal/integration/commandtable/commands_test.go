@@ -142,6 +142,7 @@ func runRows(t *testing.T, sh *shell, rows []row) {
 	report := os.Getenv("BERTH_COMMANDS_REPORT") == "1"
 	retried := ""
 	for _, r := range rows {
+		began := time.Now()
 		worked, short, detail := sh.runRow(r)
 		if r.status == statusWorks && short && retried == "" {
 			retried = r.command
@@ -150,7 +151,7 @@ func runRows(t *testing.T, sh *shell, rows []row) {
 			t.Logf("README line %d: %q printed less than expected (%s); run again: worked=%v %s", r.line, r.command, first, worked, detail)
 		}
 		if report {
-			t.Logf("line %d: %-60s worked=%v %s", r.line, r.command, worked, detail)
+			t.Logf("line %d: %-60s worked=%v %dms %s", r.line, r.command, worked, time.Since(began).Milliseconds(), detail)
 		}
 		switch want := r.status == statusWorks || (r.status == statusPodman6 && sh.podman6); {
 		case want && !worked:
