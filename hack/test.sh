@@ -270,16 +270,16 @@ run_logged() {
 # The cached tool builds the tests need (kube-apiserver for the kube apply tests, Docker Compose
 # for the docker API tests) start in the background at once, so a first build (minutes) overlaps
 # the checks and the other tests. Each script prints the tool's path on its last line.
-# start_tool_build NAME SCRIPT starts hack/SCRIPT; wait_tool_build NAME SCRIPT VAR waits for it
+# start_tool_build NAME SCRIPT [ARGS] starts hack/SCRIPT ARGS; wait_tool_build NAME SCRIPT VAR [ARGS] waits for it
 # (starting it first if need be) and exports VAR as the tool's path. TOOL_PID (declared at the
 # top, for cleanup) holds the builds still running.
 start_tool_build() {
-  "$ROOT/hack/$2" >"$LOGDIR/$1.path" 2>"$LOGDIR/$1.log" &
+  "$ROOT/hack/$2" "${@:3}" >"$LOGDIR/$1.path" 2>"$LOGDIR/$1.log" &
   TOOL_PID[$1]=$!
 }
 wait_tool_build() {
   local name=$1 script=$2 var=$3 rc=0
-  [ -n "${TOOL_PID[$name]:-}" ] || start_tool_build "$name" "$script"
+  [ -n "${TOOL_PID[$name]:-}" ] || start_tool_build "$name" "$script" "${@:4}"
   wait "${TOOL_PID[$name]}" || rc=$?
   unset "TOOL_PID[$name]"
   if [ $rc -ne 0 ]; then
@@ -294,9 +294,16 @@ start_compose_build() { start_tool_build docker-compose docker-compose.sh; }
 wait_compose() { wait_tool_build docker-compose docker-compose.sh BERTH_DOCKER_COMPOSE; }
 start_docker_cli_build() { start_tool_build docker-cli docker-cli.sh; }
 wait_docker_cli() { wait_tool_build docker-cli docker-cli.sh BERTH_DOCKER_CLI_CURRENT; }
-# Podman 6's remote client: the README's podman table runs with it too (BERTH_PODMAN6).
-start_podman_remote_build() { start_tool_build podman-remote podman-remote.sh; }
-wait_podman_remote() { wait_tool_build podman-remote podman-remote.sh BERTH_PODMAN6; }
+# Podman 5's and 6's remote clients: the README's podman table runs with each too (BERTH_PODMAN5,
+# BERTH_PODMAN6).
+start_podman_remote_build() {
+  start_tool_build podman-remote podman-remote.sh
+  start_tool_build podman-remote-v5 podman-remote.sh v5.4.2
+}
+wait_podman_remote() {
+  wait_tool_build podman-remote podman-remote.sh BERTH_PODMAN6 &&
+    wait_tool_build podman-remote-v5 podman-remote.sh BERTH_PODMAN5 v5.4.2
+}
 
 # use_docker_cli_current makes the engine's docker CLI tests (internal/integration/dockercli) run the
 # current docker CLI (hack/docker-cli.sh, v29) as `docker`, in the engine module's one pass: the
@@ -330,7 +337,7 @@ engine_prerequisites() {
   step "build kube-apiserver" wait_kube_apiserver
   step "build docker compose" wait_compose
   step "build docker CLI v29" use_docker_cli_current
-  step "build podman 6 remote client" wait_podman_remote
+  step "build podman 5 and 6 remote clients" wait_podman_remote
   step "build berth-engine" warm_engine_binary
 }
 

@@ -49,33 +49,39 @@ func TestReadmePodmanCommands(t *testing.T) {
 	testdeadline.Set(t, 6*time.Minute)
 	enginetest.Require(t, "the README's podman commands", "podman")
 	podman, _ := exec.LookPath("podman")
-	runPodmanTable(t, podman, false)
+	runPodmanTable(t, podman, 4)
 }
 
-// TestReadmePodmanCommandsPodman6 runs the same table with Podman 6's remote
-// client (BERTH_PODMAN6, which make test builds with hack/podman-remote.sh):
-// the rows that work work with it too, and the "podman 6" rows work only
-// with it. Podman 5 and 6 send what 4.3.1 does not (exec sessions removed
-// after each exec, build retries and compression, the networks' order).
-func TestReadmePodmanCommandsPodman6(t *testing.T) {
+// TestReadmePodmanCommandsPodman5 and TestReadmePodmanCommandsPodman6 run
+// the same table with Podman 5's and 6's remote clients (BERTH_PODMAN5,
+// BERTH_PODMAN6, which make test builds with hack/podman-remote.sh): the
+// rows that work work with them too, and a "podman 5" or "podman 6" row
+// works only with that client or a newer one. Podman 5 and 6 send what
+// 4.3.1 does not (exec sessions removed after each exec, build retries and
+// compression, the networks' order, read-write tmpfs ...).
+func TestReadmePodmanCommandsPodman5(t *testing.T) { testPodmanClient(t, "BERTH_PODMAN5", 5) }
+
+func TestReadmePodmanCommandsPodman6(t *testing.T) { testPodmanClient(t, "BERTH_PODMAN6", 6) }
+
+func testPodmanClient(t *testing.T, env string, generation int) {
 	testdeadline.Set(t, 6*time.Minute)
-	podman := os.Getenv("BERTH_PODMAN6")
+	podman := os.Getenv(env)
 	if podman == "" {
 		if os.Getenv("BERTH_TEST_STRICT") == "1" {
-			t.Fatal("BERTH_PODMAN6 names no Podman 6 remote client (hack/podman-remote.sh builds one)")
+			t.Fatalf("%s names no Podman %d remote client (hack/podman-remote.sh builds one)", env, generation)
 		}
-		t.Skip("BERTH_PODMAN6 is not set (hack/podman-remote.sh builds Podman 6's remote client)")
+		t.Skipf("%s is not set (hack/podman-remote.sh builds Podman %d's remote client)", env, generation)
 	}
 	out, err := exec.Command(podman, "--version").Output()
-	if err != nil || !strings.Contains(string(out), "version 6.") {
-		t.Fatalf("%s --version: %q %v, want Podman 6", podman, out, err)
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("version %d.", generation)) {
+		t.Fatalf("%s --version: %q %v, want Podman %d", podman, out, err, generation)
 	}
-	runPodmanTable(t, podman, true)
+	runPodmanTable(t, podman, generation)
 }
 
-// runPodmanTable runs the podman table with the client podman; podman6
-// says whether it is Podman 6's.
-func runPodmanTable(t *testing.T, podman string, podman6 bool) {
+// runPodmanTable runs the podman table with the client podman, of the
+// given major version.
+func runPodmanTable(t *testing.T, podman string, generation int) {
 	rows := selectedRows(t, podmanTable)
 
 	criu, criuErr := enginetest.FindCRIU()
@@ -102,7 +108,7 @@ func runPodmanTable(t *testing.T, podman string, podman6 bool) {
 			c.CDISpecDirs = []string{filepath.Join(e.Dir, "work", "cdi")}
 		}})
 	sh := newShell(t, e.Dir, podman, "tcp://"+e.Addr)
-	sh.podman6 = podman6
+	sh.generation = generation
 	// Runs before the engine's cleanup: what the rows made goes through
 	// the same client first.
 	t.Cleanup(sh.cleanup)
@@ -153,7 +159,8 @@ func runRows(t *testing.T, sh *shell, rows []row) {
 		if report {
 			t.Logf("line %d: %-60s worked=%v %dms %s", r.line, r.command, worked, time.Since(began).Milliseconds(), detail)
 		}
-		switch want := r.status == statusWorks || (r.status == statusPodman6 && sh.podman6); {
+		g := clientGeneration(r.status)
+		switch want := g > 0 && sh.generation >= g; {
 		case want && !worked:
 			t.Errorf("README line %d says %q works (%s), but it failed: %s", r.line, r.command, sh.client(), detail)
 		case !want && worked:
@@ -179,14 +186,16 @@ type shell struct {
 	t   *testing.T
 	dir string
 	env []string
-	// podman6 is set where "podman" is Podman 6's remote client.
-	podman6 bool
+	// generation is the major version of the podman client "podman"
+	// runs: 4 for the machine's 4.3.1, and for the docker table, whose
+	// rows are "works" or "not yet".
+	generation int
 }
 
 // client names the client the rows ran with.
 func (sh *shell) client() string {
-	if sh.podman6 {
-		return "Podman 6's client"
+	if sh.generation > 4 {
+		return fmt.Sprintf("Podman %d's client", sh.generation)
 	}
 	return "the machine's client"
 }
@@ -206,7 +215,7 @@ func newShell(t *testing.T, dir, podman, url string) *shell {
 		"CONTAINERS_CONF=/dev/null",
 		"XDG_CONFIG_HOME="+config,
 	)
-	return &shell{t: t, dir: work, env: env}
+	return &shell{t: t, dir: work, env: env, generation: 4}
 }
 
 // prepareWork makes the rows' working directory work, with the fixtures

@@ -45,5 +45,5 @@ func newDockerShell(t *testing.T, dir, url string) *shell {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "DOCKER_HOST="+url, "DOCKER_CONFIG="+config, "DOCKER_BUILDKIT=0", "DOCKER_CLI_HINTS=false")
-	return &shell{t: t, dir: work, env: env}
+	return &shell{t: t, dir: work, env: env, generation: 4}
 }

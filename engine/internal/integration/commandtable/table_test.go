@@ -34,10 +34,26 @@ var (
 const (
 	statusWorks  = "works"
 	statusNotYet = "not yet"
-	// statusPodman6: works with Podman 6's remote client; podman 4.3.1's
-	// client refuses the command itself, before any request.
+	// statusPodman5 and statusPodman6: works with Podman 5's (5.4.2) and
+	// 6's remote clients, or with 6's alone; older clients refuse the
+	// command themselves, before any request.
+	statusPodman5 = "podman 5"
 	statusPodman6 = "podman 6"
 )
+
+// clientGeneration is the major version of the podman client a row needs
+// (4 for the rows every client runs), 0 for a row that does not work yet.
+func clientGeneration(status string) int {
+	switch status {
+	case statusWorks:
+		return 4
+	case statusPodman5:
+		return 5
+	case statusPodman6:
+		return 6
+	}
+	return 0
+}
 
 // row is one line of the table: a podman command, the shell commands that
 // prepare it, text its standard output must contain, and whether it works.
@@ -102,8 +118,8 @@ func parseTable(sc *bufio.Scanner, tbl table) ([]row, error) {
 		if !strings.HasPrefix(r.command, tbl.client+" ") {
 			return nil, fmt.Errorf("line %d: command %q does not start with %s", line, r.command, tbl.client)
 		}
-		if r.status != statusWorks && r.status != statusNotYet && (r.status != statusPodman6 || tbl.client != "podman") {
-			return nil, fmt.Errorf("line %d: status %q, want %q or %q (or, for podman, %q)", line, r.status, statusWorks, statusNotYet, statusPodman6)
+		if r.status != statusWorks && r.status != statusNotYet && (clientGeneration(r.status) == 0 || tbl.client != "podman") {
+			return nil, fmt.Errorf("line %d: status %q, want %q or %q (or, for podman, %q or %q)", line, r.status, statusWorks, statusNotYet, statusPodman5, statusPodman6)
 		}
 		rows = append(rows, r)
 	}
@@ -159,15 +175,17 @@ func TestParseTable(t *testing.T) {
 	}{
 		{
 			name: "rows",
-			text: "intro\n" + head + "| `podman ps` |  | `ID` | works |\n| `podman a \\| grep b` | `podman x` |  | not yet |\n" + tableEnd + "\n",
+			text: "intro\n" + head + "| `podman ps` |  | `ID` | works |\n| `podman a \\| grep b` | `podman x` |  | not yet |\n| `podman artifact ls` |  |  | podman 6 |\n" + tableEnd + "\n",
 			want: []row{
 				{line: 5, command: "podman ps", expect: "ID", status: "works"},
 				{line: 6, command: "podman a | grep b", setup: "podman x", status: "not yet"},
+				{line: 7, command: "podman artifact ls", status: "podman 6"},
 			},
 		},
 		{name: "no table", text: "nothing here\n", wantErr: "no table"},
 		{name: "empty", text: head + tableEnd + "\n", wantErr: "no rows"},
 		{name: "bad status", text: head + "| `podman ps` | | | maybe |\n" + tableEnd, wantErr: `status "maybe"`},
+		{name: "podman 7", text: head + "| `podman ps` | | | podman 7 |\n" + tableEnd, wantErr: `status "podman 7"`},
 		{name: "three cells", text: head + "| `podman ps` | | works |\n" + tableEnd, wantErr: "3 cells"},
 		{name: "not podman", text: head + "| `ls` | | | works |\n" + tableEnd, wantErr: "does not start with podman"},
 		{name: "no backticks", text: head + "| podman ps | | | works |\n" + tableEnd, wantErr: "not written in backticks"},
