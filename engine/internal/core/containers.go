@@ -898,6 +898,11 @@ func (s *ContainerSpec) Validate() error {
 	if err := s.LogConfiguration.validate(); err != nil {
 		return err
 	}
+	for i, v := range s.Volumes {
+		if v.SubPath != "" {
+			return InvalidArgument(fmt.Sprintf("volumes[%d].SubPath", i), fmt.Errorf("mounting a part of a volume (subpath %q) is not supported: the engine mounts whole volumes", v.SubPath))
+		}
+	}
 	if err := s.validateIPCAndUTS(); err != nil {
 		return err
 	}

@@ -125,3 +125,18 @@ func TestResolveThrottleDevices(t *testing.T) {
 		t.Fatalf("a character device: %v", err)
 	}
 }
+
+// TestVolumeSubPathRefused: a volume's SubPath (Podman 5 and 6's --mount
+// type=volume,...,subpath=DIR) is a 400 naming it; the whole volume was
+// mounted before, without a word.
+func TestVolumeSubPathRefused(t *testing.T) {
+	spec := ContainerSpec{Image: "busybox", Volumes: []NamedVolume{{Name: "a", Dest: "/a"}, {Name: "b", Dest: "/b", SubPath: "sub"}}}
+	var fe *FieldError
+	if err := spec.Validate(); !errors.As(err, &fe) || fe.Field != "volumes[1].SubPath" || !strings.Contains(err.Error(), "not supported") {
+		t.Fatalf("a volume with a subpath: %v", err)
+	}
+	spec.Volumes[1].SubPath = ""
+	if err := spec.Validate(); err != nil {
+		t.Fatalf("whole volumes: %v", err)
+	}
+}

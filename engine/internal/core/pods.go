@@ -82,22 +82,25 @@ type PodSpec struct {
 	CPUQuota  int64  `json:"cpu_quota,omitempty"`
 	// ThrottleReadBpsDevice (--device-read-bps) is refused: pods take no
 	// block I/O limits.
-	ThrottleReadBpsDevice json.RawMessage   `json:"throttleReadBpsDevice,omitempty"`
-	InfraConmonPidFile    string            `json:"infra_conmon_pid_file,omitempty"`
-	RestartPolicy         string            `json:"restart_policy,omitempty"`
-	RestartTries          *uint             `json:"restart_tries,omitempty"`
-	Devices               []string          `json:"pod_devices,omitempty"`
-	Sysctl                map[string]string `json:"sysctl,omitempty"`
-	Mounts                json.RawMessage   `json:"mounts,omitempty"`
-	Volumes               json.RawMessage   `json:"volumes,omitempty"`
-	OverlayVolumes        json.RawMessage   `json:"overlay_volumes,omitempty"`
-	ImageVolumes          json.RawMessage   `json:"image_volumes,omitempty"`
-	VolumesFrom           []string          `json:"volumes_from,omitempty"`
-	ShmSize               *int64            `json:"shm_size,omitempty"`
-	ShmSizeSystemd        *int64            `json:"shm_size_systemd,omitempty"`
-	SecurityOpt           []string          `json:"security_opt,omitempty"`
-	IDMappings            *IDMappingOptions `json:"idmappings,omitempty"`
-	ServiceContainerID    string            `json:"serviceContainerID,omitempty"`
+	ThrottleReadBpsDevice json.RawMessage `json:"throttleReadBpsDevice,omitempty"`
+	InfraConmonPidFile    string          `json:"infra_conmon_pid_file,omitempty"`
+	RestartPolicy         string          `json:"restart_policy,omitempty"`
+	RestartTries          *uint           `json:"restart_tries,omitempty"`
+	// Devices (pod_devices, --device), Mounts and Volumes (-v, --mount)
+	// are every member's, before its own, as Podman's members inherit
+	// them from the infra container.
+	Devices            []string          `json:"pod_devices,omitempty"`
+	Sysctl             map[string]string `json:"sysctl,omitempty"`
+	Mounts             []specs.Mount     `json:"mounts,omitempty"`
+	Volumes            []NamedVolume     `json:"volumes,omitempty"`
+	OverlayVolumes     json.RawMessage   `json:"overlay_volumes,omitempty"`
+	ImageVolumes       json.RawMessage   `json:"image_volumes,omitempty"`
+	VolumesFrom        []string          `json:"volumes_from,omitempty"`
+	ShmSize            *int64            `json:"shm_size,omitempty"`
+	ShmSizeSystemd     *int64            `json:"shm_size_systemd,omitempty"`
+	SecurityOpt        []string          `json:"security_opt,omitempty"`
+	IDMappings         *IDMappingOptions `json:"idmappings,omitempty"`
+	ServiceContainerID string            `json:"serviceContainerID,omitempty"`
 }
 
 // Pod is the engine's record of a pod. It is a snapshot.
@@ -137,6 +140,11 @@ type PodMembership struct {
 	// policy of every member that sets none of its own.
 	RestartPolicy string
 	RestartTries  *uint
+	// Mounts, Volumes and Devices are the pod's: every member's, before
+	// its own.
+	Mounts  []specs.Mount
+	Volumes []NamedVolume
+	Devices []specs.LinuxDevice
 }
 
 // Shares reports whether the membership joins namespace ns of the infra container.
@@ -234,6 +242,10 @@ type InspectPodData struct {
 	SharedNamespaces []string               `json:"SharedNamespaces,omitempty"`
 	NumContainers    int                    `json:"NumContainers"`
 	Containers       []PodContainerInfo     `json:"Containers"`
+	// Mounts and Devices are what every member gets (the pod's -v,
+	// --mount and --device), as Podman shows them.
+	Mounts  []InspectMount  `json:"mounts,omitempty"`
+	Devices []InspectDevice `json:"devices,omitempty"`
 	// The pod cgroup's limits, as Podman shows them.
 	CPUPeriod   uint64 `json:"cpu_period,omitempty"`
 	CPUQuota    int64  `json:"cpu_quota,omitempty"`
@@ -334,4 +346,14 @@ type Pods interface {
 	// Stats samples the running containers of the named pods (all pods when
 	// all is set; both together is ErrInvalidArgument).
 	Stats(ctx context.Context, all bool, namesOrIDs []string) ([]PodStatsReport, error)
+}
+
+// PodDevices are a pod's devices (pod_devices: "HOST[:CONTAINER[:PERMISSIONS]]"
+// or a CDI name, as a container's devices) in a container spec's form.
+func PodDevices(devices []string) []specs.LinuxDevice {
+	out := make([]specs.LinuxDevice, 0, len(devices))
+	for _, d := range devices {
+		out = append(out, specs.LinuxDevice{Path: d})
+	}
+	return out
 }

@@ -54,6 +54,10 @@ type NamedVolume struct {
 	Dest        string   `json:"Dest"`
 	Options     []string `json:"Options,omitempty"`
 	IsAnonymous bool     `json:"IsAnonymous,omitempty"`
+	// SubPath (Podman 5 and 6's --mount type=volume,...,subpath=DIR):
+	// only that directory of the volume. Refused: the engine mounts whole
+	// volumes (it was ignored before, and the whole volume mounted).
+	SubPath string `json:"SubPath,omitempty"`
 }
 
 // Volumes is the volume domain of the engine.

@@ -66,6 +66,14 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 		if pod, err = m.joinPod(ctx, &spec); err != nil {
 			return "", nil, err
 		}
+		// What the pod gave every member (mounts, volumes, devices) is
+		// checked with the member's own.
+		if err := spec.Validate(); err != nil {
+			return "", nil, err
+		}
+		if err := m.checkCDI(&spec); err != nil {
+			return "", nil, err
+		}
 	}
 	if err := checkExpose(&spec); err != nil {
 		return "", nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -106,6 +107,18 @@ func (m *Manager) joinPod(ctx context.Context, spec *core.ContainerSpec) (*core.
 	}
 	if pm.Shares(core.PodShareUTS) && spec.Hostname != "" {
 		return nil, core.InvalidArgument("hostname", fmt.Errorf("the container joins the UTS namespace of pod %s, whose hostname is %q", pm.PodName, pm.Hostname))
+	}
+	// The pod's mounts, volumes and devices come first, as a Podman
+	// member inherits the infra container's: one the member names again
+	// at the same destination is a duplicate (400), as with Podman.
+	if len(pm.Mounts) > 0 {
+		spec.Mounts = append(slices.Clone(pm.Mounts), spec.Mounts...)
+	}
+	if len(pm.Volumes) > 0 {
+		spec.Volumes = append(slices.Clone(pm.Volumes), spec.Volumes...)
+	}
+	if len(pm.Devices) > 0 {
+		spec.Devices = append(slices.Clone(pm.Devices), spec.Devices...)
 	}
 	// The pod's restart policy is that of every member that sets none,
 	// init containers aside (they run once), as Podman's; a member

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -138,6 +139,7 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string) (*core.InspectPo
 		CreateCgroup: pod.CgroupPath != "", CgroupParent: pod.CgroupParent, CgroupPath: pod.CgroupPath,
 		CreateInfra: !s.NoInfra, InfraContainerID: pod.InfraID,
 		NumContainers: len(ctrs), Containers: make([]core.PodContainerInfo, 0, len(ctrs)),
+		Mounts: memberMounts(s), Devices: memberDevices(s.Devices),
 	}
 	if !s.NoInfra {
 		data.SharedNamespaces = s.SharedNamespaces
@@ -217,6 +219,44 @@ func portBindings(ports []core.PortMapping) map[string][]core.InspectHostPort {
 			key := fmt.Sprintf("%d/%s", p.ContainerPort+i, proto)
 			out[key] = append(out[key], core.InspectHostPort{HostIP: p.HostIP, HostPort: strconv.Itoa(int(p.HostPort + i))})
 		}
+	}
+	return out
+}
+
+// memberMounts shows the mounts and volumes every member of a pod gets,
+// in inspect's form.
+func memberMounts(s core.PodSpec) []core.InspectMount {
+	var out []core.InspectMount
+	for _, v := range s.Volumes {
+		out = append(out, core.InspectMount{Type: "volume", Name: v.Name, Destination: v.Dest, Driver: "local",
+			Options: v.Options, RW: !slices.Contains(v.Options, "ro"), Propagation: "rprivate"})
+	}
+	for _, m := range s.Mounts {
+		out = append(out, core.InspectMount{Type: m.Type, Source: m.Source, Destination: m.Destination,
+			Options: m.Options, RW: !slices.Contains(m.Options, "ro"), Propagation: "rprivate"})
+	}
+	return out
+}
+
+// memberDevices shows the devices every member of a pod gets: host path,
+// path in the container and cgroup permissions, as a container's -device
+// reads them (a CDI name stands as given).
+func memberDevices(devices []string) []core.InspectDevice {
+	var out []core.InspectDevice
+	for _, d := range devices {
+		parts := strings.SplitN(d, ":", 3)
+		dev := core.InspectDevice{PathOnHost: parts[0], PathInContainer: parts[0], CgroupPermissions: "rwm"}
+		if len(parts) == 2 && !strings.HasPrefix(parts[1], "/") {
+			// HOST:PERMISSIONS
+			parts = []string{parts[0], "", parts[1]}
+		}
+		if len(parts) > 1 && parts[1] != "" {
+			dev.PathInContainer = parts[1]
+		}
+		if len(parts) > 2 && parts[2] != "" {
+			dev.CgroupPermissions = parts[2]
+		}
+		out = append(out, dev)
 	}
 	return out
 }

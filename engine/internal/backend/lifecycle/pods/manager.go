@@ -204,6 +204,9 @@ func (m *Manager) Membership(_ context.Context, nameOrID string) (*core.PodMembe
 		CgroupParent:  podMembersParent(pod),
 		RestartPolicy: pod.Spec.RestartPolicy,
 		RestartTries:  pod.Spec.RestartTries,
+		Mounts:        pod.Spec.Mounts,
+		Volumes:       pod.Spec.Volumes,
+		Devices:       core.PodDevices(pod.Spec.Devices),
 	}, nil
 }
 

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -42,6 +44,9 @@ func normalize(spec *core.PodSpec) error {
 		return core.InvalidArgument("infra_name", fmt.Errorf("%q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", spec.InfraName))
 	}
 	if err := refuseUnsupported(spec); err != nil {
+		return err
+	}
+	if err := checkMemberStorage(spec); err != nil {
 		return err
 	}
 	if err := normalizeResources(spec); err != nil {
@@ -143,10 +148,7 @@ func refuseUnsupported(spec *core.PodSpec) error {
 		{"no_manage_hostname", spec.NoManageHostname},
 		{"hostsFile", spec.HostsFile != ""},
 		{"infra_conmon_pid_file", spec.InfraConmonPidFile != ""},
-		{"pod_devices", len(spec.Devices) > 0},
 		{"sysctl", len(spec.Sysctl) > 0},
-		{"mounts", !emptyJSON(spec.Mounts)},
-		{"volumes", !emptyJSON(spec.Volumes)},
 		{"overlay_volumes", !emptyJSON(spec.OverlayVolumes)},
 		{"image_volumes", !emptyJSON(spec.ImageVolumes)},
 		{"volumes_from", len(spec.VolumesFrom) > 0},
@@ -197,4 +199,26 @@ func checkUserNS(spec *core.PodSpec) error {
 // infraUserNS is the user namespace request of the pod's infra container.
 func infraUserNS(spec *core.PodSpec) core.ContainerSpec {
 	return core.ContainerSpec{UserNS: spec.UserNS, IDMappings: spec.IDMappings}
+}
+
+// checkMemberStorage checks the mounts, volumes and devices every member
+// gets (-v, --mount, --device on the pod) as a container's are checked,
+// so that a bad one is a 400 when the pod is made, not at each member.
+func checkMemberStorage(spec *core.PodSpec) error {
+	if len(spec.Mounts)+len(spec.Volumes)+len(spec.Devices) == 0 {
+		return nil
+	}
+	for i, v := range spec.Volumes {
+		if !path.IsAbs(v.Dest) || path.Clean(v.Dest) == "/" {
+			return core.InvalidArgument(fmt.Sprintf("volumes[%d].Dest", i), fmt.Errorf("%q must be an absolute path other than /", v.Dest))
+		}
+	}
+	cs := core.ContainerSpec{Image: "pod", Mounts: spec.Mounts, Volumes: spec.Volumes, Devices: core.PodDevices(spec.Devices)}
+	if err := cs.Validate(); err != nil {
+		return err
+	}
+	// The mounts as a member's would be made (destinations, types and
+	// options).
+	_, err := oci.Mounts(&cs, oci.Files{}, false)
+	return err
 }

@@ -1,0 +1,50 @@
+package podsapi
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPodMemberStorage: a pod's volumes, bind mounts and devices (podman
+// pod create -v, --device) are every member's, before its own, as Podman's
+// members inherit them from the infra container: two members share the
+// named volume, the bind mount is read-only as asked, the device is there;
+// a member naming the same destination again is a 400; pod inspect shows
+// them; a pod whose mount is bad is refused whole.
+func TestPodMemberStorage(t *testing.T) {
+	te := startEngine(t)
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "f"), []byte("from-host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	te.MustPodman("pod", "create", "--name", "stored", "-v", "podvol:/data", "-v", host+":/host:ro", "--device", "/dev/null:/dev/podnull")
+	out := te.MustPodman("run", "--rm", "--pod", "stored", "localhost/busybox:latest", "sh", "-c",
+		"echo shared > /data/x && cat /host/f && ls /dev/podnull && (touch /host/y 2>/dev/null || echo host-read-only)")
+	for _, want := range []string{"from-host", "/dev/podnull", "host-read-only"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("a member of the pod: output lacks %q:\n%s", want, out)
+		}
+	}
+	if out := te.MustPodman("run", "--rm", "--pod", "stored", "-v", "own:/own", "localhost/busybox:latest", "sh", "-c", "cat /data/x && ls -d /own"); !strings.Contains(out, "shared") || !strings.Contains(out, "/own") {
+		t.Errorf("a second member with a volume of its own:\n%s", out)
+	}
+	if out, err := te.Podman("run", "--rm", "--pod", "stored", "-v", "other:/data", "localhost/busybox:latest", "true"); err == nil || !strings.Contains(out, "duplicate mount destination /data") {
+		t.Errorf("a member naming the pod's destination again: %v\n%s", err, out)
+	}
+	out = te.MustPodman("pod", "inspect", "stored", "--format", "{{range .Mounts}}{{.Type}} {{.Destination}} {{.RW}};{{end}} {{range .Devices}}{{.PathOnHost}}>{{.PathInContainer}}{{end}}")
+	for _, want := range []string{"volume /data true", "bind /host false", "/dev/null>/dev/podnull"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("pod inspect lacks %q: %s", want, out)
+		}
+	}
+
+	status, body := te.Do("POST", "/pods/create", map[string]any{"name": "badmount",
+		"mounts": []map[string]any{{"destination": "relative", "type": "bind", "source": host}}})
+	if status != http.StatusBadRequest || !strings.Contains(string(body), "mounts[0]") {
+		t.Errorf("a pod with a relative mount destination: %d %s", status, body)
+	}
+	te.Must(http.StatusNotFound, "GET", "/pods/badmount/json", nil)
+}
