@@ -48,3 +48,21 @@ func TestPodMemberStorage(t *testing.T) {
 	}
 	te.Must(http.StatusNotFound, "GET", "/pods/badmount/json", nil)
 }
+
+// TestPodSysctl: a pod's sysctls (podman pod create --sysctl) are set in
+// the namespaces its members share (the infra container then runs under
+// runc, which sets them), so a member reads them; a pod without an infra
+// container has no namespace to set them in: a 400.
+func TestPodSysctl(t *testing.T) {
+	te := startEngine(t)
+	te.MustPodman("pod", "create", "--name", "tuned", "--sysctl", "net.core.somaxconn=1234", "--sysctl", "kernel.msgmax=9000")
+	out := te.MustPodman("run", "--rm", "--pod", "tuned", "localhost/busybox:latest", "cat", "/proc/sys/net/core/somaxconn", "/proc/sys/kernel/msgmax")
+	if strings.Fields(out)[0] != "1234" || !strings.Contains(out, "9000") {
+		t.Errorf("a member reads %q, want 1234 and 9000", out)
+	}
+	// (podman's client drops --sysctl itself with --infra=false.)
+	status, body := te.Do("POST", "/pods/create", map[string]any{"name": "untuned", "no_infra": true, "sysctl": map[string]string{"net.core.somaxconn": "1234"}})
+	if status != http.StatusBadRequest || !strings.Contains(string(body), "sysctl") {
+		t.Errorf("sysctls on a pod without an infra container: %d %s", status, body)
+	}
+}

@@ -89,8 +89,9 @@ func canPause(spec *specs.Spec, terminal, stdin bool) bool {
 	if spec == nil || spec.Process == nil || spec.Root == nil || spec.Linux == nil || terminal || stdin {
 		return false
 	}
-	// Confinement the engine does not apply itself is runc's to apply.
-	if spec.Process.ApparmorProfile != "" || spec.Process.SelinuxLabel != "" || spec.Linux.Seccomp != nil {
+	// Confinement the engine does not apply itself is runc's to apply,
+	// and so are sysctls (a pod's --sysctl).
+	if spec.Process.ApparmorProfile != "" || spec.Process.SelinuxLabel != "" || spec.Linux.Seccomp != nil || len(spec.Linux.Sysctl) > 0 {
 		return false
 	}
 	if len(spec.Process.Args) != len(pauseArgs) {

@@ -175,6 +175,9 @@ func (m *Manager) createInfra(ctx context.Context, pod *core.Pod, image string) 
 		// as the pod; every member joins it with the same mappings.
 		UserNS:     s.UserNS,
 		IDMappings: s.IDMappings,
+		// The pod's sysctls (--sysctl), in the namespaces the members
+		// share, as Podman sets them on its infra container.
+		Sysctl: s.Sysctl,
 	}
 	userNS, _ := cs.UserNSMode()
 	switch {

@@ -148,7 +148,9 @@ func refuseUnsupported(spec *core.PodSpec) error {
 		{"no_manage_hostname", spec.NoManageHostname},
 		{"hostsFile", spec.HostsFile != ""},
 		{"infra_conmon_pid_file", spec.InfraConmonPidFile != ""},
-		{"sysctl", len(spec.Sysctl) > 0},
+		// Sysctls are set in the infra container's namespaces, which
+		// the members share: a pod without one has none to set them in.
+		{"sysctl", len(spec.Sysctl) > 0 && spec.NoInfra},
 		{"overlay_volumes", !emptyJSON(spec.OverlayVolumes)},
 		{"image_volumes", !emptyJSON(spec.ImageVolumes)},
 		{"volumes_from", len(spec.VolumesFrom) > 0},

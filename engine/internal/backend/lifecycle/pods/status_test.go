@@ -96,7 +96,11 @@ func TestNormalize(t *testing.T) {
 		{name: "uid maps", spec: core.PodSpec{UserNS: core.Namespace{NSMode: "private"}, IDMappings: &core.IDMappingOptions{UIDMap: []core.IDMap{{Size: 10}}, GIDMap: []core.IDMap{{Size: 10}}}}},
 		{name: "uid maps with host", spec: core.PodSpec{UserNS: core.Namespace{NSMode: "host"}, IDMappings: &core.IDMappingOptions{UIDMap: []core.IDMap{{Size: 10}}}}, field: "idmappings"},
 		{name: "host id maps", spec: core.PodSpec{IDMappings: &core.IDMappingOptions{HostUIDMapping: true, HostGIDMapping: true}}},
-		{name: "sysctl", spec: core.PodSpec{Sysctl: map[string]string{"a": "b"}}, field: "sysctl"},
+		{name: "sysctl", spec: core.PodSpec{Sysctl: map[string]string{"net.core.somaxconn": "1024"}}},
+		{name: "sysctl without infra", spec: core.PodSpec{NoInfra: true, Sysctl: map[string]string{"net.core.somaxconn": "1024"}}, field: "sysctl"},
+		{name: "member mounts", spec: core.PodSpec{Mounts: []specs.Mount{{Destination: "/d", Type: "tmpfs", Source: "tmpfs"}}}},
+		{name: "relative member mount", spec: core.PodSpec{Mounts: []specs.Mount{{Destination: "d", Type: "tmpfs", Source: "tmpfs"}}}, field: "mounts[0].destination"},
+		{name: "relative member volume", spec: core.PodSpec{Volumes: []core.NamedVolume{{Name: "v", Dest: "d"}}}, field: "volumes[0].Dest"},
 		{name: "infra conmon pid file", spec: core.PodSpec{InfraConmonPidFile: "/x"}, field: "infra_conmon_pid_file"},
 	}
 	for _, c := range cases {
