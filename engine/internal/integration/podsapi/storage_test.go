@@ -50,15 +50,19 @@ func TestPodMemberStorage(t *testing.T) {
 }
 
 // TestPodSysctl: a pod's sysctls (podman pod create --sysctl) are set in
-// the namespaces its members share (the infra container then runs under
-// runc, which sets them), so a member reads them; a pod without an infra
-// container has no namespace to set them in: a 400.
+// the namespaces its members share (by the engine's own pause process,
+// which the infra container stays), so a member reads them; a pod without
+// an infra container has no namespace to set them in: a 400.
 func TestPodSysctl(t *testing.T) {
 	te := startEngine(t)
 	te.MustPodman("pod", "create", "--name", "tuned", "--sysctl", "net.core.somaxconn=1234", "--sysctl", "kernel.msgmax=9000")
 	out := te.MustPodman("run", "--rm", "--pod", "tuned", "localhost/busybox:latest", "cat", "/proc/sys/net/core/somaxconn", "/proc/sys/kernel/msgmax")
 	if strings.Fields(out)[0] != "1234" || !strings.Contains(out, "9000") {
 		t.Errorf("a member reads %q, want 1234 and 9000", out)
+	}
+	infra := te.inspectPod("tuned").InfraContainerID
+	if _, err := os.Stat(filepath.Join(te.RunRoot, "pause", infra, "state.json")); err != nil {
+		t.Errorf("the infra container is not the engine's pause process: %v", err)
 	}
 	// (podman's client drops --sysctl itself with --infra=false.)
 	status, body := te.Do("POST", "/pods/create", map[string]any{"name": "untuned", "no_infra": true, "sysctl": map[string]string{"net.core.somaxconn": "1234"}})

@@ -90,8 +90,8 @@ func canPause(spec *specs.Spec, terminal, stdin bool) bool {
 		return false
 	}
 	// Confinement the engine does not apply itself is runc's to apply,
-	// and so are sysctls (a pod's --sysctl).
-	if spec.Process.ApparmorProfile != "" || spec.Process.SelinuxLabel != "" || spec.Linux.Seccomp != nil || len(spec.Linux.Sysctl) > 0 {
+	// and so are sysctls other than those of the process's own namespaces.
+	if spec.Process.ApparmorProfile != "" || spec.Process.SelinuxLabel != "" || spec.Linux.Seccomp != nil || !pauseSysctls(spec) {
 		return false
 	}
 	if len(spec.Process.Args) != len(pauseArgs) {
@@ -114,6 +114,30 @@ func canPause(spec *specs.Spec, terminal, stdin bool) bool {
 		}
 	}
 	return strings.HasPrefix(spec.Linux.CgroupsPath, "/")
+}
+
+// pauseSysctls tells whether the pause process can set the spec's sysctls
+// itself: each must belong to a namespace the spec gives the process (net.*
+// to its network namespace; kernel.shm*, kernel.msg*, kernel.sem and
+// fs.mqueue.* to its IPC namespace), so that writing it changes nothing of
+// the host's. Anything else is runc's to set or refuse.
+func pauseSysctls(spec *specs.Spec) bool {
+	own := map[specs.LinuxNamespaceType]bool{}
+	for _, ns := range spec.Linux.Namespaces {
+		own[ns.Type] = true
+	}
+	for k := range spec.Linux.Sysctl {
+		if strings.ContainsAny(k, "/\x00") || strings.Contains(k, "..") {
+			return false
+		}
+		switch {
+		case strings.HasPrefix(k, "net.") && own[specs.NetworkNamespace]:
+		case (k == "kernel.sem" || strings.HasPrefix(k, "kernel.shm") || strings.HasPrefix(k, "kernel.msg") || strings.HasPrefix(k, "fs.mqueue.")) && own[specs.IPCNamespace]:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // hostCatatonit is the content of the host's catatonit, which a pause
@@ -320,6 +344,14 @@ func forkPause(spec *specs.Spec, root string) (int, error) {
 	if hostname && spec.Hostname != "" {
 		if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
 			return 0, fmt.Errorf("pause process: set hostname: %w", err)
+		}
+	}
+	// The sysctls of the thread's own network and IPC namespaces
+	// (pauseSysctls), as runc would write them: /proc/sys resolves them in
+	// the namespaces of the thread that opens the file.
+	for k, v := range spec.Linux.Sysctl {
+		if err := os.WriteFile("/proc/sys/"+strings.ReplaceAll(k, ".", "/"), []byte(v), 0); err != nil {
+			return 0, fmt.Errorf("pause process: sysctl %s: %w", k, err)
 		}
 	}
 	// The bounding set and no_new_privs belong to the thread and pass to

@@ -38,6 +38,15 @@ func TestCanPause(t *testing.T) {
 		{name: "systemd cgroup path", change: func(s *specs.Spec) { s.Linux.CgroupsPath = "machine.slice:berth:y" }},
 		{name: "AppArmor", change: func(s *specs.Spec) { s.Process.ApparmorProfile = "containers-default" }},
 		{name: "seccomp", change: func(s *specs.Spec) { s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActErrno} }},
+		{name: "sysctls of its own namespaces", want: true, change: func(s *specs.Spec) {
+			s.Linux.Sysctl = map[string]string{"net.ipv4.ping_group_range": "0 0", "kernel.msgmax": "9000", "fs.mqueue.msg_max": "20"}
+		}},
+		{name: "a host sysctl", change: func(s *specs.Spec) { s.Linux.Sysctl = map[string]string{"kernel.panic": "1"} }},
+		{name: "net sysctl without a network namespace", change: func(s *specs.Spec) {
+			s.Linux.Namespaces = s.Linux.Namespaces[:4]
+			s.Linux.Sysctl = map[string]string{"net.core.somaxconn": "10"}
+		}},
+		{name: "a sysctl name with a slash", change: func(s *specs.Spec) { s.Linux.Sysctl = map[string]string{"net.ipv4/../../kernel.panic": "1"} }},
 	} {
 		s := base()
 		tc.change(s)
