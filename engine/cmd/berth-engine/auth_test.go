@@ -297,3 +297,38 @@ func TestPodmanThroughTLSProxy(t *testing.T) {
 		t.Errorf("podman at the TLS port itself succeeded:\n%s", out)
 	}
 }
+
+// TestPodman6TLS: Podman 6's remote client speaks TLS itself (--tls-ca,
+// --tls-cert, --tls-key), so it reaches an engine that requires client
+// certificates without a proxy; without its certificate it is refused.
+func TestPodman6TLS(t *testing.T) {
+	testdeadline.Set(t, testdeadline.Default)
+	podman6 := os.Getenv("BERTH_PODMAN6")
+	if podman6 == "" {
+		if os.Getenv("BERTH_TEST_STRICT") == "1" {
+			t.Fatal("BERTH_PODMAN6 names no Podman 6 remote client (hack/podman-remote.sh builds one)")
+		}
+		t.Skip("BERTH_PODMAN6 is not set (hack/podman-remote.sh builds Podman 6's remote client)")
+	}
+	certs := authtest.Certs(t)
+	addr, _ := startEngine(t, "127.0.0.1", "--tls-cert", certs.ServerCert, "--tls-key", certs.ServerKey, "--tls-client-ca", certs.CA)
+	podman := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, podman6, append([]string{"--url", "tcp://" + addr}, args...)...)
+		cmd.Env = append(os.Environ(), "CONTAINERS_CONF=/dev/null", "XDG_CONFIG_HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	tls := []string{"--tls-ca", certs.CA, "--tls-cert", certs.ClientCert, "--tls-key", certs.ClientKey}
+	out, err := podman(append(tls, "version", "--format", "{{.Server.APIVersion}}")...)
+	if err != nil || strings.TrimSpace(out) == "" {
+		t.Fatalf("podman 6 with its client certificate: %v\n%s", err, out)
+	}
+	if out, err := podman(append(tls, "ps", "-a", "--format", "{{.ID}}")...); err != nil {
+		t.Fatalf("podman 6 ps over TLS: %v\n%s", err, out)
+	}
+	if out, err := podman("--tls-ca", certs.CA, "ps", "-a"); err == nil {
+		t.Errorf("podman 6 without a client certificate succeeded:\n%s", out)
+	}
+}

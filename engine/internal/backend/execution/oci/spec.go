@@ -233,8 +233,8 @@ func Generate(in Input) (*Result, error) {
 	if s.NetNS.NSMode != core.NetNSHost && s.NetNS.NSMode != core.NetNSContainer && s.NetNS.NSMode != core.NetNSPath && !foreignNet {
 		// Like Podman: ping works without CAP_NET_RAW in the container's
 		// own network namespace.
-		if _, set := s.Sysctl["net.ipv4.ping_group_range"]; !set {
-			sysctl := map[string]string{"net.ipv4.ping_group_range": "0 0"}
+		if _, set := s.Sysctl[PingGroupRange]; !set {
+			sysctl := map[string]string{PingGroupRange: DefaultPingGroupRange}
 			for k, v := range s.Sysctl {
 				sysctl[k] = v
 			}
@@ -710,3 +710,11 @@ func applySeccomp(spec *specs.Spec, s *core.ContainerSpec, in Input) error {
 	}
 	return nil
 }
+
+// PingGroupRange is the sysctl every container with a network namespace of
+// its own gets (DefaultPingGroupRange: any group may ping without
+// CAP_NET_RAW), as Podman sets it.
+const (
+	PingGroupRange        = "net.ipv4.ping_group_range"
+	DefaultPingGroupRange = "0 0"
+)

@@ -116,6 +116,12 @@ func canPause(spec *specs.Spec, terminal, stdin bool) bool {
 	return strings.HasPrefix(spec.Linux.CgroupsPath, "/")
 }
 
+// procSysWritable tells whether the engine can write sysctls through
+// /proc/sys (not where it runs in a container that mounts it read-only).
+var procSysWritable = sync.OnceValue(func() bool {
+	return unix.Access("/proc/sys", unix.W_OK) == nil
+})
+
 // pauseSysctls tells whether the pause process can set the spec's sysctls
 // itself: each must belong to a namespace the spec gives the process (net.*
 // to its network namespace; kernel.shm*, kernel.msg*, kernel.sem and
@@ -179,6 +185,18 @@ func (r *Runtime) createPause(o CreateOptions) (out Created, handled bool, err e
 	if inRoot, err := os.ReadFile(filepath.Join(root, "catatonit")); err != nil || !bytes.Equal(inRoot, host) {
 		r.logger.Debug("infra root does not hold the engine's catatonit: created by the OCI runtime", "container", o.ID)
 		return out, false, nil
+	}
+	if len(spec.Linux.Sysctl) > 0 && !procSysWritable() {
+		// /proc/sys is read-only here (the engine runs in a container):
+		// the pause process cannot set sysctls, runc (which mounts a
+		// /proc of the container's own) can. The engine's default alone
+		// is left out, as it was before pause processes set any, rather
+		// than give every pod's infra to runc.
+		if len(spec.Linux.Sysctl) != 1 || spec.Linux.Sysctl[oci.PingGroupRange] != oci.DefaultPingGroupRange {
+			r.logger.Debug("read-only /proc/sys: the infra container's sysctls are set by the OCI runtime", "container", o.ID)
+			return out, false, nil
+		}
+		spec.Linux.Sysctl = nil
 	}
 	os.Remove(r.ExitFile(o.ID))
 	out, err = r.startPause(o, &spec, root)
