@@ -228,8 +228,8 @@ gotest() {
 # first, the long ones overlap the many short ones instead of one of them running alone at the end.
 # A package not in the list runs after them; a name here that no longer exists is skipped.
 ENGINE_SLOW=(
-  internal/backend/lifecycle/containers
   internal/integration/commandtable
+  internal/backend/lifecycle/containers
   internal/integration/networksapi
   internal/integration/dockercli
   internal/backend/images/imagestore/transfertest
