@@ -19,16 +19,8 @@ version=${BERTH_DOCKER_CLI_VERSION:-v29.9.3}
 module=github.com/docker/cli
 cached_build docker-cli "$version"
 
-tmp=$(mktemp -d /tmp/berth-docker-cli.XXXXXX)
-trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
-export GOWORK=off CGO_ENABLED=0 GOTOOLCHAIN=auto GOFLAGS="-buildvcs=false -mod=mod"
 log "building docker CLI $version into $bin"
-dir=$("$GO" mod download -json "$module@$version+incompatible" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-[ -n "$dir" ] || die "go mod download $module@$version+incompatible gave no directory"
-cp -r "$dir" "$tmp/src"
-chmod -R u+w "$tmp/src"
-cd "$tmp/src"
-rm -rf vendor
+module_workdir docker-cli "$module@$version+incompatible"
 cp vendor.mod go.mod
 cp vendor.sum go.sum
 "$GO" mod edit -replace github.com/moby/swarmkit/v2@v2.1.3=github.com/moby/swarmkit/v2@v2.1.2

@@ -56,6 +56,23 @@ cached_build() {
   fi
 }
 
+# module_workdir NAME MODULE@VERSION makes a writable copy of a module's source from the Go module
+# proxy for a tool build (a fixture the tests run), in a temporary directory removed when the
+# script ends, without its vendor tree, and makes it the current directory. The build itself runs
+# outside any workspace, without cgo, as a fixture with its own go.mod (GOFLAGS -mod=mod).
+module_workdir() {
+  tmp=$(mktemp -d "/tmp/berth-$1.XXXXXX")
+  trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+  export GOWORK=off CGO_ENABLED=0 GOTOOLCHAIN=auto GOFLAGS="-buildvcs=false -mod=mod"
+  local dir
+  dir=$("$GO" mod download -json "$2" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [ -n "$dir" ] || die "go mod download $2 gave no directory"
+  cp -r "$dir" "$tmp/src"
+  chmod -R u+w "$tmp/src"
+  cd "$tmp/src" || die "cd $tmp/src"
+  rm -rf vendor
+}
+
 log() { printf '%s [%s] %s\n' "$(date -u +%H:%M:%S)" "${LOG_TAG:-hack}" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 

@@ -22,16 +22,8 @@ v6.*) module=go.podman.io/podman/v6 ;;
 esac
 cached_build podman-remote "$version"
 
-tmp=$(mktemp -d /tmp/berth-podman-remote.XXXXXX)
-trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
-export GOWORK=off CGO_ENABLED=0 GOTOOLCHAIN=auto GOFLAGS="-buildvcs=false -mod=mod"
 log "building podman remote client $version into $bin"
-dir=$("$GO" mod download -json "$module@$version" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-[ -n "$dir" ] || die "go mod download $module@$version gave no directory"
-cp -r "$dir" "$tmp/src"
-chmod -R u+w "$tmp/src"
-cd "$tmp/src"
-rm -rf vendor
+module_workdir podman-remote "$module@$version"
 # A test fixture, built like kube-apiserver (hack/kube-apiserver.sh): no optimisation, inlining or
 # DWARF.
 "$GO" build -trimpath -tags 'remote containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriver_devicemapper' \

@@ -301,3 +301,21 @@ type NetworkUsers interface {
 	ConnectNetwork(ctx context.Context, container, network string, opts PerNetworkOptions) (id, name string, err error)
 	DisconnectNetwork(ctx context.Context, container, network string, force bool) (id, name string, err error)
 }
+
+// NameInterfaces names the interfaces of the networks in order that have
+// none: eth0, eth1 ... skipping the names in used, which it extends.
+func NameInterfaces(nets map[string]PerNetworkOptions, order []string, used map[string]bool) {
+	next := 0
+	for _, name := range order {
+		o := nets[name]
+		if o.InterfaceName != "" {
+			continue
+		}
+		for used[fmt.Sprintf("eth%d", next)] {
+			next++
+		}
+		o.InterfaceName = fmt.Sprintf("eth%d", next)
+		used[o.InterfaceName] = true
+		nets[name] = o
+	}
+}

@@ -2,6 +2,7 @@ package devicesapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -81,16 +82,7 @@ func TestDockerGPUsThroughCDI(t *testing.T) {
 			t.Errorf("docker run %v: %v\n%s", tc.args, err, out)
 			continue
 		}
-		for _, want := range tc.has {
-			if !strings.Contains(out, want) {
-				t.Errorf("docker run %v: output lacks %q:\n%s", tc.args, want, out)
-			}
-		}
-		for _, not := range tc.lack {
-			if strings.Contains(out, not) {
-				t.Errorf("docker run %v: output has %q:\n%s", tc.args, not, out)
-			}
-		}
+		checkOutput(t, fmt.Sprintf("docker run %v", tc.args), out, tc.has, tc.lack)
 	}
 	if out, err := te.docker("run", "--rm", "--gpus", "3", "localhost/busybox:latest", "true"); err == nil || !strings.Contains(out, `unknown CDI device "nvidia.com/gpu=2"`) {
 		t.Errorf("docker run --gpus 3 with two GPUs: err %v\n%s", err, out)
@@ -115,5 +107,20 @@ func TestDockerGPUsThroughCDI(t *testing.T) {
 	})
 	if status != http.StatusBadRequest || !strings.Contains(string(body), "DeviceRequests[0]") {
 		t.Errorf("Docker create with a device request of another driver: %d %s", status, body)
+	}
+}
+
+// checkOutput fails t unless out holds every text of has and none of lack.
+func checkOutput(t *testing.T, what, out string, has, lack []string) {
+	t.Helper()
+	for _, want := range has {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s: output lacks %q:\n%s", what, want, out)
+		}
+	}
+	for _, not := range lack {
+		if strings.Contains(out, not) {
+			t.Errorf("%s: output has %q:\n%s", what, not, out)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package devicesapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -45,17 +46,7 @@ func TestLibpodGPUs(t *testing.T) {
 		id := created.ID
 		te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 		te.Wait(id)
-		out := strings.Join(te.LogLines(id), "\n")
-		for _, want := range tc.has {
-			if !strings.Contains(out, want) {
-				t.Errorf("gpus %v: output lacks %q:\n%s", tc.gpus, want, out)
-			}
-		}
-		for _, not := range tc.lack {
-			if strings.Contains(out, not) {
-				t.Errorf("gpus %v: output has %q:\n%s", tc.gpus, not, out)
-			}
-		}
+		checkOutput(t, fmt.Sprintf("gpus %v", tc.gpus), strings.Join(te.LogLines(id), "\n"), tc.has, tc.lack)
 	}
 	if status, body := create("7"); status != http.StatusBadRequest || !strings.Contains(body, `nvidia.com/gpu=7`) {
 		t.Errorf("a GPU the spec lacks: %d %s", status, body)

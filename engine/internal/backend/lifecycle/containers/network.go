@@ -556,23 +556,13 @@ func orderInterfaces(requested, networks map[string]core.PerNetworkOptions, orde
 		}
 	}
 	seen := map[string]bool{}
-	next := 0
 	for _, name := range order {
-		o, ok := networks[name]
-		if !ok || seen[name] {
+		if _, ok := networks[name]; !ok || seen[name] {
 			return core.InvalidArgument("networkOrder", fmt.Errorf("%q is not one of the networks the request joins, or is listed twice", name))
 		}
 		seen[name] = true
-		if o.InterfaceName != "" {
-			continue
-		}
-		for used[fmt.Sprintf("eth%d", next)] {
-			next++
-		}
-		o.InterfaceName = fmt.Sprintf("eth%d", next)
-		used[o.InterfaceName] = true
-		requested[name] = o
 	}
+	core.NameInterfaces(requested, order, used)
 	return nil
 }
 

@@ -63,19 +63,7 @@ func (m *Manager) Resolve(ctx context.Context, requested map[string]core.PerNetw
 		}
 	}
 	sort.Strings(names)
-	next := 0
-	for _, name := range names {
-		o := out[name]
-		if o.InterfaceName != "" {
-			continue
-		}
-		for used[fmt.Sprintf("eth%d", next)] {
-			next++
-		}
-		o.InterfaceName = fmt.Sprintf("eth%d", next)
-		used[o.InterfaceName] = true
-		out[name] = o
-	}
+	core.NameInterfaces(out, names, used)
 	return out, nil
 }
 
