@@ -145,6 +145,8 @@ type PodMembership struct {
 	Mounts  []specs.Mount
 	Volumes []NamedVolume
 	Devices []specs.LinuxDevice
+	// VolumesFrom (--volumes-from on the pod) are every member's too.
+	VolumesFrom []string
 }
 
 // Shares reports whether the membership joins namespace ns of the infra container.

@@ -70,3 +70,22 @@ func TestPodSysctl(t *testing.T) {
 		t.Errorf("sysctls on a pod without an infra container: %d %s", status, body)
 	}
 }
+
+// TestPodVolumesFrom: a pod's --volumes-from is every member's: each mounts
+// what the named container holds; a container that does not exist is a 404
+// naming it when the pod is made (as for a container's --volumes-from).
+func TestPodVolumesFrom(t *testing.T) {
+	te := startEngine(t)
+	te.MustPodman("create", "--name", "holder", "-v", "held:/held", "localhost/busybox:latest", "true")
+	te.MustPodman("run", "--rm", "--volumes-from", "holder", "localhost/busybox:latest", "sh", "-c", "echo kept > /held/f")
+	te.MustPodman("pod", "create", "--name", "borrowing", "--volumes-from", "holder:ro")
+	out := te.MustPodman("run", "--rm", "--pod", "borrowing", "localhost/busybox:latest", "sh", "-c", "cat /held/f; touch /held/g 2>/dev/null || echo read-only")
+	if !strings.Contains(out, "kept") || !strings.Contains(out, "read-only") {
+		t.Errorf("a member of a pod with --volumes-from holder:ro:\n%s", out)
+	}
+	status, body := te.Do("POST", "/pods/create", map[string]any{"name": "lending", "volumes_from": []string{"nosuchcontainer"}})
+	if status != http.StatusNotFound || !strings.Contains(string(body), "volumes_from[0]") || !strings.Contains(string(body), "nosuchcontainer") {
+		t.Errorf("volumes_from of a missing container: %d %s", status, body)
+	}
+	te.Must(http.StatusNotFound, "GET", "/pods/lending/json", nil)
+}

@@ -120,6 +120,9 @@ func (m *Manager) joinPod(ctx context.Context, spec *core.ContainerSpec) (*core.
 	if len(pm.Devices) > 0 {
 		spec.Devices = append(slices.Clone(pm.Devices), spec.Devices...)
 	}
+	if len(pm.VolumesFrom) > 0 {
+		spec.VolumesFrom = append(slices.Clone(pm.VolumesFrom), spec.VolumesFrom...)
+	}
 	// The pod's restart policy is that of every member that sets none,
 	// init containers aside (they run once), as Podman's; a member
 	// removed at its exit (--rm) keeps none.

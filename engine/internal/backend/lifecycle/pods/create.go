@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/seccomp"
@@ -45,6 +46,13 @@ func (m *Manager) Create(ctx context.Context, spec core.PodSpec) (string, error)
 	}
 	if err := m.checkCgroupParent(spec.CgroupParent); err != nil {
 		return "", err
+	}
+	// --volumes-from on the pod: every member mounts what these hold.
+	for i, from := range spec.VolumesFrom {
+		name, _, _ := strings.Cut(from, ":")
+		if _, err := m.o.Containers.Lookup(ctx, name); err != nil {
+			return "", core.InvalidArgument(fmt.Sprintf("volumes_from[%d]", i), err)
+		}
 	}
 	if *spec.ShareParent {
 		if err := m.placeCgroup(&pod); err != nil {

@@ -207,6 +207,7 @@ func (m *Manager) Membership(_ context.Context, nameOrID string) (*core.PodMembe
 		Mounts:        pod.Spec.Mounts,
 		Volumes:       pod.Spec.Volumes,
 		Devices:       core.PodDevices(pod.Spec.Devices),
+		VolumesFrom:   pod.Spec.VolumesFrom,
 	}, nil
 }
 

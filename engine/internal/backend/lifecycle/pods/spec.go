@@ -153,7 +153,6 @@ func refuseUnsupported(spec *core.PodSpec) error {
 		{"sysctl", len(spec.Sysctl) > 0 && spec.NoInfra},
 		{"overlay_volumes", !emptyJSON(spec.OverlayVolumes)},
 		{"image_volumes", !emptyJSON(spec.ImageVolumes)},
-		{"volumes_from", len(spec.VolumesFrom) > 0},
 		{"shm_size_systemd", spec.ShmSizeSystemd != nil},
 		{"security_opt", len(spec.SecurityOpt) > 0},
 		{"serviceContainerID", spec.ServiceContainerID != ""},
