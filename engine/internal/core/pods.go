@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -147,6 +149,41 @@ type PodMembership struct {
 	Devices []specs.LinuxDevice
 	// VolumesFrom (--volumes-from on the pod) are every member's too.
 	VolumesFrom []string
+	// Security is the confinement the pod's --security-opt gives every
+	// member that asks for none of its own.
+	Security PodSecurity
+}
+
+// PodSecurity is what a pod's security_opt ("apparmor=NAME",
+// "seccomp=unconfined|PATH", "no-new-privileges[=true|false]",
+// "label=disable") says of its members' confinement, as Podman's members
+// inherit it from the infra container.
+type PodSecurity struct {
+	ApparmorProfile    string
+	SeccompProfilePath string
+	NoNewPrivs         bool
+}
+
+// ParsePodSecurity reads a pod's security_opt; an option a pod cannot
+// pass on to its members is an InvalidArgument naming it.
+func ParsePodSecurity(opts []string) (PodSecurity, error) {
+	var sec PodSecurity
+	for i, opt := range opts {
+		key, value, _ := strings.Cut(opt, "=")
+		switch {
+		case key == "apparmor" && value != "":
+			sec.ApparmorProfile = value
+		case key == "seccomp" && value != "":
+			sec.SeccompProfilePath = value
+		case opt == "no-new-privileges" || opt == "no-new-privileges=true":
+			sec.NoNewPrivs = true
+		case opt == "no-new-privileges=false", opt == "label=disable":
+			// What the engine does anyway: it applies no SELinux label.
+		default:
+			return sec, InvalidArgument(fmt.Sprintf("security_opt[%d]", i), fmt.Errorf("%q is not one a pod passes on to its members (apparmor=, seccomp=, no-new-privileges, label=disable)", opt))
+		}
+	}
+	return sec, nil
 }
 
 // Shares reports whether the membership joins namespace ns of the infra container.

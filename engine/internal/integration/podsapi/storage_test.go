@@ -89,3 +89,31 @@ func TestPodVolumesFrom(t *testing.T) {
 	}
 	te.Must(http.StatusNotFound, "GET", "/pods/lending/json", nil)
 }
+
+// TestPodSecurityOpt: a pod's --security-opt is the confinement of every
+// member that asks for none of its own (as Podman's members inherit the
+// infra container's): no-new-privileges and seccomp=unconfined reach the
+// member's process; a member's own profile wins; an option a pod cannot
+// pass on is a 400 naming it.
+func TestPodSecurityOpt(t *testing.T) {
+	te := startEngine(t)
+	te.MustPodman("pod", "create", "--name", "confined", "--security-opt", "no-new-privileges", "--security-opt", "seccomp=unconfined")
+	status := func(args ...string) string {
+		out := te.MustPodman(append([]string{"run", "--rm", "--pod", "confined"}, append(args, "localhost/busybox:latest", "grep", "-E", "^(NoNewPrivs|Seccomp):", "/proc/self/status")...)...)
+		return strings.Join(strings.Fields(out), " ")
+	}
+	if got := status(); got != "NoNewPrivs: 1 Seccomp: 0" {
+		t.Errorf("a member of the confined pod: %q, want no_new_privs and no filter", got)
+	}
+	profile := filepath.Join(t.TempDir(), "allow.json")
+	if err := os.WriteFile(profile, []byte(`{"defaultAction":"SCMP_ACT_ALLOW"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := status("--security-opt", "seccomp="+profile); got != "NoNewPrivs: 1 Seccomp: 2" {
+		t.Errorf("a member with a profile of its own: %q, want its filter (Seccomp: 2)", got)
+	}
+	status2, body := te.Do("POST", "/pods/create", map[string]any{"name": "masked", "security_opt": []string{"mask=/proc/x"}})
+	if status2 != http.StatusBadRequest || !strings.Contains(string(body), "security_opt[0]") {
+		t.Errorf("a pod security option it cannot pass on: %d %s", status2, body)
+	}
+}

@@ -119,7 +119,9 @@ func canPause(spec *specs.Spec, terminal, stdin bool) bool {
 // procSysWritable tells whether the engine can write sysctls through
 // /proc/sys (not where it runs in a container that mounts it read-only).
 var procSysWritable = sync.OnceValue(func() bool {
-	return unix.Access("/proc/sys", unix.W_OK) == nil
+	// The mount's flags, not access(2): /proc/sys is mode 0555 anyway.
+	var st unix.Statfs_t
+	return unix.Statfs("/proc/sys", &st) == nil && st.Flags&unix.ST_RDONLY == 0
 })
 
 // pauseSysctls tells whether the pause process can set the spec's sysctls

@@ -66,9 +66,12 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 		if pod, err = m.joinPod(ctx, &spec); err != nil {
 			return "", nil, err
 		}
-		// What the pod gave every member (mounts, volumes, devices) is
-		// checked with the member's own.
+		// What the pod gave every member (mounts, volumes, devices,
+		// confinement) is checked with the member's own.
 		if err := spec.Validate(); err != nil {
+			return "", nil, err
+		}
+		if err := checkOnHost(&spec); err != nil {
 			return "", nil, err
 		}
 		if err := m.checkCDI(&spec); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/seccomp"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -123,6 +124,16 @@ func (m *Manager) joinPod(ctx context.Context, spec *core.ContainerSpec) (*core.
 	if len(pm.VolumesFrom) > 0 {
 		spec.VolumesFrom = append(slices.Clone(pm.VolumesFrom), spec.VolumesFrom...)
 	}
+	// The pod's confinement, where the member asks for none of its own.
+	if spec.ApparmorProfile == "" {
+		spec.ApparmorProfile = pm.Security.ApparmorProfile
+	}
+	if spec.SeccompProfilePath == "" || spec.SeccompProfilePath == seccomp.PodmanDefaultPath && pm.Security.SeccompProfilePath != "" {
+		// Podman's clients name their default profile's file when the
+		// member asks for nothing.
+		spec.SeccompProfilePath = pm.Security.SeccompProfilePath
+	}
+	spec.NoNewPrivs = spec.NoNewPrivs || pm.Security.NoNewPrivs
 	// The pod's restart policy is that of every member that sets none,
 	// init containers aside (they run once), as Podman's; a member
 	// removed at its exit (--rm) keeps none.

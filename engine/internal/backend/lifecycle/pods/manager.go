@@ -197,6 +197,8 @@ func (m *Manager) Membership(_ context.Context, nameOrID string) (*core.PodMembe
 		return nil, err
 	}
 	pod := m.snapshot(e)
+	// Checked when the pod was made.
+	security, _ := core.ParsePodSecurity(pod.Spec.SecurityOpt)
 	return &core.PodMembership{
 		PodID: pod.ID, PodName: pod.Name, InfraID: pod.InfraID,
 		Shared:        append([]string(nil), pod.Spec.SharedNamespaces...),
@@ -208,6 +210,7 @@ func (m *Manager) Membership(_ context.Context, nameOrID string) (*core.PodMembe
 		Volumes:       pod.Spec.Volumes,
 		Devices:       core.PodDevices(pod.Spec.Devices),
 		VolumesFrom:   pod.Spec.VolumesFrom,
+		Security:      security,
 	}, nil
 }
 

@@ -49,6 +49,9 @@ func normalize(spec *core.PodSpec) error {
 	if err := checkMemberStorage(spec); err != nil {
 		return err
 	}
+	if _, err := core.ParsePodSecurity(spec.SecurityOpt); err != nil {
+		return err
+	}
 	if err := normalizeResources(spec); err != nil {
 		return err
 	}
@@ -154,7 +157,6 @@ func refuseUnsupported(spec *core.PodSpec) error {
 		{"overlay_volumes", !emptyJSON(spec.OverlayVolumes)},
 		{"image_volumes", !emptyJSON(spec.ImageVolumes)},
 		{"shm_size_systemd", spec.ShmSizeSystemd != nil},
-		{"security_opt", len(spec.SecurityOpt) > 0},
 		{"serviceContainerID", spec.ServiceContainerID != ""},
 	}
 	for _, c := range checks {
