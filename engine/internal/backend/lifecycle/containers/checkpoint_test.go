@@ -604,7 +604,10 @@ func TestCheckpointBridgePorts(t *testing.T) {
 // its pod in place, and imported into a pod of another engine.
 func TestCheckpointPodMember(t *testing.T) {
 	from := startCRIUEngine(t)
-	from.Must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "pod1"})
+	// The pods give their members a mount: the member's spec holds it,
+	// and the import into pod2 (which gives the same) must not add it twice.
+	podTmp := []map[string]any{{"destination": "/podtmp", "type": "tmpfs", "source": "tmpfs"}}
+	from.Must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "pod1", "mounts": podTmp})
 	id := from.create(map[string]any{"name": "member", "pod": "pod1", "command": counter})
 	from.Must(http.StatusNoContent, "POST", "/containers/member/start", nil)
 	from.waitLog(id, 3)
@@ -625,7 +628,7 @@ func TestCheckpointPodMember(t *testing.T) {
 	archive := from.Must(http.StatusOK, "POST", "/containers/member/checkpoint?export=true", nil)
 	count = from.counted(id)
 	to := startCRIUEngine(t)
-	to.Must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "pod2"})
+	to.Must(http.StatusCreated, "POST", "/pods/create", map[string]any{"name": "pod2", "mounts": podTmp})
 	status, body := to.Do("POST", "/containers/import/restore?import=true", bytes.NewReader(archive))
 	if status != http.StatusBadRequest || !strings.Contains(string(body), "pod") {
 		t.Fatalf("import of a pod member without a pod: %d %s", status, body)

@@ -111,19 +111,15 @@ func (m *Manager) joinPod(ctx context.Context, spec *core.ContainerSpec) (*core.
 	}
 	// The pod's mounts, volumes and devices come first, as a Podman
 	// member inherits the infra container's: one the member names again
-	// at the same destination is a duplicate (400), as with Podman.
-	if len(pm.Mounts) > 0 {
-		spec.Mounts = append(slices.Clone(pm.Mounts), spec.Mounts...)
-	}
-	if len(pm.Volumes) > 0 {
-		spec.Volumes = append(slices.Clone(pm.Volumes), spec.Volumes...)
-	}
-	if len(pm.Devices) > 0 {
-		spec.Devices = append(slices.Clone(pm.Devices), spec.Devices...)
-	}
-	if len(pm.VolumesFrom) > 0 {
-		spec.VolumesFrom = append(slices.Clone(pm.VolumesFrom), spec.VolumesFrom...)
-	}
+	// at the same destination is a duplicate (400), as with Podman. A spec
+	// that holds them already (a checkpoint's, restored into its pod)
+	// does not get them twice.
+	spec.Mounts = inherit(pm.Mounts, spec.Mounts, func(a, b specs.Mount) bool {
+		return a.Destination == b.Destination && a.Source == b.Source && a.Type == b.Type
+	})
+	spec.Volumes = inherit(pm.Volumes, spec.Volumes, func(a, b core.NamedVolume) bool { return a.Dest == b.Dest && a.Name == b.Name })
+	spec.Devices = inherit(pm.Devices, spec.Devices, func(a, b specs.LinuxDevice) bool { return a.Path == b.Path })
+	spec.VolumesFrom = inherit(pm.VolumesFrom, spec.VolumesFrom, func(a, b string) bool { return a == b })
 	// The pod's confinement, where the member asks for none of its own.
 	if spec.ApparmorProfile == "" {
 		spec.ApparmorProfile = pm.Security.ApparmorProfile
@@ -145,6 +141,21 @@ func (m *Manager) joinPod(ctx context.Context, spec *core.ContainerSpec) (*core.
 		}
 	}
 	return pm, nil
+}
+
+// inherit puts what a pod gives its members before a member's own, less
+// what the member has already (same reports it).
+func inherit[T any](pod, own []T, same func(a, b T) bool) []T {
+	if len(pod) == 0 {
+		return own
+	}
+	out := make([]T, 0, len(pod)+len(own))
+	for _, p := range pod {
+		if !slices.ContainsFunc(own, func(o T) bool { return same(p, o) }) {
+			out = append(out, p)
+		}
+	}
+	return append(out, own...)
 }
 
 // applyPod records the pod membership in a new container's record.
