@@ -899,8 +899,14 @@ func (s *ContainerSpec) Validate() error {
 		return err
 	}
 	for i, v := range s.Volumes {
-		if v.SubPath != "" {
-			return InvalidArgument(fmt.Sprintf("volumes[%d].SubPath", i), fmt.Errorf("mounting a part of a volume (subpath %q) is not supported: the engine mounts whole volumes", v.SubPath))
+		if v.SubPath == "" {
+			continue
+		}
+		if v.Name == "" {
+			return InvalidArgument(fmt.Sprintf("volumes[%d].SubPath", i), errors.New("an anonymous volume is new and empty: it has no subpath to mount"))
+		}
+		if _, err := CleanVolumeSubPath(v.SubPath); err != nil {
+			return InvalidArgument(fmt.Sprintf("volumes[%d].SubPath", i), err)
 		}
 	}
 	if err := s.validateIPCAndUTS(); err != nil {

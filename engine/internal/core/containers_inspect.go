@@ -158,6 +158,8 @@ type InspectMount struct {
 	Options     []string `json:"Options"`
 	RW          bool     `json:"RW"`
 	Propagation string   `json:"Propagation"`
+	// SubPath is the part of a volume or image mounted (Podman 5's field).
+	SubPath string `json:"SubPath,omitempty"`
 }
 
 // InspectHostPort is one host address a container port is published on.

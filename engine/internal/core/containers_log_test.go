@@ -126,17 +126,30 @@ func TestResolveThrottleDevices(t *testing.T) {
 	}
 }
 
-// TestVolumeSubPathRefused: a volume's SubPath (Podman 5 and 6's --mount
-// type=volume,...,subpath=DIR) is a 400 naming it; the whole volume was
-// mounted before, without a word.
-func TestVolumeSubPathRefused(t *testing.T) {
-	spec := ContainerSpec{Image: "busybox", Volumes: []NamedVolume{{Name: "a", Dest: "/a"}, {Name: "b", Dest: "/b", SubPath: "sub"}}}
-	var fe *FieldError
-	if err := spec.Validate(); !errors.As(err, &fe) || fe.Field != "volumes[1].SubPath" || !strings.Contains(err.Error(), "not supported") {
-		t.Fatalf("a volume with a subpath: %v", err)
+// TestVolumeSubPathChecked: a volume's SubPath is a path inside the volume
+// (a leading "/" is its root, as Podman joins it); one that leads out, is
+// empty once cleaned, or goes with an anonymous volume is a 400 naming it.
+func TestVolumeSubPathChecked(t *testing.T) {
+	for sub, want := range map[string]string{"sub": "sub", "/sub/x": "sub/x", "a/../b": "b", "./c/": "c"} {
+		spec := ContainerSpec{Image: "busybox", Volumes: []NamedVolume{{Name: "a", Dest: "/a"}, {Name: "b", Dest: "/b", SubPath: sub}}}
+		if err := spec.Validate(); err != nil {
+			t.Errorf("subpath %q: %v", sub, err)
+		}
+		if got, err := CleanVolumeSubPath(sub); err != nil || got != want {
+			t.Errorf("CleanVolumeSubPath(%q) = %q, %v; want %q", sub, got, err, want)
+		}
 	}
-	spec.Volumes[1].SubPath = ""
-	if err := spec.Validate(); err != nil {
-		t.Fatalf("whole volumes: %v", err)
+	for _, v := range []NamedVolume{
+		{Name: "b", Dest: "/b", SubPath: "../x"},
+		{Name: "b", Dest: "/b", SubPath: "a/../../x"},
+		{Name: "b", Dest: "/b", SubPath: "/"},
+		{Name: "b", Dest: "/b", SubPath: "a\x00b"},
+		{Dest: "/b", SubPath: "sub", IsAnonymous: true},
+	} {
+		spec := ContainerSpec{Image: "busybox", Volumes: []NamedVolume{{Name: "a", Dest: "/a"}, v}}
+		var fe *FieldError
+		if err := spec.Validate(); !errors.As(err, &fe) || fe.Field != "volumes[1].SubPath" {
+			t.Errorf("volume %+v: %v, want a 400 naming volumes[1].SubPath", v, err)
+		}
 	}
 }

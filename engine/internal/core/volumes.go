@@ -3,7 +3,10 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -54,10 +57,22 @@ type NamedVolume struct {
 	Dest        string   `json:"Dest"`
 	Options     []string `json:"Options,omitempty"`
 	IsAnonymous bool     `json:"IsAnonymous,omitempty"`
-	// SubPath (Podman 5 and 6's --mount type=volume,...,subpath=DIR):
-	// only that directory of the volume. Refused: the engine mounts whole
-	// volumes (it was ignored before, and the whole volume mounted).
+	// SubPath (Podman 5 and 6's --mount type=volume,...,subpath=DIR,
+	// Docker's VolumeOptions.Subpath): only that directory or file of the
+	// volume is mounted, a path relative to the volume's root that must
+	// exist when the container starts (see CleanVolumeSubPath).
 	SubPath string `json:"SubPath,omitempty"`
+}
+
+// CleanVolumeSubPath checks a volume subpath and answers it relative to the
+// volume's root: a leading "/" means the volume's root (as Podman joins
+// it), and nothing may lead above the root or be empty.
+func CleanVolumeSubPath(sub string) (string, error) {
+	rel := strings.TrimLeft(sub, "/")
+	if strings.ContainsRune(sub, 0) || !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("subpath %q must be a path inside the volume", sub)
+	}
+	return filepath.Clean(rel), nil
 }
 
 // Volumes is the volume domain of the engine.

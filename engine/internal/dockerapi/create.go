@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -544,13 +545,21 @@ func storageMounts(spec *core.ContainerSpec, cfg *containertypes.Config, hc *con
 			}
 			spec.Mounts = append(spec.Mounts, specs.Mount{Type: "bind", Source: m.Source, Destination: m.Target, Options: append([]string{"rbind"}, opts...)})
 		case mount.TypeVolume:
-			if m.VolumeOptions != nil && (m.VolumeOptions.DriverConfig != nil && m.VolumeOptions.DriverConfig.Name != "" && m.VolumeOptions.DriverConfig.Name != "local" || m.VolumeOptions.Subpath != "") {
-				return core.InvalidArgument("HostConfig.Mounts", errors.New("volume driver configurations and subpaths are not supported"))
+			vo := m.VolumeOptions
+			if vo == nil {
+				vo = &mount.VolumeOptions{}
 			}
-			if m.VolumeOptions != nil && m.VolumeOptions.NoCopy {
+			if vo.DriverConfig != nil && vo.DriverConfig.Name != "" && vo.DriverConfig.Name != "local" {
+				return core.InvalidArgument("HostConfig.Mounts", fmt.Errorf("volume driver %q is not supported: only local volumes", vo.DriverConfig.Name))
+			}
+			// dockerd takes a subpath only relative and lexically inside.
+			if vo.Subpath != "" && (m.Source == "" || !filepath.IsLocal(vo.Subpath)) {
+				return core.InvalidArgument("HostConfig.Mounts", fmt.Errorf("invalid mount config for type \"volume\": subpath %q must be a relative path within a named volume", vo.Subpath))
+			}
+			if vo.NoCopy {
 				opts = append(opts, "nocopy")
 			}
-			spec.Volumes = append(spec.Volumes, core.NamedVolume{Name: m.Source, Dest: m.Target, Options: opts})
+			spec.Volumes = append(spec.Volumes, core.NamedVolume{Name: m.Source, Dest: m.Target, Options: opts, SubPath: vo.Subpath})
 		case mount.TypeImage:
 			iv := core.ImageVolume{Source: m.Source, Destination: m.Target}
 			if m.ImageOptions != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	containertypes "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
 	networktypes "github.com/docker/docker/api/types/network"
 	"github.com/docker/go-connections/nat"
 
@@ -191,5 +192,32 @@ func TestEventActionNames(t *testing.T) {
 	}
 	if _, ok := dockerAction("container", "cleanup", ""); ok {
 		t.Error("the engine's cleanup step reached Docker's events")
+	}
+}
+
+// TestVolumeSubpathTranslate: HostConfig.Mounts' VolumeOptions.Subpath
+// becomes the named volume's SubPath; one that is not relative and
+// lexically inside, one on an anonymous volume, and a volume driver other
+// than local are 400s naming HostConfig.Mounts, as dockerd refuses them.
+func TestVolumeSubpathTranslate(t *testing.T) {
+	hc := func(src, sub, driver string) *containertypes.HostConfig {
+		vo := &mount.VolumeOptions{Subpath: sub}
+		if driver != "" {
+			vo.DriverConfig = &mount.Driver{Name: driver}
+		}
+		return &containertypes.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: src, Target: "/d", VolumeOptions: vo}}}
+	}
+	var spec core.ContainerSpec
+	if err := storageMounts(&spec, &containertypes.Config{}, hc("data", "conf/app.conf", "local")); err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Volumes) != 1 || spec.Volumes[0].Name != "data" || spec.Volumes[0].SubPath != "conf/app.conf" {
+		t.Errorf("volumes: %+v", spec.Volumes)
+	}
+	for _, bad := range []*containertypes.HostConfig{hc("data", "/abs", ""), hc("data", "../up", ""), hc("data", "a/../../up", ""), hc("", "sub", ""), hc("data", "", "nfs-plugin")} {
+		var fe *core.FieldError
+		if err := storageMounts(&core.ContainerSpec{}, &containertypes.Config{}, bad); !errors.As(err, &fe) || fe.Field != "HostConfig.Mounts" {
+			t.Errorf("%+v: %v, want a 400 naming HostConfig.Mounts", bad.Mounts[0].VolumeOptions, err)
+		}
 	}
 }

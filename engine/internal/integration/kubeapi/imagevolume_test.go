@@ -62,3 +62,53 @@ func TestKubePlayImageVolume(t *testing.T) {
 		t.Fatalf("pods left after the refused plays: %+v", pods)
 	}
 }
+
+const subPathYAML = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: bksp-cm}
+data: {app.conf: "listen 8080", other: "x"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: bksp}
+spec:
+  volumes:
+  - {name: cm, configMap: {name: bksp-cm}}
+  containers:
+  - name: c
+    image: localhost/busybox:latest
+    command: [sleep, "300"]
+    volumeMounts:
+    - {name: cm, mountPath: /etc/app.conf, subPath: app.conf}
+`
+
+// TestKubePlayVolumeSubPath: a subPath on a ConfigMap (or claim, or secret)
+// volume mounts that key's file alone, the most common use of subPath; kube
+// generate writes it back. A subPath that leads out of the volume is a 400
+// naming it, and so is one on a hostPath volume.
+func TestKubePlayVolumeSubPath(t *testing.T) {
+	enginetest.RequirePodman(t)
+	te := startEngine(t)
+	te.play("", subPathYAML)
+	out := te.MustPodman("exec", "bksp-c", "sh", "-c", "cat /etc/app.conf; echo; ls /etc/other 2>/dev/null || echo only-the-key")
+	if want := "listen 8080\nonly-the-key"; strings.TrimSpace(out) != want {
+		t.Fatalf("the ConfigMap key by subPath:\n%s\nwant:\n%s", out, want)
+	}
+	if gen := te.MustPodman("kube", "generate", "bksp"); !strings.Contains(gen, "subPath: app.conf") {
+		t.Errorf("kube generate lost the subPath:\n%s", gen)
+	}
+	te.MustPodman("pod", "rm", "-f", "-t", "0", "bksp")
+	for field, yaml := range map[string]string{
+		"volumeMounts[0].subPath": strings.Replace(subPathYAML, "subPath: app.conf", "subPath: ../x", 1),
+		"volumeMounts[0].subPath:": strings.Replace(strings.Replace(subPathYAML, "configMap: {name: bksp-cm}", "hostPath: {path: /tmp}", 1),
+			"bksp", "bksp2", -1),
+	} {
+		status, body := te.Do("POST", "/kube/play", strings.NewReader(yaml))
+		if status != http.StatusBadRequest || !strings.Contains(string(body), strings.TrimSuffix(field, ":")) {
+			t.Errorf("%s: %d %s", field, status, body)
+		}
+	}
+	if pods := te.pods(); len(pods) != 0 {
+		t.Fatalf("pods left after the refused plays: %+v", pods)
+	}
+}

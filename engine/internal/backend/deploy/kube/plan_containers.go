@@ -109,8 +109,13 @@ func (pl *planner) container(ctx context.Context, d *document, t podTemplate, fi
 			return cs, d.fail(mfield+".mountPath", fmt.Errorf("%q is not an absolute path", vm.MountPath))
 		}
 		ro := vm.ReadOnly || src.readOnly
-		if vm.SubPath != "" && src.image == "" {
-			return cs, d.fail(mfield+".subPath", errors.New("is supported on image volumes only"))
+		if vm.SubPath != "" {
+			if src.image == "" && src.named == "" {
+				return cs, d.fail(mfield+".subPath", errors.New("is supported on persistentVolumeClaim, configMap, secret and image volumes only"))
+			}
+			if _, err := core.CleanVolumeSubPath(vm.SubPath); err != nil {
+				return cs, d.fail(mfield+".subPath", err)
+			}
 		}
 		switch {
 		case src.optional:
@@ -137,7 +142,7 @@ func (pl *planner) container(ctx context.Context, d *document, t podTemplate, fi
 			// Read-only whatever the mount says, as in Kubernetes.
 			cs.ImageVolumes = append(cs.ImageVolumes, core.ImageVolume{Source: src.image, Destination: vm.MountPath, SubPath: vm.SubPath})
 		case src.named != "":
-			nv := core.NamedVolume{Name: src.named, Dest: vm.MountPath}
+			nv := core.NamedVolume{Name: src.named, Dest: vm.MountPath, SubPath: vm.SubPath}
 			if ro {
 				nv.Options = []string{"ro"}
 			}

@@ -521,7 +521,7 @@ func (g *Generator) container(c *core.Container, vols *volumeSet, opts core.Kube
 		}
 		ro := slices.Contains(v.Options, "ro")
 		name := v.Name + "-pvc"
-		kc.VolumeMounts = append(kc.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: v.Dest, ReadOnly: ro})
+		kc.VolumeMounts = append(kc.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: v.Dest, ReadOnly: ro, SubPath: v.SubPath})
 		vols.add(corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.Name, ReadOnly: ro},
 		}})

@@ -150,6 +150,9 @@ func checkGenerated(u *unit) error {
 			if why, ok := notRemote[u.kind][e.Key]; ok {
 				return u.errAt(e, fmt.Errorf("cannot be expressed with podman 4.3.1's remote client, which the generated service runs: %s", why))
 			}
+			if e.Key == "Mount" && slices.ContainsFunc(strings.Split(e.Value, ","), func(f string) bool { return strings.HasPrefix(strings.TrimSpace(f), "subpath=") }) {
+				return u.errAt(e, errors.New("cannot be expressed with podman 4.3.1's remote client, which the generated service runs: its --mount has no subpath (Podman 5 added it)"))
+			}
 			if !activatedKeys[u.kind][e.Key] {
 				return u.errAt(e, fmt.Errorf("not supported in a generated service (supported in a %s unit: see docs/engine/quadlets.md)", filepath.Ext(u.name)))
 			}

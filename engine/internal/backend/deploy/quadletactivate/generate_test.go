@@ -191,6 +191,7 @@ func TestGenerateServiceRefusals(t *testing.T) {
 		{"i2.image", "[Image]\nImage=x\nAllTags=true\nPolicy=missing\n", "i2.image line 4: [Image] key Policy: Policy=missing cannot be checked for every tag"},
 		{"c1.container", "[Container]\nImage=x\nNotify=true\n", "c1.container line 3: [Container] key Notify: podman's remote client cannot pass"},
 		{"c2.container", "[Container]\nImage=x\nRetry=3\n", "c2.container line 3: [Container] key Retry: not supported in a generated service"},
+		{"c7.container", "[Container]\nImage=x\nMount=type=volume,source=v,destination=/d,subpath=sub\n", "c7.container line 3: [Container] key Mount: cannot be expressed with podman 4.3.1's remote client, which the generated service runs: its --mount has no subpath"},
 		{"c3.container", "[Container]\nImage=x\n[Service]\nExecStart=/bin/true\n", "c3.container line 4: [Service] key ExecStart: set by the generated service"},
 		{"c4.container", "[Container]\nImage=x\n[Service]\nKillMode=process\n", "c4.container line 4: [Service] key KillMode: KillMode=process"},
 		{"c5.container", "[Container]\nImage=x\n[Unit]\nAfter=ok.network missing.network\n", "c5.container line 4: [Unit] key After: names missing.network, which is not installed"},

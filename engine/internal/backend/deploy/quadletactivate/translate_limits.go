@@ -250,6 +250,9 @@ func containerMount(u *unit, e quadlets.Entry, ref refFunc, spec *core.Container
 	if ro {
 		opts = append(opts, "ro")
 	}
+	if _, ok := fields["subpath"]; ok && typ != "volume" && typ != "image" {
+		return u.errAt(e, fmt.Errorf("subpath is for volume and image mounts, not %s", typ))
+	}
 	switch typ {
 	case "bind":
 		if src == "" {
@@ -261,6 +264,9 @@ func containerMount(u *unit, e quadlets.Entry, ref refFunc, spec *core.Container
 		spec.Mounts = append(spec.Mounts, specs.Mount{Type: "bind", Source: u.hostPath(src), Destination: dest, Options: append([]string{"rbind"}, opts...)})
 	case "volume":
 		if src == "" {
+			if fields["subpath"] != "" {
+				return u.errAt(e, errors.New("a subpath needs a named volume: an anonymous one is new and empty"))
+			}
 			spec.Volumes = append(spec.Volumes, core.NamedVolume{Dest: dest, Options: opts, IsAnonymous: true})
 			break
 		}
@@ -268,7 +274,7 @@ func containerMount(u *unit, e quadlets.Entry, ref refFunc, spec *core.Container
 		if err != nil {
 			return err
 		}
-		spec.Volumes = append(spec.Volumes, core.NamedVolume{Name: name, Dest: dest, Options: opts})
+		spec.Volumes = append(spec.Volumes, core.NamedVolume{Name: name, Dest: dest, Options: opts, SubPath: fields["subpath"]})
 	case "tmpfs":
 		if s := fields["tmpfs-size"]; s != "" {
 			opts = append(opts, "size="+s)

@@ -209,7 +209,8 @@ func TestTranslateLimits(t *testing.T) {
 	unit := "[Container]\nImage=x\nUserNS=auto:size=2048\nMemory=64m\nPidsLimit=50\nShmSize=1m\nUlimit=nofile=100:200\nStopSignal=SIGINT\n" +
 		"LogDriver=k8s-file\nLogOpt=max-size=4k\nGroupAdd=wheel\nAddDevice=/dev/null:/dev/n:rw\nAddDevice=-/dev/no-such-device\n" +
 		"Mask=/opt/secret\nUnmask=/proc/kcore\nMount=type=tmpfs,destination=/t,tmpfs-size=1m\n" +
-		"Mount=type=bind,source=/srv,destination=/srv,ro=true\nMount=type=image,source=tools.image,destination=/tools\n"
+		"Mount=type=bind,source=/srv,destination=/srv,ro=true\nMount=type=image,source=tools.image,destination=/tools\n" +
+		"Mount=type=volume,source=data.volume,destination=/data,subpath=site/www\n"
 	u := parseUnit("l.container", "l.container", []byte(unit))
 	p, err := translate(u, dryResolver{})
 	if err != nil {
@@ -235,6 +236,9 @@ func TestTranslateLimits(t *testing.T) {
 		len(s.ImageVolumes) != 1 || s.ImageVolumes[0].Source != "systemd-tools" {
 		t.Errorf("mounts %+v image volumes %+v", s.Mounts, s.ImageVolumes)
 	}
+	if len(s.Volumes) != 1 || s.Volumes[0].Name != "systemd-data" || s.Volumes[0].SubPath != "site/www" {
+		t.Errorf("a volume mount with a subpath: %+v", s.Volumes)
+	}
 	line := strings.Join(runFlags(s), " ")
 	for _, want := range []string{"--memory 67108864", "--pids-limit 50", "--shm-size 1048576", "--ulimit nofile=100:200", "--stop-signal 2",
 		"--log-driver k8s-file", "--log-opt max-size=4096", "--group-add wheel", "--device /dev/null:/dev/n:rw",
@@ -250,17 +254,19 @@ func TestTranslateLimits(t *testing.T) {
 		t.Errorf("a pod's ShmSize and UserNS: %+v (%v)", pp, err)
 	}
 	for bad, want := range map[string]string{
-		"Memory=lots":                            "key Memory",
-		"Ulimit=nofile":                          "key Ulimit",
-		"StopSignal=SIGNOPE":                     "key StopSignal",
-		"LogOpt=path=/x":                         "key LogOpt",
-		"Mask=relative":                          "key Mask",
-		"UserNS=keep-id":                         "key UserNS",
-		"UserNS=auto:uidmapping=0:1:1":           "key UserNS",
-		"Mount=type=devpts,destination=/d":       "mount type \"devpts\"",
-		"Mount=type=bind,destination=/d":         "needs a source",
-		"Mount=type=volume,destination=rel":      "not an absolute path",
-		"Mount=type=bind,source=/a,dst=/b,foo=1": "mount option \"foo\"",
+		"Memory=lots":                                "key Memory",
+		"Ulimit=nofile":                              "key Ulimit",
+		"StopSignal=SIGNOPE":                         "key StopSignal",
+		"LogOpt=path=/x":                             "key LogOpt",
+		"Mask=relative":                              "key Mask",
+		"UserNS=keep-id":                             "key UserNS",
+		"UserNS=auto:uidmapping=0:1:1":               "key UserNS",
+		"Mount=type=devpts,destination=/d":           "mount type \"devpts\"",
+		"Mount=type=bind,destination=/d":             "needs a source",
+		"Mount=type=volume,destination=rel":          "not an absolute path",
+		"Mount=type=bind,source=/a,dst=/b,foo=1":     "mount option \"foo\"",
+		"Mount=type=bind,source=/a,dst=/b,subpath=x": "subpath is for volume and image mounts",
+		"Mount=type=volume,dst=/b,subpath=x":         "a subpath needs a named volume",
 	} {
 		if err := Check("b.container", []byte("[Container]\nImage=x\n"+bad+"\n")); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "line 3") {
 			t.Errorf("%s: %v, want a refusal naming %q on line 3", bad, err, want)

@@ -314,6 +314,7 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 		}
 		return report, fmt.Errorf("restore container %s: %s", rec.Name, msg)
 	}
+	unstageSubPaths(rec.StaticDir)
 	if opts.PrintStats {
 		if report.CRIUStatistics, err = runtime.ReadStats(filepath.Join(dir, runtime.StatsRestore)); err != nil {
 			m.logger.Warn("read CRIU statistics", "container", rec.ID, "err", err)

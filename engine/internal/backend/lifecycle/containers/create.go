@@ -336,7 +336,10 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 			return nil, err
 		}
 	}
-	spec := volumeBinds(rec.Spec, rec.Volumes)
+	if err := makeSubPathStages(rec); err != nil {
+		return nil, err
+	}
+	spec := volumeBinds(rec.Spec, rec.Volumes, rec.StaticDir)
 	extra, err := m.secretMounts(ctx, rec)
 	if err != nil {
 		return nil, err
@@ -557,6 +560,8 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 		}
 		return err
 	}
+	// The runtime holds its own binds of the volume parts now.
+	unstageSubPaths(rec.StaticDir)
 	if netNSAfterCreate(&rec) {
 		// The runtime created the namespace inside the user namespace; the
 		// network goes into it before the container's process starts.

@@ -229,4 +229,5 @@ func (m *Manager) mountPerRun(ctx context.Context, rec *record) error {
 func unmountPerRun(static string) {
 	unmountShm(static)
 	unmountImageVolumes(static)
+	unstageSubPaths(static)
 }

@@ -395,7 +395,7 @@ func inspectMounts(s *core.ContainerSpec, vols []mountedVolume) []core.InspectMo
 	out := []core.InspectMount{}
 	for _, v := range vols {
 		im := core.InspectMount{Type: "volume", Name: v.Name, Source: v.Source, Destination: v.Dest, Driver: "local",
-			Options: nonNil(v.Options), RW: !slices.Contains(v.Options, "ro"), Propagation: "rprivate"}
+			Options: nonNil(v.Options), RW: !slices.Contains(v.Options, "ro"), Propagation: "rprivate", SubPath: v.SubPath}
 		out = append(out, im)
 	}
 	for _, mt := range s.Mounts {
@@ -411,7 +411,7 @@ func inspectMounts(s *core.ContainerSpec, vols []mountedVolume) []core.InspectMo
 		out = append(out, im)
 	}
 	for _, iv := range s.ImageVolumes {
-		out = append(out, core.InspectMount{Type: "image", Source: iv.Source, Destination: iv.Destination, Options: []string{}, RW: iv.ReadWrite, Propagation: "rprivate"})
+		out = append(out, core.InspectMount{Type: "image", Source: iv.Source, Destination: iv.Destination, Options: []string{}, RW: iv.ReadWrite, Propagation: "rprivate", SubPath: iv.SubPath})
 	}
 	return out
 }

@@ -162,6 +162,12 @@ func (m *Manager) deleteStorage(id, bundle, static string) {
 		m.logger.Warn("delete container storage", "container", id, "err", err)
 	}
 	os.RemoveAll(bundle)
+	// Never through a mount that could not be detached (a volume's part
+	// staged below it): that would delete the volume's files.
+	if left, err := mounts.Under(static, nil); err != nil || len(left) > 0 {
+		m.logger.Warn("container directory keeps mounts; left in place", "container", id, "dir", static, "mounts", left, "err", err)
+		return
+	}
 	os.RemoveAll(static)
 }
 

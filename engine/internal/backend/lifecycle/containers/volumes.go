@@ -26,6 +26,9 @@ type mountedVolume struct {
 	Source    string   `json:"Source"`
 	Options   []string `json:"Options,omitempty"`
 	Anonymous bool     `json:"Anonymous,omitempty"`
+	// SubPath is the part of the volume mounted (relative to its root;
+	// empty: all of it); see volumesubpath.go.
+	SubPath string `json:"SubPath,omitempty"`
 	// copyUp: the volume is new and gets the image's content at Dest.
 	copyUp bool
 }
@@ -125,9 +128,17 @@ func (m *Manager) resolveVolumes(ctx context.Context, id string, spec *core.Cont
 				return nil, created, err
 			}
 		}
+		var sub string
+		if w.SubPath != "" {
+			if sub, err = core.CleanVolumeSubPath(w.SubPath); err != nil {
+				return nil, created, core.InvalidArgument(fmt.Sprintf("volumes[%d].SubPath", i), err)
+			}
+		}
+		// A part of a volume gets no copy of the image's content: that
+		// goes to a volume's root, on its first use as a whole.
 		out = append(out, mountedVolume{
 			Name: vol.Name, Dest: w.Dest, Source: vol.Mountpoint, Options: opts,
-			Anonymous: vol.Anonymous, copyUp: vol.NeedsCopyUp && !noCopy,
+			Anonymous: vol.Anonymous, SubPath: sub, copyUp: vol.NeedsCopyUp && !noCopy && sub == "",
 		})
 	}
 	return out, created, nil
@@ -173,7 +184,7 @@ func (m *Manager) volumesFrom(spec *core.ContainerSpec, wants *[]core.NamedVolum
 				continue
 			}
 			taken[v.Dest] = true
-			*wants = append(*wants, core.NamedVolume{Name: v.Name, Dest: v.Dest, Options: withMode(v.Options)})
+			*wants = append(*wants, core.NamedVolume{Name: v.Name, Dest: v.Dest, Options: withMode(v.Options), SubPath: v.SubPath})
 		}
 		for _, mt := range src.Spec.Mounts {
 			dest := filepath.Clean(mt.Destination)
@@ -198,14 +209,20 @@ func (m *Manager) dropVolumes(ctx context.Context, id string, names []string) {
 	}
 }
 
-// volumeBinds returns spec with the container's volumes added as bind mounts.
-func volumeBinds(spec core.ContainerSpec, vols []mountedVolume) core.ContainerSpec {
+// volumeBinds returns spec with the container's volumes added as bind
+// mounts; a part of a volume is bound from where stageSubPaths puts it
+// below static.
+func volumeBinds(spec core.ContainerSpec, vols []mountedVolume, static string) core.ContainerSpec {
 	if len(vols) == 0 {
 		return spec
 	}
 	spec.Mounts = slices.Clone(spec.Mounts)
-	for _, v := range vols {
-		spec.Mounts = append(spec.Mounts, specs.Mount{Destination: v.Dest, Type: "bind", Source: v.Source, Options: v.Options})
+	for i, v := range vols {
+		src := v.Source
+		if v.SubPath != "" {
+			src = subPathStage(static, i)
+		}
+		spec.Mounts = append(spec.Mounts, specs.Mount{Destination: v.Dest, Type: "bind", Source: src, Options: v.Options})
 	}
 	return spec
 }
@@ -318,7 +335,7 @@ func (m *Manager) mountVolumes(ctx context.Context, rec *record) error {
 			return err
 		}
 	}
-	return nil
+	return stageSubPaths(rec)
 }
 
 // unmountVolumes unmounts the volumes of rec that no other container in
@@ -327,6 +344,7 @@ func (m *Manager) unmountVolumes(ctx context.Context, rec *record) {
 	if m.volumes == nil {
 		return
 	}
+	unstageSubPaths(rec.StaticDir)
 	for _, v := range rec.Volumes {
 		if m.volumeActive(v.Name, rec.ID) {
 			continue
