@@ -655,6 +655,21 @@ type UpdateContainerOptions struct {
 	Resources     *specs.LinuxResources
 	RestartPolicy *string
 	RestartTries  *uint
+	// Health changes the healthchecks (nil: as they are).
+	Health *HealthUpdate
+	// Throttle*Device are per-device I/O limits by device path, as Podman
+	// 5's update sends them; each replaces the limit of its device.
+	ThrottleReadBpsDevice   map[string]specs.LinuxThrottleDevice
+	ThrottleWriteBpsDevice  map[string]specs.LinuxThrottleDevice
+	ThrottleReadIOPSDevice  map[string]specs.LinuxThrottleDevice
+	ThrottleWriteIOPSDevice map[string]specs.LinuxThrottleDevice
+	// Env sets variables ("NAME=value") and UnsetEnv removes them (Podman
+	// 6's update --env, --unsetenv); Rlimits replaces the rlimits (its
+	// --ulimit; nil: as they are). They apply from the next start on, and
+	// to the execs a running container gets from now on.
+	Env      []string
+	UnsetEnv []string
+	Rlimits  []rlimit.Rlimit
 }
 
 // Containers is the container domain of the engine. Every nameOrID accepts
@@ -845,6 +860,33 @@ func (a HealthOnFailure) String() string {
 	return "invalid"
 }
 
+// ValidateHealth checks the healthcheck settings of a spec (at create, and
+// after an update changed them).
+func (s *ContainerSpec) ValidateHealth() error {
+	if s.HealthCheckOnFailureAction.String() == "invalid" {
+		return InvalidArgument("health_check_on_failure_action", fmt.Errorf("%d is not none (0), kill (2), restart (3) or stop (4)", s.HealthCheckOnFailureAction))
+	}
+	if sc := s.StartupHealthConfig; sc != nil {
+		switch {
+		case s.HealthConfig == nil || len(s.HealthConfig.Test) == 0 || s.HealthConfig.Test[0] == "NONE":
+			return InvalidArgument("startupHealthConfig", errors.New("a startup healthcheck needs a healthcheck"))
+		case len(sc.Test) == 0 || sc.Test[0] == "NONE" || sc.Test[0] == "":
+			return InvalidArgument("startupHealthConfig", errors.New("the startup healthcheck needs a command"))
+		case sc.Interval < 0 || sc.Timeout < 0 || sc.StartPeriod < 0 || sc.Retries < 0 || sc.Successes < 0:
+			return InvalidArgument("startupHealthConfig", errors.New("durations, retries and successes must not be negative"))
+		}
+	}
+	if err := ValidateHealthLogDestination(s.HealthLogDestination); err != nil {
+		return InvalidArgument("healthLogDestination", err)
+	}
+	if hc := s.HealthConfig; hc != nil {
+		if hc.Interval < 0 || hc.Timeout < 0 || hc.StartPeriod < 0 || hc.Retries < 0 {
+			return InvalidArgument("healthconfig", errors.New("durations and retries must not be negative"))
+		}
+	}
+	return nil
+}
+
 // StartupHealthConfig is a startup healthcheck: it runs on its interval
 // from the container's start until it has succeeded Successes times in a
 // row (0: once); Retries failures in a row restart the container. The
@@ -962,26 +1004,8 @@ func (s *ContainerSpec) Validate() error {
 	if err := validateGroups(s.Groups); err != nil {
 		return err
 	}
-	if s.HealthCheckOnFailureAction.String() == "invalid" {
-		return InvalidArgument("health_check_on_failure_action", fmt.Errorf("%d is not none (0), kill (2), restart (3) or stop (4)", s.HealthCheckOnFailureAction))
-	}
-	if sc := s.StartupHealthConfig; sc != nil {
-		switch {
-		case s.HealthConfig == nil || len(s.HealthConfig.Test) == 0 || s.HealthConfig.Test[0] == "NONE":
-			return InvalidArgument("startupHealthConfig", errors.New("a startup healthcheck needs a healthcheck"))
-		case len(sc.Test) == 0 || sc.Test[0] == "NONE" || sc.Test[0] == "":
-			return InvalidArgument("startupHealthConfig", errors.New("the startup healthcheck needs a command"))
-		case sc.Interval < 0 || sc.Timeout < 0 || sc.StartPeriod < 0 || sc.Retries < 0 || sc.Successes < 0:
-			return InvalidArgument("startupHealthConfig", errors.New("durations, retries and successes must not be negative"))
-		}
-	}
-	if err := ValidateHealthLogDestination(s.HealthLogDestination); err != nil {
-		return InvalidArgument("healthLogDestination", err)
-	}
-	if hc := s.HealthConfig; hc != nil {
-		if hc.Interval < 0 || hc.Timeout < 0 || hc.StartPeriod < 0 || hc.Retries < 0 {
-			return InvalidArgument("healthconfig", errors.New("durations and retries must not be negative"))
-		}
+	if err := s.ValidateHealth(); err != nil {
+		return err
 	}
 	if err := s.validateSecurity(); err != nil {
 		return err

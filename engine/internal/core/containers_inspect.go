@@ -240,14 +240,15 @@ type InspectContainerConfig struct {
 	// StartupHealthCheck is the startup healthcheck, as Podman 5 shows it.
 	StartupHealthCheck *StartupHealthConfig `json:"StartupHealthCheck,omitempty"`
 	// The healthcheck log's destination and bounds, as Podman 5 shows them.
-	HealthLogDestination string   `json:"HealthLogDestination,omitempty"`
-	HealthMaxLogCount    uint     `json:"HealthMaxLogCount,omitempty"`
-	HealthMaxLogSize     uint     `json:"HealthMaxLogSize,omitempty"`
-	CreateCommand        []string `json:"CreateCommand,omitempty"`
-	Umask                string   `json:"Umask,omitempty"`
-	Timezone             string   `json:"Timezone,omitempty"`
-	Timeout              uint     `json:"Timeout"`
-	StopTimeout          uint     `json:"StopTimeout"`
+	HealthLogDestination string `json:"HealthLogDestination,omitempty"`
+	// Podman's wire names are Healthcheck..., not its Go fields' names.
+	HealthMaxLogCount uint     `json:"HealthcheckMaxLogCount,omitempty"`
+	HealthMaxLogSize  uint     `json:"HealthcheckMaxLogSize,omitempty"`
+	CreateCommand     []string `json:"CreateCommand,omitempty"`
+	Umask             string   `json:"Umask,omitempty"`
+	Timezone          string   `json:"Timezone,omitempty"`
+	Timeout           uint     `json:"Timeout"`
+	StopTimeout       uint     `json:"StopTimeout"`
 }
 
 // InspectRestartPolicy is a container's restart policy.

@@ -1,11 +1,13 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/berth-project/berth/engine/internal/backend/platform/sizelimit"
 	"github.com/berth-project/berth/engine/internal/core"
@@ -83,4 +85,36 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		return 0, errBodyTooLarge
 	}
 	return n, err
+}
+
+// unsupportedMembers are members of Podman's requests that decodeStrict's
+// targets lack on purpose, with the reason the 400 gives.
+var unsupportedMembers = map[string]string{
+	// Podman 5 and 6's network create --route.
+	"routes": "static routes are not supported: the network backend (netavark 1.4) sets none up",
+	// Podman 5's update --blkio-weight-device (a create refuses it too).
+	"BlkIOWeightDevice": "per-device block IO weights are not supported",
+}
+
+// decodeStrict decodes a JSON body (through the one body decoder: bounds,
+// trailing data, type errors) into dst, refusing members dst does not have
+// (each is named in the 400); an empty body keeps dst as is.
+func decodeStrict(r *http.Request, dst any) error {
+	var raw json.RawMessage
+	if present, err := decodeJSON(r.Body, &raw, true); err != nil || !present {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			field = strings.Trim(field, `"`)
+			if why, known := unsupportedMembers[field]; known {
+				return core.InvalidArgument(field, errors.New(why))
+			}
+			return core.InvalidArgument(field, errors.New("not a member of this request"))
+		}
+		return bodyError(err)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -451,20 +452,61 @@ type updateQuery struct {
 	RestartRetries string `query:"restartRetries"`
 }
 
+// updateBody is Podman's update body: the resources (all that 4.3.1
+// sends) and, from Podman 5 on, healthcheck changes and per-device limits
+// by device path. Any other member is a 400 naming it.
+type updateBody struct {
+	specs.LinuxResources
+	core.HealthUpdate
+	DeviceReadBPs   []pathRate `json:"DeviceReadBPs,omitempty"`
+	DeviceWriteBPs  []pathRate `json:"DeviceWriteBPs,omitempty"`
+	DeviceReadIOPs  []pathRate `json:"DeviceReadIOPs,omitempty"`
+	DeviceWriteIOPs []pathRate `json:"DeviceWriteIOPs,omitempty"`
+	// Podman 6's --env, --unsetenv and --ulimit.
+	Env      []string        `json:"Env"`
+	UnsetEnv []string        `json:"UnsetEnv"`
+	Rlimits  []rlimit.Rlimit `json:"r_limits,omitempty"`
+}
+
+// pathRate is one device's limit in Podman 5's update.
+type pathRate struct {
+	Path string `json:"Path"`
+	Rate uint64 `json:"Rate"`
+}
+
+// byPath is a list of limits as the spec keeps them; the last entry for a
+// path wins.
+func byPath(l []pathRate) map[string]specs.LinuxThrottleDevice {
+	if len(l) == 0 {
+		return nil
+	}
+	m := make(map[string]specs.LinuxThrottleDevice, len(l))
+	for _, d := range l {
+		m[d.Path] = specs.LinuxThrottleDevice{Rate: d.Rate}
+	}
+	return m
+}
+
 func (h containerHandlers) update(w http.ResponseWriter, r *http.Request) {
 	var q updateQuery
 	if !queryInto(w, r, &q) {
 		return
 	}
-	opts := core.UpdateContainerOptions{}
-	var res specs.LinuxResources
-	present, err := decodeJSON(r.Body, &res, true)
-	if err != nil {
+	var body updateBody
+	if err := decodeStrict(r, &body); err != nil {
 		writeError(w, err)
 		return
 	}
-	if present {
-		opts.Resources = &res
+	opts := core.UpdateContainerOptions{
+		ThrottleReadBpsDevice: byPath(body.DeviceReadBPs), ThrottleWriteBpsDevice: byPath(body.DeviceWriteBPs),
+		ThrottleReadIOPSDevice: byPath(body.DeviceReadIOPs), ThrottleWriteIOPSDevice: byPath(body.DeviceWriteIOPs),
+		Env: body.Env, UnsetEnv: body.UnsetEnv, Rlimits: body.Rlimits,
+	}
+	if !reflect.ValueOf(body.LinuxResources).IsZero() {
+		opts.Resources = &body.LinuxResources
+	}
+	if !body.HealthUpdate.Empty() {
+		opts.Health = &body.HealthUpdate
 	}
 	if _, ok := r.URL.Query()["restartPolicy"]; ok {
 		p := q.RestartPolicy

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -91,36 +90,6 @@ func acceptsGzip(r *http.Request) bool {
 		}
 	}
 	return false
-}
-
-// unsupportedMembers are members of Podman's requests that decodeStrict's
-// targets lack on purpose, with the reason the 400 gives.
-var unsupportedMembers = map[string]string{
-	// Podman 5 and 6's network create --route.
-	"routes": "static routes are not supported: the network backend (netavark 1.4) sets none up",
-}
-
-// decodeStrict decodes a JSON body (through the one body decoder: bounds,
-// trailing data, type errors) into dst, refusing members dst does not have
-// (each is named in the 400); an empty body keeps dst as is.
-func decodeStrict(r *http.Request, dst any) error {
-	var raw json.RawMessage
-	if present, err := decodeJSON(r.Body, &raw, true); err != nil || !present {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			field = strings.Trim(field, `"`)
-			if why, known := unsupportedMembers[field]; known {
-				return core.InvalidArgument(field, errors.New(why))
-			}
-			return core.InvalidArgument(field, errors.New("not a member of this request"))
-		}
-		return bodyError(err)
-	}
-	return nil
 }
 
 type networkCreateQuery struct {

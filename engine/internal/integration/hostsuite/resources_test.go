@@ -363,8 +363,8 @@ func TestHealthLogDestinations(t *testing.T) {
 		State  struct{ Health core.HealthCheckResults }
 		Config struct {
 			HealthLogDestination string
-			HealthMaxLogCount    uint
-			HealthMaxLogSize     uint
+			HealthMaxLogCount    uint `json:"HealthcheckMaxLogCount"`
+			HealthMaxLogSize     uint `json:"HealthcheckMaxLogSize"`
 		}
 	}
 	l.Get("/containers/hlog-dir/json", &inspected)

@@ -2,13 +2,20 @@ package containers
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
+	"github.com/berth-project/berth/engine/internal/backend/platform/durable"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -33,6 +40,26 @@ func (m *Manager) Update(ctx context.Context, nameOrID string, opts core.UpdateC
 		return core.InvalidArgument("restart_policy", fmt.Errorf("container %s is removed when it exits; it cannot have a restart policy", rec.Name))
 	}
 	next := rec.Spec
+	if opts.Health != nil && !opts.Health.Empty() {
+		if err := opts.Health.Apply(&next); err != nil {
+			return err
+		}
+	}
+	if err := resolveUpdateThrottles(&opts, &next); err != nil {
+		return err
+	}
+	envChanged, err := updateEnv(&next, opts.Env, opts.UnsetEnv)
+	if err != nil {
+		return err
+	}
+	var rlimits []specs.POSIXRlimit
+	if opts.Rlimits != nil {
+		if rlimits, _, err = oci.Rlimits(opts.Rlimits, m.host); err != nil {
+			return err
+		}
+		next.Rlimits = opts.Rlimits
+	}
+	live := rec.State == core.StateRunning || rec.State == core.StatePaused || rec.State == core.StateCreated
 	if opts.Resources != nil && rec.NoCgroup() {
 		return fmt.Errorf("cannot update the resources of container %s, which runs without a cgroup of its own (cgroups_mode disabled): %w", rec.Name, core.ErrNoCgroup)
 	}
@@ -43,7 +70,7 @@ func (m *Manager) Update(ctx context.Context, nameOrID string, opts core.UpdateC
 		if _, err := m.validateResources(&probe); err != nil {
 			return err
 		}
-		if rec.State == core.StateRunning || rec.State == core.StatePaused || rec.State == core.StateCreated {
+		if live {
 			if err := m.rt.Update(ctx, rec.ID, merged); err != nil {
 				return fmt.Errorf("update container %s: %w", rec.Name, err)
 			}
@@ -59,12 +86,85 @@ func (m *Manager) Update(ctx context.Context, nameOrID string, opts core.UpdateC
 		next.RestartPolicy = *opts.RestartPolicy
 		next.RestartTries = opts.RestartTries
 	}
+	if (envChanged || rlimits != nil) && live {
+		// The execs a running container gets from now on run with them,
+		// as Podman rewrites the spec on disk.
+		if err := updateBundleProcess(rec.Bundle, opts.Env, opts.UnsetEnv, rlimits); err != nil {
+			return fmt.Errorf("update container %s: %w", rec.Name, err)
+		}
+	}
 	if err := m.update(ctx, e, func(r *record) { r.Spec = next }); err != nil {
 		return err
 	}
-	// A later init regenerates config.json from the updated request.
+	if !live && rec.Bundle != "" && (envChanged || rlimits != nil || opts.Resources != nil) {
+		// The next init writes config.json anew from the updated request.
+		if err := os.Remove(filepath.Join(rec.Bundle, "config.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			m.logger.Warn("drop the container's OCI spec after an update", "container", rec.ID, "err", err)
+		}
+	}
 	m.emit(ctx, core.EventUpdate, m.snapshot(e), nil)
 	return nil
+}
+
+// updateEnv applies an update's variables to s.Env; it reports whether it
+// changed anything. A variable that is not NAME=value, or a name to unset
+// that is no name, is a 400.
+func updateEnv(s *core.ContainerSpec, set, unset []string) (bool, error) {
+	if len(set) == 0 && len(unset) == 0 {
+		return false, nil
+	}
+	env := maps.Clone(s.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	for i, kv := range set {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || name == "" || strings.ContainsRune(kv, 0) {
+			return false, core.InvalidArgument(fmt.Sprintf("Env[%d]", i), fmt.Errorf("%q is not NAME=value", kv))
+		}
+		env[name] = value
+	}
+	for i, name := range unset {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			return false, core.InvalidArgument(fmt.Sprintf("UnsetEnv[%d]", i), fmt.Errorf("%q is not a variable name", name))
+		}
+		delete(env, name)
+	}
+	s.Env = env
+	return true, nil
+}
+
+// updateBundleProcess rewrites the process of a live container's OCI spec
+// (what its execs start from): the variables set and unset, and the
+// rlimits when given. The file is replaced whole, never half written.
+func updateBundleProcess(bundle string, set, unset []string, rlimits []specs.POSIXRlimit) error {
+	path := filepath.Join(bundle, "config.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var spec specs.Spec
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return err
+	}
+	if spec.Process == nil {
+		return fmt.Errorf("%s has no process", path)
+	}
+	env := oci.SetEnv(spec.Process.Env, set)
+	env = slices.DeleteFunc(env, func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(unset, name)
+	})
+	spec.Process.Env = env
+	if rlimits != nil {
+		spec.Process.Rlimits = rlimits
+	}
+	out, err := json.Marshal(&spec)
+	if err != nil {
+		return err
+	}
+	// It may hold secret variables: root only, as prepare writes it.
+	return durable.WriteFile(path, out, 0o600, ".config.json-")
 }
 
 // SetHealth records a container's health state.
@@ -189,4 +289,57 @@ func mergeResources(cur, upd *specs.LinuxResources) *specs.LinuxResources {
 		out.BlockIO = &blk
 	}
 	return out
+}
+
+// resolveUpdateThrottles adds an update's per-device limits given by path
+// to its resources by device number (as a create resolves them), and to
+// next's limits by path, which inspect shows.
+func resolveUpdateThrottles(opts *core.UpdateContainerOptions, next *core.ContainerSpec) error {
+	byPath := core.ContainerSpec{
+		ThrottleReadBpsDevice: opts.ThrottleReadBpsDevice, ThrottleWriteBpsDevice: opts.ThrottleWriteBpsDevice,
+		ThrottleReadIOPSDevice: opts.ThrottleReadIOPSDevice, ThrottleWriteIOPSDevice: opts.ThrottleWriteIOPSDevice,
+	}
+	if len(byPath.ThrottleReadBpsDevice)+len(byPath.ThrottleWriteBpsDevice)+len(byPath.ThrottleReadIOPSDevice)+len(byPath.ThrottleWriteIOPSDevice) == 0 {
+		return nil
+	}
+	res := specs.LinuxResources{}
+	if opts.Resources != nil {
+		res = *opts.Resources
+	}
+	if res.BlockIO != nil {
+		blk := *res.BlockIO
+		res.BlockIO = &blk
+	}
+	byPath.Resources = &res
+	if err := byPath.ResolveThrottleDevices(oci.BlockDevice); err != nil {
+		// The update names them as Podman 5's body does.
+		var fe *core.FieldError
+		if errors.As(err, &fe) {
+			wire := map[string]string{"throttleReadBpsDevice": "DeviceReadBPs", "throttleWriteBpsDevice": "DeviceWriteBPs",
+				"throttleReadIOPSDevice": "DeviceReadIOPs", "throttleWriteIOPSDevice": "DeviceWriteIOPs"}
+			if name, ok := wire[fe.Field]; ok {
+				return core.InvalidArgument(name, fe.Err)
+			}
+		}
+		return err
+	}
+	opts.Resources = &res
+	for _, m := range []struct {
+		into *map[string]specs.LinuxThrottleDevice
+		from map[string]specs.LinuxThrottleDevice
+	}{
+		{&next.ThrottleReadBpsDevice, opts.ThrottleReadBpsDevice}, {&next.ThrottleWriteBpsDevice, opts.ThrottleWriteBpsDevice},
+		{&next.ThrottleReadIOPSDevice, opts.ThrottleReadIOPSDevice}, {&next.ThrottleWriteIOPSDevice, opts.ThrottleWriteIOPSDevice},
+	} {
+		if len(m.from) == 0 {
+			continue
+		}
+		merged := maps.Clone(*m.into)
+		if merged == nil {
+			merged = map[string]specs.LinuxThrottleDevice{}
+		}
+		maps.Copy(merged, m.from)
+		*m.into = merged
+	}
+	return nil
 }

@@ -59,9 +59,34 @@ type Checker struct {
 	logDirs sync.Map
 
 	mu        sync.Mutex
-	schedules map[string]context.CancelFunc
+	schedules map[string]schedule
 	wg        sync.WaitGroup
 	closed    bool
+	// startupPassed holds the containers whose startup healthcheck passed
+	// in this run: a schedule an update makes anew goes on with the
+	// regular check (id -> struct{}).
+	startupPassed sync.Map
+}
+
+// schedule is one container's running schedule and what it was made from.
+type schedule struct {
+	cancel context.CancelFunc
+	timing timing
+}
+
+// timing is what a schedule depends on; the checks' commands, timeouts and
+// retries are read at each check.
+type timing struct {
+	interval, startupInterval time.Duration
+	startup                   bool
+}
+
+func timingOf(s *core.ContainerSpec) timing {
+	t := timing{interval: s.HealthConfig.Interval}
+	if sc := s.StartupHealthConfig; sc != nil {
+		t.startup, t.startupInterval = true, sc.Interval
+	}
+	return t
 }
 
 // NewChecker returns a Checker; register its Hook with
@@ -70,7 +95,7 @@ func NewChecker(containers core.Containers, notify Notifier, logger *slog.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Checker{containers: containers, notify: notify, logger: logger, schedules: map[string]context.CancelFunc{}}
+	return &Checker{containers: containers, notify: notify, logger: logger, schedules: map[string]schedule{}}
 }
 
 // Command returns the process a healthconfig's Test runs, or nil when the
@@ -373,7 +398,19 @@ func (k *Checker) Hook(ctx context.Context, ev core.ContainerEvent) {
 		if err != nil {
 			return
 		}
-		k.schedule(c)
+		k.startupPassed.Delete(c.ID)
+		k.schedule(c, false)
+	case core.EventUpdate:
+		// podman update may have changed the checks: a running
+		// container's schedule follows, its health state stays.
+		c, err := k.containers.Lookup(ctx, ev.ID)
+		if err != nil {
+			return
+		}
+		k.noteLogDir(c)
+		if c.State == core.StateRunning || c.State == core.StatePaused {
+			k.schedule(c, true)
+		}
 	case core.EventDied, core.EventStop:
 		// The exit watcher may deliver a run's "died" after a restart
 		// (one a healthcheck asked for, say) has started the next run:
@@ -384,6 +421,7 @@ func (k *Checker) Hook(ctx context.Context, ev core.ContainerEvent) {
 		k.unschedule(ev.ID)
 	case core.EventRemove:
 		k.unschedule(ev.ID)
+		k.startupPassed.Delete(ev.ID)
 		k.runMu.Delete(ev.ID)
 		k.removeLogFile(ev.ID)
 	case core.EventCreate:
@@ -408,7 +446,7 @@ func (k *Checker) StartAll(ctx context.Context) error {
 		}
 		k.noteLogDir(c)
 		if c.State == core.StateRunning {
-			k.schedule(c)
+			k.schedule(c, false)
 		}
 	}
 	return nil
@@ -422,10 +460,16 @@ func (k *Checker) noteLogDir(c *core.Container) {
 	}
 }
 
-func (k *Checker) schedule(c *core.Container) {
+// schedule runs c's checks on their intervals while it runs. After an
+// update (updated) it keeps a schedule whose timing did not change, drops
+// one whose check is gone, and leaves the health state as it is.
+func (k *Checker) schedule(c *core.Container, updated bool) {
 	cfg := c.Spec.HealthConfig
 	startup := c.Spec.StartupHealthConfig
 	if cfg == nil || Command(cfg.Test) == nil || (cfg.Interval <= 0 && startup == nil) {
+		if updated {
+			k.unschedule(c.ID)
+		}
 		return
 	}
 	k.mu.Lock()
@@ -433,20 +477,30 @@ func (k *Checker) schedule(c *core.Container) {
 	if k.closed {
 		return
 	}
-	if cancel, ok := k.schedules[c.ID]; ok {
-		cancel()
+	t := timingOf(&c.Spec)
+	if old, ok := k.schedules[c.ID]; ok {
+		if updated && old.timing == t {
+			return
+		}
+		old.cancel()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	k.schedules[c.ID] = cancel
+	k.schedules[c.ID] = schedule{cancel: cancel, timing: t}
 	// A fresh start begins in "starting" until the first result.
-	if c.Health.Status == "" || c.Health.Status == Unhealthy || c.Health.Status == Healthy {
+	if !updated && (c.Health.Status == "" || c.Health.Status == Unhealthy || c.Health.Status == Healthy) {
 		_ = k.containers.SetHealth(ctx, c.ID, core.HealthCheckResults{Status: Starting, Log: c.Health.Log})
+	}
+	if _, passed := k.startupPassed.Load(c.ID); passed {
+		startup = nil
 	}
 	k.wg.Add(1)
 	go func(id string, interval time.Duration) {
 		defer k.wg.Done()
-		if startup != nil && !k.awaitStartup(ctx, id, startup) {
-			return
+		if startup != nil {
+			if !k.awaitStartup(ctx, id, startup) {
+				return
+			}
+			k.startupPassed.Store(id, struct{}{})
 		}
 		if interval <= 0 {
 			return
@@ -512,8 +566,8 @@ func (k *Checker) awaitStartup(ctx context.Context, id string, sc *core.StartupH
 func (k *Checker) unschedule(id string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if cancel, ok := k.schedules[id]; ok {
-		cancel()
+	if sc, ok := k.schedules[id]; ok {
+		sc.cancel()
 		delete(k.schedules, id)
 	}
 }
@@ -522,8 +576,8 @@ func (k *Checker) unschedule(id string) {
 func (k *Checker) Close() {
 	k.mu.Lock()
 	k.closed = true
-	for id, cancel := range k.schedules {
-		cancel()
+	for id, sc := range k.schedules {
+		sc.cancel()
 		delete(k.schedules, id)
 	}
 	k.mu.Unlock()
