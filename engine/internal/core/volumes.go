@@ -38,12 +38,19 @@ type Volume struct {
 // VolumeCreateOptions is a volume creation request (Podman's body of
 // POST /volumes/create). An empty Name gets a random 64-hex name.
 type VolumeCreateOptions struct {
-	Name      string            `json:"Name"`
-	Driver    string            `json:"Driver"`
-	Label     map[string]string `json:"Label"`
-	Labels    map[string]string `json:"Labels"`
-	Options   map[string]string `json:"Options"`
-	Anonymous bool              `json:"-"`
+	Name    string            `json:"Name"`
+	Driver  string            `json:"Driver"`
+	Label   map[string]string `json:"Label"`
+	Labels  map[string]string `json:"Labels"`
+	Options map[string]string `json:"Options"`
+	// IgnoreIfExists answers an existing volume of the name instead of a
+	// 409 (podman volume create --ignore, Podman 5 on).
+	IgnoreIfExists bool `json:"IgnoreIfExists,omitempty"`
+	// UID and GID own the new volume's directory (Podman 6's --uid,
+	// --gid; the options uid= and gid= do the same).
+	UID       *int `json:"UID,omitempty"`
+	GID       *int `json:"GID,omitempty"`
+	Anonymous bool `json:"-"`
 	// OnCreate, when set, is called with the new volume's name before
 	// Create returns and before any other change can see the volume (the
 	// container backend reserves it for the container being created).

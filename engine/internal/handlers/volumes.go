@@ -12,7 +12,7 @@ type volumeHandlers struct {
 
 func (h volumeHandlers) create(w http.ResponseWriter, r *http.Request) {
 	var opts core.VolumeCreateOptions
-	if err := decodeJSONBody(r, &opts); err != nil {
+	if err := decodeStrict(r, &opts); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ type volumeJSON struct {
 	Scope       string
 	Options     map[string]string
 	UID         int
+	GID         int
 	Anonymous   bool
 	NeedsCopyUp bool
 }
@@ -73,8 +75,32 @@ func TestVolumeAPI(t *testing.T) {
 	te.Must(http.StatusNotFound, "GET", "/volumes/nope/json", nil)
 	te.Must(http.StatusNotFound, "DELETE", "/volumes/nope", nil)
 
+	// podman volume create --ignore (Podman 5): the existing volume, as it is.
+	var again volumeJSON
+	json.Unmarshal(te.Must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "data", "IgnoreIfExists": true, "Labels": map[string]string{"app": "other"}}), &again)
+	if again.Name != "data" || again.Labels["app"] != "web" || again.Mountpoint != v.Mountpoint {
+		t.Fatalf("create --ignore of an existing volume: %+v", again)
+	}
+	// podman volume create --uid/--gid (Podman 6): the directory's owner.
+	var owned volumeJSON
+	json.Unmarshal(te.Must(http.StatusCreated, "POST", "/volumes/create", map[string]any{"Name": "owned", "UID": 1234, "GID": 4321}), &owned)
+	if st, err := os.Stat(owned.Mountpoint); err != nil || owned.UID != 1234 || owned.GID != 4321 ||
+		st.Sys().(*syscall.Stat_t).Uid != 1234 || st.Sys().(*syscall.Stat_t).Gid != 4321 {
+		t.Fatalf("a volume with an owner: %+v %v", owned, err)
+	}
+	te.Must(http.StatusNoContent, "DELETE", "/volumes/owned", nil)
+
 	// Bad input: nothing is created.
 	te.Must(http.StatusConflict, "POST", "/volumes/create", map[string]any{"Name": "data"})
+	for member, body := range map[string]map[string]any{
+		"UID":     {"Name": "x", "UID": -1},
+		"GID":     {"Name": "x", "GID": -5},
+		"Surplus": {"Name": "x", "Surplus": true},
+	} {
+		if status, out := te.Do("POST", "/volumes/create", body); status != http.StatusBadRequest || !strings.Contains(string(out), member) {
+			t.Errorf("create %v: %d %s, want a 400 naming %s", body, status, out, member)
+		}
+	}
 	te.Must(http.StatusBadRequest, "POST", "/volumes/create", map[string]any{"Name": "../x"})
 	te.Must(http.StatusBadRequest, "POST", "/volumes/create", map[string]any{"Name": "x", "Driver": "nfs"})
 	te.Must(http.StatusBadRequest, "POST", "/volumes/create", map[string]any{"Name": "x", "Options": map[string]string{"device": "/dev/sda"}})

@@ -168,13 +168,29 @@ func (s *Store) Create(ctx context.Context, o core.VolumeCreateOptions) (*core.V
 	} else if set {
 		v.UID, v.GID = uid, gid
 	}
+	for field, id := range map[string]*int{"UID": o.UID, "GID": o.GID} {
+		if id == nil {
+			continue
+		}
+		if *id < 0 {
+			return nil, core.InvalidArgument(field, fmt.Errorf("%d is not a user or group ID", *id))
+		}
+		if field == "UID" {
+			v.UID = *id
+		} else {
+			v.GID = *id
+		}
+	}
 	if ms != nil || strings.Contains(","+optionValue(o.Options, "o")+",", ",nocopy,") {
 		// A mounted volume's content lives in its mount: nothing to copy up.
 		v.NeedsCopyUp = false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := s.db.GetVolume(ctx, name); err == nil {
+	if data, err := s.db.GetVolume(ctx, name); err == nil {
+		if o.IgnoreIfExists && o.Name != "" {
+			return decode(data)
+		}
 		return nil, fmt.Errorf("volume with name %s already exists: %w", name, core.ErrVolumeExists)
 	} else if !errors.Is(err, state.ErrNotFound) {
 		return nil, err
