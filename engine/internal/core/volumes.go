@@ -96,6 +96,9 @@ type Volumes interface {
 	// Prune removes every volume no container uses that matches filters
 	// (label, label!, until).
 	Prune(ctx context.Context, filters map[string][]string) ([]PruneReport, error)
+	// PruneDryRun answers what Prune would remove, removing nothing
+	// (Podman 6's volume prune --dry-run).
+	PruneDryRun(ctx context.Context, filters map[string][]string) ([]PruneReport, error)
 	// MarkCopiedUp clears a volume's NeedsCopyUp once it got its content.
 	MarkCopiedUp(ctx context.Context, name string) error
 	// Mount mounts a volume that has mount options (type=tmpfs, o=bind)

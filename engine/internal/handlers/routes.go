@@ -180,7 +180,7 @@ func (s *Server) libpodRoutes(r chi.Router) {
 		h := volumeHandlers{v: v}
 		r.Post("/volumes/create", h.create)
 		r.Get("/volumes/json", filteredHandler(v.List))
-		r.Post("/volumes/prune", filteredHandler(v.Prune))
+		r.Post("/volumes/prune", h.prune)
 		r.Get("/volumes/{name}/json", namedHandler(v.Inspect))
 		r.Get("/volumes/{name}/exists", existsHandler(v.Inspect, core.ErrNoSuchVolume))
 		r.Delete("/volumes/{name}", h.remove)

@@ -62,3 +62,23 @@ func (h volumeHandlers) importTar(w http.ResponseWriter, r *http.Request) {
 	}
 	writeNoContent(w)
 }
+
+// volumePruneQuery are PruneVolumes' parameters.
+type volumePruneQuery struct {
+	Filters map[string][]string `query:"filters"`
+	// DryRun (Podman 6's --dry-run) lists what would go, removing nothing.
+	DryRun bool `query:"dryrun"`
+}
+
+func (h volumeHandlers) prune(w http.ResponseWriter, r *http.Request) {
+	var q volumePruneQuery
+	if !queryInto(w, r, &q) {
+		return
+	}
+	prune := h.v.Prune
+	if q.DryRun {
+		prune = h.v.PruneDryRun
+	}
+	out, err := prune(r.Context(), q.Filters)
+	finishJSON(w, http.StatusOK, out, err)
+}

@@ -138,6 +138,13 @@ func TestVolumeAPI(t *testing.T) {
 	if len(reports) != 0 {
 		t.Fatalf("prune with label removed %+v", reports)
 	}
+	// Podman 6's --dry-run: what would go, and nothing goes.
+	json.Unmarshal(te.Must(http.StatusOK, "POST", "/volumes/prune?dryrun=true", nil), &reports)
+	if len(reports) != 1 || reports[0].ID != anon.Name {
+		t.Fatalf("prune --dry-run: %+v", reports)
+	}
+	te.Must(http.StatusOK, "GET", "/volumes/"+anon.Name+"/json", nil)
+	te.Must(http.StatusBadRequest, "POST", "/volumes/prune?dryrun=maybe", nil)
 	json.Unmarshal(te.Must(http.StatusOK, "POST", "/volumes/prune", nil), &reports)
 	if len(reports) != 1 || reports[0].ID != anon.Name {
 		t.Fatalf("prune: %+v", reports)

@@ -240,6 +240,9 @@ func TestDecodableByV4(t *testing.T) {
 		{Event{Type: TypeImage, Status: "load"}, false},
 		{Event{Type: TypeSecret, Status: "create"}, false},
 		{Event{Type: TypeContainer, Status: "bogus"}, false},
+		// Podman 5 added these: podman 4.3.1's events crashed on them.
+		{Event{Type: TypeContainer, Status: "update"}, false},
+		{Event{Type: TypeContainer, Status: "oom"}, false},
 	} {
 		if got := DecodableByV4(tc.e); got != tc.want {
 			t.Errorf("DecodableByV4(%s %s) = %v, want %v", tc.e.Type, tc.e.Status, got, tc.want)

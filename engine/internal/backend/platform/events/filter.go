@@ -113,7 +113,9 @@ func matchOne(key, value string, e Event) bool {
 }
 
 // v4Types and v4Statuses are the event types and statuses Podman 4 clients
-// know: they crash on any other, so streams to them leave such events out.
+// know (4.3.1's to 4.9's lists are the same): they crash on any other, so
+// streams to them leave such events out. "update" came with Podman 5, and
+// podman 4.3.1's events crashed on the one its own update made.
 var (
 	v4Types    = []string{TypeContainer, TypeImage, TypePod, TypeVolume, TypeNetwork, TypeSystem, "machine"}
 	v4Statuses = []string{
@@ -121,7 +123,7 @@ var (
 		"exec_died", "died", "export", "health_status", "history", "import", "init", "kill",
 		"loadfromarchive", "mount", "connect", "disconnect", "pause", "prune", "pull", "push",
 		"refresh", "remove", "rename", "renumber", "restart", "restore", "save", "start", "stop",
-		"sync", "tag", "unmount", "unpause", "untag", "update",
+		"sync", "tag", "unmount", "unpause", "untag",
 	}
 )
 

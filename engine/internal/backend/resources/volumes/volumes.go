@@ -374,6 +374,15 @@ func (s *Store) removeLocked(ctx context.Context, name string) error {
 
 // Prune removes unused volumes matching filters.
 func (s *Store) Prune(ctx context.Context, filters map[string][]string) ([]core.PruneReport, error) {
+	return s.prune(ctx, filters, true)
+}
+
+// PruneDryRun answers what Prune would remove.
+func (s *Store) PruneDryRun(ctx context.Context, filters map[string][]string) ([]core.PruneReport, error) {
+	return s.prune(ctx, filters, false)
+}
+
+func (s *Store) prune(ctx context.Context, filters map[string][]string, remove bool) ([]core.PruneReport, error) {
 	ctx = context.WithoutCancel(ctx)
 	match, err := s.compile(filters, "label", "label!", "until")
 	if err != nil {
@@ -403,6 +412,10 @@ func (s *Store) Prune(ctx context.Context, filters map[string][]string) ([]core.
 		}
 		size := dirSize(v.Mountpoint)
 		r := core.PruneReport{ID: v.Name, Size: uint64(size)}
+		if !remove {
+			out = append(out, r)
+			continue
+		}
 		if err := s.removeLocked(ctx, v.Name); err != nil {
 			r.Err, r.Size = err.Error(), 0
 		}
