@@ -620,6 +620,8 @@ type ListContainersOptions struct {
 	Size bool
 	// Detail fills each entry's MountDetails and NetworkDetails.
 	Detail bool
+	// Namespaces fills each running entry's Namespaces (podman ps --ns).
+	Namespaces bool
 	// Filters maps a filter name (id, name, label, status, exited, ancestor,
 	// before, since) to its values; values of one name are ORed, names ANDed
 	// (label and status are ANDed as Podman does for labels).

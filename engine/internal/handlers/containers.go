@@ -276,6 +276,9 @@ type listQuery struct {
 	Last    int                 `query:"last"`
 	Size    bool                `query:"size"`
 	Filters map[string][]string `query:"filters"`
+	// Namespace (podman ps --ns) fills each running container's
+	// namespaces.
+	Namespace bool `query:"namespace"`
 }
 
 func (h containerHandlers) list(w http.ResponseWriter, r *http.Request) {
@@ -290,7 +293,7 @@ func (h containerHandlers) list(w http.ResponseWriter, r *http.Request) {
 	if last < 0 {
 		last = 0
 	}
-	list, err := h.c.List(r.Context(), core.ListContainersOptions{All: q.All || last > 0, Last: last, Size: q.Size, Filters: q.Filters})
+	list, err := h.c.List(r.Context(), core.ListContainersOptions{All: q.All || last > 0, Last: last, Size: q.Size, Filters: q.Filters, Namespaces: q.Namespace})
 	finishJSON(w, http.StatusOK, list, err)
 }
 

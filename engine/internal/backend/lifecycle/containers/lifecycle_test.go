@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -508,5 +509,37 @@ func TestContainerMetrics(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+}
+
+// TestListNamespaces: namespace=true (podman ps --ns) fills each running
+// container's namespaces with the inode numbers of its process's; without
+// it, and for a container that does not run, they stay empty.
+func TestListNamespaces(t *testing.T) {
+	te := startEngine(t)
+	id := te.create(map[string]any{"command": []string{"sleep", "60"}})
+	te.create(map[string]any{"name": "ns-created", "command": []string{"true"}})
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	type row struct {
+		ID         string `json:"Id"`
+		Namespaces map[string]string
+	}
+	link, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", te.inspect(id).State.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []row
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/json?all=true&namespace=true", nil), &rows)
+	for _, r := range rows {
+		switch {
+		case r.ID == id && (link != "net:["+r.Namespaces["Net"]+"]" || r.Namespaces["Mnt"] == "" || r.Namespaces["Pidns"] == "" || len(r.Namespaces) != 7):
+			t.Errorf("the running container's namespaces: %v (its net namespace is %s)", r.Namespaces, link)
+		case r.ID != id && len(r.Namespaces) != 0:
+			t.Errorf("a created container's namespaces: %v", r.Namespaces)
+		}
+	}
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/json", nil), &rows)
+	if len(rows) != 1 || len(rows[0].Namespaces) != 0 {
+		t.Errorf("without namespace=true: %+v", rows)
 	}
 }

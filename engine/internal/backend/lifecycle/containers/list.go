@@ -3,6 +3,7 @@ package containers
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -57,6 +58,9 @@ func (m *Manager) List(ctx context.Context, opts core.ListContainersOptions) ([]
 		}
 		if opts.Size {
 			lc.Size = m.size(&recs[i])
+		}
+		if opts.Namespaces && recs[i].PID > 0 {
+			lc.Namespaces = processNamespaces(recs[i].PID)
 		}
 		if opts.Detail {
 			lc.MountDetails = inspectMounts(&recs[i].Spec, recs[i].Volumes)
@@ -607,4 +611,24 @@ func (m *Manager) Count(context.Context) (core.ContainerCounts, error) {
 		}
 	}
 	return c, nil
+}
+
+// processNamespaces names the namespaces of a process by their inode
+// numbers, as podman ps --ns shows them ("" for one it cannot read).
+func processNamespaces(pid int) core.ListContainerNamespaces {
+	ns := func(kind string) string {
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, kind))
+		if err != nil {
+			return ""
+		}
+		_, inode, ok := strings.Cut(strings.TrimSuffix(link, "]"), "[")
+		if !ok {
+			return ""
+		}
+		return inode
+	}
+	return core.ListContainerNamespaces{
+		MNT: ns("mnt"), Cgroup: ns("cgroup"), IPC: ns("ipc"), NET: ns("net"),
+		PIDNS: ns("pid"), UTS: ns("uts"), User: ns("user"),
+	}
 }
