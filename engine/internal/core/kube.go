@@ -57,6 +57,9 @@ type KubePlayOptions struct {
 	Wait bool
 	// Userns is the user namespace mode ("" or "host").
 	Userns string
+	// NoPodPrefix names each container as the YAML does, without its
+	// pod's name before it (Podman 6's --no-pod-prefix).
+	NoPodPrefix bool
 	// Build builds images from a Containerfile in the archive's directory
 	// named after the image (nil: only where the image is missing).
 	Build *bool

@@ -159,7 +159,7 @@ func (s *Server) extractArtifact(w http.ResponseWriter, r *http.Request) {
 		Digest       string `query:"digest"`
 		ExcludeTitle bool   `query:"excludetitle"`
 	}{}
-	if !decodeFoldedQuery(w, r, &q) {
+	if !queryInto(w, r, &q) {
 		return
 	}
 	write, err := s.deps.Artifacts.Extract(r.Context(), pathParam(r, "name"),

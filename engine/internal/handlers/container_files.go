@@ -24,7 +24,7 @@ func archivePath(w http.ResponseWriter, r *http.Request) (string, bool) {
 	var q struct {
 		Path string `query:"path"`
 	}
-	if !decodeFoldedQuery(w, r, &q) {
+	if !queryInto(w, r, &q) {
 		return "", false
 	}
 	if q.Path == "" {
@@ -98,7 +98,7 @@ func (h archiveHandlers) put(w http.ResponseWriter, r *http.Request) {
 		NoOverwriteDirNonDir bool   `query:"nooverwritedirnondir"`
 		Rename               string `query:"rename"`
 	}{CopyUIDGID: true}
-	if !decodeFoldedQuery(w, r, &q) {
+	if !queryInto(w, r, &q) {
 		return
 	}
 	if q.Path == "" {
@@ -128,7 +128,7 @@ func changesHandler(f core.ContainerFilesystems) http.HandlerFunc {
 			Parent   string `query:"parent"`
 			DiffType string `query:"difftype"`
 		}
-		if !decodeFoldedQuery(w, r, &q) {
+		if !queryInto(w, r, &q) {
 			return
 		}
 		changes, err := f.Changes(r.Context(), pathParam(r, "name"), core.ChangesOptions{Kind: q.DiffType, Parent: q.Parent})
@@ -159,7 +159,7 @@ func commitHandler(c core.ContainerCommits) http.HandlerFunc {
 			Squash    bool     `query:"squash"`
 			Stream    bool     `query:"stream"`
 		}{Format: "oci"}
-		if !decodeFoldedQuery(w, r, &q) {
+		if !queryInto(w, r, &q) {
 			return
 		}
 		if q.Container == "" {

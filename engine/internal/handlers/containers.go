@@ -87,7 +87,7 @@ func onlyWithImport(opts map[string]bool) error {
 func (h checkpointHandlers) checkpoint(w http.ResponseWriter, r *http.Request) {
 	// Podman's bindings send the names lowercased (printstats).
 	var q checkpointQuery
-	if !decodeFoldedQuery(w, r, &q) {
+	if !queryInto(w, r, &q) {
 		return
 	}
 	if err := unsupported(map[string]bool{"preCheckpoint": truthy(q.PreCheckpoint),
@@ -151,7 +151,7 @@ type restoreQuery struct {
 // path's name is then ignored, as Podman's client sends a placeholder).
 func (h checkpointHandlers) restore(w http.ResponseWriter, r *http.Request) {
 	var q restoreQuery
-	if !decodeFoldedQuery(w, r, &q) {
+	if !queryInto(w, r, &q) {
 		return
 	}
 	opts := core.RestoreOptions{

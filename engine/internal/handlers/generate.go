@@ -32,7 +32,7 @@ func (h generateHandlers) systemd(w http.ResponseWriter, r *http.Request) {
 	}{StopTimeout: 10, ContainerPrefix: "container", PodPrefix: "pod", Separator: "-"}
 	// Podman's bindings send the names lowercased (usename), its server
 	// matches them without case: so does this one.
-	if !decodeFoldedQuery(w, r, &q) {
+	if !queryInto(w, r, &q) {
 		return
 	}
 	if q.Template {

@@ -351,7 +351,7 @@ func (s *Server) loadLocalImages(w http.ResponseWriter, r *http.Request) {
 	q := struct {
 		Path string `query:"path"`
 	}{}
-	if !decodeFoldedQuery(w, r, &q) {
+	if !queryInto(w, r, &q) {
 		return
 	}
 	names, err := s.deps.Transfer.LoadFile(r.Context(), q.Path)
@@ -374,7 +374,7 @@ func (s *Server) importImage(w http.ResponseWriter, r *http.Request) {
 		Arch      string   `query:"architecture"`
 		Variant   string   `query:"variant"`
 	}{}
-	if !decodeFoldedQuery(w, r, &q) {
+	if !queryInto(w, r, &q) {
 		return
 	}
 	opts := core.ImportOptions{
@@ -407,7 +407,7 @@ func (s *Server) exportImage(w http.ResponseWriter, r *http.Request) {
 		Format   string `query:"format"`
 		Compress bool   `query:"compress"`
 	}{Format: core.FormatOCIArchive}
-	if !decodeFoldedQuery(w, r, &q) {
+	if !queryInto(w, r, &q) {
 		return
 	}
 	s.sendExport(w, r, []string{pathParam(r, "name")}, core.ExportOptions{Format: q.Format, Compress: q.Compress})
@@ -421,7 +421,7 @@ func (s *Server) exportImages(w http.ResponseWriter, r *http.Request) {
 		Compress                    bool     `query:"compress"`
 		OCIAcceptUncompressedLayers bool     `query:"ociacceptuncompressedlayers"`
 	}{Format: core.FormatOCIArchive}
-	if !decodeFoldedQuery(w, r, &q) {
+	if !queryInto(w, r, &q) {
 		return
 	}
 	refs := splitList(q.References, ",")
@@ -458,7 +458,7 @@ func (s *Server) scpImage(w http.ResponseWriter, r *http.Request) {
 		Destination string `query:"destination"`
 		Quiet       bool   `query:"quiet"`
 	}{}
-	if !decodeFoldedQuery(w, r, &q) {
+	if !queryInto(w, r, &q) {
 		return
 	}
 	loaded, err := s.deps.Transfer.Scp(r.Context(), pathParam(r, "name"), q.Destination)

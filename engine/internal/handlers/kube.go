@@ -39,6 +39,7 @@ type kubePlayQuery struct {
 	ServiceContainer bool              `query:"servicecontainer"`
 	Wait             bool              `query:"wait"`
 	Build            bool              `query:"build"`
+	NoPodPrefix      bool              `query:"nopodprefix"`
 	// Quiet only quiets pull progress on Podman's side; the engine prints none.
 	Quiet bool `query:"quiet"`
 }
@@ -115,6 +116,7 @@ func kubePlayOptions(r *http.Request) (core.KubePlayOptions, error) {
 		Wait:             q.Wait,
 		ServiceContainer: q.ServiceContainer,
 		Userns:           q.Userns,
+		NoPodPrefix:      q.NoPodPrefix,
 		TLSVerify:        tlsVerify,
 		Auth:             auth,
 	}

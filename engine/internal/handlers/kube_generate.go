@@ -27,7 +27,7 @@ func (h kubeGenerateHandlers) generate(w http.ResponseWriter, r *http.Request) {
 		NoTrunc    bool     `query:"notrunc"`
 		PodmanOnly bool     `query:"podmanonly"`
 	}{}
-	if !decodeFoldedQuery(w, r, &q) {
+	if !queryInto(w, r, &q) {
 		return
 	}
 	if q.Replicas < 0 || q.Replicas > 1<<31-1 {
@@ -58,7 +58,7 @@ func (h kubeGenerateHandlers) apply(w http.ResponseWriter, r *http.Request) {
 		Service    bool     `query:"service"`
 		File       string   `query:"file"`
 	}{}
-	if !decodeFoldedQuery(w, r, &q) {
+	if !queryInto(w, r, &q) {
 		return
 	}
 	if q.File != "" {

@@ -473,7 +473,7 @@ func (s *Server) removeManifestLists(w http.ResponseWriter, r *http.Request, nam
 // line carries the digest or the error.
 func (s *Server) pushManifest(w http.ResponseWriter, r *http.Request) {
 	q := manifestPushQuery{Quiet: true, TLSVerify: true}
-	if !decodeFoldedQuery(w, r, &q) {
+	if !queryInto(w, r, &q) {
 		return
 	}
 	s.runManifestPush(w, r, pathParam(r, "destination"), q)
@@ -498,7 +498,7 @@ type manifestPushQuery struct {
 // and the answer is the digest.
 func (s *Server) pushManifestV3(w http.ResponseWriter, r *http.Request) {
 	q := manifestPushQuery{TLSVerify: true}
-	if !decodeFoldedQuery(w, r, &q) {
+	if !queryInto(w, r, &q) {
 		return
 	}
 	q.Quiet = true

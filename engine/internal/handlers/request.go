@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -50,7 +51,10 @@ func decodeValues(values url.Values, dst any) error {
 			continue
 		}
 		given, ok := values[name]
-		if !ok || len(given) == 0 {
+		if !ok {
+			given = foldedValues(values, name)
+		}
+		if len(given) == 0 {
 			continue
 		}
 		if err := setField(v.Field(i), given); err != nil {
@@ -58,6 +62,25 @@ func decodeValues(values url.Values, dst any) error {
 		}
 	}
 	return nil
+}
+
+// foldedValues are the values of the parameters whose names equal name but
+// for case. Podman's server matches names so (its schema decoder), and its
+// clients rely on it: their options go out under lowercased field names
+// (tcpclose, nopodprefix) where the server's names are camelCase.
+func foldedValues(values url.Values, name string) []string {
+	var keys []string
+	for k := range values {
+		if strings.EqualFold(k, name) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var out []string
+	for _, k := range keys {
+		out = append(out, values[k]...)
+	}
+	return out
 }
 
 // queryNames lists the parameter names of a struct's `query` tags.
@@ -364,17 +387,6 @@ func tlsVerifyParam(values map[string][]string, given bool) *bool {
 		return nil
 	}
 	return &given
-}
-
-// decodeFoldedQuery decodes r's case-folded query (see foldQuery) into dst,
-// a pointer to a struct. On a bad query it answers the error itself and
-// reports false.
-func decodeFoldedQuery(w http.ResponseWriter, r *http.Request, dst any) bool {
-	if err := decodeValues(foldQuery(r), dst); err != nil {
-		writeError(w, err)
-		return false
-	}
-	return true
 }
 
 // foldQuery returns the query parameters with lower-case names: Podman's

@@ -46,6 +46,12 @@ func TestDecodeValues(t *testing.T) {
 		{"filters=[1]", params{}, "filters"},
 		{`filters={"a":"b"}`, params{}, "filters"},
 		{"Skipped=x", params{Limit: 10}, ""},
+		// Names match whatever their case, as Podman's server matches them:
+		// its clients send options under lowercased field names. An exact
+		// match wins.
+		{"ALL=true&Name=y", params{All: true, Name: "y", Limit: 10}, ""},
+		{"name=exact&NAME=other", params{Name: "exact", Limit: 10}, ""},
+		{"LIMIT=x", params{}, "limit"},
 	}
 	for _, c := range cases {
 		values, err := url.ParseQuery(c.query)

@@ -112,3 +112,17 @@ func TestKubePlayVolumeSubPath(t *testing.T) {
 		t.Fatalf("pods left after the refused plays: %+v", pods)
 	}
 }
+
+// TestKubePlayNoPodPrefix: noPodPrefix (Podman 6's kube play
+// --no-pod-prefix, sent as nopodprefix) names each container as the YAML
+// does; without it the pod's name comes first. It was not read before.
+func TestKubePlayNoPodPrefix(t *testing.T) {
+	te := startEngine(t)
+	yaml := "apiVersion: v1\nkind: Pod\nmetadata: {name: bknp}\nspec:\n  containers:\n  - {name: web, image: localhost/busybox:latest, command: [sleep, \"300\"]}\n"
+	te.play("?nopodprefix=true", yaml)
+	te.Must(http.StatusOK, "GET", "/containers/web/json", nil)
+	te.Must(http.StatusOK, "DELETE", "/pods/bknp?force=true", nil)
+	te.play("", yaml)
+	te.Must(http.StatusOK, "GET", "/containers/bknp-web/json", nil)
+	te.Must(http.StatusNotFound, "GET", "/containers/web/json", nil)
+}

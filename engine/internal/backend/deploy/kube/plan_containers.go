@@ -37,8 +37,12 @@ func (pl *planner) container(ctx context.Context, d *document, t podTemplate, fi
 	if err != nil {
 		return cs, err
 	}
+	name := t.name + "-" + c.Name
+	if pl.opts.NoPodPrefix {
+		name = c.Name
+	}
 	cs = core.ContainerSpec{
-		Name:         t.name + "-" + c.Name,
+		Name:         name,
 		Image:        image,
 		RawImageName: c.Image,
 		Terminal:     c.TTY,
