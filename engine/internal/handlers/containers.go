@@ -144,6 +144,9 @@ type restoreQuery struct {
 	Name            string   `query:"name"`
 	Pod             string   `query:"pod"`
 	PublishPorts    []string `query:"publishports"`
+	// TCPClose is Podman 5's restore --tcp-close, which runc 1.1 has no
+	// option for: refused rather than ignored.
+	TCPClose bool `query:"tcpclose"`
 }
 
 // restore restores a checkpointed container in place, or, with
@@ -152,6 +155,10 @@ type restoreQuery struct {
 func (h checkpointHandlers) restore(w http.ResponseWriter, r *http.Request) {
 	var q restoreQuery
 	if !queryInto(w, r, &q) {
+		return
+	}
+	if q.TCPClose {
+		writeError(w, core.InvalidArgument("tcpClose", errors.New("closing the checkpoint's TCP connections at restore is not supported (runc 1.1 has no --tcp-close); restore them with tcpEstablished, or checkpoint without them")))
 		return
 	}
 	opts := core.RestoreOptions{

@@ -152,7 +152,7 @@ func TestCheckpointRestoreInPlace(t *testing.T) {
 		t.Fatalf("the dump's network lock: %q, %v (want skip with %s)", lock, err, enginetest.RequireCRIU(t))
 	}
 	count := te.counted(id)
-	for _, q := range []string{"name=other", "pod=p", "publishPorts=8080:80", "ignoreRootFS=true", "ignoreVolumes=true"} {
+	for _, q := range []string{"name=other", "pod=p", "publishPorts=8080:80", "ignoreRootFS=true", "ignoreVolumes=true", "tcpclose=true"} {
 		te.Must(http.StatusBadRequest, "POST", "/containers/counter/restore?"+q, nil)
 	}
 	te.Must(http.StatusBadRequest, "POST", "/containers/counter/restore?import=true&publishPorts=nonsense", nil)
