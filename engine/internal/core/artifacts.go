@@ -55,6 +55,14 @@ type ArtifactExtractOptions struct {
 	ExcludeTitle bool
 }
 
+// ArtifactFile is one file of an artifact: its name (its title, or
+// "sha256-<hex>" when untitled or selected by digest) and the path of the
+// blob holding it on the engine's host, which must never be written.
+type ArtifactFile struct {
+	Name string
+	Path string
+}
+
 // ArtifactTransferOptions are the parameters of pulling or pushing an artifact.
 type ArtifactTransferOptions struct {
 	TLSVerify *bool
@@ -81,6 +89,9 @@ type Artifacts interface {
 	// Extract validates the selection and returns a function that writes the
 	// selected files as a tar stream.
 	Extract(ctx context.Context, nameOrDigest string, opts ArtifactExtractOptions) (func(io.Writer) error, error)
+	// Files answers the files an extraction with opts would write, each
+	// where the store keeps it (a container's artifact mounts bind them).
+	Files(ctx context.Context, nameOrDigest string, opts ArtifactExtractOptions) ([]ArtifactFile, error)
 	// Pull copies an artifact from a registry into the store and returns its digest.
 	Pull(ctx context.Context, name string, opts ArtifactTransferOptions) (string, error)
 	// Push copies an artifact to the registry its name points at and returns the pushed digest.

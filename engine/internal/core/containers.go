@@ -76,6 +76,20 @@ type ImageVolume struct {
 	SubPath     string `json:"subPath,omitempty"`
 }
 
+// ArtifactVolume mounts the files of an artifact of the engine's store
+// (Podman 5's --mount type=artifact,src=ARTIFACT,dst=PATH[,title=|digest=]
+// [,name=]): each file read-only at PATH/NAME, or at PATH itself when the
+// artifact has one file and PATH is no directory in the image. Title or
+// Digest selects one file; Name renames the files (NAME, or NAME-i for
+// several).
+type ArtifactVolume struct {
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+	Title       string `json:"title,omitempty"`
+	Digest      string `json:"digest,omitempty"`
+	Name        string `json:"name,omitempty"`
+}
+
 // ContainerLink is one legacy link: a container and the alias this
 // container knows it by.
 type ContainerLink struct {
@@ -100,6 +114,8 @@ type ContainerSpec struct {
 	// ImageVolumes mount images' file systems into the container (podman's
 	// --mount type=image, Docker's type=image). Recorded by image ID.
 	ImageVolumes []ImageVolume `json:"image_volumes,omitempty"`
+	// ArtifactVolumes are artifacts' files mounted read-only.
+	ArtifactVolumes []ArtifactVolume `json:"artifact_volumes,omitempty"`
 	// DependencyContainers are containers this one requires (podman's
 	// --requires): each is started before it, and none can be removed
 	// before it. Recorded by ID.

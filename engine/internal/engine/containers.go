@@ -49,7 +49,7 @@ type NetworkConfig struct {
 
 // openContainers opens the state database under cfg.Root, finds conmon and
 // the OCI runtime, and loads (and reconciles) every container.
-func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images *imagestore.Store, commits containers.ImageCommitter, appArmor apparmor.Host) (*containerBackend, error) {
+func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images *imagestore.Store, commits containers.ImageCommitter, appArmor apparmor.Host, artifacts containers.ArtifactSource) (*containerBackend, error) {
 	db, err := state.Open(ctx, filepath.Join(cfg.Root, "state.db"))
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
@@ -81,7 +81,7 @@ func openContainers(ctx context.Context, logger *slog.Logger, cfg Config, images
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	devices := cdi.Open(append(slices.Clone(cdi.DefaultSpecDirs), cfg.CDISpecDirs...))
-	mgr, err := containers.Open(ctx, containers.Options{CDI: devices, Images: images, Commits: commits, Runtime: rt, DB: db, Logger: logger, Volumes: vols, Secrets: secretStore, Networks: nets, DefaultNetworkMode: cfg.Network.DefaultMode, SubIDs: subIDs(logger), AppArmor: appArmor, SeccompDefaultPath: seccompDefaultPath(cfg), MaxImportSize: cfg.MaxExpandedSize, HoldEvents: true, CgroupManager: cfg.CgroupManager})
+	mgr, err := containers.Open(ctx, containers.Options{CDI: devices, Artifacts: artifacts, Images: images, Commits: commits, Runtime: rt, DB: db, Logger: logger, Volumes: vols, Secrets: secretStore, Networks: nets, DefaultNetworkMode: cfg.Network.DefaultMode, SubIDs: subIDs(logger), AppArmor: appArmor, SeccompDefaultPath: seccompDefaultPath(cfg), MaxImportSize: cfg.MaxExpandedSize, HoldEvents: true, CgroupManager: cfg.CgroupManager})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("engine: %w", err)

@@ -142,7 +142,7 @@ func New(ctx context.Context, logger *slog.Logger, cfg Config) (*Engine, error) 
 		return nil, err
 	}
 
-	ctrs, err := openContainers(ctx, logger, cfg, images, transfer, appArmor)
+	ctrs, err := openContainers(ctx, logger, cfg, images, transfer, appArmor, artifacts)
 	if err != nil {
 		e.Close()
 		return nil, err

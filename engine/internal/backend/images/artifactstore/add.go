@@ -232,6 +232,11 @@ func (s *Store) placeBlob(path string, d digest.Digest) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	// Readable by all, as Podman's store keeps blobs: a container mounts
+	// them (see Files).
+	if err := os.Chmod(path, 0o644); err != nil {
+		return fmt.Errorf("storing blob %s: %w", d, err)
+	}
 	if err := os.Rename(path, target); err != nil {
 		return fmt.Errorf("storing blob %s: %w", d, err)
 	}

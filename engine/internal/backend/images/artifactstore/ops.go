@@ -135,15 +135,61 @@ type extractFile struct {
 // one file. The returned writer holds the shared lock while it writes, so
 // a concurrent removal waits.
 func (s *Store) Extract(ctx context.Context, nameOrDigest string, opts core.ArtifactExtractOptions) (func(io.Writer) error, error) {
-	if opts.Title != "" && opts.Digest != "" {
-		return nil, core.InvalidArgument("digest", errors.New("title and digest cannot be combined"))
-	}
-	e, err := s.lookup(nameOrDigest)
+	_, files, err := s.selectFiles(nameOrDigest, opts)
 	if err != nil {
 		return nil, err
 	}
+	if opts.ExcludeTitle && len(files) == 1 {
+		files[0].name = ""
+	}
+	return func(w io.Writer) error { return s.writeTar(ctx, w, files) }, nil
+}
+
+// Files implements core.Artifacts: the files Extract would write, named as
+// it names them, at their blobs. Two files of one name are refused, as a
+// mount could not hold both. Each blob is made readable by all, as Podman's
+// store keeps them: a container's process that is not the host's root
+// reads the file through its bind.
+func (s *Store) Files(ctx context.Context, nameOrDigest string, opts core.ArtifactExtractOptions) ([]core.ArtifactFile, error) {
+	e, files, err := s.selectFiles(nameOrDigest, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	seen := map[string]bool{}
+	out := make([]core.ArtifactFile, 0, len(files))
+	for _, f := range files {
+		if seen[f.name] {
+			return nil, fmt.Errorf("artifact %s has several files named %q", e.name, f.name)
+		}
+		seen[f.name] = true
+		path := s.blobPath(f.digest)
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("artifact %s: blob %s: %w", e.name, f.digest, err)
+		}
+		if fi.Mode().Perm()&0o444 != 0o444 {
+			if err := os.Chmod(path, 0o644); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, core.ArtifactFile{Name: f.name, Path: path})
+	}
+	return out, nil
+}
+
+// selectFiles finds an artifact and the files of it that opts select.
+func (s *Store) selectFiles(nameOrDigest string, opts core.ArtifactExtractOptions) (*entry, []extractFile, error) {
+	if opts.Title != "" && opts.Digest != "" {
+		return nil, nil, core.InvalidArgument("digest", errors.New("title and digest cannot be combined"))
+	}
+	e, err := s.lookup(nameOrDigest)
+	if err != nil {
+		return nil, nil, err
+	}
 	if len(e.manifest.Layers) == 0 {
-		return nil, fmt.Errorf("artifact %s has no files: %w", e.name, core.ErrNoSuchArtifact)
+		return nil, nil, fmt.Errorf("artifact %s has no files: %w", e.name, core.ErrNoSuchArtifact)
 	}
 	var files []extractFile
 	for _, l := range e.manifest.Layers {
@@ -156,22 +202,19 @@ func (s *Store) Extract(ctx context.Context, nameOrDigest string, opts core.Arti
 			name = strings.ReplaceAll(l.Digest.String(), ":", "-")
 		}
 		if strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
-			return nil, fmt.Errorf("artifact %s: file title %q is not a plain file name", e.name, name)
+			return nil, nil, fmt.Errorf("artifact %s: file title %q is not a plain file name", e.name, name)
 		}
 		files = append(files, extractFile{name: name, digest: l.Digest, size: l.Size})
 	}
 	switch {
 	case len(files) == 0 && opts.Title != "":
-		return nil, fmt.Errorf("artifact %s has no file titled %q: %w", e.name, opts.Title, core.ErrNoSuchArtifact)
+		return nil, nil, fmt.Errorf("artifact %s has no file titled %q: %w", e.name, opts.Title, core.ErrNoSuchArtifact)
 	case len(files) == 0:
-		return nil, fmt.Errorf("artifact %s has no file with digest %s: %w", e.name, opts.Digest, core.ErrNoSuchArtifact)
+		return nil, nil, fmt.Errorf("artifact %s has no file with digest %s: %w", e.name, opts.Digest, core.ErrNoSuchArtifact)
 	case len(files) > 1 && (opts.Title != "" || opts.Digest != ""):
-		return nil, core.InvalidArgument("title", fmt.Errorf("artifact %s has several matching files", e.name))
+		return nil, nil, core.InvalidArgument("title", fmt.Errorf("artifact %s has several matching files", e.name))
 	}
-	if opts.ExcludeTitle && len(files) == 1 {
-		files[0].name = ""
-	}
-	return func(w io.Writer) error { return s.writeTar(ctx, w, files) }, nil
+	return e, files, nil
 }
 
 // writeTar writes files as a tar stream.

@@ -118,6 +118,9 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 	if err := m.resolveImageVolumes(ctx, &spec); err != nil {
 		return "", nil, err
 	}
+	if err := m.checkArtifactVolumes(ctx, &spec); err != nil {
+		return "", nil, err
+	}
 	addReadWriteTmpfs(&spec)
 	if err := checkPasswdRequest(&spec); err != nil {
 		return "", nil, err
@@ -360,6 +363,11 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 		return nil, err
 	}
 	extra = append(extra, imageBinds...)
+	artifactBinds, err := m.artifactBinds(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	extra = append(extra, artifactBinds...)
 	if len(extra) > 0 {
 		spec.Mounts = append(slices.Clone(spec.Mounts), extra...)
 	}

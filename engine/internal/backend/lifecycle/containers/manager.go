@@ -72,6 +72,9 @@ type Options struct {
 	// CDI resolves and applies the CDI devices containers ask for
 	// ("vendor.com/class=name"); nil refuses every container that does.
 	CDI core.CDIRegistry
+	// Artifacts gives the files of the artifacts containers mount; nil
+	// refuses every container that asks for one.
+	Artifacts ArtifactSource
 	// MaxImportSize bounds what a checkpoint archive may expand to (0:
 	// sizelimit.DefaultMax).
 	MaxImportSize int64
@@ -171,6 +174,7 @@ type Manager struct {
 	secrets    SecretSource
 	nets       core.ContainerNetworking
 	cdi        core.CDIRegistry
+	artifacts  ArtifactSource
 	privateNet bool
 	store      storage.Store
 	rt         *runtime.Runtime
@@ -250,7 +254,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	resolv, _ := os.ReadFile("/etc/resolv.conf")
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m := &Manager{
-		images: o.Images, commits: o.Commits, volumes: o.Volumes, secrets: o.Secrets, nets: o.Networks, cdi: o.CDI, privateNet: o.DefaultNetworkMode == core.NetNSPrivate, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
+		images: o.Images, commits: o.Commits, volumes: o.Volumes, secrets: o.Secrets, nets: o.Networks, cdi: o.CDI, artifacts: o.Artifacts, privateNet: o.DefaultNetworkMode == core.NetNSPrivate, store: o.Images.Storage(), rt: o.Runtime, db: o.DB, logger: o.Logger,
 		host: host, seccompDefault: o.SeccompDefaultPath, subIDs: o.SubIDs, apparmor: o.AppArmor, cgroupParent: o.CgroupParent, cgroupManager: o.CgroupManager, hostResolv: resolv,
 		byID: map[string]*entry{}, byName: map[string]*entry{}, reserved: map[string]bool{},
 		creating:        map[string][]string{},
