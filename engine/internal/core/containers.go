@@ -76,6 +76,15 @@ type ImageVolume struct {
 	SubPath     string `json:"subPath,omitempty"`
 }
 
+// OverlayVolume is a host directory mounted through an overlay (podman
+// run -v /src:/dst:O): the container's writes go to an upper layer, never
+// to the source. Options are the mount's (O, upperdir=, workdir=).
+type OverlayVolume struct {
+	Destination string   `json:"destination"`
+	Source      string   `json:"source,omitempty"`
+	Options     []string `json:"options,omitempty"`
+}
+
 // ArtifactVolume mounts the files of an artifact of the engine's store
 // (Podman 5's --mount type=artifact,src=ARTIFACT,dst=PATH[,title=|digest=]
 // [,name=]): each file read-only at PATH/NAME, or at PATH itself when the
@@ -114,6 +123,8 @@ type ContainerSpec struct {
 	// ImageVolumes mount images' file systems into the container (podman's
 	// --mount type=image, Docker's type=image). Recorded by image ID.
 	ImageVolumes []ImageVolume `json:"image_volumes,omitempty"`
+	// OverlayVolumes become bind mounts with the O option at create.
+	OverlayVolumes []OverlayVolume `json:"overlay_volumes,omitempty"`
 	// ArtifactVolumes are artifacts' files mounted read-only.
 	ArtifactVolumes []ArtifactVolume `json:"artifact_volumes,omitempty"`
 	// DependencyContainers are containers this one requires (podman's

@@ -270,6 +270,11 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 		unmountPerRun(rec.StaticDir)
 		return report, err
 	}
+	if err := mountOverlays(&rec); err != nil {
+		m.unmountVolumes(ctx, &rec)
+		unmountPerRun(rec.StaticDir)
+		return report, err
+	}
 	if err := m.setupNetworksLocked(ctx, e, restoreNetworks(rec.Spec.Networks, rec.CheckpointNets, opts)); err != nil {
 		m.teardownNetworkLocked(ctx, e)
 		m.unmountVolumes(ctx, &rec)

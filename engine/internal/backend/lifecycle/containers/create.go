@@ -40,6 +40,12 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 	if err != nil {
 		return "", nil, err
 	}
+	if err := foldOverlayVolumes(&spec); err != nil {
+		return "", nil, err
+	}
+	if err := checkOverlayOptions(&spec); err != nil {
+		return "", nil, err
+	}
 	if err := checkOnHost(&spec); err != nil {
 		return "", nil, err
 	}
@@ -343,6 +349,9 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 		return nil, err
 	}
 	spec := volumeBinds(rec.Spec, rec.Volumes, rec.StaticDir)
+	if err := applyOverlays(&spec, rec.StaticDir); err != nil {
+		return nil, err
+	}
 	extra, err := m.secretMounts(ctx, rec)
 	if err != nil {
 		return nil, err
@@ -527,6 +536,16 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 		return err
 	}
 	if err := m.mountVolumes(ctx, &rec); err != nil {
+		m.unmountVolumes(ctx, &rec)
+		unmountPerRun(rec.StaticDir)
+		return err
+	}
+	if err := chownSources(&rec); err != nil {
+		m.unmountVolumes(ctx, &rec)
+		unmountPerRun(rec.StaticDir)
+		return err
+	}
+	if err := mountOverlays(&rec); err != nil {
 		m.unmountVolumes(ctx, &rec)
 		unmountPerRun(rec.StaticDir)
 		return err

@@ -230,4 +230,5 @@ func unmountPerRun(static string) {
 	unmountShm(static)
 	unmountImageVolumes(static)
 	unstageSubPaths(static)
+	unmountOverlays(static)
 }

@@ -344,6 +344,7 @@ func (m *Manager) unmountVolumes(ctx context.Context, rec *record) {
 	if m.volumes == nil {
 		return
 	}
+	unmountOverlays(rec.StaticDir)
 	unstageSubPaths(rec.StaticDir)
 	for _, v := range rec.Volumes {
 		if m.volumeActive(v.Name, rec.ID) {
