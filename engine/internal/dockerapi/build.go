@@ -143,7 +143,7 @@ func buildOptions(q *query) (core.BuildOptions, error) {
 	if eh := q.str("extrahosts"); eh != "" {
 		opts.ExtraHosts = strings.Split(eh, ",")
 	}
-	for _, unsupported := range []string{"remote", "cachefrom", "cpusetcpus", "cpusetmems", "isolation", "squash", "outputs"} {
+	for _, unsupported := range []string{"remote", "cachefrom", "cpusetcpus", "cpusetmems", "isolation", "squash", "outputs", "cgroupparent", "securityopt"} {
 		if v := q.str(unsupported); v != "" && v != "[]" && v != "null" {
 			return core.BuildOptions{}, core.InvalidArgument(unsupported, fmt.Errorf("%s is not supported by Berth's builder", unsupported))
 		}
@@ -156,6 +156,25 @@ func buildOptions(q *query) (core.BuildOptions, error) {
 	}
 	if mem := q.integer("memory", 0); mem > 0 {
 		opts.Memory = mem
+	}
+	// RUN steps get no CPU weight or swap limit of their own: refused
+	// rather than ignored.
+	for _, name := range []string{"cpushares", "memswap"} {
+		if v := q.integer(name, 0); v != 0 {
+			return core.BuildOptions{}, core.InvalidArgument(name, fmt.Errorf("%s is not supported by Berth's builder", name))
+		}
+	}
+	if raw := q.str("ulimits"); raw != "" && raw != "null" {
+		var limits []struct {
+			Name       string
+			Soft, Hard int64
+		}
+		if err := json.Unmarshal([]byte(raw), &limits); err != nil {
+			return core.BuildOptions{}, core.InvalidArgument("ulimits", err)
+		}
+		for _, l := range limits {
+			opts.Ulimits = append(opts.Ulimits, fmt.Sprintf("%s=%d:%d", l.Name, l.Soft, l.Hard))
+		}
 	}
 	if shm := q.integer("shmsize", 0); shm > 0 {
 		opts.ShmSize = shm

@@ -182,6 +182,14 @@ func (s *server) containerStart(w http.ResponseWriter, r *http.Request) {
 		writeError(w, core.InvalidArgument("detachKeys", errors.New("detach keys are read at attach")))
 		return
 	}
+	// docker start --checkpoint (dockerd's experimental checkpoints, which
+	// this API does not serve): refused rather than started afresh.
+	for _, name := range []string{"checkpoint", "checkpoint-dir"} {
+		if r.URL.Query().Get(name) != "" {
+			writeError(w, core.InvalidArgument(name, errors.New("starting from a checkpoint is not supported by the Docker API here; use the libpod API's restore (podman container restore)")))
+			return
+		}
+	}
 	s.lifecycle(w, r, func(ctx context.Context, name string) error {
 		err := s.deps.Containers.Start(ctx, name)
 		if err == nil || errors.Is(err, core.ErrNotModified) {

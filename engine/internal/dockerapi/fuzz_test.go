@@ -152,6 +152,7 @@ func FuzzDockerBuildQuery(f *testing.F) {
 	f.Add(`buildargs=[1]&labels=x`)
 	f.Add(`version=2&platform=windows&cachefrom=["x"]`)
 	f.Add(`memory=lots&networkmode=bridge&q=true&rm=1`)
+	f.Add(`ulimits=[{"Name":"nofile","Hard":200,"Soft":100}]&cpushares=512&memswap=-1&cgroupparent=/x&securityopt=seccomp=unconfined`)
 	f.Fuzz(func(t *testing.T, raw string) {
 		v, err := url.ParseQuery(raw)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -218,6 +219,22 @@ func TestVolumeSubpathTranslate(t *testing.T) {
 		var fe *core.FieldError
 		if err := storageMounts(&core.ContainerSpec{}, &containertypes.Config{}, bad); !errors.As(err, &fe) || fe.Field != "HostConfig.Mounts" {
 			t.Errorf("%+v: %v, want a 400 naming HostConfig.Mounts", bad.Mounts[0].VolumeOptions, err)
+		}
+	}
+}
+
+// TestBuildLimitsTranslate: docker build's --ulimit reaches the RUN steps;
+// --cpu-shares, --memory-swap, --cgroup-parent and --security-opt, which
+// the builder cannot honour, are 400s naming them rather than ignored.
+func TestBuildLimitsTranslate(t *testing.T) {
+	opts, err := buildOptions(&query{v: url.Values{"ulimits": {`[{"Name":"nofile","Hard":200,"Soft":100}]`}, "memswap": {"0"}, "cpushares": {"0"}}})
+	if err != nil || len(opts.Ulimits) != 1 || opts.Ulimits[0] != "nofile=100:200" {
+		t.Fatalf("ulimits: %v %v", opts.Ulimits, err)
+	}
+	for name, value := range map[string]string{"cpushares": "512", "memswap": "-1", "cgroupparent": "/x", "securityopt": "seccomp=unconfined", "ulimits": "[1]"} {
+		var fe *core.FieldError
+		if _, err := buildOptions(&query{v: url.Values{name: {value}}}); !errors.As(err, &fe) || fe.Field != name {
+			t.Errorf("%s=%s: %v, want a 400 naming it", name, value, err)
 		}
 	}
 }

@@ -157,6 +157,9 @@ func TestDockerAPIRules(t *testing.T) {
 		{"POST", "/v1.44/containers/create", `{"Image":"nosuch/image"}`, 404, "No such image: nosuch/image"},
 		{"POST", "/v1.44/containers/create", `{"Image":`, 400, "body"},
 		{"POST", "/v1.44/networks/create", `{"Name":"bridge"}`, 403, "pre-defined network"},
+		{"POST", "/v1.44/containers/nosuch/start?checkpoint=cp1", "", 400, "starting from a checkpoint is not supported"},
+		{"POST", "/v1.44/build?cpushares=512", "", 400, "cpushares"},
+		{"POST", "/v1.44/build?securityopt=seccomp=unconfined", "", 400, "securityopt"},
 	} {
 		status, _, data := te.Exchange(tt.method, base+tt.path, "application/json", strings.NewReader(tt.body))
 		var msg struct{ Message string }
