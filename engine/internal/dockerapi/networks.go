@@ -369,6 +369,10 @@ func endpointOptions(field string, ep *networktypes.EndpointSettings) (core.PerN
 	opts.Links = links
 	opts.Aliases = ep.Aliases
 	if ep.IPAMConfig != nil {
+		if len(ep.IPAMConfig.LinkLocalIPs) > 0 {
+			// docker run --link-local-ip: netavark assigns none.
+			return opts, core.InvalidArgument(field+"IPAMConfig.LinkLocalIPs", errors.New("link-local addresses are not supported"))
+		}
 		for _, a := range []string{ep.IPAMConfig.IPv4Address, ep.IPAMConfig.IPv6Address} {
 			if a == "" {
 				continue

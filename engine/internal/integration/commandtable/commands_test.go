@@ -3,11 +3,13 @@ package commandtable
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +20,19 @@ import (
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 )
 
-func TestMain(m *testing.M) { enginetest.Main(m) }
+// TestMain runs the four tables side by side unless -parallel says
+// otherwise: each waits on its client, its engine and the rows' sleeps
+// most of the time, and the default (GOMAXPROCS, 2 on CI's machine) would
+// run them two by two.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", "4")
+	}
+	enginetest.Main(m)
+}
 
 // commandTimeout bounds one setup or command; a command that hangs counts
 // as failed.
@@ -46,6 +60,7 @@ spec:
 // command matches (their setups included); BERTH_COMMANDS_REPORT=1 logs
 // every row's outcome.
 func TestReadmePodmanCommands(t *testing.T) {
+	t.Parallel()
 	testdeadline.Set(t, 6*time.Minute)
 	enginetest.Require(t, "the README's podman commands", "podman")
 	podman, _ := exec.LookPath("podman")
@@ -64,6 +79,7 @@ func TestReadmePodmanCommandsPodman5(t *testing.T) { testPodmanClient(t, "BERTH_
 func TestReadmePodmanCommandsPodman6(t *testing.T) { testPodmanClient(t, "BERTH_PODMAN6", 6) }
 
 func testPodmanClient(t *testing.T, env string, generation int) {
+	t.Parallel()
 	testdeadline.Set(t, 6*time.Minute)
 	podman := os.Getenv(env)
 	if podman == "" {
@@ -99,6 +115,8 @@ func runPodmanTable(t *testing.T, podman string, generation int) {
 		}
 		rows = kept
 	}
+
+	rows = shiftPorts(rows, 100*(generation-4))
 
 	// Containers join the default bridge network, as they do for a user.
 	// CDI specs are read from cdi/ in the rows' working directory as well.
@@ -305,4 +323,29 @@ func tail(s string) string {
 func rootfsTar(t *testing.T) []byte {
 	t.Helper()
 	return tartest.Of(t, "imported.txt", "imported\n")
+}
+
+// rowPort is a loopback port a row publishes or serves on (18000-18999).
+var rowPort = regexp.MustCompile(`127\.0\.0\.1:(18\d\d\d)\b|hostPort: (18\d\d\d)\b|\b(18\d\d\d)\b`)
+
+// shiftPorts moves the 18xxx ports of rows by offset: the tables of the
+// three podman clients run side by side, each against its own engine, and
+// a port one of them publishes on the host must not be another's.
+func shiftPorts(rows []row, offset int) []row {
+	if offset == 0 {
+		return rows
+	}
+	shift := func(s string) string {
+		return rowPort.ReplaceAllStringFunc(s, func(m string) string {
+			i := strings.LastIndexAny(m, ": ") + 1
+			n, _ := strconv.Atoi(m[i:])
+			return m[:i] + strconv.Itoa(n+offset)
+		})
+	}
+	out := make([]row, len(rows))
+	for i, r := range rows {
+		r.command, r.setup, r.expect = shift(r.command), shift(r.setup), shift(r.expect)
+		out[i] = r
+	}
+	return out
 }

@@ -15,6 +15,7 @@ import (
 // one engine, the classic builder), in table order. BERTH_COMMANDS_RUN and
 // BERTH_COMMANDS_REPORT work as for the podman table.
 func TestReadmeDockerCommands(t *testing.T) {
+	t.Parallel()
 	testdeadline.Set(t, 6*time.Minute)
 	rows := selectedRows(t, dockerTable)
 	e := enginetest.Start(t, enginetest.Options{What: "the README's docker commands", Bridged: true, Needs: []string{"docker"}})

@@ -159,6 +159,7 @@ func TestDockerAPIRules(t *testing.T) {
 		{"POST", "/v1.44/networks/create", `{"Name":"bridge"}`, 403, "pre-defined network"},
 		{"POST", "/v1.44/containers/nosuch/start?checkpoint=cp1", "", 400, "starting from a checkpoint is not supported"},
 		{"POST", "/v1.44/build?cpushares=512", "", 400, "cpushares"},
+		{"POST", "/v1.44/containers/create", `{"Image":"localhost/busybox","NetworkingConfig":{"EndpointsConfig":{"bridge":{"IPAMConfig":{"LinkLocalIPs":["169.254.1.1"]}}}}}`, 400, "LinkLocalIPs"},
 		{"POST", "/v1.44/build?securityopt=seccomp=unconfined", "", 400, "securityopt"},
 	} {
 		status, _, data := te.Exchange(tt.method, base+tt.path, "application/json", strings.NewReader(tt.body))
