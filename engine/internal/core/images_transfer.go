@@ -2,8 +2,10 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"time"
 )
 
 // PullPolicy decides whether a pull contacts the registry.
@@ -72,6 +74,30 @@ type PullOptions struct {
 	Progress io.Writer
 	// Blobs, when set, receives each blob's progress as it is copied.
 	Blobs func(BlobProgress)
+	// Retries and RetryDelay: see TransferRetries.
+	TransferRetries
+}
+
+// TransferRetries are Podman's --retry and --retry-delay of a pull or push:
+// a copy that failed for a reason another try may not meet (Retryable) is
+// tried again up to Retries times, RetryDelay apart; 0 does not try again.
+type TransferRetries struct {
+	Retries    int
+	RetryDelay time.Duration
+}
+
+// Retryable tells whether a failed copy to or from a registry may succeed
+// when tried again: not after a definitive answer (no such image, refused
+// credentials, a bad reference or TLS setting, a platform the image lacks,
+// a limit) or a request that was cancelled.
+func Retryable(err error) bool {
+	for _, final := range []error{context.Canceled, context.DeadlineExceeded, ErrNoSuchImage, ErrUnauthorized,
+		ErrInvalidArgument, ErrPlatformMismatch, ErrTooLarge} {
+		if errors.Is(err, final) {
+			return false
+		}
+	}
+	return true
 }
 
 // BlobEvent names a step of a blob's copy.
@@ -113,6 +139,8 @@ type PushOptions struct {
 	// Blobs, when set, receives each blob's progress as it is copied: the
 	// first call means the registry accepted the connection.
 	Blobs func(BlobProgress)
+	// Retries and RetryDelay: see TransferRetries.
+	TransferRetries
 }
 
 // ImportOptions are the parameters of ImagesImport.

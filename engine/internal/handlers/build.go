@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"time"
 
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -240,9 +239,11 @@ func buildOptions(r *http.Request) (core.BuildOptions, buildQuery, error) {
 	if opts.Format, err = buildFormat(q); err != nil {
 		return opts, q, err
 	}
-	if opts.PullRetries, opts.PullRetryDelay, err = buildRetries(q); err != nil {
+	retries, err := transferRetries(q.Retry, q.RetryDelay, "retry-delay")
+	if err != nil {
 		return opts, q, err
 	}
+	opts.PullRetries, opts.PullRetryDelay = retries.Retries, retries.RetryDelay
 	if err := checkBuildCompression(values, q); err != nil {
 		return opts, q, err
 	}
@@ -508,24 +509,6 @@ func containsString(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// buildRetries reads how often a failed pull of a FROM image is tried
-// again and how long apart (Podman 5 and later send retry=3 and
-// retry-delay=2s by default); without them a failed pull is not retried.
-func buildRetries(q buildQuery) (int, time.Duration, error) {
-	if q.Retry < 0 {
-		return 0, 0, core.InvalidArgument("retry", fmt.Errorf("%d is negative", q.Retry))
-	}
-	delay := 2 * time.Second
-	if q.RetryDelay != "" {
-		d, err := time.ParseDuration(q.RetryDelay)
-		if err != nil || d < 0 {
-			return 0, 0, core.InvalidArgument("retry-delay", fmt.Errorf("%q is not a duration such as 2s", q.RetryDelay))
-		}
-		delay = d
-	}
-	return q.Retry, delay, nil
 }
 
 // checkBuildCompression checks the compression a Podman 5 or 6 client asks

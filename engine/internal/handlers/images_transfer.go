@@ -2,9 +2,11 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -163,6 +165,9 @@ func (s *Server) pullImage(w http.ResponseWriter, r *http.Request) {
 		Quiet     bool   `query:"quiet"`
 		Compat    bool   `query:"compatmode"`
 		Progress  bool   `query:"pullprogress"`
+		// Podman's --retry and --retry-delay.
+		Retry      int    `query:"retry"`
+		RetryDelay string `query:"retrydelay"`
 	}{TLSVerify: true}
 	if err := decodeValues(values, &q); err != nil {
 		writeError(w, err)
@@ -202,6 +207,10 @@ func (s *Server) pullImage(w http.ResponseWriter, r *http.Request) {
 		Arch:      q.Arch,
 		Variant:   q.Variant,
 		TLSVerify: tlsVerifyParam(values, q.TLSVerify),
+	}
+	if opts.TransferRetries, err = transferRetries(q.Retry, q.RetryDelay, "retryDelay"); err != nil {
+		writeError(w, err)
+		return
 	}
 	stream := newJSONStream(w)
 	switch {
@@ -281,6 +290,9 @@ func (s *Server) pushImage(w http.ResponseWriter, r *http.Request) {
 		CompressionFormat string `query:"compressionformat"`
 		RemoveSignatures  bool   `query:"removesignatures"`
 		Quiet             bool   `query:"quiet"`
+		// Podman's --retry and --retry-delay.
+		Retry      int    `query:"retry"`
+		RetryDelay string `query:"retrydelay"`
 	}{TLSVerify: true, Quiet: true}
 	if err := decodeValues(values, &q); err != nil {
 		writeError(w, err)
@@ -291,7 +303,13 @@ func (s *Server) pushImage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	retries, err := transferRetries(q.Retry, q.RetryDelay, "retryDelay")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	opts := core.PushOptions{
+		TransferRetries:   retries,
 		Destination:       q.Destination,
 		Auth:              auth,
 		Format:            q.Format,
@@ -463,4 +481,23 @@ func (s *Server) scpImage(w http.ResponseWriter, r *http.Request) {
 	}
 	loaded, err := s.deps.Transfer.Scp(r.Context(), pathParam(r, "name"), q.Destination)
 	finishJSON(w, http.StatusOK, scpReport{ID: loaded}, err)
+}
+
+// transferRetries reads how often a failed pull or push is tried again and
+// how long apart (Podman's --retry and --retry-delay; delayName is the
+// delay's parameter). Without retry a failure is final; without a delay the
+// tries are 2 s apart.
+func transferRetries(retry int, delay, delayName string) (core.TransferRetries, error) {
+	if retry < 0 {
+		return core.TransferRetries{}, core.InvalidArgument("retry", fmt.Errorf("%d is negative", retry))
+	}
+	r := core.TransferRetries{Retries: retry, RetryDelay: 2 * time.Second}
+	if delay != "" {
+		d, err := time.ParseDuration(delay)
+		if err != nil || d < 0 {
+			return core.TransferRetries{}, core.InvalidArgument(delayName, fmt.Errorf("%q is not a duration such as 2s", delay))
+		}
+		r.RetryDelay = d
+	}
+	return r, nil
 }

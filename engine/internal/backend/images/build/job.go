@@ -305,37 +305,14 @@ func (j *job) image(ctx context.Context, name string) (*imageState, error) {
 }
 
 // pull pulls a FROM image, trying again up to PullRetries times,
-// PullRetryDelay apart, after a failure that another try may not meet (a
+// PullRetryDelay apart, after a failure that another try may meet (a
 // registry that did not answer or failed), as Podman's builds do.
 func (j *job) pull(ctx context.Context, name string, policy core.PullPolicy) error {
-	for try := 0; ; try++ {
-		_, err := j.b.o.Transfer.Pull(ctx, core.PullOptions{
-			Reference: name, Policy: policy, Auth: j.opts.Auth, TLSVerify: j.opts.TLSVerify, Progress: j.out,
-		})
-		if err == nil || try >= j.opts.PullRetries || !retryablePull(err) {
-			return err
-		}
-		fmt.Fprintf(j.out, "Pulling %s failed, retrying in %s (%d/%d): %v\n", name, j.opts.PullRetryDelay, try+1, j.opts.PullRetries, err)
-		select {
-		case <-time.After(j.opts.PullRetryDelay):
-		case <-ctx.Done():
-			return err
-		}
-	}
-}
-
-// retryablePull tells whether a failed pull may succeed when tried again:
-// not after a definitive answer (no such image, refused credentials, a
-// bad reference or TLS setting, a platform the image lacks, a limit) or a
-// request that was cancelled.
-func retryablePull(err error) bool {
-	for _, final := range []error{context.Canceled, context.DeadlineExceeded, core.ErrNoSuchImage, core.ErrUnauthorized,
-		core.ErrInvalidArgument, core.ErrPlatformMismatch, core.ErrTooLarge} {
-		if errors.Is(err, final) {
-			return false
-		}
-	}
-	return true
+	_, err := j.b.o.Transfer.Pull(ctx, core.PullOptions{
+		Reference: name, Policy: policy, Auth: j.opts.Auth, TLSVerify: j.opts.TLSVerify, Progress: j.out,
+		TransferRetries: core.TransferRetries{Retries: j.opts.PullRetries, RetryDelay: j.opts.PullRetryDelay},
+	})
+	return err
 }
 
 // load reads a stored image by ID.

@@ -57,7 +57,8 @@ func isTransportName(name string) bool {
 	return false
 }
 
-// Pull copies an image from a registry into the store.
+// Pull copies an image from a registry into the store, trying again as
+// opts.TransferRetries says.
 func (t *Transfer) Pull(ctx context.Context, opts core.PullOptions) (ids []string, err error) {
 	defer t.observe("pull", time.Now(), &err)
 	defer func() {
@@ -67,6 +68,16 @@ func (t *Transfer) Pull(ctx context.Context, opts core.PullOptions) (ids []strin
 			}
 		}
 	}()
+	err = retrying(ctx, opts.TransferRetries, opts.Progress, "Pulling "+opts.Reference, func() error {
+		var err error
+		ids, err = t.pull(ctx, opts)
+		return err
+	})
+	return ids, err
+}
+
+// pull is one try of Pull.
+func (t *Transfer) pull(ctx context.Context, opts core.PullOptions) ([]string, error) {
 	name, err := RegistryReference("reference", opts.Reference)
 	if err != nil {
 		return nil, err

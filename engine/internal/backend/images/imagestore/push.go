@@ -16,9 +16,20 @@ import (
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
-// Push copies a local image to a registry.
+// Push copies a local image to a registry, trying again as
+// opts.TransferRetries says.
 func (t *Transfer) Push(ctx context.Context, source string, opts core.PushOptions) (manifestDigest string, err error) {
 	defer t.observe("push", time.Now(), &err)
+	err = retrying(ctx, opts.TransferRetries, opts.Progress, "Pushing "+source, func() error {
+		var err error
+		manifestDigest, err = t.push(ctx, source, opts)
+		return err
+	})
+	return manifestDigest, err
+}
+
+// push is one try of Push.
+func (t *Transfer) push(ctx context.Context, source string, opts core.PushOptions) (manifestDigest string, err error) {
 	local, err := t.store.Lookup(ctx, source)
 	if err != nil {
 		return "", err
