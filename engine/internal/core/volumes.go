@@ -93,6 +93,10 @@ type Volumes interface {
 	// Remove removes a volume; one used by containers only with force,
 	// which removes those containers first (ErrVolumeInUse otherwise).
 	Remove(ctx context.Context, name string, force bool) error
+	// RemoveForced is Remove with force, stopping the containers that use
+	// the volume with that timeout (podman volume rm -f --time) before it
+	// kills them.
+	RemoveForced(ctx context.Context, name string, timeout uint) error
 	// Prune removes every volume no container uses that matches filters
 	// (label, label!, until).
 	Prune(ctx context.Context, filters map[string][]string) ([]PruneReport, error)
@@ -120,4 +124,7 @@ type VolumeUsers interface {
 	ContainersUsingVolume(ctx context.Context, name string) ([]string, error)
 	// RemoveContainer stops and removes a container.
 	RemoveContainer(ctx context.Context, containerID string) error
+	// RemoveContainerWithin stops a container, killing it after timeout
+	// seconds, and removes it.
+	RemoveContainerWithin(ctx context.Context, containerID string, timeout uint) error
 }

@@ -362,6 +362,17 @@ func (s *Server) pruneImages(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	var cache struct {
+		// BuildCache (podman image prune --build-cache) empties the RUN
+		// --mount=type=cache directories too, as all does (Podman's rule).
+		BuildCache bool `query:"buildcache"`
+	}
+	if !queryInto(w, r, &cache) {
+		return
+	}
 	reports, err := s.deps.Images.Prune(r.Context(), core.ImagePruneOptions{All: query.All, Filters: query.Filters})
+	if err == nil && (query.All || cache.BuildCache) && s.deps.Build != nil {
+		_, err = s.deps.Build.PruneCache(r.Context(), core.BuildCachePruneOptions{All: true})
+	}
 	finishJSON(w, http.StatusOK, reports, err)
 }

@@ -26,6 +26,9 @@ func (h volumeHandlers) create(w http.ResponseWriter, r *http.Request) {
 
 type volumeRemoveQuery struct {
 	Force bool `query:"force"`
+	// Timeout (podman volume rm -f --time) stops the containers using the
+	// volume before they are killed.
+	Timeout string `query:"timeout"`
 }
 
 func (h volumeHandlers) remove(w http.ResponseWriter, r *http.Request) {
@@ -33,7 +36,17 @@ func (h volumeHandlers) remove(w http.ResponseWriter, r *http.Request) {
 	if !queryInto(w, r, &q) {
 		return
 	}
-	if err := h.v.Remove(r.Context(), pathParam(r, "name"), q.Force); err != nil {
+	timeout, err := optionalUint("timeout", q.Timeout)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if q.Force && timeout != nil {
+		err = h.v.RemoveForced(r.Context(), pathParam(r, "name"), *timeout)
+	} else {
+		err = h.v.Remove(r.Context(), pathParam(r, "name"), q.Force)
+	}
+	if err != nil {
 		writeError(w, err)
 		return
 	}

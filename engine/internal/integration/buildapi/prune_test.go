@@ -129,3 +129,30 @@ func TestBuildCachePrune(t *testing.T) {
 		t.Fatalf("prune all after the fresh build: %d %s, want its step images", status, body)
 	}
 }
+
+// TestImagePruneBuildCache: podman image prune --build-cache (buildcache,
+// not read before) and --all empty the RUN --mount=type=cache directories
+// as Podman's do; a plain image prune keeps them.
+func TestImagePruneBuildCache(t *testing.T) {
+	e := startEngine(t)
+	files := map[string]string{"Containerfile": strings.Replace(prunefile, "LAST", "echo b > /b", 1)}
+	if res := e.build(files, url.Values{"t": {"pbc:1"}}); res.status != http.StatusOK || res.err != "" {
+		t.Fatalf("build: %d %q\n%s", res.status, res.err, res.output)
+	}
+	dirs := func() int {
+		entries, _ := os.ReadDir(filepath.Join(e.Root, "build-cache"))
+		return len(entries)
+	}
+	if n := dirs(); n != 1 {
+		t.Fatalf("%d cache mount directories after the build, want 1", n)
+	}
+	if r := e.do(http.MethodPost, "/v5.0.0/libpod/images/prune", "", nil); r.status != http.StatusOK || dirs() != 1 {
+		t.Fatalf("a plain image prune: %d %s, %d cache directories left, want 1", r.status, r.body, dirs())
+	}
+	if r := e.do(http.MethodPost, "/v5.0.0/libpod/images/prune?buildcache=true", "", nil); r.status != http.StatusOK || dirs() != 0 {
+		t.Fatalf("image prune --build-cache: %d %s, %d cache directories left", r.status, r.body, dirs())
+	}
+	if r := e.do(http.MethodPost, "/v5.0.0/libpod/images/prune?buildcache=maybe", "", nil); r.status != http.StatusBadRequest {
+		t.Fatalf("buildcache=maybe: %d %s", r.status, r.body)
+	}
+}

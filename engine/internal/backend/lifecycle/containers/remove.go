@@ -303,3 +303,9 @@ func (m *Manager) SettleRemovals() { m.deleting.Wait() }
 func (m *Manager) RemoveContainer(ctx context.Context, containerID string) error {
 	return m.Remove(ctx, containerID, core.RemoveContainerOptions{Force: true, Ignore: true})
 }
+
+// RemoveContainerWithin stops a container with timeout and removes it
+// (core.VolumeUsers, for podman volume rm -f --time).
+func (m *Manager) RemoveContainerWithin(ctx context.Context, containerID string, timeout uint) error {
+	return m.Remove(ctx, containerID, core.RemoveContainerOptions{Force: true, Ignore: true, Timeout: &timeout})
+}

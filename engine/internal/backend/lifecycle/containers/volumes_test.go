@@ -536,3 +536,20 @@ func mountedAt(dir string) bool {
 	}
 	return false
 }
+
+// TestVolumeRemoveForceTimeout: podman volume rm -f --time 0 (timeout,
+// not read before) kills the running containers that use the volume at
+// once instead of waiting out their stop timeout; a timeout that is no
+// number is a 400.
+func TestVolumeRemoveForceTimeout(t *testing.T) {
+	te := startEngine(t)
+	id := te.create(map[string]any{"command": []string{"sleep", "600"}, "volumes": []map[string]any{{"Name": "busyvol", "Dest": "/d"}}})
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.Must(http.StatusBadRequest, "DELETE", "/volumes/busyvol?force=true&timeout=soon", nil)
+	start := time.Now()
+	te.Must(http.StatusNoContent, "DELETE", "/volumes/busyvol?force=true&timeout=0", nil)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("a forced removal with timeout 0 took %v (sleep ignores SIGTERM: the 10 s stop timeout was waited out)", took)
+	}
+	te.Must(http.StatusNotFound, "GET", "/containers/"+id+"/json", nil)
+}

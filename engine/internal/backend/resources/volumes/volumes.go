@@ -320,6 +320,15 @@ func (s *Store) List(ctx context.Context, filters map[string][]string) ([]*core.
 
 // Remove removes a volume.
 func (s *Store) Remove(ctx context.Context, name string, force bool) error {
+	return s.remove(ctx, name, force, nil)
+}
+
+// RemoveForced implements core.Volumes.
+func (s *Store) RemoveForced(ctx context.Context, name string, timeout uint) error {
+	return s.remove(ctx, name, true, &timeout)
+}
+
+func (s *Store) remove(ctx context.Context, name string, force bool, timeout *uint) error {
 	ctx = context.WithoutCancel(ctx)
 	if name == "" {
 		return core.InvalidArgument("name", errors.New("a volume name is required"))
@@ -339,7 +348,11 @@ func (s *Store) Remove(ctx context.Context, name string, force bool) error {
 			return fmt.Errorf("volume %s is being used by the following container(s): %s: %w", name, strings.Join(ids, ", "), core.ErrVolumeInUse)
 		}
 		for _, id := range ids {
-			if err := users.RemoveContainer(ctx, id); err != nil && !errors.Is(err, core.ErrNoSuchContainer) {
+			remove := users.RemoveContainer
+			if timeout != nil {
+				remove = func(ctx context.Context, id string) error { return users.RemoveContainerWithin(ctx, id, *timeout) }
+			}
+			if err := remove(ctx, id); err != nil && !errors.Is(err, core.ErrNoSuchContainer) {
 				return fmt.Errorf("remove container %s using volume %s: %w", id, name, err)
 			}
 		}

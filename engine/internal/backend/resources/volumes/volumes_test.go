@@ -20,6 +20,8 @@ import (
 type users struct {
 	using   map[string][]string
 	removed []string
+	// timeouts are the stop timeouts removals within one were given.
+	timeouts []uint
 }
 
 func (u *users) ContainersUsingVolume(_ context.Context, name string) ([]string, error) {
@@ -32,6 +34,11 @@ func (u *users) RemoveContainer(_ context.Context, id string) error {
 		u.using[name] = slices.DeleteFunc(slices.Clone(ids), func(s string) bool { return s == id })
 	}
 	return nil
+}
+
+func (u *users) RemoveContainerWithin(ctx context.Context, id string, timeout uint) error {
+	u.timeouts = append(u.timeouts, timeout)
+	return u.RemoveContainer(ctx, id)
 }
 
 func open(t *testing.T, dir string) (*Store, *state.DB) {
@@ -107,6 +114,14 @@ func TestRemoveInUse(t *testing.T) {
 	}
 	if err := s.Remove(ctx, "busy", false); !errors.Is(err, core.ErrNoSuchVolume) {
 		t.Fatalf("second remove: %v", err)
+	}
+	// podman volume rm -f --time 3: the users are stopped within 3 s.
+	u.using["timed"] = []string{"c3"}
+	if _, err := s.Create(ctx, core.VolumeCreateOptions{Name: "timed"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemoveForced(ctx, "timed", 3); err != nil || !slices.Equal(u.timeouts, []uint{3}) || !slices.Contains(u.removed, "c3") {
+		t.Fatalf("remove within 3 s: %v, timeouts %v, removed %v", err, u.timeouts, u.removed)
 	}
 }
 
