@@ -540,10 +540,24 @@ func storageMounts(spec *core.ContainerSpec, cfg *containertypes.Config, hc *con
 			if !strings.HasPrefix(m.Source, "/") {
 				return core.InvalidArgument("HostConfig.Mounts", fmt.Errorf("invalid mount config for type \"bind\": invalid mount path: '%s' mount path must be absolute", m.Source))
 			}
-			if m.BindOptions != nil && m.BindOptions.Propagation != "" {
-				opts = append(opts, string(m.BindOptions.Propagation))
+			bind := "rbind"
+			if bo := m.BindOptions; bo != nil {
+				if bo.Propagation != "" {
+					opts = append(opts, string(bo.Propagation))
+				}
+				// bind-nonrecursive binds the source alone, without the
+				// mounts below it.
+				if bo.NonRecursive {
+					bind = "bind"
+				}
+				switch {
+				case bo.CreateMountpoint:
+					return core.InvalidArgument("HostConfig.Mounts", fmt.Errorf("bind-create-src is not supported: create %s first", m.Source))
+				case bo.ReadOnlyForceRecursive:
+					return core.InvalidArgument("HostConfig.Mounts", errors.New("bind-recursive=readonly is not supported: runc 1.1 makes only the top mount read-only"))
+				}
 			}
-			spec.Mounts = append(spec.Mounts, specs.Mount{Type: "bind", Source: m.Source, Destination: m.Target, Options: append([]string{"rbind"}, opts...)})
+			spec.Mounts = append(spec.Mounts, specs.Mount{Type: "bind", Source: m.Source, Destination: m.Target, Options: append([]string{bind}, opts...)})
 		case mount.TypeVolume:
 			vo := m.VolumeOptions
 			if vo == nil {
@@ -551,6 +565,11 @@ func storageMounts(spec *core.ContainerSpec, cfg *containertypes.Config, hc *con
 			}
 			if vo.DriverConfig != nil && vo.DriverConfig.Name != "" && vo.DriverConfig.Name != "local" {
 				return core.InvalidArgument("HostConfig.Mounts", fmt.Errorf("volume driver %q is not supported: only local volumes", vo.DriverConfig.Name))
+			}
+			// volume-opt and volume-label would shape a volume the create
+			// makes: make it first (docker volume create --opt, --label).
+			if vo.DriverConfig != nil && len(vo.DriverConfig.Options) > 0 || len(vo.Labels) > 0 {
+				return core.InvalidArgument("HostConfig.Mounts", errors.New("volume-opt and volume-label are not supported: create the volume first with docker volume create --opt/--label"))
 			}
 			// dockerd takes a subpath only relative and lexically inside.
 			if vo.Subpath != "" && (m.Source == "" || !filepath.IsLocal(vo.Subpath)) {

@@ -215,7 +215,11 @@ func TestVolumeSubpathTranslate(t *testing.T) {
 	if len(spec.Volumes) != 1 || spec.Volumes[0].Name != "data" || spec.Volumes[0].SubPath != "conf/app.conf" {
 		t.Errorf("volumes: %+v", spec.Volumes)
 	}
-	for _, bad := range []*containertypes.HostConfig{hc("data", "/abs", ""), hc("data", "../up", ""), hc("data", "a/../../up", ""), hc("", "sub", ""), hc("data", "", "nfs-plugin")} {
+	withOpts := hc("data", "", "local")
+	withOpts.Mounts[0].VolumeOptions.DriverConfig.Options = map[string]string{"type": "tmpfs"}
+	withLabels := hc("data", "", "")
+	withLabels.Mounts[0].VolumeOptions.Labels = map[string]string{"a": "b"}
+	for _, bad := range []*containertypes.HostConfig{hc("data", "/abs", ""), hc("data", "../up", ""), hc("data", "a/../../up", ""), hc("", "sub", ""), hc("data", "", "nfs-plugin"), withOpts, withLabels} {
 		var fe *core.FieldError
 		if err := storageMounts(&core.ContainerSpec{}, &containertypes.Config{}, bad); !errors.As(err, &fe) || fe.Field != "HostConfig.Mounts" {
 			t.Errorf("%+v: %v, want a 400 naming HostConfig.Mounts", bad.Mounts[0].VolumeOptions, err)
@@ -235,6 +239,30 @@ func TestBuildLimitsTranslate(t *testing.T) {
 		var fe *core.FieldError
 		if _, err := buildOptions(&query{v: url.Values{name: {value}}}); !errors.As(err, &fe) || fe.Field != name {
 			t.Errorf("%s=%s: %v, want a 400 naming it", name, value, err)
+		}
+	}
+}
+
+// TestBindOptionsTranslate: --mount type=bind,bind-nonrecursive binds the
+// source alone; bind-create-src and bind-recursive=readonly, which the
+// engine cannot honour, are 400s naming HostConfig.Mounts (they were
+// ignored before).
+func TestBindOptionsTranslate(t *testing.T) {
+	hc := func(bo *mount.BindOptions) *containertypes.HostConfig {
+		return &containertypes.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeBind, Source: "/srv", Target: "/d", BindOptions: bo}}}
+	}
+	var spec core.ContainerSpec
+	if err := storageMounts(&spec, &containertypes.Config{}, hc(&mount.BindOptions{NonRecursive: true})); err != nil || spec.Mounts[0].Options[0] != "bind" {
+		t.Fatalf("bind-nonrecursive: %+v %v", spec.Mounts, err)
+	}
+	spec = core.ContainerSpec{}
+	if err := storageMounts(&spec, &containertypes.Config{}, hc(nil)); err != nil || spec.Mounts[0].Options[0] != "rbind" {
+		t.Fatalf("a plain bind: %+v %v", spec.Mounts, err)
+	}
+	for _, bo := range []*mount.BindOptions{{CreateMountpoint: true}, {ReadOnlyForceRecursive: true}} {
+		var fe *core.FieldError
+		if err := storageMounts(&core.ContainerSpec{}, &containertypes.Config{}, hc(bo)); !errors.As(err, &fe) || fe.Field != "HostConfig.Mounts" {
+			t.Errorf("%+v: %v", bo, err)
 		}
 	}
 }
