@@ -188,16 +188,28 @@ func layerDiffDir(driverDir, layer string) string {
 
 // unmountImageVolumes detaches a container's image volumes and drops
 // their upper layers.
-func unmountImageVolumes(static string) {
-	root := filepath.Join(static, "imgvol")
+func unmountImageVolumes(static string) { unmountPerRunDir(static, "imgvol", true) }
+
+// unmountPerRunDir detaches every mount below STATICDIR/sub (image
+// volumes, overlays, staged volume parts: what a run mounts there and a
+// kill -9 may leave) and, with layers, drops the upper and work
+// directories of each entry, which the next mount makes anew.
+func unmountPerRunDir(static, sub string, layers bool) {
+	if static == "" {
+		return
+	}
+	root := filepath.Join(static, sub)
 	if _, err := os.Stat(root); errors.Is(err, os.ErrNotExist) {
 		return
 	}
 	mounts.UnmountUnder(root, nil)
+	if !layers {
+		return
+	}
 	entries, _ := os.ReadDir(root)
 	for _, e := range entries {
-		for _, sub := range []string{"upper", "work"} {
-			os.RemoveAll(filepath.Join(root, e.Name(), sub))
+		for _, d := range []string{"upper", "work"} {
+			os.RemoveAll(filepath.Join(root, e.Name(), d))
 		}
 	}
 }

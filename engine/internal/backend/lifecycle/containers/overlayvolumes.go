@@ -12,7 +12,6 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
-	"github.com/berth-project/berth/engine/internal/backend/platform/mounts"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -185,19 +184,4 @@ func mountOverlays(rec *record) (err error) {
 
 // unmountOverlays detaches a container's overlays and drops the upper
 // layers the engine made for them.
-func unmountOverlays(static string) {
-	if static == "" {
-		return
-	}
-	root := filepath.Join(static, "ovl")
-	if _, err := os.Stat(root); errors.Is(err, os.ErrNotExist) {
-		return
-	}
-	mounts.UnmountUnder(root, nil)
-	entries, _ := os.ReadDir(root)
-	for _, e := range entries {
-		for _, sub := range []string{"upper", "work"} {
-			os.RemoveAll(filepath.Join(root, e.Name(), sub))
-		}
-	}
-}
+func unmountOverlays(static string) { unmountPerRunDir(static, "ovl", true) }

@@ -11,7 +11,6 @@ import (
 	securejoin "github.com/cyphar/filepath-securejoin"
 	"golang.org/x/sys/unix"
 
-	"github.com/berth-project/berth/engine/internal/backend/platform/mounts"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -113,13 +112,4 @@ func stageSubPath(v mountedVolume, stage string) error {
 }
 
 // unstageSubPaths detaches every staged volume part of a container.
-func unstageSubPaths(static string) {
-	if static == "" {
-		return
-	}
-	root := filepath.Join(static, "volsub")
-	if _, err := os.Stat(root); errors.Is(err, os.ErrNotExist) {
-		return
-	}
-	mounts.UnmountUnder(root, nil)
-}
+func unstageSubPaths(static string) { unmountPerRunDir(static, "volsub", false) }
