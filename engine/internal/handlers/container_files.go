@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/berth-project/berth/engine/internal/core"
@@ -178,12 +179,11 @@ func commitHandler(c core.ContainerCommits) http.HandlerFunc {
 		// Podman 5 sends the configuration to merge (commit --config) as
 		// the body; older clients send none.
 		var config core.CommitConfig
-		present, err := decodeJSON(r.Body, &config, true)
-		if err != nil {
+		if err := decodeStrict(r, &config); err != nil {
 			writeError(w, err)
 			return
 		}
-		if present {
+		if !reflect.ValueOf(config).IsZero() {
 			opts.Config = &config
 		}
 		for _, change := range q.Changes {

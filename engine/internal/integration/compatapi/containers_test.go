@@ -98,6 +98,7 @@ func TestCommitJSONConfig(t *testing.T) {
 		{`{"Env":["NOVALUE"]}`, "invalid config.Env"},
 		{`{"Tty":true}`, "invalid config.Tty"},
 		{`{"Healthcheck":{"Test":["CMD","true"]}}`, "invalid config.Healthcheck"},
+		{`{"Entrypointt":["sh"]}`, "invalid Entrypointt"},
 	} {
 		status, answer := te.Raw("POST", "/commit?container="+id+"&repo=localhost/committed&tag=bad", "application/json", strings.NewReader(bad.body))
 		if status != http.StatusBadRequest || !strings.Contains(decodeError(t, answer).Message, bad.field) {
