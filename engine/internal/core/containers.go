@@ -85,6 +85,24 @@ type OverlayVolume struct {
 	Options     []string `json:"options,omitempty"`
 }
 
+// FoldOverlayVolumes appends ovs to mounts as the engine keeps overlays:
+// bind mounts with the O option (the option's checks are the container
+// backend's). A source that is not an absolute path is a 400 naming
+// FIELD[i].source.
+func FoldOverlayVolumes(field string, ovs []OverlayVolume, mounts []specs.Mount) ([]specs.Mount, error) {
+	for i, ov := range ovs {
+		if !path.IsAbs(ov.Source) {
+			return nil, InvalidArgument(fmt.Sprintf("%s[%d].source", field, i), fmt.Errorf("%q is not an absolute host path", ov.Source))
+		}
+		opts := slices.Clone(ov.Options)
+		if !slices.Contains(opts, "O") {
+			opts = append(opts, "O")
+		}
+		mounts = append(mounts, specs.Mount{Type: "bind", Source: ov.Source, Destination: ov.Destination, Options: append([]string{"rbind"}, opts...)})
+	}
+	return mounts, nil
+}
+
 // ArtifactVolume mounts the files of an artifact of the engine's store
 // (Podman 5's --mount type=artifact,src=ARTIFACT,dst=PATH[,title=|digest=]
 // [,name=]): each file read-only at PATH/NAME, or at PATH itself when the

@@ -91,11 +91,14 @@ type PodSpec struct {
 	// Devices (pod_devices, --device), Mounts and Volumes (-v, --mount)
 	// are every member's, before its own, as Podman's members inherit
 	// them from the infra container.
-	Devices            []string          `json:"pod_devices,omitempty"`
-	Sysctl             map[string]string `json:"sysctl,omitempty"`
-	Mounts             []specs.Mount     `json:"mounts,omitempty"`
-	Volumes            []NamedVolume     `json:"volumes,omitempty"`
-	OverlayVolumes     json.RawMessage   `json:"overlay_volumes,omitempty"`
+	Devices []string          `json:"pod_devices,omitempty"`
+	Sysctl  map[string]string `json:"sysctl,omitempty"`
+	Mounts  []specs.Mount     `json:"mounts,omitempty"`
+	Volumes []NamedVolume     `json:"volumes,omitempty"`
+	// OverlayVolumes (-v /src:/dst:O) become every member's bind mounts
+	// with the O option: each member sees the source through an overlay
+	// of its own.
+	OverlayVolumes     []OverlayVolume   `json:"overlay_volumes,omitempty"`
 	ImageVolumes       json.RawMessage   `json:"image_volumes,omitempty"`
 	VolumesFrom        []string          `json:"volumes_from,omitempty"`
 	ShmSize            *int64            `json:"shm_size,omitempty"`

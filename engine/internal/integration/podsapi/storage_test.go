@@ -47,6 +47,22 @@ func TestPodMemberStorage(t *testing.T) {
 		t.Errorf("a pod with a relative mount destination: %d %s", status, body)
 	}
 	te.Must(http.StatusNotFound, "GET", "/pods/badmount/json", nil)
+
+	// -v SRC:DST:O on a pod (overlay_volumes, refused before): each member
+	// sees SRC through an overlay of its own and SRC stays as it was.
+	te.MustPodman("pod", "create", "--name", "layered", "-v", host+":/o:O")
+	out = te.MustPodman("run", "--rm", "--pod", "layered", "localhost/busybox:latest", "sh", "-c", "cat /o/f; echo changed > /o/f; cat /o/f")
+	if !strings.Contains(out, "from-host") || !strings.Contains(out, "changed") {
+		t.Errorf("a member of a pod with an overlay: %s", out)
+	}
+	if data, _ := os.ReadFile(filepath.Join(host, "f")); string(data) != "from-host\n" {
+		t.Errorf("the pod's overlay source after a member wrote: %q", data)
+	}
+	status, body = te.Do("POST", "/pods/create", map[string]any{"name": "badoverlay",
+		"overlay_volumes": []map[string]any{{"destination": "/o", "source": "relative", "options": []string{"O"}}}})
+	if status != http.StatusBadRequest || !strings.Contains(string(body), "overlay_volumes[0].source") {
+		t.Errorf("a pod overlay with a relative source: %d %s", status, body)
+	}
 }
 
 // TestPodSysctl: a pod's sysctls (podman pod create --sysctl) are set in

@@ -65,17 +65,11 @@ func overlayDir(static string, i int) string {
 // -v /src:/dst:O) into bind mounts with the O option, where the engine
 // keeps every overlay.
 func foldOverlayVolumes(spec *core.ContainerSpec) error {
-	for i, ov := range spec.OverlayVolumes {
-		if !filepath.IsAbs(ov.Source) {
-			return core.InvalidArgument(fmt.Sprintf("overlay_volumes[%d].source", i), fmt.Errorf("%q is not an absolute host path", ov.Source))
-		}
-		opts := slices.Clone(ov.Options)
-		if !slices.Contains(opts, "O") {
-			opts = append(opts, "O")
-		}
-		spec.Mounts = append(spec.Mounts, specs.Mount{Type: "bind", Source: ov.Source, Destination: ov.Destination, Options: append([]string{"rbind"}, opts...)})
+	mounts, err := core.FoldOverlayVolumes("overlay_volumes", spec.OverlayVolumes, spec.Mounts)
+	if err != nil {
+		return err
 	}
-	spec.OverlayVolumes = nil
+	spec.Mounts, spec.OverlayVolumes = mounts, nil
 	return nil
 }
 

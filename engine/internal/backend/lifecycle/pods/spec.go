@@ -46,6 +46,11 @@ func normalize(spec *core.PodSpec) error {
 	if err := refuseUnsupported(spec); err != nil {
 		return err
 	}
+	mounts, err := core.FoldOverlayVolumes("overlay_volumes", spec.OverlayVolumes, spec.Mounts)
+	if err != nil {
+		return err
+	}
+	spec.Mounts, spec.OverlayVolumes = mounts, nil
 	if err := checkMemberStorage(spec); err != nil {
 		return err
 	}
@@ -154,7 +159,6 @@ func refuseUnsupported(spec *core.PodSpec) error {
 		// Sysctls are set in the infra container's namespaces, which
 		// the members share: a pod without one has none to set them in.
 		{"sysctl", len(spec.Sysctl) > 0 && spec.NoInfra},
-		{"overlay_volumes", !emptyJSON(spec.OverlayVolumes)},
 		{"image_volumes", !emptyJSON(spec.ImageVolumes)},
 		{"shm_size_systemd", spec.ShmSizeSystemd != nil},
 		{"serviceContainerID", spec.ServiceContainerID != ""},
