@@ -2,7 +2,9 @@ package core
 
 import (
 	"errors"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -78,4 +80,52 @@ func TestHealthUpdateApply(t *testing.T) {
 			t.Errorf("%+v changed the spec when refused", bad)
 		}
 	}
+}
+
+// FuzzHealthUpdate: a client's healthcheck command and durations (podman
+// update --health-*), applied to a spec with a check: a refusal is a 400
+// naming a member and leaves the spec as it was; an accepted update leaves
+// a spec whose healthcheck validates, with a command or NONE.
+func FuzzHealthUpdate(f *testing.F) {
+	f.Add("curl -f http://x/", "30s", "5s", uint(3))
+	f.Add(`["CMD","true"]`, "disable", "1s", uint(1))
+	f.Add("none", "-1s", "0s", uint(0))
+	f.Add(`[""]`, "1h", "later", uint(7))
+	f.Fuzz(func(t *testing.T, cmd, interval, timeout string, retries uint) {
+		s := ContainerSpec{HealthConfig: &HealthConfig{Test: []string{"CMD-SHELL", "true"}, Interval: time.Second, Retries: 3, Timeout: time.Second}}
+		before := *s.HealthConfig
+		u := HealthUpdate{Cmd: &cmd, Interval: &interval, Timeout: &timeout, Retries: &retries}
+		err := u.Apply(&s)
+		if err != nil {
+			var fe *FieldError
+			if !errors.As(err, &fe) || !errors.Is(err, ErrInvalidArgument) {
+				t.Fatalf("a refusal that is not a 400 naming a member: %v", err)
+			}
+			if !slices.Equal(s.HealthConfig.Test, before.Test) || s.HealthConfig.Interval != before.Interval {
+				t.Fatalf("a refused update changed the spec: %+v", s.HealthConfig)
+			}
+			return
+		}
+		if err := s.ValidateHealth(); err != nil || len(s.HealthConfig.Test) == 0 || s.HealthConfig.Retries < 1 || s.HealthConfig.Timeout <= 0 {
+			t.Fatalf("accepted %q %q %q %d into %+v (%v)", cmd, interval, timeout, retries, s.HealthConfig, err)
+		}
+	})
+}
+
+// FuzzCleanVolumeSubPath: an accepted subpath is relative, clean and never
+// leads above the volume's root ("." is the root itself, as Podman and
+// dockerd take it).
+func FuzzCleanVolumeSubPath(f *testing.F) {
+	for _, s := range []string{"sub", "/a/b", "a/../b", "../x", "a/../../x", "/", "", "a\x00b", "./c/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, sub string) {
+		got, err := CleanVolumeSubPath(sub)
+		if err != nil {
+			return
+		}
+		if got == "" || strings.HasPrefix(got, "/") || got == ".." || strings.HasPrefix(got, "../") || filepath.Clean(got) != got || strings.ContainsRune(got, 0) {
+			t.Fatalf("CleanVolumeSubPath(%q) = %q", sub, got)
+		}
+	})
 }
