@@ -230,27 +230,23 @@ func stopTimeout(r *http.Request) (*uint, error) {
 }
 
 func (s *server) containerStop(w http.ResponseWriter, r *http.Request) {
-	t, err := stopTimeout(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	sig := r.URL.Query().Get("signal")
-	s.lifecycle(w, r, func(ctx context.Context, name string) error {
-		return s.deps.Containers.StopWithSignal(ctx, name, t, sig)
-	})
+	s.stopping(w, r, s.deps.Containers.StopWithSignal)
 }
 
 func (s *server) containerRestart(w http.ResponseWriter, r *http.Request) {
+	s.stopping(w, r, s.deps.Containers.RestartWithSignal)
+}
+
+// stopping answers docker stop and restart: op with the query's t and
+// signal.
+func (s *server) stopping(w http.ResponseWriter, r *http.Request, op func(ctx context.Context, name string, timeout *uint, signal string) error) {
 	t, err := stopTimeout(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	sig := r.URL.Query().Get("signal")
-	s.lifecycle(w, r, func(ctx context.Context, name string) error {
-		return s.deps.Containers.RestartWithSignal(ctx, name, t, sig)
-	})
+	s.lifecycle(w, r, func(ctx context.Context, name string) error { return op(ctx, name, t, sig) })
 }
 
 func (s *server) containerKill(w http.ResponseWriter, r *http.Request) {
