@@ -418,7 +418,11 @@ func (s *server) containerUpdate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, core.InvalidArgument("body", errors.New("ulimits and devices cannot be updated")))
 		return
 	}
-	opts := core.UpdateContainerOptions{Resources: spec.Resources}
+	// Per-device limits by path (docker update --device-read-bps ...),
+	// which the update resolves as a create does; they were dropped before.
+	opts := core.UpdateContainerOptions{Resources: spec.Resources,
+		ThrottleReadBpsDevice: spec.ThrottleReadBpsDevice, ThrottleWriteBpsDevice: spec.ThrottleWriteBpsDevice,
+		ThrottleReadIOPSDevice: spec.ThrottleReadIOPSDevice, ThrottleWriteIOPSDevice: spec.ThrottleWriteIOPSDevice}
 	if body.RestartPolicy.Name != "" {
 		if err := s.restartPolicy(&spec, body.RestartPolicy); err != nil {
 			writeError(w, err)

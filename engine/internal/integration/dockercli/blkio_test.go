@@ -45,6 +45,15 @@ func TestBlockIOThrottles(t *testing.T) {
 			t.Fatalf("%s inspect: %s", client, got)
 		}
 	}
+	// An update's BlkioDeviceReadBps (dropped before; the docker CLI has no
+	// flag for it, the API has): the new rate by path.
+	body := fmt.Sprintf(`{"BlkioDeviceReadBps":[{"Path":%q,"Rate":%d}]}`, dev, 3<<20)
+	if status, _, data := te.Exchange("POST", "http://"+te.Addr+"/v1.44/containers/throttled/update", "application/json", strings.NewReader(body)); status != 200 {
+		t.Fatalf("update: %d %s", status, data)
+	}
+	if got := te.run("docker", "inspect", "--format", "{{.HostConfig.BlkioDeviceReadBps}}", "throttled"); !strings.Contains(got, fmt.Sprint(3<<20)) {
+		t.Fatalf("docker inspect after docker update: %s", got)
+	}
 	te.run("docker", "rm", "throttled")
 	contains(t, "a character device", te.fails("podman", "run", "--rm", "--device-read-bps", "/dev/null:1mb", "localhost/busybox:latest", "true"), "throttleReadBpsDevice")
 }
