@@ -320,6 +320,14 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 			data.HostConfig.Memory = deref64(mem.Limit)
 			data.HostConfig.MemorySwap = deref64(mem.Swap)
 			data.HostConfig.MemoryReservation = deref64(mem.Reservation)
+			// As Podman shows them: -1 is the kernel's default swappiness.
+			data.HostConfig.MemorySwappiness = -1
+			if mem.Swappiness != nil {
+				data.HostConfig.MemorySwappiness = int64(*mem.Swappiness)
+			}
+			if mem.DisableOOMKiller != nil {
+				data.HostConfig.OomKillDisable = *mem.DisableOOMKiller
+			}
 		}
 		if cpu := res.CPU; cpu != nil {
 			if cpu.Shares != nil {

@@ -64,6 +64,9 @@ func (m *Manager) Update(ctx context.Context, nameOrID string, opts core.UpdateC
 		return fmt.Errorf("cannot update the resources of container %s, which runs without a cgroup of its own (cgroups_mode disabled): %w", rec.Name, core.ErrNoCgroup)
 	}
 	if opts.Resources != nil {
+		if field := unmergeable(opts.Resources); field != "" {
+			return core.InvalidArgument(field, errors.New("cannot be updated: recreate the container with it"))
+		}
 		merged := mergeResources(rec.Spec.Resources, opts.Resources)
 		next.Resources = merged
 		probe := next
@@ -237,6 +240,13 @@ func mergeResources(cur, upd *specs.LinuxResources) *specs.LinuxResources {
 		if upd.Memory.Reservation != nil {
 			mem.Reservation = upd.Memory.Reservation
 		}
+		// runc update leaves these two alone: they apply from the next start.
+		if upd.Memory.Swappiness != nil {
+			mem.Swappiness = upd.Memory.Swappiness
+		}
+		if upd.Memory.DisableOOMKiller != nil {
+			mem.DisableOOMKiller = upd.Memory.DisableOOMKiller
+		}
 		out.Memory = &mem
 	}
 	if upd.CPU != nil {
@@ -258,6 +268,12 @@ func mergeResources(cur, upd *specs.LinuxResources) *specs.LinuxResources {
 		}
 		if upd.CPU.Mems != "" {
 			cpu.Mems = upd.CPU.Mems
+		}
+		if upd.CPU.RealtimePeriod != nil {
+			cpu.RealtimePeriod = upd.CPU.RealtimePeriod
+		}
+		if upd.CPU.RealtimeRuntime != nil {
+			cpu.RealtimeRuntime = upd.CPU.RealtimeRuntime
 		}
 		out.CPU = &cpu
 	}
@@ -288,7 +304,37 @@ func mergeResources(cur, upd *specs.LinuxResources) *specs.LinuxResources {
 		}
 		out.BlockIO = &blk
 	}
+	if len(upd.Unified) > 0 {
+		unified := maps.Clone(out.Unified)
+		if unified == nil {
+			unified = map[string]string{}
+		}
+		maps.Copy(unified, upd.Unified)
+		out.Unified = unified
+	}
 	return out
+}
+
+// unmergeable names the first resource of an update that mergeResources
+// does not carry (nothing of it would change): "" when there is none.
+func unmergeable(upd *specs.LinuxResources) string {
+	switch {
+	case len(upd.Devices) > 0:
+		return "devices"
+	case len(upd.HugepageLimits) > 0:
+		return "hugepageLimits"
+	case upd.Network != nil:
+		return "network"
+	case len(upd.Rdma) > 0:
+		return "rdma"
+	case upd.Memory != nil && (upd.Memory.Kernel != nil || upd.Memory.KernelTCP != nil || upd.Memory.UseHierarchy != nil || upd.Memory.CheckBeforeUpdate != nil):
+		return "memory"
+	case upd.CPU != nil && (upd.CPU.Idle != nil || upd.CPU.Burst != nil):
+		return "cpu"
+	case upd.BlockIO != nil && (upd.BlockIO.LeafWeight != nil || len(upd.BlockIO.WeightDevice) > 0):
+		return "blockIO"
+	}
+	return ""
 }
 
 // resolveUpdateThrottles adds an update's per-device limits given by path

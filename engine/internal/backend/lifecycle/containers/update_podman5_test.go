@@ -86,6 +86,16 @@ func TestUpdateHealthEnvAndDeviceLimits(t *testing.T) {
 		}
 	}
 
+	// podman update --memory-swappiness (dropped before): kept for the
+	// next start (runc update does not change it on a running container).
+	update(map[string]any{"memory": map[string]any{"swappiness": 10}})
+	swappy := enginetest.Fetch[struct {
+		HostConfig struct{ MemorySwappiness int64 }
+	}](te.Engine, "/containers/upd/json")
+	if swappy.HostConfig.MemorySwappiness != 10 {
+		t.Errorf("memory swappiness after the update: %d", swappy.HostConfig.MemorySwappiness)
+	}
+
 	before := inspect()
 	for member, body := range map[string]map[string]any{
 		"BlkIOWeightDevice":  {"BlkIOWeightDevice": []map[string]any{{"Path": "/dev/sda", "Weight": 10}}},
@@ -100,6 +110,8 @@ func TestUpdateHealthEnvAndDeviceLimits(t *testing.T) {
 		"r_limits[0]":        {"r_limits": []map[string]any{{"type": "nosuch", "soft": 1, "hard": 1}}},
 		"DeviceReadBPs":      {"DeviceReadBPs": []map[string]any{{"Path": "/dev/null", "Rate": 1}}},
 		"surprise":           {"surprise": 1},
+		"hugepageLimits":     {"hugepageLimits": []map[string]any{{"pageSize": "2MB", "limit": 2097152}}},
+		"blockIO":            {"blockIO": map[string]any{"leafWeight": 10}},
 	} {
 		status, out := te.Do("POST", "/containers/upd/update", body)
 		if status != http.StatusBadRequest || !strings.Contains(string(out), member) {
