@@ -204,6 +204,27 @@ func userMount(field string, m specs.Mount) (specs.Mount, error) {
 	return m, nil
 }
 
+// tmpfsOwned returns mounts with the U option of each tmpfs (podman run
+// --tmpfs /t:U) replaced by uid= and gid= of the container's user, as
+// Podman does, so that user owns the tmpfs. The request is left as it is.
+func tmpfsOwned(mounts []specs.Mount, uid, gid uint32) []specs.Mount {
+	var out []specs.Mount
+	for i, m := range mounts {
+		if m.Type != "tmpfs" || !slices.Contains(m.Options, "U") {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(mounts)
+		}
+		opts := slices.DeleteFunc(slices.Clone(m.Options), func(o string) bool { return o == "U" })
+		out[i].Options = append(opts, fmt.Sprintf("uid=%d", uid), fmt.Sprintf("gid=%d", gid))
+	}
+	if out == nil {
+		return mounts
+	}
+	return out
+}
+
 // TmpfsOptions checks a tmpfs mount's options and completes them as Podman
 // does: the request's options, then rw, rprivate, nosuid, nodev and
 // tmpcopyup (runc copies the image's content at the destination into the

@@ -305,7 +305,9 @@ func Generate(in Input) (*Result, error) {
 		return nil, err
 	}
 
-	mounts, err := Mounts(s, Files{Hosts: in.HostsFile, ResolvConf: in.ResolvConfFile, Hostname: in.HostnameFile, Shm: in.ShmDir}, len(in.UIDMappings) > 0)
+	owned := *s
+	owned.Mounts = tmpfsOwned(s.Mounts, proc.User.UID, proc.User.GID)
+	mounts, err := Mounts(&owned, Files{Hosts: in.HostsFile, ResolvConf: in.ResolvConfFile, Hostname: in.HostnameFile, Shm: in.ShmDir}, len(in.UIDMappings) > 0)
 	if err != nil {
 		return nil, err
 	}
