@@ -2,6 +2,8 @@ package kubeapi
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -83,9 +85,10 @@ spec:
 `
 
 // TestKubePlayVolumeSubPath: a subPath on a ConfigMap (or claim, or secret)
-// volume mounts that key's file alone, the most common use of subPath; kube
-// generate writes it back. A subPath that leads out of the volume is a 400
-// naming it, and so is one on a hostPath volume.
+// volume mounts that key's file alone, the most common use of subPath, and
+// one on a hostPath volume that part of the host directory; kube generate
+// writes them back. A subPath that leads out of the volume is a 400 naming
+// it, and so is one on an emptyDir.
 func TestKubePlayVolumeSubPath(t *testing.T) {
 	enginetest.RequirePodman(t)
 	te := startEngine(t)
@@ -98,9 +101,26 @@ func TestKubePlayVolumeSubPath(t *testing.T) {
 		t.Errorf("kube generate lost the subPath:\n%s", gen)
 	}
 	te.MustPodman("pod", "rm", "-f", "-t", "0", "bksp")
+
+	host := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(host, "conf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(host, "conf", "site.conf"), []byte("from the host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hostYAML := strings.NewReplacer("configMap: {name: bksp-cm}", "hostPath: {path: "+host+"}", "subPath: app.conf", "subPath: conf/site.conf", "bksp", "bkhp").Replace(subPathYAML)
+	te.play("", hostYAML)
+	if out := te.MustPodman("exec", "bkhp-c", "cat", "/etc/app.conf"); strings.TrimSpace(out) != "from the host" {
+		t.Errorf("a hostPath's part by subPath: %q", out)
+	}
+	if gen := te.MustPodman("kube", "generate", "bkhp"); !strings.Contains(gen, "subPath: conf/site.conf") {
+		t.Errorf("kube generate lost the hostPath's subPath:\n%s", gen)
+	}
+	te.MustPodman("pod", "rm", "-f", "-t", "0", "bkhp")
 	for field, yaml := range map[string]string{
 		"volumeMounts[0].subPath": strings.Replace(subPathYAML, "subPath: app.conf", "subPath: ../x", 1),
-		"volumeMounts[0].subPath:": strings.Replace(strings.Replace(subPathYAML, "configMap: {name: bksp-cm}", "hostPath: {path: /tmp}", 1),
+		"volumeMounts[0].subPath:": strings.Replace(strings.Replace(subPathYAML, "configMap: {name: bksp-cm}", "emptyDir: {}", 1),
 			"bksp", "bksp2", -1),
 	} {
 		status, body := te.Do("POST", "/kube/play", strings.NewReader(yaml))

@@ -114,8 +114,8 @@ func (pl *planner) container(ctx context.Context, d *document, t podTemplate, fi
 		}
 		ro := vm.ReadOnly || src.readOnly
 		if vm.SubPath != "" {
-			if src.image == "" && src.named == "" {
-				return cs, d.fail(mfield+".subPath", errors.New("is supported on persistentVolumeClaim, configMap, secret and image volumes only"))
+			if src.image == "" && src.named == "" && src.hostPath == "" {
+				return cs, d.fail(mfield+".subPath", errors.New("is supported on persistentVolumeClaim, configMap, secret, hostPath and image volumes only"))
 			}
 			if _, err := core.CleanVolumeSubPath(vm.SubPath); err != nil {
 				return cs, d.fail(mfield+".subPath", err)
@@ -134,6 +134,11 @@ func (pl *planner) container(ctx context.Context, d *document, t podTemplate, fi
 			opts := []string{"rbind"}
 			if ro {
 				opts = append(opts, "ro")
+			}
+			if vm.SubPath != "" {
+				// Opened inside the host directory at each start, as a
+				// volume's part is (Podman's subpath= mount option).
+				opts = append(opts, "subpath="+vm.SubPath)
 			}
 			cs.Mounts = append(cs.Mounts, mountSpec(vm.MountPath, "bind", src.hostPath, opts))
 		case src.tmpfs != "":

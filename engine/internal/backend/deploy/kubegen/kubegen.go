@@ -494,7 +494,13 @@ func (g *Generator) container(c *core.Container, vols *volumeSet, opts core.Kube
 		case "bind":
 			name := hostPathName(m.Source) + "-host-" + strconv.Itoa(hostIndex)
 			hostIndex++
-			kc.VolumeMounts = append(kc.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: m.Destination, ReadOnly: ro})
+			var sub string
+			for _, o := range m.Options {
+				if v, ok := strings.CutPrefix(o, "subpath="); ok {
+					sub = v
+				}
+			}
+			kc.VolumeMounts = append(kc.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: m.Destination, ReadOnly: ro, SubPath: sub})
 			vols.add(corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
 				HostPath: &corev1.HostPathVolumeSource{Path: m.Source, Type: hostPathType(m.Source)},
 			}})

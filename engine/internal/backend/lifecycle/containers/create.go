@@ -46,6 +46,9 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 	if err := checkOverlayOptions(&spec); err != nil {
 		return "", nil, err
 	}
+	if err := checkBindSubPaths(&spec); err != nil {
+		return "", nil, err
+	}
 	if err := checkOnHost(&spec); err != nil {
 		return "", nil, err
 	}
@@ -350,6 +353,9 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 	}
 	spec := volumeBinds(rec.Spec, rec.Volumes, rec.StaticDir)
 	if err := applyOverlays(&spec, rec.StaticDir); err != nil {
+		return nil, err
+	}
+	if err := applyBindSubPaths(&spec, rec.StaticDir); err != nil {
 		return nil, err
 	}
 	extra, err := m.secretMounts(ctx, rec)

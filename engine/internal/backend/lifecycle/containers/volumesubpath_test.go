@@ -70,6 +70,27 @@ func TestVolumeSubPath(t *testing.T) {
 		}
 	}
 
+	// A bind mount's subpath= (kube play's hostPath subPath): opened inside
+	// the host directory the same way; a link in it leads nowhere outside.
+	hostDir := t.TempDir()
+	os.MkdirAll(filepath.Join(hostDir, "part"), 0o755)
+	os.WriteFile(filepath.Join(hostDir, "part", "f"), []byte("host part\n"), 0o644)
+	os.Symlink("/etc", filepath.Join(hostDir, "out"))
+	bindSub := func(sub string) []map[string]any {
+		return []map[string]any{{"type": "bind", "source": hostDir, "destination": "/b", "options": []string{"rbind", "subpath=" + sub}}}
+	}
+	if code, lines := te.run(map[string]any{"mounts": bindSub("part"), "command": []string{"cat", "/b/f"}}); code != 0 || strings.Join(lines, "|") != "host part" {
+		t.Errorf("a bind mount's subpath: exit %d %q", code, lines)
+	}
+	outward := te.create(map[string]any{"mounts": bindSub("out"), "command": []string{"ls", "/b"}})
+	if status, body := te.Do("POST", "/containers/"+outward+"/start", nil); status != http.StatusBadRequest || !strings.Contains(string(body), "has no out") {
+		t.Errorf("a bind subpath through a link to /etc: %d %s", status, body)
+	}
+	te.Must(http.StatusOK, "DELETE", "/containers/"+outward, nil)
+	if status, body := te.Do("POST", "/containers/create", map[string]any{"image": "busybox", "mounts": bindSub("../x")}); status != http.StatusBadRequest || !strings.Contains(string(body), "mounts[0].options") {
+		t.Errorf("a bind subpath that leads out: %d %s", status, body)
+	}
+
 	live := te.create(map[string]any{"name": "subpath-live", "volumes": sub("sub"), "command": []string{"sleep", "600"}})
 	in := enginetest.Fetch[struct {
 		StaticDir string
