@@ -46,7 +46,7 @@ func Serve(t testing.TB, root, runRoot string) (addr string, stop func()) {
 
 // UniqueNetworks returns a network configuration whose bridge names and
 // subnets no other test, engine or Podman on the host uses: bridges
-// btXXXX0, btXXXX1 ... and a random 10.x.y.0/20 block (the default network
+// btXXXXXX0, btXXXXXX1 ... and a random 10.x.y.0/20 block (the default network
 // on its first /24) that no host route covers.
 func UniqueNetworks(t testing.TB) engine.NetworkConfig {
 	t.Helper()
@@ -60,8 +60,9 @@ func UniqueNetworks(t testing.TB) engine.NetworkConfig {
 			}
 		}
 	}
+	links, _ := exec.Command("ip", "-o", "link", "show").Output()
 	for attempt := 0; attempt < 1000; attempt++ {
-		var b [3]byte
+		var b [4]byte
 		rand.Read(b[:])
 		block := &net.IPNet{IP: net.IPv4(10, 150+b[0]%100, b[1]&0xf0, 0).To4(), Mask: net.CIDRMask(20, 32)}
 		free := true
@@ -73,7 +74,14 @@ func UniqueNetworks(t testing.TB) engine.NetworkConfig {
 		if !free {
 			continue
 		}
-		prefix := fmt.Sprintf("bt%02x%02x", b[2], b[0])
+		// Six hex digits (bridge names stay far below the kernel's 15
+		// characters), none that an interface on the host starts with
+		// already: two engines of concurrent test packages never share
+		// a prefix, so neither takes the other's bridges for its leaks.
+		prefix := fmt.Sprintf("bt%02x%02x%02x", b[2], b[3], b[0])
+		if strings.Contains(string(links), " "+prefix) {
+			continue
+		}
 		return engine.NetworkConfig{
 			DefaultNetwork: "podman",
 			DefaultBridge:  prefix + "0",
