@@ -147,8 +147,7 @@ func (h kubePlayHandlers) down(w http.ResponseWriter, r *http.Request) {
 	var q struct {
 		Force bool `query:"force"`
 	}
-	if err := decodeValues(foldQuery(r), &q); err != nil {
-		writeError(w, err)
+	if !queryInto(w, r, &q) {
 		return
 	}
 	data, err := readKubeYAML(r.Body)

@@ -360,10 +360,10 @@ func prepareRestoreSpec(rec *record) (string, error) {
 	if err := runtime.WriteCRIUConfig(conf, c); err != nil {
 		return "", err
 	}
-	err = editBundleSpec(rec.Bundle, func(spec *specs.Spec) {
+	err = editBundleSpec(rec.Bundle, func(spec *specs.Spec) error {
 		setCRIUConfigAnnotation(spec, rec.Bundle)
 		if spec.Linux == nil {
-			return
+			return nil
 		}
 		for _, ns := range spec.Linux.Namespaces {
 			if ns.Type == specs.NetworkNamespace && ns.Path == "" {
@@ -373,6 +373,7 @@ func prepareRestoreSpec(rec *record) (string, error) {
 				spec.Hooks.CreateRuntime = append(spec.Hooks.CreateRuntime, hook)
 			}
 		}
+		return nil
 	})
 	if err != nil {
 		os.Remove(conf)

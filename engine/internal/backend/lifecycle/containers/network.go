@@ -15,6 +15,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
+	"github.com/berth-project/berth/engine/internal/backend/platform/durable"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -427,33 +428,46 @@ func (m *Manager) joinNetNSLocked(rec record) error {
 	if target.NetSetup != nil {
 		path = target.NetSetup.NetNSPath
 	}
-	return editBundleSpec(rec.Bundle, func(spec *specs.Spec) {
+	return editBundleSpec(rec.Bundle, func(spec *specs.Spec) error {
 		for i, ns := range spec.Linux.Namespaces {
 			if ns.Type == specs.NetworkNamespace {
 				spec.Linux.Namespaces[i].Path = path
 			}
 		}
+		return nil
 	})
 }
 
-// editBundleSpec rewrites the OCI spec (config.json) of a bundle that
-// prepare wrote, changed by edit.
-func editBundleSpec(bundle string, edit func(*specs.Spec)) error {
-	cfgFile := filepath.Join(bundle, "config.json")
-	data, err := os.ReadFile(cfgFile)
+// readBundleSpec reads the OCI spec (config.json) of a bundle that prepare
+// wrote.
+func readBundleSpec(bundle string) (*specs.Spec, error) {
+	data, err := os.ReadFile(filepath.Join(bundle, "config.json"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var spec specs.Spec
 	if err := json.Unmarshal(data, &spec); err != nil {
+		return nil, err
+	}
+	return &spec, nil
+}
+
+// editBundleSpec rewrites the OCI spec of a bundle, changed by edit; the
+// file is replaced whole, never half written.
+func editBundleSpec(bundle string, edit func(*specs.Spec) error) error {
+	spec, err := readBundleSpec(bundle)
+	if err != nil {
 		return err
 	}
-	edit(&spec)
-	if data, err = json.Marshal(&spec); err != nil {
+	if err := edit(spec); err != nil {
+		return err
+	}
+	data, err := json.Marshal(spec)
+	if err != nil {
 		return err
 	}
 	// It may hold secret environment variables: root only.
-	return os.WriteFile(cfgFile, data, 0o600)
+	return durable.WriteFile(filepath.Join(bundle, "config.json"), data, 0o600, ".config.json-")
 }
 
 // writeNetworkFiles rewrites /etc/resolv.conf (aardvark-dns first on DNS

@@ -2,7 +2,6 @@ package containers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
-	"github.com/berth-project/berth/engine/internal/backend/platform/durable"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -141,33 +139,20 @@ func updateEnv(s *core.ContainerSpec, set, unset []string) (bool, error) {
 // (what its execs start from): the variables set and unset, and the
 // rlimits when given. The file is replaced whole, never half written.
 func updateBundleProcess(bundle string, set, unset []string, rlimits []specs.POSIXRlimit) error {
-	path := filepath.Join(bundle, "config.json")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var spec specs.Spec
-	if err := json.Unmarshal(data, &spec); err != nil {
-		return err
-	}
-	if spec.Process == nil {
-		return fmt.Errorf("%s has no process", path)
-	}
-	env := oci.SetEnv(spec.Process.Env, set)
-	env = slices.DeleteFunc(env, func(kv string) bool {
-		name, _, _ := strings.Cut(kv, "=")
-		return slices.Contains(unset, name)
+	return editBundleSpec(bundle, func(spec *specs.Spec) error {
+		if spec.Process == nil {
+			return fmt.Errorf("%s: the spec has no process", bundle)
+		}
+		env := oci.SetEnv(spec.Process.Env, set)
+		spec.Process.Env = slices.DeleteFunc(env, func(kv string) bool {
+			name, _, _ := strings.Cut(kv, "=")
+			return slices.Contains(unset, name)
+		})
+		if rlimits != nil {
+			spec.Process.Rlimits = rlimits
+		}
+		return nil
 	})
-	spec.Process.Env = env
-	if rlimits != nil {
-		spec.Process.Rlimits = rlimits
-	}
-	out, err := json.Marshal(&spec)
-	if err != nil {
-		return err
-	}
-	// It may hold secret variables: root only, as prepare writes it.
-	return durable.WriteFile(path, out, 0o600, ".config.json-")
 }
 
 // SetHealth records a container's health state.

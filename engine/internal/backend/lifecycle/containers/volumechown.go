@@ -1,15 +1,12 @@
 package containers
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"syscall"
 
 	"github.com/containers/common/pkg/chown"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -67,16 +64,9 @@ func chownSources(rec *record) error {
 // processUser is the user and group the container's process runs as, from
 // its OCI spec.
 func processUser(bundle string) (uid, gid int, err error) {
-	data, err := os.ReadFile(filepath.Join(bundle, "config.json"))
-	if err != nil {
+	spec, err := readBundleSpec(bundle)
+	if err != nil || spec.Process == nil {
 		return 0, 0, err
-	}
-	var spec specs.Spec
-	if err := json.Unmarshal(data, &spec); err != nil {
-		return 0, 0, err
-	}
-	if spec.Process == nil {
-		return 0, 0, nil
 	}
 	return int(spec.Process.User.UID), int(spec.Process.User.GID), nil
 }
