@@ -116,7 +116,7 @@ func runPodmanTable(t *testing.T, podman string, generation int) {
 		rows = kept
 	}
 
-	rows = shiftPorts(rows, 100*(generation-4))
+	rows = shiftHostResources(rows, generation-4)
 
 	// Containers join the default bridge network, as they do for a user.
 	// CDI specs are read from cdi/ in the rows' working directory as well.
@@ -328,18 +328,28 @@ func rootfsTar(t *testing.T) []byte {
 // rowPort is a loopback port a row publishes or serves on (18000-18999).
 var rowPort = regexp.MustCompile(`127\.0\.0\.1:(18\d\d\d)\b|hostPort: (18\d\d\d)\b|\b(18\d\d\d)\b`)
 
-// shiftPorts moves the 18xxx ports of rows by offset: the tables of the
-// three podman clients run side by side, each against its own engine, and
-// a port one of them publishes on the host must not be another's.
-func shiftPorts(rows []row, offset int) []row {
-	if offset == 0 {
+// rowSubnet is an address in the 10.251.0.0/16 block the rows' networks
+// take their subnets from.
+var rowSubnet = regexp.MustCompile(`\b10\.251\.(\d{1,3})\.`)
+
+// shiftHostResources gives the n-th of the tables that run side by side,
+// each against its own engine, host resources of its own: its 18xxx ports
+// move by 100*n and the third octet of its 10.251.x.y addresses by 10*n.
+// A port one table publishes on the host must not be another's, and a
+// network's subnet is refused while another engine's bridge routes it.
+func shiftHostResources(rows []row, n int) []row {
+	if n == 0 {
 		return rows
 	}
 	shift := func(s string) string {
-		return rowPort.ReplaceAllStringFunc(s, func(m string) string {
+		s = rowPort.ReplaceAllStringFunc(s, func(m string) string {
 			i := strings.LastIndexAny(m, ": ") + 1
-			n, _ := strconv.Atoi(m[i:])
-			return m[:i] + strconv.Itoa(n+offset)
+			p, _ := strconv.Atoi(m[i:])
+			return m[:i] + strconv.Itoa(p+100*n)
+		})
+		return rowSubnet.ReplaceAllStringFunc(s, func(m string) string {
+			o, _ := strconv.Atoi(rowSubnet.FindStringSubmatch(m)[1])
+			return "10.251." + strconv.Itoa(o+10*n) + "."
 		})
 	}
 	out := make([]row, len(rows))
