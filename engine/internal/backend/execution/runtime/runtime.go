@@ -291,6 +291,10 @@ func (r *Runtime) Create(ctx context.Context, o CreateOptions) (Created, error) 
 	}
 	cmd := exec.Command(r.conmon, args...)
 	cmd.Env = append(minimalEnv(), "_OCI_SYNCPIPE=3", "_OCI_STARTPIPE=4")
+	if o.RestoreDir != "" {
+		// conmon passes its environment on to runc restore, and runc to CRIU.
+		cmd.Env = append(cmd.Env, criuEnv()...)
+	}
 	cmd.ExtraFiles = []*os.File{syncW, startR}
 	cmd.Dir = o.Bundle
 	var stderr bytes.Buffer
@@ -486,13 +490,15 @@ func (r *Runtime) runOn(ctx context.Context, id string, args ...string) ([]byte,
 // runGroup is run with the runtime in a process group of its own, all of
 // which is killed when ctx ends: what the runtime started (CRIU, started
 // by runc for a checkpoint, in runc's group) goes with it, where killing
-// runc alone would leave CRIU holding the container's processes.
+// runc alone would leave CRIU holding the container's processes. Its
+// environment carries what CRIU needs on this machine (criuEnv).
 func (r *Runtime) runGroup(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, r.path, append(slices.Clone(r.globalArgs), args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// A child that outlived the kill would hold the output pipes open.
 	cmd.WaitDelay = 5 * time.Second
+	cmd.Env = append(minimalEnv(), criuEnv()...)
 	out, err := r.runCmd(cmd, args)
 	if err != nil && ctx.Err() != nil {
 		return out, fmt.Errorf("%s %s: %w (%s and what it started were killed)", r.name, args[0], context.Cause(ctx), r.name)
@@ -500,8 +506,11 @@ func (r *Runtime) runGroup(ctx context.Context, args ...string) ([]byte, error) 
 	return out, err
 }
 
+// runCmd runs cmd, in minimalEnv unless cmd has an environment already.
 func (r *Runtime) runCmd(cmd *exec.Cmd, args []string) ([]byte, error) {
-	cmd.Env = minimalEnv()
+	if cmd.Env == nil {
+		cmd.Env = minimalEnv()
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
