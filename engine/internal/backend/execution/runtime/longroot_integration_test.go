@@ -16,12 +16,41 @@ import (
 // engine dials it through /proc/self/fd, so attach still works.
 func TestAttachUnderALongRunRoot(t *testing.T) {
 	requireTools(t)
-	root := t.TempDir()
-	long := filepath.Join(root, strings.Repeat("r", 60), strings.Repeat("u", 60))
-	if err := os.MkdirAll(long, 0o700); err != nil {
+	long := filepath.Join(t.TempDir(), strings.Repeat("r", 60), strings.Repeat("u", 60))
+	attachRoundTrip(t, long)
+}
+
+// TestAttachWhereTheSocketLinkIs107Bytes: a run root whose socket
+// directory's entry for a container ID is 107 bytes long, where conmon
+// without --full-attach named its link one byte short and attach found no
+// directory (TestPodSysctl failed so when t.TempDir gave a 9-digit name).
+func TestAttachWhereTheSocketLinkIs107Bytes(t *testing.T) {
+	requireTools(t)
+	base, err := os.MkdirTemp("", "b")
+	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Options{RunRoot: long})
+	t.Cleanup(func() { os.RemoveAll(base) })
+	// RUNROOT/socket/ID: 107 bytes with a 64-byte ID.
+	want := 107 - len("/socket/") - 64
+	if len(base)+2 > want {
+		t.Skipf("the temporary directory %s is too long to build a run root of %d bytes", base, want)
+	}
+	runRoot := filepath.Join(base, strings.Repeat("x", want-len(base)-1))
+	if err := os.MkdirAll(runRoot, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(filepath.Join(runRoot, "socket", strings.Repeat("a", 64))); n != 107 {
+		t.Fatalf("the socket link would be %d bytes, want 107", n)
+	}
+	attachRoundTrip(t, runRoot)
+}
+
+// attachRoundTrip creates a container under runRoot that echoes a line of
+// its stdin, attaches before it starts, writes the line and reads it back.
+func attachRoundTrip(t *testing.T, runRoot string) {
+	t.Helper()
+	r, err := New(Options{RunRoot: runRoot})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,10 +61,7 @@ func TestAttachUnderALongRunRoot(t *testing.T) {
 	if _, err := r.Create(ctx, CreateOptions{ID: id, Name: "t", Bundle: dir, LogPath: filepath.Join(dir, "ctr.log"), Stdin: true}); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(r.AttachSocket(id)); n <= 108 {
-		t.Fatalf("the attach socket path is only %d bytes", n)
-	}
-	conn, err := stream.DialAttach(r.AttachSocket(id))
+	conn, err := stream.DialAttach(r.AttachSocket(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,8 +156,17 @@ func (r *Runtime) ExitDir() string { return r.exitDir }
 // ExitFile is the exit file of container id.
 func (r *Runtime) ExitFile(id string) string { return filepath.Join(r.exitDir, id) }
 
-// AttachSocket is the attach socket conmon serves for container id.
-func (r *Runtime) AttachSocket(id string) string { return filepath.Join(r.socketDir, id, "attach") }
+// AttachSocket is the attach socket conmon serves for the container whose
+// bundle is bundle. conmon runs with --full-attach, which binds it there
+// (through /proc/self/fd, so the path's length does not matter) and makes
+// no link in the socket directory. Without it conmon links
+// SOCKETDIR/ID to the bundle and reaches the socket through the link, but
+// where that link's path is 107 bytes long (a sun_path's limit) it names
+// the link one byte short of the ID: a client of SOCKETDIR/ID/attach then
+// found no such directory (seen with test directories of that length).
+// A conmon started before --full-attach served the same file through its
+// link, so the bundle's path finds it too.
+func (r *Runtime) AttachSocket(bundle string) string { return filepath.Join(bundle, "attach") }
 
 // CreateOptions describes the container conmon is to create.
 type CreateOptions struct {
@@ -256,6 +265,7 @@ func (r *Runtime) Create(ctx context.Context, o CreateOptions) (Created, error) 
 		"--exit-dir", r.exitDir,
 		"-l", logArg(o),
 		"--socket-dir-path", r.socketDir,
+		"--full-attach",
 		"--log-level", "warning",
 		"--syslog=false",
 	}

@@ -238,7 +238,7 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 		Bundle:          bundle,
 		StaticDir:       static,
 		LogPath:         filepath.Join(static, "ctr.log"),
-		AttachSocket:    m.rt.AttachSocket(id),
+		AttachSocket:    m.rt.AttachSocket(bundle),
 		ExitFile:        m.rt.ExitFile(id),
 		State:           core.StateConfigured,
 	},

@@ -276,6 +276,9 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 			cancel()
 			return nil, fmt.Errorf("container %s: decode state: %w", r.ID, err)
 		}
+		// Records from before conmon's --full-attach named the link in
+		// the socket directory; the socket itself was in the bundle.
+		rec.AttachSocket = m.rt.AttachSocket(rec.Bundle)
 		e := &entry{rec: rec, changed: make(chan struct{})}
 		m.byID[rec.ID] = e
 		m.byName[rec.Name] = e
