@@ -38,6 +38,24 @@ cd "$ROOT" || exit 1
 
 # main is parsed whole before it runs (called on the last line): editing this file during a
 # run cannot change the running script.
+# criu_breakpoints_or_not dumps a throwaway sleep with CRIU: where it does not end within 10 s the
+# machine's CPU ignores the hardware breakpoints CRIU sets (docs/engine/checkpoint.md), the engine
+# tells its CRIU to trace system calls instead (CRIU_FAULT=130), and so must the Podman service,
+# whose checkpoints would hang; exported here, both engines' CRIU run alike.
+criu_breakpoints_or_not() {
+  local dir pid rc=0
+  dir=$(mktemp -d /tmp/berth-bench-criu.XXXXXX)
+  setsid sleep 60 </dev/null >/dev/null 2>&1 &
+  pid=$!
+  timeout -s KILL 10 "$BERTH_ENGINE_CRIU" dump -t "$pid" -D "$dir" >/dev/null 2>&1 || rc=$?
+  kill -9 "$pid" 2>/dev/null || true
+  rm -rf "$dir"
+  if [ "$rc" -eq 137 ]; then
+    log "CRIU's dump hung (hardware breakpoints ignored here): both engines' CRIU trace system calls (CRIU_FAULT=130)"
+    export CRIU_FAULT=130
+  fi
+}
+
 main() {
   bench=${1:-.}
   benchtime=${BENCHTIME:-1s}
@@ -50,6 +68,7 @@ main() {
   BERTH_ENGINE_CRIU=$("$ROOT/hack/criu.sh" | tail -n 1) || die "no working CRIU (hack/criu.sh)"
   export BERTH_ENGINE_CRIU
   export PATH="$(dirname "$BERTH_ENGINE_CRIU"):$PATH"
+  criu_breakpoints_or_not
 
   PODMAN_DIR=$(mktemp -d /tmp/berth-bench-podman.XXXXXX)
   PODMAN_PID=""
