@@ -27,7 +27,7 @@ cp vendor.sum go.sum
 # A test fixture, built like kube-apiserver (hack/kube-apiserver.sh): no optimisation, inlining or
 # DWARF. Measured from an empty build cache: 128 CPU seconds optimised, 96 without optimisation
 # and inlining (2026-11-27).
-"$GO" build -trimpath -gcflags="all=-N -l -dwarf=false" -ldflags="-s -w -X $module/cli/version.Version=${version#v}" -o "$bin.tmp" ./cmd/docker
+GOGC=$BUILD_GOGC "$GO" build -trimpath -gcflags="all=-N -l -dwarf=false" -ldflags="-s -w -X $module/cli/version.Version=${version#v}" -o "$bin.tmp" ./cmd/docker
 mv "$bin.tmp" "$bin"
 log "built $bin"
 echo "$bin"

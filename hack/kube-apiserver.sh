@@ -42,7 +42,7 @@ GO
 "$GO" mod tidy
 # A test fixture: built without optimisation, inlining or DWARF (the binary keeps none: -s -w),
 # which cuts its compile time by about a quarter (its requests in the tests are few).
-"$GO" build -trimpath -gcflags="all=-N -l -dwarf=false" -ldflags="-s -w" -o "$bin.tmp" k8s.io/kubernetes/cmd/kube-apiserver
+GOGC=$BUILD_GOGC "$GO" build -trimpath -gcflags="all=-N -l -dwarf=false" -ldflags="-s -w" -o "$bin.tmp" k8s.io/kubernetes/cmd/kube-apiserver
 mv "$bin.tmp" "$bin"
 log "built $bin ($((replaces)) staging modules replaced)"
 echo "$bin"

@@ -14,6 +14,10 @@ GO=${GO:-go}
 if ! command -v "$GO" >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
   GO=/usr/local/go/bin/go
 fi
+# BUILD_GOGC is the GOGC of the compilers in the cold start's big builds (the tools' and go vet's,
+# never a test's): measured on 2 cores, a cold build of berth-engine took 172.7 s wall and 247 s
+# user with 400 against 187.6 s and 279 s with Go's default 100, for 8% more peak memory.
+BUILD_GOGC=${BERTH_BUILD_GOGC:-400}
 
 # Debian's docker client talks to Debian's dockerd (API 1.41) without a buildx plugin.
 DOCKER=${DOCKER:-}

@@ -26,7 +26,7 @@ log "building podman remote client $version into $bin"
 module_workdir podman-remote "$module@$version"
 # A test fixture, built like kube-apiserver (hack/kube-apiserver.sh): no optimisation, inlining or
 # DWARF.
-"$GO" build -trimpath -tags 'remote containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriver_devicemapper' \
+GOGC=$BUILD_GOGC "$GO" build -trimpath -tags 'remote containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriver_devicemapper' \
   -gcflags="all=-N -l -dwarf=false" -ldflags="-s -w" -o "$bin.tmp" ./cmd/podman
 mv "$bin.tmp" "$bin"
 log "built $bin ($("$bin" --version))"

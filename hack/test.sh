@@ -120,7 +120,7 @@ VETTED=0
 go_vet() {
   local m rc=0
   for m in $(existing_modules); do
-    (cd "$m" && CGO_ENABLED=$(module_cgo "$m") "$GO" vet ./...) || rc=1
+    (cd "$m" && CGO_ENABLED=$(module_cgo "$m") GOGC=$BUILD_GOGC "$GO" vet ./...) || rc=1
   done
   [ $rc -ne 0 ] || VETTED=1
   return $rc
