@@ -210,9 +210,6 @@ gotest() {
   [ "${BERTH_TEST_VERBOSE:-}" = 1 ] && args+=(-v)
   [ -n "${BERTH_TEST_RUN:-}" ] && args+=(-run "$BERTH_TEST_RUN")
   if [ "$m" = engine ]; then
-    # Three of the engine's test packages at a time (BERTH_ENGINE_P), not GOMAXPROCS' two: its
-    # integration tests wait on containers, clients and the VM beside them much of the time.
-    args+=(-p "${BERTH_ENGINE_P:-3}")
     local pkgs
     pkgs=$(engine_packages) || { summary "[FAIL] go list of the engine's packages"; : >"$FAILMARK"; return 1; }
     # shellcheck disable=SC2206 # one import path a line, no spaces
@@ -442,8 +439,8 @@ run_all() {
   lane e2e-images e2e_images
   engine_prerequisites
   lane hosts run_hosts
-  lane e2e gotest_e2e
   gotest engine
+  lane e2e gotest_e2e
   wait_lanes
 }
 # gotest_e2e runs the e2e module once its images are built (lane e2e-images, which marks its end
