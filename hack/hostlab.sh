@@ -244,21 +244,10 @@ run_suite() {
   trap "rm -rf '$work'" EXIT
   payload=$work/payload
   mkdir -p "$payload"
-  # The suite's builds and the VM run before the other lanes of a `make test`
-  # (BERTH_HOSTLAB_NICE, default -10, where this user may raise a priority; else as they are):
-  # the VM is the longest lane. Measured on 2 cores beside two busy loops, four of the suite's
-  # tests: 229 s of VM time at equal priority, 132 s with the loops 10 lower, 105 s alone. An
-  # emulated vCPU that waits for a host CPU holds up the guest's other one (its locks, its IPIs),
-  # so the VM's CPU time grows too (188 s against 120 s alone): the priority saves CPU as well as
-  # the critical path's time; the other lanes take what the VM leaves. `nice` alone prints the
-  # niceness it runs at (a user who may not raise it gets a warning and its own).
-  local vm_nice=${BERTH_HOSTLAB_NICE:--10} granted
-  granted=$(nice -n "$vm_nice" nice 2>/dev/null || nice)
-  [ "$granted" != "$(nice)" ] || vm_nice=0
   log "building berth-engine and the host suite (static)"
-  (cd "$ROOT/engine" && CGO_ENABLED=0 nice -n "$vm_nice" "$GO" build -ldflags '-s -w' -o "$payload/berth-engine" ./cmd/berth-engine) ||
+  (cd "$ROOT/engine" && CGO_ENABLED=0 "$GO" build -ldflags '-s -w' -o "$payload/berth-engine" ./cmd/berth-engine) ||
     die "building berth-engine failed"
-  (cd "$ROOT/engine" && CGO_ENABLED=0 nice -n "$vm_nice" "$GO" test -c -ldflags '-s -w' -o "$payload/hostsuite.test" ./internal/integration/hostsuite) ||
+  (cd "$ROOT/engine" && CGO_ENABLED=0 "$GO" test -c -ldflags '-s -w' -o "$payload/hostsuite.test" ./internal/integration/hostsuite) ||
     die "building the host suite failed"
   timeout_s=${BERTH_HOSTLAB_TIMEOUT:-900}
   [ "$what" = bench ] && timeout_s=${BERTH_HOSTLAB_TIMEOUT:-1500}
@@ -286,7 +275,7 @@ exit \$(cat /tmp/hostsuite.rc)
 RUN
   mkfs.ext4 -q -d "$payload" -L hostlab "$work/payload.img" 1G
   mem=$(vm_memory)
-  log "booting the VM (TCG, ${BERTH_HOSTLAB_SMP:-2} vCPUs, ${mem} MiB, nice $granted; $(cat "$imgdir/kernel")); the suite's output follows"
+  log "booting the VM (TCG, ${BERTH_HOSTLAB_SMP:-2} vCPUs, ${mem} MiB; $(cat "$imgdir/kernel")); the suite's output follows"
   # no_timer_check: on a busy host the kernel's check of the emulated IO-APIC timer can fail
   # ("IO-APIC + timer doesn't work!", a panic at 0.05 s; seen here under load). A VM that panics
   # before the suite starts is booted once more. mitigations=off: the guest's Spectre mitigations
@@ -296,7 +285,7 @@ RUN
   times >"$work/times0"
   for try in 1 2; do
     rc=0
-    timeout "$timeout_s" nice -n "$vm_nice" qemu-system-x86_64 -accel tcg,thread=${BERTH_HOSTLAB_TCG_THREAD:-multi} -smp "${BERTH_HOSTLAB_SMP:-2}" -m "$mem" \
+    timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=${BERTH_HOSTLAB_TCG_THREAD:-multi} -smp "${BERTH_HOSTLAB_SMP:-2}" -m "$mem" \
       -nographic -no-reboot -nic none -device virtio-rng-pci \
       -kernel "$imgdir/vmlinuz" -initrd "$imgdir/initrd.img" \
       -append "console=ttyS0 root=/dev/vda rw quiet loglevel=3 no_timer_check mitigations=off systemd.show_status=0 panic=-1" \
