@@ -49,7 +49,8 @@ func Main(m *testing.M) {
 // says) and returns its path. A package using it runs its tests through
 // Main, which removes the binary. Where BERTH_ENGINE_BIN names a binary it
 // is used as it is: the host lab (hack/hostlab.sh) copies a static one
-// into its VM, which has no Go toolchain to build one.
+// into its VM, which has no Go toolchain to build one, and `make test`
+// (hack/test.sh) builds one for all the engine's test packages.
 func EngineBinary(t testing.TB) string {
 	t.Helper()
 	if bin := os.Getenv("BERTH_ENGINE_BIN"); bin != "" {

@@ -212,53 +212,27 @@ func mergeResources(cur, upd *specs.LinuxResources) *specs.LinuxResources {
 		out = &c
 	}
 	if upd.Memory != nil {
-		mem := specs.LinuxMemory{}
-		if out.Memory != nil {
-			mem = *out.Memory
-		}
-		if upd.Memory.Limit != nil {
-			mem.Limit = upd.Memory.Limit
-		}
-		if upd.Memory.Swap != nil {
-			mem.Swap = upd.Memory.Swap
-		}
-		if upd.Memory.Reservation != nil {
-			mem.Reservation = upd.Memory.Reservation
-		}
+		mem := valueOf(out.Memory)
+		overlay(&mem.Limit, upd.Memory.Limit)
+		overlay(&mem.Swap, upd.Memory.Swap)
+		overlay(&mem.Reservation, upd.Memory.Reservation)
 		// runc update leaves these two alone: they apply from the next start.
-		if upd.Memory.Swappiness != nil {
-			mem.Swappiness = upd.Memory.Swappiness
-		}
-		if upd.Memory.DisableOOMKiller != nil {
-			mem.DisableOOMKiller = upd.Memory.DisableOOMKiller
-		}
+		overlay(&mem.Swappiness, upd.Memory.Swappiness)
+		overlay(&mem.DisableOOMKiller, upd.Memory.DisableOOMKiller)
 		out.Memory = &mem
 	}
 	if upd.CPU != nil {
-		cpu := specs.LinuxCPU{}
-		if out.CPU != nil {
-			cpu = *out.CPU
-		}
-		if upd.CPU.Shares != nil {
-			cpu.Shares = upd.CPU.Shares
-		}
-		if upd.CPU.Quota != nil {
-			cpu.Quota = upd.CPU.Quota
-		}
-		if upd.CPU.Period != nil {
-			cpu.Period = upd.CPU.Period
-		}
+		cpu := valueOf(out.CPU)
+		overlay(&cpu.Shares, upd.CPU.Shares)
+		overlay(&cpu.Quota, upd.CPU.Quota)
+		overlay(&cpu.Period, upd.CPU.Period)
+		overlay(&cpu.RealtimePeriod, upd.CPU.RealtimePeriod)
+		overlay(&cpu.RealtimeRuntime, upd.CPU.RealtimeRuntime)
 		if upd.CPU.Cpus != "" {
 			cpu.Cpus = upd.CPU.Cpus
 		}
 		if upd.CPU.Mems != "" {
 			cpu.Mems = upd.CPU.Mems
-		}
-		if upd.CPU.RealtimePeriod != nil {
-			cpu.RealtimePeriod = upd.CPU.RealtimePeriod
-		}
-		if upd.CPU.RealtimeRuntime != nil {
-			cpu.RealtimeRuntime = upd.CPU.RealtimeRuntime
 		}
 		out.CPU = &cpu
 	}
@@ -267,13 +241,8 @@ func mergeResources(cur, upd *specs.LinuxResources) *specs.LinuxResources {
 		out.Pids = &p
 	}
 	if upd.BlockIO != nil {
-		blk := specs.LinuxBlockIO{}
-		if out.BlockIO != nil {
-			blk = *out.BlockIO
-		}
-		if upd.BlockIO.Weight != nil {
-			blk.Weight = upd.BlockIO.Weight
-		}
+		blk := valueOf(out.BlockIO)
+		overlay(&blk.Weight, upd.BlockIO.Weight)
 		for _, l := range []struct {
 			cur *[]specs.LinuxThrottleDevice
 			upd []specs.LinuxThrottleDevice
@@ -298,6 +267,22 @@ func mergeResources(cur, upd *specs.LinuxResources) *specs.LinuxResources {
 		out.Unified = unified
 	}
 	return out
+}
+
+// valueOf is a copy of *p, or T's zero value where p is nil.
+func valueOf[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
+	}
+	return v
+}
+
+// overlay sets *dst to upd where the update sets it (non-nil).
+func overlay[T any](dst **T, upd *T) {
+	if upd != nil {
+		*dst = upd
+	}
 }
 
 // unmergeable names the first resource of an update that mergeResources
