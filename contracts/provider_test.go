@@ -205,18 +205,22 @@ type runningEngine struct {
 
 func (e *runningEngine) log() string { return e.output.String() }
 
-// startEngine builds berth-engine from ../engine and starts it on a free
+// startEngine builds berth-engine from ../engine (or takes BERTH_ENGINE_BIN) and starts it on a free
 // loopback port with state in a temporary directory; it is stopped with
 // SIGTERM when the test ends.
 func startEngine(t *testing.T) *runningEngine {
 	t.Helper()
-	binDir := t.TempDir()
-	binary := filepath.Join(binDir, "berth-engine")
-	build := exec.Command("go", "build", "-tags", buildTags, "-o", binary, "./cmd/berth-engine")
-	build.Dir = filepath.Join("..", "engine")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building berth-engine: %v\n%s", err, out)
+	// make test (hack/test.sh) builds the binary once for every test
+	// that starts one: BERTH_ENGINE_BIN.
+	binary := os.Getenv("BERTH_ENGINE_BIN")
+	if binary == "" {
+		binary = filepath.Join(t.TempDir(), "berth-engine")
+		build := exec.Command("go", "build", "-tags", buildTags, "-o", binary, "./cmd/berth-engine")
+		build.Dir = filepath.Join("..", "engine")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building berth-engine: %v\n%s", err, out)
+		}
 	}
 
 	state, err := os.MkdirTemp("", "berth-contracts-engine-")

@@ -28,6 +28,9 @@ func engineBinary(t *testing.T) string {
 		}
 		t.Skip("the engine needs root")
 	}
+	if bin := os.Getenv("BERTH_ENGINE_BIN"); bin != "" {
+		return bin // built once by make test (hack/test.sh)
+	}
 	bin := filepath.Join(t.TempDir(), "berth-engine")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/berth-engine")
 	build.Dir = filepath.Join("..", "..", "engine")
