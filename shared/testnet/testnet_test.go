@@ -23,6 +23,27 @@ func TestFreeAddrCanBeListenedOn(t *testing.T) {
 	}
 }
 
+// TestFreeAddrIsBelowTheEphemeralRange: the ports lie outside the range
+// the kernel gives outgoing connections, so a server restarted on one does
+// not find it taken by a client's socket.
+func TestFreeAddrIsBelowTheEphemeralRange(t *testing.T) {
+	low := ephemeralLow()
+	if low <= belowEphemeral+1024 {
+		t.Skipf("ephemeral range starts at %d: FreeAddr takes any free port", low)
+	}
+	seen := map[int]bool{}
+	for range 20 {
+		port := FreePort(t)
+		if port < belowEphemeral || port >= low {
+			t.Fatalf("port %d: want one in [%d, %d)", port, belowEphemeral, low)
+		}
+		seen[port] = true
+	}
+	if len(seen) < 15 {
+		t.Errorf("20 calls gave %d ports: %v", len(seen), seen)
+	}
+}
+
 // TestServerReadyAndStopped: a server is waited for until it answers, and
 // SIGTERM ends it when the test does.
 func TestServerReadyAndStopped(t *testing.T) {
