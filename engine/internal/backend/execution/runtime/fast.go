@@ -98,21 +98,41 @@ func (r *Runtime) ownPIDNamespace(id string) bool {
 }
 
 // signalInit waits at most initSignalWait for runc's init to become the
-// container's process, and at most handlerWait more for that process to
-// block or catch the signal.
+// container's process and for that process to block or catch the signal.
+// A process that has slept (waited on something) for handlerWait, or run
+// on a CPU for handlerCPU, without doing so is taken to leave the signal
+// alone. Wall time alone does not say it: on a loaded host a process can
+// wait long for a CPU to set up its handlers (seen in CI: a shell's trap
+// not yet set 100 ms after its exec, and the SIGTERM lost).
 const (
-	initSignalWait = 500 * time.Millisecond
+	initSignalWait = 2 * time.Second
 	handlerWait    = 100 * time.Millisecond
+	handlerCPU     = 100 * time.Millisecond
 )
 
+// onCPU is how long process pid's main thread has run on a CPU
+// (/proc/PID/schedstat); ok is false where the kernel does not say.
+func onCPU(pid int) (d time.Duration, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 1 {
+		return 0, false
+	}
+	ns, err := strconv.ParseInt(f[0], 10, 64)
+	return time.Duration(ns), err == nil
+}
+
 // initTakes tells whether a container's init process pid is still runc's
-// own init, and whether it receives sig: it is the container's process and
-// not the init of a PID namespace, or it blocks or catches sig, or sig cannot
-// be ignored.
-func initTakes(pid int, sig syscall.Signal) (runtimeInit, takes bool) {
+// own init, whether it receives sig (it is the container's process and
+// not the init of a PID namespace, or it blocks or catches sig, or sig
+// cannot be ignored), and whether it is running or waiting for a CPU.
+func initTakes(pid int, sig syscall.Signal) (runtimeInit, takes, runnable bool) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return false, true
+		return false, true, false
 	}
 	var blocked, caught uint64
 	nsInit := false
@@ -122,8 +142,10 @@ func initTakes(pid int, sig syscall.Signal) (runtimeInit, takes bool) {
 		switch key {
 		case "Name":
 			if val == "runc" || strings.HasPrefix(val, "runc:") {
-				return true, false
+				return true, false, true
 			}
+		case "State":
+			runnable = strings.HasPrefix(val, "R")
 		case "SigBlk":
 			blocked, _ = strconv.ParseUint(val, 16, 64)
 		case "SigCgt":
@@ -134,7 +156,7 @@ func initTakes(pid int, sig syscall.Signal) (runtimeInit, takes bool) {
 		}
 	}
 	bit := uint64(1) << (uint(sig) - 1)
-	return false, !nsInit || sig == syscall.SIGKILL || sig == syscall.SIGSTOP || (blocked|caught)&bit != 0
+	return false, !nsInit || sig == syscall.SIGKILL || sig == syscall.SIGSTOP || (blocked|caught)&bit != 0, runnable
 }
 
 // signalInit sends sig to a runc container's init process in-process, as
@@ -173,21 +195,31 @@ func (r *Runtime) signalInit(id string, sig syscall.Signal) error {
 	// SIGKILL is never lost: it ends runc's init as well, so it goes at
 	// once (a created container's init waits for its start forever).
 	deadline := time.Now().Add(initSignalWait)
-	var execed time.Time
+	var asleep, ran0 time.Duration
+	seen := false
+	const step = 5 * time.Millisecond
 	for sig != syscall.SIGKILL && time.Now().Before(deadline) {
-		runtimeInit, takes := initTakes(st.InitPID, sig)
+		runtimeInit, takes, runnable := initTakes(st.InitPID, sig)
 		if takes {
 			break
 		}
-		if !runtimeInit {
-			// A process that never handles sig is not waited for long.
-			if execed.IsZero() {
-				execed = time.Now()
-			} else if time.Since(execed) > handlerWait {
-				break
-			}
+		if runtimeInit {
+			time.Sleep(step)
+			continue
 		}
-		time.Sleep(5 * time.Millisecond)
+		// The container's process, which may never handle sig: waited
+		// for while it has not had the CPU to set up its handlers.
+		ran, ok := onCPU(st.InitPID)
+		if !seen {
+			ran0, seen = ran, true
+		}
+		if !runnable || !ok {
+			asleep += step
+		}
+		if asleep > handlerWait || ok && ran-ran0 > handlerCPU {
+			break
+		}
+		time.Sleep(step)
 	}
 	return unix.Kill(st.InitPID, sig)
 }

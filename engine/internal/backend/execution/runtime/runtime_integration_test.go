@@ -257,6 +257,7 @@ func TestKillRightAfterStart(t *testing.T) {
 		if _, err := r.Create(ctx, CreateOptions{ID: id, Name: "t", Bundle: dir, LogPath: filepath.Join(dir, "ctr.log")}); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { r.Delete(ctx, id, true) })
 		if err := r.Start(ctx, id); err != nil {
 			t.Fatal(err)
 		}
