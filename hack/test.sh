@@ -349,6 +349,8 @@ engine_prerequisites() {
 
 run_unit() {
   [ -n "$PG_DIR" ] || step "start PostgreSQL" start_postgres || return 1
+  # Before the modules: the uploads tests start the binary too.
+  [ -n "${BERTH_ENGINE_BIN:-}" ] || step "build berth-engine" engine_binary
   gotest shared
   gotest uploads
   engine_prerequisites
