@@ -207,6 +207,17 @@ func TestRestartPolicyAfterACutRestart(t *testing.T) {
 	}
 	var paths struct{ ConmonPidFile string }
 	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &paths)
+	// The record says exited before the exit's cleanup has deleted runc's
+	// state; the cut restart comes after that cleanup.
+	rt, err := runtime.New(runtime.Options{RunRoot: p.RunRoot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); rt.Exists(id); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("runc still holds the exited container's state 10 s after its exit")
+		}
+	}
 	p.Kill9()
 
 	created := plantCutCreate(t, p.RunRoot, id)
