@@ -543,7 +543,12 @@ type Container struct {
 	// StoppedByUser is set when the last stop came from a client (stop, kill,
 	// pause has no effect on it); restart policies other than always honour it.
 	StoppedByUser bool
-	Health        HealthCheckResults
+	// StartPending is set from a start's runtime create until the start is
+	// recorded: a container in StateCreated with it set had a start asked
+	// (by a client or a restart policy) that an engine kill -9 cut before
+	// the process ran; one created by init alone does not have it.
+	StartPending bool `json:",omitempty"`
+	Health       HealthCheckResults
 	// Pod is the ID of the container's pod ("" for none); IsInfra marks
 	// the pod's infra container.
 	Pod     string `json:",omitempty"`

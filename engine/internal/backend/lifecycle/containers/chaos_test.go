@@ -381,6 +381,10 @@ func checkPolicies(te *testEngine, l *ledger) []string {
 				var full struct{ State json.RawMessage }
 				json.Unmarshal(body, &full)
 				out = append(out, fmt.Sprintf("policy: %s (restart=always, %d restarts) is %s and not restarted: %s", name, d.RestartCount, d.State.Status, full.State))
+			case d.HostConfig.RestartPolicy.Name == "always" && d.State.Status == "initialized":
+				// The workload never inits: a start a kill cut after the
+				// runtime's create, which the engine finishes.
+				out = append(out, fmt.Sprintf("policy: %s (restart=always) is left initialized: its cut start was not finished", name))
 			case d.HostConfig.RestartPolicy.Name == "always" && watched(name):
 				first[name] = -1 // restarted: done with it
 			case d.HostConfig.AutoRemove && d.State.Status == "exited":
@@ -394,7 +398,8 @@ func checkPolicies(te *testEngine, l *ledger) []string {
 }
 
 // checkRuntimeState: every runc container and every conmon of the engine
-// belongs to a container the engine lists as created, running or paused.
+// belongs to a container the engine lists as created, initialized, running
+// or paused.
 // restart=always containers exit and start again all the time, and each
 // exit and restart has a moment when runc and conmon have it while the
 // record says exited (a runtime create takes seconds on a loaded machine);
@@ -412,7 +417,9 @@ func checkRuntimeState(te *testEngine, p *enginetest.Process) []string {
 		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/json?all=true", nil), &ctrs)
 		live, state := map[string]bool{}, map[string]string{}
 		for _, c := range ctrs {
-			live[c.ID] = c.State == "running" || c.State == "created" || c.State == "paused"
+			// "initialized" is created by the runtime (a start a kill cut
+			// after runc create leaves one where its policy is "no").
+			live[c.ID] = c.State == "running" || c.State == "initialized" || c.State == "created" || c.State == "paused"
 			state[c.ID] = c.State
 		}
 		now := map[string]bool{}

@@ -502,10 +502,12 @@ func (m *Manager) Init(ctx context.Context, nameOrID string) error {
 	default:
 		return fmt.Errorf("container %s is %s: %w", rec.Name, rec.State, core.ErrStateConflict)
 	}
-	return m.initLocked(ctx, e)
+	return m.initLocked(ctx, e, false)
 }
 
-func (m *Manager) initLocked(ctx context.Context, e *entry) error {
+// initLocked creates the container in the runtime; forStart marks the
+// record StartPending (a start follows, which clears it).
+func (m *Manager) initLocked(ctx context.Context, e *entry, forStart bool) error {
 	rec := m.snapshot(e)
 	if err := checkOnHost(&rec.Spec); err != nil {
 		return err
@@ -607,6 +609,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry) error {
 	if err := m.update(ctx, e, func(r *record) {
 		r.Rootfs, r.Mounted, r.Path, r.Args, r.CDIGeneration = rec.Rootfs, rec.Mounted, rec.Path, rec.Args, rec.CDIGeneration
 		r.State = core.StateCreated
+		r.StartPending = forStart
 		r.PID = created.PID
 		r.ConmonPID = created.ConmonPID
 		r.ConmonUnit, r.ConmonCgroup = created.ConmonUnit, created.ConmonCgroup

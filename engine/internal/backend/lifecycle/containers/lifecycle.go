@@ -57,7 +57,7 @@ func (m *Manager) startLocked(ctx context.Context, e *entry) error {
 		m.cleanupLocked(ctx, e)
 		fallthrough
 	case core.StateConfigured:
-		if err := m.initLocked(ctx, e); err != nil {
+		if err := m.initLocked(ctx, e, true); err != nil {
 			return err
 		}
 	case core.StateCreated:
@@ -74,6 +74,7 @@ func (m *Manager) startLocked(ctx context.Context, e *entry) error {
 	m.update(ctx, e, func(r *record) {
 		r.StartedAt = started
 		r.StoppedByUser = false
+		r.StartPending = false
 		if r.State == core.StateCreated {
 			r.State = core.StateRunning
 		}

@@ -339,6 +339,10 @@ func (m *Manager) reconcileLocked(ctx context.Context, e *entry, mounted map[str
 			m.update(ctx, e, func(r *record) {
 				r.State = next
 				r.PID = st.Pid
+				if next != core.StateCreated {
+					// The start ran; only its record was cut.
+					r.StartPending = false
+				}
 			})
 			if next != core.StateCreated {
 				// Adopted: its OOM kills are watched again (systemd scopes).

@@ -14,6 +14,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
+	"github.com/berth-project/berth/engine/internal/backend/platform/state"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
@@ -250,6 +251,94 @@ func TestRestartPolicyAfterACutRestart(t *testing.T) {
 	te.Must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
 	if l := leaks(p.Root, p.RunRoot, id); len(l) > 0 {
 		t.Fatalf("leaked after removal:\n%s", strings.Join(l, "\n"))
+	}
+}
+
+// TestRestartFinishesACutStart: a start cut by a kill -9 after the
+// runtime's create (the record says created by the runtime, its start
+// pending; runc holds the container, its init waiting) is finished by the
+// next engine when the container's policy wants it running: a restart=always
+// container runs (it used to stay "initialized" for ever, its policy
+// abandoned). With policy "no" it stays initialized, as after podman init,
+// and its client's start runs it.
+func TestRestartFinishesACutStart(t *testing.T) {
+	p, te := startEngineProcess(t)
+	te.loadBusybox()
+	always := te.create(map[string]any{"name": "cutstart-always", "command": []string{"sh", "-c", "echo ran; sleep 1000"},
+		"restart_policy": "always"})
+	none := te.create(map[string]any{"name": "cutstart-no", "command": []string{"sh", "-c", "echo ran; sleep 1000"}})
+	t.Cleanup(func() {
+		for _, id := range []string{always, none} {
+			te.Do("DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
+		}
+	})
+	for _, id := range []string{always, none} {
+		if status, body := te.Do("POST", "/containers/"+id+"/init", nil); status >= 300 {
+			t.Fatalf("init: %d %s", status, body)
+		}
+	}
+	p.Kill9()
+	// What the kill left of a start cut between the runtime's create and
+	// the process's start: the init's record, with the start pending.
+	db, err := state.Open(context.Background(), filepath.Join(p.Root, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{always, none} {
+		row, err := db.GetContainer(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var data map[string]any
+		if err := json.Unmarshal(row.Data, &data); err != nil {
+			t.Fatal(err)
+		}
+		data["StartPending"] = true
+		row.Data, _ = json.Marshal(data)
+		if err := db.UpdateContainer(context.Background(), row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	p.Start()
+
+	type view struct {
+		RestartCount int
+		State        struct{ Status, Error string }
+	}
+	inspect := func(id string) view {
+		var d view
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+		return d
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		d := inspect(always)
+		if d.State.Status == "running" && len(te.LogLines(always)) == 1 {
+			if d.RestartCount != 0 {
+				t.Fatalf("finishing the cut start counted a restart: %+v", d)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restart=always container whose start was cut is not running: %+v, log %q", d, te.LogLines(always))
+		}
+	}
+	if d := inspect(none); d.State.Status != "initialized" || len(te.LogLines(none)) != 0 {
+		t.Fatalf("the policy-less container whose start was cut: %+v, log %q (want initialized, not run)", d, te.LogLines(none))
+	}
+	te.Must(http.StatusNoContent, "POST", "/containers/"+none+"/start", nil)
+	for deadline := time.Now().Add(10 * time.Second); len(te.LogLines(none)) != 1; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("started by its client, it did not run: %+v", inspect(none))
+		}
+	}
+	for _, id := range []string{always, none} {
+		te.Must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
+	}
+	for _, id := range []string{always, none} {
+		if l := leaks(p.Root, p.RunRoot, id); len(l) > 0 {
+			t.Fatalf("leaked after removal:\n%s", strings.Join(l, "\n"))
+		}
 	}
 }
 

@@ -82,6 +82,17 @@ func (p Policy) ShouldRestart(exitCode int32, stoppedByUser bool, restarts int) 
 	}
 }
 
+// CutStart reports whether c is a container whose start an engine kill -9
+// cut after the runtime created it (StateCreated, StartPending) and whose
+// policy wants it running: any policy but "no", unless a user stopped it.
+// The engine's start finishes such a start (a restart policy's restart
+// among them, already counted); with policy "no" the container stays
+// initialized, as after "podman init", for its client to start again.
+func CutStart(c *core.Container) bool {
+	return c.State == core.StateCreated && c.StartPending && !c.StoppedByUser && !c.Spec.Remove &&
+		ForContainer(c).Name != No
+}
+
 // ForContainer returns the policy of c; an unparsable stored policy is "no".
 func ForContainer(c *core.Container) Policy {
 	p, err := Parse(c.Spec.RestartPolicy, c.Spec.RestartTries)
@@ -207,7 +218,9 @@ func (s *Supervisor) maybeRestart(id string) {
 // once when it starts. An on-failure container that failed while no engine
 // watched it (its died event was never delivered) is handled as that event
 // would have been: restarted after the backoff, the restart counted against
-// its retries. The starts run in the background, one after another: the
+// its retries. A start a kill -9 cut after the runtime's create is
+// finished where the policy wants the container running (CutStart). The
+// starts run in the background, one after another: the
 // engine answers at once instead of after every such container's start
 // (a restart-to-ready of seconds with a few dozen of them), as Podman's
 // boot-time restart service does not hold up its API either. Each is
@@ -221,7 +234,14 @@ func (s *Supervisor) StartAtBoot(ctx context.Context) error {
 	var due []string
 	for _, row := range list {
 		c, err := s.containers.Lookup(ctx, row.ID)
-		if err != nil || !Decide(c) {
+		if err != nil {
+			continue
+		}
+		if CutStart(c) {
+			due = append(due, c.ID)
+			continue
+		}
+		if !Decide(c) {
 			continue
 		}
 		switch ForContainer(c).Name {
@@ -241,7 +261,7 @@ func (s *Supervisor) StartAtBoot(ctx context.Context) error {
 			if s.ctx.Err() != nil {
 				return
 			}
-			if c, err := s.containers.Lookup(s.ctx, id); err != nil || !Decide(c) {
+			if c, err := s.containers.Lookup(s.ctx, id); err != nil || !(Decide(c) || CutStart(c)) {
 				continue
 			}
 			if err := s.containers.Start(s.ctx, id); err != nil && !errors.Is(err, core.ErrNotModified) {

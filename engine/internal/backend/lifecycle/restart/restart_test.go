@@ -89,6 +89,30 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+func TestCutStart(t *testing.T) {
+	cut := core.Container{State: core.StateCreated, StartPending: true, Spec: core.ContainerSpec{RestartPolicy: "always"}}
+	for _, tc := range []struct {
+		name string
+		edit func(*core.Container)
+		want bool
+	}{
+		{"always", func(*core.Container) {}, true},
+		{"unless-stopped", func(c *core.Container) { c.Spec.RestartPolicy = "unless-stopped" }, true},
+		{"on-failure, its restart cut", func(c *core.Container) { c.Spec.RestartPolicy = "on-failure"; c.RestartCount = 3 }, true},
+		{"policy no", func(c *core.Container) { c.Spec.RestartPolicy = "" }, false},
+		{"initialized by init, no start asked", func(c *core.Container) { c.StartPending = false }, false},
+		{"running: the start ran", func(c *core.Container) { c.State = core.StateRunning }, false},
+		{"stopped by a user", func(c *core.Container) { c.StoppedByUser = true }, false},
+		{"auto-remove", func(c *core.Container) { c.Spec.Remove = true }, false},
+	} {
+		c := cut
+		tc.edit(&c)
+		if got := CutStart(&c); got != tc.want {
+			t.Errorf("%s: CutStart = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // fakeContainers is the part of the core a Supervisor uses.
 type fakeContainers struct {
 	core.Containers
