@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -65,6 +66,14 @@ func (l *ledger) start(c *chaosClient, name string) {
 		l.started[name] = true
 		l.mu.Unlock()
 	}
+}
+
+// stopping notes a user's stop or restart of a container before it is
+// sent: until a start is acknowledged again, its policy is not watched.
+func (l *ledger) stopping(name string) {
+	l.mu.Lock()
+	l.started[name] = false
+	l.mu.Unlock()
 }
 
 func (l *ledger) set(kind, name, state string) {
@@ -183,7 +192,7 @@ func chaosWorker(w int, c *chaosClient, l *ledger, failures *failureLog, stop <-
 			} else if st != 0 && st < 500 {
 				failures.add("create --rm %s: %d %s", name, st, body)
 			}
-		case op < 35: // a long-running container; restart=always ones exit every few seconds
+		case op < 32: // a long-running container; restart=always ones exit every few seconds
 			spec := map[string]any{"image": "busybox", "name": name, "command": []string{"sleep", "600"}, "stop_timeout": 0}
 			if r.IntN(2) == 0 {
 				spec["restart_policy"] = "always"
@@ -192,11 +201,37 @@ func chaosWorker(w int, c *chaosClient, l *ledger, failures *failureLog, stop <-
 			if r.IntN(2) == 0 {
 				spec["netns"] = map[string]string{"nsmode": "bridge"}
 				spec["Networks"] = map[string]any{"chaos1": map[string]any{}}
+				if r.IntN(2) == 0 {
+					// A published port: a host port the engine picks, and
+					// the firewall rules that go with it.
+					spec["portmappings"] = []map[string]any{{"container_port": 80, "host_ip": "127.0.0.1"}}
+				}
 			}
 			st, body := c.do("POST", "/containers/create", spec)
 			if ack(l, failures, "container", name, present, st, body, http.StatusCreated) {
 				l.created(body)
 				l.start(c, name)
+			}
+		case op < 40: // stop, restart, or pause and unpause a container
+			if ctr := l.pick(r, "container", own); ctr != "" {
+				switch r.IntN(3) {
+				case 0:
+					// A user's stop: its restart policy no longer applies,
+					// whether or not the stop got through.
+					l.stopping(ctr)
+					c.do("POST", "/containers/"+ctr+"/stop?timeout=0", nil)
+				case 1:
+					l.stopping(ctr)
+					if st, _ := c.do("POST", "/containers/"+ctr+"/restart?t=0", nil); st == http.StatusNoContent {
+						l.mu.Lock()
+						l.started[ctr] = true
+						l.mu.Unlock()
+					}
+				default:
+					if st, _ := c.do("POST", "/containers/"+ctr+"/pause", nil); st == http.StatusNoContent {
+						c.do("POST", "/containers/"+ctr+"/unpause", nil)
+					}
+				}
 			}
 		case op < 45: // exec in, and logs of, a running container
 			if ctr := l.pick(r, "container", own); ctr != "" {
@@ -529,6 +564,17 @@ func checkLeftovers(p *enginetest.Process, ids []string) []string {
 				cmd, _ := os.ReadFile(filepath.Join(filepath.Dir(f), "cmdline"))
 				out = append(out, fmt.Sprintf("process left in a cgroup of %s: %s %q", id, filepath.Dir(f), strings.ReplaceAll(string(cmd), "\x00", " ")))
 				break
+			}
+		}
+	}
+	// The jumps of published ports (they name the container, not an
+	// address).
+	if data, err := exec.Command("iptables", "-w", "-t", "nat", "-S", "NETAVARK-HOSTPORT-DNAT").Output(); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			for _, id := range ids {
+				if strings.Contains(line, "id: "+id) {
+					out = append(out, "left: "+line)
+				}
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/berth-project/berth/engine/internal/backend/platform/mounts"
+	"github.com/berth-project/berth/engine/internal/backend/platform/state"
 	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
@@ -279,6 +280,125 @@ func TestTeardownAfterInterfaceGoneRemovesBridges(t *testing.T) {
 	}
 	if l := left(); len(l) > 0 {
 		t.Fatalf("after the networks' removal:\n%s", strings.Join(l, "\n"))
+	}
+}
+
+// TestTeardownRemovesPortRulesNetavarkCouldNot: the port forwarding of a
+// container that netavark cannot tear down goes all the same. netavark
+// removes a container's port rules only in a namespace it can open, and
+// only on the networks its teardown is told of; a container whose namespace
+// is gone, and a connect to a second network that a kill -9 cut after
+// netavark's setup (the record does not know the network), left DNAT and
+// SETMARK rules in the networks' chains and the jumps to them (the chaos
+// loop, with published ports: a host port forwarded to an address the next
+// container gets).
+func TestTeardownRemovesPortRulesNetavarkCouldNot(t *testing.T) {
+	site := newCrashSite(t)
+	te, stop := site.serve()
+	te.loadBusybox()
+	subnets := map[string]string{}
+	for _, name := range []string{"first", "second"} {
+		te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": name})
+		var n struct {
+			Interface string `json:"network_interface"`
+			Subnets   []struct {
+				Subnet string `json:"subnet"`
+			} `json:"subnets"`
+		}
+		if err := json.Unmarshal(te.Must(http.StatusOK, "GET", "/networks/"+name+"/json", nil), &n); err != nil || len(n.Subnets) == 0 {
+			t.Fatalf("network %s: %+v %v", name, n, err)
+		}
+		subnets[name] = n.Subnets[0].Subnet
+		t.Cleanup(func() {
+			exec.Command("ip", "link", "del", n.Interface).Run()
+			removeRulesNaming(n.Subnets[0].Subnet)
+		})
+	}
+	type published struct{ id, port string }
+	publish := func(name string) published {
+		id := te.create(map[string]any{"name": name, "command": []string{"sleep", "300"},
+			"netns": map[string]string{"nsmode": "bridge"}, "Networks": map[string]any{"first": map[string]any{}},
+			"portmappings": []map[string]any{{"container_port": 80, "host_ip": "127.0.0.1"}}})
+		te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+		var d struct {
+			NetworkSettings struct {
+				Ports map[string][]struct{ HostPort string }
+			}
+		}
+		json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &d)
+		if len(d.NetworkSettings.Ports["80/tcp"]) == 0 {
+			t.Fatalf("%s publishes no port: %+v", name, d.NetworkSettings)
+		}
+		return published{id, d.NetworkSettings.Ports["80/tcp"][0].HostPort}
+	}
+	nsGone, cutConnect := publish("nsgone"), publish("cutconnect")
+	te.Must(http.StatusOK, "POST", "/networks/second/connect", map[string]any{"container": cutConnect.id})
+	// The nat table's rules of the two containers' ports.
+	rules := func() []string {
+		data, _ := exec.Command("iptables", "-w", "-t", "nat", "-S").Output()
+		var out []string
+		for _, line := range strings.Split(string(data), "\n") {
+			for _, p := range []published{nsGone, cutConnect} {
+				if strings.HasPrefix(line, "-A NETAVARK-") && (strings.Contains(line, "--dport "+p.port+" ") || strings.Contains(line, p.id)) {
+					out = append(out, line)
+				}
+			}
+		}
+		return out
+	}
+	t.Cleanup(func() {
+		for _, r := range rules() {
+			exec.Command("sh", "-c", "iptables -w -t nat "+strings.Replace(r, "-A", "-D", 1)).Run()
+		}
+	})
+	// Both ports forwarded on first, cutconnect's on second too.
+	if r := rules(); len(r) < 8 || !strings.Contains(strings.Join(r, "\n"), "--dport "+cutConnect.port) {
+		t.Fatalf("the published ports' rules before: %q", r)
+	}
+	var d struct{ NetworkSettings struct{ SandboxKey string } }
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+nsGone.id+"/json", nil), &d)
+	stop()
+
+	// nsgone's namespace goes; cutconnect's record forgets second.
+	if err := unix.Unmount(d.NetworkSettings.SandboxKey, unix.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(d.NetworkSettings.SandboxKey)
+	db, err := state.Open(context.Background(), filepath.Join(site.cfg.Root, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := db.GetContainer(context.Background(), cutConnect.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data map[string]any
+	json.Unmarshal(row.Data, &data)
+	delete(data["NetSetup"].(map[string]any)["Networks"].(map[string]any), "second")
+	row.Data, _ = json.Marshal(data)
+	if err := db.UpdateContainer(context.Background(), row); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	te, stop = site.serve()
+	defer stop()
+	for _, p := range []published{nsGone, cutConnect} {
+		te.Must(http.StatusOK, "DELETE", "/containers/"+p.id+"?force=true&timeout=0", nil)
+	}
+	if r := rules(); len(r) > 0 {
+		t.Fatalf("the removed containers' port forwarding is left:\n%s", strings.Join(r, "\n"))
+	}
+	for _, name := range []string{"first", "second"} {
+		te.Must(http.StatusOK, "DELETE", "/networks/"+name, nil)
+	}
+	data2, _ := exec.Command("iptables", "-w", "-t", "nat", "-S").Output()
+	for _, line := range strings.Split(string(data2), "\n") {
+		for name, sub := range subnets {
+			if strings.Contains(line, sub) {
+				t.Errorf("rule of %s left: %s", name, line)
+			}
+		}
 	}
 }
 

@@ -610,6 +610,12 @@ func (m *Manager) initLocked(ctx context.Context, e *entry, forStart bool) error
 		r.Rootfs, r.Mounted, r.Path, r.Args, r.CDIGeneration = rec.Rootfs, rec.Mounted, rec.Path, rec.Args, rec.CDIGeneration
 		r.State = core.StateCreated
 		r.StartPending = forStart
+		if forStart {
+			// A start (a restart's too) asks for it to run: a user's
+			// earlier stop no longer holds, even should the start be cut
+			// here.
+			r.StoppedByUser = false
+		}
 		r.PID = created.PID
 		r.ConmonPID = created.ConmonPID
 		r.ConmonUnit, r.ConmonCgroup = created.ConmonUnit, created.ConmonCgroup

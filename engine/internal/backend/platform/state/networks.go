@@ -87,6 +87,21 @@ func (s *DB) ReleaseAddresses(ctx context.Context, networkID, containerID string
 	})
 }
 
+// LeasedAddresses returns the addresses containerID holds, by network ID.
+func (s *DB) LeasedAddresses(ctx context.Context, containerID string) (map[string][]string, error) {
+	type lease struct{ network, ip string }
+	rows, err := listRows(ctx, s, "leases of container "+containerID, func(l *lease) []any { return []any{&l.network, &l.ip} },
+		`SELECT network_id, ip FROM network_leases WHERE container_id = ?`, containerID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, l := range rows {
+		out[l.network] = append(out[l.network], l.ip)
+	}
+	return out, nil
+}
+
 // LeaseHolders returns the IDs of every container holding an address.
 func (s *DB) LeaseHolders(ctx context.Context) ([]string, error) {
 	return listRows(ctx, s, "lease holders", func(id *string) []any { return []any{id} },

@@ -150,3 +150,35 @@ func openTestDB(t *testing.T) *DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+func TestLeasedAddresses(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t)
+	for _, n := range []string{"n1", "n2"} {
+		if err := db.Networks().Add(ctx, NamedRecord{ID: n, Name: "net-" + n, Created: time.Now(), Data: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease := func(network, ctr string, ips ...string) {
+		t.Helper()
+		if _, err := db.LeaseAddresses(ctx, network, ctr, func(map[string]bool) ([]string, error) { return ips, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease("n1", "c1", "10.1.0.2")
+	lease("n2", "c1", "10.2.0.2", "fd00::2")
+	lease("n1", "c2", "10.1.0.3")
+	got, err := db.LeasedAddresses(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || len(got["n1"]) != 1 || got["n1"][0] != "10.1.0.2" || len(got["n2"]) != 2 {
+		t.Fatalf("LeasedAddresses(c1) = %v", got)
+	}
+	if err := db.ReleaseAddresses(ctx, "", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.LeasedAddresses(ctx, "c1"); err != nil || len(got) != 0 {
+		t.Fatalf("after the release: %v %v", got, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -336,6 +337,20 @@ func (m *Manager) Teardown(ctx context.Context, s core.NetworkSetup) error {
 	ctx = context.WithoutCancel(ctx)
 	var errs []error
 	nets, _ := m.networksOf(namesOf(s.Networks), true)
+	// Networks the container holds addresses on that s does not name: a
+	// connect a kill -9 cut after netavark's setup, before its record.
+	var leased map[string][]string
+	unrecorded := map[string]*core.Network{}
+	if len(s.PortMappings) > 0 {
+		var err error
+		if leased, err = m.db.LeasedAddresses(ctx, s.ContainerID); err != nil {
+			errs = append(errs, err)
+		}
+		unrecorded = m.networksByID(leased, nets)
+	}
+	// netavark's port forwarding left: its teardown did not run or failed,
+	// or it did not know the network.
+	portsLeft := len(unrecorded) > 0
 	if len(nets) > 0 && isNetNSMount(s.NetNSPath) && m.nv.binary != "" {
 		m.setupMu.Lock()
 		var err error
@@ -352,6 +367,7 @@ func (m *Manager) Teardown(ctx context.Context, s core.NetworkSetup) error {
 				// Each network on its own: what netavark could not
 				// finish (an interface gone already) is swept.
 				m.sweepAllLocked(ctx, nets)
+				portsLeft = true
 			}
 		}
 		m.setupMu.Unlock()
@@ -372,6 +388,18 @@ func (m *Manager) Teardown(ctx context.Context, s core.NetworkSetup) error {
 		}
 		m.sweepAllLocked(ctx, nets)
 		m.setupMu.Unlock()
+		portsLeft = true
+	}
+	if portsLeft && len(s.PortMappings) > 0 {
+		all := maps.Clone(nets)
+		maps.Copy(all, unrecorded)
+		m.setupMu.Lock()
+		if err := m.removePortRules(ctx, s, all, leased); err != nil {
+			errs = append(errs, err)
+		}
+		// The unrecorded networks' bridges go with their last interface.
+		m.sweepAllLocked(ctx, unrecorded)
+		m.setupMu.Unlock()
 	}
 	if err := m.db.ReleaseAddresses(ctx, "", s.ContainerID); err != nil {
 		errs = append(errs, err)
@@ -380,6 +408,20 @@ func (m *Manager) Teardown(ctx context.Context, s core.NetworkSetup) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// networksByID answers the networks among the IDs of leased that are not in
+// known, by name.
+func (m *Manager) networksByID(leased map[string][]string, known map[string]*core.Network) map[string]*core.Network {
+	out := map[string]*core.Network{}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for name, n := range m.networks {
+		if _, ok := leased[n.ID]; ok && known[name] == nil {
+			out[name] = copyNetwork(n)
+		}
+	}
+	return out
 }
 
 // Attach joins a set-up namespace to one more network.
