@@ -285,10 +285,12 @@ func TestTeardownAfterInterfaceGoneRemovesBridges(t *testing.T) {
 
 // TestTeardownRemovesPortRulesNetavarkCouldNot: the port forwarding of a
 // container that netavark cannot tear down goes all the same. netavark
-// removes a container's port rules only in a namespace it can open, and
-// only on the networks its teardown is told of; a container whose namespace
-// is gone, and a connect to a second network that a kill -9 cut after
-// netavark's setup (the record does not know the network), left DNAT and
+// removes a container's port rules only in a namespace it can open, only
+// on the networks its teardown is told of, and its DNAT rules only when it
+// is told the container's addresses; a container whose namespace is gone, a
+// connect to a second network that a kill -9 cut after netavark's setup
+// (the record does not know the network), and a setup a kill -9 cut before
+// its record (the record is the plan, without addresses) left DNAT and
 // SETMARK rules in the networks' chains and the jumps to them (the chaos
 // loop, with published ports: a host port forwarded to an address the next
 // container gets).
@@ -331,14 +333,14 @@ func TestTeardownRemovesPortRulesNetavarkCouldNot(t *testing.T) {
 		}
 		return published{id, d.NetworkSettings.Ports["80/tcp"][0].HostPort}
 	}
-	nsGone, cutConnect := publish("nsgone"), publish("cutconnect")
+	nsGone, cutConnect, cutSetup := publish("nsgone"), publish("cutconnect"), publish("cutsetup")
 	te.Must(http.StatusOK, "POST", "/networks/second/connect", map[string]any{"container": cutConnect.id})
 	// The nat table's rules of the two containers' ports.
 	rules := func() []string {
 		data, _ := exec.Command("iptables", "-w", "-t", "nat", "-S").Output()
 		var out []string
 		for _, line := range strings.Split(string(data), "\n") {
-			for _, p := range []published{nsGone, cutConnect} {
+			for _, p := range []published{nsGone, cutConnect, cutSetup} {
 				if strings.HasPrefix(line, "-A NETAVARK-") && (strings.Contains(line, "--dport "+p.port+" ") || strings.Contains(line, p.id)) {
 					out = append(out, line)
 				}
@@ -351,15 +353,17 @@ func TestTeardownRemovesPortRulesNetavarkCouldNot(t *testing.T) {
 			exec.Command("sh", "-c", "iptables -w -t nat "+strings.Replace(r, "-A", "-D", 1)).Run()
 		}
 	})
-	// Both ports forwarded on first, cutconnect's on second too.
-	if r := rules(); len(r) < 8 || !strings.Contains(strings.Join(r, "\n"), "--dport "+cutConnect.port) {
+	// The ports forwarded on first, cutconnect's on second too.
+	if r := rules(); len(r) < 12 || !strings.Contains(strings.Join(r, "\n"), "--dport "+cutConnect.port) {
 		t.Fatalf("the published ports' rules before: %q", r)
 	}
 	var d struct{ NetworkSettings struct{ SandboxKey string } }
 	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+nsGone.id+"/json", nil), &d)
 	stop()
 
-	// nsgone's namespace goes; cutconnect's record forgets second.
+	// nsgone's namespace goes; cutconnect's record forgets second;
+	// cutsetup's record is the setup's plan, written before netavark ran:
+	// no addresses (a kill -9 before the record of what it set up).
 	if err := unix.Unmount(d.NetworkSettings.SandboxKey, unix.MNT_DETACH); err != nil {
 		t.Fatal(err)
 	}
@@ -379,11 +383,23 @@ func TestTeardownRemovesPortRulesNetavarkCouldNot(t *testing.T) {
 	if err := db.UpdateContainer(context.Background(), row); err != nil {
 		t.Fatal(err)
 	}
+	if row, err = db.GetContainer(context.Background(), cutSetup.id); err != nil {
+		t.Fatal(err)
+	}
+	data = nil
+	json.Unmarshal(row.Data, &data)
+	for _, po := range data["NetSetup"].(map[string]any)["Networks"].(map[string]any) {
+		delete(po.(map[string]any), "static_ips")
+	}
+	row.Data, _ = json.Marshal(data)
+	if err := db.UpdateContainer(context.Background(), row); err != nil {
+		t.Fatal(err)
+	}
 	db.Close()
 
 	te, stop = site.serve()
 	defer stop()
-	for _, p := range []published{nsGone, cutConnect} {
+	for _, p := range []published{nsGone, cutConnect, cutSetup} {
 		te.Must(http.StatusOK, "DELETE", "/containers/"+p.id+"?force=true&timeout=0", nil)
 	}
 	if r := rules(); len(r) > 0 {

@@ -43,6 +43,11 @@ func (m *Manager) observedLocked(ctx context.Context, op, nameOrID string, fn fu
 	}
 	e.op.Lock()
 	defer e.op.Unlock()
+	if m.isRemoved(e) {
+		// Removed while this waited for the removal's lock: a start of
+		// it (a restart policy's) would create what nothing removes.
+		return core.NoSuchContainer(nameOrID)
+	}
 	return fn(ctx, e)
 }
 
@@ -537,6 +542,11 @@ func (m *Manager) lockedLookup(nameOrID string) (e *entry, rec record, unlock fu
 		return nil, record{}, nil, err
 	}
 	e.op.Lock()
+	if m.isRemoved(e) {
+		// Removed while this waited for the removal's lock.
+		e.op.Unlock()
+		return nil, record{}, nil, core.NoSuchContainer(nameOrID)
+	}
 	return e, m.snapshot(e), e.op.Unlock, nil
 }
 

@@ -183,6 +183,36 @@ func TestMissingCommandFailsStartAndIsRemovable(t *testing.T) {
 	}
 }
 
+// TestStartWaitingOnARemovalFindsNoContainer: a start (a client's, or a
+// restart policy's) that waits for a container's lock while a removal
+// holds it answers 404 once the removal is done, and creates nothing (it
+// used to go on with the removed record: "runc create failed: chdir
+// .../userdata: no such file or directory", seen in the chaos loop).
+func TestStartWaitingOnARemovalFindsNoContainer(t *testing.T) {
+	te := startEngine(t)
+	te.loadBusybox()
+	// SIGTERM is ignored: the removal's stop holds the lock for its 2 s.
+	id := te.create(map[string]any{"command": []string{"sh", "-c", "trap '' TERM; echo up; while :; do sleep 0.1; done"}, "stop_timeout": 2})
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	te.waitLog(id, 1)
+	removed := make(chan int, 1)
+	go func() {
+		status, _ := te.Do("DELETE", "/containers/"+id+"?force=true", nil)
+		removed <- status
+	}()
+	time.Sleep(500 * time.Millisecond)
+	status, body := te.Do("POST", "/containers/"+id+"/start", nil)
+	if st := <-removed; st != http.StatusOK {
+		t.Fatalf("remove: %d", st)
+	}
+	if status != http.StatusNotFound {
+		t.Fatalf("a start that waited for the removal: %d %s, want 404", status, body)
+	}
+	if l := leaks(te.Root, te.RunRoot, id); len(l) > 0 {
+		t.Fatalf("leaked: %v", l)
+	}
+}
+
 func TestNetworkNamespaces(t *testing.T) {
 	te := startEngine(t)
 	// flags of lo: 0x9 is IFF_UP|IFF_LOOPBACK. /proc/net/dev lists the interfaces.

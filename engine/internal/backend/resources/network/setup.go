@@ -337,16 +337,23 @@ func (m *Manager) Teardown(ctx context.Context, s core.NetworkSetup) error {
 	ctx = context.WithoutCancel(ctx)
 	var errs []error
 	nets, _ := m.networksOf(namesOf(s.Networks), true)
-	// Networks the container holds addresses on that s does not name: a
-	// connect a kill -9 cut after netavark's setup, before its record.
 	var leased map[string][]string
 	unrecorded := map[string]*core.Network{}
-	if len(s.PortMappings) > 0 {
+	if len(s.PortMappings) > 0 || !withAddresses(s) {
 		var err error
 		if leased, err = m.db.LeasedAddresses(ctx, s.ContainerID); err != nil {
 			errs = append(errs, err)
 		}
-		unrecorded = m.networksByID(leased, nets)
+		// A setup a kill -9 cut before its record names no addresses,
+		// and netavark's teardown needs them to find the container's
+		// DNAT rules: they are the leased ones.
+		s = withLeased(s, nets, leased)
+		// Networks the container holds addresses on that s does not
+		// name: a connect a kill -9 cut after netavark's setup, before
+		// its record.
+		if len(s.PortMappings) > 0 {
+			unrecorded = m.networksByID(leased, nets)
+		}
 	}
 	// netavark's port forwarding left: its teardown did not run or failed,
 	// or it did not know the network.
@@ -408,6 +415,39 @@ func (m *Manager) Teardown(ctx context.Context, s core.NetworkSetup) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// withAddresses reports whether every network of s names the container's
+// addresses on it.
+func withAddresses(s core.NetworkSetup) bool {
+	for _, po := range s.Networks {
+		if len(po.StaticIPs) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// withLeased is s with the leased addresses (by network ID) on each of
+// nets whose options name none. s's own map is not written.
+func withLeased(s core.NetworkSetup, nets map[string]*core.Network, leased map[string][]string) core.NetworkSetup {
+	out := s
+	out.Networks = maps.Clone(s.Networks)
+	for name, n := range nets {
+		po, ok := out.Networks[name]
+		if !ok || len(po.StaticIPs) > 0 {
+			continue
+		}
+		ips := make([]net.IP, 0, len(leased[n.ID]))
+		for _, ip := range leased[n.ID] {
+			if parsed := net.ParseIP(ip); parsed != nil {
+				ips = append(ips, parsed)
+			}
+		}
+		po.StaticIPs = ips
+		out.Networks[name] = po
+	}
+	return out
 }
 
 // networksByID answers the networks among the IDs of leased that are not in
