@@ -281,7 +281,17 @@ func readPids(path string) ([]int, error) {
 
 // Freeze freezes (or thaws) every process of cgroup cg and waits until
 // the kernel says it is done: freezer.state on v1, cgroup.freeze and the
-// "frozen" key of cgroup.events on v2.
+// "frozen" key of cgroup.events on v2. A freeze that is not done within
+// two seconds is undone (the cgroup is thawed) before the error: never
+// left half-frozen.
+//
+// A v1 freeze can wedge: a thread that a multi-threaded process's execve
+// has told to exit is frozen before it does, and the exec, which waits for
+// it without being freezable itself, keeps the cgroup FREEZING for ever
+// (runc init exec'ing the container's command, a Go program's exec). The
+// kernel's v1 documentation says to thaw and retry then; Freeze thaws the
+// cgroup for a moment every 100 ms it stays FREEZING, which lets the exec
+// finish, and freezes again.
 func (h *Hierarchy) Freeze(cg string, freeze bool) error {
 	file, want, check, done := "", "", "", ""
 	if h.unified {
@@ -300,7 +310,8 @@ func (h *Hierarchy) Freeze(cg string, freeze bool) error {
 		}
 		done = want
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	start := time.Now()
+	deadline, lastThaw := start.Add(2*time.Second), start
 	for {
 		if err := os.WriteFile(file, []byte(want), 0o644); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
@@ -315,10 +326,47 @@ func (h *Hierarchy) Freeze(cg string, freeze bool) error {
 		if hasLine(data, done) {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("cgroup %s: not %s within 2s", cg, done)
+		now := time.Now()
+		if now.After(deadline) {
+			if freeze {
+				h.Freeze(cg, false)
+			}
+			return fmt.Errorf("cgroup %s: not %s within 2s (left thawed)", cg, done)
+		}
+		if freeze && !h.unified && now.Sub(lastThaw) >= freezeRetry {
+			os.WriteFile(file, []byte("THAWED"), 0o644)
+			time.Sleep(5 * time.Millisecond)
+			lastThaw = time.Now()
+			continue
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// freezeRetry is how long a v1 freeze may stay FREEZING before Freeze and
+// SettleFreezer thaw it for a moment.
+const freezeRetry = 100 * time.Millisecond
+
+// SettleFreezer makes sure cgroup cg's v1 freezer is not stuck FREEZING
+// (see Freeze): one that stays FREEZING for wait is thawed, and SettleFreezer
+// answers true. A freeze in progress (Freeze, a runtime's pause) writes
+// FROZEN again at once and is only delayed. runc 1.1 waits without end for
+// a FREEZING cgroup to settle in every command that reads a container's
+// state, so the engine settles it before running one. v2 and a missing
+// cgroup are left alone.
+func (h *Hierarchy) SettleFreezer(cg string, wait time.Duration) bool {
+	if h.unified {
+		return false
+	}
+	file := filepath.Join(h.Dir("freezer", cg), "freezer.state")
+	for deadline := time.Now().Add(wait); ; time.Sleep(time.Millisecond) {
+		data, err := os.ReadFile(file)
+		if err != nil || strings.TrimSpace(string(data)) != "FREEZING" {
+			return false
+		}
+		if time.Now().After(deadline) {
+			return os.WriteFile(file, []byte("THAWED"), 0o644) == nil
+		}
 	}
 }
 

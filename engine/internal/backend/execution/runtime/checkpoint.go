@@ -52,6 +52,7 @@ func (r *Runtime) Checkpoint(ctx context.Context, id, dir string, o CheckpointOp
 	if r.isPause(id) {
 		return errPause("checkpoint", id)
 	}
+	r.settleFreezer(id)
 	args := []string{"checkpoint", "--image-path", dir, "--work-path", dir}
 	if o.LeaveRunning {
 		args = append(args, "--leave-running")
@@ -235,8 +236,10 @@ func ReadStats(file string) (map[string]uint64, error) {
 // does it.
 func (r *Runtime) FreezeForDump(ctx context.Context, id string, freeze bool) error {
 	if cg, ok := r.freezerCgroup(id); ok {
-		if err := cgroups.Host().Freeze(cg, freeze); err == nil {
-			return nil
+		// Not runc where the cgroup would not freeze: its pause would
+		// fail the same way, later.
+		if err := cgroups.Host().Freeze(cg, freeze); !errors.Is(err, cgroups.ErrNoCgroup) {
+			return err
 		}
 	}
 	if freeze {

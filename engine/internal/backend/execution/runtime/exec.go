@@ -74,6 +74,7 @@ func (r *Runtime) Exec(ctx context.Context, c *core.Container, req core.ExecRequ
 		args = append(args, "--tty")
 	}
 	args = append(args, c.ID)
+	r.settleFreezer(c.ID)
 	cmd := exec.Command(r.path, args...)
 	cmd.Env = minimalEnv()
 	// Until the process has started, what runc writes on its stderr (or

@@ -494,7 +494,24 @@ func (r *Runtime) run(ctx context.Context, args ...string) ([]byte, error) {
 // runOn executes the runtime with args, a command on container id, and
 // the container's global options (globalArgsFor).
 func (r *Runtime) runOn(ctx context.Context, id string, args ...string) ([]byte, error) {
+	r.settleFreezer(id)
 	return r.runCmd(exec.CommandContext(ctx, r.path, append(slices.Clone(r.globalArgsFor(id)), args...)...), args)
+}
+
+// settleFreezer thaws container id's v1 freezer where it is stuck
+// FREEZING (cgroups.SettleFreezer: a freeze that met an exec, a pause a
+// killed engine left behind): runc 1.1 would wait for it without end in any
+// command that reads the container's state, and an engine start that
+// reconciles the container with it. A freezer in any other state costs a
+// read of runc's state.json and of freezer.state.
+func (r *Runtime) settleFreezer(id string) {
+	h := cgroups.Host()
+	if h.Unified() {
+		return
+	}
+	if cg, ok := r.freezerCgroup(id); ok && h.SettleFreezer(cg, time.Second) {
+		r.logger.Warn("thawed a container whose freeze could not finish (its cgroup stayed FREEZING)", "container", id)
+	}
 }
 
 // runGroup is run with the runtime in a process group of its own, all of

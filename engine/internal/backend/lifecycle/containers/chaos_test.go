@@ -1,6 +1,7 @@
 package containers_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -22,8 +23,10 @@ import (
 
 // The chaos loop (make soak; BERTH_CHAOS=DURATION): workers drive a mixed
 // workload against the real engine binary — containers with and without
-// --rm and restart policies, exec, logs, pods, volumes, networks with live
-// connect, image tags — while the test kills the engine with SIGKILL at
+// --rm and restart policies, some in a user namespace of their own
+// (--userns=auto), stop, restart, pause, checkpoint and restore (where CRIU
+// works), exec, logs, pods, volumes, networks with live connect, containers
+// and networks through the Docker API, image tags — while the test kills the engine with SIGKILL at
 // random and starts it again. Every answer goes into a ledger: an object
 // acknowledged as created must exist, one acknowledged as removed must not,
 // one whose request the kill cut may be either way, and nothing else may
@@ -46,6 +49,14 @@ type ledger struct {
 	// IDs of every container created (for the cgroup check).
 	started map[string]bool
 	ids     []string
+	// done counts the acknowledged operations by kind, for the log.
+	done map[string]int
+}
+
+func (l *ledger) count(what string) {
+	l.mu.Lock()
+	l.done[what]++
+	l.mu.Unlock()
 }
 
 // created notes a container's or a pod's ID from its create answer.
@@ -102,8 +113,10 @@ func (l *ledger) pick(r *rand.Rand, kind, prefix string) string {
 // chaosClient sends requests that a kill may cut: a transport error is an
 // answer of status 0.
 type chaosClient struct {
-	base               string
+	// base is the libpod API's, docker the Docker API's (same listener).
+	base, docker       string
 	client             *http.Client
+	criu               bool
 	requests, answered atomic.Int64
 }
 
@@ -116,7 +129,11 @@ func (c *chaosClient) do(method, path string, body any) (int, []byte) {
 	} else {
 		rd = strings.NewReader("")
 	}
-	req, _ := http.NewRequest(method, c.base+path, rd)
+	base := c.base
+	if p, ok := strings.CutPrefix(path, "docker:"); ok {
+		base, path = c.docker, p
+	}
+	req, _ := http.NewRequest(method, base+path, rd)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -150,6 +167,9 @@ func ack(l *ledger, failures *failureLog, kind, name, want string, status int, b
 	case status == 0 || status >= 500:
 		// Cut by a kill (a 500 names what the kill interrupted: the
 		// runtime or netavark killed with the engine).
+		if status != 0 {
+			failures.addCut("%s %s: %d %s", kind, name, status, body)
+		}
 		l.set(kind, name, unknown)
 	default:
 		failures.add("%s %s: %d %s", kind, name, status, body)
@@ -161,6 +181,16 @@ func ack(l *ledger, failures *failureLog, kind, name, want string, status int, b
 type failureLog struct {
 	mu   sync.Mutex
 	msgs []string
+	// cut are the 5xx answers, which a kill explains (logged, not failed).
+	cut []string
+}
+
+func (f *failureLog) addCut(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.cut) < 30 {
+		f.cut = append(f.cut, fmt.Sprintf(format, args...))
+	}
 }
 
 func (f *failureLog) add(format string, args ...any) {
@@ -198,6 +228,11 @@ func chaosWorker(w int, c *chaosClient, l *ledger, failures *failureLog, stop <-
 				spec["restart_policy"] = "always"
 				spec["command"] = []string{"sleep", fmt.Sprint(1 + r.IntN(4))}
 			}
+			if r.IntN(4) == 0 {
+				// --userns=auto: a range of the containers user's
+				// subordinate IDs, allocated and released with it.
+				spec["userns"] = map[string]string{"nsmode": "auto"}
+			}
 			if r.IntN(2) == 0 {
 				spec["netns"] = map[string]string{"nsmode": "bridge"}
 				spec["Networks"] = map[string]any{"chaos1": map[string]any{}}
@@ -209,6 +244,9 @@ func chaosWorker(w int, c *chaosClient, l *ledger, failures *failureLog, stop <-
 			}
 			st, body := c.do("POST", "/containers/create", spec)
 			if ack(l, failures, "container", name, present, st, body, http.StatusCreated) {
+				if spec["userns"] != nil {
+					l.count("userns=auto create")
+				}
 				l.created(body)
 				l.start(c, name)
 			}
@@ -258,7 +296,7 @@ func chaosWorker(w int, c *chaosClient, l *ledger, failures *failureLog, stop <-
 				st, body = c.do("DELETE", "/volumes/"+name, nil)
 				ack(l, failures, "volume", name, absent, st, body, http.StatusNoContent)
 			}
-		case op < 84: // pods: create, start, remove with their containers
+		case op < 80: // pods: create, start, remove with their containers
 			st, body := c.do("POST", "/pods/create", map[string]any{"name": name})
 			if ack(l, failures, "pod", name, present, st, body, http.StatusCreated) {
 				l.created(body)
@@ -266,6 +304,47 @@ func chaosWorker(w int, c *chaosClient, l *ledger, failures *failureLog, stop <-
 				if r.IntN(2) == 0 {
 					st, body = c.do("DELETE", "/pods/"+name+"?force=true", nil)
 					ack(l, failures, "pod", name, absent, st, body, http.StatusOK)
+				}
+			}
+		case op < 87: // checkpoint and restore a running container (CRIU)
+			if ctr := l.pick(r, "container", own); ctr != "" && c.criu {
+				// A checkpoint stops the container: until its restore is
+				// acknowledged, its policy is not watched.
+				l.stopping(ctr)
+				if st, _ := c.do("POST", "/containers/"+ctr+"/checkpoint", nil); st == http.StatusOK {
+					l.count("checkpoint")
+					if st, _ := c.do("POST", "/containers/"+ctr+"/restore", nil); st == http.StatusOK {
+						l.count("restore")
+						l.mu.Lock()
+						l.started[ctr] = true
+						l.mu.Unlock()
+					}
+				}
+			}
+		case op < 94: // the Docker API: a container on a network of its own, or a network
+			if r.IntN(3) == 0 {
+				st, body := c.do("POST", "docker:/networks/create", map[string]any{"Name": "n" + name})
+				if ack(l, failures, "network", "n"+name, present, st, body, http.StatusCreated) {
+					l.count("docker network create")
+					if r.IntN(4) != 0 {
+						st, body = c.do("DELETE", "docker:/networks/n"+name, nil)
+						ack(l, failures, "network", "n"+name, absent, st, body, http.StatusNoContent)
+					}
+				}
+				break
+			}
+			hc := map[string]any{"NetworkMode": "chaos1"}
+			if r.IntN(2) == 0 {
+				hc["RestartPolicy"] = map[string]any{"Name": "always"}
+			}
+			st, body := c.do("POST", "docker:/containers/create?name="+name, map[string]any{"Image": "busybox", "Cmd": []string{"sleep", fmt.Sprint(1 + r.IntN(4))}, "HostConfig": hc})
+			if ack(l, failures, "container", name, present, st, body, http.StatusCreated) {
+				l.created(body)
+				l.count("docker create")
+				if st, _ := c.do("POST", "docker:/containers/"+name+"/start", nil); st == http.StatusNoContent {
+					l.mu.Lock()
+					l.started[name] = true
+					l.mu.Unlock()
 				}
 			}
 		default: // image tags
@@ -294,8 +373,15 @@ func TestChaos(t *testing.T) {
 	for _, n := range []string{"chaos1", "chaos2"} {
 		te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": n})
 	}
-	c := &chaosClient{base: te.URL, client: &http.Client{Timeout: time.Minute}}
-	l := &ledger{objs: map[string]string{}, started: map[string]bool{}}
+	c := &chaosClient{base: te.URL, docker: te.Base() + "/v1.41", client: &http.Client{Timeout: time.Minute}}
+	// Checkpoints where the engine has a working CRIU (make soak names
+	// one in BERTH_ENGINE_CRIU, which the engine inherits).
+	if _, err := enginetest.FindCRIU(); err == nil {
+		c.criu = true
+	} else {
+		t.Logf("no checkpoints in the workload: %v", err)
+	}
+	l := &ledger{objs: map[string]string{}, started: map[string]bool{}, done: map[string]int{}}
 	failures := &failureLog{}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -321,6 +407,10 @@ func TestChaos(t *testing.T) {
 	slices.Sort(ready)
 	t.Logf("chaos: %v, %d requests (%d answered), %d kills; restart-to-ready median %v, max %v",
 		d, c.requests.Load(), c.answered.Load(), len(ready)+1, ready[len(ready)/2], ready[len(ready)-1])
+	t.Logf("acknowledged: %v", l.done)
+	for _, f := range failures.cut {
+		t.Logf("5xx during the run: %s", f)
+	}
 	for _, f := range failures.msgs {
 		t.Logf("refused during the run: %s", f)
 	}
@@ -341,7 +431,7 @@ func TestChaos(t *testing.T) {
 // every object of the engine with the ledger.
 func checkLedger(te *testEngine, l *ledger) []string {
 	var out []string
-	exists := map[string]string{"container": "/containers/%s/exists", "volume": "/volumes/%s/exists", "pod": "/pods/%s/exists", "image": "/images/%s/exists"}
+	exists := map[string]string{"container": "/containers/%s/exists", "volume": "/volumes/%s/exists", "pod": "/pods/%s/exists", "image": "/images/%s/exists", "network": "/networks/%s/exists"}
 	for key, want := range l.objs {
 		kind, name, _ := strings.Cut(key, "/")
 		st, _ := te.Do("GET", fmt.Sprintf(exists[kind], name), nil)
@@ -372,6 +462,53 @@ func checkLedger(te *testEngine, l *ledger) []string {
 	for _, p := range pods {
 		if _, ok := l.objs["pod/"+p.Name]; !ok {
 			out = append(out, "ledger: pod "+p.Name+" was never acknowledged")
+		}
+	}
+	var nets []struct{ Name string }
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/networks/json", nil), &nets)
+	for _, n := range nets {
+		if _, ok := l.objs["network/"+n.Name]; !ok && !slices.Contains([]string{"podman", "chaos1", "chaos2"}, n.Name) {
+			out = append(out, "ledger: network "+n.Name+" was never acknowledged")
+		}
+	}
+	return append(out, checkUserNS(te)...)
+}
+
+// checkUserNS: no two containers' --userns=auto ranges overlap, on the
+// host's side, in uids or in gids.
+func checkUserNS(te *testEngine) []string {
+	type span struct {
+		name       string
+		start, end uint64
+	}
+	var ctrs []struct{ Names []string }
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/json?all=true", nil), &ctrs)
+	spans := map[string][]span{}
+	for _, ctr := range ctrs {
+		var d struct {
+			HostConfig struct {
+				IDMappings *struct{ UidMap, GidMap []string }
+			}
+		}
+		if st, body := te.Do("GET", "/containers/"+ctr.Names[0]+"/json", nil); st != http.StatusOK || json.Unmarshal(body, &d) != nil || d.HostConfig.IDMappings == nil {
+			continue
+		}
+		for kind, maps := range map[string][]string{"uid": d.HostConfig.IDMappings.UidMap, "gid": d.HostConfig.IDMappings.GidMap} {
+			for _, m := range maps {
+				var inner, host, size uint64
+				if _, err := fmt.Sscanf(m, "%d:%d:%d", &inner, &host, &size); err == nil {
+					spans[kind] = append(spans[kind], span{ctr.Names[0], host, host + size})
+				}
+			}
+		}
+	}
+	var out []string
+	for kind, ss := range spans {
+		slices.SortFunc(ss, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+		for i := 1; i < len(ss); i++ {
+			if ss[i].start < ss[i-1].end && ss[i].name != ss[i-1].name {
+				out = append(out, fmt.Sprintf("userns: the %s ranges of %s [%d, %d) and %s [%d, %d) overlap", kind, ss[i-1].name, ss[i-1].start, ss[i-1].end, ss[i].name, ss[i].start, ss[i].end))
+			}
 		}
 	}
 	return out
@@ -521,8 +658,12 @@ func removeEverything(te *testEngine) {
 	for _, v := range vols {
 		te.Do("DELETE", "/volumes/"+v.Name+"?force=true", nil)
 	}
-	for _, n := range []string{"chaos1", "chaos2"} {
-		te.Do("DELETE", "/networks/"+n+"?force=true", nil)
+	var nets []struct{ Name string }
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/networks/json", nil), &nets)
+	for _, n := range nets {
+		if n.Name != "podman" {
+			te.Do("DELETE", "/networks/"+n.Name+"?force=true", nil)
+		}
 	}
 }
 
@@ -536,6 +677,12 @@ func checkLeftovers(p *enginetest.Process, ids []string) []string {
 	}
 	if states, _ := os.ReadDir(filepath.Join(p.RunRoot, "runc")); len(states) > 0 {
 		out = append(out, fmt.Sprintf("runc state left: %d containers", len(states)))
+	}
+	// containers/storage's containers (each --userns=auto one holds its
+	// range there until it goes).
+	var layers []struct{ ID string }
+	if data, err := os.ReadFile(filepath.Join(p.Root, "overlay-containers", "containers.json")); err == nil && json.Unmarshal(data, &layers) == nil && len(layers) > 0 {
+		out = append(out, fmt.Sprintf("storage containers left: %d", len(layers)))
 	}
 	for _, dir := range []string{p.Root, p.RunRoot} {
 		if mps, _ := mounts.Under(dir, nil); len(mps) > 0 {

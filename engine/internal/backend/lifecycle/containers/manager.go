@@ -288,6 +288,9 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		return nil, err
 	}
 	m.removeStaleImports()
+	for _, cmd := range m.rt.KillOrphans() {
+		m.logger.Warn("killed a runtime command that an engine killed before left running", "command", cmd)
+	}
 	m.reconcile(ctx)
 	m.reapOrphans()
 	return m, nil
