@@ -313,7 +313,12 @@ func chaosWorker(w int, c *chaosClient, l *ledger, failures *failureLog, stop <-
 				l.stopping(ctr)
 				if st, _ := c.do("POST", "/containers/"+ctr+"/checkpoint", nil); st == http.StatusOK {
 					l.count("checkpoint")
-					if st, _ := c.do("POST", "/containers/"+ctr+"/restore", nil); st == http.StatusOK {
+					st, body := c.do("POST", "/containers/"+ctr+"/restore", nil)
+					if st != http.StatusOK && st != 0 && st != http.StatusNotFound {
+						// Not cut and not removed meanwhile: worth a look.
+						failures.addCut("restore %s: %d %s", ctr, st, body)
+					}
+					if st == http.StatusOK {
 						l.count("restore")
 						l.mu.Lock()
 						l.started[ctr] = true
@@ -323,6 +328,13 @@ func chaosWorker(w int, c *chaosClient, l *ledger, failures *failureLog, stop <-
 			}
 		case op < 94: // the Docker API: a container on a network of its own, or a network
 			if r.IntN(3) == 0 {
+				// Networks take subnets from a small pool: one in two
+				// of these removes one that is there.
+				if net := l.pick(r, "network", "n"+own); net != "" && r.IntN(2) == 0 {
+					st, body := c.do("DELETE", "docker:/networks/"+net, nil)
+					ack(l, failures, "network", net, absent, st, body, http.StatusNoContent)
+					break
+				}
 				st, body := c.do("POST", "docker:/networks/create", map[string]any{"Name": "n" + name})
 				if ack(l, failures, "network", "n"+name, present, st, body, http.StatusCreated) {
 					l.count("docker network create")
@@ -369,6 +381,10 @@ func TestChaos(t *testing.T) {
 	requireRuntime(t)
 	testdeadline.Set(t, d+6*time.Minute)
 	p, te := startEngineProcess(t)
+	// A user namespace needs every directory above the storage searchable.
+	for dir := filepath.Dir(p.Root); dir != os.TempDir() && dir != "/"; dir = filepath.Dir(dir) {
+		os.Chmod(dir, 0o711)
+	}
 	te.loadBusybox()
 	for _, n := range []string{"chaos1", "chaos2"} {
 		te.Must(http.StatusOK, "POST", "/networks/create", map[string]any{"name": n})

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -766,4 +767,53 @@ func TestImportKill9(t *testing.T) {
 // from a configuration file.
 func criuIsOurBuild(t *testing.T) bool {
 	return strings.Contains(filepath.Base(filepath.Dir(enginetest.RequireCRIU(t))), "-berth")
+}
+
+// TestCheckpointOfARestartPolicyContainer: a checkpoint stops a
+// restart=always container for its restore, as Podman leaves it: its
+// policy does not start it afresh (which threw the checkpoint's state away
+// and refused the restore: "container is running"), nor does an engine
+// start after a kill -9. Restored, the container counts on, and its policy
+// applies again to its next exit.
+func TestCheckpointOfARestartPolicyContainer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the engine binary")
+	}
+	requireRuntime(t)
+	t.Setenv("BERTH_ENGINE_CRIU", enginetest.RequireCRIU(t))
+	p, te := startEngineProcess(t)
+	te.loadBusybox()
+	id := te.create(map[string]any{"name": "always", "command": counter, "restart_policy": "always"})
+	te.Must(http.StatusNoContent, "POST", "/containers/always/start", nil)
+	te.waitLog(id, 3)
+	te.Must(http.StatusOK, "POST", "/containers/always/checkpoint", nil)
+	count := te.counted(id)
+	stays := func(when string) {
+		t.Helper()
+		// Past the supervisor's backoff.
+		time.Sleep(2 * time.Second)
+		st := te.checkpointState(id)
+		if st.Status != "exited" || !st.Checkpointed {
+			t.Fatalf("%s: the checkpointed container is %s (checkpointed %v), restarted by its policy", when, st.Status, st.Checkpointed)
+		}
+		if n := te.inspect(id).RestartCount; n != 0 {
+			t.Fatalf("%s: restart count %d", when, n)
+		}
+	}
+	stays("after the checkpoint")
+	p.Kill9()
+	p.Start()
+	stays("after an engine start")
+
+	te.Must(http.StatusOK, "POST", "/containers/always/restore", nil)
+	te.keepsCounting(id, count)
+	// The policy is back: an exit that no client asked for restarts it.
+	if err := syscall.Kill(te.inspect(id).State.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); te.inspect(id).RestartCount == 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the restored container was not restarted after its exit: %+v", te.inspect(id).State)
+		}
+	}
 }

@@ -88,7 +88,8 @@ type inspectData struct {
 		}
 		Memory int64
 	}
-	Rootfs string
+	Rootfs       string
+	RestartCount int
 }
 
 func (te *testEngine) inspect(id string) inspectData {
