@@ -49,6 +49,14 @@ func (m *Manager) checkpointLocked(ctx context.Context, e *entry, opts core.Chec
 	if rec.IsInfra || rec.PauseProcess {
 		return report, fmt.Errorf("container %s is the infra container of its pod; checkpoint its members instead: %w", rec.Name, core.ErrStateConflict)
 	}
+	if len(rec.UIDMap) > 0 {
+		// A dump would succeed and end the container's processes, and its
+		// restore fail: CRIU restores the container's mounts from inside
+		// its user namespace, where the bind mounts' sources under the
+		// engine's root and the host's /sys cannot be opened (found by the
+		// chaos loop; upstream CRIU and runc have the same gap).
+		return report, fmt.Errorf("container %s runs in a user namespace of its own (--userns, --uidmap or its pod's), whose mounts CRIU cannot restore: it is not checkpointed and runs on untouched: %w", rec.Name, core.ErrStateConflict)
+	}
 	if !opts.TCPEstablished {
 		// Refused before CRIU touches the container: a dump that fails
 		// half way is not harmless (runtime.ConnectedTCP).

@@ -817,3 +817,28 @@ func TestCheckpointOfARestartPolicyContainer(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointRefusesAUserNamespace: a container in a user namespace of
+// its own is not checkpointed (409, naming it), and runs on: CRIU's dump
+// would end its processes and its restore fail inside the namespace
+// ("Permission denied" opening the images and the bind mounts' sources,
+// then "open_tree /sys: Invalid argument"), losing the container's state.
+func TestCheckpointRefusesAUserNamespace(t *testing.T) {
+	te := startCRIUEngine(t)
+	// A user namespace needs every directory above the storage searchable.
+	for dir := te.Dir; dir != os.TempDir() && dir != "/"; dir = filepath.Dir(dir) {
+		os.Chmod(dir, 0o711)
+	}
+	te.loadBusybox()
+	id := te.create(map[string]any{"name": "userns", "command": counter, "userns": map[string]any{"nsmode": "auto"}})
+	te.Must(http.StatusNoContent, "POST", "/containers/userns/start", nil)
+	te.waitLog(id, 2)
+	st, body := te.Do("POST", "/containers/userns/checkpoint", nil)
+	if st != http.StatusConflict || !strings.Contains(string(body), "user namespace") {
+		t.Fatalf("checkpoint of a container in a user namespace: %d %s", st, body)
+	}
+	if got := te.checkpointState(id); got.Status != "running" || got.Checkpointed {
+		t.Fatalf("after the refused checkpoint the container is %s (checkpointed %v)", got.Status, got.Checkpointed)
+	}
+	te.keepsCounting(id, te.counted(id))
+}
