@@ -41,13 +41,14 @@ var floors = map[string]int{
 	"internal/engine":             7,
 	"cmd/":                        8,
 	"internal/testsupport/":       8,
-	// testdeadline, poll, criutest, tartest and need import nothing of
-	// the engine: every test may use them.
+	// testdeadline, poll, criutest, tartest, need and freezertest import
+	// nothing of the engine: every test may use them.
 	"internal/testsupport/testdeadline": 0,
 	"internal/testsupport/poll":         0,
 	"internal/testsupport/criutest":     0,
 	"internal/testsupport/tartest":      0,
 	"internal/testsupport/need":         0,
+	"internal/testsupport/freezertest":  0,
 	"internal/integration/":             9,
 	"internal/architecture":             9,
 }

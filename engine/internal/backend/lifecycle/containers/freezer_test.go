@@ -6,13 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
+	"github.com/berth-project/berth/engine/internal/testsupport/freezertest"
 )
 
 // TestEngineStartsPastAWedgedFreezer: the chaos loop's engine would not
@@ -47,57 +47,19 @@ func TestEngineStartsPastAWedgedFreezer(t *testing.T) {
 	if err := json.Unmarshal(data, &st); err != nil || st.CgroupPaths["freezer"] == "" {
 		t.Fatalf("runc's state names no freezer cgroup (%v): %s", err, data)
 	}
-	freezer := filepath.Join(st.CgroupPaths["freezer"], "freezer.state")
-	read := func() string {
-		data, _ := os.ReadFile(freezer)
-		return strings.TrimSpace(string(data))
-	}
-
-	// The exec loop, in the container's freezer cgroup.
-	bin := filepath.Join(t.TempDir(), "execloop")
-	build := exec.Command("go", "build", "-o", bin, "./testdata/execloop")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the exec loop: %v\n%s", err, out)
-	}
-	loop := exec.Command(bin)
-	if err := loop.Start(); err != nil {
-		t.Fatal(err)
-	}
+	dir := st.CgroupPaths["freezer"]
+	read := func() string { return freezertest.State(dir) }
+	// The exec loop, in the container's freezer cgroup (killed, the cgroup
+	// thawed, before the harness removes the container).
+	freezertest.StartExecLoop(t, dir)
 	var orphan *exec.Cmd
-	// Before the harness's cleanup (which removes the container): nothing
-	// of the test's own may keep the cgroup frozen or busy.
 	t.Cleanup(func() {
-		os.WriteFile(freezer, []byte("THAWED"), 0o644)
 		if orphan != nil && orphan.Process != nil {
 			orphan.Process.Kill()
 		}
-		loop.Process.Kill()
-		loop.Wait()
 	})
-	if err := os.WriteFile(filepath.Join(filepath.Dir(freezer), "cgroup.procs"), []byte(strconv.Itoa(loop.Process.Pid)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
 	p.Kill9()
-	wedged := false
-	for try := 0; try < 2000 && !wedged; try++ {
-		os.WriteFile(freezer, []byte("FROZEN"), 0o644)
-		for start := time.Now(); read() == "FREEZING"; time.Sleep(time.Millisecond) {
-			if time.Since(start) > 300*time.Millisecond {
-				wedged = true
-				break
-			}
-			os.WriteFile(freezer, []byte("FROZEN"), 0o644)
-		}
-		if !wedged {
-			os.WriteFile(freezer, []byte("THAWED"), 0o644)
-			time.Sleep(time.Duration(1+try%5) * time.Millisecond)
-		}
-	}
-	if !wedged {
-		t.Fatal("no freeze of the container with the exec loop wedged in 2000 tries")
-	}
+	freezertest.Wedge(t, dir)
 	// The killed engine's pause, spinning on the wedged freezer.
 	orphan = exec.Command("runc", "--root", stateRoot, "pause", id)
 	orphan.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

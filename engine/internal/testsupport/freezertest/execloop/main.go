@@ -1,7 +1,7 @@
 // Command execloop execs itself again and again with a few threads
 // running, as runc init does once when it starts a container's command: a
 // cgroup v1 freeze that meets such an exec can stay FREEZING for ever.
-// TestEngineStartsPastAWedgedFreezer runs it inside a container's cgroup.
+// freezertest.StartExecLoop builds and starts it.
 package main
 
 import (
