@@ -85,6 +85,14 @@ func (m *Manager) checkpointLocked(ctx context.Context, e *entry, opts core.Chec
 	if err := m.update(ctx, e, func(r *record) {
 		r.Checkpointing = true
 		r.Checkpointed = false
+		// A checkpoint that stops the container is a client's stop: its
+		// restart policy does not start it afresh (its restore, or a
+		// start, runs it again), exported or not, as Podman leaves it.
+		// A running container's flag is false: undone below if the dump
+		// fails, and at start if a kill -9 cut it.
+		if !opts.LeaveRunning {
+			r.StoppedByUser = true
+		}
 	}); err != nil {
 		return report, err
 	}
@@ -108,7 +116,10 @@ func (m *Manager) checkpointLocked(ctx context.Context, e *entry, opts core.Chec
 	if err != nil {
 		// CRIU resumes the container when a dump fails. The directory
 		// keeps dump.log, which the error quotes, when asked to.
-		m.update(ctx, e, func(r *record) { r.Checkpointing = false })
+		m.update(ctx, e, func(r *record) {
+			r.Checkpointing = false
+			r.StoppedByUser = false
+		})
 		if !opts.Keep {
 			os.RemoveAll(dir)
 		}
@@ -472,6 +483,11 @@ func (m *Manager) reconcileCheckpointLocked(ctx context.Context, e *entry) {
 		now := time.Now()
 		m.update(ctx, e, func(r *record) {
 			r.Checkpointing = false
+			if !done {
+				// No checkpoint was taken: the container's policy
+				// applies (a running container's flag was false).
+				r.StoppedByUser = false
+			}
 			if done {
 				r.Checkpointed = true
 				r.CheckpointedAt = now

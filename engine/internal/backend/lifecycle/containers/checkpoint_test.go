@@ -774,7 +774,7 @@ func criuIsOurBuild(t *testing.T) bool {
 // policy does not start it afresh (which threw the checkpoint's state away
 // and refused the restore: "container is running"), nor does an engine
 // start after a kill -9. Restored, the container counts on, and its policy
-// applies again to its next exit.
+// applies again to its next exit. An exported checkpoint stops it the same.
 func TestCheckpointOfARestartPolicyContainer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the engine binary")
@@ -815,6 +815,20 @@ func TestCheckpointOfARestartPolicyContainer(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the restored container was not restarted after its exit: %+v", te.inspect(id).State)
 		}
+	}
+	// Exported, the checkpoint leaves with its archive: the container
+	// stays stopped all the same (it runs on where the archive is
+	// imported, not here as well).
+	for te.inspect(id).State.Status != "running" {
+		time.Sleep(100 * time.Millisecond)
+	}
+	te.waitLog(id, len(te.LogLines(id))+2)
+	if archive := te.Must(http.StatusOK, "POST", "/containers/always/checkpoint?export=true", nil); len(archive) == 0 {
+		t.Fatal("the exported checkpoint is empty")
+	}
+	time.Sleep(2 * time.Second)
+	if d := te.inspect(id); d.State.Status != "exited" || d.RestartCount != 1 {
+		t.Fatalf("after an exported checkpoint the container is %s with %d restarts, want exited with 1", d.State.Status, d.RestartCount)
 	}
 }
 

@@ -103,20 +103,13 @@ func ForContainer(c *core.Container) Policy {
 }
 
 // Decide reports whether c, as it is now, would be restarted: it must have
-// exited (or been stopped), not by a checkpoint, and its policy must allow
-// it.
+// exited (or been stopped) and its policy must allow it (a checkpoint that
+// stopped it is a client's stop).
 func Decide(c *core.Container) bool {
 	if c.State != core.StateExited && c.State != core.StateStopped {
 		return false
 	}
 	if c.Spec.Remove {
-		return false
-	}
-	if c.Checkpointed && !c.CheckpointedAt.Before(c.StartedAt) {
-		// Stopped by its checkpoint, which waits for a restore (a fresh
-		// start would run it from the beginning and refuse the restore),
-		// as Podman leaves it. A container restored with the checkpoint
-		// kept started after it, and its policy applies again.
 		return false
 	}
 	return ForContainer(c).ShouldRestart(c.ExitCode, c.StoppedByUser, c.RestartCount)

@@ -87,19 +87,6 @@ func TestDecide(t *testing.T) {
 	if Decide(&removed) {
 		t.Fatal("auto-remove container restarted")
 	}
-	// A checkpoint stops the container for a restore: no restart, always
-	// or not. Restored with the checkpoint kept, it started after it.
-	start := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
-	checkpointed := core.Container{State: core.StateExited, Spec: core.ContainerSpec{RestartPolicy: "always"},
-		StartedAt: start, Checkpointed: true, CheckpointedAt: start.Add(time.Minute)}
-	if Decide(&checkpointed) {
-		t.Fatal("checkpointed restart=always container restarted")
-	}
-	restored := checkpointed
-	restored.StartedAt = start.Add(2 * time.Minute)
-	if !Decide(&restored) {
-		t.Fatal("a container restored with its checkpoint kept is not restarted after its exit")
-	}
 }
 
 func TestCutStart(t *testing.T) {
