@@ -3,9 +3,11 @@ package stream
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -36,8 +38,46 @@ func Hijack(w http.ResponseWriter, r *http.Request) (net.Conn, *bufio.ReadWriter
 		conn.Close()
 		return nil, nil, fmt.Errorf("write hijack header: %w", err)
 	}
-	return conn, rw, nil
+	return &lingerConn{Conn: conn}, rw, nil
 }
+
+// lingerTime bounds how long a closed hijacked connection goes on reading
+// what its client still sends.
+const lingerTime = 2 * time.Second
+
+// lingerConn is a hijacked connection whose Close does not reset it. A
+// session often ends while its client's input is still unread (a shell
+// that exited before the terminal's last keys, a client that goes on
+// copying its stdin), and closing a socket with unread bytes makes the
+// kernel answer with a reset, which can reach the client before the end of
+// the output it had not read yet: docker run -it then failed with
+// "connection reset by peer" and exit 1 instead of the container's code.
+// Close sends the end of the stream (a half-close) at once and reads and
+// drops what still comes, in the background, until the client closes its
+// side or lingerTime passes, then closes the socket. The net/http server
+// closes its connections the same way.
+type lingerConn struct {
+	net.Conn
+	once sync.Once
+}
+
+func (c *lingerConn) Close() error {
+	c.once.Do(func() {
+		if CloseWrite(c.Conn) != nil {
+			c.Conn.Close()
+			return
+		}
+		go func() {
+			_ = c.Conn.SetReadDeadline(time.Now().Add(lingerTime))
+			_, _ = io.Copy(io.Discard, c.Conn)
+			c.Conn.Close()
+		}()
+	})
+	return nil
+}
+
+// CloseWrite half-closes the connection.
+func (c *lingerConn) CloseWrite() error { return CloseWrite(c.Conn) }
 
 func headerHasToken(h http.Header, name, token string) bool {
 	for _, v := range h.Values(name) {

@@ -190,3 +190,51 @@ func TestResizeTerminal(t *testing.T) {
 		t.Fatalf("control message %q", msg)
 	}
 }
+
+// TestHijackCloseWithUnreadInput: a session that ends while the client's
+// input is still unread (a shell that exited before the terminal's last
+// keys) closes without a reset, so the client reads the stream to its end
+// and not "connection reset by peer" (docker run -it then failed with exit
+// 1 instead of the container's code, in a loaded CI run). Before, Close
+// with unread bytes in the socket made the kernel answer with RST.
+func TestHijackCloseWithUnreadInput(t *testing.T) {
+	sent := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, rw, err := Hijack(w, r)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		<-sent
+		time.Sleep(100 * time.Millisecond) // the input is in the socket, unread
+		NewMux(rw, rw.Flush).WriteFrame(Stdout, []byte("bye\n"))
+		conn.Close()
+	}))
+	defer srv.Close()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /x HTTP/1.1\r\nHost: d\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+	br := bufio.NewReader(conn)
+	if _, err := http.ReadResponse(br, nil); err != nil {
+		t.Fatal(err)
+	}
+	conn.Write(bytes.Repeat([]byte("keys the session never read\n"), 100))
+	close(sent)
+	var out bytes.Buffer
+	if err := Demux(br, &out, nil); err != nil {
+		t.Fatalf("reading the stream to its end: %v (got %q)", err, out.String())
+	}
+	if out.String() != "bye\n" {
+		t.Fatalf("stream %q", out.String())
+	}
+	// The client may go on writing a while (its stdin copy): no reset.
+	for i := 0; i < 5; i++ {
+		if _, err := conn.Write([]byte("more\n")); err != nil {
+			t.Fatalf("write %d after the end: %v", i, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

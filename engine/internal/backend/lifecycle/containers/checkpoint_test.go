@@ -38,6 +38,20 @@ func startCRIUEngine(t *testing.T, tweaks ...func(*engine.Config)) *testEngine {
 	return startEngine(t, append([]func(*engine.Config){func(c *engine.Config) { c.CRIU = criu }}, tweaks...)...)
 }
 
+// startCRIUEngineProcess is startEngineProcess with a working CRIU (the
+// binary inherits BERTH_ENGINE_CRIU) and the busybox image.
+func startCRIUEngineProcess(t *testing.T) (*enginetest.Process, *testEngine) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the engine binary")
+	}
+	requireRuntime(t)
+	t.Setenv("BERTH_ENGINE_CRIU", enginetest.RequireCRIU(t))
+	p, te := startEngineProcess(t)
+	te.loadBusybox()
+	return p, te
+}
+
 // checkpointState is the checkpoint part of an inspected container's State.
 type checkpointState struct {
 	Status         string
@@ -426,13 +440,7 @@ const importPrefixGlob = "checkpoint-import-*"
 // restore leaves the container running or restorable, never lost, and the
 // counter it runs keeps its count either way.
 func TestCheckpointRestoreKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the engine binary")
-	}
-	requireRuntime(t)
-	t.Setenv("BERTH_ENGINE_CRIU", enginetest.RequireCRIU(t))
-	p, te := startEngineProcess(t)
-	te.loadBusybox()
+	p, te := startCRIUEngineProcess(t)
 	id := te.create(map[string]any{"name": "counter", "command": counter})
 	te.Must(http.StatusNoContent, "POST", "/containers/counter/start", nil)
 	te.waitLog(id, 3)
@@ -776,13 +784,7 @@ func criuIsOurBuild(t *testing.T) bool {
 // start after a kill -9. Restored, the container counts on, and its policy
 // applies again to its next exit. An exported checkpoint stops it the same.
 func TestCheckpointOfARestartPolicyContainer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the engine binary")
-	}
-	requireRuntime(t)
-	t.Setenv("BERTH_ENGINE_CRIU", enginetest.RequireCRIU(t))
-	p, te := startEngineProcess(t)
-	te.loadBusybox()
+	p, te := startCRIUEngineProcess(t)
 	id := te.create(map[string]any{"name": "always", "command": counter, "restart_policy": "always"})
 	te.Must(http.StatusNoContent, "POST", "/containers/always/start", nil)
 	te.waitLog(id, 3)
