@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,18 +86,10 @@ func (r *Runtime) ownCommand(args []string) (string, bool) {
 // parentIsConmon tells whether pid's parent is a conmon (its commands are
 // conmon's to wait for).
 func parentIsConmon(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	_, ppid, _, err := procStat(pid)
 	if err != nil {
 		return false
 	}
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return false
-	}
-	f := strings.Fields(string(data[i+1:]))
-	if len(f) < 2 {
-		return false
-	}
-	comm, err := os.ReadFile("/proc/" + f[1] + "/comm")
+	comm, err := os.ReadFile("/proc/" + strconv.Itoa(ppid) + "/comm")
 	return err == nil && strings.TrimSpace(string(comm)) == "conmon"
 }

@@ -731,14 +731,8 @@ func ProcessAlive(pid int) bool {
 	if err := unix.Kill(pid, 0); err != nil {
 		return errors.Is(err, unix.EPERM)
 	}
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	if i := bytes.LastIndexByte(data, ')'); i > 0 && i+2 < len(data) {
-		return data[i+2] != 'Z'
-	}
-	return true
+	state, _, _, err := procStat(pid)
+	return err == nil && state != "Z"
 }
 
 // WaitConmonExit waits up to timeout for the conmon of container id, process

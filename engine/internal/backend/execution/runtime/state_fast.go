@@ -89,18 +89,9 @@ func frozen(paths map[string]string) (paused, ok bool) {
 // /proc/PID/stat's 22nd field) and its state letter; ok=false when it does
 // not exist.
 func procStart(pid int) (start, state string, ok bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	state, _, ticks, err := procStat(pid)
 	if err != nil {
 		return "", "", false
 	}
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return "", "", false
-	}
-	f := strings.Fields(string(data[i+1:]))
-	// f[0] is field 3 (state); field 22 (starttime) is f[19].
-	if len(f) < 20 {
-		return "", "", false
-	}
-	return f[19], f[0], true
+	return strconv.FormatUint(ticks, 10), state, true
 }
