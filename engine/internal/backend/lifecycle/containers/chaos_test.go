@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -315,8 +316,11 @@ func chaosWorker(w int, c *chaosClient, l *ledger, failures *failureLog, stop <-
 					l.count("checkpoint")
 					st, body := c.do("POST", "/containers/"+ctr+"/restore", nil)
 					if st != http.StatusOK && st != 0 && st != http.StatusNotFound {
-						// Not cut and not removed meanwhile: worth a look.
-						failures.addCut("restore %s: %d %s", ctr, st, body)
+						// Not cut and not removed meanwhile: worth a look,
+						// with the container's events (kept in the state
+						// database) to say what ran it meanwhile.
+						_, evs := c.do("GET", "/events?stream=false&filters="+url.QueryEscape(`{"container":["`+ctr+`"]}`), nil)
+						failures.addCut("restore %s: %d %s; its events:\n%s", ctr, st, body, evs)
 					}
 					if st == http.StatusOK {
 						l.count("restore")
@@ -426,6 +430,12 @@ func TestChaos(t *testing.T) {
 	t.Logf("acknowledged: %v", l.done)
 	for _, f := range failures.cut {
 		t.Logf("5xx during the run: %s", f)
+	}
+	if keep := os.Getenv("BERTH_CHAOS_KEEP_LOG"); keep != "" {
+		// The engine's log across all its starts, for a look afterwards.
+		if data, err := os.ReadFile(p.LogPath); err == nil && os.WriteFile(keep, data, 0o644) == nil {
+			t.Logf("the engine's log is kept in %s", keep)
+		}
 	}
 	for _, f := range failures.msgs {
 		t.Logf("refused during the run: %s", f)
