@@ -184,16 +184,15 @@ func artifactTransferQuery(r *http.Request, dst any) (core.ArtifactTransferOptio
 	q := struct {
 		Retry      uint64 `query:"retry"`
 		RetryDelay string `query:"retrydelay"`
-		TLSVerify  bool   `query:"tlsverify"`
-	}{TLSVerify: true}
+	}{}
 	if err := decodeValues(values, &q); err != nil {
 		return core.ArtifactTransferOptions{}, err
 	}
-	auth, err := registryAuth(r.Header)
+	tlsVerify, auth, err := registryQuery(r)
 	if err != nil {
 		return core.ArtifactTransferOptions{}, err
 	}
-	opts := core.ArtifactTransferOptions{TLSVerify: tlsVerifyParam(values, q.TLSVerify), Auth: auth, RetryDelay: q.RetryDelay}
+	opts := core.ArtifactTransferOptions{TLSVerify: tlsVerify, Auth: auth, RetryDelay: q.RetryDelay}
 	if _, set := values["retry"]; set {
 		retry := uint(q.Retry)
 		opts.Retry = &retry

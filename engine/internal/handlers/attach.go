@@ -113,10 +113,6 @@ func (s *Server) resizeContainer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := s.deps.ContainerIO.Resize(r.Context(), pathParam(r, "name"), uint16(q.Height), uint16(q.Width)); err != nil {
-		writeError(w, err)
-		return
-	}
 	// Podman answers 200 with no body here.
-	w.WriteHeader(http.StatusOK)
+	finishStatus(w, http.StatusOK, s.deps.ContainerIO.Resize(r.Context(), pathParam(r, "name"), uint16(q.Height), uint16(q.Width)))
 }

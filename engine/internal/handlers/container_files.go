@@ -56,11 +56,7 @@ func (h archiveHandlers) stat(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = setPathStat(w, st)
 	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
+	finishStatus(w, http.StatusOK, err)
 }
 
 // get streams the path as a tar, with the stat header.
@@ -113,12 +109,7 @@ func (h archiveHandlers) put(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	err := h.a.PutArchive(r.Context(), pathParam(r, "name"), q.Path, r.Body, opts)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
+	finishStatus(w, http.StatusOK, h.a.PutArchive(r.Context(), pathParam(r, "name"), q.Path, r.Body, opts))
 }
 
 // changesHandler lists the changes of a container or image (Podman serves

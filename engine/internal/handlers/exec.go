@@ -158,9 +158,5 @@ func (s *Server) execRemove(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := s.deps.Exec.Remove(r.Context(), chi.URLParam(r, "id"), body.Force); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
+	finishStatus(w, http.StatusOK, s.deps.Exec.Remove(r.Context(), chi.URLParam(r, "id"), body.Force))
 }

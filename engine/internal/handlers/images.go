@@ -248,11 +248,7 @@ func (s *Server) tagImage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.deps.Images.Tag(r.Context(), pathParam(r, "name"), query.Repo, query.Tag); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusCreated)
+	finishStatus(w, http.StatusCreated, s.deps.Images.Tag(r.Context(), pathParam(r, "name"), query.Repo, query.Tag))
 }
 
 // untagImage answers UntagImage: one name (repo and tag) or, with neither, every name. 201.
@@ -275,11 +271,7 @@ func (s *Server) untagImage(w http.ResponseWriter, r *http.Request) {
 		}
 		names = []string{query.Repo + ":" + tag}
 	}
-	if err := s.deps.Images.Untag(r.Context(), pathParam(r, "name"), names); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusCreated)
+	finishStatus(w, http.StatusCreated, s.deps.Images.Untag(r.Context(), pathParam(r, "name"), names))
 }
 
 // removeReport is the answer of ImagesRemove and ImagesBatchRemove.

@@ -27,16 +27,13 @@ type searchReport struct {
 
 // searchImages serves ImagesSearch (podman search).
 func (s *Server) searchImages(w http.ResponseWriter, r *http.Request) {
-	values := foldQuery(r)
 	q := struct {
-		Term      string              `query:"term"`
-		Limit     int                 `query:"limit"`
-		Filters   map[string][]string `query:"filters"`
-		TLSVerify bool                `query:"tlsverify"`
-		ListTags  bool                `query:"listtags"`
-	}{TLSVerify: true}
-	if err := decodeValues(values, &q); err != nil {
-		writeError(w, err)
+		Term     string              `query:"term"`
+		Limit    int                 `query:"limit"`
+		Filters  map[string][]string `query:"filters"`
+		ListTags bool                `query:"listtags"`
+	}{}
+	if !foldedQueryInto(w, r, &q) {
 		return
 	}
 	filters, err := core.ParseSearchFilters(q.Filters)
@@ -44,18 +41,17 @@ func (s *Server) searchImages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	auth, err := registryAuth(r.Header)
-	if err != nil {
-		writeError(w, err)
+	tlsVerify, auth, ok := registryQueryInto(w, r)
+	if !ok {
 		return
 	}
 	found, err := s.deps.Transfer.Search(r.Context(), core.SearchOptions{Term: q.Term, Limit: q.Limit, Filters: filters,
-		ListTags: q.ListTags, TLSVerify: tlsVerifyParam(values, q.TLSVerify), Auth: auth})
+		ListTags: q.ListTags, TLSVerify: tlsVerify, Auth: auth})
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	ok := func(b bool) string {
+	mark := func(b bool) string {
 		if b {
 			return "[OK]"
 		}
@@ -64,7 +60,7 @@ func (s *Server) searchImages(w http.ResponseWriter, r *http.Request) {
 	out := make([]searchReport, 0, len(found))
 	for _, f := range found {
 		out = append(out, searchReport{Index: f.Index, Name: f.Name, Description: f.Description, Stars: f.Stars,
-			Official: ok(f.Official), Automated: ok(f.Automated), Tag: f.Tag})
+			Official: mark(f.Official), Automated: mark(f.Automated), Tag: f.Tag})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -153,11 +149,9 @@ func shortDigest(digest string) string {
 // Podman 6's lines (text and each blob's progress, with status), then the
 // final report with its status. quiet with either is 400.
 func (s *Server) pullImage(w http.ResponseWriter, r *http.Request) {
-	values := foldQuery(r)
 	q := struct {
 		Reference string `query:"reference"`
 		Policy    string `query:"policy"`
-		TLSVerify bool   `query:"tlsverify"`
 		AllTags   bool   `query:"alltags"`
 		Arch      string `query:"arch"`
 		OS        string `query:"os"`
@@ -168,9 +162,8 @@ func (s *Server) pullImage(w http.ResponseWriter, r *http.Request) {
 		// Podman's --retry and --retry-delay.
 		Retry      int    `query:"retry"`
 		RetryDelay string `query:"retrydelay"`
-	}{TLSVerify: true}
-	if err := decodeValues(values, &q); err != nil {
-		writeError(w, err)
+	}{}
+	if !foldedQueryInto(w, r, &q) {
 		return
 	}
 	switch {
@@ -193,9 +186,8 @@ func (s *Server) pullImage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	auth, err := registryAuth(r.Header)
-	if err != nil {
-		writeError(w, err)
+	tlsVerify, auth, ok := registryQueryInto(w, r)
+	if !ok {
 		return
 	}
 	opts := core.PullOptions{
@@ -206,7 +198,7 @@ func (s *Server) pullImage(w http.ResponseWriter, r *http.Request) {
 		OS:        q.OS,
 		Arch:      q.Arch,
 		Variant:   q.Variant,
-		TLSVerify: tlsVerifyParam(values, q.TLSVerify),
+		TLSVerify: tlsVerify,
 	}
 	if opts.TransferRetries, err = transferRetries(q.Retry, q.RetryDelay, "retryDelay"); err != nil {
 		writeError(w, err)
@@ -282,10 +274,8 @@ type pushReport struct {
 // 5 s) and a failure ends the stream with an error line, or, before any line
 // was sent, gets its own status.
 func (s *Server) pushImage(w http.ResponseWriter, r *http.Request) {
-	values := foldQuery(r)
 	q := struct {
 		Destination       string `query:"destination"`
-		TLSVerify         bool   `query:"tlsverify"`
 		Format            string `query:"format"`
 		CompressionFormat string `query:"compressionformat"`
 		RemoveSignatures  bool   `query:"removesignatures"`
@@ -293,14 +283,12 @@ func (s *Server) pushImage(w http.ResponseWriter, r *http.Request) {
 		// Podman's --retry and --retry-delay.
 		Retry      int    `query:"retry"`
 		RetryDelay string `query:"retrydelay"`
-	}{TLSVerify: true, Quiet: true}
-	if err := decodeValues(values, &q); err != nil {
-		writeError(w, err)
+	}{Quiet: true}
+	if !foldedQueryInto(w, r, &q) {
 		return
 	}
-	auth, err := registryAuth(r.Header)
-	if err != nil {
-		writeError(w, err)
+	tlsVerify, auth, ok := registryQueryInto(w, r)
+	if !ok {
 		return
 	}
 	retries, err := transferRetries(q.Retry, q.RetryDelay, "retryDelay")
@@ -315,7 +303,7 @@ func (s *Server) pushImage(w http.ResponseWriter, r *http.Request) {
 		Format:            q.Format,
 		CompressionFormat: q.CompressionFormat,
 		RemoveSignatures:  q.RemoveSignatures,
-		TLSVerify:         tlsVerifyParam(values, q.TLSVerify),
+		TLSVerify:         tlsVerify,
 	}
 	source := pathParam(r, "name")
 	stream := newJSONStream(w)

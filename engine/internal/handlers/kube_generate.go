@@ -38,13 +38,7 @@ func (h kubeGenerateHandlers) generate(w http.ResponseWriter, r *http.Request) {
 		NamesOrIDs: q.Names, Service: q.Service, Type: q.Type, Replicas: int32(q.Replicas),
 		NoTrunc: q.NoTrunc, PodmanOnly: q.PodmanOnly,
 	})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/yaml")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
+	finishText(w, "application/yaml", out, err)
 }
 
 // apply answers KubeApply: "Deployed!" as Podman does, once every object
@@ -78,11 +72,5 @@ func (h kubeGenerateHandlers) apply(w http.ResponseWriter, r *http.Request) {
 		NamesOrIDs: q.NamesOrIDs, Service: q.Service,
 		KubeConfig: q.KubeConfig, CACertFile: q.CACertFile, Namespace: q.Namespace,
 	})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=us-ascii")
-	w.WriteHeader(http.StatusOK)
-	_, _ = io.WriteString(w, "Deployed!\n")
+	finishText(w, "text/plain; charset=us-ascii", []byte("Deployed!\n"), err)
 }

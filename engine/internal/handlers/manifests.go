@@ -205,9 +205,8 @@ func (s *Server) createManifestNamed(w http.ResponseWriter, r *http.Request, nam
 		// "create" is the list's name (podman manifest create create).
 		name = "create"
 	}
-	tlsVerify, auth, err := registryQuery(r)
-	if err != nil {
-		writeError(w, err)
+	tlsVerify, auth, ok := registryQueryInto(w, r)
+	if !ok {
 		return
 	}
 	indexAnnotations, err := parseAnnotations("annotation", q.Annotation)
@@ -288,9 +287,8 @@ func (s *Server) manifestExists(w http.ResponseWriter, r *http.Request) {
 
 // inspectManifest is ManifestInspect: the list's manifest as stored.
 func (s *Server) inspectManifest(w http.ResponseWriter, r *http.Request) {
-	tlsVerify, auth, err := registryQuery(r)
-	if err != nil {
-		writeError(w, err)
+	tlsVerify, auth, ok := registryQueryInto(w, r)
+	if !ok {
 		return
 	}
 	raw, err := s.deps.Manifests.Inspect(r.Context(), pathParam(r, "name"), core.ManifestInspectOptions{TLSVerify: tlsVerify, Auth: auth})
@@ -310,9 +308,8 @@ type manifestModifyReport struct {
 // modifyManifest is ManifestModify: update (add), remove or annotate.
 func (s *Server) modifyManifest(w http.ResponseWriter, r *http.Request) {
 	name := pathParam(r, "name")
-	tlsVerify, auth, err := registryQuery(r)
-	if err != nil {
-		writeError(w, err)
+	tlsVerify, auth, ok := registryQueryInto(w, r)
+	if !ok {
 		return
 	}
 	body, err := decodeModifyBody(r.Body)
@@ -378,9 +375,8 @@ func (s *Server) modifyManifest(w http.ResponseWriter, r *http.Request) {
 
 // addManifestV3 is ManifestAddV3: the body is Podman 3's add options.
 func (s *Server) addManifestV3(w http.ResponseWriter, r *http.Request) {
-	tlsVerify, auth, err := registryQuery(r)
-	if err != nil {
-		writeError(w, err)
+	tlsVerify, auth, ok := registryQueryInto(w, r)
+	if !ok {
 		return
 	}
 	body, err := decodeModifyBody(r.Body)

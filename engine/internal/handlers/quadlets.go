@@ -74,13 +74,7 @@ func (h quadletHandlers) exists(w http.ResponseWriter, r *http.Request) {
 
 func (h quadletHandlers) print(w http.ResponseWriter, r *http.Request) {
 	text, err := h.q.Print(r.Context(), pathParam(r, "name"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write([]byte(text))
+	finishText(w, "text/plain", []byte(text), err)
 }
 
 func (h quadletHandlers) remove(w http.ResponseWriter, r *http.Request) {

@@ -238,6 +238,17 @@ func queryInto(w http.ResponseWriter, r *http.Request, q any) bool {
 	return true
 }
 
+// foldedQueryInto is queryInto over the case-folded query (foldQuery):
+// the routes whose Podman clients send a parameter under more than one
+// spelling of its name.
+func foldedQueryInto(w http.ResponseWriter, r *http.Request, q any) bool {
+	if err := decodeValues(foldQuery(r), q); err != nil {
+		writeError(w, err)
+		return false
+	}
+	return true
+}
+
 // unsupported answers the first set option the engine does not offer.
 func unsupported(opts map[string]bool) error {
 	for name, set := range opts {
@@ -494,6 +505,17 @@ func registryQuery(r *http.Request) (*bool, *core.RegistryAuth, error) {
 		return nil, nil, err
 	}
 	return tlsVerifyParam(values, q.TLSVerify), auth, nil
+}
+
+// registryQueryInto is registryQuery for a handler: it answers the error
+// itself and reports false when tlsVerify or the credentials are bad.
+func registryQueryInto(w http.ResponseWriter, r *http.Request) (*bool, *core.RegistryAuth, bool) {
+	tlsVerify, auth, err := registryQuery(r)
+	if err != nil {
+		writeError(w, err)
+		return nil, nil, false
+	}
+	return tlsVerify, auth, true
 }
 
 // parseInputTime reads a time parameter the way Podman does: RFC 3339

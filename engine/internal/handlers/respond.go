@@ -1,6 +1,6 @@
 // This file holds how the handlers answer: error statuses and bodies, JSON,
-// 204 and exists answers, and the streams (JSON lines, flushed writes) that
-// several routes share.
+// text, bare statuses (204 and the like) and exists answers, and the
+// streams (JSON lines, flushed writes) that several routes share.
 
 package handlers
 
@@ -111,11 +111,28 @@ func routePatterns(mux chi.Routes) [][]string {
 
 // finishNoContent answers err, or 204 when there is none.
 func finishNoContent(w http.ResponseWriter, err error) {
+	finishStatus(w, http.StatusNoContent, err)
+}
+
+// finishStatus answers err, or status with no body when there is none.
+func finishStatus(w http.ResponseWriter, status int, err error) {
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeNoContent(w)
+	w.WriteHeader(status)
+}
+
+// finishText answers err, or 200 with body as contentType when there is
+// none (YAML, plain text).
+func finishText(w http.ResponseWriter, contentType string, body []byte, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
 }
 
 // The handlers of the routes that only call core and answer what it
@@ -222,17 +239,19 @@ func (s *jsonStream) send(v any) {
 
 // progress returns a writer whose every write becomes one stream line.
 func (s *jsonStream) progress(line func(text string) any) io.Writer {
-	return progressWriter{stream: s, line: line}
+	return lineWriter{send: s.send, line: line}
 }
 
-type progressWriter struct {
-	stream *jsonStream
-	line   func(string) any
+// lineWriter makes each write of progress text one line (what line makes
+// of the text) and hands it to send: a stream's or a hold's.
+type lineWriter struct {
+	send func(any)
+	line func(string) any
 }
 
-func (p progressWriter) Write(b []byte) (int, error) {
+func (p lineWriter) Write(b []byte) (int, error) {
 	if len(b) > 0 {
-		p.stream.send(p.line(string(b)))
+		p.send(p.line(string(b)))
 	}
 	return len(b), nil
 }
@@ -309,17 +328,5 @@ func (h *heldLines) finish(failed bool) (streamed bool) {
 
 // progress returns a writer whose every write becomes one held line.
 func (h *heldLines) progress(line func(text string) any) io.Writer {
-	return heldWriter{h: h, line: line}
-}
-
-type heldWriter struct {
-	h    *heldLines
-	line func(string) any
-}
-
-func (p heldWriter) Write(b []byte) (int, error) {
-	if len(b) > 0 {
-		p.h.send(p.line(string(b)))
-	}
-	return len(b), nil
+	return lineWriter{send: h.send, line: line}
 }

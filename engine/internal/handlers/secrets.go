@@ -69,11 +69,8 @@ func (h secretHandlers) inspect(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h secretHandlers) exists(w http.ResponseWriter, r *http.Request) {
-	if _, err := h.s.Inspect(r.Context(), pathParam(r, "name"), false); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeNoContent(w)
+	_, err := h.s.Inspect(r.Context(), pathParam(r, "name"), false)
+	finishNoContent(w, err)
 }
 
 func (h secretHandlers) remove(w http.ResponseWriter, r *http.Request) {
@@ -89,9 +86,5 @@ func (h secretHandlers) remove(w http.ResponseWriter, r *http.Request) {
 	} else {
 		err = h.s.Remove(r.Context(), pathParam(r, "name"))
 	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeNoContent(w)
+	finishNoContent(w, err)
 }

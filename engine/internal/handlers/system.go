@@ -90,9 +90,5 @@ func (s *Server) systemPrune(w http.ResponseWriter, r *http.Request) {
 		Volumes: query.Volumes,
 		Filters: filtersForClient(r, query.Filters),
 	})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, report)
+	finishJSON(w, http.StatusOK, report, err)
 }

@@ -46,11 +46,7 @@ func (h volumeHandlers) remove(w http.ResponseWriter, r *http.Request) {
 	} else {
 		err = h.v.Remove(r.Context(), pathParam(r, "name"), q.Force)
 	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeNoContent(w)
+	finishNoContent(w, err)
 }
 
 // export answers the volume's content as a tar.
@@ -69,11 +65,7 @@ func (h volumeHandlers) export(w http.ResponseWriter, r *http.Request) {
 // importTar merges the tar in the body into the volume: 204, or 400 for a
 // malformed tar or one whose entries leave the volume (nothing imported).
 func (h volumeHandlers) importTar(w http.ResponseWriter, r *http.Request) {
-	if err := h.v.Import(r.Context(), pathParam(r, "name"), r.Body); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeNoContent(w)
+	finishNoContent(w, h.v.Import(r.Context(), pathParam(r, "name"), r.Body))
 }
 
 // volumePruneQuery are PruneVolumes' parameters.
