@@ -281,11 +281,7 @@ func (s *server) containerUnpause(w http.ResponseWriter, r *http.Request) {
 // lifecycle runs one state change and answers 204 (304 where the engine
 // says there was nothing to do).
 func (s *server) lifecycle(w http.ResponseWriter, r *http.Request, op func(context.Context, string) error) {
-	if err := op(r.Context(), pathParam(r, "name")); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	finishStatus(w, http.StatusNoContent, op(r.Context(), pathParam(r, "name")))
 }
 
 // containerRemove answers docker rm.
@@ -313,11 +309,7 @@ func (s *server) containerRemove(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := s.deps.Containers.Remove(r.Context(), name, opts); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	finishStatus(w, http.StatusNoContent, s.deps.Containers.Remove(r.Context(), name, opts))
 }
 
 // containerWait answers Docker's wait: the status line at once (so a
@@ -395,11 +387,7 @@ func (s *server) containerRename(w http.ResponseWriter, r *http.Request) {
 		writeError(w, core.InvalidArgument("name", errors.New("a new name is required")))
 		return
 	}
-	if err := m.Rename(r.Context(), pathParam(r, "name"), name); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	finishStatus(w, http.StatusNoContent, m.Rename(r.Context(), pathParam(r, "name"), name))
 }
 
 // containerUpdate answers docker update: resources and restart policy.

@@ -84,11 +84,7 @@ func (s *server) archivePut(w http.ResponseWriter, r *http.Request) {
 		CopyUIDGID:           q.boolean("copyUIDGID", false),
 		NoOverwriteDirNonDir: q.boolean("noOverwriteDirNonDir", false),
 	}
-	if err := a.PutArchive(r.Context(), pathParam(r, "name"), p, r.Body, opts); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
+	finishStatus(w, http.StatusOK, a.PutArchive(r.Context(), pathParam(r, "name"), p, r.Body, opts))
 }
 
 // containerChanges answers docker diff.

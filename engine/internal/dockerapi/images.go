@@ -192,11 +192,7 @@ func (s *server) imageTag(w http.ResponseWriter, r *http.Request, name string) {
 	if tag == "" {
 		tag = "latest"
 	}
-	if err := s.deps.Images.Tag(r.Context(), name, repo, tag); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusCreated)
+	finishStatus(w, http.StatusCreated, s.deps.Images.Tag(r.Context(), name, repo, tag))
 }
 
 // imageRemove answers docker rmi. Its force is Docker's: it never removes

@@ -102,11 +102,7 @@ func resize(w http.ResponseWriter, r *http.Request, set func(ctx context.Context
 		writeError(w, err)
 		return
 	}
-	if err := set(r.Context(), id, h, wd); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
+	finishStatus(w, http.StatusOK, set(r.Context(), id, h, wd))
 }
 
 // containerLogs streams a container's log: multiplexed frames, or raw

@@ -326,11 +326,7 @@ func (s *server) changeMembership(w http.ResponseWriter, r *http.Request, req an
 		writeError(w, core.InvalidArgument("Container", errors.New("a container is required")))
 		return
 	}
-	if err := change(r.Context(), s.engineNetwork(pathParam(r, "name"))); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
+	finishStatus(w, http.StatusOK, change(r.Context(), s.engineNetwork(pathParam(r, "name"))))
 }
 
 // networkPrune answers docker network prune.

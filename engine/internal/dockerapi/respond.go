@@ -67,6 +67,15 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 	}
 }
 
+// finishStatus answers err, or status with no body when there is none.
+func finishStatus(w http.ResponseWriter, status int, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(status)
+}
+
 // decodeBody decodes a JSON body into dst; an empty body leaves dst as is.
 func decodeBody(r *http.Request, dst any) error {
 	body := io.LimitReader(r.Body, maxBodyBytes+1)

@@ -87,11 +87,7 @@ func (s *server) volumeInspect(w http.ResponseWriter, r *http.Request) {
 // volumeRemove answers docker volume rm.
 func (s *server) volumeRemove(w http.ResponseWriter, r *http.Request) {
 	name := pathParam(r, "name")
-	if err := s.deps.Volumes.Remove(r.Context(), name, queryOf(r).boolean("force", false)); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	finishStatus(w, http.StatusNoContent, s.deps.Volumes.Remove(r.Context(), name, queryOf(r).boolean("force", false)))
 }
 
 // volumePrune answers docker volume prune. Docker (API 1.42+) prunes only
