@@ -19,42 +19,54 @@ func (s *DB) Networks() NamedTable {
 // RemoveNetwork deletes a network's record and its leases.
 func (s *DB) RemoveNetwork(ctx context.Context, id string) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM network_leases WHERE network_id = ?`, id); err != nil {
-			return fmt.Errorf("delete leases of network %s: %w", id, err)
+		for _, table := range []string{"network_leases", "network_last_leases"} {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE network_id = ?`, id); err != nil {
+				return fmt.Errorf("delete leases of network %s: %w", id, err)
+			}
 		}
 		return changeRow(ctx, tx, "delete", "network "+id, `DELETE FROM networks WHERE id = ?`, id)
 	})
 }
 
+// Lease is what a lease's pick answers: the addresses to take, and, by
+// subnet, the address each subnet's pool handed out (Last: the next pick
+// from that pool starts after it; static addresses are not in it).
+type Lease struct {
+	IPs  []string
+	Last map[string]string
+}
+
 // LeaseAddresses hands addresses of a network to a container in one
-// transaction: pick gets the addresses in use on the network and answers the
-// ones to take; an address taken meanwhile fails the whole lease with
-// ErrDuplicate, so no address is ever handed out twice.
-func (s *DB) LeaseAddresses(ctx context.Context, networkID, containerID string, pick func(used map[string]bool) ([]string, error)) ([]string, error) {
+// transaction: pick gets the addresses in use on the network and, by subnet,
+// the address each pool handed out last, and answers the ones to take; an
+// address taken meanwhile fails the whole lease with ErrDuplicate, so no
+// address is ever handed out twice.
+func (s *DB) LeaseAddresses(ctx context.Context, networkID, containerID string, pick func(used map[string]bool, last map[string]string) (Lease, error)) ([]string, error) {
 	var taken []string
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT ip FROM network_leases WHERE network_id = ?`, networkID)
-		if err != nil {
-			return fmt.Errorf("read leases of network %s: %w", networkID, err)
-		}
 		used := map[string]bool{}
-		for rows.Next() {
+		if err := queryTx(ctx, tx, "leases of network "+networkID, func(rows *sql.Rows) error {
 			var ip string
-			if err := rows.Scan(&ip); err != nil {
-				rows.Close()
-				return err
-			}
+			err := rows.Scan(&ip)
 			used[ip] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return err
+		}, `SELECT ip FROM network_leases WHERE network_id = ?`, networkID); err != nil {
 			return err
 		}
-		ips, err := pick(used)
+		last := map[string]string{}
+		if err := queryTx(ctx, tx, "last leases of network "+networkID, func(rows *sql.Rows) error {
+			var subnet, ip string
+			err := rows.Scan(&subnet, &ip)
+			last[subnet] = ip
+			return err
+		}, `SELECT subnet, ip FROM network_last_leases WHERE network_id = ?`, networkID); err != nil {
+			return err
+		}
+		lease, err := pick(used, last)
 		if err != nil {
 			return err
 		}
-		for _, ip := range ips {
+		for _, ip := range lease.IPs {
 			_, err := tx.ExecContext(ctx, `INSERT INTO network_leases (network_id, ip, container_id) VALUES (?, ?, ?)`,
 				networkID, ip, containerID)
 			if isConstraint(err) {
@@ -64,7 +76,13 @@ func (s *DB) LeaseAddresses(ctx context.Context, networkID, containerID string, 
 				return fmt.Errorf("lease %s on network %s: %w", ip, networkID, err)
 			}
 		}
-		taken = ips
+		for subnet, ip := range lease.Last {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO network_last_leases (network_id, subnet, ip) VALUES (?, ?, ?)
+				ON CONFLICT (network_id, subnet) DO UPDATE SET ip = excluded.ip`, networkID, subnet, ip); err != nil {
+				return fmt.Errorf("note the last lease of subnet %s on network %s: %w", subnet, networkID, err)
+			}
+		}
+		taken = lease.IPs
 		return nil
 	})
 	return taken, err

@@ -71,6 +71,22 @@ func (s *DB) getRow(ctx context.Context, what, query string, arg any, dest ...an
 	return err
 }
 
+// queryTx reads every row a query answers inside tx, each through scan.
+// what names the rows in errors.
+func queryTx(ctx context.Context, tx *sql.Tx, what string, scan func(*sql.Rows) error, query string, args ...any) error {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return fmt.Errorf("read %s: %w", what, err)
+		}
+	}
+	return rows.Err()
+}
+
 // listRows reads every row a query answers; fields names the destinations
 // of one row's columns in r. what names the list in errors.
 func listRows[T any](ctx context.Context, s *DB, what string, fields func(r *T) []any, query string, args ...any) ([]T, error) {

@@ -161,7 +161,7 @@ func TestLeasedAddresses(t *testing.T) {
 	}
 	lease := func(network, ctr string, ips ...string) {
 		t.Helper()
-		if _, err := db.LeaseAddresses(ctx, network, ctr, func(map[string]bool) ([]string, error) { return ips, nil }); err != nil {
+		if _, err := db.LeaseAddresses(ctx, network, ctr, func(map[string]bool, map[string]string) (Lease, error) { return Lease{IPs: ips}, nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -180,5 +180,57 @@ func TestLeasedAddresses(t *testing.T) {
 	}
 	if got, err := db.LeasedAddresses(ctx, "c1"); err != nil || len(got) != 0 {
 		t.Fatalf("after the release: %v %v", got, err)
+	}
+}
+
+// TestLastLeases: the address each pool handed out last is kept with the
+// lease, in the same transaction (a failed lease keeps the old one), read
+// back by the next lease, and goes with its network.
+func TestLastLeases(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t)
+	if err := db.Networks().Add(ctx, NamedRecord{ID: "n1", Name: "net-n1", Created: time.Now(), Data: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	var seen map[string]string
+	lease := func(ctr string, l Lease) error {
+		_, err := db.LeaseAddresses(ctx, "n1", ctr, func(_ map[string]bool, last map[string]string) (Lease, error) {
+			seen = last
+			return l, nil
+		})
+		return err
+	}
+	if err := lease("c1", Lease{IPs: []string{"10.1.0.2", "fd00::2"}, Last: map[string]string{"10.1.0.0/24": "10.1.0.2", "fd00::/64": "fd00::2"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 0 {
+		t.Fatalf("first lease saw last leases %v", seen)
+	}
+	// A static address: no pool's last lease changes.
+	if err := lease("c2", Lease{IPs: []string{"10.1.0.9"}}); err != nil {
+		t.Fatal(err)
+	}
+	if seen["10.1.0.0/24"] != "10.1.0.2" || seen["fd00::/64"] != "fd00::2" {
+		t.Fatalf("second lease saw %v", seen)
+	}
+	// A lease that fails (the address taken) leaves the last lease as it was.
+	if err := lease("c3", Lease{IPs: []string{"10.1.0.9"}, Last: map[string]string{"10.1.0.0/24": "10.1.0.9"}}); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("duplicate lease: %v", err)
+	}
+	if err := lease("c3", Lease{IPs: []string{"10.1.0.3"}, Last: map[string]string{"10.1.0.0/24": "10.1.0.3"}}); err != nil {
+		t.Fatal(err)
+	}
+	if seen["10.1.0.0/24"] != "10.1.0.2" {
+		t.Fatalf("after a failed lease: %v", seen)
+	}
+	if err := lease("c4", Lease{}); err != nil || seen["10.1.0.0/24"] != "10.1.0.3" {
+		t.Fatalf("after a lease: %v %v", seen, err)
+	}
+	if err := db.RemoveNetwork(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM network_last_leases`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("last leases after the network's removal: %d %v", n, err)
 	}
 }

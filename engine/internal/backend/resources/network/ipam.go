@@ -121,10 +121,13 @@ func validateSubnet(s *core.Subnet, field string) error {
 	return nil
 }
 
-// pickAddress returns the lowest free host address of a subnet's lease
-// range: not the network address, the gateway, the IPv4 broadcast, or an
-// address in used.
-func pickAddress(s core.Subnet, used map[string]bool) (net.IP, error) {
+// pickAddress returns a free host address of a subnet's lease range: not
+// the network address, the gateway, the IPv4 broadcast, or an address in
+// used. As Podman's IPAM, it takes the first free one after last (the
+// address this pool handed out last; nil for none), wrapping around to the
+// range's start, so that an address just released is the last to be
+// handed out again.
+func pickAddress(s core.Subnet, used map[string]bool, last net.IP) (net.IP, error) {
 	n := &s.Subnet.IPNet
 	v4 := isIPv4(n)
 	start := nextIP(n.IP, v4)
@@ -140,14 +143,27 @@ func pickAddress(s core.Subnet, used map[string]bool) (net.IP, error) {
 			end = lr.EndIP
 		}
 	}
-	endInt := ipToInt(end)
-	// A subnet holds at most as many leases as used has entries, so the
-	// walk ends after len(used)+2 steps at most.
-	for ip, i := start, 0; ipToInt(ip).Cmp(endInt) <= 0 && i <= len(used)+2; ip, i = nextIP(ip, v4), i+1 {
-		if ip.Equal(s.Gateway) || used[ip.String()] {
-			continue
+	startInt, endInt := ipToInt(start), ipToInt(end)
+	first := start
+	if last != nil {
+		if l := ipToInt(normalizeIP(last)); l.Cmp(startInt) >= 0 && l.Cmp(endInt) < 0 {
+			first = nextIP(normalizeIP(last), v4)
 		}
-		return ip, nil
+	}
+	// Of any len(used)+2 addresses in a row one is free (only the gateway
+	// and used ones are not), so the walk ends after that many steps, or
+	// where it comes round to where it began (a range that small is full).
+	ip := first
+	for i := 0; i <= len(used)+2; i++ {
+		if !ip.Equal(s.Gateway) && !used[ip.String()] {
+			return ip, nil
+		}
+		if ip = nextIP(ip, v4); ipToInt(ip).Cmp(endInt) > 0 {
+			ip = start
+		}
+		if ip.Equal(first) {
+			break
+		}
 	}
 	return nil, fmt.Errorf("no free address left in subnet %s: %w", n, core.ErrAddressInUse)
 }

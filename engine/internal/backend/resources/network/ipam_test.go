@@ -59,6 +59,61 @@ func TestValidateSubnet(t *testing.T) {
 	}
 }
 
+// TestPickAddressAfterTheLast: as Podman's IPAM, the pool hands out the
+// first free address after the one it handed out last, wrapping around, so
+// that an address just released (a stopped or checkpointed container's) is
+// not the next one handed out.
+func TestPickAddressAfterTheLast(t *testing.T) {
+	s := subnetOf(t, "10.1.2.0/29") // hosts .2 to .6 (.1 the gateway)
+	if err := validateSubnet(&s, "subnets"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		used       []string
+		last, want string
+	}{
+		{nil, "", "10.1.2.2"},
+		{nil, "10.1.2.2", "10.1.2.3"},
+		// .2 released after .3 went out: .4 next, not .2.
+		{[]string{"10.1.2.3"}, "10.1.2.3", "10.1.2.4"},
+		{[]string{"10.1.2.4", "10.1.2.5"}, "10.1.2.3", "10.1.2.6"},
+		// At the end of the range, round to its start.
+		{nil, "10.1.2.6", "10.1.2.2"},
+		{[]string{"10.1.2.2", "10.1.2.3"}, "10.1.2.6", "10.1.2.4"},
+		{[]string{"10.1.2.2", "10.1.2.3", "10.1.2.4", "10.1.2.6"}, "10.1.2.4", "10.1.2.5"},
+		// A last address outside the range (the range changed) is ignored.
+		{nil, "10.9.9.9", "10.1.2.2"},
+	} {
+		used := map[string]bool{}
+		for _, u := range tc.used {
+			used[u] = true
+		}
+		ip, err := pickAddress(s, used, net.ParseIP(tc.last))
+		if err != nil || ip.String() != tc.want {
+			t.Errorf("used %v, last %q: %v %v, want %s", tc.used, tc.last, ip, err, tc.want)
+		}
+	}
+	full := map[string]bool{"10.1.2.2": true, "10.1.2.3": true, "10.1.2.4": true, "10.1.2.5": true, "10.1.2.6": true}
+	for _, last := range []string{"", "10.1.2.2", "10.1.2.6"} {
+		if ip, err := pickAddress(s, full, net.ParseIP(last)); !errors.Is(err, core.ErrAddressInUse) {
+			t.Errorf("full range, last %q: %v %v", last, ip, err)
+		}
+	}
+	// A lease range wraps within itself.
+	lr := subnetOf(t, "10.1.2.0/24")
+	lr.LeaseRange = &core.LeaseRange{StartIP: net.ParseIP("10.1.2.100").To4(), EndIP: net.ParseIP("10.1.2.102").To4()}
+	validateSubnet(&lr, "subnets")
+	if ip, _ := pickAddress(lr, map[string]bool{"10.1.2.100": true}, net.ParseIP("10.1.2.102")); ip.String() != "10.1.2.101" {
+		t.Errorf("lease range wrap: %s", ip)
+	}
+	// IPv6: the walk stays bounded in a /64.
+	v6 := subnetOf(t, "fd00:1::/64")
+	validateSubnet(&v6, "subnets")
+	if ip, err := pickAddress(v6, map[string]bool{"fd00:1::3": true}, net.ParseIP("fd00:1::2")); err != nil || ip.String() != "fd00:1::4" {
+		t.Errorf("v6: %v %v", ip, err)
+	}
+}
+
 func TestPickAddress(t *testing.T) {
 	s := subnetOf(t, "10.1.2.0/29")
 	if err := validateSubnet(&s, "subnets"); err != nil {
@@ -67,7 +122,7 @@ func TestPickAddress(t *testing.T) {
 	used := map[string]bool{}
 	var got []string
 	for {
-		ip, err := pickAddress(s, used)
+		ip, err := pickAddress(s, used, nil)
 		if err != nil {
 			if !errors.Is(err, core.ErrAddressInUse) {
 				t.Fatal(err)
@@ -90,11 +145,11 @@ func TestPickAddress(t *testing.T) {
 	lr := subnetOf(t, "10.1.2.0/24")
 	lr.LeaseRange = &core.LeaseRange{StartIP: net.ParseIP("10.1.2.100").To4(), EndIP: net.ParseIP("10.1.2.101").To4()}
 	validateSubnet(&lr, "subnets")
-	ip, _ := pickAddress(lr, map[string]bool{"10.1.2.100": true})
+	ip, _ := pickAddress(lr, map[string]bool{"10.1.2.100": true}, nil)
 	if ip.String() != "10.1.2.101" {
 		t.Fatalf("lease range: %s", ip)
 	}
-	if _, err := pickAddress(lr, map[string]bool{"10.1.2.100": true, "10.1.2.101": true}); !errors.Is(err, core.ErrAddressInUse) {
+	if _, err := pickAddress(lr, map[string]bool{"10.1.2.100": true, "10.1.2.101": true}, nil); !errors.Is(err, core.ErrAddressInUse) {
 		t.Fatalf("exhausted lease range: %v", err)
 	}
 }
@@ -175,7 +230,7 @@ func FuzzNetworkRequest(f *testing.F) {
 			if !s.Subnet.Contains(s.Gateway) {
 				t.Fatalf("accepted gateway %s outside %s", s.Gateway, &s.Subnet.IPNet)
 			}
-			if ip, err := pickAddress(*s, map[string]bool{}); err == nil && !s.Subnet.Contains(ip) {
+			if ip, err := pickAddress(*s, map[string]bool{}, nil); err == nil && !s.Subnet.Contains(ip) {
 				t.Fatalf("picked %s outside %s", ip, &s.Subnet.IPNet)
 			}
 		}

@@ -109,7 +109,8 @@ func checkPerNetwork(n *core.Network, o *core.PerNetworkOptions) error {
 }
 
 // lease hands a container one address in each subnet of n: its static
-// address where it asked for one, else the lowest free one.
+// address where it asked for one, else the next free one of the subnet's
+// pool (pickAddress).
 func (m *Manager) lease(ctx context.Context, n *core.Network, containerID string, static []net.IP) ([]net.IP, error) {
 	if len(n.Subnets) == 0 {
 		return nil, nil
@@ -119,9 +120,9 @@ func (m *Manager) lease(ctx context.Context, n *core.Network, containerID string
 		return nil, err
 	}
 	var picked []net.IP
-	_, err := m.db.LeaseAddresses(ctx, n.ID, containerID, func(used map[string]bool) ([]string, error) {
+	_, err := m.db.LeaseAddresses(ctx, n.ID, containerID, func(used map[string]bool, last map[string]string) (state.Lease, error) {
 		picked = nil
-		var out []string
+		out := state.Lease{Last: map[string]string{}}
 		for _, s := range n.Subnets {
 			var ip net.IP
 			for _, want := range static {
@@ -131,16 +132,18 @@ func (m *Manager) lease(ctx context.Context, n *core.Network, containerID string
 			}
 			if ip != nil {
 				if used[ip.String()] {
-					return nil, fmt.Errorf("IP address %s on network %s: %w", ip, n.Name, core.ErrAddressInUse)
+					return out, fmt.Errorf("IP address %s on network %s: %w", ip, n.Name, core.ErrAddressInUse)
 				}
 			} else {
 				var err error
-				if ip, err = pickAddress(s, used); err != nil {
-					return nil, err
+				pool := s.Subnet.String()
+				if ip, err = pickAddress(s, used, net.ParseIP(last[pool])); err != nil {
+					return out, err
 				}
+				out.Last[pool] = ip.String()
 			}
 			picked = append(picked, ip)
-			out = append(out, ip.String())
+			out.IPs = append(out.IPs, ip.String())
 		}
 		return out, nil
 	})
