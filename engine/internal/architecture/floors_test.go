@@ -230,3 +230,28 @@ func TestViolationsAreFound(t *testing.T) {
 		t.Fatalf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestCoreIsFreeOfHTTP: core speaks the engine's domain (its types, its
+// errors) and nothing of the wire; HTTP is the handlers' (the brief's rule).
+func TestCoreIsFreeOfHTTP(t *testing.T) {
+	testdeadline.Set(t, time.Minute)
+	files, err := filepath.Glob("../core/*.go")
+	if err != nil || len(files) < 10 {
+		t.Fatalf("core's files: %v %v", files, err)
+	}
+	fset := token.NewFileSet()
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, spec := range f.Imports {
+			if p, _ := strconv.Unquote(spec.Path.Value); p == "net/http" || strings.HasPrefix(p, "net/http/") {
+				t.Errorf("%s imports %s: core carries no HTTP (map statuses onto core's errors where the wire is read)", filepath.Base(path), p)
+			}
+		}
+	}
+}

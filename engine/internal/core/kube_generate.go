@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"fmt"
-	"net/http"
 )
 
 // Workload kinds GenerateKube writes (its type parameter).
@@ -67,14 +66,17 @@ type KubeApplyOptions struct {
 }
 
 // ClusterError is a Kubernetes API server's refusal of one object.
-// It is an ErrInvalidArgument when the server found the object invalid or
-// named something it does not have (400, 404, 422 from the server), an
-// ErrStateConflict on a conflict (409); otherwise a plain (500) error.
+// It is the error Kind names (the applier sets ErrInvalidArgument for an
+// object the server found invalid or one naming something it does not
+// have, ErrStateConflict for a conflict); otherwise a plain (500) error.
 type ClusterError struct {
 	// Object names the object as Kind/namespace/name.
 	Object string
 	// Status is the API server's HTTP status (0 when it was not reached).
 	Status int
+	// Kind is the domain error the server's status maps to
+	// (ErrInvalidArgument, ErrStateConflict), nil for any other failure.
+	Kind error
 	// Err is the server's message.
 	Err error
 }
@@ -90,13 +92,7 @@ func (e *ClusterError) Error() string {
 // Unwrap returns the server's error.
 func (e *ClusterError) Unwrap() error { return e.Err }
 
-// Is maps the API server's status onto the engine's domain errors.
+// Is reports whether target is the domain error the server's status maps to.
 func (e *ClusterError) Is(target error) bool {
-	switch e.Status {
-	case http.StatusBadRequest, http.StatusNotFound, http.StatusUnprocessableEntity:
-		return target == ErrInvalidArgument
-	case http.StatusConflict:
-		return target == ErrStateConflict
-	}
-	return false
+	return e.Kind != nil && target == e.Kind
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -119,7 +120,16 @@ func clusterError(object string, err error) error {
 	if errors.As(err, &apiStatus) {
 		status = int(apiStatus.Status().Code)
 	}
-	return &core.ClusterError{Object: object, Status: status, Err: err}
+	e := &core.ClusterError{Object: object, Status: status, Err: err}
+	switch status {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusUnprocessableEntity:
+		// The server found the object invalid, or it names something the
+		// server does not have.
+		e.Kind = core.ErrInvalidArgument
+	case http.StatusConflict:
+		e.Kind = core.ErrStateConflict
+	}
+	return e
 }
 
 // restConfig reads the kubeconfig (and CA file) into a client config and
