@@ -9,6 +9,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/kubetest"
 )
 
 // The benchmark compares Berth with Podman 4.3.1 serving the same API on the
@@ -17,23 +18,10 @@ import (
 
 // benchYAML is a 3-replica Deployment behind a Service: three pods on the
 // default kube network, each with its infra container and one member.
-const benchYAML = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: bkp-bench
-spec:
-  replicas: 3
-  selector:
-    matchLabels: {app: bkp-bench}
-  template:
-    metadata:
-      labels: {app: bkp-bench}
-    spec:
-      containers:
-      - name: srv
-        image: localhost/busybox:latest
-        command: ["/bin/sleep", "600"]
----
+var benchYAML = kubetest.Deployment("bkp-bench", "", 3, `- name: srv
+  image: localhost/busybox:latest
+  command: ["/bin/sleep", "600"]
+`) + `---
 apiVersion: v1
 kind: Service
 metadata: {name: bkp-bench}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,6 +69,34 @@ func (te *testEngine) names(path, field string) []string {
 		}
 	}
 	return out
+}
+
+// playWithPodman starts an engine for a test that also drives the podman
+// client, and plays yaml on it.
+func playWithPodman(t *testing.T, yaml string) *testEngine {
+	t.Helper()
+	enginetest.RequirePodman(t)
+	te := startEngine(t)
+	te.play("", yaml)
+	return te
+}
+
+// refusedPlay is a YAML that kube play must refuse, naming field.
+type refusedPlay struct{ field, yaml string }
+
+// expectRefused plays each YAML, wanting the answer to be one of statuses
+// with a body naming the play's field, and no pod left after them all.
+func (te *testEngine) expectRefused(plays []refusedPlay, statuses ...int) {
+	te.T.Helper()
+	for _, p := range plays {
+		status, body := te.Do("POST", "/kube/play", strings.NewReader(p.yaml))
+		if !slices.Contains(statuses, status) || !strings.Contains(string(body), p.field) {
+			te.T.Errorf("play refused for %s: %d %s, want one of %v", p.field, status, body, statuses)
+		}
+	}
+	if pods := te.pods(); len(pods) != 0 {
+		te.T.Fatalf("pods left after the refused plays: %+v", pods)
+	}
 }
 
 // writeFile writes a file into the test's directory and returns its path.

@@ -5,8 +5,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
 const hostNSYAML = `apiVersion: v1
@@ -28,9 +26,7 @@ spec:
 // (shareProcessNamespace with hostPID, a user namespace of the pod's own
 // with either) are a 400 naming the field, with nothing created.
 func TestKubePlayHostIPCAndPID(t *testing.T) {
-	enginetest.RequirePodman(t)
-	te := startEngine(t)
-	te.play("", hostNSYAML)
+	te := playWithPodman(t, hostNSYAML)
 	hostIPC, _ := os.Readlink("/proc/self/ns/ipc")
 	hostPID, _ := os.Readlink("/proc/self/ns/pid")
 	out := te.MustPodman("exec", "bkh-c", "sh", "-c", "readlink /proc/self/ns/ipc; readlink /proc/self/ns/pid")
@@ -43,16 +39,8 @@ func TestKubePlayHostIPCAndPID(t *testing.T) {
 	}
 	te.MustPodman("pod", "rm", "-f", "bkh")
 
-	for field, yaml := range map[string]string{
-		"spec.hostPID":   strings.Replace(hostNSYAML, "  hostIPC: true\n", "  shareProcessNamespace: true\n", 1),
-		"spec.hostUsers": strings.Replace(hostNSYAML, "  hostPID: true\n", "  hostUsers: false\n", 1),
-	} {
-		status, body := te.Do("POST", "/kube/play", strings.NewReader(yaml))
-		if status != http.StatusBadRequest || !strings.Contains(string(body), field) {
-			t.Fatalf("play with %s in conflict: %d %s", field, status, body)
-		}
-	}
-	if pods := te.pods(); len(pods) != 0 {
-		t.Fatalf("pods left after the refused plays: %+v", pods)
-	}
+	te.expectRefused([]refusedPlay{
+		{"spec.hostPID", strings.Replace(hostNSYAML, "  hostIPC: true\n", "  shareProcessNamespace: true\n", 1)},
+		{"spec.hostUsers", strings.Replace(hostNSYAML, "  hostPID: true\n", "  hostUsers: false\n", 1)},
+	}, http.StatusBadRequest)
 }

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 )
 
 const imageVolumeYAML = `apiVersion: v1
@@ -32,9 +30,7 @@ spec:
 // subPath on another kind of volume, and an image volume whose image is
 // missing with pullPolicy Never, are 400s naming the field.
 func TestKubePlayImageVolume(t *testing.T) {
-	enginetest.RequirePodman(t)
-	te := startEngine(t)
-	te.play("", imageVolumeYAML)
+	te := playWithPodman(t, imageVolumeYAML)
 	out := te.MustPodman("exec", "bkiv-c", "sh", "-c", "ls /tools/bin/busybox /bin2/busybox; touch /tools/x 2>/dev/null || echo read-only")
 	if want := "/bin2/busybox\n/tools/bin/busybox\nread-only"; strings.TrimSpace(out) != want {
 		t.Fatalf("the image volume:\n%s\nwant:\n%s", out, want)
@@ -51,18 +47,10 @@ func TestKubePlayImageVolume(t *testing.T) {
 		t.Errorf("the generated YAML played: %q", out)
 	}
 	te.MustPodman("pod", "rm", "-f", "-t", "0", "bkiv")
-	for field, yaml := range map[string]string{
-		"volumeMounts[0].subPath": strings.Replace(strings.Replace(imageVolumeYAML, `image: {reference: "localhost/busybox:latest", pullPolicy: IfNotPresent}`, "emptyDir: {}", 1), "mountPath: /tools}", "mountPath: /tools, subPath: x}", 1),
-		"volumes[0].image":        strings.Replace(imageVolumeYAML, `reference: "localhost/busybox:latest", pullPolicy: IfNotPresent`, `reference: "localhost/nosuch:1", pullPolicy: Never`, 1),
-	} {
-		status, body := te.Do("POST", "/kube/play", strings.NewReader(yaml))
-		if status != http.StatusBadRequest && status != http.StatusNotFound || !strings.Contains(string(body), field) {
-			t.Errorf("%s: %d %s", field, status, body)
-		}
-	}
-	if pods := te.pods(); len(pods) != 0 {
-		t.Fatalf("pods left after the refused plays: %+v", pods)
-	}
+	te.expectRefused([]refusedPlay{
+		{"volumeMounts[0].subPath", strings.Replace(strings.Replace(imageVolumeYAML, `image: {reference: "localhost/busybox:latest", pullPolicy: IfNotPresent}`, "emptyDir: {}", 1), "mountPath: /tools}", "mountPath: /tools, subPath: x}", 1)},
+		{"volumes[0].image", strings.Replace(imageVolumeYAML, `reference: "localhost/busybox:latest", pullPolicy: IfNotPresent`, `reference: "localhost/nosuch:1", pullPolicy: Never`, 1)},
+	}, http.StatusBadRequest, http.StatusNotFound)
 }
 
 const subPathYAML = `apiVersion: v1
@@ -90,9 +78,7 @@ spec:
 // writes them back. A subPath that leads out of the volume is a 400 naming
 // it, and so is one on an emptyDir.
 func TestKubePlayVolumeSubPath(t *testing.T) {
-	enginetest.RequirePodman(t)
-	te := startEngine(t)
-	te.play("", subPathYAML)
+	te := playWithPodman(t, subPathYAML)
 	out := te.MustPodman("exec", "bksp-c", "sh", "-c", "cat /etc/app.conf; echo; ls /etc/other 2>/dev/null || echo only-the-key")
 	if want := "listen 8080\nonly-the-key"; strings.TrimSpace(out) != want {
 		t.Fatalf("the ConfigMap key by subPath:\n%s\nwant:\n%s", out, want)
@@ -118,19 +104,10 @@ func TestKubePlayVolumeSubPath(t *testing.T) {
 		t.Errorf("kube generate lost the hostPath's subPath:\n%s", gen)
 	}
 	te.MustPodman("pod", "rm", "-f", "-t", "0", "bkhp")
-	for field, yaml := range map[string]string{
-		"volumeMounts[0].subPath": strings.Replace(subPathYAML, "subPath: app.conf", "subPath: ../x", 1),
-		"volumeMounts[0].subPath:": strings.Replace(strings.Replace(subPathYAML, "configMap: {name: bksp-cm}", "emptyDir: {}", 1),
-			"bksp", "bksp2", -1),
-	} {
-		status, body := te.Do("POST", "/kube/play", strings.NewReader(yaml))
-		if status != http.StatusBadRequest || !strings.Contains(string(body), strings.TrimSuffix(field, ":")) {
-			t.Errorf("%s: %d %s", field, status, body)
-		}
-	}
-	if pods := te.pods(); len(pods) != 0 {
-		t.Fatalf("pods left after the refused plays: %+v", pods)
-	}
+	te.expectRefused([]refusedPlay{
+		{"volumeMounts[0].subPath", strings.Replace(subPathYAML, "subPath: app.conf", "subPath: ../x", 1)},
+		{"volumeMounts[0].subPath", strings.Replace(strings.Replace(subPathYAML, "configMap: {name: bksp-cm}", "emptyDir: {}", 1), "bksp", "bksp2", -1)},
+	}, http.StatusBadRequest)
 }
 
 // TestKubePlayNoPodPrefix: noPodPrefix (Podman 6's kube play

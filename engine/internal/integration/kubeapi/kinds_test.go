@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/testsupport/kubetest"
 	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 	"github.com/berth-project/berth/engine/internal/testsupport/tartest"
 	"github.com/berth-project/berth/shared/testnet"
@@ -59,25 +60,15 @@ func (te *testEngine) podNames() []string {
 	return names
 }
 
+// httpdContainer serves /etc over HTTP on port 80, named http.
+const httpdContainer = `- name: srv
+  image: localhost/busybox:latest
+  command: ["busybox", "httpd", "-f", "-p", "80", "-h", "/etc"]
+  ports: [{name: http, containerPort: 80}]
+`
+
 func deploymentYAML(port int) string {
-	return fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: bkp-app
-spec:
-  replicas: 3
-  selector:
-    matchLabels: {app: bkp-app}
-  template:
-    metadata:
-      labels: {app: bkp-app}
-    spec:
-      containers:
-      - name: srv
-        image: localhost/busybox:latest
-        command: ["busybox", "httpd", "-f", "-p", "80", "-h", "/etc"]
-        ports: [{name: http, containerPort: 80}]
----
+	return kubetest.Deployment("bkp-app", "", 3, httpdContainer) + fmt.Sprintf(`---
 apiVersion: v1
 kind: Service
 metadata: {name: bkp-one}
@@ -86,18 +77,7 @@ spec:
   selector: {app: bkp-single}
   ports: [{port: 80, targetPort: http, nodePort: %d}]
 ---
-apiVersion: v1
-kind: Pod
-metadata:
-  name: bkp-single
-  labels: {app: bkp-single}
-spec:
-  containers:
-  - name: srv
-    image: localhost/busybox:latest
-    command: ["busybox", "httpd", "-f", "-p", "80", "-h", "/etc"]
-    ports: [{name: http, containerPort: 80}]
-`, port)
+`, port) + kubetest.Pod("bkp-single", httpdContainer)
 }
 
 // TestKubePlayDeploymentService plays a 3-replica Deployment, a Pod and a

@@ -9,10 +9,12 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-project/berth/engine/internal/testsupport/kubetest"
 )
 
 // bodyYAML is what a client sends to kube apply: a namespace and objects in it.
-const bodyYAML = `apiVersion: v1
+var bodyYAML = `apiVersion: v1
 kind: Namespace
 metadata:
   name: bkg-apply
@@ -25,24 +27,10 @@ metadata:
 data:
   greeting: hello
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: bkg-web
-  namespace: bkg-apply
-spec:
-  replicas: 2
-  selector:
-    matchLabels: {app: bkg-web}
-  template:
-    metadata:
-      labels: {app: bkg-web}
-    spec:
-      containers:
-      - name: web
-        image: localhost/busybox:latest
-        command: [sleep, "1000"]
-`
+` + kubetest.Deployment("bkg-web", "bkg-apply", 2, `- name: web
+  image: localhost/busybox:latest
+  command: [sleep, "1000"]
+`)
 
 // apply posts YAML to kube apply with the query and returns the status and body.
 func (te *testEngine) apply(query url.Values, yaml string) (int, string) {
