@@ -160,13 +160,11 @@ devices:
 		t.Errorf("a device of a malformed spec: err %v, want the file and field named (%s):\n%s", err, want, out)
 	}
 	for _, dev := range []string{"example.com/dev=nope", "example.com/dev=bad name", "example.com=null"} {
-		status, body := te.Do("POST", "/containers/create", map[string]any{
+		status, message, body := te.create(map[string]any{
 			"image": "localhost/busybox", "command": []string{"true"},
 			"devices": []map[string]string{{"path": "example.com/dev=null"}, {"path": dev}},
 		})
-		var msg struct{ Message string }
-		json.Unmarshal(body, &msg)
-		if status != http.StatusBadRequest || !strings.Contains(msg.Message, fmt.Sprintf("invalid devices: %q", dev)) && !strings.Contains(msg.Message, fmt.Sprintf("device %q", dev)) {
+		if status != http.StatusBadRequest || !strings.Contains(message, fmt.Sprintf("invalid devices: %q", dev)) && !strings.Contains(message, fmt.Sprintf("device %q", dev)) {
 			t.Errorf("create with device %q: %d %s, want a 400 naming it", dev, status, body)
 		}
 	}

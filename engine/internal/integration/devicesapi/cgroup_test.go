@@ -36,12 +36,10 @@ func TestDeviceCgroupRule(t *testing.T) {
 		{"allow": true, "type": "c", "major": 1, "minor": 3, "access": "rwx"},
 		{"allow": true, "type": "b", "major": -2, "access": "r"},
 	} {
-		status, body := te.Do("POST", "/containers/create", map[string]any{
+		status, message, body := te.create(map[string]any{
 			"image": "localhost/busybox", "command": []string{"true"}, "device_cgroup_rule": []any{rule},
 		})
-		var msg struct{ Message string }
-		json.Unmarshal(body, &msg)
-		if status != http.StatusBadRequest || !strings.HasPrefix(msg.Message, "invalid device_cgroup_rule: rule 0 (") {
+		if status != http.StatusBadRequest || !strings.HasPrefix(message, "invalid device_cgroup_rule: rule 0 (") {
 			t.Errorf("rule %v: %d %s, want a 400 naming it", rule, status, body)
 		}
 	}
@@ -64,12 +62,10 @@ func TestGroupAddKeepGroups(t *testing.T) {
 		{[]string{"keep-groups"}, "keep-groups needs crun"},
 		{[]string{"keep-groups", "wheel"}, "keep-groups cannot be combined with other groups"},
 	} {
-		status, body := te.Do("POST", "/containers/create", map[string]any{
+		status, message, body := te.create(map[string]any{
 			"image": "localhost/busybox", "command": []string{"id"}, "groups": tc.groups,
 		})
-		var msg struct{ Message string }
-		json.Unmarshal(body, &msg)
-		if status != http.StatusBadRequest || !strings.HasPrefix(msg.Message, "invalid groups: ") || !strings.Contains(msg.Message, tc.want) {
+		if status != http.StatusBadRequest || !strings.HasPrefix(message, "invalid groups: ") || !strings.Contains(message, tc.want) {
 			t.Errorf("groups %v: %d %s, want a 400 saying %q", tc.groups, status, body, tc.want)
 		}
 	}

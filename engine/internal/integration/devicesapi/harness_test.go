@@ -6,6 +6,7 @@
 package devicesapi
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +57,16 @@ func (te *testEngine) mustPodman(args ...string) string {
 		te.T.Fatalf("podman %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return out
+}
+
+// create posts spec to the libpod create route and returns the status,
+// the message of a refusal and the whole body.
+func (te *testEngine) create(spec map[string]any) (status int, message string, body []byte) {
+	te.T.Helper()
+	status, body = te.Do("POST", "/containers/create", spec)
+	var msg struct{ Message string }
+	json.Unmarshal(body, &msg)
+	return status, msg.Message, body
 }
 
 // writeSpec writes a CDI spec file into the engine's spec directory.

@@ -1,7 +1,6 @@
 package devicesapi
 
 import (
-	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -123,10 +122,8 @@ func TestPodmanRunRootfs(t *testing.T) {
 		{"rootfs": "relative/dir", "command": []string{"true"}},
 		{"image": "localhost/busybox", "rootfs_overlay": true, "command": []string{"true"}},
 	} {
-		status, body := te.Do("POST", "/containers/create", spec)
-		var msg struct{ Message string }
-		json.Unmarshal(body, &msg)
-		if status != http.StatusBadRequest || !strings.HasPrefix(msg.Message, "invalid rootfs") {
+		status, message, body := te.create(spec)
+		if status != http.StatusBadRequest || !strings.HasPrefix(message, "invalid rootfs") {
 			t.Errorf("create %v: %d %s, want a 400 about the rootfs", spec, status, body)
 		}
 	}

@@ -106,12 +106,31 @@ type summary struct {
 	Digest      string
 }
 
+// answerOf sends a request without a body, wants a 200 and returns the
+// answer decoded as a T.
+func answerOf[T any](e *testEngine, method, path string) T {
+	e.T.Helper()
+	var v T
+	e.do(method, path, nil).expect(e.T, http.StatusOK).json(e.T, &v)
+	return v
+}
+
 // list lists images with the given query string.
 func (e *testEngine) list(query string) []summary {
 	e.T.Helper()
-	var out []summary
-	e.do(http.MethodGet, "/libpod/images/json"+query, nil).expect(e.T, http.StatusOK).json(e.T, &out)
-	return out
+	return answerOf[[]summary](e, http.MethodGet, "/libpod/images/json"+query)
+}
+
+// pruneReport is one image in an image prune's answer.
+type pruneReport struct {
+	ID   string `json:"Id"`
+	Size uint64
+}
+
+// prune prunes images with the given query string and returns the report.
+func (e *testEngine) prune(query string) []pruneReport {
+	e.T.Helper()
+	return answerOf[[]pruneReport](e, http.MethodPost, "/libpod/images/prune"+query)
 }
 
 // filtersQuery encodes filters as the filters parameter.

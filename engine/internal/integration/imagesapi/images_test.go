@@ -354,21 +354,14 @@ func TestRemoveAndPrune(t *testing.T) {
 	}
 
 	// Prune: nothing dangling yet; untag three, then the default prune takes it.
-	var pruned []struct {
-		ID   string `json:"Id"`
-		Size uint64
-	}
-	e.do(http.MethodPost, "/libpod/images/prune", nil).expect(t, http.StatusOK).json(t, &pruned)
-	if len(pruned) != 0 {
+	if pruned := e.prune(""); len(pruned) != 0 {
 		t.Errorf("prune removed %+v with nothing dangling", pruned)
 	}
 	e.do(http.MethodPost, "/libpod/images/three:1/untag", nil).expect(t, http.StatusCreated)
-	e.do(http.MethodPost, "/libpod/images/prune?filters="+url.QueryEscape(`{"label":["keep=no"]}`), nil).expect(t, http.StatusOK).json(t, &pruned)
-	if len(pruned) != 0 {
+	if pruned := e.prune("?filters=" + url.QueryEscape(`{"label":["keep=no"]}`)); len(pruned) != 0 {
 		t.Errorf("label filter did not hold back the image: %+v", pruned)
 	}
-	e.do(http.MethodPost, "/libpod/images/prune", nil).expect(t, http.StatusOK).json(t, &pruned)
-	if len(pruned) != 1 || pruned[0].Size < 1_000_000 {
+	if pruned := e.prune(""); len(pruned) != 1 || pruned[0].Size < 1_000_000 {
 		t.Errorf("prune: %+v", pruned)
 	}
 	if n := len(e.list("?all=true")); n != 0 {
@@ -380,11 +373,7 @@ func TestRemoveAndPrune(t *testing.T) {
 func TestPruneAllAndRemoveAll(t *testing.T) {
 	e := startEngine(t)
 	e.load(busybox("localhost/a:1"), labelled("localhost/b:1", testimage.DefaultCreated, map[string]string{"x": "y"}))
-	var pruned []struct {
-		ID string `json:"Id"`
-	}
-	e.do(http.MethodPost, "/libpod/images/prune?all=true&filters="+url.QueryEscape(`{"label":["x=y"]}`), nil).expect(t, http.StatusOK).json(t, &pruned)
-	if len(pruned) != 1 || len(e.list("")) != 1 {
+	if pruned := e.prune("?all=true&filters=" + url.QueryEscape(`{"label":["x=y"]}`)); len(pruned) != 1 || len(e.list("")) != 1 {
 		t.Errorf("prune all with label: %+v", pruned)
 	}
 	var r struct {
@@ -488,11 +477,7 @@ func TestIntermediateImages(t *testing.T) {
 	if got := e.list("?all=true&" + filtersQuery(map[string][]string{"intermediate": {"true"}})[1:]); len(got) != 1 || got[0].ID != parent.ID || got[0].Dangling {
 		t.Errorf("intermediate filter: %+v", got)
 	}
-	var pruned []struct {
-		ID string `json:"Id"`
-	}
-	e.do(http.MethodPost, "/libpod/images/prune", nil).expect(t, http.StatusOK).json(t, &pruned)
-	if len(pruned) != 0 {
+	if pruned := e.prune(""); len(pruned) != 0 {
 		t.Errorf("prune took an intermediate image: %+v", pruned)
 	}
 

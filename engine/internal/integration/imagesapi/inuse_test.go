@@ -41,11 +41,7 @@ func TestImageUsedByContainer(t *testing.T) {
 	if batch.ExitCode != 2 || len(batch.Errors) != 1 {
 		t.Errorf("batch remove of an image in use: %+v", batch)
 	}
-	var pruned []struct {
-		ID string `json:"Id"`
-	}
-	e.do(http.MethodPost, "/libpod/images/prune?all=true", nil).expect(t, http.StatusOK).json(t, &pruned)
-	if len(pruned) != 0 {
+	if pruned := e.prune("?all=true"); len(pruned) != 0 {
 		t.Errorf("prune removed an image in use: %+v", pruned)
 	}
 	e.do(http.MethodGet, "/libpod/images/used:1/exists", nil).expect(t, http.StatusNoContent)

@@ -87,10 +87,7 @@ func skopeoRaw(t *testing.T, ref string) []byte {
 // back with skopeo), pull the list back (this platform's instance), rm; and
 // annotate through the API (4.3.1's remote annotate fails in the client).
 func TestPodmanRemoteManifestLists(t *testing.T) {
-	e := startEngine(t)
-	p := newPodman(t, e)
-	reg := registrytest.Start(t, registrytest.Options{})
-	e.load(testimage.Busybox("localhost/mlbase:1"))
+	e, p, reg := startWithRegistry(t, "localhost/mlbase:1")
 	baseID := e.list(filtersQuery(map[string][]string{"reference": {"localhost/mlbase:1"}}))[0].ID
 	e.importArch(t, "localhost/mlbase:arm", "arm64")
 
@@ -356,10 +353,7 @@ func TestManifestListSurvivesKill(t *testing.T) {
 // annotations is pushed as a Docker list, which carries them. Create
 // answers 201 on 4.x paths, 200 on 3.x and unversioned ones.
 func TestPodmanRemoteManifestPlatformFields(t *testing.T) {
-	e := startEngine(t)
-	p := newPodman(t, e)
-	reg := registrytest.Start(t, registrytest.Options{})
-	e.load(testimage.Busybox("localhost/platbase:1"))
+	e, p, reg := startWithRegistry(t, "localhost/platbase:1")
 
 	name := reg.Host + "/team/plat:1"
 	p.run("manifest", "create", name)

@@ -5,9 +5,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
-	"github.com/berth-project/berth/engine/testimage"
 )
 
 // TestPlatformChoosesTheImage: a registry list with this machine's image
@@ -18,10 +15,7 @@ import (
 // answers 404 naming both platforms (on which its CLI pulls and creates
 // again). Nothing is created for a platform nothing provides.
 func TestPlatformChoosesTheImage(t *testing.T) {
-	e := startEngine(t)
-	p := newPodman(t, e)
-	reg := registrytest.Start(t, registrytest.Options{})
-	e.load(testimage.Busybox("localhost/platbase:1"))
+	e, p, reg := startWithRegistry(t, "localhost/platbase:1")
 	armID := strings.TrimPrefix(e.importArch(t, "localhost/platbase:arm", "arm64"), "sha256:")
 	p.run("manifest", "create", "platlist")
 	p.run("manifest", "add", "platlist", "containers-storage:localhost/platbase:1")

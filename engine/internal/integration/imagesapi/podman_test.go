@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
 	"github.com/berth-project/berth/engine/internal/testsupport/need"
 	"github.com/berth-project/berth/engine/testimage"
 )
@@ -24,6 +25,18 @@ type podmanClient struct {
 func newPodman(t *testing.T, e *testEngine) *podmanClient {
 	t.Helper()
 	return &podmanClient{t: t, binary: need.Program(t, "image tests", "podman"), url: e.tcpURL()}
+}
+
+// startWithRegistry starts an engine with busybox loaded as image, a podman
+// 4.3.1 client of it and a plain-HTTP registry: the setting of the tests
+// that push to a registry and pull back.
+func startWithRegistry(t *testing.T, image string) (*testEngine, *podmanClient, *registrytest.Registry) {
+	t.Helper()
+	e := startEngine(t)
+	p := newPodman(t, e)
+	reg := registrytest.Start(t, registrytest.Options{})
+	e.load(testimage.Busybox(image))
+	return e, p, reg
 }
 
 // run runs podman --remote with args and returns stdout; a failure fails the test.

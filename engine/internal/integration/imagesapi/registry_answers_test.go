@@ -9,9 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
-	"github.com/berth-project/berth/engine/testimage"
 )
 
 // streamObjects decodes a JSON-lines body.
@@ -39,10 +36,7 @@ func streamObjects(t *testing.T, body []byte) []map[string]any {
 // whose cause is the registry's "manifest unknown"; pullProgress streams
 // Podman 6's per-blob lines; local load of a missing path is a 404.
 func TestPodmanRemoteRegistryAnswers(t *testing.T) {
-	e := startEngine(t)
-	p := newPodman(t, e)
-	reg := registrytest.Start(t, registrytest.Options{})
-	e.load(testimage.Busybox("localhost/regans:1"))
+	e, p, reg := startWithRegistry(t, "localhost/regans:1")
 	dest := reg.Host + "/answers/app:1"
 
 	_, stderr, err := p.try("push", "localhost/regans:1", dest)

@@ -64,6 +64,15 @@ func (te *testEngine) inspectPod(name string) podInspect {
 	return enginetest.Fetch[podInspect](te.Engine, "/pods/"+name+"/json")
 }
 
+// wantPodState fails the test unless the pod is in state want now; when
+// says at which point of the test.
+func (te *testEngine) wantPodState(name, want, when string) {
+	te.T.Helper()
+	if got := te.inspectPod(name).State; got != want {
+		te.T.Fatalf("pod %s %s is %s, want %s", name, when, got, want)
+	}
+}
+
 // waitPodState polls until the pod is in state want.
 func (te *testEngine) waitPodState(name, want string) {
 	te.T.Helper()

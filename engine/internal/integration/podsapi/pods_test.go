@@ -61,14 +61,10 @@ func TestPodSharesNamespaces(t *testing.T) {
 	if !strings.Contains(out, "catatonit -P") || !strings.Contains(out, "busybox httpd -f") {
 		t.Fatalf("client does not see the pod's processes:\n%s", out)
 	}
-	if st := te.inspectPod("shared").State; st != "Degraded" {
-		t.Fatalf("pod with an exited member is %s, want Degraded", st)
-	}
+	te.wantPodState("shared", "Degraded", "with an exited member")
 
 	te.Must(http.StatusOK, "POST", "/pods/shared/stop?timeout=0", nil)
-	if st := te.inspectPod("shared").State; st != "Exited" {
-		t.Fatalf("pod after stop is %s", st)
-	}
+	te.wantPodState("shared", "Exited", "after stop")
 	te.Must(http.StatusNotModified, "POST", "/pods/shared/stop", nil)
 	te.Must(http.StatusOK, "DELETE", "/pods/shared", nil)
 	te.Must(http.StatusNotFound, "GET", "/pods/shared/json", nil)
@@ -108,9 +104,7 @@ func TestPodLifecycleReports(t *testing.T) {
 
 	te.Must(http.StatusOK, "POST", "/pods/life/pause", nil)
 	// infra and good paused, bad never started: Podman calls that Created.
-	if st := te.inspectPod("life").State; st != "Created" {
-		t.Fatalf("paused pod is %s", st)
-	}
+	te.wantPodState("life", "Created", "paused")
 	te.Must(http.StatusConflict, "POST", "/pods/life/kill", nil)
 	te.Must(http.StatusOK, "POST", "/pods/life/unpause", nil)
 	te.Must(http.StatusOK, "POST", "/pods/life/kill?signal=KILL", nil)

@@ -1,7 +1,6 @@
 package securityapi
 
 import (
-	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -17,17 +16,7 @@ func TestAppArmorWithoutHostSupport(t *testing.T) {
 	}
 	te := startEngine(t)
 	te.Load(busybox)
-	var info struct {
-		Host struct {
-			Security struct {
-				ApparmorEnabled bool `json:"apparmorEnabled"`
-			} `json:"security"`
-		} `json:"host"`
-	}
-	if err := json.Unmarshal([]byte(te.MustPodman("info", "--format", "json")), &info); err != nil {
-		t.Fatal(err)
-	}
-	if info.Host.Security.ApparmorEnabled {
+	if te.hostSecurity().ApparmorEnabled {
 		t.Errorf("info: apparmorEnabled true on a host without AppArmor")
 	}
 	te.MustPodman("run", "--rm", "--security-opt", "apparmor=unconfined", "localhost/busybox", "true")

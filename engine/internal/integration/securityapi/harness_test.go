@@ -1,6 +1,7 @@
 package securityapi
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -42,6 +43,27 @@ func reachableFromUserns(dir string) {
 func (te *testEngine) inspect(name string) map[string]any {
 	te.T.Helper()
 	return enginetest.Fetch[map[string]any](te.Engine, "/containers/"+name+"/json")
+}
+
+// hostSecurity is what podman info says of the host's security.
+type hostSecurity struct {
+	ApparmorEnabled    bool   `json:"apparmorEnabled"`
+	SeccompEnabled     bool   `json:"seccompEnabled"`
+	SeccompProfilePath string `json:"seccompProfilePath"`
+}
+
+// hostSecurity answers podman info's host security section.
+func (te *testEngine) hostSecurity() hostSecurity {
+	te.T.Helper()
+	var info struct {
+		Host struct {
+			Security hostSecurity `json:"security"`
+		} `json:"host"`
+	}
+	if err := json.Unmarshal([]byte(te.MustPodman("info", "--format", "json")), &info); err != nil {
+		te.T.Fatal(err)
+	}
+	return info.Host.Security
 }
 
 // busybox is the test image: busybox with its applets.

@@ -25,18 +25,7 @@ func TestSeccompByDefault(t *testing.T) {
 	te := startEngine(t)
 	te.Load(busybox)
 
-	var info struct {
-		Host struct {
-			Security struct {
-				SeccompEnabled     bool   `json:"seccompEnabled"`
-				SeccompProfilePath string `json:"seccompProfilePath"`
-			} `json:"security"`
-		} `json:"host"`
-	}
-	if err := json.Unmarshal([]byte(te.MustPodman("info", "--format", "json")), &info); err != nil {
-		t.Fatal(err)
-	}
-	sec := info.Host.Security
+	sec := te.hostSecurity()
 	if !sec.SeccompEnabled || sec.SeccompProfilePath == "" {
 		t.Fatalf("info: seccompEnabled %v, seccompProfilePath %q", sec.SeccompEnabled, sec.SeccompProfilePath)
 	}
