@@ -203,6 +203,32 @@ func testUnsupported(t *testing.T, f fixture) {
 	}
 }
 
+// stopMidway runs a worker deploying with rec until rec's deploy closes
+// blocked, busy with a file, and stops the worker there.
+func stopMidway(t *testing.T, f fixture, rec *recorder, blocked <-chan struct{}) {
+	t.Helper()
+	stop := run(t, processor.New(quiet, f.st, f.tree, rec, processor.Config{PollInterval: 10 * time.Millisecond, Lease: time.Hour}))
+	<-blocked
+	stop()
+}
+
+// resume runs a worker deploying with second, after one with first was
+// stopped midway, until the upload is done, and returns it; the worker
+// stops when the test ends. It fails the test unless first and second
+// deployed the files named, comma separated, in order.
+func resume(t *testing.T, f fixture, id uuid.UUID, first *recorder, firstWant string, second *recorder, secondWant string) store.Upload {
+	t.Helper()
+	t.Cleanup(run(t, processor.New(quiet, f.st, f.tree, second, processor.Config{PollInterval: 10 * time.Millisecond, Lease: time.Hour})))
+	u := waitDone(t, f.st, id)
+	if got := strings.Join(first.Calls(), ","); got != firstWant {
+		t.Fatalf("first worker deployed %s, want %s", got, firstWant)
+	}
+	if got := strings.Join(second.Calls(), ","); got != secondWant {
+		t.Fatalf("second worker deployed %s, want %s", got, secondWant)
+	}
+	return u
+}
+
 // A worker stopped while deploying the second file hands the upload back; the next
 // worker redoes that file only and finishes with exact counts.
 func testRestart(t *testing.T, f fixture) {
@@ -216,24 +242,13 @@ func testRestart(t *testing.T, f fixture) {
 		}
 		return errors.New("engine said no")
 	}}
-	w1 := processor.New(quiet, f.st, f.tree, first, processor.Config{PollInterval: 10 * time.Millisecond, Lease: time.Hour})
-	stop := run(t, w1)
-	<-blocked
-	stop()
+	stopMidway(t, f, first, blocked)
 	mid, _ := f.st.Get(context.Background(), id)
 	if mid.Status != store.StatusProcessing || mid.FilesProcessed != 1 || *mid.FilesTotal != 4 {
 		t.Fatalf("after stop: %+v", mid)
 	}
 	second := &recorder{decide: func(context.Context, string, int) error { return nil }}
-	w2 := processor.New(quiet, f.st, f.tree, second, processor.Config{PollInterval: 10 * time.Millisecond, Lease: time.Hour})
-	defer run(t, w2)()
-	u := waitDone(t, f.st, id)
-	if got := strings.Join(first.Calls(), ","); got != "1,2" {
-		t.Fatalf("first worker deployed %s", got)
-	}
-	if got := strings.Join(second.Calls(), ","); got != "2,3,4" {
-		t.Fatalf("second worker deployed %s", got)
-	}
+	u := resume(t, f, id, first, "1,2", second, "2,3,4")
 	if u.FilesProcessed != 4 || u.Errors != 1 {
 		t.Fatalf("final %+v", u)
 	}
@@ -404,20 +419,9 @@ func testPlannedOrder(t *testing.T, f fixture) {
 		}
 		return nil
 	}}
-	w1 := processor.New(quiet, f.st, f.tree, first, processor.Config{PollInterval: 10 * time.Millisecond, Lease: time.Hour})
-	stop := run(t, w1)
-	<-blocked
-	stop()
+	stopMidway(t, f, first, blocked)
 	second := &recorder{reorder: reverse, decide: func(context.Context, string, int) error { return nil }}
-	w2 := processor.New(quiet, f.st, f.tree, second, processor.Config{PollInterval: 10 * time.Millisecond, Lease: time.Hour})
-	defer run(t, w2)()
-	u := waitDone(t, f.st, id)
-	if got := strings.Join(first.Calls(), ","); got != "d,c,b" {
-		t.Fatalf("first worker deployed %s", got)
-	}
-	if got := strings.Join(second.Calls(), ","); got != "b,a" {
-		t.Fatalf("second worker deployed %s", got)
-	}
+	u := resume(t, f, id, first, "d,c,b", second, "b,a")
 	if u.FilesProcessed != 4 || u.Errors != 0 {
 		t.Fatalf("final %+v", u)
 	}

@@ -123,14 +123,22 @@ func FuzzCheck(f *testing.F) {
 	f.Add(".container", "[Container]\nImage=x\nPublishPort=[::1]:80:80/udp\nEnvironment=\"A=b c\"\nVolume=v.volume:/d:ro,z\n")
 	f.Add(".network", "[Network]\nSubnet=10.1.0.0/24\nGateway=10.1.0.1\nOptions=mtu=1400\n")
 	f.Add(".container", "[Container]\nImage=x.image\nSecret=a,type=mount,mode=0400,uid=1\nHealthCmd=true\nHealthRetries=3\n")
+	fuzzAcceptedUnits(f, func(t *testing.T, name, data string) {
+		if err := Check(name, []byte(data)); err != nil && !strings.Contains(err.Error(), name) {
+			t.Fatalf("refusal %q does not name %s", err, name)
+		}
+	})
+}
+
+// fuzzAcceptedUnits fuzzes check with the units the installer accepts: a
+// file named fuzz and the extension the fuzzer gives, holding data.
+func fuzzAcceptedUnits(f *testing.F, check func(t *testing.T, name, data string)) {
 	f.Fuzz(func(t *testing.T, ext, data string) {
 		name := "fuzz" + ext
 		if len(quadlets.Validate(name, []byte(data))) > 0 {
 			return
 		}
-		if err := Check(name, []byte(data)); err != nil && !strings.Contains(err.Error(), name) {
-			t.Fatalf("refusal %q does not name %s", err, name)
-		}
+		check(t, name, data)
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,14 +20,8 @@ func TestExecMissingCommandOneMessage(t *testing.T) {
 	r := newRuntime(t)
 	ctx := context.Background()
 	id := "berth-runtime-test-" + strings.ToLower(t.Name())
-	dir := bundle(t, id, false, "sh", "-c", "while true; do sleep 0.05; done")
-	defer r.Delete(ctx, id, true)
-	if _, err := r.Create(ctx, CreateOptions{ID: id, Name: "t", Bundle: dir, LogPath: filepath.Join(dir, "ctr.log")}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	dir := newContainer(t, r, id, "sh", "-c", "while true; do sleep 0.05; done")
+	mustStart(t, r, id)
 	defer func() {
 		r.Kill(ctx, id, syscall.SIGKILL, false)
 		waitExit(t, r, id)

@@ -66,9 +66,7 @@ func attachRoundTrip(t *testing.T, runRoot string) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if err := r.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, r, id)
 	conn.Write([]byte("hello\n"))
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	var out strings.Builder

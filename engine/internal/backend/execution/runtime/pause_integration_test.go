@@ -108,9 +108,7 @@ func TestPauseProcess(t *testing.T) {
 	if st, err := r.State(ctx, id); err != nil || st.Status != "created" || st.Pid != created.PID {
 		t.Fatalf("state after create: %+v %v", st, err)
 	}
-	if err := r.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, r, id)
 	if st, err := r.State(ctx, id); err != nil || st.Status != "running" {
 		t.Fatalf("state after start: %+v %v", st, err)
 	}

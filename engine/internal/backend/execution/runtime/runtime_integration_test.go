@@ -63,6 +63,34 @@ func bundle(t *testing.T, id string, terminal bool, args ...string) string {
 	return dir
 }
 
+// mustCreate creates the container of bundle dir as id, its output logged to
+// dir/ctr.log; a failure ends the test.
+func mustCreate(t *testing.T, r *Runtime, id, dir string) {
+	t.Helper()
+	if _, err := r.Create(context.Background(), CreateOptions{ID: id, Name: "t", Bundle: dir, LogPath: filepath.Join(dir, "ctr.log")}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newContainer creates a container of id that runs args, in a bundle of its
+// own whose directory it returns; the container is deleted, by force, when
+// the test ends.
+func newContainer(t *testing.T, r *Runtime, id string, args ...string) string {
+	t.Helper()
+	dir := bundle(t, id, false, args...)
+	t.Cleanup(func() { r.Delete(context.Background(), id, true) })
+	mustCreate(t, r, id, dir)
+	return dir
+}
+
+// mustStart starts the created container id; a failure ends the test.
+func mustStart(t *testing.T, r *Runtime, id string) {
+	t.Helper()
+	if err := r.Start(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // testSpec is the spec of the tests' containers: process in rootfs, with
 // /proc and /dev mounted, in new pid, mount, ipc, uts and network
 // namespaces, under the test cgroup (see cleanupTestCgroups).
@@ -158,9 +186,7 @@ func TestCreateStartExecKillDelete(t *testing.T) {
 	if st, err := r.State(ctx, id); err != nil || st.Status != "created" {
 		t.Fatalf("state after create: %+v %v", st, err)
 	}
-	if err := r.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, r, id)
 	if st, err := r.State(ctx, id); err != nil || st.Status != "running" || st.Pid != created.PID {
 		t.Fatalf("state after start: %+v %v", st, err)
 	}
@@ -254,13 +280,9 @@ func TestKillRightAfterStart(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		id := fmt.Sprintf("berth-runtime-test-term-%d", i)
 		dir := bundle(t, id, false, "sh", "-c", "trap 'exit 7' TERM; while true; do sleep 0.05; done")
-		if _, err := r.Create(ctx, CreateOptions{ID: id, Name: "t", Bundle: dir, LogPath: filepath.Join(dir, "ctr.log")}); err != nil {
-			t.Fatal(err)
-		}
+		mustCreate(t, r, id, dir)
 		t.Cleanup(func() { r.Delete(ctx, id, true) })
-		if err := r.Start(ctx, id); err != nil {
-			t.Fatal(err)
-		}
+		mustStart(t, r, id)
 		if err := r.Kill(ctx, id, syscall.SIGTERM, false); err != nil {
 			t.Fatal(err)
 		}
@@ -282,15 +304,9 @@ func TestContainerEnvironmentIsItsSpecs(t *testing.T) {
 	r := newRuntime(t)
 	ctx := context.Background()
 	id := "berth-runtime-test-env"
-	dir := bundle(t, id, false, "sh", "-c", "export -p; sleep 30")
-	defer r.Delete(ctx, id, true)
+	dir := newContainer(t, r, id, "sh", "-c", "export -p; sleep 30")
 	logPath := filepath.Join(dir, "ctr.log")
-	if _, err := r.Create(ctx, CreateOptions{ID: id, Name: "env", Bundle: dir, LogPath: logPath}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, r, id)
 	var logged string
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logged, "PATH") && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		data, _ := os.ReadFile(logPath)
@@ -323,13 +339,9 @@ func TestKillAllCreatedAndRunning(t *testing.T) {
 	for _, start := range []bool{false, true} {
 		id := fmt.Sprintf("berth-runtime-test-killall-%v", start)
 		dir := bundle(t, id, false, "sh", "-c", "sleep 600 & trap '' TERM; while true; do sleep 0.05; done")
-		if _, err := r.Create(ctx, CreateOptions{ID: id, Name: "t", Bundle: dir, LogPath: filepath.Join(dir, "ctr.log")}); err != nil {
-			t.Fatal(err)
-		}
+		mustCreate(t, r, id, dir)
 		if start {
-			if err := r.Start(ctx, id); err != nil {
-				t.Fatal(err)
-			}
+			mustStart(t, r, id)
 			time.Sleep(100 * time.Millisecond)
 		}
 		began := time.Now()
@@ -357,11 +369,7 @@ func TestStateFromFilesAgreesWithRunc(t *testing.T) {
 	r := newRuntime(t)
 	ctx := context.Background()
 	id := "berth-runtime-test-statefiles"
-	dir := bundle(t, id, false, "sleep", "100")
-	defer r.Delete(ctx, id, true)
-	if _, err := r.Create(ctx, CreateOptions{ID: id, Name: "t", Bundle: dir, LogPath: filepath.Join(dir, "ctr.log")}); err != nil {
-		t.Fatal(err)
-	}
+	newContainer(t, r, id, "sleep", "100")
 	agree := func(want string) {
 		t.Helper()
 		out, err := r.run(ctx, "state", id)
@@ -376,9 +384,7 @@ func TestStateFromFilesAgreesWithRunc(t *testing.T) {
 		}
 	}
 	agree("created")
-	if err := r.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, r, id)
 	agree("running")
 	if err := r.Pause(ctx, id); err != nil {
 		t.Fatal(err)

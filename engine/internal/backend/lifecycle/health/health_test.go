@@ -33,21 +33,23 @@ func TestApply(t *testing.T) {
 	ok := core.HealthCheckLog{ExitCode: 0}
 	fail := core.HealthCheckLog{ExitCode: 1}
 	h := core.HealthCheckResults{Status: Starting}
-	h = apply(h, fail, true, 2, 5)
-	if h.Status != Starting || h.FailingStreak != 0 {
-		t.Fatalf("failure in start period counted: %+v", h)
-	}
-	h = apply(h, fail, false, 2, 5)
-	if h.Status != Starting || h.FailingStreak != 1 {
-		t.Fatalf("one failure of two allowed: %+v", h)
-	}
-	h = apply(h, fail, false, 2, 5)
-	if h.Status != Unhealthy || h.FailingStreak != 2 {
-		t.Fatalf("retries reached: %+v", h)
-	}
-	h = apply(h, ok, false, 2, 5)
-	if h.Status != Healthy || h.FailingStreak != 0 {
-		t.Fatalf("success resets: %+v", h)
+	// Each step applies a result to the state the step before left.
+	for _, step := range []struct {
+		what          string
+		result        core.HealthCheckLog
+		inStartPeriod bool
+		status        string
+		streak        int
+	}{
+		{"failure in start period counted", fail, true, Starting, 0},
+		{"one failure of two allowed", fail, false, Starting, 1},
+		{"retries reached", fail, false, Unhealthy, 2},
+		{"success resets", ok, false, Healthy, 0},
+	} {
+		h = apply(h, step.result, step.inStartPeriod, 2, 5)
+		if h.Status != step.status || h.FailingStreak != step.streak {
+			t.Fatalf("%s: %+v", step.what, h)
+		}
 	}
 	for i := 0; i < 10; i++ {
 		h = apply(h, core.HealthCheckLog{Output: strconv.Itoa(i)}, false, 2, 5)
