@@ -765,9 +765,12 @@ type Containers interface {
 	Subscribe(hook ContainerHook) (unsubscribe func())
 	// SetHealth records the health state of a container (healthchecks).
 	SetHealth(ctx context.Context, nameOrID string, health HealthCheckResults) error
-	// RecordRestart increments RestartCount (restart policies call it before
-	// starting a container again) and returns the new count.
-	RecordRestart(ctx context.Context, nameOrID string) (int, error)
+	// StartByPolicy starts a container for its restart policy (or at the
+	// engine's start) when want, asked under the container's lock, holds
+	// for its state then: a client's stop, checkpoint or start since the
+	// policy looked wins. countRestart adds one to RestartCount first. It
+	// reports whether it started the container.
+	StartByPolicy(ctx context.Context, nameOrID string, want func(*Container) bool, countRestart bool) (bool, error)
 }
 
 // ContainerMounts is the storage side of containers: mounting a

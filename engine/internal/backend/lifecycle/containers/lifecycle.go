@@ -31,6 +31,33 @@ func (m *Manager) Start(ctx context.Context, nameOrID string) error {
 	return m.observedLocked(ctx, "start", nameOrID, m.startLocked)
 }
 
+// StartByPolicy starts a container when want holds for it under its
+// operation lock (core.Containers). The restart supervisor decided from a
+// snapshot taken before its backoff; a client's restart and checkpoint in
+// between would otherwise be followed by the policy's start of a container
+// the checkpoint had just stopped (found by the chaos loop: a restore
+// refused, "container is running").
+func (m *Manager) StartByPolicy(ctx context.Context, nameOrID string, want func(*core.Container) bool, countRestart bool) (bool, error) {
+	started := false
+	err := m.observedLocked(ctx, "start", nameOrID, func(ctx context.Context, e *entry) error {
+		rec := m.snapshot(e)
+		if !want(&rec.Container) {
+			return nil
+		}
+		if countRestart {
+			if err := m.update(ctx, e, func(r *record) { r.RestartCount++ }); err != nil {
+				return err
+			}
+		}
+		if err := m.startLocked(ctx, e); err != nil {
+			return err
+		}
+		started = true
+		return nil
+	})
+	return started, err
+}
+
 // observedLocked looks a container up and runs fn under its operation lock,
 // recording how long it took as operation op.
 func (m *Manager) observedLocked(ctx context.Context, op, nameOrID string, fn func(context.Context, *entry) error) error {

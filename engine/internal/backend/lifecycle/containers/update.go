@@ -166,22 +166,6 @@ func (m *Manager) SetHealth(ctx context.Context, nameOrID string, health core.He
 	return m.update(ctx, e, func(r *record) { r.Health = health })
 }
 
-// RecordRestart increments a container's restart count.
-func (m *Manager) RecordRestart(ctx context.Context, nameOrID string) (int, error) {
-	// A client that goes away must not leave a change half done.
-	ctx = context.WithoutCancel(ctx)
-	e, err := m.lookup(nameOrID)
-	if err != nil {
-		return 0, err
-	}
-	var n int
-	err = m.update(ctx, e, func(r *record) {
-		r.RestartCount++
-		n = r.RestartCount
-	})
-	return n, err
-}
-
 // Exec runs a process in a running container.
 func (m *Manager) Exec(ctx context.Context, nameOrID string, req core.ExecRequest) (core.ExecProcess, error) {
 	e, err := m.lookup(nameOrID)

@@ -198,20 +198,16 @@ func (s *Supervisor) maybeRestart(id string) {
 	case <-s.ctx.Done():
 		return
 	}
-	// Look again: a user may have stopped or removed it meanwhile.
-	c, err = s.containers.Lookup(s.ctx, id)
-	if err != nil || !Decide(c) {
-		return
-	}
-	if _, err := s.containers.RecordRestart(s.ctx, id); err != nil {
-		s.logger.Error("recording restart", "container", id, "err", err)
-		return
-	}
-	if err := s.containers.Start(s.ctx, id); err != nil && !errors.Is(err, core.ErrNotModified) {
+	// Decided again under the container's lock, right before the start: a
+	// user may have stopped, restarted, checkpointed or removed it meanwhile.
+	started, err := s.containers.StartByPolicy(s.ctx, id, Decide, true)
+	if err != nil && !errors.Is(err, core.ErrNotModified) && !errors.Is(err, core.ErrNoSuchContainer) {
 		s.logger.Error("restarting container", "container", id, "policy", c.Spec.RestartPolicy, "err", err)
 		return
 	}
-	s.logger.Info("restarted container", "container", id, "policy", c.Spec.RestartPolicy)
+	if started {
+		s.logger.Info("restarted container", "container", id, "policy", c.Spec.RestartPolicy)
+	}
 }
 
 // StartAtBoot starts the containers whose policy is always (or
@@ -262,10 +258,8 @@ func (s *Supervisor) StartAtBoot(ctx context.Context) error {
 			if s.ctx.Err() != nil {
 				return
 			}
-			if c, err := s.containers.Lookup(s.ctx, id); err != nil || !(Decide(c) || CutStart(c)) {
-				continue
-			}
-			if err := s.containers.Start(s.ctx, id); err != nil && !errors.Is(err, core.ErrNotModified) {
+			due := func(c *core.Container) bool { return Decide(c) || CutStart(c) }
+			if _, err := s.containers.StartByPolicy(s.ctx, id, due, false); err != nil && !errors.Is(err, core.ErrNotModified) && !errors.Is(err, core.ErrNoSuchContainer) {
 				s.logger.Error("starting container at engine start", "container", id, "err", err)
 			}
 		}

@@ -129,20 +129,21 @@ func (f *fakeContainers) Lookup(context.Context, string) (*core.Container, error
 	return &c, nil
 }
 
-func (f *fakeContainers) RecordRestart(context.Context, string) (int, error) {
+func (f *fakeContainers) StartByPolicy(_ context.Context, _ string, want func(*core.Container) bool, countRestart bool) (bool, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.c.RestartCount++
-	return f.c.RestartCount, nil
-}
-
-func (f *fakeContainers) Start(context.Context, string) error {
-	f.mu.Lock()
+	c := f.c
+	if !want(&c) {
+		f.mu.Unlock()
+		return false, nil
+	}
+	if countRestart {
+		f.c.RestartCount++
+	}
 	f.starts++
 	f.c.State = core.StateRunning
 	f.mu.Unlock()
 	f.started <- struct{}{}
-	return nil
+	return true, nil
 }
 
 func TestSupervisorRestartsUpToLimit(t *testing.T) {
@@ -180,22 +181,54 @@ func TestSupervisorRestartsUpToLimit(t *testing.T) {
 	}
 }
 
-// exitingStart is a fake whose Start makes the container exit at once and
-// reports the died event before Start returns, as a container that fails
-// right away can.
+// exitingStart is a fake whose start makes the container exit at once and
+// reports the died event before the start returns, as a container that
+// fails right away can.
 type exitingStart struct {
 	fakeContainers
 	s *Supervisor
 }
 
-func (f *exitingStart) Start(ctx context.Context, id string) error {
+func (f *exitingStart) StartByPolicy(ctx context.Context, id string, want func(*core.Container) bool, countRestart bool) (bool, error) {
 	f.mu.Lock()
+	c := f.c
+	if !want(&c) {
+		f.mu.Unlock()
+		return false, nil
+	}
+	if countRestart {
+		f.c.RestartCount++
+	}
 	f.starts++
 	f.c.State = core.StateExited
 	f.mu.Unlock()
 	f.s.Hook(ctx, core.ContainerEvent{Type: core.EventDied, ID: id})
 	f.started <- struct{}{}
-	return nil
+	return true, nil
+}
+
+// TestSupervisorYieldsToAClient: a client's start and checkpoint (a stop
+// by the user) during the backoff win over the policy's decision, taken
+// before it: the container is not started, its restart not counted.
+func TestSupervisorYieldsToAClient(t *testing.T) {
+	fake := &fakeContainers{c: core.Container{ID: "c1", State: core.StateExited, ExitCode: 0, Spec: core.ContainerSpec{RestartPolicy: "always"}}, started: make(chan struct{}, 4)}
+	s := NewSupervisor(fake, nil)
+	s.Backoff, s.MaxBackoff = 200*time.Millisecond, 200*time.Millisecond
+	defer s.Close()
+	s.Hook(context.Background(), core.ContainerEvent{Type: core.EventDied, ID: "c1"})
+	time.Sleep(50 * time.Millisecond)
+	fake.mu.Lock()
+	fake.c.State, fake.c.StoppedByUser, fake.c.Checkpointed = core.StateExited, true, true
+	fake.mu.Unlock()
+	select {
+	case <-fake.started:
+		t.Fatal("the policy started a container its user had stopped since the policy looked")
+	case <-time.After(500 * time.Millisecond):
+	}
+	s.Close()
+	if fake.starts != 0 || fake.c.RestartCount != 0 {
+		t.Fatalf("starts %d, restart count %d; want none", fake.starts, fake.c.RestartCount)
+	}
 }
 
 func TestSupervisorDiedDuringStart(t *testing.T) {
