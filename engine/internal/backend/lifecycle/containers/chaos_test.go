@@ -124,11 +124,14 @@ type chaosClient struct {
 func (c *chaosClient) do(method, path string, body any) (int, []byte) {
 	c.requests.Add(1)
 	var rd *strings.Reader
-	if body != nil {
+	switch b := body.(type) {
+	case nil:
+		rd = strings.NewReader("")
+	case string: // sent as it is (kube YAML)
+		rd = strings.NewReader(b)
+	default:
 		data, _ := json.Marshal(body)
 		rd = strings.NewReader(string(data))
-	} else {
-		rd = strings.NewReader("")
 	}
 	base := c.base
 	if p, ok := strings.CutPrefix(path, "docker:"); ok {
@@ -297,14 +300,58 @@ func chaosWorker(w int, c *chaosClient, l *ledger, failures *failureLog, stop <-
 				st, body = c.do("DELETE", "/volumes/"+name, nil)
 				ack(l, failures, "volume", name, absent, st, body, http.StatusNoContent)
 			}
-		case op < 80: // pods: create, start, remove with their containers
+		case op < 77: // pods: create, a member (restart=always half the time), start, remove with their containers
 			st, body := c.do("POST", "/pods/create", map[string]any{"name": name})
 			if ack(l, failures, "pod", name, present, st, body, http.StatusCreated) {
 				l.created(body)
-				c.do("POST", "/pods/"+name+"/start", nil)
+				member := ""
 				if r.IntN(2) == 0 {
+					spec := map[string]any{"image": "busybox", "name": name + "-m", "pod": name, "command": []string{"sleep", "600"}, "stop_timeout": 0}
+					if r.IntN(2) == 0 {
+						spec["restart_policy"] = "always"
+						spec["command"] = []string{"sleep", fmt.Sprint(1 + r.IntN(4))}
+					}
+					st, body := c.do("POST", "/containers/create", spec)
+					if ack(l, failures, "container", name+"-m", present, st, body, http.StatusCreated) {
+						l.created(body)
+						member = name + "-m"
+						l.count("pod member")
+					}
+				}
+				if st, _ := c.do("POST", "/pods/"+name+"/start", nil); st == http.StatusOK && member != "" {
+					l.mu.Lock()
+					l.started[member] = true
+					l.mu.Unlock()
+				}
+				if r.IntN(2) == 0 {
+					if member != "" {
+						l.stopping(member)
+					}
 					st, body = c.do("DELETE", "/pods/"+name+"?force=true", nil)
-					ack(l, failures, "pod", name, absent, st, body, http.StatusOK)
+					if ack(l, failures, "pod", name, absent, st, body, http.StatusOK) && member != "" {
+						l.set("container", member, absent)
+					} else if member != "" {
+						l.set("container", member, unknown)
+					}
+				}
+			}
+		case op < 80: // kube play of a pod, and kube down half the time
+			pod := "k" + name
+			yaml := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\nspec:\n  restartPolicy: Always\n  containers:\n  - name: c\n    image: localhost/busybox:latest\n    command: [sleep, %q]\n", pod, fmt.Sprint(1+r.IntN(600)))
+			st, body := c.do("POST", "/play/kube", yaml)
+			if !ack(l, failures, "pod", pod, present, st, body, http.StatusOK) {
+				l.set("container", pod+"-c", unknown)
+				break
+			}
+			l.set("container", pod+"-c", present)
+			l.count("kube play")
+			if r.IntN(2) == 0 {
+				st, body = c.do("DELETE", "/play/kube", yaml)
+				if ack(l, failures, "pod", pod, absent, st, body, http.StatusOK) {
+					l.set("container", pod+"-c", absent)
+					l.count("kube down")
+				} else {
+					l.set("container", pod+"-c", unknown)
 				}
 			}
 		case op < 87: // checkpoint and restore a running container (CRIU)
@@ -493,7 +540,7 @@ func checkLedger(te *testEngine, l *ledger) []string {
 	var nets []struct{ Name string }
 	json.Unmarshal(te.Must(http.StatusOK, "GET", "/networks/json", nil), &nets)
 	for _, n := range nets {
-		if _, ok := l.objs["network/"+n.Name]; !ok && !slices.Contains([]string{"podman", "chaos1", "chaos2"}, n.Name) {
+		if _, ok := l.objs["network/"+n.Name]; !ok && !slices.Contains([]string{"podman", "chaos1", "chaos2", "podman-default-kube-network"}, n.Name) {
 			out = append(out, "ledger: network "+n.Name+" was never acknowledged")
 		}
 	}
