@@ -108,17 +108,19 @@ func TestConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	imageArchive := tinyImageArchive(t, contractImage)
+	unitArchive := quadletArchive(t, "berth-contract.container", contractUnit)
+	badUnitArchive := quadletArchive(t, "berth-bad.container", badUnit)
 
-	t.Run("ping", func(t *testing.T) {
-		err := mock.AddInteraction().
-			Given(stateEngineRunning).
-			UponReceiving("a ping").
-			WithRequest("GET", apiPrefix+"/_ping").
-			WillRespondWith(200, func(b *consumer.V3ResponseBuilder) {
+	for _, ia := range []interaction{
+		{
+			name: "ping", state: stateEngineRunning, description: "a ping",
+			method: "GET", path: apiPrefix + "/_ping",
+			status: 200, response: func(b *consumer.V3ResponseBuilder) {
 				b.Header("Libpod-Api-Version", matchers.Regex("4.3.1", `^\d+\.\d+\.\d+$`))
-			}).
-			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
-				info, err := clientFor(t, cfg).Ping(ctx)
+			},
+			check: func(c *engineclient.Client) error {
+				info, err := c.Ping(ctx)
 				if err != nil {
 					return err
 				}
@@ -126,29 +128,16 @@ func TestConsumer(t *testing.T) {
 					return errors.New("ping: no Libpod-Api-Version header")
 				}
 				return nil
-			})
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
-
-	t.Run("image load", func(t *testing.T) {
-		archive := tinyImageArchive(t, contractImage)
-		err := mock.AddInteraction().
-			Given(stateEngineRunning).
-			UponReceiving("an image load of a docker-archive").
-			WithRequest("POST", apiPrefix+"/images/load", func(b *consumer.V3RequestBuilder) {
-				b.BinaryBody(archive)
-				b.Header("Content-Type", matchers.S("application/x-tar"))
-			}).
-			WillRespondWith(200, func(b *consumer.V3ResponseBuilder) {
-				b.Header("Content-Type", matchers.Regex("application/json", `^application/json`))
-				b.JSONBody(matchers.Map{
-					"Names": matchers.EachLike(matchers.Regex(contractImage, `^localhost/berth-contract:latest$`), 1),
-				})
-			}).
-			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
-				names, err := clientFor(t, cfg).LoadImageReader(ctx, bytes.NewReader(archive))
+			},
+		},
+		{
+			name: "image load", state: stateEngineRunning, description: "an image load of a docker-archive",
+			method: "POST", path: apiPrefix + "/images/load", request: tarBody(imageArchive),
+			status: 200, response: jsonBody(matchers.Map{
+				"Names": matchers.EachLike(matchers.Regex(contractImage, `^localhost/berth-contract:latest$`), 1),
+			}),
+			check: func(c *engineclient.Client) error {
+				names, err := c.LoadImageReader(ctx, bytes.NewReader(imageArchive))
 				if err != nil {
 					return err
 				}
@@ -156,25 +145,16 @@ func TestConsumer(t *testing.T) {
 					return fmt.Errorf("loaded names = %v, want [%s]", names, contractImage)
 				}
 				return nil
-			})
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
-
-	t.Run("image load of a corrupt archive", func(t *testing.T) {
-		err := mock.AddInteraction().
-			Given(stateEngineRunning).
-			UponReceiving("an image load of a corrupt archive").
-			WithRequest("POST", apiPrefix+"/images/load", func(b *consumer.V3RequestBuilder) {
+			},
+		},
+		{
+			name: "image load of a corrupt archive", state: stateEngineRunning, description: "an image load of a corrupt archive",
+			method: "POST", path: apiPrefix + "/images/load", request: func(b *consumer.V3RequestBuilder) {
 				b.Body("application/x-tar", corruptArchive)
-			}).
-			WillRespondWith(400, func(b *consumer.V3ResponseBuilder) {
-				b.Header("Content-Type", matchers.Regex("application/json", `^application/json`))
-				b.JSONBody(engineErrorBody(400))
-			}).
-			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
-				_, err := clientFor(t, cfg).LoadImageReader(ctx, bytes.NewReader(corruptArchive))
+			},
+			status: 400, response: jsonBody(engineErrorBody(400)),
+			check: func(c *engineclient.Client) error {
+				_, err := c.LoadImageReader(ctx, bytes.NewReader(corruptArchive))
 				var apiErr *engineclient.Error
 				if !errors.As(err, &apiErr) || !errors.Is(err, engineclient.ErrBadRequest) {
 					return fmt.Errorf("load of a corrupt archive: err = %v, want a 400 *engineclient.Error", err)
@@ -183,33 +163,18 @@ func TestConsumer(t *testing.T) {
 					return fmt.Errorf("error body not decoded: %+v", apiErr)
 				}
 				return nil
-			})
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
-
-	t.Run("quadlet install", func(t *testing.T) {
-		archive := quadletArchive(t, "berth-contract.container", contractUnit)
-		err := mock.AddInteraction().
-			Given(stateBusyboxExists).
-			UponReceiving("a quadlet install of a .container unit, activated").
-			WithRequest("POST", apiPrefix+"/quadlets", func(b *consumer.V3RequestBuilder) {
-				b.Query("activate", matchers.S("true"))
-				b.Query("replace", matchers.S("true"))
-				b.BinaryBody(archive)
-				b.Header("Content-Type", matchers.S("application/x-tar"))
-			}).
-			WillRespondWith(200, func(b *consumer.V3ResponseBuilder) {
-				b.Header("Content-Type", matchers.Regex("application/json", `^application/json`))
-				b.JSONBody(matchers.Map{
-					"InstalledQuadlets": matchers.Like(map[string]string{
-						"berth-contract.container": "/var/lib/berth/quadlets/berth-contract/berth-contract.container",
-					}),
-				})
-			}).
-			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
-				report, err := clientFor(t, cfg).InstallQuadlets(ctx, openBytes(archive), engineclient.QuadletInstallOptions{Replace: true, Activate: true})
+			},
+		},
+		{
+			name: "quadlet install", state: stateBusyboxExists, description: "a quadlet install of a .container unit, activated",
+			method: "POST", path: apiPrefix + "/quadlets", request: quadletInstall(unitArchive),
+			status: 200, response: jsonBody(matchers.Map{
+				"InstalledQuadlets": matchers.Like(map[string]string{
+					"berth-contract.container": "/var/lib/berth/quadlets/berth-contract/berth-contract.container",
+				}),
+			}),
+			check: func(c *engineclient.Client) error {
+				report, err := c.InstallQuadlets(ctx, openBytes(unitArchive), engineclient.QuadletInstallOptions{Replace: true, Activate: true})
 				if err != nil {
 					return err
 				}
@@ -217,63 +182,36 @@ func TestConsumer(t *testing.T) {
 					return fmt.Errorf("install report = %+v", report)
 				}
 				return nil
-			})
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
-
-	t.Run("quadlet install refused", func(t *testing.T) {
-		archive := quadletArchive(t, "berth-bad.container", badUnit)
-		err := mock.AddInteraction().
-			Given(stateEngineRunning).
-			UponReceiving("a quadlet install of a unit with an unknown key").
-			WithRequest("POST", apiPrefix+"/quadlets", func(b *consumer.V3RequestBuilder) {
-				b.Query("activate", matchers.S("true"))
-				b.Query("replace", matchers.S("true"))
-				b.BinaryBody(archive)
-				b.Header("Content-Type", matchers.S("application/x-tar"))
-			}).
-			WillRespondWith(400, func(b *consumer.V3ResponseBuilder) {
-				b.Header("Content-Type", matchers.Regex("application/json", `^application/json`))
-				b.JSONBody(matchers.Map{
-					"cause":    matchers.Like("unsupported key"),
-					"message":  matchers.Regex("berth-bad.container line 3: [Container] key Imagee: unsupported key in a .container unit", `^.*berth-bad\.container.*Imagee.*$`),
-					"response": matchers.Integer(400),
-				})
-			}).
-			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
-				_, err := clientFor(t, cfg).InstallQuadlets(ctx, openBytes(archive), engineclient.QuadletInstallOptions{Replace: true, Activate: true})
+			},
+		},
+		{
+			name: "quadlet install refused", state: stateEngineRunning, description: "a quadlet install of a unit with an unknown key",
+			method: "POST", path: apiPrefix + "/quadlets", request: quadletInstall(badUnitArchive),
+			status: 400, response: jsonBody(matchers.Map{
+				"cause":    matchers.Like("unsupported key"),
+				"message":  matchers.Regex("berth-bad.container line 3: [Container] key Imagee: unsupported key in a .container unit", `^.*berth-bad\.container.*Imagee.*$`),
+				"response": matchers.Integer(400),
+			}),
+			check: func(c *engineclient.Client) error {
+				_, err := c.InstallQuadlets(ctx, openBytes(badUnitArchive), engineclient.QuadletInstallOptions{Replace: true, Activate: true})
 				var apiErr *engineclient.Error
 				if !errors.As(err, &apiErr) || !errors.Is(err, engineclient.ErrBadRequest) || !strings.Contains(apiErr.Message, "Imagee") {
 					return fmt.Errorf("install of a bad unit: err = %v, want a 400 naming the key", err)
 				}
 				return nil
-			})
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
-
-	t.Run("kube play", func(t *testing.T) {
-		err := mock.AddInteraction().
-			Given(stateBusyboxExists).
-			UponReceiving("a kube play of a pod").
-			WithRequest("POST", apiPrefix+"/kube/play", func(b *consumer.V3RequestBuilder) {
-				b.Query("replace", matchers.S("true"))
-				b.Body("application/yaml", []byte(contractKube))
-			}).
-			WillRespondWith(200, func(b *consumer.V3ResponseBuilder) {
-				b.Header("Content-Type", matchers.Regex("application/json", `^application/json`))
-				b.JSONBody(matchers.Map{
-					"Pods": matchers.EachLike(matchers.Map{
-						"ID":         matchers.Regex(strings.Repeat("ab", 32), `^[0-9a-f]{64}$`),
-						"Containers": matchers.EachLike(matchers.Regex(strings.Repeat("cd", 32), `^[0-9a-f]{64}$`), 1),
-					}, 1),
-				})
-			}).
-			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
-				report, err := clientFor(t, cfg).KubePlay(ctx, openBytes([]byte(contractKube)), engineclient.KubePlayOptions{Replace: true})
+			},
+		},
+		{
+			name: "kube play", state: stateBusyboxExists, description: "a kube play of a pod",
+			method: "POST", path: apiPrefix + "/kube/play", request: kubePlay(contractKube),
+			status: 200, response: jsonBody(matchers.Map{
+				"Pods": matchers.EachLike(matchers.Map{
+					"ID":         matchers.Regex(strings.Repeat("ab", 32), `^[0-9a-f]{64}$`),
+					"Containers": matchers.EachLike(matchers.Regex(strings.Repeat("cd", 32), `^[0-9a-f]{64}$`), 1),
+				}, 1),
+			}),
+			check: func(c *engineclient.Client) error {
+				report, err := c.KubePlay(ctx, openBytes([]byte(contractKube)), engineclient.KubePlayOptions{Replace: true})
 				if err != nil {
 					return err
 				}
@@ -281,90 +219,43 @@ func TestConsumer(t *testing.T) {
 					return fmt.Errorf("play report = %+v", report)
 				}
 				return nil
-			})
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
-
-	t.Run("kube play of invalid YAML", func(t *testing.T) {
-		err := mock.AddInteraction().
-			Given(stateEngineRunning).
-			UponReceiving("a kube play of invalid YAML").
-			WithRequest("POST", apiPrefix+"/kube/play", func(b *consumer.V3RequestBuilder) {
-				b.Query("replace", matchers.S("true"))
-				b.Body("application/yaml", []byte(invalidKube))
-			}).
-			WillRespondWith(400, func(b *consumer.V3ResponseBuilder) {
-				b.Header("Content-Type", matchers.Regex("application/json", `^application/json`))
-				b.JSONBody(engineErrorBody(400))
-			}).
-			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
-				_, err := clientFor(t, cfg).KubePlay(ctx, openBytes([]byte(invalidKube)), engineclient.KubePlayOptions{Replace: true})
+			},
+		},
+		{
+			name: "kube play of invalid YAML", state: stateEngineRunning, description: "a kube play of invalid YAML",
+			method: "POST", path: apiPrefix + "/kube/play", request: kubePlay(invalidKube),
+			status: 400, response: jsonBody(engineErrorBody(400)),
+			check: func(c *engineclient.Client) error {
+				_, err := c.KubePlay(ctx, openBytes([]byte(invalidKube)), engineclient.KubePlayOptions{Replace: true})
 				var apiErr *engineclient.Error
 				if !errors.As(err, &apiErr) || !errors.Is(err, engineclient.ErrBadRequest) || apiErr.Message == "" {
 					return fmt.Errorf("play of invalid YAML: err = %v, want a 400 with the engine's message", err)
 				}
 				return nil
-			})
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
-
-	t.Run("image exists", func(t *testing.T) {
-		err := mock.AddInteraction().
-			Given(stateBusyboxExists).
-			UponReceiving("an image exists check of a present image").
-			WithRequest("GET", apiPrefix+"/images/"+busyboxImage+"/exists").
-			WillRespondWith(204).
-			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
-				exists, err := clientFor(t, cfg).ImageExists(ctx, busyboxImage)
-				if err != nil || !exists {
-					return fmt.Errorf("ImageExists = %v, %v; want true", exists, err)
-				}
-				return nil
-			})
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
-
-	t.Run("image does not exist", func(t *testing.T) {
-		err := mock.AddInteraction().
-			Given(stateNoSuchImage).
-			UponReceiving("an image exists check of a missing image").
-			WithRequest("GET", apiPrefix+"/images/"+missingImage+"/exists").
-			WillRespondWith(404).
-			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
-				exists, err := clientFor(t, cfg).ImageExists(ctx, missingImage)
-				if err != nil || exists {
-					return fmt.Errorf("ImageExists = %v, %v; want false, nil", exists, err)
-				}
-				return nil
-			})
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
-
-	t.Run("image inspect", func(t *testing.T) {
-		err := mock.AddInteraction().
-			Given(stateBusyboxExists).
-			UponReceiving("an inspect of a present image").
-			WithRequest("GET", apiPrefix+"/images/"+busyboxImage+"/json").
-			WillRespondWith(200, func(b *consumer.V3ResponseBuilder) {
-				b.Header("Content-Type", matchers.Regex("application/json", `^application/json`))
-				b.JSONBody(matchers.Map{
-					"Id":       matchers.Regex("2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e", `^[0-9a-f]{64}$`),
-					"Digest":   matchers.Regex("sha256:0d1e2f3a4b5c6d7e8f9a0b1c2d3e2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c", `^sha256:[0-9a-f]{64}$`),
-					"RepoTags": matchers.ArrayContaining([]any{busyboxImage}),
-					"Created":  matchers.Regex("2024-01-01T00:00:00Z", `^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$`),
-					"Size":     matchers.Integer(1024),
-				})
-			}).
-			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
-				image, err := clientFor(t, cfg).InspectImage(ctx, busyboxImage)
+			},
+		},
+		{
+			name: "image exists", state: stateBusyboxExists, description: "an image exists check of a present image",
+			method: "GET", path: apiPrefix + "/images/" + busyboxImage + "/exists",
+			status: 204, check: imageExists(ctx, busyboxImage, true),
+		},
+		{
+			name: "image does not exist", state: stateNoSuchImage, description: "an image exists check of a missing image",
+			method: "GET", path: apiPrefix + "/images/" + missingImage + "/exists",
+			status: 404, check: imageExists(ctx, missingImage, false),
+		},
+		{
+			name: "image inspect", state: stateBusyboxExists, description: "an inspect of a present image",
+			method: "GET", path: apiPrefix + "/images/" + busyboxImage + "/json",
+			status: 200, response: jsonBody(matchers.Map{
+				"Id":       matchers.Regex("2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e", `^[0-9a-f]{64}$`),
+				"Digest":   matchers.Regex("sha256:0d1e2f3a4b5c6d7e8f9a0b1c2d3e2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c", `^sha256:[0-9a-f]{64}$`),
+				"RepoTags": matchers.ArrayContaining([]any{busyboxImage}),
+				"Created":  matchers.Regex("2024-01-01T00:00:00Z", `^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$`),
+				"Size":     matchers.Integer(1024),
+			}),
+			check: func(c *engineclient.Client) error {
+				image, err := c.InspectImage(ctx, busyboxImage)
 				if err != nil {
 					return err
 				}
@@ -372,32 +263,103 @@ func TestConsumer(t *testing.T) {
 					return fmt.Errorf("inspect decoded %+v", image)
 				}
 				return nil
-			})
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
-
-	t.Run("image inspect of a missing image", func(t *testing.T) {
-		err := mock.AddInteraction().
-			Given(stateNoSuchImage).
-			UponReceiving("an inspect of a missing image").
-			WithRequest("GET", apiPrefix+"/images/"+missingImage+"/json").
-			WillRespondWith(404, func(b *consumer.V3ResponseBuilder) {
-				b.Header("Content-Type", matchers.Regex("application/json", `^application/json`))
-				b.JSONBody(engineErrorBody(404))
-			}).
-			ExecuteTest(t, func(cfg consumer.MockServerConfig) error {
-				_, err := clientFor(t, cfg).InspectImage(ctx, missingImage)
+			},
+		},
+		{
+			name: "image inspect of a missing image", state: stateNoSuchImage, description: "an inspect of a missing image",
+			method: "GET", path: apiPrefix + "/images/" + missingImage + "/json",
+			status: 404, response: jsonBody(engineErrorBody(404)),
+			check: func(c *engineclient.Client) error {
+				_, err := c.InspectImage(ctx, missingImage)
 				if !errors.Is(err, engineclient.ErrNotFound) {
 					return fmt.Errorf("InspectImage of a missing image: err = %v, want ErrNotFound", err)
 				}
 				return nil
-			})
-		if err != nil {
-			t.Fatal(err)
+			},
+		},
+	} {
+		t.Run(ia.name, func(t *testing.T) { ia.record(t, mock) })
+	}
+}
+
+// interaction is one request uploads makes of the engine, recorded under
+// name: the provider state it needs, the request (method, path and what
+// request adds), the answer (status and what response adds), and check,
+// which makes the request through engineclient against the mock server and
+// says what it decoded wrong.
+type interaction struct {
+	name, state, description string
+	method                   consumer.Method
+	path                     string
+	request                  consumer.V3RequestBuilderFunc // nil: no headers or body
+	status                   int
+	response                 consumer.V3ResponseBuilderFunc // nil: no headers or body
+	check                    func(*engineclient.Client) error
+}
+
+// record adds the interaction to mock and runs its check.
+func (ia interaction) record(t *testing.T, mock *consumer.V3HTTPMockProvider) {
+	var request []consumer.V3RequestBuilderFunc
+	if ia.request != nil {
+		request = append(request, ia.request)
+	}
+	var response []consumer.V3ResponseBuilderFunc
+	if ia.response != nil {
+		response = append(response, ia.response)
+	}
+	err := mock.AddInteraction().
+		Given(ia.state).
+		UponReceiving(ia.description).
+		WithRequest(ia.method, ia.path, request...).
+		WillRespondWith(ia.status, response...).
+		ExecuteTest(t, func(cfg consumer.MockServerConfig) error { return ia.check(clientFor(t, cfg)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// imageExists checks that ImageExists answers want for image, and no error.
+func imageExists(ctx context.Context, image string, want bool) func(*engineclient.Client) error {
+	return func(c *engineclient.Client) error {
+		exists, err := c.ImageExists(ctx, image)
+		if err != nil || exists != want {
+			return fmt.Errorf("ImageExists(%s) = %v, %v; want %v, nil", image, exists, err, want)
 		}
-	})
+		return nil
+	}
+}
+
+// jsonBody is a JSON answer whose body matches body.
+func jsonBody(body any) consumer.V3ResponseBuilderFunc {
+	return func(b *consumer.V3ResponseBuilder) {
+		b.Header("Content-Type", matchers.Regex("application/json", `^application/json`))
+		b.JSONBody(body)
+	}
+}
+
+// tarBody sends archive as an application/x-tar body.
+func tarBody(archive []byte) consumer.V3RequestBuilderFunc {
+	return func(b *consumer.V3RequestBuilder) {
+		b.BinaryBody(archive)
+		b.Header("Content-Type", matchers.S("application/x-tar"))
+	}
+}
+
+// quadletInstall is InstallQuadlets' request with Replace and Activate.
+func quadletInstall(archive []byte) consumer.V3RequestBuilderFunc {
+	return func(b *consumer.V3RequestBuilder) {
+		b.Query("activate", matchers.S("true"))
+		b.Query("replace", matchers.S("true"))
+		tarBody(archive)(b)
+	}
+}
+
+// kubePlay is KubePlay's request of yaml with Replace.
+func kubePlay(yaml string) consumer.V3RequestBuilderFunc {
+	return func(b *consumer.V3RequestBuilder) {
+		b.Query("replace", matchers.S("true"))
+		b.Body("application/yaml", []byte(yaml))
+	}
 }
 
 // openBytes is an engineclient.Opener of data.

@@ -53,9 +53,9 @@ func TestProvider(t *testing.T) {
 		Provider:        providerName,
 		PactFiles:       []string{pactPath},
 		StateHandlers: models.StateHandlers{
-			stateEngineRunning: states.engineRunning,
-			stateBusyboxExists: states.busyboxExists,
-			stateNoSuchImage:   states.noSuchImage,
+			stateEngineRunning: states.handler(states.engineRunning),
+			stateBusyboxExists: states.handler(states.busyboxExists),
+			stateNoSuchImage:   states.handler(states.noSuchImage),
 		},
 		FailIfNoPactsFound:   true,
 		DisableColoredOutput: true,
@@ -88,60 +88,62 @@ type stateSetup struct {
 	mu   sync.Mutex
 }
 
-func (s *stateSetup) engineRunning(setup bool, _ models.ProviderState) (models.ProviderStateResponse, error) {
-	if !setup {
-		return nil, nil
+// handler is the verifier's StateHandler for a state that setUp puts the
+// engine into: called, under the lock, when the state is set up; its
+// teardown does nothing.
+func (s *stateSetup) handler(setUp func() error) models.StateHandler {
+	return func(setup bool, _ models.ProviderState) (models.ProviderStateResponse, error) {
+		if !setup {
+			return nil, nil
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return nil, setUp()
 	}
+}
+
+// engineRunning checks that the engine answers a ping.
+func (s *stateSetup) engineRunning() error {
 	status, body, err := s.call(http.MethodGet, "/_ping", nil)
 	if err != nil || status != http.StatusOK {
-		return nil, fmt.Errorf("engine ping: %d %s %v", status, body, err)
+		return fmt.Errorf("engine ping: %d %s %v", status, body, err)
 	}
-	return nil, nil
+	return nil
 }
 
 // busyboxExists loads a busybox image (engine/testimage, from Debian's
 // busybox-static) tagged localhost/busybox:latest with ImagesLoad.
-func (s *stateSetup) busyboxExists(setup bool, _ models.ProviderState) (models.ProviderStateResponse, error) {
-	if !setup {
-		return nil, nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *stateSetup) busyboxExists() error {
 	var archive bytes.Buffer
 	if err := testimage.DockerArchive(&archive, testimage.Busybox(busyboxImage)); err != nil {
-		return nil, fmt.Errorf("state %q: building the archive: %w", stateBusyboxExists, err)
+		return fmt.Errorf("state %q: building the archive: %w", stateBusyboxExists, err)
 	}
 	status, body, err := s.call(http.MethodPost, "/images/load", archive.Bytes())
 	if err != nil || status != http.StatusOK {
-		return nil, fmt.Errorf("state %q: load: %d %s %v", stateBusyboxExists, status, body, err)
+		return fmt.Errorf("state %q: load: %d %s %v", stateBusyboxExists, status, body, err)
 	}
 	status, body, err = s.call(http.MethodGet, "/images/"+busyboxImage+"/exists", nil)
 	if err != nil || status != http.StatusNoContent {
-		return nil, fmt.Errorf("state %q: image missing after load: %d %s %v", stateBusyboxExists, status, body, err)
+		return fmt.Errorf("state %q: image missing after load: %d %s %v", stateBusyboxExists, status, body, err)
 	}
-	return nil, nil
+	return nil
 }
 
 // noSuchImage removes localhost/nosuch:latest if anything created it.
-func (s *stateSetup) noSuchImage(setup bool, _ models.ProviderState) (models.ProviderStateResponse, error) {
-	if !setup {
-		return nil, nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *stateSetup) noSuchImage() error {
 	status, body, err := s.call(http.MethodGet, "/images/"+missingImage+"/exists", nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if status == http.StatusNoContent {
 		status, body, err = s.call(http.MethodDelete, "/images/"+missingImage+"?force=true", nil)
 		if err != nil || status != http.StatusOK {
-			return nil, fmt.Errorf("state %q: remove: %d %s %v", stateNoSuchImage, status, body, err)
+			return fmt.Errorf("state %q: remove: %d %s %v", stateNoSuchImage, status, body, err)
 		}
 	} else if status != http.StatusNotFound {
-		return nil, fmt.Errorf("state %q: exists answered %d %s", stateNoSuchImage, status, body)
+		return fmt.Errorf("state %q: exists answered %d %s", stateNoSuchImage, status, body)
 	}
-	return nil, nil
+	return nil
 }
 
 // removeWorkloads removes every quadlet (tearing down its activation), pod

@@ -125,53 +125,39 @@ func startStack(t *testing.T, ctx context.Context) *stack {
 	tokenFile := func(path string) testcontainers.ContainerFile {
 		return testcontainers.ContainerFile{Reader: strings.NewReader(token + "\n"), ContainerFilePath: path, FileMode: 0o444}
 	}
-	engine, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
-		ContainerRequest: testcontainers.ContainerRequest{
-			Name:           "berth-e2e-engine-" + suffix,
-			Image:          engineImage,
-			ExposedPorts:   []string{enginePort},
-			Networks:       []string{net.Name},
-			NetworkAliases: map[string][]string{net.Name: {engineAlias}},
-			Env:            map[string]string{"BERTH_ENGINE_TOKENS_FILE": "/run/berth/tokens"},
-			Files:          []testcontainers.ContainerFile{tokenFile("/run/berth/tokens")},
-			Mounts:         testcontainers.ContainerMounts{testcontainers.VolumeMount(volume, "/var/lib/berth")},
-			HostConfigModifier: func(hc *container.HostConfig) {
-				hc.CapAdd = []string{"ALL"}
-				hc.CapDrop = []string{"SYS_RESOURCE"}
-				hc.SecurityOpt = []string{"seccomp=unconfined", "apparmor=unconfined"}
-				hc.CgroupnsMode = container.CgroupnsModeHost
-				hc.Binds = append(hc.Binds, "/sys/fs/cgroup:/sys/fs/cgroup:rw")
-			},
-			WaitingFor: wait.ForHTTP(enginePing).WithPort(enginePort).
-				WithHeaders(map[string]string{"Authorization": "Bearer " + token}).WithStartupTimeout(60 * time.Second),
+	engine := startContainer(t, ctx, "engine", testcontainers.ContainerRequest{
+		Name:           "berth-e2e-engine-" + suffix,
+		Image:          engineImage,
+		ExposedPorts:   []string{enginePort},
+		Networks:       []string{net.Name},
+		NetworkAliases: map[string][]string{net.Name: {engineAlias}},
+		Env:            map[string]string{"BERTH_ENGINE_TOKENS_FILE": "/run/berth/tokens"},
+		Files:          []testcontainers.ContainerFile{tokenFile("/run/berth/tokens")},
+		Mounts:         testcontainers.ContainerMounts{testcontainers.VolumeMount(volume, "/var/lib/berth")},
+		HostConfigModifier: func(hc *container.HostConfig) {
+			hc.CapAdd = []string{"ALL"}
+			hc.CapDrop = []string{"SYS_RESOURCE"}
+			hc.SecurityOpt = []string{"seccomp=unconfined", "apparmor=unconfined"}
+			hc.CgroupnsMode = container.CgroupnsModeHost
+			hc.Binds = append(hc.Binds, "/sys/fs/cgroup:/sys/fs/cgroup:rw")
 		},
-		Started: true,
-	})
-	testcontainers.CleanupContainer(t, engine, testcontainers.RemoveVolumes(volume))
-	if err != nil {
-		t.Fatalf("starting engine container: %v", err)
-	}
+		WaitingFor: wait.ForHTTP(enginePing).WithPort(enginePort).
+			WithHeaders(map[string]string{"Authorization": "Bearer " + token}).WithStartupTimeout(60 * time.Second),
+	}, testcontainers.RemoveVolumes(volume))
 
-	uploads, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
-		ContainerRequest: testcontainers.ContainerRequest{
-			Name:         "berth-e2e-uploads-" + suffix,
-			Image:        uploadsImage,
-			ExposedPorts: []string{uploadsPort},
-			Networks:     []string{net.Name},
-			Env: map[string]string{
-				"BERTH_UPLOADS_ENGINE_URL":        "tcp://" + engineAlias + ":8080",
-				"BERTH_UPLOADS_POLL_INTERVAL":     "250ms",
-				"BERTH_UPLOADS_ENGINE_TOKEN_FILE": "/run/berth/engine-token",
-			},
-			Files:      []testcontainers.ContainerFile{tokenFile("/run/berth/engine-token")},
-			WaitingFor: wait.ForHTTP("/readyz").WithPort(uploadsPort).WithStartupTimeout(60 * time.Second),
+	uploads := startContainer(t, ctx, "uploads", testcontainers.ContainerRequest{
+		Name:         "berth-e2e-uploads-" + suffix,
+		Image:        uploadsImage,
+		ExposedPorts: []string{uploadsPort},
+		Networks:     []string{net.Name},
+		Env: map[string]string{
+			"BERTH_UPLOADS_ENGINE_URL":        "tcp://" + engineAlias + ":8080",
+			"BERTH_UPLOADS_POLL_INTERVAL":     "250ms",
+			"BERTH_UPLOADS_ENGINE_TOKEN_FILE": "/run/berth/engine-token",
 		},
-		Started: true,
+		Files:      []testcontainers.ContainerFile{tokenFile("/run/berth/engine-token")},
+		WaitingFor: wait.ForHTTP("/readyz").WithPort(uploadsPort).WithStartupTimeout(60 * time.Second),
 	})
-	testcontainers.CleanupContainer(t, uploads)
-	if err != nil {
-		t.Fatalf("starting uploads container: %v", err)
-	}
 	s := &stack{t: t, engineToken: token, engine: engine, uploads: uploads}
 	if status, body := call(t, http.MethodGet, s.engineURL()+enginePing, "", nil); status != http.StatusUnauthorized {
 		t.Fatalf("engine API without a token: %d %s, want 401", status, body)
@@ -188,6 +174,18 @@ func startStack(t *testing.T, ctx context.Context) *stack {
 	// its cgroups on the host.
 	t.Cleanup(s.removeWorkloads)
 	return s
+}
+
+// startContainer starts req's container, the stack's what, and removes it
+// (as cleanup adds) when the test ends.
+func startContainer(t *testing.T, ctx context.Context, what string, req testcontainers.ContainerRequest, cleanup ...testcontainers.TerminateOption) testcontainers.Container {
+	t.Helper()
+	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{ContainerRequest: req, Started: true})
+	testcontainers.CleanupContainer(t, c, cleanup...)
+	if err != nil {
+		t.Fatalf("starting %s container: %v", what, err)
+	}
+	return c
 }
 
 // removeWorkloads removes the engine's quadlets, pods and containers, and

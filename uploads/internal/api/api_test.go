@@ -145,6 +145,25 @@ func (e *env) do(method, path string, body io.Reader, header ...string) resp {
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
+	return e.send(req)
+}
+
+// putChunked PUTs body to path without a declared length (chunked), as a
+// client streaming a file of unknown size does.
+func (e *env) putChunked(path string, body io.Reader) resp {
+	e.t.Helper()
+	req, err := http.NewRequest("PUT", e.base+path, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.ContentLength = -1
+	return e.send(req)
+}
+
+// send sends req and reads the whole answer.
+func (e *env) send(req *http.Request) resp {
+	e.t.Helper()
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
@@ -588,16 +607,7 @@ func testLimits(t *testing.T, e *env) {
 		t.Fatalf("413: %v", p)
 	}
 	// Too large without a declared length (chunked): cut off while streaming.
-	req, _ := http.NewRequest("PUT", e.base+base+"chunked", io.MultiReader(strings.NewReader(strings.Repeat("y", 60)), strings.NewReader(strings.Repeat("y", 60))))
-	req.Header.Set("Content-Type", "application/octet-stream")
-	req.ContentLength = -1
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	resp{res.StatusCode, res.Header, b}.problem(t, 413)
+	e.putChunked(base+"chunked", io.MultiReader(strings.NewReader(strings.Repeat("y", 60)), strings.NewReader(strings.Repeat("y", 60)))).problem(t, 413)
 	nothingLeft(0)
 
 	e.mustPut(id, "a", strings.Repeat("a", 100))
@@ -606,15 +616,7 @@ func testLimits(t *testing.T, e *env) {
 		t.Fatalf("upload size: %v", p)
 	}
 	// Without a declared length the stream is cut at the room left in the upload.
-	req, _ = http.NewRequest("PUT", e.base+base+"c", io.MultiReader(strings.NewReader(strings.Repeat("c", 30)), strings.NewReader(strings.Repeat("c", 30))))
-	req.Header.Set("Content-Type", "application/octet-stream")
-	req.ContentLength = -1
-	if res, err = http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	}
-	b, _ = io.ReadAll(res.Body)
-	res.Body.Close()
-	if p := (resp{res.StatusCode, res.Header, b}).problem(t, 413); p["limit"] != "maxUploadSize" {
+	if p := e.putChunked(base+"c", io.MultiReader(strings.NewReader(strings.Repeat("c", 30)), strings.NewReader(strings.Repeat("c", 30)))).problem(t, 413); p["limit"] != "maxUploadSize" {
 		t.Fatalf("chunked over upload size: %v", p)
 	}
 	nothingLeft(2)

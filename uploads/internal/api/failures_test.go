@@ -102,16 +102,7 @@ func TestFullDisk(t *testing.T) {
 	e.mustPut(other, "keep", "kept")
 
 	// A body of unknown length larger than the disk: refused when the disk runs out.
-	req, _ := http.NewRequest("PUT", e.base+"/v1/uploads/"+full+"/files/huge", io.LimitReader(zeros{}, 64<<20))
-	req.Header.Set("Content-Type", "application/octet-stream")
-	req.ContentLength = -1
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	p := resp{res.StatusCode, res.Header, body}.problem(t, http.StatusInsufficientStorage)
+	p := e.putChunked("/v1/uploads/"+full+"/files/huge", io.LimitReader(zeros{}, 64<<20)).problem(t, http.StatusInsufficientStorage)
 	if p["type"] != "urn:berth:problem:insufficient-storage" || !strings.Contains(p["detail"].(string), "full") {
 		t.Fatalf("507 problem %v", p)
 	}

@@ -48,21 +48,15 @@ func benchSpec(cmd ...string) map[string]any {
 	return benchtest.Spec(nil, cmd...)
 }
 
-// runCycle creates, starts, waits for and removes one `true` container.
-func runCycle(te *testEngine) time.Duration { return te.RunOnce(benchSpec("true")) }
-
 // BenchmarkRunTrueBridge: create + start + wait + remove of a `true`
 // container on each engine's default bridge network. Goal: Berth's median
 // at most 0.3x Podman's.
 func BenchmarkRunTrueBridge(b *testing.B) {
 	benchtest.Require(b)
-	berth := benchEngine(b)
-	podman := podmanEngine(b)
-	const rounds = 10
-	// The pauses let Podman's background cleanup (and Berth's) finish
-	// before the next measurement.
-	benchtest.Compare(b, "run true on the default bridge", "goal <= 0.3", "runs", rounds, [2]time.Duration{500 * time.Millisecond, 500 * time.Millisecond},
-		func(int) time.Duration { return runCycle(berth) }, func(int) time.Duration { return runCycle(podman) })
+	// 10 rounds; the pauses let Podman's background cleanup (and
+	// Berth's) finish before the next measurement.
+	enginetest.CompareRuns(b, "run true on the default bridge", "goal <= 0.3", 10, [2]time.Duration{500 * time.Millisecond, 500 * time.Millisecond},
+		benchSpec("true"), benchEngine(b).Engine, podmanEngine(b).Engine)
 }
 
 // listThroughput issues GET /networks/json from 4 clients for d and answers

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/engine"
+	"github.com/berth-project/berth/engine/internal/testsupport/benchtest"
 	"github.com/berth-project/berth/engine/internal/testsupport/need"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
 	"github.com/berth-project/berth/engine/testimage"
@@ -304,6 +305,15 @@ func (e *Engine) RunOnce(spec map[string]any) time.Duration {
 		e.T.Fatalf("remove: %d %s", status, body)
 	}
 	return time.Since(start)
+}
+
+// CompareRuns is the run benchmarks' comparison: benchtest.Compare of
+// RunOnce(spec) on berth and on podman, rounds pairs of runs with pauses
+// after each (see benchtest.Alternate).
+func CompareRuns(b *testing.B, what, goal string, rounds int, pauses [2]time.Duration, spec map[string]any, berth, podman *Engine) {
+	b.Helper()
+	benchtest.Compare(b, what, goal, "runs", rounds, pauses,
+		func(int) time.Duration { return berth.RunOnce(spec) }, func(int) time.Duration { return podman.RunOnce(spec) })
 }
 
 // CreatePod creates a pod from spec and returns its ID.

@@ -83,9 +83,7 @@ func TestKill9DuringCopyAndCommit(t *testing.T) {
 	if spools, _ := filepath.Glob(filepath.Join(tmp, "transfer-*")); len(spools) > 0 {
 		t.Errorf("temporaries left after restart: %v", spools)
 	}
-	var mounted map[string]string
-	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
-	if len(mounted) > 0 {
+	if mounted := te.showMounted(); len(mounted) > 0 {
 		t.Errorf("rootfs mounts after restart: %v", mounted)
 	}
 	if status, _ := te.statPath(stopped, "/partial"); status != http.StatusNotFound {

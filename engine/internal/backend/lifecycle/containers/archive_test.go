@@ -183,8 +183,7 @@ func TestArchiveCannotReachTheHost(t *testing.T) {
 		t.Errorf("file over directory: %d", status)
 	}
 	// Copies leave no mount of the stopped container behind.
-	var mounted map[string]string
-	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
+	mounted := te.showMounted()
 	if _, ok := mounted[stopped]; ok {
 		t.Errorf("the stopped container stays mounted: %v", mounted)
 	}

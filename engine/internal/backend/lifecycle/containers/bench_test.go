@@ -33,21 +33,15 @@ func benchSpec(cmd ...string) map[string]any {
 	return benchtest.Spec(map[string]any{"netns": map[string]string{"nsmode": "none"}}, cmd...)
 }
 
-// runCycle creates, starts, waits for and removes one `true` container.
-func runCycle(te *testEngine) time.Duration { return te.RunOnce(benchSpec("true")) }
-
 // BenchmarkRunTrueContainer: create + start + wait + remove of a `true`
 // container with netns none. Goal: Berth's median at most 0.25x Podman's.
 func BenchmarkRunTrueContainer(b *testing.B) {
 	benchtest.Require(b)
-	berth := startEngine(b)
-	podman := podmanEngine(b)
-	const rounds = 15
-	// The pauses let Podman's background work (a "podman container
-	// cleanup" process per exit) finish before the next measurement,
-	// whichever engine it is for.
-	benchtest.Compare(b, "run true container", "goal <= 0.25", "runs", rounds, [2]time.Duration{200 * time.Millisecond, 500 * time.Millisecond},
-		func(int) time.Duration { return runCycle(berth) }, func(int) time.Duration { return runCycle(podman) })
+	// 15 rounds; the pauses let Podman's background work (a "podman
+	// container cleanup" process per exit) finish before the next
+	// measurement, whichever engine it is for.
+	enginetest.CompareRuns(b, "run true container", "goal <= 0.25", 15, [2]time.Duration{200 * time.Millisecond, 500 * time.Millisecond},
+		benchSpec("true"), startEngine(b).Engine, podmanEngine(b).Engine)
 }
 
 // BenchmarkListContainers100: ListContainers with 100 containers. Goal:

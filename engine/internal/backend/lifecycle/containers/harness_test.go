@@ -141,6 +141,22 @@ func leaks(root, runRoot string, ids ...string) []string {
 	return append(out, enginetest.Leaks(root, runRoot, nil, ids)...)
 }
 
+// noLeaks fails the test when the removed containers ids left anything
+// behind (leaks).
+func (te *testEngine) noLeaks(ids ...string) {
+	te.T.Helper()
+	if l := leaks(te.Root, te.RunRoot, ids...); len(l) > 0 {
+		te.T.Fatalf("leaked: %v", l)
+	}
+}
+
+// showMounted is GET /containers/showmounted: the containers whose rootfs
+// is mounted, by ID, with the mount points.
+func (te *testEngine) showMounted() map[string]string {
+	te.T.Helper()
+	return enginetest.Fetch[map[string]string](te.Engine, "/containers/showmounted")
+}
+
 // mountsWhere counts the host's mounts whose mount point passes match.
 func mountsWhere(match func(mountPoint string) bool) int {
 	data, _ := os.ReadFile("/proc/self/mountinfo")

@@ -4,11 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -86,14 +83,7 @@ func TestImageVolumes(t *testing.T) {
 	if n := imgMounts(); n != 1 {
 		t.Fatalf("%d image volume mounts of the running container, want 1", n)
 	}
-	pid := te.inspect(live).State.Pid
-	p.Kill9()
-	syscall.Kill(pid, syscall.SIGKILL)
-	time.Sleep(1500 * time.Millisecond)
-	p.Start()
-	poll.Until(t, 10*time.Second, "the exited container's image volume unmounted after the restart", func() bool {
-		return te.inspect(live).State.Status == "exited" && imgMounts() == 0
-	})
+	te.exitWhileDown(p, live, "the exited container's image volume unmounted after the restart", imgMounts)
 	te.Must(http.StatusNoContent, "POST", "/containers/live/start", nil)
 	if n := imgMounts(); n != 1 {
 		t.Errorf("%d image volume mounts after a new start, want 1", n)

@@ -116,14 +116,7 @@ func TestIPCShareableAndJoined(t *testing.T) {
 	}
 
 	// The donor's process ends while no engine runs.
-	donorPid := te.inspect(donor).State.Pid
-	p.Kill9()
-	syscall.Kill(donorPid, syscall.SIGKILL)
-	time.Sleep(1500 * time.Millisecond)
-	p.Start()
-	poll.Until(t, 10*time.Second, "the exited donor's /dev/shm unmounted after the restart", func() bool {
-		return te.inspect(donor).State.Status == "exited" && shmMounts(donor) == 0
-	})
+	te.exitWhileDown(p, donor, "the exited donor's /dev/shm unmounted after the restart", func() int { return shmMounts(donor) })
 	if st := te.inspect(joiner).State.Status; st != "running" || shmFile(joiner, "d") != "d\n" {
 		t.Errorf("the joiner after the restart: %s, /dev/shm/d %q", st, shmFile(joiner, "d"))
 	}

@@ -80,9 +80,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	te.Must(http.StatusNotFound, "GET", "/containers/life/json", nil)
 	te.Must(http.StatusNotFound, "GET", "/containers/life/exists", nil)
-	if l := leaks(te.Root, te.RunRoot, id); len(l) > 0 {
-		t.Fatalf("leaked after remove: %v", l)
-	}
+	te.noLeaks(id)
 }
 
 func TestKillSignalsAndWaitConditions(t *testing.T) {
@@ -178,9 +176,7 @@ func TestMissingCommandFailsStartAndIsRemovable(t *testing.T) {
 		t.Fatalf("state after failed start: %+v", d.State)
 	}
 	te.Must(http.StatusOK, "DELETE", "/containers/"+id, nil)
-	if l := leaks(te.Root, te.RunRoot, id); len(l) > 0 {
-		t.Fatalf("leaked: %v", l)
-	}
+	te.noLeaks(id)
 }
 
 // TestStartWaitingOnARemovalFindsNoContainer: a start (a client's, or a
@@ -208,9 +204,7 @@ func TestStartWaitingOnARemovalFindsNoContainer(t *testing.T) {
 	if status != http.StatusNotFound {
 		t.Fatalf("a start that waited for the removal: %d %s, want 404", status, body)
 	}
-	if l := leaks(te.Root, te.RunRoot, id); len(l) > 0 {
-		t.Fatalf("leaked: %v", l)
-	}
+	te.noLeaks(id)
 }
 
 func TestNetworkNamespaces(t *testing.T) {
@@ -288,9 +282,7 @@ func TestAutoRemoveKeepsExitCodeForWait(t *testing.T) {
 	if code := te.wait(id); code != 5 {
 		t.Fatalf("wait after removal: %d", code)
 	}
-	if l := leaks(te.Root, te.RunRoot, id); len(l) > 0 {
-		t.Fatalf("leaked: %v", l)
-	}
+	te.noLeaks(id)
 }
 
 func TestListFiltersAndPrune(t *testing.T) {
@@ -426,9 +418,7 @@ func TestStopAfterConmonDied(t *testing.T) {
 		t.Fatalf("after stop: %+v", d.State)
 	}
 	te.Must(http.StatusOK, "DELETE", "/containers/"+id, nil)
-	if l := leaks(te.Root, te.RunRoot, id); len(l) > 0 {
-		t.Fatalf("leaked: %v", l)
-	}
+	te.noLeaks(id)
 }
 
 func TestMountUnmountRename(t *testing.T) {
@@ -446,14 +436,11 @@ func TestMountUnmountRename(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(path, "made-inside")); err != nil || string(data) != "hi\n" {
 		t.Fatalf("file written by the container: %q %v", data, err)
 	}
-	var mounted map[string]string
-	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
-	if mounted[id] != path {
+	if mounted := te.showMounted(); mounted[id] != path {
 		t.Fatalf("showmounted %v", mounted)
 	}
 	te.Must(http.StatusNoContent, "POST", "/containers/m1/unmount", nil)
-	mounted = nil
-	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
+	mounted := te.showMounted()
 	if _, ok := mounted[id]; ok {
 		t.Fatalf("still mounted after unmount: %v", mounted)
 	}
@@ -512,8 +499,7 @@ func TestExportAndChanges(t *testing.T) {
 	}
 	te.Must(http.StatusNotFound, "GET", "/containers/nosuch/export", nil)
 	// The export's mount is released again.
-	var mounted map[string]string
-	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/showmounted", nil), &mounted)
+	mounted := te.showMounted()
 	if _, ok := mounted[id]; ok {
 		t.Fatalf("still mounted after export: %v", mounted)
 	}

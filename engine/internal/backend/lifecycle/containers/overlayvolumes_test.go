@@ -5,11 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
-
-	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 )
 
 // TestOverlayVolumes: the O option (podman run -v SRC:DST:O, sent as
@@ -88,14 +84,7 @@ func TestOverlayVolumes(t *testing.T) {
 	if n := overlays(); n != 1 {
 		t.Fatalf("%d overlay mounts of the running container, want 1", n)
 	}
-	pid := te.inspect(live).State.Pid
-	p.Kill9()
-	syscall.Kill(pid, syscall.SIGKILL)
-	time.Sleep(1500 * time.Millisecond)
-	p.Start()
-	poll.Until(t, 10*time.Second, "the exited container's overlay detached after the restart", func() bool {
-		return te.inspect(live).State.Status == "exited" && overlays() == 0
-	})
+	te.exitWhileDown(p, live, "the exited container's overlay detached after the restart", overlays)
 	te.Must(http.StatusOK, "DELETE", "/containers/"+live+"?force=true", nil)
 	if l := leaks(p.Root, p.RunRoot, live); len(l) > 0 || overlays() != 0 {
 		t.Fatalf("leaked after removal (%d overlays):\n%s", overlays(), strings.Join(l, "\n"))

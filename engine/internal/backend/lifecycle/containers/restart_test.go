@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
+	"github.com/berth-project/berth/engine/internal/testsupport/poll"
 )
 
 // startEngineProcess starts berth-engine as a process of its own on state
@@ -31,6 +33,23 @@ func startEngineProcess(t *testing.T) (*enginetest.Process, *testEngine) {
 	}
 	p := enginetest.StartProcess(t, enginetest.Options{What: "engine restart tests"})
 	return p, &testEngine{p.Engine}
+}
+
+// exitWhileDown kills the engine with SIGKILL, then the process of the
+// running container id, and starts the engine again: the container exits
+// while no engine watches. It waits (what says for what) until the new
+// engine has recorded the exit and, with mounts, until mounts counts none
+// of the container's mounts that the exit releases.
+func (te *testEngine) exitWhileDown(p *enginetest.Process, id, what string, mounts func() int) {
+	te.T.Helper()
+	pid := te.inspect(id).State.Pid
+	p.Kill9()
+	syscall.Kill(pid, syscall.SIGKILL)
+	time.Sleep(1500 * time.Millisecond)
+	p.Start()
+	poll.Until(te.T, 10*time.Second, what, func() bool {
+		return te.inspect(id).State.Status == "exited" && (mounts == nil || mounts() == 0)
+	})
 }
 
 // TestRestartSafety kills the engine with SIGKILL while containers run and

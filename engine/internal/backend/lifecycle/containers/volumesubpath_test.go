@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -122,14 +121,7 @@ func TestVolumeSubPath(t *testing.T) {
 	if out, err := te.Podman("exec", live, "cat", "/d/f"); err != nil || strings.TrimSpace(out) != "inner" {
 		t.Errorf("the running container's subpath: %v %q", err, out)
 	}
-	pid := te.inspect(live).State.Pid
-	p.Kill9()
-	syscall.Kill(pid, syscall.SIGKILL)
-	time.Sleep(1500 * time.Millisecond)
-	p.Start()
-	poll.Until(t, 10*time.Second, "the container's exit recorded after the restart", func() bool {
-		return te.inspect(live).State.Status == "exited"
-	})
+	te.exitWhileDown(p, live, "the container's exit recorded after the restart", nil)
 	te.Must(http.StatusNoContent, "POST", "/containers/"+live+"/start", nil)
 	te.Must(http.StatusNoContent, "POST", "/containers/"+live+"/stop?timeout=0", nil)
 	leftover()
