@@ -1,7 +1,6 @@
 package rlimit
 
 import (
-	"encoding/json"
 	"errors"
 	"testing"
 )
@@ -34,15 +33,7 @@ func FuzzRlimitUnmarshal(f *testing.F) {
 			}
 			return
 		}
-		encoded, err := json.Marshal(got)
-		if err != nil {
-			t.Fatalf("Marshal(%+v): %v", got, err)
-		}
-		var again Rlimit
-		if err := json.Unmarshal(encoded, &again); err != nil {
-			t.Fatalf("Unmarshal(%s) of our own encoding: %v", encoded, err)
-		}
-		if again != got {
+		if again, _ := roundTrip(t, got); again != got {
 			t.Fatalf("round trip of %+v gave %+v", got, again)
 		}
 	})

@@ -156,16 +156,21 @@ func TestRoundTrip(t *testing.T) {
 		{Type: "ünïcode", Hard: Unlimited - 1, Soft: 1},
 	}
 	for _, want := range values {
-		encoded, err := json.Marshal(want)
-		if err != nil {
-			t.Fatalf("Marshal(%+v): %v", want, err)
-		}
-		var got Rlimit
-		if err := json.Unmarshal(encoded, &got); err != nil {
-			t.Fatalf("Unmarshal(%s): %v", encoded, err)
-		}
-		if got != want {
+		if got, encoded := roundTrip(t, want); got != want {
 			t.Errorf("round trip of %+v gave %+v (via %s)", want, got, encoded)
 		}
 	}
+}
+
+// roundTrip encodes v as JSON and decodes the encoding again.
+func roundTrip(t *testing.T, v Rlimit) (again Rlimit, encoded []byte) {
+	t.Helper()
+	encoded, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("Marshal(%+v): %v", v, err)
+	}
+	if err := json.Unmarshal(encoded, &again); err != nil {
+		t.Fatalf("Unmarshal(%s) of our own encoding: %v", encoded, err)
+	}
+	return again, encoded
 }

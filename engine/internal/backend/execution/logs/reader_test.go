@@ -131,14 +131,7 @@ func TestFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(done)
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("follow did not end after done")
-	}
+	followEnded(t, errc, "follow did not end after done")
 	mu.Lock()
 	defer mu.Unlock()
 	if strings.Join(got, ",") != "first,second,last" {
@@ -181,14 +174,7 @@ func TestFollowContextCancel(t *testing.T) {
 	}()
 	time.Sleep(30 * time.Millisecond)
 	cancel()
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("follow ignored cancellation")
-	}
+	followEnded(t, errc, "follow ignored cancellation")
 }
 
 func TestTailOfLongLog(t *testing.T) {
@@ -248,5 +234,20 @@ func TestTailOffsetSmallFile(t *testing.T) {
 	off, err := tailOffset(f, st.Size(), 1)
 	if err != nil || off != int64(len(record(0, Stdout, false, "a"))) {
 		t.Fatalf("tail 1 offset %d, %v", off, err)
+	}
+}
+
+// followEnded waits up to 5 s for a follow's Read to return on errc and
+// fails the test if it returned an error, or with what if it did not
+// return.
+func followEnded(t *testing.T, errc <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal(what)
 	}
 }
