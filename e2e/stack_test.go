@@ -425,15 +425,6 @@ func (s *stack) engineImageNames() []string {
 	return names
 }
 
-func contains(list []string, want string) bool {
-	for _, v := range list {
-		if v == want {
-			return true
-		}
-	}
-	return false
-}
-
 func intOf(p *int) int {
 	if p == nil {
 		return -1

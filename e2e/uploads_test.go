@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestUploadDeploysImageArchive(t *testing.T) {
 	if len(errs) != 1 || errs[0].File != junkFile || !strings.Contains(errs[0].Message, "unsupported file type") {
 		t.Errorf("upload errors = %+v, want exactly one for %s (unsupported file type)", errs, junkFile)
 	}
-	if names := s.engineImageNames(); !contains(names, tag) {
+	if names := s.engineImageNames(); !slices.Contains(names, tag) {
 		t.Errorf("engine images = %v, want %s among them", names, tag)
 	}
 	// uploads records the names ImagesLoad reported for the archive.
@@ -119,7 +120,7 @@ func TestEngineRestartMidProcessing(t *testing.T) {
 	}
 	names := s.engineImageNames()
 	for _, tag := range tags {
-		if !contains(names, tag) {
+		if !slices.Contains(names, tag) {
 			t.Errorf("engine images = %v, want %s among them", names, tag)
 		}
 	}
@@ -184,7 +185,7 @@ func TestEngineKilledDuringLoad(t *testing.T) {
 	}
 	names := s.engineImageNames()
 	for _, tag := range tags {
-		if !contains(names, tag) {
+		if !slices.Contains(names, tag) {
 			t.Errorf("engine images = %v, want %s among them", names, tag)
 		}
 	}
