@@ -393,6 +393,15 @@ func optionalSignal(signal string) (syscall.Signal, error) {
 func (m *Manager) stopLocked(ctx context.Context, e *entry, timeout *uint, sig syscall.Signal) error {
 	rec := m.snapshot(e)
 	if rec.State != core.StateRunning && rec.State != core.StatePaused && rec.State != core.StateCreated {
+		// Not running, but perhaps between two runs of its restart policy
+		// (the backoff after an exit): the user's stop wins, and the
+		// pending restart does not start it (as dockerd stops a
+		// restarting container). Still 304: there was nothing to stop.
+		if !rec.StoppedByUser && rec.Spec.RestartPolicy != "" && rec.Spec.RestartPolicy != "no" {
+			if err := m.update(ctx, e, func(r *record) { r.StoppedByUser = true }); err != nil {
+				return err
+			}
+		}
 		return fmt.Errorf("container %s is not running: %w", rec.Name, core.ErrNotModified)
 	}
 	if err := m.update(ctx, e, func(r *record) { r.StoppedByUser = true }); err != nil {
