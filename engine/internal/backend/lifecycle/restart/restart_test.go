@@ -120,6 +120,10 @@ type fakeContainers struct {
 	c       core.Container
 	starts  int
 	started chan struct{}
+	// exits, when set, makes a start end at once, as a container that
+	// fails right away can: the container is exited and exits hears of it
+	// (the died event) before the start returns.
+	exits func(ctx context.Context, id string)
 }
 
 func (f *fakeContainers) Lookup(context.Context, string) (*core.Container, error) {
@@ -129,7 +133,7 @@ func (f *fakeContainers) Lookup(context.Context, string) (*core.Container, error
 	return &c, nil
 }
 
-func (f *fakeContainers) StartByPolicy(_ context.Context, _ string, want func(*core.Container) bool, countRestart bool) (bool, error) {
+func (f *fakeContainers) StartByPolicy(ctx context.Context, id string, want func(*core.Container) bool, countRestart bool) (bool, error) {
 	f.mu.Lock()
 	c := f.c
 	if !want(&c) {
@@ -141,7 +145,13 @@ func (f *fakeContainers) StartByPolicy(_ context.Context, _ string, want func(*c
 	}
 	f.starts++
 	f.c.State = core.StateRunning
+	if f.exits != nil {
+		f.c.State = core.StateExited
+	}
 	f.mu.Unlock()
+	if f.exits != nil {
+		f.exits(ctx, id)
+	}
 	f.started <- struct{}{}
 	return true, nil
 }
@@ -181,32 +191,6 @@ func TestSupervisorRestartsUpToLimit(t *testing.T) {
 	}
 }
 
-// exitingStart is a fake whose start makes the container exit at once and
-// reports the died event before the start returns, as a container that
-// fails right away can.
-type exitingStart struct {
-	fakeContainers
-	s *Supervisor
-}
-
-func (f *exitingStart) StartByPolicy(ctx context.Context, id string, want func(*core.Container) bool, countRestart bool) (bool, error) {
-	f.mu.Lock()
-	c := f.c
-	if !want(&c) {
-		f.mu.Unlock()
-		return false, nil
-	}
-	if countRestart {
-		f.c.RestartCount++
-	}
-	f.starts++
-	f.c.State = core.StateExited
-	f.mu.Unlock()
-	f.s.Hook(ctx, core.ContainerEvent{Type: core.EventDied, ID: id})
-	f.started <- struct{}{}
-	return true, nil
-}
-
 // TestSupervisorYieldsToAClient: a client's start and checkpoint (a stop
 // by the user) during the backoff win over the policy's decision, taken
 // before it: the container is not started, its restart not counted.
@@ -232,9 +216,9 @@ func TestSupervisorYieldsToAClient(t *testing.T) {
 }
 
 func TestSupervisorDiedDuringStart(t *testing.T) {
-	fake := &exitingStart{fakeContainers: fakeContainers{c: core.Container{ID: "c1", State: core.StateExited, ExitCode: 3, Spec: core.ContainerSpec{RestartPolicy: "on-failure:3"}}, started: make(chan struct{}, 8)}}
+	fake := &fakeContainers{c: core.Container{ID: "c1", State: core.StateExited, ExitCode: 3, Spec: core.ContainerSpec{RestartPolicy: "on-failure:3"}}, started: make(chan struct{}, 8)}
 	s := NewSupervisor(fake, nil)
-	fake.s = s
+	fake.exits = func(ctx context.Context, id string) { s.Hook(ctx, core.ContainerEvent{Type: core.EventDied, ID: id}) }
 	s.Backoff, s.MaxBackoff = time.Millisecond, 4*time.Millisecond
 	defer s.Close()
 	s.Hook(context.Background(), core.ContainerEvent{Type: core.EventDied, ID: "c1"})
