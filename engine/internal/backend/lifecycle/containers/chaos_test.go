@@ -387,6 +387,13 @@ func chaosWorker(w int, c *chaosClient, l *ledger, failures *failureLog, stop <-
 					break
 				}
 				st, body := c.do("POST", "docker:/networks/create", map[string]any{"Name": "n" + name})
+				if st == http.StatusConflict && strings.Contains(string(body), "no free subnet") {
+					// The subnet pool is full (the networks the workload
+					// keeps): a right answer, nothing created.
+					l.set("network", "n"+name, absent)
+					l.count("network pool full")
+					break
+				}
 				if ack(l, failures, "network", "n"+name, present, st, body, http.StatusCreated) {
 					l.count("docker network create")
 					if r.IntN(4) != 0 {
@@ -723,7 +730,9 @@ func removeEverything(te *testEngine) {
 	}
 	json.Unmarshal(te.Must(http.StatusOK, "GET", "/pods/json", nil), &pods)
 	for _, p := range pods {
-		te.Do("DELETE", "/pods/"+p.ID+"?force=true", nil)
+		// timeout=0: a kube container's sleep ignores SIGTERM, and
+		// each pod would take its 10 s stop timeout.
+		te.Do("DELETE", "/pods/"+p.ID+"?force=true&timeout=0", nil)
 	}
 	enginetest.RemoveAll(te.Do)
 	var vols []struct{ Name string }
