@@ -2,6 +2,8 @@ package containers_test
 
 import (
 	"cmp"
+	"crypto/sha512"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -499,9 +501,23 @@ func TestChaos(t *testing.T) {
 	problems = append(problems, checkLedger(te, l)...)
 	problems = append(problems, checkPolicies(te, l)...)
 	problems = append(problems, checkRuntimeState(te, p)...)
+	var nets []struct{ ID, Name string }
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/networks/json", nil), &nets)
 	removeEverything(te)
 	p.Stop()
 	problems = append(problems, checkLeftovers(p, l.ids)...)
+	// netavark's port forwarding chains of the networks removed (their
+	// DNAT rules would forward to the next holder of an address).
+	listing, _ := exec.Command("iptables", "-w", "-t", "nat", "-S").Output()
+	for _, n := range nets {
+		if n.Name == "podman" {
+			continue // not removed
+		}
+		sum := sha512.Sum512([]byte(n.ID))
+		if chain := "NETAVARK-DN-" + strings.ToUpper(hex.EncodeToString(sum[:]))[:13]; strings.Contains(string(listing), chain) {
+			problems = append(problems, "port forwarding chain left: "+chain)
+		}
+	}
 	if len(problems) > 0 {
 		t.Fatalf("%d differences:\n%s", len(problems), strings.Join(problems, "\n"))
 	}

@@ -724,6 +724,11 @@ func (m *Manager) Remove(ctx context.Context, nameOrID string, force bool, timeo
 	if err := m.sweepLocked(ctx, n); err != nil {
 		m.logger.Warn("remove what a cut teardown left of a network", "network", n.Name, "err", err)
 	}
+	if m.nv.binary != "" && n.Driver == Driver {
+		if err := removeDNChain(ctx, n); err != nil {
+			m.logger.Warn("remove the port forwarding chain of a network", "network", n.Name, "err", err)
+		}
+	}
 	m.setupMu.Unlock()
 	m.mu.Lock()
 	if err := m.db.RemoveNetwork(ctx, n.ID); err != nil && !errors.Is(err, state.ErrNotFound) {

@@ -165,3 +165,55 @@ func destinationAddr(to string) string {
 	addr, _, _ := strings.Cut(to, ":")
 	return addr
 }
+
+// removeDNChain deletes network n's port-forwarding chain from the nat
+// tables (IPv4 and IPv6), with the jumps to it: netavark deletes it with
+// the network's last published port, but a teardown a kill -9 cut leaves it
+// (with DNAT rules to addresses the next containers may get, or empty),
+// and neither the sweep nor a network's removal reached it. Called when n
+// goes, after its containers; the caller holds setupMu.
+func removeDNChain(ctx context.Context, n *core.Network) error {
+	chain := dnChain(n.ID)
+	var errs []error
+	for _, tool := range []string{"iptables", "ip6tables"} {
+		listing, err := exec.CommandContext(ctx, tool, "-w", "-t", "nat", "-S").Output()
+		if err != nil {
+			continue
+		}
+		jumps, exists := chainRulesOf(string(listing), chain)
+		if !exists {
+			continue
+		}
+		cmds := make([][]string, 0, len(jumps)+2)
+		for _, rule := range jumps {
+			cmds = append(cmds, append([]string{"-D"}, rule[1:]...))
+		}
+		cmds = append(cmds, []string{"-F", chain}, []string{"-X", chain})
+		for _, c := range cmds {
+			args := append([]string{"-w", "-t", "nat"}, c...)
+			if out, err := exec.CommandContext(ctx, tool, args...).CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("%s %s: %v: %s", tool, strings.Join(args, " "), err, bytes.TrimSpace(out)))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// chainRulesOf picks from a table's rules, as "iptables -S" lists them, the
+// rules of other chains that jump to chain (each as its words), and
+// whether chain exists.
+func chainRulesOf(listing, chain string) (jumps [][]string, exists bool) {
+	for _, line := range strings.Split(listing, "\n") {
+		w, err := words.Split(line, words.Rules{Separators: " ", Escapes: true})
+		if err != nil || len(w) < 2 {
+			continue
+		}
+		switch {
+		case w[0] == "-N" && w[1] == chain:
+			exists = true
+		case w[0] == "-A" && w[1] != chain && optionOf(w, "-j") == chain:
+			jumps = append(jumps, w)
+		}
+	}
+	return jumps, exists
+}

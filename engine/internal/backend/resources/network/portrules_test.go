@@ -81,3 +81,25 @@ func TestPortRulesOf(t *testing.T) {
 		t.Error("destinationAddr")
 	}
 }
+
+// TestChainRulesOf: a network's chain and the jumps to it are found in a
+// nat table's listing; the chain's own rules and other chains' are not
+// jumps to remove.
+func TestChainRulesOf(t *testing.T) {
+	listing := `-P PREROUTING ACCEPT
+-N NETAVARK-DN-1111111111111
+-N NETAVARK-DN-2222222222222
+-N NETAVARK-HOSTPORT-DNAT
+-A NETAVARK-HOSTPORT-DNAT -p tcp -m tcp --dport 8080 -m comment --comment "dnat name: first id: abc" -j NETAVARK-DN-1111111111111
+-A NETAVARK-HOSTPORT-DNAT -p tcp -m tcp --dport 8081 -m comment --comment "dnat name: second id: def" -j NETAVARK-DN-2222222222222
+-A NETAVARK-DN-1111111111111 -s 10.89.0.0/24 -p tcp -m tcp --dport 8080 -j NETAVARK-HOSTPORT-SETMARK
+-A NETAVARK-DN-1111111111111 -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.89.0.2:80
+`
+	jumps, exists := chainRulesOf(listing, "NETAVARK-DN-1111111111111")
+	if !exists || len(jumps) != 1 || jumps[0][1] != "NETAVARK-HOSTPORT-DNAT" || optionOf(jumps[0], "--dport") != "8080" || optionOf(jumps[0], "--comment") != "dnat name: first id: abc" {
+		t.Fatalf("jumps %q, exists %v", jumps, exists)
+	}
+	if jumps, exists := chainRulesOf(listing, "NETAVARK-DN-3333333333333"); exists || len(jumps) != 0 {
+		t.Fatalf("a chain that is not there: %q %v", jumps, exists)
+	}
+}
