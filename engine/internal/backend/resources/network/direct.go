@@ -196,6 +196,12 @@ func (m *Manager) Close() {
 		if err := m.dropKeeperLocked(ctx, n); err != nil {
 			m.logger.Warn("tear down the keeper of a network", "network", name, "err", err)
 		}
+		// What a teardown did not finish (the network's masquerading
+		// rules were once left half removed at a stop in a busy CI run)
+		// is swept: a bridge without ports, or rules without the bridge.
+		if err := m.sweepLocked(ctx, n); err != nil {
+			m.logger.Warn("remove what a cut teardown left of a network", "network", name, "err", err)
+		}
 	}
 }
 
