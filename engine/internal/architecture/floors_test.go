@@ -41,9 +41,10 @@ var floors = map[string]int{
 	"internal/engine":             7,
 	"cmd/":                        8,
 	"internal/testsupport/":       8,
-	// testdeadline, poll, criutest, tartest, need and freezertest import
-	// nothing of the engine: every test may use them.
+	// testdeadline, poll, criutest, tartest, need, freezertest and
+	// benchtest import nothing of the engine: every test may use them.
 	"internal/testsupport/testdeadline": 0,
+	"internal/testsupport/benchtest":    0,
 	"internal/testsupport/poll":         0,
 	"internal/testsupport/criutest":     0,
 	"internal/testsupport/tartest":      0,
