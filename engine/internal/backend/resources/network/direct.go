@@ -142,7 +142,7 @@ func (m *Manager) dropKeeperLocked(ctx context.Context, n *core.Network) error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, removeNetNS(k.setup.NetNSPath), m.db.ReleaseAddresses(ctx, n.ID, n.ID))
+	errs = append(errs, removeEmptyDNChain(ctx, n), removeNetNS(k.setup.NetNSPath), m.db.ReleaseAddresses(ctx, n.ID, n.ID))
 	return errors.Join(errs...)
 }
 

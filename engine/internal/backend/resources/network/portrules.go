@@ -199,6 +199,31 @@ func removeDNChain(ctx context.Context, n *core.Network) error {
 	return errors.Join(errs...)
 }
 
+// removeEmptyDNChain deletes network n's port-forwarding chain where it is
+// there, empty and not jumped to. netavark deletes it in the teardown of a
+// network's last container, but with a keeper holding the network that
+// last teardown is the keeper's, which has no ports: the chain stayed
+// behind, empty, after every network whose published ports had all gone.
+// The caller holds setupMu.
+func removeEmptyDNChain(ctx context.Context, n *core.Network) error {
+	chain := dnChain(n.ID)
+	var errs []error
+	for _, tool := range []string{"iptables", "ip6tables"} {
+		listing, err := exec.CommandContext(ctx, tool, "-w", "-t", "nat", "-S").Output()
+		if err != nil {
+			continue
+		}
+		jumps, exists := chainRulesOf(string(listing), chain)
+		if !exists || len(jumps) > 0 || strings.Contains(string(listing), "\n-A "+chain+" ") {
+			continue
+		}
+		if out, err := exec.CommandContext(ctx, tool, "-w", "-t", "nat", "-X", chain).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("%s -t nat -X %s: %v: %s", tool, chain, err, bytes.TrimSpace(out)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // chainRulesOf picks from a table's rules, as "iptables -S" lists them, the
 // rules of other chains that jump to chain (each as its words), and
 // whether chain exists.
