@@ -173,6 +173,22 @@ func destinationAddr(to string) string {
 // and neither the sweep nor a network's removal reached it. Called when n
 // goes, after its containers; the caller holds setupMu.
 func removeDNChain(ctx context.Context, n *core.Network) error {
+	return dropDNChain(ctx, n, false)
+}
+
+// removeEmptyDNChain deletes network n's port-forwarding chain where it is
+// there, empty and not jumped to. netavark deletes it in the teardown of a
+// network's last container, but with a keeper holding the network that
+// last teardown is the keeper's, which has no ports: the chain stayed
+// behind, empty, after every network whose published ports had all gone.
+// The caller holds setupMu.
+func removeEmptyDNChain(ctx context.Context, n *core.Network) error {
+	return dropDNChain(ctx, n, true)
+}
+
+// dropDNChain deletes n's chain in each nat table that has it: with the
+// jumps to it and its rules, or, onlyEmpty, where it has neither.
+func dropDNChain(ctx context.Context, n *core.Network, onlyEmpty bool) error {
 	chain := dnChain(n.ID)
 	var errs []error
 	for _, tool := range []string{"iptables", "ip6tables"} {
@@ -184,41 +200,23 @@ func removeDNChain(ctx context.Context, n *core.Network) error {
 		if !exists {
 			continue
 		}
-		cmds := make([][]string, 0, len(jumps)+2)
-		for _, rule := range jumps {
-			cmds = append(cmds, append([]string{"-D"}, rule[1:]...))
+		var cmds [][]string
+		if onlyEmpty {
+			if len(jumps) > 0 || strings.Contains(string(listing), "\n-A "+chain+" ") {
+				continue
+			}
+		} else {
+			for _, rule := range jumps {
+				cmds = append(cmds, append([]string{"-D"}, rule[1:]...))
+			}
+			cmds = append(cmds, []string{"-F", chain})
 		}
-		cmds = append(cmds, []string{"-F", chain}, []string{"-X", chain})
+		cmds = append(cmds, []string{"-X", chain})
 		for _, c := range cmds {
 			args := append([]string{"-w", "-t", "nat"}, c...)
 			if out, err := exec.CommandContext(ctx, tool, args...).CombinedOutput(); err != nil {
 				errs = append(errs, fmt.Errorf("%s %s: %v: %s", tool, strings.Join(args, " "), err, bytes.TrimSpace(out)))
 			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// removeEmptyDNChain deletes network n's port-forwarding chain where it is
-// there, empty and not jumped to. netavark deletes it in the teardown of a
-// network's last container, but with a keeper holding the network that
-// last teardown is the keeper's, which has no ports: the chain stayed
-// behind, empty, after every network whose published ports had all gone.
-// The caller holds setupMu.
-func removeEmptyDNChain(ctx context.Context, n *core.Network) error {
-	chain := dnChain(n.ID)
-	var errs []error
-	for _, tool := range []string{"iptables", "ip6tables"} {
-		listing, err := exec.CommandContext(ctx, tool, "-w", "-t", "nat", "-S").Output()
-		if err != nil {
-			continue
-		}
-		jumps, exists := chainRulesOf(string(listing), chain)
-		if !exists || len(jumps) > 0 || strings.Contains(string(listing), "\n-A "+chain+" ") {
-			continue
-		}
-		if out, err := exec.CommandContext(ctx, tool, "-w", "-t", "nat", "-X", chain).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("%s -t nat -X %s: %v: %s", tool, chain, err, bytes.TrimSpace(out)))
 		}
 	}
 	return errors.Join(errs...)
