@@ -41,7 +41,7 @@ func Serve(t testing.TB, root, runRoot string) (addr string, stop func()) {
 	t.Helper()
 	nets := UniqueNetworks(t)
 	nets.DefaultMode = "private"
-	return ServeConfig(t, engine.Config{Root: root, RunRoot: runRoot, Runtime: "runc", Network: nets})
+	return ServeConfig(t, nil, engine.Config{Root: root, RunRoot: runRoot, Runtime: "runc", Network: nets})
 }
 
 // UniqueNetworks returns a network configuration whose bridge names and
@@ -107,11 +107,12 @@ func NetworkFlags(c engine.NetworkConfig) []string {
 	return out
 }
 
-// ServeConfig is Serve with a whole engine configuration; an empty Listen
-// becomes the loopback listener's tcp:// address.
-func ServeConfig(t testing.TB, cfg engine.Config) (addr string, stop func()) {
+// ServeConfig is Serve with a whole engine configuration and the logger
+// that receives its log (nil discards it); an empty Listen becomes the
+// loopback listener's tcp:// address.
+func ServeConfig(t testing.TB, logger *slog.Logger, cfg engine.Config) (addr string, stop func()) {
 	t.Helper()
-	_, addr, stop = serve(t, nil, cfg)
+	_, addr, stop = serve(t, logger, cfg)
 	return addr, stop
 }
 

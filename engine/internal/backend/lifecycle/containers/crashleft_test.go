@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
+	"github.com/berth-project/berth/shared/syncbuf"
 )
 
 // crashSite is an engine's state in a directory that outlives the engine,
@@ -30,6 +32,8 @@ type crashSite struct {
 	t   *testing.T
 	dir string
 	cfg engine.Config
+	// logger, where set, receives the log of the engines serve starts.
+	logger *slog.Logger
 }
 
 func newCrashSite(t *testing.T) *crashSite {
@@ -49,7 +53,7 @@ func newCrashSite(t *testing.T) *crashSite {
 // keep running, as after a crash).
 func (s *crashSite) serve() (te *testEngine, stop func()) {
 	s.t.Helper()
-	addr, stop := enginetest.ServeConfig(s.t, s.cfg)
+	addr, stop := enginetest.ServeConfig(s.t, s.logger, s.cfg)
 	e := enginetest.Attach(s.t, addr)
 	e.Root, e.RunRoot = s.cfg.Root, s.cfg.RunRoot
 	return &testEngine{e}, stop
@@ -341,14 +345,14 @@ func TestTeardownRemovesPortRulesNetavarkCouldNot(t *testing.T) {
 		}
 		return published{id, d.NetworkSettings.Ports["80/tcp"][0].HostPort}
 	}
-	nsGone, cutConnect, cutSetup := publish("nsgone"), publish("cutconnect"), publish("cutsetup")
+	nsGone, cutConnect, cutSetup, cutTeardown := publish("nsgone"), publish("cutconnect"), publish("cutsetup"), publish("cutteardown")
 	te.Must(http.StatusOK, "POST", "/networks/second/connect", map[string]any{"container": cutConnect.id})
 	// The nat table's rules of the two containers' ports.
 	rules := func() []string {
 		data, _ := exec.Command("iptables", "-w", "-t", "nat", "-S").Output()
 		var out []string
 		for _, line := range strings.Split(string(data), "\n") {
-			for _, p := range []published{nsGone, cutConnect, cutSetup} {
+			for _, p := range []published{nsGone, cutConnect, cutSetup, cutTeardown} {
 				if strings.HasPrefix(line, "-A NETAVARK-") && (strings.Contains(line, "--dport "+p.port+" ") || strings.Contains(line, p.id)) {
 					out = append(out, line)
 				}
@@ -365,8 +369,9 @@ func TestTeardownRemovesPortRulesNetavarkCouldNot(t *testing.T) {
 	if r := rules(); len(r) < 12 || !strings.Contains(strings.Join(r, "\n"), "--dport "+cutConnect.port) {
 		t.Fatalf("the published ports' rules before: %q", r)
 	}
-	var d struct{ NetworkSettings struct{ SandboxKey string } }
+	var d, cut struct{ NetworkSettings struct{ SandboxKey string } }
 	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+nsGone.id+"/json", nil), &d)
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+cutTeardown.id+"/json", nil), &cut)
 	stop()
 
 	// nsgone's namespace goes; cutconnect's record forgets second;
@@ -376,6 +381,11 @@ func TestTeardownRemovesPortRulesNetavarkCouldNot(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Remove(d.NetworkSettings.SandboxKey)
+	// cutteardown's interface goes, its namespace stays: a teardown a kill
+	// -9 cut after netavark removed the veth, before the record said so.
+	if out, err := exec.Command("nsenter", "--net="+cut.NetworkSettings.SandboxKey, "ip", "link", "del", "eth0").CombinedOutput(); err != nil {
+		t.Fatalf("remove cutteardown's interface: %v %s", err, out)
+	}
 	db, err := state.Open(context.Background(), filepath.Join(site.cfg.Root, "state.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -405,13 +415,25 @@ func TestTeardownRemovesPortRulesNetavarkCouldNot(t *testing.T) {
 	}
 	db.Close()
 
+	var log syncbuf.Buffer
+	site.logger = slog.New(slog.NewTextHandler(&log, nil))
 	te, stop = site.serve()
 	defer stop()
-	for _, p := range []published{nsGone, cutConnect, cutSetup} {
+	for _, p := range []published{nsGone, cutConnect, cutSetup, cutTeardown} {
 		te.Must(http.StatusOK, "DELETE", "/containers/"+p.id+"?force=true&timeout=0", nil)
 	}
 	if r := rules(); len(r) > 0 {
 		t.Fatalf("the removed containers' port forwarding is left:\n%s", strings.Join(r, "\n"))
+	}
+	// An interface gone already is what a crash leaves, not a failure: no
+	// warning for it (the chaos loop's log had dozens).
+	for _, line := range strings.Split(log.String(), "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, cutTeardown.id) {
+			t.Errorf("warned of cutteardown's interface gone: %s", line)
+		}
+	}
+	if !strings.Contains(log.String(), "its interface was gone already") {
+		t.Errorf("the engine's log does not say cutteardown's interface was gone:\n%s", log.String())
 	}
 	for _, name := range []string{"first", "second"} {
 		te.Must(http.StatusOK, "DELETE", "/networks/"+name, nil)

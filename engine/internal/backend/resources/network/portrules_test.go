@@ -1,6 +1,7 @@
 package network
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -101,5 +102,25 @@ func TestChainRulesOf(t *testing.T) {
 	}
 	if jumps, exists := chainRulesOf(listing, "NETAVARK-DN-3333333333333"); exists || len(jumps) != 0 {
 		t.Fatalf("a chain that is not there: %q %v", jumps, exists)
+	}
+}
+
+// TestInterfaceGone: netavark's words for a container interface missing
+// from its namespace (netavark 1.4's, seen after engine crashes) are told
+// from its other teardown failures.
+func TestInterfaceGone(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"netavark teardown: failed to delete container veth eth0: Netlink error: No such device (os error 19)":         true,
+		"netavark teardown: failed to delete container veth eth1: Netlink error: No such device (os error 19)":         true,
+		"netavark teardown: failed to delete container veth eth0: Netlink error: Operation not permitted (os error 1)": false,
+		"netavark teardown: iptables: No chain/target/match by that name.":                                             false,
+		"netavark teardown: get bridge interface: Netlink error: No such device (os error 19)":                         false,
+	} {
+		if got := interfaceGone(errors.New(msg)); got != want {
+			t.Errorf("interfaceGone(%q) = %v, want %v", msg, got, want)
+		}
+	}
+	if interfaceGone(nil) {
+		t.Error("interfaceGone(nil) = true")
 	}
 }
