@@ -69,8 +69,18 @@ func (s *server) archiveGet(w http.ResponseWriter, r *http.Request) {
 		return w
 	})
 	if err != nil && !started {
-		writeError(w, err)
+		writeArchiveError(w, r, p, err)
 	}
+}
+
+// writeArchiveError answers a failed archive request; a path missing in
+// the container in dockerd's words, which docker cp prints as they come.
+func writeArchiveError(w http.ResponseWriter, r *http.Request, path string, err error) {
+	if errors.Is(err, core.ErrNoSuchPath) {
+		writeMessage(w, http.StatusNotFound, "Could not find the file "+path+" in container "+pathParam(r, "name"))
+		return
+	}
+	writeError(w, err)
 }
 
 // archivePut extracts a tar into a directory of the container.
@@ -84,7 +94,11 @@ func (s *server) archivePut(w http.ResponseWriter, r *http.Request) {
 		CopyUIDGID:           q.boolean("copyUIDGID", false),
 		NoOverwriteDirNonDir: q.boolean("noOverwriteDirNonDir", false),
 	}
-	finishStatus(w, http.StatusOK, a.PutArchive(r.Context(), pathParam(r, "name"), p, r.Body, opts))
+	if err := a.PutArchive(r.Context(), pathParam(r, "name"), p, r.Body, opts); err != nil {
+		writeArchiveError(w, r, p, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 // containerChanges answers docker diff.

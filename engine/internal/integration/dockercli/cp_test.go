@@ -55,4 +55,8 @@ func TestDockerCopyRules(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("docker cp wrote:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	// A path the container lacks, in dockerd's words.
+	if msg := te.fails("docker", "cp", "cp-src:/www/none", dest("none")); !strings.Contains(msg, "Could not find the file /www/none in container cp-src") {
+		t.Fatalf("docker cp of a missing path: %s", msg)
+	}
 }
