@@ -623,6 +623,9 @@ type ContainerEvent struct {
 	Labels     map[string]string
 	ExitCode   *int32
 	Attributes map[string]string
+	// Ran is how long the container ran, on a died event (its start to
+	// its exit).
+	Ran *time.Duration
 }
 
 // ContainerHook receives container events. Hooks run synchronously after the

@@ -9,14 +9,12 @@ import (
 
 	"github.com/docker/docker/api/types"
 	containertypes "github.com/docker/docker/api/types/container"
-	eventtypes "github.com/docker/docker/api/types/events"
 	imagetypes "github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/registry"
 	"github.com/docker/docker/api/types/swarm"
 	systemtypes "github.com/docker/docker/api/types/system"
 	volumetypes "github.com/docker/docker/api/types/volume"
 
-	"github.com/berth-project/berth/engine/internal/backend/platform/events"
 	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/httpwire"
 )
@@ -211,103 +209,4 @@ func loginRegistry(addr string) string {
 		return "docker.io"
 	}
 	return addr
-}
-
-// events streams the engine's events in Docker's message format.
-func (s *server) events(w http.ResponseWriter, r *http.Request) {
-	q := queryOf(r)
-	raw := q.filters()
-	if q.err != nil {
-		writeError(w, q.err)
-		return
-	}
-	for i, v := range raw["event"] {
-		raw["event"][i] = engineAction(v)
-	}
-	filter, err := events.ParseFilter(raw)
-	if err != nil {
-		writeError(w, core.InvalidArgument("filters", err))
-		return
-	}
-	opts := events.ReadOptions{Filter: filter, Stream: true}
-	now := time.Now()
-	if v := q.str("since"); v != "" {
-		if opts.Since, err = parseTime(v, now); err != nil {
-			writeError(w, core.InvalidArgument("since", err))
-			return
-		}
-	}
-	if v := q.str("until"); v != "" {
-		if opts.Until, err = parseTime(v, now); err != nil {
-			writeError(w, core.InvalidArgument("until", err))
-			return
-		}
-	}
-	enc, rc := httpwire.BeginJSONLines(w)
-	err = s.deps.Events.Read(r.Context(), opts, func(e events.Event) error {
-		m := e.Message()
-		action, ok := dockerAction(m.Type, m.Action, e.HealthStatus)
-		if !ok {
-			return nil
-		}
-		msg := eventtypes.Message{
-			Status: action, ID: m.ID, From: m.From,
-			Type: eventtypes.Type(m.Type), Action: eventtypes.Action(action),
-			Actor: eventtypes.Actor{ID: m.Actor.ID, Attributes: m.Actor.Attributes},
-			Scope: "local", Time: e.Time.Unix(), TimeNano: e.Time.UnixNano(),
-		}
-		if err := enc.Encode(msg); err != nil {
-			return err
-		}
-		return rc.Flush()
-	})
-	if err != nil && r.Context().Err() == nil {
-		s.logger.Debug("docker event stream ended", "err", err)
-	}
-}
-
-// dockerAction is Docker's name for an engine event's action (a removed
-// container, network or volume is "destroy", a removed image "delete", a
-// loaded one "load"); ok is false for the engine's own steps that Docker has
-// no event for (init, cleanup).
-func dockerAction(typ, action, health string) (string, bool) {
-	switch {
-	case typ == "image" && action == "remove":
-		return "delete", true
-	case typ == "image" && action == "loadfromarchive":
-		return "load", true
-	case (typ == "network" || typ == "volume") && action == "remove":
-		return "destroy", true
-	case typ != "container":
-		return action, true
-	}
-	switch action {
-	case "died":
-		return "die", true
-	case "remove":
-		return "destroy", true
-	case "init", "cleanup", "sync":
-		return "", false
-	case "health_status":
-		if health != "" {
-			return "health_status: " + health, true
-		}
-	}
-	return action, true
-}
-
-// engineAction is the engine's name for a Docker event action in filters.
-func engineAction(action string) string {
-	switch action {
-	case "die":
-		return "died"
-	case "destroy", "delete":
-		return "remove"
-	case "load":
-		return "loadfromarchive"
-	}
-	if strings.HasPrefix(action, "health_status") {
-		return "health_status"
-	}
-	return action
 }

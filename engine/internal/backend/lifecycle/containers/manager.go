@@ -556,6 +556,10 @@ func (m *Manager) emit(ctx context.Context, typ core.ContainerEventType, rec rec
 	if typ == core.EventDied {
 		code := rec.ExitCode
 		ev.ExitCode = &code
+		if !rec.StartedAt.IsZero() && !rec.FinishedAt.Before(rec.StartedAt) {
+			ran := rec.FinishedAt.Sub(rec.StartedAt)
+			ev.Ran = &ran
+		}
 	}
 	m.hooksMu.Lock()
 	if m.holding {

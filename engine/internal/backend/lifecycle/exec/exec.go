@@ -102,7 +102,7 @@ const SessionRetention = 5 * time.Minute
 
 // Notifier is told when sessions start and end (the event bus).
 type Notifier interface {
-	ExecEvent(ctx context.Context, c *core.Container, sessionID, status string, exitCode int)
+	ExecEvent(ctx context.Context, c *core.Container, sessionID string, command []string, status string, exitCode int)
 }
 
 // Manager creates, runs and remembers exec sessions.
@@ -374,7 +374,7 @@ func (m *Manager) Start(ctx context.Context, id string, streams Streams, size *[
 	m.live[id] = st
 	m.mu.Unlock()
 	if m.notify != nil {
-		m.notify.ExecEvent(ctx, c, id, "exec", 0)
+		m.notify.ExecEvent(ctx, c, id, s.Config.Cmd, "exec", 0)
 	}
 	go st.finish()
 	return st, nil
@@ -402,7 +402,7 @@ func (s *Started) finish() {
 		s.m.logger.Error("storing exec session", "session", s.session.ID, "err", perr)
 	}
 	if s.m.notify != nil {
-		s.m.notify.ExecEvent(ctx, s.c, s.session.ID, "exec_died", code)
+		s.m.notify.ExecEvent(ctx, s.c, s.session.ID, s.session.Config.Cmd, "exec_died", code)
 	}
 	s.code, s.err = code, err
 }

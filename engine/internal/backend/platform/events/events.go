@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"maps"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +54,14 @@ type Event struct {
 	HealthLog           string            `json:"healthLog,omitempty"`
 	HealthFailingStreak int               `json:"healthFailingStreak,omitempty"`
 	Attributes          map[string]string `json:"attributes,omitempty"`
+	// Facts Docker's messages carry and Podman's do not (the libpod
+	// message leaves them out): a network event's network ID and driver,
+	// a volume's driver, an exec session's command line, and how many
+	// whole seconds a died container ran.
+	NetworkID  string `json:"networkId,omitempty"`
+	Driver     string `json:"driver,omitempty"`
+	Command    string `json:"command,omitempty"`
+	RunSeconds *int64 `json:"runSeconds,omitempty"`
 }
 
 // Actor is the object an event is about, in the wire shape.
@@ -190,6 +199,10 @@ func (b *Bus) ContainerHook(ctx context.Context, ev core.ContainerEvent) {
 	if ev.ExitCode != nil {
 		e.ExitCode = int(*ev.ExitCode)
 	}
+	if ev.Ran != nil {
+		secs := int64(ev.Ran.Seconds())
+		e.RunSeconds = &secs
+	}
 	if err := b.Publish(ctx, e); err != nil {
 		b.logger.Error("recording container event", "container", ev.ID, "event", ev.Type, "err", err)
 	}
@@ -284,8 +297,8 @@ func (b *Bus) unsubscribe(s *subscriber) {
 }
 
 // ExecEvent records the start ("exec") or end ("exec_died") of an exec
-// session in container c.
-func (b *Bus) ExecEvent(ctx context.Context, c *core.Container, sessionID, status string, exitCode int) {
+// session in container c running command.
+func (b *Bus) ExecEvent(ctx context.Context, c *core.Container, sessionID string, command []string, status string, exitCode int) {
 	e := Event{
 		Type:       TypeContainer,
 		Status:     status,
@@ -294,6 +307,7 @@ func (b *Bus) ExecEvent(ctx context.Context, c *core.Container, sessionID, statu
 		Image:      c.Image,
 		ExitCode:   exitCode,
 		Attributes: map[string]string{"execID": sessionID},
+		Command:    strings.Join(command, " "),
 	}
 	maps.Copy(e.Attributes, c.Spec.Labels)
 	if err := b.Publish(ctx, e); err != nil {
@@ -347,9 +361,9 @@ func (b *Bus) Emit(ctx context.Context, ev core.Event) {
 	}
 }
 
-// VolumeEvent records that a volume was created or removed.
-func (b *Bus) VolumeEvent(ctx context.Context, action, name string) {
-	e := Event{Type: TypeVolume, Status: action, ID: name, Name: name, Time: time.Now(), Attributes: map[string]string{}}
+// VolumeEvent records that a volume of driver was created or removed.
+func (b *Bus) VolumeEvent(ctx context.Context, action, name, driver string) {
+	e := Event{Type: TypeVolume, Status: action, ID: name, Name: name, Time: time.Now(), Attributes: map[string]string{}, Driver: driver}
 	if err := b.Publish(ctx, e); err != nil {
 		b.logger.Error("recording volume event", "volume", name, "event", action, "err", err)
 	}
@@ -369,7 +383,7 @@ func (b *Bus) PodEvent(ctx context.Context, action, id, name string) {
 // the network attribute.
 func (b *Bus) NetworkEvent(ctx context.Context, action string, n *core.Network, container, containerName string) {
 	e := Event{Type: TypeNetwork, Status: action, ID: n.ID, Name: n.Name, Time: time.Now(),
-		Attributes: map[string]string{"network": n.Name}}
+		Attributes: map[string]string{"network": n.Name}, NetworkID: n.ID, Driver: n.Driver}
 	if container != "" {
 		e.ID, e.Name = container, containerName
 	}

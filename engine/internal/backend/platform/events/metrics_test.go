@@ -16,8 +16,8 @@ func TestOutcomeCounters(t *testing.T) {
 	b := newBus(t)
 	ctx := context.Background()
 	c := &core.Container{ID: "c1", Name: "one", Image: "busybox"}
-	b.ExecEvent(ctx, c, "s1", StatusExecDied, 0)
-	b.ExecEvent(ctx, c, "s2", StatusExecDied, 127)
+	b.ExecEvent(ctx, c, "s1", []string{"true"}, StatusExecDied, 0)
+	b.ExecEvent(ctx, c, "s2", []string{"nope"}, StatusExecDied, 127)
 	b.HealthEvent(ctx, c, core.HealthCheckResults{Status: "unhealthy"})
 	for _, code := range []int32{0, 1, 137} {
 		b.ContainerHook(ctx, core.ContainerEvent{Type: core.EventDied, ID: "c1", Name: "one", ExitCode: &code})

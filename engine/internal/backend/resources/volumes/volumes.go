@@ -39,7 +39,7 @@ type Store struct {
 	// its write cannot interleave with another change.
 	mu     sync.Mutex
 	users  core.VolumeUsers
-	events func(ctx context.Context, action, name string)
+	events func(ctx context.Context, action, name, driver string)
 	// maxImport bounds what an import may unpack (0: sizelimit's default).
 	maxImport int64
 }
@@ -99,8 +99,8 @@ func (s *Store) SetUsers(u core.VolumeUsers) {
 }
 
 // SetEventSink sets what is called after a volume is created ("create") or
-// removed ("remove").
-func (s *Store) SetEventSink(fn func(ctx context.Context, action, name string)) {
+// removed ("remove"), with the volume's driver.
+func (s *Store) SetEventSink(fn func(ctx context.Context, action, name, driver string)) {
 	s.mu.Lock()
 	s.events = fn
 	s.mu.Unlock()
@@ -109,7 +109,7 @@ func (s *Store) SetEventSink(fn func(ctx context.Context, action, name string)) 
 // emit reports an event; s.mu must be held.
 func (s *Store) emit(ctx context.Context, action, name string) {
 	if s.events != nil {
-		s.events(ctx, action, name)
+		s.events(ctx, action, name, Driver)
 	}
 }
 
