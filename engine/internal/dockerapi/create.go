@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -595,7 +596,7 @@ func storageMounts(spec *core.ContainerSpec, cfg *containertypes.Config, hc *con
 					opts = append(opts, fmt.Sprintf("mode=%o", m.TmpfsOptions.Mode))
 				}
 			}
-			spec.Mounts = append(spec.Mounts, specs.Mount{Type: "tmpfs", Source: "tmpfs", Destination: m.Target, Options: opts})
+			spec.Mounts = append(spec.Mounts, specs.Mount{Type: "tmpfs", Source: "tmpfs", Destination: m.Target, Options: dockerTmpfs(opts)})
 		default:
 			return core.InvalidArgument("HostConfig.Mounts", fmt.Errorf("mount type %q is not supported", m.Type))
 		}
@@ -613,7 +614,7 @@ func storageMounts(spec *core.ContainerSpec, cfg *containertypes.Config, hc *con
 		if o := hc.Tmpfs[d]; o != "" {
 			opts = strings.Split(o, ",")
 		}
-		spec.Mounts = append(spec.Mounts, specs.Mount{Type: "tmpfs", Source: "tmpfs", Destination: d, Options: opts})
+		spec.Mounts = append(spec.Mounts, specs.Mount{Type: "tmpfs", Source: "tmpfs", Destination: d, Options: dockerTmpfs(opts)})
 	}
 	anon := make([]string, 0, len(cfg.Volumes))
 	for d := range cfg.Volumes {
@@ -829,4 +830,26 @@ func fileLogSize(opts map[string]string) (int64, error) {
 		}
 	}
 	return size, nil
+}
+
+// dockerTmpfsDefaults are the flags dockerd mounts a tmpfs with unless the
+// request says otherwise (exec, suid, dev), each with its opposite.
+var dockerTmpfsDefaults = [][2]string{{"noexec", "exec"}, {"nosuid", "suid"}, {"nodev", "dev"}}
+
+// dockerTmpfs is a tmpfs's options as dockerd completes them: noexec,
+// nosuid and nodev unless the request chose the opposite, and an empty
+// tmpfs (the engine's own default, Podman's, copies the image's content
+// at the destination in: notmpcopyup unless the request asks for it).
+func dockerTmpfs(opts []string) []string {
+	out := make([]string, 0, len(opts)+4)
+	for _, d := range dockerTmpfsDefaults {
+		if !slices.Contains(opts, d[0]) && !slices.Contains(opts, d[1]) {
+			out = append(out, d[0])
+		}
+	}
+	out = append(out, opts...)
+	if !slices.Contains(opts, "tmpcopyup") && !slices.Contains(opts, "notmpcopyup") {
+		out = append(out, "notmpcopyup")
+	}
+	return out
 }

@@ -207,7 +207,7 @@ func firstProto(p string) string {
 func (s *server) hostConfig(c *core.Container, in *core.InspectContainerData) *containertypes.HostConfig {
 	ih := in.HostConfig
 	hc := &containertypes.HostConfig{
-		Binds:           ih.Binds,
+		Binds:           dockerBinds(ih.Binds),
 		NetworkMode:     containertypes.NetworkMode(s.networkMode(c)),
 		PortBindings:    nat.PortMap{},
 		AutoRemove:      ih.AutoRemove,
@@ -226,7 +226,7 @@ func (s *server) hostConfig(c *core.Container, in *core.InspectContainerData) *c
 		PublishAllPorts: ih.PublishAllPorts,
 		ReadonlyRootfs:  ih.ReadonlyRootfs,
 		SecurityOpt:     ih.SecurityOpt,
-		Tmpfs:           ih.Tmpfs,
+		Tmpfs:           dockerTmpfsView(ih.Tmpfs),
 		ShmSize:         ih.ShmSize,
 		Runtime:         c.Runtime,
 		Sysctls:         c.Spec.Sysctl,
@@ -393,4 +393,57 @@ func dockerInspectLogConfig(s *core.ContainerSpec) containertypes.LogConfig {
 		lc.Config["max-size"] = strconv.FormatInt(size, 10)
 	}
 	return lc
+}
+
+// dockerBinds are a container's binds in the -v syntax dockerd accepts
+// and shows: SOURCE:DEST, then ro, an SELinux label (z, Z), a propagation
+// other than the default rprivate, nocopy. The engine's own words (rbind,
+// rw, rprivate, and options -v cannot say) are left out, so that a client
+// that creates a container from another's inspect (as Watchtower does)
+// sends binds dockerd, and the engine, accept.
+func dockerBinds(binds []string) []string {
+	if binds == nil {
+		return nil
+	}
+	out := make([]string, 0, len(binds))
+	for _, b := range binds {
+		src, rest, _ := strings.Cut(b, ":")
+		dst, opts, _ := strings.Cut(rest, ":")
+		var keep []string
+		for _, o := range strings.Split(opts, ",") {
+			switch o {
+			case "ro", "z", "Z", "nocopy", "shared", "rshared", "slave", "rslave", "private":
+				keep = append(keep, o)
+			}
+		}
+		v := src + ":" + dst
+		if len(keep) > 0 {
+			v += ":" + strings.Join(keep, ",")
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// dockerTmpfsView is HostConfig.Tmpfs as dockerd shows it: each tmpfs's
+// options without the defaults a Docker create completes them with (see
+// dockerTmpfs) or the engine adds (rw, rprivate, tmpcopyup); a plain
+// --tmpfs shows "".
+func dockerTmpfsView(tmpfs map[string]string) map[string]string {
+	if tmpfs == nil {
+		return nil
+	}
+	out := make(map[string]string, len(tmpfs))
+	for dst, opts := range tmpfs {
+		var keep []string
+		for _, o := range strings.Split(opts, ",") {
+			switch o {
+			case "", "rw", "rprivate", "noexec", "nosuid", "nodev", "notmpcopyup", "tmpcopyup":
+			default:
+				keep = append(keep, o)
+			}
+		}
+		out[dst] = strings.Join(keep, ",")
+	}
+	return out
 }

@@ -266,3 +266,43 @@ func TestBindOptionsTranslate(t *testing.T) {
 		}
 	}
 }
+
+// TestDockerTmpfsOptions: dockerd's defaults (noexec, nosuid, nodev, an
+// empty tmpfs) complete a request's options without overriding what it
+// chose, and inspect shows the request's own options back.
+func TestDockerTmpfsOptions(t *testing.T) {
+	for _, tt := range []struct {
+		in   []string
+		want string
+		view string
+	}{
+		{nil, "noexec,nosuid,nodev,notmpcopyup", ""},
+		{[]string{"size=1m"}, "noexec,nosuid,nodev,size=1m,notmpcopyup", "size=1m"},
+		{[]string{"exec", "mode=1777"}, "nosuid,nodev,exec,mode=1777,notmpcopyup", "exec,mode=1777"},
+		{[]string{"suid", "dev", "noexec"}, "suid,dev,noexec,notmpcopyup", "suid,dev"},
+		{[]string{"tmpcopyup"}, "noexec,nosuid,nodev,tmpcopyup", ""},
+		{[]string{"ro"}, "noexec,nosuid,nodev,ro,notmpcopyup", "ro"},
+	} {
+		got := dockerTmpfs(tt.in)
+		if strings.Join(got, ",") != tt.want {
+			t.Errorf("dockerTmpfs(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		// What the engine shows (rw and rprivate added), as inspect shows it.
+		shown := dockerTmpfsView(map[string]string{"/t": strings.Join(append(got, "rw", "rprivate"), ",")})
+		if shown["/t"] != tt.view {
+			t.Errorf("the view of %q = %q, want %q", got, shown["/t"], tt.view)
+		}
+	}
+}
+
+// TestDockerBinds: binds shown in the -v words Docker's create takes.
+func TestDockerBinds(t *testing.T) {
+	got := dockerBinds([]string{"/a:/b:rbind,ro", "/c:/d:rw,rprivate,rbind", "vol:/e", "/f:/g:rshared,rbind,Z,nosuid", "vol2:/h:nocopy"})
+	want := []string{"/a:/b:ro", "/c:/d", "vol:/e", "/f:/g:rshared,Z", "vol2:/h:nocopy"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("dockerBinds = %q, want %q", got, want)
+	}
+	if dockerBinds(nil) != nil {
+		t.Error("no binds became a list")
+	}
+}

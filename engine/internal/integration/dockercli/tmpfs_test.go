@@ -1,0 +1,80 @@
+package dockercli
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestDockerTmpfsAsDockerd: a tmpfs of the Docker API is mounted as
+// dockerd mounts it, noexec, nosuid and nodev unless asked otherwise, and
+// empty (the image's content at its destination is not copied in, as the
+// libpod API's Podman default does); inspect shows the options as given.
+func TestDockerTmpfsAsDockerd(t *testing.T) {
+	te := startEngine(t)
+	mounts := te.run("docker", "run", "--rm", "--network", "none", "--tmpfs", "/t", "--mount", "type=tmpfs,dst=/m", "--tmpfs", "/x:exec,size=1m",
+		"localhost/busybox:latest", "grep", "-E", " /(t|m|x) ", "/proc/mounts")
+	for _, line := range strings.Split(strings.TrimSpace(mounts), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			t.Fatalf("mounts: %q", mounts)
+		}
+		opts := "," + f[3] + ","
+		wantExec := f[1] == "/x"
+		if strings.Contains(opts, ",noexec,") == wantExec || !strings.Contains(opts, ",nosuid,") || !strings.Contains(opts, ",nodev,") {
+			t.Errorf("tmpfs %s mounted %s", f[1], f[3])
+		}
+	}
+	if n := strings.Count(mounts, "\n"); n != 3 {
+		t.Fatalf("three tmpfs, got:\n%s", mounts)
+	}
+	// Empty: the image's /bin is hidden, as under dockerd.
+	if msg := te.fails("docker", "run", "--rm", "--network", "none", "--tmpfs", "/bin", "localhost/busybox:latest", "/bin/busybox", "true"); !strings.Contains(msg, "no such file or directory") {
+		t.Fatalf("a tmpfs over /bin: %s", msg)
+	}
+	te.run("docker", "create", "--name", "tmpfs-shown", "--tmpfs", "/t", "--tmpfs", "/x:exec,size=1m", "-v", te.Dir+":/host:ro", "localhost/busybox:latest", "true")
+	shown := te.run("docker", "inspect", "-f", "{{json .HostConfig.Tmpfs}} {{json .HostConfig.Binds}}", "tmpfs-shown")
+	if want := `{"/t":"","/x":"exec,size=1m"} ["` + te.Dir + `:/host:ro"]`; strings.TrimSpace(shown) != want {
+		t.Fatalf("inspect shows %s, want %s", shown, want)
+	}
+}
+
+// TestDockerCreateFromInspect: a container created from another's inspect
+// (its Config and HostConfig sent back, as Watchtower recreates a
+// container) is accepted: inspect shows binds and tmpfs options in the
+// words Docker's create takes. Before, HostConfig.Binds carried "rbind"
+// and the create answered 400 "invalid mode: rbind".
+func TestDockerCreateFromInspect(t *testing.T) {
+	te := startEngine(t)
+	te.run("docker", "create", "--name", "orig", "--network", "none", "-v", te.Dir+":/host:ro", "-v", "data:/data", "--tmpfs", "/t:size=1m",
+		"-e", "A=1", "--label", "l=v", "--restart", "on-failure:2", "localhost/busybox:latest", "sleep", "60")
+	var d []struct {
+		Config     map[string]any
+		HostConfig map[string]any
+	}
+	if err := json.Unmarshal([]byte(te.run("docker", "inspect", "orig")), &d); err != nil || len(d) != 1 {
+		t.Fatalf("inspect: %v", err)
+	}
+	body := d[0].Config
+	body["HostConfig"] = d[0].HostConfig
+	data, _ := json.Marshal(body)
+	resp, err := http.Post("http://"+te.Addr+"/v1.44/containers/create?name=clone", "application/json", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create from inspect: %d %s", resp.StatusCode, answer)
+	}
+	te.run("docker", "start", "clone")
+	got := te.run("docker", "inspect", "-f", "{{json .HostConfig.Binds}} {{json .HostConfig.Tmpfs}} {{.HostConfig.RestartPolicy.Name}} {{.Config.Labels.l}}", "clone")
+	want := te.run("docker", "inspect", "-f", "{{json .HostConfig.Binds}} {{json .HostConfig.Tmpfs}} {{.HostConfig.RestartPolicy.Name}} {{.Config.Labels.l}}", "orig")
+	if got != want {
+		t.Fatalf("the clone: %s, the original: %s", got, want)
+	}
+	te.run("docker", "rm", "-f", "clone")
+}
