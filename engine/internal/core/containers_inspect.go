@@ -34,6 +34,9 @@ type ListContainer struct {
 	// them with its project before it keeps a container.
 	MountDetails   []InspectMount         `json:"-"`
 	NetworkDetails map[string]StatusBlock `json:"-"`
+	// RawImage is the image as the create named it (Docker's ps shows it
+	// so; Podman's the resolved name).
+	RawImage string `json:"-"`
 }
 
 // ListContainerNamespaces names the namespaces of a listed container.

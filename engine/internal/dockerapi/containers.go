@@ -93,9 +93,9 @@ func (s *server) summary(c core.ListContainer, networkIDs map[string]string) con
 	out := containertypes.Summary{
 		ID:      c.ID,
 		Names:   names,
-		Image:   c.Image,
+		Image:   firstNonEmpty(c.RawImage, c.Image),
 		ImageID: imageID(c.ImageID),
-		Command: strings.Join(c.Command, " "),
+		Command: dockerCommand(c.Command),
 		Created: c.Created.Unix(),
 		Ports:   dockerPorts(c.Ports),
 		Labels:  c.Labels,
@@ -122,6 +122,20 @@ func (s *server) summary(c core.ListContainer, networkIDs map[string]string) con
 		out.Mounts = append(out.Mounts, mountPoint(m))
 	}
 	return out
+}
+
+// dockerCommand is a listed container's command line as dockerd writes
+// it: the path, then each argument, quoted in single quotes where it holds
+// a space.
+func dockerCommand(cmd []string) string {
+	words := make([]string, len(cmd))
+	for i, w := range cmd {
+		if i > 0 && strings.Contains(w, " ") {
+			w = "'" + w + "'"
+		}
+		words[i] = w
+	}
+	return strings.Join(words, " ")
 }
 
 // dockerPorts lists published ports as Docker's ps does, one per port.

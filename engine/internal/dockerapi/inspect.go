@@ -162,7 +162,7 @@ func (s *server) config(c *core.Container, in *core.InspectContainerData) *conta
 		StdinOnce:    ic.StdinOnce,
 		Env:          ic.Env,
 		Cmd:          ic.Cmd,
-		Image:        c.Image,
+		Image:        firstNonEmpty(c.Spec.RawImageName, c.Image),
 		Volumes:      ic.Volumes,
 		WorkingDir:   ic.WorkingDir,
 		Labels:       ic.Labels,

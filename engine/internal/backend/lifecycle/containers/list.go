@@ -122,6 +122,7 @@ func listEntry(r *record) core.ListContainer {
 		ExitCode:   r.ExitCode,
 		ID:         r.ID,
 		Image:      r.Image,
+		RawImage:   r.Spec.RawImageName,
 		ImageID:    r.ImageID,
 		IsInfra:    r.IsInfra,
 		Labels:     r.Spec.Labels,
