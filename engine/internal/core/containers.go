@@ -628,6 +628,13 @@ type ContainerEvent struct {
 	Ran *time.Duration
 }
 
+// ExecSessionLister lists a container's exec sessions: kept, every one the
+// engine still holds (Podman's inspect lists them), and live, those that
+// have not ended (Docker's inspect lists only those).
+type ExecSessionLister interface {
+	ExecSessionIDs(ctx context.Context, containerID string) (kept, live []string, err error)
+}
+
 // ContainerHook receives container events. Hooks run synchronously after the
 // change is committed, in registration order; a slow hook delays the caller,
 // so hooks that do real work start their own goroutine.

@@ -115,6 +115,9 @@ type InspectContainerData struct {
 	IsService          bool                        `json:"IsService"`
 	Config             *InspectContainerConfig     `json:"Config"`
 	HostConfig         *InspectContainerHostConfig `json:"HostConfig"`
+	// LiveExecIDs are the exec sessions that have not ended (Docker's
+	// ExecIDs).
+	LiveExecIDs []string `json:"-"`
 }
 
 // DriverData names the storage driver of a container and its paths.

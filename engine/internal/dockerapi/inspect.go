@@ -68,7 +68,7 @@ func (s *server) inspectContainer(ctx context.Context, name string, size bool) (
 		RestartCount:   int(in.RestartCount),
 		Driver:         in.Driver,
 		Platform:       "linux",
-		ExecIDs:        in.ExecIDs,
+		ExecIDs:        nilIfEmpty(in.LiveExecIDs),
 		HostConfig:     s.hostConfig(c, in),
 	}
 	base.HostConfig.Links = s.inspectLinks(ctx, c)
@@ -446,4 +446,12 @@ func dockerTmpfsView(tmpfs map[string]string) map[string]string {
 		out[dst] = strings.Join(keep, ",")
 	}
 	return out
+}
+
+// nilIfEmpty is list, or nil (JSON null, as dockerd answers) where empty.
+func nilIfEmpty(list []string) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	return list
 }

@@ -50,6 +50,7 @@ func openStreams(ctx context.Context, logger *slog.Logger, db *state.DB, mgr *co
 		io:       containerio.New(mgr, ""),
 	}
 	s.exec.SetRetention(execRetention)
+	mgr.SetExecSessions(s.exec)
 	// The event log first, so hooks that act on an event see it recorded.
 	s.unsubscribe = append(s.unsubscribe,
 		mgr.Subscribe(bus.ContainerHook),

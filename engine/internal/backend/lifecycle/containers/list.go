@@ -371,6 +371,16 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 		data.SizeRw = &rw
 		data.SizeRootFs = sz.RootFsSize
 	}
+	m.mu.RLock()
+	execs := m.execs
+	m.mu.RUnlock()
+	if execs != nil {
+		kept, live, err := execs.ExecSessionIDs(ctx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		data.ExecIDs, data.LiveExecIDs = append(data.ExecIDs, kept...), live
+	}
 	return data, nil
 }
 

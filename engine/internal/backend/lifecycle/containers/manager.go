@@ -206,6 +206,8 @@ type Manager struct {
 	creatingSecrets map[string][]string
 	// pods resolves the pod a container is created in (SetPods).
 	pods core.PodResolver
+	// execs lists a container's exec sessions for inspect (SetExecSessions).
+	execs core.ExecSessionLister
 
 	hooksMu sync.RWMutex
 	hooks   map[int]core.ContainerHook

@@ -25,6 +25,14 @@ func (m *Manager) SetPods(r core.PodResolver) {
 	m.mu.Unlock()
 }
 
+// SetExecSessions connects the exec sessions' keeper, which inspect asks
+// for a container's sessions. Without it, inspect lists none.
+func (m *Manager) SetExecSessions(l core.ExecSessionLister) {
+	m.mu.Lock()
+	m.execs = l
+	m.mu.Unlock()
+}
+
 func (m *Manager) podResolver() core.PodResolver {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

@@ -242,6 +242,34 @@ func (m *Manager) pruneEnded(ctx context.Context) {
 	}
 }
 
+var _ core.ExecSessionLister = (*Manager)(nil)
+
+// ExecSessionIDs lists the sessions the engine keeps of a container (until
+// they are removed, or pruned a retention after they end) and those of them
+// that have not ended, in the order they were created.
+func (m *Manager) ExecSessionIDs(ctx context.Context, containerID string) (kept, live []string, err error) {
+	records, err := m.store.ListExecSessions(ctx, containerID)
+	if err != nil {
+		return nil, nil, err
+	}
+	sessions := make([]Session, 0, len(records))
+	for _, r := range records {
+		var s Session
+		if json.Unmarshal(r.Data, &s) == nil {
+			sessions = append(sessions, s)
+		}
+	}
+	sort.SliceStable(sessions, func(i, j int) bool { return sessions[i].Created.Before(sessions[j].Created) })
+	kept, live = []string{}, []string{}
+	for _, s := range sessions {
+		kept = append(kept, s.ID)
+		if s.Exited.IsZero() {
+			live = append(live, s.ID)
+		}
+	}
+	return kept, live, nil
+}
+
 // Get returns a stored session.
 func (m *Manager) Get(ctx context.Context, id string) (*Session, error) {
 	r, err := m.store.GetExecSession(ctx, id)
