@@ -183,11 +183,11 @@ func FuzzDockerQueryFilters(f *testing.F) {
 		if why := badRejection(q.err); why != "" {
 			t.Fatalf("%s: %v", why, q.err)
 		}
-		nf, _, err := s.networkFilters(filters)
+		nf, err := s.networkFilters(filters)
 		if why := badRejection(err); why != "" {
 			t.Fatalf("network filters: %s: %v", why, err)
 		}
-		for _, names := range [][]string{nf["name"], nf["id"]} {
+		for _, names := range [][]string{nf.engine["name"], nf.engine["id"]} {
 			for _, n := range names {
 				if n == "bridge" || n == "default" {
 					t.Fatalf("Docker's name %q was passed on to the engine", n)

@@ -2,10 +2,17 @@ package dockerapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
 
 	networktypes "github.com/docker/docker/api/types/network"
 
@@ -75,57 +82,188 @@ func (s *server) dockerNetwork(n *core.Network, containers map[string]core.Netwo
 	return out
 }
 
-// networkFilters translates Docker's network filters; builtin reports
-// whether only the default network (type=builtin) or only the others
-// (type=custom) are asked for.
-func (s *server) networkFilters(f map[string][]string) (map[string][]string, string, error) {
-	out := map[string][]string{}
-	kind := ""
+// networkFilterKeys are the keys docker network ls takes: dockerd's and
+// the engine's until and label! besides.
+var networkFilterKeys = []string{"dangling", "driver", "id", "label", "label!", "name", "scope", "type", "until"}
+
+// listedNetworks are the Docker filters of a network listing, split into
+// what the engine's listing applies (engine) and what only this front door
+// knows: the type (builtin, custom), the scope and whether dangling ones
+// (true) or used ones (false) are asked for, which dockerd answers for its
+// predefined networks (bridge, host, none) as always used.
+type listedNetworks struct {
+	engine   map[string][]string
+	types    []string
+	scopes   []string
+	dangling map[bool]bool
+}
+
+// networkFilters reads Docker's network filters with dockerd's words for
+// what it refuses.
+func (s *server) networkFilters(f map[string][]string) (listedNetworks, error) {
+	out := listedNetworks{engine: map[string][]string{}}
 	for k, vs := range f {
 		switch k {
 		case "type":
 			for _, v := range vs {
 				if v != "custom" && v != "builtin" {
-					return nil, "", core.InvalidArgument("filters", fmt.Errorf("invalid filter: 'type'='%s'", v))
+					return out, core.InvalidArgument("filters", fmt.Errorf("invalid filter: 'type'='%s'", v))
 				}
-				kind = v
+			}
+			out.types = vs
+		case "scope":
+			out.scopes = vs
+		case "dangling":
+			out.dangling = map[bool]bool{}
+			for _, v := range vs {
+				switch v {
+				case "true", "1":
+					out.dangling[true] = true
+				case "false", "0":
+					out.dangling[false] = true
+				default:
+					return out, core.InvalidArgument("filters", errors.New(`invalid value for filter 'dangling', must be "true" (or "1"), or "false" (or "0")`))
+				}
 			}
 		case "name", "id":
 			for _, v := range vs {
-				out[k] = append(out[k], s.engineNetwork(v))
+				out.engine[k] = append(out.engine[k], s.engineNetwork(v))
 			}
 		default:
-			out[k] = vs
+			if !slices.Contains(networkFilterKeys, k) {
+				return out, core.InvalidArgument("filters", fmt.Errorf("Invalid filter '%s'", k))
+			}
+			out.engine[k] = vs
 		}
 	}
-	return out, kind, nil
+	return out, nil
 }
 
-// networkList answers docker network ls.
+// keeps reports whether the filters that only this front door applies
+// keep a network, predefined or not; inUse is asked only for dangling.
+func (l listedNetworks) keeps(predefined bool, inUse func() bool) bool {
+	kind := "custom"
+	if predefined {
+		kind = "builtin"
+	}
+	if len(l.types) > 0 && !slices.Contains(l.types, kind) {
+		return false
+	}
+	if len(l.scopes) > 0 && !slices.Contains(l.scopes, "local") {
+		return false
+	}
+	return l.dangling == nil || l.dangling[!(predefined || inUse())]
+}
+
+// networkList answers docker network ls: the engine's networks with
+// dockerd's host and none.
 func (s *server) networkList(w http.ResponseWriter, r *http.Request) {
 	raw, ok := filtersOf(w, r)
 	if !ok {
 		return
 	}
-	f, kind, err := s.networkFilters(raw)
+	f, err := s.networkFilters(raw)
+	if err != nil {
+		// dockerd's words alone, without the engine's "invalid filters: ".
+		writeMessage(w, http.StatusBadRequest, errors.Unwrap(err).Error())
+		return
+	}
+	list, err := s.deps.Networks.List(r.Context(), f.engine)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	list, err := s.deps.Networks.List(r.Context(), f)
-	if err != nil {
-		writeError(w, err)
-		return
+	var used map[string]bool
+	if f.dangling != nil {
+		withDangling := maps.Clone(f.engine)
+		withDangling["dangling"] = []string{"false"}
+		inUse, err := s.deps.Networks.List(r.Context(), withDangling)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		used = map[string]bool{}
+		for _, n := range inUse {
+			used[n.ID] = true
+		}
 	}
 	out := []networktypes.Summary{}
 	for _, n := range list {
-		builtin := n.Name == s.cfg.DefaultNetwork
-		if kind == "custom" && builtin || kind == "builtin" && !builtin {
-			continue
+		if f.keeps(n.Name == s.cfg.DefaultNetwork, func() bool { return used[n.ID] }) {
+			out = append(out, s.dockerNetwork(n, nil))
 		}
-		out = append(out, s.dockerNetwork(n, nil))
+	}
+	if f.keeps(true, nil) {
+		for _, n := range s.hostAndNone(r.Context()) {
+			if predefinedMatches(n, f.engine) {
+				out = append(out, n)
+			}
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// hostAndNone are dockerd's predefined host and none networks, which the
+// engine keeps no record of (a container's network mode names them): they
+// are listed and inspected as dockerd shows them, so a client that looks
+// for them (Compose, for an external network named host) finds them. Their
+// IDs are fixed; they are as old as the engine's default network.
+func (s *server) hostAndNone(ctx context.Context) []networktypes.Inspect {
+	var created time.Time
+	if def, err := s.deps.Networks.Inspect(ctx, s.cfg.DefaultNetwork); err == nil {
+		created = def.Created
+	}
+	out := make([]networktypes.Inspect, 0, 2)
+	for _, n := range [][2]string{{"host", "host"}, {"none", "null"}} {
+		id := sha256.Sum256([]byte("berth predefined network " + n[0]))
+		out = append(out, networktypes.Inspect{
+			Name: n[0], ID: hex.EncodeToString(id[:]), Created: created, Scope: "local", Driver: n[1],
+			IPAM:    networktypes.IPAM{Driver: "default", Config: []networktypes.IPAMConfig{}},
+			Options: map[string]string{}, Labels: map[string]string{}, Containers: map[string]networktypes.EndpointResource{},
+		})
+	}
+	return out
+}
+
+// predefinedMatches reports whether the engine's filters f keep the
+// predefined network n (one with no labels), read as the engine reads them.
+func predefinedMatches(n networktypes.Inspect, f map[string][]string) bool {
+	for k, vs := range f {
+		var ok bool
+		switch k {
+		case "name":
+			ok = slices.ContainsFunc(vs, func(v string) bool {
+				re, err := regexp.Compile(v)
+				return v == n.Name || err == nil && re.MatchString(n.Name)
+			})
+		case "id":
+			ok = slices.ContainsFunc(vs, func(v string) bool { return strings.HasPrefix(n.ID, v) })
+		case "driver":
+			ok = slices.Contains(vs, n.Driver)
+		case "label":
+			ok = len(vs) == 0
+		default: // label!: a network without labels has none of them; until
+			ok = true
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// predefinedNetwork is dockerd's host or none network that name or ID
+// names, or nil.
+func (s *server) predefinedNetwork(ctx context.Context, nameOrID string) *networktypes.Inspect {
+	if nameOrID != "host" && nameOrID != "none" && len(nameOrID) < 12 {
+		return nil
+	}
+	for _, n := range s.hostAndNone(ctx) {
+		if n.Name == nameOrID || n.ID == nameOrID || strings.HasPrefix(n.ID, nameOrID) {
+			return &n
+		}
+	}
+	return nil
 }
 
 // networkInspect answers docker network inspect.
@@ -134,6 +272,10 @@ func (s *server) networkInspect(w http.ResponseWriter, r *http.Request) {
 	n, err := s.deps.Networks.Inspect(r.Context(), name)
 	if err != nil {
 		if errors.Is(err, core.ErrNoSuchNetwork) {
+			if n := s.predefinedNetwork(r.Context(), pathParam(r, "name")); n != nil {
+				writeJSON(w, http.StatusOK, n)
+				return
+			}
 			writeMessage(w, http.StatusNotFound, "network "+pathParam(r, "name")+" not found")
 			return
 		}
@@ -150,8 +292,9 @@ func (s *server) networkCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if req.Name == "bridge" || req.Name == "host" || req.Name == "none" {
-		writeMessage(w, http.StatusForbidden, fmt.Sprintf("%s is a pre-defined network and cannot be created", req.Name))
+	if req.Name == "bridge" || req.Name == "host" || req.Name == "none" || req.Name == "default" {
+		// dockerd's words, trailing space included; clients match on them.
+		writeMessage(w, http.StatusForbidden, fmt.Sprintf("operation is not permitted on predefined %s network ", req.Name))
 		return
 	}
 	n, err := networkFromRequest(req)
@@ -284,14 +427,30 @@ func (s *server) networkRemove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.deps.Networks.Remove(r.Context(), engineName, false, nil); err != nil {
-		if errors.Is(err, core.ErrNoSuchNetwork) {
+		switch {
+		case errors.Is(err, core.ErrNoSuchNetwork):
 			writeMessage(w, http.StatusNotFound, "network "+name+" not found")
-			return
+		case errors.Is(err, core.ErrNetworkInUse):
+			writeMessage(w, http.StatusForbidden, s.activeEndpoints(r.Context(), name, engineName))
+		default:
+			writeError(w, err)
 		}
-		writeError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// activeEndpoints is dockerd's refusal to remove a network containers are
+// attached to (a 403), naming them as dockerd does.
+func (s *server) activeEndpoints(ctx context.Context, name, engineName string) string {
+	var attached []string
+	if n, err := s.deps.Networks.Inspect(ctx, engineName); err == nil {
+		for id, c := range n.Containers {
+			attached = append(attached, fmt.Sprintf("name:%q id:%q", c.Name, id[:min(12, len(id))]))
+		}
+	}
+	slices.Sort(attached)
+	return fmt.Sprintf("error while removing network: network %s has active endpoints (%s)", name, strings.Join(attached, ", "))
 }
 
 // networkConnect answers docker network connect.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	volumetypes "github.com/docker/docker/api/types/volume"
@@ -66,7 +67,10 @@ func (s *server) volumeCreate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	v, err := s.deps.Volumes.Create(r.Context(), core.VolumeCreateOptions{Name: req.Name, Driver: "local", Labels: req.Labels, Options: req.DriverOpts})
+	// A volume created without a name is anonymous, as dockerd (23 on)
+	// makes it: a prune without all=true removes it.
+	v, err := s.deps.Volumes.Create(r.Context(), core.VolumeCreateOptions{Name: req.Name, Driver: "local", Labels: req.Labels, Options: req.DriverOpts,
+		Anonymous: req.Name == ""})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -84,10 +88,27 @@ func (s *server) volumeInspect(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, dockerVolume(v))
 }
 
-// volumeRemove answers docker volume rm.
+// volumeRemove answers docker volume rm. As dockerd's, force removes no
+// container: it answers a missing volume as removed, and a volume in use
+// is refused in dockerd's words, which name the containers.
 func (s *server) volumeRemove(w http.ResponseWriter, r *http.Request) {
 	name := pathParam(r, "name")
-	finishStatus(w, http.StatusNoContent, s.deps.Volumes.Remove(r.Context(), name, queryOf(r).boolean("force", false)))
+	err := s.deps.Volumes.Remove(r.Context(), name, false)
+	switch {
+	case errors.Is(err, core.ErrNoSuchVolume) && queryOf(r).boolean("force", false):
+		err = nil
+	case errors.Is(err, core.ErrVolumeInUse):
+		var ids []string
+		if s.deps.Containers != nil {
+			users, _ := s.deps.Containers.List(r.Context(), core.ListContainersOptions{All: true, Filters: map[string][]string{"volume": {name}}})
+			for _, c := range users {
+				ids = append(ids, c.ID)
+			}
+		}
+		writeMessage(w, http.StatusConflict, fmt.Sprintf("remove %s: volume is in use - [%s]", name, strings.Join(ids, ", ")))
+		return
+	}
+	finishStatus(w, http.StatusNoContent, err)
 }
 
 // volumePrune answers docker volume prune. Docker (API 1.42+) prunes only

@@ -156,7 +156,7 @@ func TestDockerAPIRules(t *testing.T) {
 		{"POST", "/v1.44/containers/create", `{"Image":"localhost/busybox","HostConfig":{"RestartPolicy":{"Name":"sometimes"}}}`, 400, "invalid restart policy"},
 		{"POST", "/v1.44/containers/create", `{"Image":"nosuch/image"}`, 404, "No such image: nosuch/image"},
 		{"POST", "/v1.44/containers/create", `{"Image":`, 400, "body"},
-		{"POST", "/v1.44/networks/create", `{"Name":"bridge"}`, 403, "pre-defined network"},
+		{"POST", "/v1.44/networks/create", `{"Name":"bridge"}`, 403, "operation is not permitted on predefined bridge network"},
 		{"POST", "/v1.44/containers/nosuch/start?checkpoint=cp1", "", 400, "starting from a checkpoint is not supported"},
 		{"POST", "/v1.44/build?cpushares=512", "", 400, "cpushares"},
 		{"POST", "/v1.44/containers/create", `{"Image":"localhost/busybox","NetworkingConfig":{"EndpointsConfig":{"bridge":{"IPAMConfig":{"LinkLocalIPs":["169.254.1.1"]}}}}}`, 400, "LinkLocalIPs"},

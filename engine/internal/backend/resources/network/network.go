@@ -573,7 +573,7 @@ func (m *Manager) lookupLocked(nameOrID string) (*core.Network, error) {
 	}
 	found, ok, err := core.ByIDPrefix(byID, nameOrID)
 	if err == nil && (!ok || nameOrID == "") {
-		return nil, fmt.Errorf("unable to find network with name or ID %s: %w", nameOrID, core.ErrNoSuchNetwork)
+		return nil, core.NoSuchNetwork(nameOrID)
 	}
 	return found, err
 }
