@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +17,7 @@ import (
 	imagetypes "github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/registry"
 	"github.com/docker/docker/api/types/storage"
-	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+	"github.com/docker/go-connections/nat"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -43,17 +44,31 @@ func (s *server) imageList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	// dockerd computes a shared size only when asked (API 1.42), and the
+	// containers of an image not before API 1.51: -1 stands for "not
+	// computed", which the docker CLI shows as N/A.
+	sharedSize := !versionBefore(r, "1.42") && q.boolean("shared-size", false)
+	patterns := opts.Filters["reference"]
 	out := make([]imagetypes.Summary, 0, len(list))
 	for _, im := range list {
 		sum := imagetypes.Summary{
-			ID: imageID(im.ID), ParentID: imageID(im.ParentID), RepoTags: im.RepoTags, RepoDigests: im.RepoDigests,
-			Created: im.Created, Size: im.Size, SharedSize: int64(im.SharedSize), Labels: im.Labels, Containers: int64(im.Containers),
+			ID: imageID(im.ID), ParentID: imageID(im.ParentID),
+			RepoTags: familiarImageNames(im.RepoTags), RepoDigests: familiarImageNames(im.RepoDigests),
+			Created: im.Created, Size: im.Size, SharedSize: -1, Labels: im.Labels, Containers: -1,
 		}
-		if sum.RepoTags == nil {
-			sum.RepoTags = []string{}
+		if sharedSize {
+			sum.SharedSize = int64(im.SharedSize)
 		}
-		if sum.RepoDigests == nil {
-			sum.RepoDigests = []string{}
+		if len(patterns) > 0 {
+			// As dockerd, a reference filter shows only the names it
+			// matches, and no image where it matches none.
+			sum.RepoTags, sum.RepoDigests = matchingImageNames(sum.RepoTags, patterns), matchingImageNames(sum.RepoDigests, patterns)
+			if len(sum.RepoTags) == 0 && len(sum.RepoDigests) == 0 {
+				continue
+			}
+		}
+		if versionBefore(r, "1.43") && len(sum.RepoTags) == 0 && len(sum.RepoDigests) == 0 {
+			sum.RepoTags, sum.RepoDigests = []string{"<none>:<none>"}, []string{"<none>@<none>"}
 		}
 		if versionBefore(r, "1.44") {
 			sum.VirtualSize = im.Size
@@ -109,6 +124,18 @@ func unescape(p string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(p, "%2F", "/"), "%2f", "/")
 }
 
+// imageInspectAnswer is dockerd's image inspect answer before API 1.50:
+// its Config has every key of a container's configuration, empty ones
+// included ("User": "", "Entrypoint": null ...), which templates such as
+// `docker image inspect -f '{{.Config.User}}'` and clients reading the
+// keys expect; before API 1.45 Container is there too, empty for an image
+// no container was committed to.
+type imageInspectAnswer struct {
+	imagetypes.InspectResponse
+	Config    *containertypes.Config
+	Container *string `json:",omitempty"`
+}
+
 // imageInspect answers docker image inspect.
 func (s *server) imageInspect(w http.ResponseWriter, r *http.Request, name string) {
 	im, err := s.deps.Images.Lookup(r.Context(), name)
@@ -117,10 +144,10 @@ func (s *server) imageInspect(w http.ResponseWriter, r *http.Request, name strin
 		return
 	}
 	cfg := im.Config
-	out := imagetypes.InspectResponse{
+	out := imageInspectAnswer{InspectResponse: imagetypes.InspectResponse{
 		ID:           imageID(im.ID),
-		RepoTags:     im.RepoTags,
-		RepoDigests:  im.RepoDigests,
+		RepoTags:     familiarImageNames(im.RepoTags),
+		RepoDigests:  familiarImageNames(im.RepoDigests),
 		Parent:       imageID(im.Parent),
 		Created:      im.Created.UTC().Format(time.RFC3339Nano),
 		Author:       cfg.Author,
@@ -130,17 +157,7 @@ func (s *server) imageInspect(w http.ResponseWriter, r *http.Request, name strin
 		Size:         im.Size,
 		GraphDriver:  storage.DriverData{Name: im.GraphDriver.Name, Data: im.GraphDriver.Data},
 		RootFS:       imagetypes.RootFS{Type: "layers"},
-		Config:       &dockerspec.DockerOCIImageConfig{ImageConfig: cfg.Config},
-	}
-	if out.RepoTags == nil {
-		out.RepoTags = []string{}
-	}
-	if out.RepoDigests == nil {
-		out.RepoDigests = []string{}
-	}
-	if hc := im.HealthCheck; hc != nil {
-		out.Config.Healthcheck = &dockerspec.HealthcheckConfig{Test: hc.Test, Interval: hc.Interval, Timeout: hc.Timeout, StartPeriod: hc.StartPeriod, Retries: hc.Retries}
-	}
+	}, Config: dockerImageConfig(cfg.Config, im.HealthCheck)}
 	for _, d := range cfg.RootFS.DiffIDs {
 		out.RootFS.Layers = append(out.RootFS.Layers, d.String())
 	}
@@ -155,8 +172,26 @@ func (s *server) imageInspect(w http.ResponseWriter, r *http.Request, name strin
 		// did not build with its classic builder) ContainerConfig; Compose
 		// v1 reads its Volumes when it recreates a container.
 		out.ContainerConfig = &containertypes.Config{}
+		out.Container = new(string)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// dockerImageConfig is an image's runtime configuration in the shape of
+// a container's, as dockerd answers it.
+func dockerImageConfig(c ocispec.ImageConfig, hc *core.HealthConfig) *containertypes.Config {
+	out := &containertypes.Config{User: c.User, Env: c.Env, Entrypoint: c.Entrypoint, Cmd: c.Cmd, Volumes: c.Volumes,
+		WorkingDir: c.WorkingDir, Labels: c.Labels, StopSignal: c.StopSignal, ArgsEscaped: c.ArgsEscaped}
+	if len(c.ExposedPorts) > 0 {
+		out.ExposedPorts = nat.PortSet{}
+		for p := range c.ExposedPorts {
+			out.ExposedPorts[nat.Port(p)] = struct{}{}
+		}
+	}
+	if hc != nil {
+		out.Healthcheck = &containertypes.HealthConfig{Test: hc.Test, Interval: hc.Interval, Timeout: hc.Timeout, StartPeriod: hc.StartPeriod, Retries: hc.Retries}
+	}
+	return out
 }
 
 // imageHistory answers docker history.
@@ -172,9 +207,13 @@ func (s *server) imageHistory(w http.ResponseWriter, r *http.Request, name strin
 		if id != "<missing>" {
 			id = imageID(id)
 		}
-		tags := h.Tags
-		if tags == nil {
-			tags = []string{}
+		// As dockerd, a step that made a local image carries that image's
+		// tags (storage's layer names, which Podman shows, are not tags).
+		tags := []string{}
+		if id != "<missing>" {
+			if im, err := s.deps.Images.Lookup(r.Context(), id); err == nil {
+				tags = familiarImageNames(im.RepoTags)
+			}
 		}
 		out = append(out, imagetypes.HistoryResponseItem{ID: id, Created: h.Created.Unix(), CreatedBy: h.CreatedBy, Tags: tags, Size: h.Size, Comment: h.Comment})
 	}
@@ -197,23 +236,108 @@ func (s *server) imageTag(w http.ResponseWriter, r *http.Request, name string) {
 
 // imageRemove answers docker rmi. Its force is Docker's: it never removes
 // containers (Podman's does); an image containers use loses its name and
-// stays for them.
+// stays for them. An image a running container uses is not removed by ID
+// even with force, as dockerd refuses it.
 func (s *server) imageRemove(w http.ResponseWriter, r *http.Request, name string) {
 	q := queryOf(r)
+	force := q.boolean("force", false)
+	if force {
+		if msg := s.runningUserConflict(r, name); msg != "" {
+			writeMessage(w, http.StatusConflict, msg)
+			return
+		}
+	}
 	rep, errs := s.deps.Images.Remove(r.Context(), []string{name}, core.ImageRemoveOptions{
-		Force: q.boolean("force", false), NoPrune: q.boolean("noprune", false), KeepContainers: true})
+		Force: force, NoPrune: q.boolean("noprune", false), KeepContainers: true})
 	if len(errs) > 0 {
+		if errors.Is(errs[0], core.ErrImageInUse) {
+			if msg := s.removeConflict(r, name); msg != "" {
+				writeMessage(w, http.StatusConflict, msg)
+				return
+			}
+		}
 		writeError(w, errs[0])
 		return
 	}
 	out := []imagetypes.DeleteResponse{}
 	for _, u := range rep.Untagged {
-		out = append(out, imagetypes.DeleteResponse{Untagged: u})
+		out = append(out, imagetypes.DeleteResponse{Untagged: familiarImageName(u)})
 	}
 	for _, d := range rep.Deleted {
 		out = append(out, imagetypes.DeleteResponse{Deleted: imageID(d)})
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// imageUser is a container that uses an image.
+type imageUser struct {
+	id      string
+	running bool
+}
+
+// imageUsers are the image name names and the containers that use it,
+// running ones first.
+func (s *server) imageUsers(r *http.Request, name string) (*core.Image, []imageUser, error) {
+	im, err := s.deps.Images.Lookup(r.Context(), name)
+	if err != nil || s.deps.Containers == nil {
+		return nil, nil, err
+	}
+	list, err := s.deps.Containers.List(r.Context(), core.ListContainersOptions{All: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	var users []imageUser
+	for _, c := range list {
+		if strings.TrimPrefix(c.ImageID, "sha256:") == im.ID {
+			users = append(users, imageUser{id: c.ID, running: c.State == "running" || c.State == "paused"})
+		}
+	}
+	sort.SliceStable(users, func(i, j int) bool { return users[i].running && !users[j].running })
+	return im, users, nil
+}
+
+// isImageIDPrefix reports whether name names image id by its ID.
+func isImageIDPrefix(id, name string) bool {
+	name = strings.TrimPrefix(name, "sha256:")
+	return name != "" && strings.HasPrefix(id, name) && strings.Trim(name, "0123456789abcdef") == ""
+}
+
+// runningUserConflict is dockerd's refusal of a forced removal by ID of
+// an image a running container uses, or "".
+func (s *server) runningUserConflict(r *http.Request, name string) string {
+	im, users, err := s.imageUsers(r, name)
+	if err != nil || im == nil || !isImageIDPrefix(im.ID, name) || len(users) == 0 || !users[0].running {
+		return ""
+	}
+	return fmt.Sprintf("conflict: unable to delete %s (cannot be forced) - image is being used by running container %s",
+		shortDigest(im.ID), shortDigest(users[0].id))
+}
+
+// removeConflict words a refused removal as dockerd does: by ID, "unable
+// to delete ... (must be forced)" (or "cannot be forced" for a running
+// container) with the reason; by name, "unable to remove repository
+// reference"; "" where the image or its users cannot be read.
+func (s *server) removeConflict(r *http.Request, name string) string {
+	im, users, err := s.imageUsers(r, name)
+	if err != nil || im == nil {
+		return ""
+	}
+	if !isImageIDPrefix(im.ID, name) {
+		if len(users) == 0 {
+			return ""
+		}
+		return fmt.Sprintf("conflict: unable to remove repository reference %q (must force) - container %s is using its referenced image %s",
+			name, shortDigest(users[0].id), shortDigest(im.ID))
+	}
+	reason, forced := "image is referenced in multiple repositories", "must be forced"
+	if len(users) > 0 {
+		state := "stopped"
+		if users[0].running {
+			state, forced = "running", "cannot be forced"
+		}
+		reason = fmt.Sprintf("image is being used by %s container %s", state, shortDigest(users[0].id))
+	}
+	return fmt.Sprintf("conflict: unable to delete %s (%s) - %s", shortDigest(im.ID), forced, reason)
 }
 
 // imagePrune answers docker image prune.
@@ -564,10 +688,10 @@ func (s *server) imageLoad(w http.ResponseWriter, r *http.Request) {
 	}
 	js := startJSONStream(w)
 	for _, n := range names {
-		if strings.Contains(n, ":") || strings.Contains(n, "/") {
-			js.send(progressMessage{Stream: "Loaded image: " + n + "\n"})
+		if id := strings.TrimPrefix(n, "sha256:"); len(id) == 64 && strings.Trim(id, "0123456789abcdef") == "" {
+			js.send(progressMessage{Stream: "Loaded image ID: " + imageID(id) + "\n"})
 		} else {
-			js.send(progressMessage{Stream: "Loaded image ID: " + imageID(n) + "\n"})
+			js.send(progressMessage{Stream: "Loaded image: " + familiarImageName(n) + "\n"})
 		}
 	}
 }

@@ -51,7 +51,7 @@ func dockerMessage(err error) string {
 	case core.ErrNoSuchContainer:
 		return "No such container: " + missing.Name
 	case core.ErrNoSuchImage:
-		return "No such image: " + missing.Name
+		return "No such image: " + missingImageName(missing.Name)
 	case core.ErrNoSuchVolume:
 		return "get " + missing.Name + ": no such volume"
 	case core.ErrNoSuchNetwork:

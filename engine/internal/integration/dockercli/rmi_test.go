@@ -20,9 +20,10 @@ func TestDockerRmiForceKeepsContainers(t *testing.T) {
 
 	te.run("docker", "rmi", "keep:2") // one name of several: untagged only
 	te.run("docker", "rmi", "localhost/busybox:latest")
-	contains(t, "docker rmi without -f", te.fails("docker", "rmi", "keep:1"), "used by container(s) "+ctr[:12])
+	contains(t, "docker rmi without -f", te.fails("docker", "rmi", "keep:1"),
+		`conflict: unable to remove repository reference "keep:1" (must force) - container `+ctr[:12]+" is using its referenced image")
 	out := te.run("docker", "rmi", "-f", "keep:1")
-	contains(t, "docker rmi -f", out, "Untagged: docker.io/library/keep:1") // the stored name, as the engine's docker images shows it
+	contains(t, "docker rmi -f", out, "Untagged: keep:1")
 	if strings.Contains(out, "Deleted:") {
 		t.Fatalf("docker rmi -f reported the image deleted while a container uses it:\n%s", out)
 	}
@@ -39,7 +40,7 @@ func TestDockerRmiForceKeepsContainers(t *testing.T) {
 	// By ID: every name goes, the container stays.
 	te.run("docker", "tag", id, "keep:3")
 	te.run("docker", "tag", id, "keep:4")
-	contains(t, "docker rmi -f ID", te.run("docker", "rmi", "-f", id), "Untagged: docker.io/library/keep:")
+	contains(t, "docker rmi -f ID", te.run("docker", "rmi", "-f", id), "Untagged: keep:")
 	if got := strings.TrimSpace(te.run("docker", "image", "inspect", "--format", "{{len .RepoTags}}", id)); got != "0" {
 		t.Fatalf("after docker rmi -f ID the image still has %s names", got)
 	}

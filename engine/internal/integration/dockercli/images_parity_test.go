@@ -1,0 +1,108 @@
+package dockercli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDockerImageNamesAsDockerd: the image routes show Docker Hub names
+// as dockerd does, without docker.io/ and library/ (docker images, the
+// RepoTags of inspect, the Tags of history, rmi's Untagged lines), and a
+// reference filter shows only the names it matches: `docker images
+// alpine` lists alpine's tags, not every tag of the image. Compared with
+// dockerd 20.10 beside the engine.
+func TestDockerImageNamesAsDockerd(t *testing.T) {
+	te := startEngine(t)
+	te.run("docker", "tag", "localhost/busybox:latest", "alpine:3")
+	te.run("docker", "tag", "localhost/busybox:latest", "myrepo/app:v1")
+
+	listed := strings.Fields(te.run("docker", "images", "--format", "{{.Repository}}:{{.Tag}}"))
+	for _, want := range []string{"alpine:3", "myrepo/app:v1", "localhost/busybox:latest"} {
+		if !strings.Contains(" "+strings.Join(listed, " ")+" ", " "+want+" ") {
+			t.Fatalf("docker images lacks %s: %v", want, listed)
+		}
+	}
+	for pattern, want := range map[string]string{"alpine": "alpine:3", "myrepo/*": "myrepo/app:v1", "*/app": "myrepo/app:v1"} {
+		got := strings.TrimSpace(te.run("docker", "images", "--filter", "reference="+pattern, "--format", "{{.Repository}}:{{.Tag}}"))
+		if got != want {
+			t.Fatalf("docker images --filter reference=%s: %q, want %q (dockerd's)", pattern, got, want)
+		}
+	}
+	if got := strings.TrimSpace(te.run("docker", "images", "--filter", "reference=docker.io/library/alpine", "-q")); got != "" {
+		t.Fatalf("docker images --filter reference=docker.io/library/alpine: %q, dockerd matches familiar names only", got)
+	}
+	if got := strings.TrimSpace(te.run("docker", "image", "inspect", "-f", "{{json .RepoTags}}", "alpine:3")); !strings.Contains(got, `"alpine:3"`) || strings.Contains(got, "docker.io") {
+		t.Fatalf("inspect RepoTags: %s", got)
+	}
+	hist := te.run("docker", "history", "--no-trunc", "--format", "{{.ID}}", "alpine:3")
+	id := strings.Fields(hist)[0]
+	if got := te.run("docker", "image", "inspect", "-f", "{{.Id}}", "alpine:3"); strings.TrimSpace(got) != id {
+		t.Fatalf("history's first step %s is not the image %s", id, got)
+	}
+	contains(t, "docker rmi", te.run("docker", "rmi", "alpine:3"), "Untagged: alpine:3\n")
+	contains(t, "inspect of a missing image", te.fails("docker", "image", "inspect", "alpine:3"), "No such image: alpine:3")
+	contains(t, "inspect of a missing image", te.fails("docker", "image", "inspect", "nosuch"), "No such image: nosuch:latest")
+}
+
+// TestDockerImageInspectShape: image inspect answers dockerd's keys:
+// Config has every key of a container's configuration, empty ones too, so
+// `-f '{{.Config.User}}'` prints "" (it failed, "map has no entry for key
+// User"), and Container is there before API 1.45; docker images leaves
+// Containers and SharedSize uncomputed (N/A), as dockerd does at API 1.44.
+func TestDockerImageInspectShape(t *testing.T) {
+	te := startEngine(t)
+	got := te.run("docker", "image", "inspect", "-f",
+		"{{.Config.User}}|{{.Config.WorkingDir}}|{{json .Config.Entrypoint}}|{{json .Config.Volumes}}|{{.Config.Hostname}}|{{.Config.Tty}}|{{json .Config.Cmd}}|{{.Container}}",
+		"localhost/busybox")
+	if want := `||null|null||false|["sh"]|` + "\n"; got != want {
+		t.Fatalf("image inspect: %q, want dockerd's %q", got, want)
+	}
+	if got := strings.TrimSpace(te.run("docker", "images", "--format", "{{.Containers}} {{.SharedSize}}", "localhost/busybox")); got != "N/A N/A" {
+		t.Fatalf("docker images Containers and SharedSize: %q, want dockerd's \"N/A N/A\"", got)
+	}
+}
+
+// TestDockerRmiConflictWords: docker rmi of an image in use answers 409
+// in dockerd's words, which name what to do: by ID, "(must be forced)"
+// for a stopped container or several names, and "(cannot be forced)" for
+// a running one, where -f is refused too (it untagged every name); by the
+// last name, "unable to remove repository reference". A load of an
+// archive without names says "Loaded image ID:".
+func TestDockerRmiConflictWords(t *testing.T) {
+	te := startEngine(t)
+	id := strings.TrimPrefix(strings.TrimSpace(te.run("docker", "image", "inspect", "-f", "{{.Id}}", "localhost/busybox")), "sha256:")
+	short := id[:12]
+	te.run("docker", "tag", "localhost/busybox", "other:1")
+	contains(t, "rmi ID of a twice named image", te.fails("docker", "rmi", short),
+		"conflict: unable to delete "+short+" (must be forced) - image is referenced in multiple repositories")
+	te.run("docker", "rmi", "other:1")
+
+	stopped := strings.TrimSpace(te.run("docker", "create", "localhost/busybox", "true"))
+	contains(t, "rmi ID used by a stopped container", te.fails("docker", "rmi", short),
+		"conflict: unable to delete "+short+" (must be forced) - image is being used by stopped container "+stopped[:12])
+	contains(t, "rmi name used by a container", te.fails("docker", "rmi", "localhost/busybox"),
+		`conflict: unable to remove repository reference "localhost/busybox" (must force) - container `+stopped[:12]+" is using its referenced image "+short)
+	te.run("docker", "rm", stopped)
+
+	running := strings.TrimSpace(te.run("docker", "run", "-d", "localhost/busybox", "sleep", "300"))
+	for _, args := range [][]string{{"rmi", short}, {"rmi", "-f", short}} {
+		contains(t, strings.Join(args, " "), te.fails("docker", args...),
+			"conflict: unable to delete "+short+" (cannot be forced) - image is being used by running container "+running[:12])
+	}
+	if got := strings.TrimSpace(te.run("docker", "image", "inspect", "-f", "{{json .RepoTags}}", short)); got != `["localhost/busybox:latest"]` {
+		t.Fatalf("a refused rmi -f changed the image's names: %s", got)
+	}
+	te.run("docker", "rm", "-f", running)
+
+	archive := filepath.Join(t.TempDir(), "byid.tar")
+	te.run("docker", "save", "-o", archive, short)
+	te.run("docker", "rmi", "localhost/busybox")
+	data, err := os.ReadFile(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	contains(t, "load of an archive without names", te.runIn(bytes.NewBuffer(data), "docker", "load"), "Loaded image ID: sha256:"+id)
+}
