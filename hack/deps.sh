@@ -6,7 +6,7 @@
 set -euo pipefail
 what=${1:-test}
 
-runtime_pkgs=(runc conmon netavark aardvark-dns catatonit criu iptables containernetworking-plugins
+runtime_pkgs=(runc conmon netavark aardvark-dns catatonit criu iptables containernetworking-plugins procps
   busybox-static uidmap git)
 test_pkgs=(podman skopeo docker.io docker-registry prometheus postgresql wrk hyperfine jq sqlite3
   debootstrap curl ca-certificates gcc libc6-dev python3-yaml docker-compose systemd socat etcd-server

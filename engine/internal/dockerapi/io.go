@@ -225,8 +225,9 @@ func (s *server) containerStats(w http.ResponseWriter, r *http.Request) {
 
 // containerTop answers docker top.
 func (s *server) containerTop(w http.ResponseWriter, r *http.Request) {
-	args := strings.Fields(r.URL.Query().Get("ps_args"))
-	res, err := s.deps.ContainerIO.Top(r.Context(), pathParam(r, "name"), args)
+	// dockerd's top: ps on the host with the client's options, the
+	// container's lines kept (host PIDs).
+	res, err := s.deps.ContainerIO.HostTop(r.Context(), pathParam(r, "name"), r.URL.Query().Get("ps_args"))
 	if err != nil {
 		writeError(w, err)
 		return

@@ -34,7 +34,7 @@ type ContainerIO interface {
 	Attach(ctx context.Context, nameOrID string) (*containerio.Session, error)
 	Resize(ctx context.Context, nameOrID string, height, width uint16) error
 	DockerStats(ctx context.Context, nameOrID string, prev *stats.DockerStats) (*stats.DockerStats, error)
-	Top(ctx context.Context, nameOrID string, psArgs []string) (*top.Result, error)
+	HostTop(ctx context.Context, nameOrID, psArgs string) (*top.Result, error)
 }
 
 // ExecSessions are the exec operations (exec.Manager implements them).

@@ -548,6 +548,30 @@ func (s *Service) Top(ctx context.Context, nameOrID string, psArgs []string) (*t
 	return res, nil
 }
 
+// HostTop lists a running container's processes as Docker's top does:
+// ps(1) with psArgs ("-ef" when empty) run on the host, its lines of the
+// container's processes (host PIDs).
+func (s *Service) HostTop(ctx context.Context, nameOrID, psArgs string) (*top.Result, error) {
+	if err := top.CheckHostPSArgs(psArgs); err != nil {
+		return nil, core.InvalidArgument("ps_args", err)
+	}
+	c, err := s.containers.Lookup(ctx, nameOrID)
+	if err != nil {
+		return nil, err
+	}
+	if c.NoCgroup() {
+		return nil, fmt.Errorf("cannot run top on container %s as it did not create a cgroup: %w", c.ID, core.ErrNoCgroup)
+	}
+	if !running(c.State) {
+		return nil, fmt.Errorf("container %s is not running: %w", c.ID, core.ErrStateConflict)
+	}
+	res, err := top.HostPS(ctx, top.Options{CgroupRoot: s.cgroupRoot, CgroupPath: c.CgroupPath}, psArgs)
+	if errors.Is(err, top.ErrNoPIDColumn) {
+		return nil, core.InvalidArgument("ps_args", err)
+	}
+	return res, err
+}
+
 // maxPSOutput bounds what ps(1) may print.
 const maxPSOutput = 1 << 20
 
