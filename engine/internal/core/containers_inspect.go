@@ -37,6 +37,9 @@ type ListContainer struct {
 	// RawImage is the image as the create named it (Docker's ps shows it
 	// so; Podman's the resolved name).
 	RawImage string `json:"-"`
+	// NetworkMode is the container's network mode as inspect shows it
+	// (bridge, host, none, container:ID...).
+	NetworkMode string `json:"-"`
 }
 
 // ListContainerNamespaces names the namespaces of a listed container.

@@ -118,6 +118,10 @@ func (s *server) summary(c core.ListContainer, networkIDs map[string]string) con
 	if len(c.Networks) > 0 && c.Networks[0] != s.cfg.DefaultNetwork {
 		out.HostConfig.NetworkMode = c.Networks[0]
 	}
+	if c.NetworkMode == "host" || c.NetworkMode == "none" {
+		out.HostConfig.NetworkMode = c.NetworkMode
+		predefinedEndpoint(out.NetworkSettings.Networks, c.NetworkMode, networkIDs)
+	}
 	for _, m := range c.MountDetails {
 		out.Mounts = append(out.Mounts, mountPoint(m))
 	}

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"regexp"
+	goruntime "runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -40,7 +42,13 @@ func (s *server) containerCreate(w http.ResponseWriter, r *http.Request) {
 	if req.HostConfig == nil {
 		req.HostConfig = &containertypes.HostConfig{}
 	}
-	spec, err := s.toSpec(strings.TrimPrefix(r.URL.Query().Get("name"), "/"), req.Config, req.HostConfig, req.NetworkingConfig)
+	name := strings.TrimPrefix(r.URL.Query().Get("name"), "/")
+	if name != "" && !dockerContainerName.MatchString(name) {
+		// dockerd's rule (two characters at least) and words.
+		writeMessage(w, http.StatusBadRequest, "Invalid container name ("+name+"), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed")
+		return
+	}
+	spec, err := s.toSpec(name, req.Config, req.HostConfig, req.NetworkingConfig)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -71,6 +79,11 @@ func (s *server) containerCreate(w http.ResponseWriter, r *http.Request) {
 			writeMessage(w, http.StatusNotFound, "No such image: "+req.Config.Image)
 			return
 		}
+		if holder, lerr := s.deps.Containers.Lookup(r.Context(), name); errors.Is(err, core.ErrNameInUse) && lerr == nil {
+			// dockerd's words, which clients and scripts look for.
+			writeMessage(w, http.StatusConflict, fmt.Sprintf("Conflict. The container name \"/%s\" is already in use by container \"%s\". You have to remove (or rename) that container to be able to reuse that name.", name, holder.ID))
+			return
+		}
 		writeError(w, err)
 		return
 	}
@@ -79,6 +92,9 @@ func (s *server) containerCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusCreated, containertypes.CreateResponse{ID: id, Warnings: warnings})
 }
+
+// dockerContainerName is dockerd's rule for a container name.
+var dockerContainerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]+$`)
 
 // createFieldNames are Docker's names of the spec members the backend's
 // 400s name, where the backend checks what the translation passed on.
@@ -351,12 +367,18 @@ func healthConfig(spec *core.ContainerSpec, hc *containertypes.HealthConfig) err
 	return nil
 }
 
+// minMemory is the smallest memory limit dockerd takes (6 MiB).
+const minMemory = 6 << 20
+
 // resources maps Docker's resource limits to OCI's.
 func resources(spec *core.ContainerSpec, res *containertypes.Resources) error {
 	var lr specs.LinuxResources
 	set := false
 	mem := specs.LinuxMemory{}
 	if res.Memory != 0 {
+		if res.Memory < minMemory {
+			return core.InvalidArgument("HostConfig.Memory", errors.New("Minimum memory limit allowed is 6MB"))
+		}
 		v := res.Memory
 		mem.Limit, set = &v, true
 	}
@@ -387,9 +409,15 @@ func resources(spec *core.ContainerSpec, res *containertypes.Resources) error {
 	}
 	cpu := specs.LinuxCPU{}
 	cpuSet := false
+	if res.CPUShares < 0 {
+		return core.InvalidArgument("HostConfig.CpuShares", fmt.Errorf("invalid CPU shares (%d): must not be negative", res.CPUShares))
+	}
 	if res.CPUShares != 0 {
 		v := uint64(res.CPUShares)
 		cpu.Shares, cpuSet = &v, true
+	}
+	if n := int64(goruntime.NumCPU()); res.NanoCPUs < 0 || res.NanoCPUs > n*1e9 {
+		return core.InvalidArgument("HostConfig.NanoCpus", fmt.Errorf("Range of CPUs is from 0.01 to %d.00, as there are only %d CPUs available", n, n))
 	}
 	if res.NanoCPUs != 0 {
 		if res.CPUQuota != 0 || res.CPUPeriod != 0 {

@@ -118,6 +118,13 @@ func (s *server) networkIDs(ctx context.Context) map[string]string {
 	for _, n := range nets {
 		out[n.Name] = n.ID
 	}
+	// dockerd's host and none networks: a container in the host's network
+	// namespace or in none has an endpoint on them.
+	for _, name := range []string{"host", "none"} {
+		if _, ok := out[name]; !ok {
+			out[name] = predefinedNetworkID(name)
+		}
+	}
 	return out
 }
 
@@ -354,6 +361,9 @@ func (s *server) networkSettings(in *core.InspectContainerData, networkIDs map[s
 		}
 		ns.Networks[docker] = ep
 	}
+	if in.HostConfig != nil {
+		predefinedEndpoint(ns.Networks, in.HostConfig.NetworkMode, networkIDs)
+	}
 	return ns
 }
 
@@ -454,4 +464,13 @@ func nilIfEmpty(list []string) []string {
 		return nil
 	}
 	return list
+}
+
+// predefinedEndpoint gives a container in network mode host or none,
+// which has no network of the engine's, its endpoint on dockerd's network
+// of that name, as dockerd lists it.
+func predefinedEndpoint(eps map[string]*networkEndpoint, mode string, networkIDs map[string]string) {
+	if len(eps) == 0 && (mode == "host" || mode == "none") {
+		eps[mode] = &networkEndpoint{NetworkID: networkIDs[mode]}
+	}
 }

@@ -215,14 +215,20 @@ func (s *server) hostAndNone(ctx context.Context) []networktypes.Inspect {
 	}
 	out := make([]networktypes.Inspect, 0, 2)
 	for _, n := range [][2]string{{"host", "host"}, {"none", "null"}} {
-		id := sha256.Sum256([]byte("berth predefined network " + n[0]))
 		out = append(out, networktypes.Inspect{
-			Name: n[0], ID: hex.EncodeToString(id[:]), Created: created, Scope: "local", Driver: n[1],
+			Name: n[0], ID: predefinedNetworkID(n[0]), Created: created, Scope: "local", Driver: n[1],
 			IPAM:    networktypes.IPAM{Driver: "default", Config: []networktypes.IPAMConfig{}},
 			Options: map[string]string{}, Labels: map[string]string{}, Containers: map[string]networktypes.EndpointResource{},
 		})
 	}
 	return out
+}
+
+// predefinedNetworkID is the fixed ID of dockerd's predefined network name
+// (host or none).
+func predefinedNetworkID(name string) string {
+	id := sha256.Sum256([]byte("berth predefined network " + name))
+	return hex.EncodeToString(id[:])
 }
 
 // predefinedMatches reports whether the engine's filters f keep the

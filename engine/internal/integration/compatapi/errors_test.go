@@ -91,7 +91,7 @@ func TestErrorWordsAsPodman(t *testing.T) {
 	// The Docker front door words the same errors as Docker does.
 	for path, want := range map[string]string{
 		"/v1.44/containers/nosuch/json": `{"message":"No such container: nosuch"}`,
-		"/v1.44/images/nosuch/json":     `{"message":"No such image: nosuch"}`,
+		"/v1.44/images/nosuch/json":     `{"message":"No such image: nosuch:latest"}`,
 		"/v1.44/volumes/nosuch":         `{"message":"get nosuch: no such volume"}`,
 	} {
 		status, _, body := te.Exchange("GET", te.Base()+path, "", nil)

@@ -59,3 +59,23 @@ func TestExecIDsListed(t *testing.T) {
 		t.Fatalf("the listed session %s is not running", docker[0])
 	}
 }
+
+// TestPredefinedNetworkEndpoints: a container in network mode none or
+// host is on dockerd's network of that name in ps and inspect, with that
+// network's ID, as dockerd lists it (before: no network at all).
+func TestPredefinedNetworkEndpoints(t *testing.T) {
+	te := startEngine(t)
+	for _, mode := range []string{"none", "host"} {
+		name := "on-" + mode
+		te.run("docker", "create", "--name", name, "--network", mode, "localhost/busybox:latest", "true")
+		id := strings.TrimSpace(te.run("docker", "network", "inspect", "-f", "{{.Id}}", mode))
+		got := te.run("docker", "inspect", "-f", `{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{$v.NetworkID}}{{end}}`, name)
+		if strings.TrimSpace(got) != mode+" "+id {
+			t.Errorf("inspect of a container in %s: %q, want %q", mode, got, mode+" "+id)
+		}
+		ps := te.run("docker", "ps", "-a", "--filter", "name="+name, "--format", "{{.Networks}}")
+		if strings.TrimSpace(ps) != mode {
+			t.Errorf("docker ps of a container in %s: networks %q", mode, ps)
+		}
+	}
+}

@@ -135,6 +135,7 @@ func listEntry(r *record) core.ListContainer {
 		State:      r.State.String(),
 		Status:     healthStatus(r),
 	}
+	lc.NetworkMode = netMode(&r.Spec)
 	if !r.StartedAt.IsZero() {
 		lc.StartedAt = r.StartedAt.Unix()
 	}
