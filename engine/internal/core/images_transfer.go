@@ -177,6 +177,15 @@ const (
 	FormatDockerDir     = "docker-dir"
 )
 
+// LoadOptions choose how a load names the images it stores.
+type LoadOptions struct {
+	// DockerHubShortNames names an image whose name in a docker-archive
+	// has no registry ("alpine:3") as dockerd does, on Docker Hub
+	// (docker.io/library/alpine:3); without it the name goes under
+	// localhost/, as Podman loads it.
+	DockerHubShortNames bool
+}
+
 // ImageTransfer moves images in and out of the local store: registries
 // (pull, push), archives (load, export), rootfs tarballs (import) and other
 // engines (scp).
@@ -189,7 +198,7 @@ type ImageTransfer interface {
 	// Load reads a docker-archive or oci-archive (optionally gzip, bzip2,
 	// xz or zstd compressed) with one or more images and stores them all, or
 	// none. It returns the loaded names (the image ID for an untagged image).
-	Load(ctx context.Context, archive io.Reader) ([]string, error)
+	Load(ctx context.Context, archive io.Reader, opts LoadOptions) ([]string, error)
 	// LoadFile is Load of an archive on the engine host: path must be
 	// absolute; a path that does not exist is ErrNoSuchPath.
 	LoadFile(ctx context.Context, path string) ([]string, error)

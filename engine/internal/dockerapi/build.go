@@ -91,7 +91,7 @@ func (s *server) buildPrune(w http.ResponseWriter, r *http.Request) {
 // parameter.
 func buildOptions(q *query) (core.BuildOptions, error) {
 	opts := core.BuildOptions{
-		Tags:    q.v["t"],
+		Tags:    dockerHubNames(q.v["t"]),
 		Target:  q.str("target"),
 		NoCache: q.boolean("nocache", false),
 		Quiet:   q.boolean("q", false),

@@ -60,3 +60,18 @@ func missingImageName(name string) string {
 	}
 	return reference.FamiliarString(reference.TagNameOnly(named))
 }
+
+// dockerHubNames are the names a client gives, as dockerd stores them: one
+// without a registry on Docker Hub ("myapp" is docker.io/library/myapp,
+// where the engine's own rule, Podman's, puts it under localhost/). A name
+// that does not parse is passed on for the builder to refuse.
+func dockerHubNames(names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if named, err := reference.ParseNormalizedNamed(n); err == nil {
+			n = named.String()
+		}
+		out = append(out, n)
+	}
+	return out
+}

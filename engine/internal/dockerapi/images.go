@@ -593,7 +593,9 @@ func (s *server) imageCreate(w http.ResponseWriter, r *http.Request) {
 func (s *server) imageImport(w http.ResponseWriter, r *http.Request, src string) {
 	q := queryOf(r)
 	opts := core.ImportOptions{Message: q.str("message"), Changes: q.v["changes"]}
-	opts.Reference = withTag(q.str("repo"), q.str("tag"))
+	if ref := withTag(q.str("repo"), q.str("tag")); ref != "" {
+		opts.Reference = dockerHubNames([]string{ref})[0]
+	}
 	if p := q.str("platform"); p != "" {
 		parts := strings.Split(p, "/")
 		opts.OS = parts[0]
@@ -681,7 +683,8 @@ func (s *server) imageLoad(w http.ResponseWriter, r *http.Request) {
 		noRoute(w, r)
 		return
 	}
-	names, err := s.deps.Transfer.Load(r.Context(), r.Body)
+	// dockerd's names: a short one is on Docker Hub, not under localhost/.
+	names, err := s.deps.Transfer.Load(r.Context(), r.Body, core.LoadOptions{DockerHubShortNames: true})
 	if err != nil {
 		writeError(w, err)
 		return

@@ -348,7 +348,7 @@ type loadReport struct {
 
 // loadImages is ImagesLoad: the body is the archive.
 func (s *Server) loadImages(w http.ResponseWriter, r *http.Request) {
-	names, err := s.deps.Transfer.Load(r.Context(), r.Body)
+	names, err := s.deps.Transfer.Load(r.Context(), r.Body, core.LoadOptions{})
 	finishJSON(w, http.StatusOK, loadReport{Names: names}, err)
 }
 

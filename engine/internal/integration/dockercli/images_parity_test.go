@@ -1,9 +1,12 @@
 package dockercli
 
 import (
+	"archive/tar"
 	"bytes"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -105,4 +108,54 @@ func TestDockerRmiConflictWords(t *testing.T) {
 		t.Fatal(err)
 	}
 	contains(t, "load of an archive without names", te.runIn(bytes.NewBuffer(data), "docker", "load"), "Loaded image ID: sha256:"+id)
+}
+
+// TestDockerShortNamesOnDockerHub: a name without a registry that a Docker
+// client stores (docker load of an archive naming "NAME:TAG", build -t,
+// import) is on Docker Hub, as dockerd stores it: docker images shows it
+// short, the libpod API docker.io/library/NAME. Before, load, build and
+// import put it under localhost/ (Podman's rule) while tag and commit
+// did not; an archive from dockerd loaded as localhost/NAME.
+func TestDockerShortNamesOnDockerHub(t *testing.T) {
+	te := startEngine(t)
+	te.run("docker", "tag", "localhost/busybox:latest", "shortload:3")
+	archive := filepath.Join(te.Dir, "short.tar")
+	te.run("docker", "save", "-o", archive, "shortload:3")
+	te.run("docker", "rmi", "shortload:3")
+	if out := te.run("docker", "load", "-i", archive); !strings.Contains(out, "Loaded image: shortload:3") {
+		t.Fatalf("docker load: %s", out)
+	}
+	ctx := filepath.Join(te.Dir, "ctx")
+	os.MkdirAll(ctx, 0o755)
+	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte("FROM localhost/busybox:latest\nCMD [\"true\"]\n"), 0o644)
+	te.run("docker", "build", "-q", "-t", "shortbuilt", ctx)
+	rootfs := filepath.Join(te.Dir, "rootfs.tar")
+	var tb bytes.Buffer
+	tw := tar.NewWriter(&tb)
+	tw.WriteHeader(&tar.Header{Name: "f", Mode: 0o644, Size: 2, Typeflag: tar.TypeReg})
+	tw.Write([]byte("hi"))
+	tw.Close()
+	os.WriteFile(rootfs, tb.Bytes(), 0o644)
+	te.run("docker", "import", rootfs, "shortimported:1")
+	shown := te.run("docker", "images", "--format", "{{.Repository}}:{{.Tag}}")
+	for _, want := range []string{"shortload:3", "shortbuilt:latest", "shortimported:1"} {
+		if !strings.Contains("\n"+shown, "\n"+want+"\n") {
+			t.Errorf("docker images lacks %s:\n%s", want, shown)
+		}
+	}
+	if strings.Contains(shown, "localhost/short") {
+		t.Errorf("a short name under localhost/:\n%s", shown)
+	}
+	var libpod []struct{ Names []string }
+	te.Decode(te.Must(http.StatusOK, "GET", "/images/json", nil), &libpod)
+	var all []string
+	for _, i := range libpod {
+		all = append(all, i.Names...)
+	}
+	for _, want := range []string{"docker.io/library/shortload:3", "docker.io/library/shortbuilt:latest", "docker.io/library/shortimported:1"} {
+		if !slices.Contains(all, want) {
+			t.Errorf("libpod's images lack %s: %q", want, all)
+		}
+	}
+	te.run("docker", "run", "--rm", "shortload:3", "true")
 }

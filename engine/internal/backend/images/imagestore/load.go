@@ -29,14 +29,14 @@ import (
 )
 
 // Load stores every image of a docker-archive or oci-archive read from r.
-func (t *Transfer) Load(ctx context.Context, r io.Reader) (_ []string, err error) {
+func (t *Transfer) Load(ctx context.Context, r io.Reader, opts core.LoadOptions) (_ []string, err error) {
 	defer t.observe("load", time.Now(), &err)
 	path, err := t.receiveBody(ctx, r, "load-*.tar", "archive")
 	if err != nil {
 		return nil, err
 	}
 	defer os.Remove(path)
-	return t.loadFile(ctx, path)
+	return t.loadFile(ctx, path, opts)
 }
 
 // LoadFile stores every image of an archive on the engine host.
@@ -59,7 +59,7 @@ func (t *Transfer) LoadFile(ctx context.Context, path string) (_ []string, err e
 	if !info.Mode().IsRegular() {
 		return nil, core.InvalidArgument("path", fmt.Errorf("%s is not a regular file (only image archives can be loaded)", path))
 	}
-	return t.loadFile(ctx, path)
+	return t.loadFile(ctx, path, core.LoadOptions{})
 }
 
 // loadFile loads the archive at path: the format is read from its entries,
@@ -68,7 +68,7 @@ func (t *Transfer) LoadFile(ctx context.Context, path string) (_ []string, err e
 // then the sum of its entries (layers decompressed). All images are stored
 // or, on any failure, none: images this load created are removed and names
 // it moved are given back.
-func (t *Transfer) loadFile(ctx context.Context, path string) (names []string, err error) {
+func (t *Transfer) loadFile(ctx context.Context, path string, opts core.LoadOptions) (names []string, err error) {
 	path, cleanup, err := t.decompressed(ctx, path)
 	if err != nil {
 		return nil, err
@@ -99,7 +99,7 @@ func (t *Transfer) loadFile(ctx context.Context, path string) (names []string, e
 
 	switch format {
 	case archivefmt.Docker:
-		names, err = t.loadDockerArchive(ctx, session, path)
+		names, err = t.loadDockerArchive(ctx, session, path, opts)
 	default:
 		names, err = t.loadOCIArchive(ctx, session, path)
 	}
@@ -172,7 +172,11 @@ func (t *Transfer) decompressed(ctx context.Context, path string) (string, func(
 
 // loadDockerArchive copies each image of a docker-archive once, then adds
 // its further tags.
-func (t *Transfer) loadDockerArchive(ctx context.Context, session *loadSession, path string) ([]string, error) {
+func (t *Transfer) loadDockerArchive(ctx context.Context, session *loadSession, path string, opts core.LoadOptions) ([]string, error) {
+	name := localName
+	if opts.DockerHubShortNames {
+		name = dockerHubName
+	}
 	sys := t.systemContext()
 	reader, err := dockerarchive.NewReader(sys, path)
 	if err != nil {
@@ -204,7 +208,7 @@ func (t *Transfer) loadDockerArchive(ctx context.Context, session *loadSession, 
 				return nil, core.InvalidArgument("archive", err)
 			}
 			for _, tag := range raw {
-				n, err := localName(tag)
+				n, err := name(tag)
 				if err != nil {
 					return nil, core.InvalidArgument("archive", fmt.Errorf("image name %q: %w", tag, err))
 				}
@@ -344,6 +348,17 @@ func configID(ctx context.Context, sys *types.SystemContext, src types.ImageRefe
 		return "", err
 	}
 	return info.Digest.Encoded(), nil
+}
+
+// dockerHubName normalizes an image name the way dockerd names loaded
+// images: a name without a registry is on Docker Hub ("alpine:3" is
+// docker.io/library/alpine:3), a missing tag is latest.
+func dockerHubName(name string) (reference.Named, error) {
+	named, err := reference.ParseNormalizedNamed(name)
+	if err != nil {
+		return nil, err
+	}
+	return localName(named.String())
 }
 
 // localName normalizes an image name the way Podman names loaded images: a

@@ -153,7 +153,7 @@ func TestExportFormatsReload(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			data := exportBytes(t, e.transfer, []string{"exported:1"}, core.ExportOptions{Format: format})
 			dst := newEnv(t)
-			names, err := dst.transfer.Load(context.Background(), bytes.NewReader(data))
+			names, err := dst.transfer.Load(context.Background(), bytes.NewReader(data), core.LoadOptions{})
 			if err != nil {
 				t.Fatalf("reload: %v", err)
 			}
@@ -172,12 +172,12 @@ func TestExportFormatsReload(t *testing.T) {
 	// Several images: one docker-archive; by ID: untagged in the archive.
 	data := exportBytes(t, e.transfer, []string{"localhost/exported:1", "second:1"}, core.ExportOptions{Format: core.FormatDockerArchive})
 	dst := newEnv(t)
-	names, err := dst.transfer.Load(context.Background(), bytes.NewReader(data))
+	names, err := dst.transfer.Load(context.Background(), bytes.NewReader(data), core.LoadOptions{})
 	if err != nil || !slices.Equal(names, []string{"localhost/exported:1", "localhost/second:1"}) {
 		t.Errorf("multi-image export reloaded as %v, %v", names, err)
 	}
 	data = exportBytes(t, e.transfer, []string{id[:12]}, core.ExportOptions{Format: core.FormatDockerArchive})
-	names, err = newEnv(t).transfer.Load(context.Background(), bytes.NewReader(data))
+	names, err = newEnv(t).transfer.Load(context.Background(), bytes.NewReader(data), core.LoadOptions{})
 	if err != nil || !slices.Equal(names, []string{"sha256:" + id}) {
 		t.Errorf("export by ID reloaded as %v, %v", names, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
+	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -157,7 +158,7 @@ func TestLoadLayerBombIs413(t *testing.T) {
 	}
 
 	roomy := newEnvWith(t, imagestore.TransferOptions{MaxExpandedSize: 64 << 20})
-	if names, err := roomy.transfer.Load(context.Background(), bytes.NewReader(data)); err != nil || len(names) != 1 {
+	if names, err := roomy.transfer.Load(context.Background(), bytes.NewReader(data), core.LoadOptions{}); err != nil || len(names) != 1 {
 		t.Fatalf("load within the bound: %v, %v", names, err)
 	}
 }

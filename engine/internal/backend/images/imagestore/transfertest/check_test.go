@@ -24,7 +24,7 @@ func TestFullCheckIgnoresSymlinkModes(t *testing.T) {
 		{Path: "links/data", Data: []byte("data"), Mode: 0o644},
 	}}
 	img := withLayer(testimage.Busybox("localhost/links:1", "true"), links)
-	names, err := e.transfer.Load(context.Background(), bytes.NewReader(archive(t, testimage.Docker, img)))
+	names, err := e.transfer.Load(context.Background(), bytes.NewReader(archive(t, testimage.Docker, img)), core.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

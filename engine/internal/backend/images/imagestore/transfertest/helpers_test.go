@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore"
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
+	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/internal/handlers"
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/internal/testsupport/need"
@@ -80,7 +81,7 @@ func archive(t testing.TB, format testimage.Format, images ...testimage.Image) [
 // load loads a one-image busybox archive named name into e.
 func (e *env) load(t testing.TB, name string) string {
 	t.Helper()
-	names, err := e.transfer.Load(context.Background(), bytes.NewReader(archive(t, testimage.Docker, testimage.Busybox(name, "true"))))
+	names, err := e.transfer.Load(context.Background(), bytes.NewReader(archive(t, testimage.Docker, testimage.Busybox(name, "true"))), core.LoadOptions{})
 	if err != nil {
 		t.Fatalf("load %s: %v", name, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/images/imagestore/registrytest"
+	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -124,7 +125,7 @@ func TestHTTPLoadImportExportScp(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("export several: %d %s", status, body)
 	}
-	names, err := newEnv(t).transfer.Load(context.Background(), bytes.NewReader(body))
+	names, err := newEnv(t).transfer.Load(context.Background(), bytes.NewReader(body), core.LoadOptions{})
 	if err != nil || !slices.Equal(names, []string{"localhost/web:1", "localhost/imported:2"}) {
 		t.Fatalf("export several reloaded as %v %v", names, err)
 	}
@@ -307,7 +308,7 @@ func TestHTTPPullClientGoneLeavesNoLayers(t *testing.T) {
 	reg := registrytest.Start(t, registrytest.Options{})
 	src := newEnv(t)
 	big := withLayer(testimage.Busybox("localhost/hangup:1", "true"), testimage.RandomLayer(128<<20, 3))
-	if _, err := src.transfer.Load(context.Background(), bytes.NewReader(archive(t, testimage.Docker, big))); err != nil {
+	if _, err := src.transfer.Load(context.Background(), bytes.NewReader(archive(t, testimage.Docker, big)), core.LoadOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ref := reg.Host + "/hangup:1"

@@ -17,6 +17,23 @@ import (
 	"github.com/berth-project/berth/engine/testimage"
 )
 
+// TestLoadDockerHubShortNames: with DockerHubShortNames (the Docker API's
+// load) a short name in the archive is on Docker Hub, as dockerd names
+// it; a name with a registry or under localhost/ stays as it is.
+func TestLoadDockerHubShortNames(t *testing.T) {
+	e := newEnv(t)
+	img := testimage.Busybox("tools:2", "true")
+	img.RepoTags = append(img.RepoTags, "team/app:5", "localhost/app:1", "example.com/x:3")
+	names, err := e.transfer.Load(context.Background(), bytes.NewReader(archive(t, testimage.Docker, img)), core.LoadOptions{DockerHubShortNames: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"docker.io/library/tools:2", "docker.io/team/app:5", "localhost/app:1", "example.com/x:3"}
+	if !reflect.DeepEqual(names, want) {
+		t.Fatalf("names = %v, want %v", names, want)
+	}
+}
+
 func TestLoadDockerArchiveWithSeveralImages(t *testing.T) {
 	e := newEnv(t)
 	app := testimage.Busybox("localhost/app:1", "echo", "app")
@@ -26,7 +43,7 @@ func TestLoadDockerArchiveWithSeveralImages(t *testing.T) {
 	untagged.RepoTags = nil
 	untagged.Config.Labels = map[string]string{"kind": "untagged"}
 
-	names, err := e.transfer.Load(context.Background(), bytes.NewReader(archive(t, testimage.Docker, app, other, untagged)))
+	names, err := e.transfer.Load(context.Background(), bytes.NewReader(archive(t, testimage.Docker, app, other, untagged)), core.LoadOptions{})
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
@@ -64,7 +81,7 @@ func TestLoadDockerArchiveWithSeveralImages(t *testing.T) {
 func TestLoadOCIArchiveAndCompressedArchives(t *testing.T) {
 	e := newEnv(t)
 	oci := archive(t, testimage.OCI, testimage.Busybox("localhost/oci:1", "true"), testimage.Busybox("localhost/oci:2", "false"))
-	names, err := e.transfer.Load(context.Background(), bytes.NewReader(oci))
+	names, err := e.transfer.Load(context.Background(), bytes.NewReader(oci), core.LoadOptions{})
 	if err != nil {
 		t.Fatalf("load oci-archive: %v", err)
 	}
@@ -83,7 +100,7 @@ func TestLoadOCIArchiveAndCompressedArchives(t *testing.T) {
 	zw := gzip.NewWriter(&gz)
 	zw.Write(archive(t, testimage.Docker, testimage.Busybox("localhost/zipped:1", "true")))
 	zw.Close()
-	names, err = e.transfer.Load(context.Background(), &gz)
+	names, err = e.transfer.Load(context.Background(), &gz, core.LoadOptions{})
 	if err != nil {
 		t.Fatalf("load gzip docker-archive: %v", err)
 	}
@@ -133,7 +150,7 @@ func TestLoadRefusesDamagedArchives(t *testing.T) {
 	before := e.snapshot(t)
 	for name, data := range cases {
 		t.Run(name, func(t *testing.T) {
-			names, err := e.transfer.Load(context.Background(), bytes.NewReader(data))
+			names, err := e.transfer.Load(context.Background(), bytes.NewReader(data), core.LoadOptions{})
 			if err == nil {
 				t.Fatalf("loaded %v from a damaged archive", names)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/berth-project/berth/engine/internal/core"
 	"github.com/berth-project/berth/engine/testimage"
 )
 
@@ -18,10 +19,10 @@ func TestTransferDurationMetric(t *testing.T) {
 	if err := e.transfer.RegisterMetrics(registry); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.transfer.Load(context.Background(), bytes.NewReader(archive(t, testimage.Docker, testimage.Busybox("localhost/metric:1", "true")))); err != nil {
+	if _, err := e.transfer.Load(context.Background(), bytes.NewReader(archive(t, testimage.Docker, testimage.Busybox("localhost/metric:1", "true"))), core.LoadOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.transfer.Load(context.Background(), bytes.NewReader([]byte("junk"))); err == nil {
+	if _, err := e.transfer.Load(context.Background(), bytes.NewReader([]byte("junk")), core.LoadOptions{}); err == nil {
 		t.Fatal("junk loaded")
 	}
 	families, err := registry.Gather()

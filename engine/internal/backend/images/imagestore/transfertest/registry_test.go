@@ -156,7 +156,7 @@ func TestPullCancelledMidwayLeavesNoLayers(t *testing.T) {
 	reg := registrytest.Start(t, registrytest.Options{})
 	src := newEnv(t)
 	big := withLayer(withLayer(testimage.Busybox("localhost/big:1", "true"), testimage.RandomLayer(8<<20, 1)), testimage.RandomLayer(96<<20, 2))
-	if _, err := src.transfer.Load(context.Background(), bytes.NewReader(archive(t, testimage.Docker, big))); err != nil {
+	if _, err := src.transfer.Load(context.Background(), bytes.NewReader(archive(t, testimage.Docker, big)), core.LoadOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ref := reg.Host + "/big:1"
@@ -328,7 +328,7 @@ func TestPullAllTags(t *testing.T) {
 	src := newEnv(t)
 	src.load(t, "localhost/tags:1")
 	img := withLayer(testimage.Busybox("localhost/tags:2", "true"), testimage.RandomLayer(1<<10, 5))
-	if _, err := src.transfer.Load(context.Background(), bytes.NewReader(archive(t, testimage.Docker, img))); err != nil {
+	if _, err := src.transfer.Load(context.Background(), bytes.NewReader(archive(t, testimage.Docker, img)), core.LoadOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tag := range []string{"1", "2"} {
