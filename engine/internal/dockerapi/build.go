@@ -33,6 +33,12 @@ func (s *server) build(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	js.send(progressMessage{Aux: map[string]string{"ID": imageID(id)}})
+	if opts.Quiet {
+		// dockerd's quiet build says only the image's ID, which the CLI
+		// prints as it comes: IMG=$(docker build -q .) is the ID.
+		js.send(progressMessage{Stream: imageID(id) + "\n"})
+		return
+	}
 	short := strings.TrimPrefix(imageID(id), "sha256:")
 	if len(short) > 12 {
 		short = short[:12]

@@ -159,3 +159,20 @@ func TestDockerShortNamesOnDockerHub(t *testing.T) {
 	}
 	te.run("docker", "run", "--rm", "shortload:3", "true")
 }
+
+// TestDockerBuildQuietPrintsTheID: docker build -q prints the image's ID
+// alone, as with dockerd, so IMG=$(docker build -q .) can be run. Before,
+// it printed "Successfully built SHORTID".
+func TestDockerBuildQuietPrintsTheID(t *testing.T) {
+	te := startEngine(t)
+	ctx := filepath.Join(te.Dir, "ctx")
+	os.MkdirAll(ctx, 0o755)
+	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte("FROM localhost/busybox:latest\nCMD [\"echo\", \"built\"]\n"), 0o644)
+	id := strings.TrimSpace(te.run("docker", "build", "-q", ctx))
+	if len(id) != len("sha256:")+64 || !strings.HasPrefix(id, "sha256:") {
+		t.Fatalf("docker build -q printed %q, want sha256:ID", id)
+	}
+	if out := te.run("docker", "run", "--rm", id); strings.TrimSpace(out) != "built" {
+		t.Fatalf("docker run of the quiet build's ID: %q", out)
+	}
+}
