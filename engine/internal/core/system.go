@@ -90,6 +90,9 @@ type HostInfo struct {
 	// and the specs that failed to load (Berth's addition; Docker's info
 	// has CDISpecDirs).
 	CDI *CDIInfo `json:"cdi,omitempty"`
+	// Machine is the kernel's name for the hardware (uname -m: x86_64,
+	// aarch64), which Docker's info shows where Podman's shows Arch.
+	Machine string `json:"-"`
 }
 
 // ComponentInfo names an external program the engine runs (conmon, runc).
@@ -113,6 +116,8 @@ type DistributionInfo struct {
 	Variant      string `json:"variant,omitempty"`
 	Version      string `json:"version"`
 	Codename     string `json:"codename,omitempty"`
+	// PrettyName is os-release's PRETTY_NAME (Docker's info shows it).
+	PrettyName string `json:"-"`
 }
 
 // IDMap is one range of a user namespace ID mapping.

@@ -2,8 +2,11 @@ package dockerapi
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"os"
+	goruntime "runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,8 +76,9 @@ func (s *server) info(w http.ResponseWriter, r *http.Request) {
 		Images:            store.ImageStore.Number,
 		Driver:            store.GraphDriverName,
 		Plugins: systemtypes.PluginsInfo{
-			Volume:  in.Plugins.Volume,
-			Network: in.Plugins.Network,
+			Volume: in.Plugins.Volume,
+			// dockerd's predefined host and none networks' drivers too.
+			Network: append(slices.Clone(in.Plugins.Network), "host", "null"),
 			Log:     []string{"json-file", "k8s-file"},
 		},
 		MemoryLimit:        true,
@@ -90,14 +94,25 @@ func (s *server) info(w http.ResponseWriter, r *http.Request) {
 		CgroupDriver:       host.CgroupManager,
 		CgroupVersion:      strings.TrimPrefix(host.CgroupsVersion, "v"),
 		KernelVersion:      host.Kernel,
-		OperatingSystem:    host.Distribution.Distribution + " " + host.Distribution.Version,
+		OperatingSystem:    firstNonEmpty(host.Distribution.PrettyName, host.Distribution.Distribution+" "+host.Distribution.Version),
 		OSVersion:          host.Distribution.Version,
 		OSType:             host.OS,
-		Architecture:       host.Arch,
+		Architecture:       firstNonEmpty(host.Machine, host.Arch),
 		IndexServerAddress: "https://index.docker.io/v1/",
+		// The registries a Docker client's pull and push reach without TLS
+		// verification (dockerTLSVerify), as dockerd's defaults say.
 		RegistryConfig: &registry.ServiceConfig{
-			IndexConfigs: map[string]*registry.IndexInfo{},
+			InsecureRegistryCIDRs: []*registry.NetIPNet{loopbackNet("127.0.0.0/8"), loopbackNet("::1/128")},
+			IndexConfigs: map[string]*registry.IndexInfo{
+				"docker.io": {Name: "docker.io", Mirrors: []string{}, Secure: true, Official: true},
+			},
+			Mirrors: []string{},
 		},
+		InitBinary: "catatonit",
+		// memory.oom_control: cgroup v1's alone, as dockerd reports it.
+		OomKillDisable:  host.CgroupsVersion == "v1",
+		NGoroutines:     goruntime.NumGoroutine(),
+		NFd:             openFiles(),
 		NCPU:            host.CPUs,
 		MemTotal:        host.MemTotal,
 		DockerRootDir:   store.GraphRoot,
@@ -127,6 +142,18 @@ func (s *server) info(w http.ResponseWriter, r *http.Request) {
 		out.SecurityOptions = append(out.SecurityOptions, "name=apparmor")
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// loopbackNet is a CIDR as Docker's registry configuration lists it.
+func loopbackNet(cidr string) *registry.NetIPNet {
+	_, n, _ := net.ParseCIDR(cidr)
+	return (*registry.NetIPNet)(n)
+}
+
+// openFiles counts the engine's open file descriptors (Docker's NFd).
+func openFiles() int {
+	entries, _ := os.ReadDir("/proc/self/fd")
+	return len(entries)
 }
 
 // diskUsage answers Docker's system df from the engine's report.

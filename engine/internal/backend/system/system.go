@@ -191,6 +191,7 @@ func (s *Service) Info(ctx context.Context) (*core.Info, error) {
 			Hostname:          hostname,
 			IDMappings:        core.IDMappings{GIDMap: []core.IDMap{}, UIDMap: []core.IDMap{}},
 			Kernel:            host.KernelVersion(),
+			Machine:           host.Machine(),
 			LogDriver:         "k8s-file",
 			MemFree:           memFree,
 			MemTotal:          memTotal,
@@ -229,7 +230,7 @@ func (s *Service) Info(ctx context.Context) (*core.Info, error) {
 		Registries: map[string]any{"search": s.store.SearchRegistries()},
 		Plugins: core.Plugins{
 			Volume:        []string{"local"},
-			Network:       []string{"bridge"},
+			Network:       []string{"bridge", "macvlan"},
 			Log:           s.cfg.logDrivers(),
 			Authorization: nil,
 		},

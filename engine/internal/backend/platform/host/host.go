@@ -62,6 +62,15 @@ func KernelVersion() string {
 	return unix.ByteSliceToString(u.Release[:])
 }
 
+// Machine is the kernel's name for the hardware (uname -m).
+func Machine() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Machine[:])
+}
+
 // Distribution reads /etc/os-release.
 func Distribution() core.DistributionInfo {
 	var d core.DistributionInfo
@@ -86,6 +95,8 @@ func Distribution() core.DistributionInfo {
 			d.Codename = v
 		case "VARIANT_ID":
 			d.Variant = v
+		case "PRETTY_NAME":
+			d.PrettyName = v
 		}
 	}
 	return d
