@@ -167,10 +167,10 @@ func (s *server) config(c *core.Container, in *core.InspectContainerData) *conta
 		Tty:          ic.Tty,
 		OpenStdin:    ic.OpenStdin,
 		StdinOnce:    ic.StdinOnce,
-		Env:          ic.Env,
+		Env:          dockerEnv(ic.Env, c.Spec.Env),
 		Cmd:          ic.Cmd,
 		Image:        firstNonEmpty(c.Spec.RawImageName, c.Image),
-		Volumes:      ic.Volumes,
+		Volumes:      nilIfNoVolumes(ic.Volumes),
 		WorkingDir:   ic.WorkingDir,
 		Labels:       ic.Labels,
 		Entrypoint:   c.Spec.Entrypoint,
@@ -473,4 +473,29 @@ func predefinedEndpoint(eps map[string]*networkEndpoint, mode string, networkIDs
 	if len(eps) == 0 && (mode == "host" || mode == "none") {
 		eps[mode] = &networkEndpoint{NetworkID: networkIDs[mode]}
 	}
+}
+
+// dockerEnv is a container's environment as dockerd's inspect shows it:
+// the image's and the request's variables, without those the engine adds
+// as Podman does (container=podman, HOSTNAME) unless the request set them,
+// so that a client that creates a container from another's inspect
+// (Watchtower) does not copy the old container's hostname into the new.
+func dockerEnv(env []string, requested map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, asked := requested[k]; !asked && (k == "container" || k == "HOSTNAME") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// nilIfNoVolumes is Config.Volumes, null where none, as dockerd answers.
+func nilIfNoVolumes(v map[string]struct{}) map[string]struct{} {
+	if len(v) == 0 {
+		return nil
+	}
+	return v
 }

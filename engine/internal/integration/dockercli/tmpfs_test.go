@@ -78,3 +78,21 @@ func TestDockerCreateFromInspect(t *testing.T) {
 	}
 	te.run("docker", "rm", "-f", "clone")
 }
+
+// TestDockerInspectEnvAsDockerd: Config.Env holds the image's and the
+// request's variables, not the engine's container=podman and HOSTNAME
+// (dockerd's neither), unless the request set them; a container created
+// from the inspect gets its own hostname. Config.Volumes is null where
+// none, as dockerd's.
+func TestDockerInspectEnvAsDockerd(t *testing.T) {
+	te := startEngine(t)
+	te.run("docker", "create", "--name", "env-plain", "-e", "A=1", "localhost/busybox:latest", "true")
+	te.run("docker", "create", "--name", "env-asked", "-e", "HOSTNAME=mine", "localhost/busybox:latest", "true")
+	plain := te.run("docker", "inspect", "-f", "{{json .Config.Env}} {{json .Config.Volumes}}", "env-plain")
+	if strings.Contains(plain, "HOSTNAME=") || strings.Contains(plain, "container=") || !strings.Contains(plain, `"A=1"`) || !strings.HasSuffix(strings.TrimSpace(plain), " null") {
+		t.Errorf("env-plain's Config.Env and Volumes: %s", plain)
+	}
+	if asked := te.run("docker", "inspect", "-f", "{{json .Config.Env}}", "env-asked"); !strings.Contains(asked, `"HOSTNAME=mine"`) {
+		t.Errorf("env-asked's Config.Env lost its HOSTNAME: %s", asked)
+	}
+}
