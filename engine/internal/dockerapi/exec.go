@@ -42,9 +42,8 @@ func (s *server) execCreate(w http.ResponseWriter, r *http.Request) {
 
 // execInspect answers docker's exec inspect.
 func (s *server) execInspect(w http.ResponseWriter, r *http.Request) {
-	sess, err := s.deps.Exec.Get(r.Context(), pathParam(r, "id"))
-	if err != nil {
-		writeError(w, err)
+	sess, ok := s.execSession(w, r)
+	if !ok {
 		return
 	}
 	type processConfig struct {
@@ -52,7 +51,7 @@ func (s *server) execInspect(w http.ResponseWriter, r *http.Request) {
 		Entrypoint string   `json:"entrypoint"`
 		Arguments  []string `json:"arguments"`
 		Privileged bool     `json:"privileged"`
-		User       string   `json:"user"`
+		User       string   `json:"user,omitempty"`
 	}
 	out := struct {
 		ID            string        `json:"ID"`
@@ -70,6 +69,12 @@ func (s *server) execInspect(w http.ResponseWriter, r *http.Request) {
 		ID: sess.ID, Running: sess.Running, ContainerID: sess.ContainerID, Pid: sess.Pid,
 		OpenStdin: sess.Config.AttachStdin, OpenStdout: sess.Config.AttachStdout, OpenStderr: sess.Config.AttachStderr,
 		ProcessConfig: processConfig{Tty: sess.Config.Tty, Privileged: sess.Config.Privileged, User: sess.Config.User, Arguments: []string{}},
+		// dockerd shows the detach sequence as bytes (base64 in JSON), ""
+		// where the exec has none.
+		DetachKeys: []byte{},
+	}
+	if keys, err := stream.ParseDetachKeys(sess.Config.DetachKeys); err == nil && keys != nil {
+		out.DetachKeys = keys
 	}
 	if len(sess.Config.Cmd) > 0 {
 		out.ProcessConfig.Entrypoint = sess.Config.Cmd[0]
@@ -79,6 +84,11 @@ func (s *server) execInspect(w http.ResponseWriter, r *http.Request) {
 		out.Running = true
 	} else if sess.Started && !sess.Running {
 		code := sess.ExitCode
+		if sess.StartFailed {
+			// dockerd's code for an exec it could not start, whatever the
+			// reason; docker exec exits with it.
+			code = execStartFailedCode
+		}
 		out.ExitCode = &code
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -93,9 +103,8 @@ func (s *server) execStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := pathParam(r, "id")
-	sess, err := s.deps.Exec.Get(r.Context(), id)
-	if err != nil {
-		writeError(w, err)
+	sess, ok := s.execSession(w, r)
+	if !ok {
 		return
 	}
 	if sess.Started {
@@ -111,6 +120,17 @@ func (s *server) execStart(w http.ResponseWriter, r *http.Request) {
 	}
 	if body.Detach {
 		if _, err := s.deps.Exec.Start(r.Context(), id, exec.Streams{}, size); err != nil {
+			var failed *exec.StartError
+			if errors.As(err, &failed) {
+				// dockerd: a command missing or not executable is the
+				// client's mistake (400), anything else the runtime's.
+				status := http.StatusInternalServerError
+				if failed.Code == 126 || failed.Code == 127 {
+					status = http.StatusBadRequest
+				}
+				writeMessage(w, status, runtimeExecFailed(failed))
+				return
+			}
 			writeError(w, err)
 			return
 		}
@@ -138,11 +158,17 @@ func (s *server) execStart(w http.ResponseWriter, r *http.Request) {
 	started, err := s.deps.Exec.Start(r.Context(), id, streams, size)
 	startDone()
 	if err != nil {
-		msg := []byte(err.Error() + "\n")
+		// dockerd writes why on the exec's stdout, where docker exec
+		// prints it, before the client reads the exit code from inspect.
+		msg := err.Error()
+		var failed *exec.StartError
+		if errors.As(err, &failed) {
+			msg = runtimeExecFailed(failed)
+		}
 		if mux != nil {
-			_ = mux.WriteFrame(stream.Stderr, msg)
+			_ = mux.WriteFrame(stream.Stdout, []byte(msg+"\r\n"))
 		} else if streams.Stdout != nil {
-			_, _ = streams.Stdout.Write(msg)
+			_, _ = streams.Stdout.Write([]byte(msg + "\r\n"))
 		}
 		s.logger.Warn("docker exec start failed", "session", id, "err", err)
 		return
@@ -155,20 +181,54 @@ func (s *server) execStart(w http.ResponseWriter, r *http.Request) {
 
 // execResize sets a session's terminal size.
 func (s *server) execResize(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.execSession(w, r); !ok {
+		return
+	}
 	resize(w, r, s.deps.Exec.Resize, pathParam(r, "id"))
+}
+
+// execStartFailedCode is the exit code dockerd gives an exec whose process
+// could not be started (Podman's 127 for a missing command stays on the
+// libpod API).
+const execStartFailedCode = 126
+
+// execSession finds the session the path names; otherwise it answers,
+// a missing one in dockerd's words ("No such exec instance: ID").
+func (s *server) execSession(w http.ResponseWriter, r *http.Request) (*exec.Session, bool) {
+	id := pathParam(r, "id")
+	sess, err := s.deps.Exec.Get(r.Context(), id)
+	if errors.Is(err, core.ErrNoSuchExecSession) {
+		writeMessage(w, http.StatusNotFound, "No such exec instance: "+id)
+		return nil, false
+	}
+	if err != nil {
+		writeError(w, err)
+		return nil, false
+	}
+	return sess, true
+}
+
+// runtimeExecFailed words a start failure as dockerd does, with
+// containerd's prefix and gRPC code around the runtime's reason.
+func runtimeExecFailed(err *exec.StartError) string {
+	return "OCI runtime exec failed: " + err.Err.Error() + ": unknown"
 }
 
 // runningContainer finds the container nameOrID names, which must be
 // running, as an exec needs it; otherwise it answers (409 for a container
-// in another state, as Docker does).
+// in another state, in dockerd's words).
 func (s *server) runningContainer(w http.ResponseWriter, r *http.Request, nameOrID string) (*core.Container, bool) {
 	c, ok := s.lookup(w, r, nameOrID)
 	if !ok {
 		return nil, false
 	}
-	if c.State != core.StateRunning {
-		writeMessage(w, http.StatusConflict, fmt.Sprintf("container %s is not running", c.ID))
-		return nil, false
+	switch c.State {
+	case core.StateRunning:
+		return c, true
+	case core.StatePaused:
+		writeMessage(w, http.StatusConflict, fmt.Sprintf("Container %s is paused, unpause the container before exec", nameOrID))
+	default:
+		writeMessage(w, http.StatusConflict, fmt.Sprintf("Container %s is not running", c.ID))
 	}
-	return c, true
+	return nil, false
 }

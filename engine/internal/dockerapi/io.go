@@ -145,7 +145,12 @@ func (s *server) containerLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := c.LogsReadable(); err != nil {
-		// dockerd: "configured logging driver does not support reading" (501).
+		if errors.Is(err, core.ErrLogsNotKept) {
+			// dockerd's words for a driver it cannot read, which docker
+			// logs prints.
+			writeMessage(w, http.StatusNotImplemented, "configured logging driver does not support reading")
+			return
+		}
 		writeError(w, err)
 		return
 	}

@@ -54,6 +54,10 @@ type Session struct {
 	Pid         int       `json:"pid"`
 	ExitCode    int       `json:"exitCode"`
 	Exited      time.Time `json:"exited"`
+	// StartFailed says the process never ran: the runtime could not start
+	// it. ExitCode is then a shell's code for the reason (Podman's 127 or
+	// 126); the Docker API reports dockerd's 126 for every such failure.
+	StartFailed bool `json:"startFailed,omitempty"`
 }
 
 // Inspect is a session in Podman's InspectExecSession shape.
@@ -387,7 +391,7 @@ func (m *Manager) Start(ctx context.Context, id string, streams Streams, size *[
 		// The process never ran: the session ends with the exit code a
 		// shell would give (127 not found, 126 not executable).
 		code := startFailureCode(err)
-		s.Started, s.Running, s.ExitCode, s.Exited = true, false, code, time.Now()
+		s.Started, s.Running, s.ExitCode, s.Exited, s.StartFailed = true, false, code, time.Now(), true
 		if perr := m.put(ctx, s); perr != nil {
 			m.logger.Error("storing exec session", "session", id, "err", perr)
 		}
