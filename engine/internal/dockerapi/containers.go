@@ -353,7 +353,7 @@ func (s *server) containerWait(w http.ResponseWriter, r *http.Request) {
 	case "next-exit", "removed":
 		conditions = []string{"stopped", "exited"}
 	default:
-		writeError(w, core.InvalidArgument("condition", fmt.Errorf("invalid condition: %q", cond)))
+		writeError(w, core.InvalidArgument("condition", fmt.Errorf("%q", cond))) // dockerd: invalid condition: "X"
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -1,6 +1,8 @@
 package dockercli
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -34,5 +36,22 @@ func TestDockerCreateRefusalsAsDockerd(t *testing.T) {
 	}
 	if n := strings.Count(strings.TrimSpace(te.run("docker", "ps", "-aq")), "\n") + 1; n != 1 {
 		t.Fatalf("%d containers after the refused creates, want the one", n)
+	}
+}
+
+// TestDockerWaitBadCondition: a wait condition dockerd does not know is a
+// 400 in its words, said once (it read "invalid condition: invalid
+// condition: ...").
+func TestDockerWaitBadCondition(t *testing.T) {
+	te := startEngine(t)
+	te.run("docker", "create", "--name", "waiter", "localhost/busybox:latest", "true")
+	resp, err := http.Post("http://"+te.Addr+"/v1.44/containers/waiter/wait?condition=bogus", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || strings.TrimSpace(string(body)) != `{"message":"invalid condition: \"bogus\""}` {
+		t.Fatalf("wait?condition=bogus: %d %s", resp.StatusCode, body)
 	}
 }
