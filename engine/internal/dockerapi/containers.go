@@ -209,7 +209,10 @@ func (s *server) containerStart(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.lifecycle(w, r, func(ctx context.Context, name string) error {
-		err := s.deps.Containers.Start(ctx, name)
+		err := s.hostPortTaken(ctx, name)
+		if err == nil {
+			err = s.deps.Containers.Start(ctx, name)
+		}
 		if err == nil || errors.Is(err, core.ErrNotModified) {
 			return err
 		}
@@ -273,7 +276,8 @@ func (s *server) containerKill(w http.ResponseWriter, r *http.Request) {
 		sig = "KILL"
 	}
 	if _, err := parseSignal(sig); err != nil {
-		writeError(w, core.InvalidArgument("signal", err))
+		// dockerd's words, which docker kill and compose kill print.
+		writeMessage(w, http.StatusBadRequest, "Invalid signal: "+sig)
 		return
 	}
 	name := pathParam(r, "name")
@@ -288,11 +292,34 @@ func (s *server) containerKill(w http.ResponseWriter, r *http.Request) {
 	s.lifecycle(w, r, func(ctx context.Context, name string) error { return s.deps.Containers.Kill(ctx, name, sig) })
 }
 
+// containerPause and containerUnpause refuse a container in the wrong
+// state in dockerd's words (409), which docker pause and compose pause
+// print.
 func (s *server) containerPause(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.lookup(w, r, pathParam(r, "name"))
+	if !ok {
+		return
+	}
+	if c.State == core.StatePaused {
+		writeMessage(w, http.StatusConflict, fmt.Sprintf("Container %s is already paused", c.ID))
+		return
+	}
+	if c.State != core.StateRunning {
+		writeMessage(w, http.StatusConflict, fmt.Sprintf("Container %s is not running", c.ID))
+		return
+	}
 	s.lifecycle(w, r, func(ctx context.Context, name string) error { return s.deps.Containers.Pause(ctx, name) })
 }
 
 func (s *server) containerUnpause(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.lookup(w, r, pathParam(r, "name"))
+	if !ok {
+		return
+	}
+	if c.State != core.StatePaused {
+		writeMessage(w, http.StatusConflict, fmt.Sprintf("Container %s is not paused", c.ID))
+		return
+	}
 	s.lifecycle(w, r, func(ctx context.Context, name string) error { return s.deps.Containers.Unpause(ctx, name) })
 }
 
