@@ -517,12 +517,9 @@ func (s *Service) Top(ctx context.Context, nameOrID string, psArgs []string) (*t
 	if descErr != nil && !errors.Is(descErr, top.ErrUnknownDescriptor) {
 		return nil, core.InvalidArgument("ps_args", descErr)
 	}
-	c, err := s.containers.Lookup(ctx, nameOrID)
+	c, err := s.topTarget(ctx, nameOrID)
 	if err != nil {
 		return nil, err
-	}
-	if c.NoCgroup() {
-		return nil, fmt.Errorf("cannot run top on container %s as it did not create a cgroup: %w", c.ID, core.ErrNoCgroup)
 	}
 	if !running(c.State) {
 		return nil, fmt.Errorf("top can only be used on running containers, %s is %s: %w", c.ID, c.State, core.ErrStateConflict)
@@ -555,6 +552,23 @@ func (s *Service) HostTop(ctx context.Context, nameOrID, psArgs string) (*top.Re
 	if err := top.CheckHostPSArgs(psArgs); err != nil {
 		return nil, core.InvalidArgument("ps_args", err)
 	}
+	c, err := s.topTarget(ctx, nameOrID)
+	if err != nil {
+		return nil, err
+	}
+	if !running(c.State) {
+		return nil, fmt.Errorf("Container %s is not running: %w", c.ID, core.ErrStateConflict)
+	}
+	res, err := top.HostPS(ctx, top.Options{CgroupRoot: s.cgroupRoot, CgroupPath: c.CgroupPath}, psArgs)
+	if errors.Is(err, top.ErrNoPIDColumn) {
+		return nil, core.InvalidArgument("ps_args", err)
+	}
+	return res, err
+}
+
+// topTarget is the container a top lists, which must have a cgroup of its
+// own to find its processes by.
+func (s *Service) topTarget(ctx context.Context, nameOrID string) (*core.Container, error) {
 	c, err := s.containers.Lookup(ctx, nameOrID)
 	if err != nil {
 		return nil, err
@@ -562,14 +576,7 @@ func (s *Service) HostTop(ctx context.Context, nameOrID, psArgs string) (*top.Re
 	if c.NoCgroup() {
 		return nil, fmt.Errorf("cannot run top on container %s as it did not create a cgroup: %w", c.ID, core.ErrNoCgroup)
 	}
-	if !running(c.State) {
-		return nil, fmt.Errorf("container %s is not running: %w", c.ID, core.ErrStateConflict)
-	}
-	res, err := top.HostPS(ctx, top.Options{CgroupRoot: s.cgroupRoot, CgroupPath: c.CgroupPath}, psArgs)
-	if errors.Is(err, top.ErrNoPIDColumn) {
-		return nil, core.InvalidArgument("ps_args", err)
-	}
-	return res, err
+	return c, nil
 }
 
 // maxPSOutput bounds what ps(1) may print.
