@@ -1,6 +1,7 @@
 package networksapi
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -79,11 +80,24 @@ func TestDirectPathDNS(t *testing.T) {
 	// (the SIGHUP netavark and the direct path send alike): a query in
 	// that moment is refused ("write to GATEWAY: Connection refused", seen
 	// once in a CI run and once in 15 runs here right after beta's start),
-	// so the first one is retried for a while.
-	poll.Until(t, 10*time.Second, "aardvark-dns answering", func() bool {
-		code, _ := te.exec(b, "nslookup", "alpha")
-		return code == 0
-	})
+	// so the first one is retried for a while. A busy 2-core CI machine
+	// once took more than 10 s (two of busybox's 5 s lookups), so the
+	// wait is 30 s, and a failure says what the last lookup answered and
+	// whether aardvark-dns runs.
+	var last string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, out := te.exec(b, "nslookup", "alpha")
+		if code == 0 {
+			break
+		}
+		last = fmt.Sprintf("exit %d: %s", code, out)
+		if time.Now().After(deadline) {
+			pid, _ := os.ReadFile(filepath.Join(te.Dir, "run", "networks", "aardvark-dns", "aardvark.pid"))
+			t.Fatalf("aardvark-dns did not answer within 30 s (pid file %q); the last lookup: %s", strings.TrimSpace(string(pid)), last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	for _, q := range []struct{ in, name string }{{b, "alpha"}, {b, "first"}, {b, a[:12]}, {a, "beta"}} {
 		if code, out := te.exec(q.in, "nslookup", q.name); code != 0 {
 			t.Fatalf("nslookup %s: %d %s", q.name, code, out)
