@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 )
 
@@ -174,6 +175,24 @@ type PortMapping struct {
 	Range         uint16 `json:"range"`
 	Protocol      string `json:"protocol"`
 }
+
+// HostPortError: a host port a container publishes could not be bound
+// when it started (something else listens there, or the address is not the
+// host's). The engine holds each published port open while the container
+// runs, as Podman does, so that neither another container nor a host
+// process takes it; the start fails instead (500, in Podman's words).
+type HostPortError struct {
+	// Protocol is "tcp" or "udp"; Address is what the bind named
+	// (":8080" for every IPv4 address, "127.0.0.1:8080", "[::1]:8080").
+	Protocol, Address string
+	Err               error
+}
+
+func (e *HostPortError) Error() string {
+	return fmt.Sprintf("cannot listen on the %s port: %v", strings.ToUpper(e.Protocol), e.Err)
+}
+
+func (e *HostPortError) Unwrap() error { return e.Err }
 
 // NetAddress is one address of a container's interface.
 type NetAddress struct {

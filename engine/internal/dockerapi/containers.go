@@ -211,7 +211,7 @@ func (s *server) containerStart(w http.ResponseWriter, r *http.Request) {
 	s.lifecycle(w, r, func(ctx context.Context, name string) error {
 		err := s.hostPortTaken(ctx, name)
 		if err == nil {
-			err = s.deps.Containers.Start(ctx, name)
+			err = s.hostPortInDockerdWords(ctx, name, s.deps.Containers.Start(ctx, name))
 		}
 		if err == nil || errors.Is(err, core.ErrNotModified) {
 			return err

@@ -2,9 +2,11 @@ package dockerapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/berth-project/berth/engine/internal/core"
 )
@@ -39,6 +41,29 @@ func (s *server) hostPortTaken(ctx context.Context, name string) error {
 		}
 	}
 	return nil
+}
+
+// hostPortInDockerdWords says a start's refusal of a host port that
+// something other than a container holds (the engine binds each published
+// port when the container starts) as dockerd's userland proxy says it:
+// "Error starting userland proxy: listen tcp4 0.0.0.0:PORT: bind: address
+// already in use". Other errors pass as they are.
+func (s *server) hostPortInDockerdWords(ctx context.Context, name string, err error) error {
+	var pe *core.HostPortError
+	var op *net.OpError
+	if !errors.As(err, &pe) || !errors.As(pe.Err, &op) {
+		return err
+	}
+	c, lerr := s.deps.Containers.Lookup(ctx, name)
+	if lerr != nil {
+		return err
+	}
+	addr := pe.Address
+	if strings.HasPrefix(addr, ":") {
+		addr = "0.0.0.0" + addr
+	}
+	return fmt.Errorf("driver failed programming external connectivity on endpoint %s (%s): Error starting userland proxy: listen %s %s: %v",
+		c.Name, c.ID, op.Net, addr, op.Err)
 }
 
 // samePort tells whether two published ranges share a host port of one

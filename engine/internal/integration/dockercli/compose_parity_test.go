@@ -2,6 +2,7 @@ package dockercli
 
 import (
 	"fmt"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -74,4 +75,32 @@ func TestComposeStateRefusalsAsDockerd(t *testing.T) {
 	if out := te.run("docker", "ps", "-aq"); strings.TrimSpace(out) != "" {
 		t.Fatalf("compose down left containers: %q", out)
 	}
+}
+
+// TestDockerHostPortHeldByProcess: a host port a host process listens on
+// fails docker run's start as dockerd's userland proxy fails it ("Error
+// starting userland proxy: listen tcp4 ADDR: bind: address already in
+// use"), and the container stays created, as dockerd leaves it. Before,
+// the container started and took the process's traffic. Once the process
+// is gone the container starts and its conmon holds the port.
+func TestDockerHostPortHeldByProcess(t *testing.T) {
+	te := startEngine(t)
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	errOut := te.fails("docker", "run", "-d", "--name", "blocked", "-p", addr+":80", "localhost/busybox:latest", "sleep", "300")
+	contains(t, "docker run on a port a process holds", errOut,
+		"driver failed programming external connectivity on endpoint blocked (")
+	contains(t, "docker run on a port a process holds", errOut,
+		"Error starting userland proxy: listen tcp4 "+addr+": bind: address already in use")
+	contains(t, "docker ps -a", te.run("docker", "ps", "-a", "--format", "{{.Names}} {{.State}}"), "blocked created")
+	l.Close()
+	te.run("docker", "start", "blocked")
+	if l, err := net.Listen("tcp4", addr); err == nil {
+		l.Close()
+		t.Fatalf("%s is free while blocked runs", addr)
+	}
+	te.run("docker", "rm", "-f", "blocked")
 }

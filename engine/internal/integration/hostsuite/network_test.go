@@ -2,6 +2,8 @@ package hostsuite
 
 import (
 	"fmt"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -28,5 +30,18 @@ func TestBridgePublishedPort(t *testing.T) {
 	}
 	if s := l.stats(id); s.NetInput == 0 || s.NetOutput == 0 {
 		t.Fatalf("network stats after a request: in %d, out %d", s.NetInput, s.NetOutput)
+	}
+	// The port is held while the container runs (its conmon holds it, in
+	// a scope of its own under systemd): another container on it does not
+	// start.
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	if ln, err := net.Listen("tcp4", addr); err == nil {
+		ln.Close()
+		t.Fatalf("%s is free while web runs", addr)
+	}
+	l.Create(map[string]any{"name": "second", "command": []string{"true"}, "netns": map[string]string{"nsmode": "bridge"},
+		"portmappings": []map[string]any{{"host_ip": "127.0.0.1", "host_port": port, "container_port": 80, "protocol": "tcp"}}})
+	if code, out := l.Do("POST", "/containers/second/start", nil); code != http.StatusInternalServerError || !strings.Contains(string(out), "cannot listen on the TCP port") {
+		t.Fatalf("start of a second container on the port: %d %s", code, out)
 	}
 }

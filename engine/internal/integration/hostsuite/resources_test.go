@@ -142,6 +142,27 @@ func TestTopListsTheContainersProcesses(t *testing.T) {
 	if len(top.Processes) != 2 {
 		t.Fatalf("top: %v", top.Processes)
 	}
+	// The Docker API's top runs ps on the host, as dockerd's: the same two
+	// processes, by their host PIDs, with ps -ef's columns.
+	code, _, body := l.Exchange("GET", l.Base()+"/v1.44/containers/"+id+"/top", "", nil)
+	if code != http.StatusOK {
+		t.Fatalf("docker top: %d %s", code, body)
+	}
+	var dtop struct {
+		Titles    []string
+		Processes [][]string
+	}
+	l.Decode(body, &dtop)
+	pidCol := slices.Index(dtop.Titles, "PID")
+	if pidCol < 0 || !slices.Contains(dtop.Titles, "CMD") || len(dtop.Processes) != 2 {
+		t.Fatalf("docker top: %s", body)
+	}
+	for _, p := range dtop.Processes {
+		cmdline, err := os.ReadFile("/proc/" + p[pidCol] + "/cmdline")
+		if err != nil || !strings.HasPrefix(string(cmdline), "sleep\x00") {
+			t.Fatalf("docker top lists %v, whose host PID %s is not a sleep: %q %v", p, p[pidCol], cmdline, err)
+		}
+	}
 }
 
 // TestUpdateChangesTheCgroup: update writes memory, CPU quota and shares

@@ -176,6 +176,11 @@ func (r *Runtime) createPause(o CreateOptions) (out Created, handled bool, err e
 	if json.Unmarshal(data, &spec) != nil || !canPause(&spec, o.Terminal, o.Stdin) {
 		return out, false, nil
 	}
+	if len(o.Held) > 0 {
+		// catatonit closes every descriptor above stderr when it starts,
+		// so it cannot hold the pod's published ports: conmon does.
+		return out, false, nil
+	}
 	host, err := r.hostCatatonit()
 	if err != nil {
 		return out, false, nil

@@ -203,6 +203,11 @@ type CreateOptions struct {
 	// ConmonCgroup, where set, is the cgroup (unified hierarchy) conmon is
 	// moved into once it runs (the split mode).
 	ConmonCgroup string
+	// Held are files the container's monitor (conmon, or the pause
+	// process) inherits and keeps open while the container runs: the
+	// sockets that hold its published host ports. The caller keeps and
+	// closes its own copies.
+	Held []*os.File
 }
 
 // Created is what Create learned about the new container.
@@ -305,7 +310,9 @@ func (r *Runtime) Create(ctx context.Context, o CreateOptions) (Created, error) 
 		// conmon passes its environment on to runc restore, and runc to CRIU.
 		cmd.Env = append(cmd.Env, criuEnv()...)
 	}
-	cmd.ExtraFiles = []*os.File{syncW, startR}
+	// conmon keeps what it inherits open until it exits; runc's init
+	// closes it before the container's process runs.
+	cmd.ExtraFiles = append([]*os.File{syncW, startR}, o.Held...)
 	cmd.Dir = o.Bundle
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -17,6 +17,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/execution/cgroups"
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
 	"github.com/berth-project/berth/engine/internal/backend/lifecycle/checkpointarchive"
+	"github.com/berth-project/berth/engine/internal/backend/resources/network"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -277,6 +278,11 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 	}); err != nil {
 		return report, err
 	}
+	held, err := m.holdHostPorts(&rec)
+	if err != nil {
+		return report, err
+	}
+	defer network.ReleaseHostPorts(held)
 	if err := m.mountPerRun(ctx, &rec); err != nil {
 		return report, err
 	}
@@ -319,6 +325,7 @@ func (m *Manager) restoreLocked(ctx context.Context, e *entry, opts core.Restore
 	start := time.Now()
 	create := runtimeCreateOptions(&rec)
 	create.RestoreDir, create.RuntimeOpts = dir, runtime.RestoreOptions(dir, opts.TCPEstablished, opts.FileLocks)
+	create.Held = held
 	created, err := m.rt.Create(ctx, create)
 	report.RuntimeDuration = time.Since(start)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/backend/execution/runtime"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
+	"github.com/berth-project/berth/engine/internal/backend/resources/network"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -540,6 +541,11 @@ func (m *Manager) initLocked(ctx context.Context, e *entry, forStart bool) error
 			return err
 		}
 	}
+	held, err := m.holdHostPorts(&rec)
+	if err != nil {
+		return err
+	}
+	defer network.ReleaseHostPorts(held)
 	if err := m.mountPerRun(ctx, &rec); err != nil {
 		return err
 	}
@@ -586,6 +592,7 @@ func (m *Manager) initLocked(ctx context.Context, e *entry, forStart bool) error
 			r.Error = err.Error()
 		})
 	}
+	create.Held = held
 	created, err := m.rt.Create(ctx, create)
 	if err != nil {
 		undo(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/backend/platform/durable"
+	"github.com/berth-project/berth/engine/internal/backend/resources/network"
 	"github.com/berth-project/berth/engine/internal/core"
 )
 
@@ -320,6 +321,22 @@ func probePort(ip, proto string, port int) (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// holdHostPorts binds the container's published host ports for its
+// monitor (conmon) to hold while the container runs (see
+// network.HoldHostPorts). A start or restore holds them before it sets up
+// anything else, so that a port something else holds fails it with a
+// *core.HostPortError and nothing to undo: no forwarding rule of the
+// port is written, which tearing down could confuse with the holder's.
+// The caller hands the files to the runtime's create and closes its
+// copies afterwards. A kill -9 of the engine leaves the ports held; the
+// container's exit releases them.
+func (m *Manager) holdHostPorts(rec *record) ([]*os.File, error) {
+	if !bridged(&rec.Spec) || m.nets == nil || len(rec.Spec.PortMappings) == 0 {
+		return nil, nil
+	}
+	return network.HoldHostPorts(rec.Spec.PortMappings)
 }
 
 // netNSAfterCreate tells whether a bridged container's network namespace
