@@ -98,22 +98,30 @@ func (m *Manager) startLocked(ctx context.Context, e *entry) error {
 	}
 	m.watchOOM(e)
 	started := time.Now()
-	if err := m.rt.Start(ctx, rec.ID); err != nil {
-		// runc start fails when the process is gone already; conmon then
-		// reports an exit, which the exit watch records.
+	// Until the start is recorded, an exit the watch reports is left for
+	// the check below, so that it is recorded after the start (the died
+	// event after the start event, with the time it ran): a process that
+	// exits at once was seen to die before it started, on a busy machine.
+	e.starting.Store(true)
+	err := m.rt.Start(ctx, rec.ID)
+	if err == nil {
+		m.update(ctx, e, func(r *record) {
+			r.StartedAt = started
+			r.StoppedByUser = false
+			r.StartPending = false
+			if r.State == core.StateCreated {
+				r.State = core.StateRunning
+			}
+		})
+		m.emit(ctx, core.EventStart, m.snapshot(e), nil)
+	}
+	e.starting.Store(false)
+	// The process may have exited before the state said running (runc
+	// start fails when it is gone already).
+	m.handleExit(ctx, e)
+	if err != nil {
 		return fmt.Errorf("start container %s: %w", rec.Name, err)
 	}
-	m.update(ctx, e, func(r *record) {
-		r.StartedAt = started
-		r.StoppedByUser = false
-		r.StartPending = false
-		if r.State == core.StateCreated {
-			r.State = core.StateRunning
-		}
-	})
-	m.emit(ctx, core.EventStart, m.snapshot(e), nil)
-	// The process may have exited before the state said running.
-	m.handleExit(ctx, e)
 	return nil
 }
 
@@ -169,6 +177,10 @@ func (m *Manager) cleanupAfterExit(e *entry) {
 // and the record does not know yet, it records the exit code and emits the
 // died event. It reports whether an exit was recorded now.
 func (m *Manager) handleExit(ctx context.Context, e *entry) bool {
+	if e.starting.Load() {
+		// The start records it (startLocked).
+		return false
+	}
 	rec := m.snapshot(e)
 	if rec.State != core.StateCreated && rec.State != core.StateRunning && rec.State != core.StatePaused {
 		return false

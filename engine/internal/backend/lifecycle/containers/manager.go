@@ -164,6 +164,9 @@ type entry struct {
 	oomSeen atomic.Bool
 	// oomWatch is the done channel of that watch.
 	oomWatch atomic.Pointer[<-chan struct{}]
+	// starting is set while a start runs the process and records it:
+	// handleExit leaves an exit to the start meanwhile.
+	starting atomic.Bool
 }
 
 // Manager is the engine's container backend.

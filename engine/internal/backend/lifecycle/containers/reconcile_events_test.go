@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -44,5 +46,54 @@ func TestDiedEventForExitWhileEngineDown(t *testing.T) {
 	}
 	if len(died) != 1 || died[0]["status"] != "died" || died[0]["exit"] != "4" {
 		t.Fatalf("died events after the restart: %v (all: %s)", died, body)
+	}
+}
+
+// TestQuickExitDiesAfterStart: a process that exits as soon as it runs is
+// recorded as started, then died, in that order, with the time it started:
+// the exit watch could report its exit while the start was still to record
+// it, and the died event came first, without a start time (docker events
+// had a die without execDuration before the start; seen in a CI run). Many
+// starts at once make that window likely.
+func TestQuickExitDiesAfterStart(t *testing.T) {
+	te := startEngine(t)
+	te.loadBusybox()
+	since := time.Now().Add(-time.Second)
+	var ids []string
+	for i := 0; i < 24; i++ {
+		ids = append(ids, te.create(map[string]any{"command": []string{"true"}}))
+	}
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if code, body := te.Do("POST", "/containers/"+id+"/start", nil); code != http.StatusNoContent {
+				t.Errorf("start %s: %d %s", id, code, body)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, id := range ids {
+		te.wait(id)
+	}
+	filters, _ := json.Marshal(map[string][]string{"event": {"start", "died"}})
+	q := "/events?stream=false&since=" + strconv.FormatInt(since.Unix(), 10) + "&filters=" + url.QueryEscape(string(filters))
+	seen := map[string][]string{}
+	sc := bufio.NewScanner(bytes.NewReader(te.Must(http.StatusOK, "GET", q, nil)))
+	for sc.Scan() {
+		var ev struct{ Status, ID string }
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("event %q: %v", sc.Bytes(), err)
+		}
+		seen[ev.ID] = append(seen[ev.ID], ev.Status)
+	}
+	for _, id := range ids {
+		if got := strings.Join(seen[id], " "); got != "start died" {
+			t.Errorf("events of %s: %q, want \"start died\"", id[:12], got)
+		}
+		if d := te.inspect(id); d.State.StartedAt.IsZero() || d.State.FinishedAt.Before(d.State.StartedAt) {
+			t.Errorf("%s: started %v, finished %v", id[:12], d.State.StartedAt, d.State.FinishedAt)
+		}
 	}
 }
