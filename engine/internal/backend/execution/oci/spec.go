@@ -173,14 +173,24 @@ func Generate(in Input) (*Result, error) {
 		// Not a group: the runtime keeps the caller's groups (below).
 		groups = nil
 	}
-	execUser, err := ResolveUser(in.Rootfs, userSpec, groups)
+	execUser, err := ResolveUser(in.Rootfs, userSpec, nil)
+	if err != nil {
+		return nil, err
+	}
+	extra, err := GroupIDs(in.Rootfs, groups)
 	if err != nil {
 		return nil, err
 	}
 	proc.User = specs.User{UID: uint32(execUser.Uid), GID: uint32(execUser.Gid)}
-	for _, g := range execUser.Sgids {
-		proc.User.AdditionalGids = append(proc.User.AdditionalGids, uint32(g))
+	// As Podman: a container with a user (the request's or the image's)
+	// holds its primary group and the groups /etc/group lists it in as
+	// supplementary groups too (runc sets exactly these); one without
+	// holds only the requested ones.
+	var gids []uint32
+	if userSpec != "" {
+		gids = append([]uint32{uint32(execUser.Gid)}, MemberGroups(userSpec, execUser)...)
 	}
+	proc.User.AdditionalGids = AppendNew(gids, extra...)
 	if s.Umask != "" {
 		v, err := strconv.ParseUint(s.Umask, 8, 32)
 		if err != nil {
@@ -422,14 +432,59 @@ func ResolveUser(rootfs, userSpec string, groups []string) (*user.ExecUser, erro
 	if err != nil {
 		return nil, core.InvalidArgument("user", fmt.Errorf("%q: %w", userSpec, err))
 	}
-	if len(groups) > 0 {
-		gids, err := user.GetAdditionalGroupsPath(groups, group)
-		if err != nil {
-			return nil, core.InvalidArgument("groups", err)
-		}
-		eu.Sgids = append(eu.Sgids, gids...)
+	extra, err := GroupIDs(rootfs, groups)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range extra {
+		eu.Sgids = append(eu.Sgids, int(g))
 	}
 	return eu, nil
+}
+
+// GroupIDs resolves extra groups (names or numbers) against the
+// container's /etc/group, as ResolveUser does.
+func GroupIDs(rootfs string, groups []string) ([]uint32, error) {
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	path, err := securejoin.SecureJoin(rootfs, "/etc/group")
+	if err != nil {
+		return nil, err
+	}
+	ids, err := user.GetAdditionalGroupsPath(groups, path)
+	if err != nil {
+		return nil, core.InvalidArgument("groups", err)
+	}
+	out := make([]uint32, 0, len(ids))
+	for _, g := range ids {
+		out = append(out, uint32(g))
+	}
+	return out, nil
+}
+
+// MemberGroups are the groups the container's /etc/group lists a resolved
+// user in, as Podman adds them to its processes: none where the user names
+// its group ("user:group").
+func MemberGroups(userSpec string, eu *user.ExecUser) []uint32 {
+	if strings.Contains(userSpec, ":") {
+		return nil
+	}
+	out := make([]uint32, 0, len(eu.Sgids))
+	for _, g := range eu.Sgids {
+		out = append(out, uint32(g))
+	}
+	return out
+}
+
+// AppendNew appends the ids list lacks, in order.
+func AppendNew(list []uint32, ids ...uint32) []uint32 {
+	for _, id := range ids {
+		if !slices.Contains(list, id) {
+			list = append(list, id)
+		}
+	}
+	return list
 }
 
 func ensureDir(rootfs, dir string) error {

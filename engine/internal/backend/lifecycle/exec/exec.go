@@ -15,7 +15,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,6 +25,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/berth-project/berth/engine/internal/backend/execution/oci"
 	"github.com/berth-project/berth/engine/internal/backend/execution/rootfs"
 	"github.com/berth-project/berth/engine/internal/backend/platform/state"
 	"github.com/berth-project/berth/engine/internal/core"
@@ -361,12 +364,8 @@ func (m *Manager) Start(ctx context.Context, id string, streams Streams, size *[
 	if s.Config.WorkingDir != "" {
 		proc.Cwd = s.Config.WorkingDir
 	}
-	if s.Config.User != "" {
-		uid, gid, err := rootfs.ResolveUser(c.Rootfs, s.Config.User)
-		if err != nil {
-			return nil, core.InvalidArgument("User", err)
-		}
-		proc.User = specs.User{UID: uid, GID: gid}
+	if err := execGroups(c, s.Config.User, &proc); err != nil {
+		return nil, err
 	}
 	if size != nil && s.Config.Tty && size[0] > 0 && size[1] > 0 {
 		// The terminal has its size before the command reads it.
@@ -532,6 +531,39 @@ func newID() (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b[:]), nil
+}
+
+// execGroups sets the user and supplementary groups of an exec's process
+// as Podman's exec gives them: the groups the container's /etc/group lists
+// the user in (the exec's user, or the container's, looked up by its UID),
+// and for the container's user the groups its request added (--group-add);
+// not the primary group the container's own process holds as a
+// supplementary one too.
+func execGroups(c *core.Container, userSpec string, proc *specs.Process) error {
+	var extra []uint32
+	if userSpec == "" {
+		groups := slices.DeleteFunc(slices.Clone(c.Spec.Groups), func(g string) bool { return g == core.KeepGroups })
+		var err error
+		if extra, err = oci.GroupIDs(c.Rootfs, groups); err != nil {
+			return err
+		}
+	} else {
+		uid, gid, err := rootfs.ResolveUser(c.Rootfs, userSpec)
+		if err != nil {
+			return core.InvalidArgument("User", err)
+		}
+		proc.User = specs.User{UID: uid, GID: gid}
+	}
+	lookup := userSpec
+	if lookup == "" {
+		lookup = strconv.FormatUint(uint64(proc.User.UID), 10)
+	}
+	var members []uint32
+	if eu, err := oci.ResolveUser(c.Rootfs, lookup, nil); err == nil {
+		members = oci.MemberGroups(lookup, eu)
+	}
+	proc.User.AdditionalGids = oci.AppendNew(members, extra...)
+	return nil
 }
 
 // ProcessFor returns the process an exec of args in c runs: the container's
