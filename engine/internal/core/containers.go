@@ -199,6 +199,13 @@ type ContainerSpec struct {
 	// HostUsers (--hostuser); PasswdEntry and GroupEntry are templates of
 	// those lines (--passwd-entry, --group-entry).
 	ManagePassword *bool         `json:"manage_password,omitempty"`
+	// DockerGroups gives the container's processes the supplementary
+	// groups dockerd gives: the primary group and the groups /etc/group
+	// lists the user in also without a user (root's), and an exec its
+	// user's primary group and the container's Groups too. Docker's API
+	// sets it; Podman's rule adds them only for a container with a user,
+	// and to an exec neither.
+	DockerGroups bool `json:"docker_groups,omitempty"`
 	PasswdEntry    string        `json:"passwd_entry,omitempty"`
 	GroupEntry     string        `json:"group_entry,omitempty"`
 	HostUsers      []string      `json:"hostusers,omitempty"`

@@ -141,6 +141,7 @@ func (s *server) toSpec(name string, cfg *containertypes.Config, hc *containerty
 		PublishExposedPorts: hc.PublishAllPorts,
 		// dockerd adds no /etc/passwd entry for a user the image lacks.
 		ManagePassword: new(bool),
+		DockerGroups:   true,
 	}
 	if len(cfg.Env) > 0 {
 		spec.Env = map[string]string{}

@@ -185,9 +185,9 @@ func Generate(in Input) (*Result, error) {
 	// As Podman: a container with a user (the request's or the image's)
 	// holds its primary group and the groups /etc/group lists it in as
 	// supplementary groups too (runc sets exactly these); one without
-	// holds only the requested ones.
+	// holds only the requested ones. dockerd's hold them always.
 	var gids []uint32
-	if userSpec != "" {
+	if userSpec != "" || s.DockerGroups {
 		gids = append([]uint32{uint32(execUser.Gid)}, MemberGroups(userSpec, execUser)...)
 	}
 	proc.User.AdditionalGids = AppendNew(gids, extra...)

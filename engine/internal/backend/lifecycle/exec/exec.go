@@ -538,16 +538,19 @@ func newID() (string, error) {
 // the user in (the exec's user, or the container's, looked up by its UID),
 // and for the container's user the groups its request added (--group-add);
 // not the primary group the container's own process holds as a
-// supplementary one too.
+// supplementary one too. A container made through Docker's API
+// (DockerGroups) gives its execs dockerd's: the primary group, the member
+// groups and the container's extra groups, whatever the user.
 func execGroups(c *core.Container, userSpec string, proc *specs.Process) error {
 	var extra []uint32
-	if userSpec == "" {
+	if userSpec == "" || c.Spec.DockerGroups {
 		groups := slices.DeleteFunc(slices.Clone(c.Spec.Groups), func(g string) bool { return g == core.KeepGroups })
 		var err error
 		if extra, err = oci.GroupIDs(c.Rootfs, groups); err != nil {
 			return err
 		}
-	} else {
+	}
+	if userSpec != "" {
 		uid, gid, err := rootfs.ResolveUser(c.Rootfs, userSpec)
 		if err != nil {
 			return core.InvalidArgument("User", err)
@@ -561,6 +564,11 @@ func execGroups(c *core.Container, userSpec string, proc *specs.Process) error {
 	var members []uint32
 	if eu, err := oci.ResolveUser(c.Rootfs, lookup, nil); err == nil {
 		members = oci.MemberGroups(lookup, eu)
+	}
+	if c.Spec.DockerGroups {
+		// dockerd's exec: the primary group first, and the container's
+		// extra groups with any user.
+		members = oci.AppendNew([]uint32{proc.User.GID}, members...)
 	}
 	proc.User.AdditionalGids = oci.AppendNew(members, extra...)
 	return nil
