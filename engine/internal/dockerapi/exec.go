@@ -31,7 +31,7 @@ func (s *server) execCreate(w http.ResponseWriter, r *http.Request) {
 	id, err := s.deps.Exec.Create(r.Context(), c.ID, exec.Config{
 		Cmd: body.Cmd, Env: body.Env, WorkingDir: body.WorkingDir, User: body.User, Tty: body.Tty,
 		Privileged: body.Privileged, AttachStdin: body.AttachStdin, AttachStdout: body.AttachStdout,
-		AttachStderr: body.AttachStderr, DetachKeys: body.DetachKeys,
+		AttachStderr: body.AttachStderr, DetachKeys: body.DetachKeys, UserAtStart: true,
 	})
 	if err != nil {
 		writeError(w, err)
@@ -125,7 +125,7 @@ func (s *server) execStart(w http.ResponseWriter, r *http.Request) {
 				// dockerd: a command missing or not executable is the
 				// client's mistake (400), anything else the runtime's.
 				status := http.StatusInternalServerError
-				if failed.Code == 126 || failed.Code == 127 {
+				if (failed.Code == 126 || failed.Code == 127) && !failed.Lookup {
 					status = http.StatusBadRequest
 				}
 				writeMessage(w, status, runtimeExecFailed(failed))
@@ -211,6 +211,10 @@ func (s *server) execSession(w http.ResponseWriter, r *http.Request) (*exec.Sess
 // runtimeExecFailed words a start failure as dockerd does, with
 // containerd's prefix and gRPC code around the runtime's reason.
 func runtimeExecFailed(err *exec.StartError) string {
+	if err.Lookup {
+		// dockerd looks the user up itself, before the runtime.
+		return err.Err.Error()
+	}
 	return "OCI runtime exec failed: " + err.Err.Error() + ": unknown"
 }
 

@@ -58,6 +58,32 @@ func TestDockerExecStartFailureAsDockerd(t *testing.T) {
 	}
 }
 
+// TestDockerExecUnknownUserAsDockerd: docker exec -u of a user or group the
+// container lacks is created, and its start fails as dockerd's does: exit
+// 126 with the lookup's words on stdout ("unable to find user X: no
+// matching entries in passwd file"), a detached start a 500 in the same
+// words. Before, the creation was a 400 'invalid User: user "X": no such
+// user or group in the container' and docker exec exited 1. The libpod API
+// still refuses it at creation, as Podman does.
+func TestDockerExecUnknownUserAsDockerd(t *testing.T) {
+	te := startEngine(t)
+	te.run("docker", "run", "-d", "--network", "none", "--name", "execuser", "localhost/busybox", "sleep", "300")
+	for args, want := range map[string]string{
+		"nosuchuser":   "unable to find user nosuchuser: no matching entries in passwd file\r\n",
+		"root:nogroup": "unable to find group nogroup: no matching entries in group file\r\n",
+	} {
+		out, errOut, err := te.exec(nil, "docker", "exec", "-u", args, "execuser", "true")
+		if exitCode(err) != 126 || out != want || errOut != "" {
+			t.Errorf("docker exec -u %s: %v, stdout %q, stderr %q; want exit 126 and %q", args, err, out, errOut, want)
+		}
+	}
+	contains(t, "docker exec -d -u nosuchuser", te.fails("docker", "exec", "-d", "-u", "nosuchuser", "execuser", "true"),
+		"Error response from daemon: unable to find user nosuchuser: no matching entries in passwd file")
+	if status, body := te.Do("POST", "/containers/execuser/exec", map[string]any{"User": "nosuchuser", "Cmd": []string{"true"}}); status != 400 {
+		t.Errorf("libpod exec create as a missing user: %d %s, want 400", status, body)
+	}
+}
+
 // TestDockerExecInspectAsDockerd: exec inspect shows DetachKeys as
 // dockerd does (the bytes, base64 in JSON; "" where none were asked for),
 // leaves out an empty ProcessConfig.user, and a missing session, a paused

@@ -44,6 +44,11 @@ type Config struct {
 	AttachStdout bool     `json:"AttachStdout"`
 	AttachStderr bool     `json:"AttachStderr"`
 	DetachKeys   string   `json:"DetachKeys"`
+	// UserAtStart looks User up when the session starts rather than at
+	// its creation, as dockerd does: a user or group the container lacks
+	// fails the start (exit code 126, a StartError of the lookup) instead
+	// of the creation. The Docker API sets it.
+	UserAtStart bool `json:"userAtStart,omitempty"`
 }
 
 // Session is the stored state of one exec session.
@@ -213,7 +218,7 @@ func (m *Manager) Create(ctx context.Context, nameOrID string, cfg Config) (stri
 	if c.PauseProcess {
 		return "", fmt.Errorf("container %s is its pod's pause process, which runs nothing but catatonit: %w", c.ID, core.ErrStateConflict)
 	}
-	if cfg.User != "" {
+	if cfg.User != "" && !cfg.UserAtStart {
 		if _, _, err := rootfs.ResolveUser(c.Rootfs, cfg.User); err != nil {
 			return "", core.InvalidArgument("User", err)
 		}
@@ -365,7 +370,22 @@ func (m *Manager) Start(ctx context.Context, id string, streams Streams, size *[
 		proc.Cwd = s.Config.WorkingDir
 	}
 	if err := execGroups(c, s.Config.User, &proc); err != nil {
-		return nil, err
+		if !s.Config.UserAtStart {
+			return nil, err
+		}
+		// dockerd's words are the lookup's (runc's user package), which
+		// oci.ResolveUser wraps as a field error naming the user.
+		var fe *core.FieldError
+		if _, lerr := oci.ResolveUser(c.Rootfs, s.Config.User, nil); errors.As(lerr, &fe) {
+			if inner := errors.Unwrap(fe.Err); inner != nil {
+				err = inner
+			}
+		}
+		s.Started, s.ExitCode, s.Exited, s.StartFailed = true, 126, time.Now(), true
+		if perr := m.put(ctx, s); perr != nil {
+			m.logger.Error("storing exec session", "session", id, "err", perr)
+		}
+		return nil, &StartError{Code: 126, Err: err, Lookup: true}
 	}
 	if size != nil && s.Config.Tty && size[0] > 0 && size[1] > 0 {
 		// The terminal has its size before the command reads it.
@@ -504,6 +524,9 @@ func (m *Manager) put(ctx context.Context, s *Session) error {
 type StartError struct {
 	Code int
 	Err  error
+	// Lookup: the exec's user or group was not found (UserAtStart);
+	// nothing reached the runtime.
+	Lookup bool
 }
 
 // Error is the runtime's reason.
