@@ -203,12 +203,21 @@ func (s *Store) Changed() {
 	}
 }
 
-// Shutdown unmounts what the store mounted and releases it. Should the
-// store fail to shut down (it cannot load its layers, say), the driver's
-// home, which the overlay driver bind-mounts over itself when it starts,
-// is unmounted all the same: a failed start leaves nothing mounted.
+// Shutdown unmounts what the store mounted and releases it. Containers'
+// root filesystems that are mounted stay so, with the driver's home, as
+// Podman leaves them and as a kill -9 does: a running container's is
+// needed on the engine's side too (an exec's user lookup, top's names),
+// and the next engine finds them where its records say (a forced unmount
+// took them from under running containers, and after a clean restart an
+// exec -u NAME found no /etc/passwd). Should the store fail to shut down
+// otherwise (it cannot load its layers, say), the driver's home, which the
+// overlay driver bind-mounts over itself when it starts, is unmounted all
+// the same: a failed start leaves nothing mounted.
 func (s *Store) Shutdown() error {
 	_, err := s.store.Shutdown(false)
+	if errors.Is(err, storage.ErrLayerUsedByContainer) {
+		return nil
+	}
 	if err != nil {
 		_, err = s.store.Shutdown(true)
 	}

@@ -403,3 +403,35 @@ func TestRestartToReady(t *testing.T) {
 	}
 	measure("500 created containers")
 }
+
+// TestCleanRestartKeepsRunningRootfs: an engine that stops cleanly leaves
+// a running container's root filesystem mounted on its side, as Podman and
+// a kill -9 leave it, so that the next engine can still look the
+// container's users up: an exec as a user of the image's /etc/passwd
+// works after the restart, and removal unmounts the root. Before, the
+// store's forced shutdown unmounted it from under the running container,
+// and the exec was a 400 "no such user or group in the container".
+func TestCleanRestartKeepsRunningRootfs(t *testing.T) {
+	p, te := startEngineProcess(t)
+	te.loadBusybox()
+	id := te.create(map[string]any{"name": "kept", "command": []string{"sleep", "600"}})
+	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
+	rootfs := te.inspect(id).Rootfs
+	p.Stop()
+	if _, err := os.Stat(filepath.Join(rootfs, "etc", "passwd")); err != nil {
+		t.Fatalf("the running container's root is gone from the engine's side after a clean stop: %v", err)
+	}
+	p.Start()
+	var created struct{ ID string `json:"Id"` }
+	json.Unmarshal(te.Must(http.StatusCreated, "POST", "/containers/"+id+"/exec",
+		map[string]any{"User": "nobody", "Cmd": []string{"touch", "/tmp/by-nobody"}}), &created)
+	te.Must(http.StatusOK, "POST", "/exec/"+created.ID+"/start", map[string]any{"Detach": true})
+	poll.Until(t, 10*time.Second, "the exec's file", func() bool {
+		fi, err := os.Stat(filepath.Join(rootfs, "tmp", "by-nobody"))
+		return err == nil && fi.Sys().(*syscall.Stat_t).Uid == 65534
+	})
+	te.Must(http.StatusOK, "DELETE", "/containers/"+id+"?force=true&timeout=0", nil)
+	if mountsWhere(func(mp string) bool { return mp == rootfs }) != 0 {
+		t.Fatalf("%s still mounted after the removal", rootfs)
+	}
+}
