@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -175,7 +176,7 @@ func (p *Process) Start() {
 		case <-exited:
 			// Another process on the address could answer the probe:
 			// an engine that exited (it could not listen) is a failure.
-			p.T.Fatalf("engine exited before it answered _ping (%v); its log:\n%s", cmd.ProcessState, p.Log())
+			p.T.Fatalf("engine exited before it answered _ping (%v); its log:\n%s%s", cmd.ProcessState, p.Log(), holderOf(p.Addr))
 		default:
 		}
 		resp, err := probe.Get("http://" + p.Addr + "/libpod/_ping")
@@ -238,4 +239,15 @@ func (p *Process) Running() bool {
 func (p *Process) Log() string {
 	data, _ := os.ReadFile(p.LogPath)
 	return string(data)
+}
+
+// holderOf names what listens on addr (ss -ltnp), for an engine that could
+// not listen there: which process held its address.
+func holderOf(addr string) string {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	out, _ := exec.Command("ss", "-Hltnup", "sport = :"+port).CombinedOutput()
+	return "\nlistening on port " + port + " now:\n" + string(out)
 }
