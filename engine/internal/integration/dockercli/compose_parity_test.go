@@ -85,11 +85,11 @@ func TestComposeStateRefusalsAsDockerd(t *testing.T) {
 // is gone the container starts and its conmon holds the port.
 func TestDockerHostPortHeldByProcess(t *testing.T) {
 	te := startEngine(t)
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	addr := testnet.FreeAddr(t)
+	l, err := net.Listen("tcp4", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
 	errOut := te.fails("docker", "run", "-d", "--name", "blocked", "-p", addr+":80", "localhost/busybox:latest", "sleep", "300")
 	contains(t, "docker run on a port a process holds", errOut,
 		"driver failed programming external connectivity on endpoint blocked (")

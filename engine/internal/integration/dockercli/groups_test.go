@@ -27,34 +27,25 @@ func statusGroups(t *testing.T, what, out string) string {
 // group: `id` printed no groups where dockerd's prints groups=0(root).
 func TestDockerSupplementaryGroupsAsDockerd(t *testing.T) {
 	te := startEngine(t)
-	for _, c := range []struct {
-		opts []string
-		want string
-	}{
-		{nil, "0"},
-		{[]string{"-u", "1234"}, "0"},
-		{[]string{"-u", "1234:5678"}, "5678"},
-		{[]string{"-u", "nobody"}, "65534"},
-		{[]string{"--group-add", "10"}, "0 10"},
-		{[]string{"--group-add", "10", "-u", "nobody"}, "10 65534"},
-	} {
-		args := append(append([]string{"run", "--rm"}, c.opts...), "localhost/busybox", "cat", "/proc/self/status")
-		if got := statusGroups(t, "docker run", te.run("docker", args...)); got != c.want {
-			t.Errorf("docker run %v: groups %q, want %q", c.opts, got, c.want)
-		}
-	}
 	te.run("docker", "run", "-d", "--name", "grp", "--group-add", "10", "-u", "nobody", "localhost/busybox", "sleep", "600")
+	img := "localhost/busybox"
 	for _, c := range []struct {
-		opts []string
-		want string
+		command []string
+		want    string
 	}{
-		{nil, "10 65534"},
-		{[]string{"-u", "root"}, "0 10"},
-		{[]string{"-u", "1234"}, "0 10"},
+		{[]string{"run", "--rm", img}, "0"},
+		{[]string{"run", "--rm", "-u", "1234", img}, "0"},
+		{[]string{"run", "--rm", "-u", "1234:5678", img}, "5678"},
+		{[]string{"run", "--rm", "-u", "nobody", img}, "65534"},
+		{[]string{"run", "--rm", "--group-add", "10", img}, "0 10"},
+		{[]string{"run", "--rm", "--group-add", "10", "-u", "nobody", img}, "10 65534"},
+		{[]string{"exec", "grp"}, "10 65534"},
+		{[]string{"exec", "-u", "root", "grp"}, "0 10"},
+		{[]string{"exec", "-u", "1234", "grp"}, "0 10"},
 	} {
-		args := append(append([]string{"exec"}, c.opts...), "grp", "cat", "/proc/self/status")
-		if got := statusGroups(t, "docker exec", te.run("docker", args...)); got != c.want {
-			t.Errorf("docker exec %v: groups %q, want %q", c.opts, got, c.want)
+		out := te.run("docker", append(c.command, "cat", "/proc/self/status")...)
+		if got := statusGroups(t, "docker", out); got != c.want {
+			t.Errorf("docker %v: groups %q, want %q", c.command, got, c.want)
 		}
 	}
 	te.run("docker", "rm", "-f", "grp")
