@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/engine/internal/backend/platform/sizelimit"
+	"github.com/berth-project/berth/engine/internal/backend/platform/strays"
 	"github.com/berth-project/berth/engine/internal/engine"
 	"github.com/berth-project/berth/shared/buildinfo"
 	"github.com/berth-project/berth/shared/server"
@@ -43,6 +44,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger := server.NewLogger(stderr, format, level)
 
+	// A copy of an earlier engine that a kill -9 left (see package
+	// strays) would hold the API's address and the engine's files.
+	if root, err := filepath.Abs(cfg.engine.Root); err == nil {
+		killed, err := strays.Reap(root)
+		if err != nil {
+			logger.Warn("ending copies of an earlier engine", "err", err)
+		}
+		if len(killed) > 0 {
+			logger.Info("ended copies of an earlier engine that a kill -9 left behind", "pids", killed)
+		}
+	}
 	ln, err := server.Listen(cfg.engine.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.engine.Listen, err)
