@@ -198,19 +198,19 @@ type ContainerSpec struct {
 	// and /etc/group entries for a numeric user the image lacks and for
 	// HostUsers (--hostuser); PasswdEntry and GroupEntry are templates of
 	// those lines (--passwd-entry, --group-entry).
-	ManagePassword *bool         `json:"manage_password,omitempty"`
+	ManagePassword *bool `json:"manage_password,omitempty"`
 	// DockerGroups gives the container's processes the supplementary
 	// groups dockerd gives: the primary group and the groups /etc/group
 	// lists the user in also without a user (root's), and an exec its
 	// user's primary group and the container's Groups too. Docker's API
 	// sets it; Podman's rule adds them only for a container with a user,
 	// and to an exec neither.
-	DockerGroups bool `json:"docker_groups,omitempty"`
-	PasswdEntry    string        `json:"passwd_entry,omitempty"`
-	GroupEntry     string        `json:"group_entry,omitempty"`
-	HostUsers      []string      `json:"hostusers,omitempty"`
-	Groups         []string      `json:"groups,omitempty"`
-	Mounts         []specs.Mount `json:"mounts,omitempty"`
+	DockerGroups bool          `json:"docker_groups,omitempty"`
+	PasswdEntry  string        `json:"passwd_entry,omitempty"`
+	GroupEntry   string        `json:"group_entry,omitempty"`
+	HostUsers    []string      `json:"hostusers,omitempty"`
+	Groups       []string      `json:"groups,omitempty"`
+	Mounts       []specs.Mount `json:"mounts,omitempty"`
 	// Volumes are the named volumes to mount; an empty Name creates an
 	// anonymous volume. ImageVolumeMode says what to do with the image's
 	// volumes: "anonymous" (or "bind", or empty) mounts an anonymous volume

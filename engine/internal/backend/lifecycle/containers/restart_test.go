@@ -422,7 +422,9 @@ func TestCleanRestartKeepsRunningRootfs(t *testing.T) {
 		t.Fatalf("the running container's root is gone from the engine's side after a clean stop: %v", err)
 	}
 	p.Start()
-	var created struct{ ID string `json:"Id"` }
+	var created struct {
+		ID string `json:"Id"`
+	}
 	json.Unmarshal(te.Must(http.StatusCreated, "POST", "/containers/"+id+"/exec",
 		map[string]any{"User": "nobody", "Cmd": []string{"touch", "/tmp/by-nobody"}}), &created)
 	te.Must(http.StatusOK, "POST", "/exec/"+created.ID+"/start", map[string]any{"Detach": true})
