@@ -72,6 +72,7 @@ type netavark struct {
 	binary    string
 	aardvark  string
 	configDir string
+	versionState
 }
 
 // run executes one netavark command with opts on stdin and decodes its

@@ -280,6 +280,7 @@ func (m *Manager) Setup(ctx context.Context, s core.NetworkSetup) (core.NetworkS
 		return s, nil, err
 	}
 	m.setupMu.Lock()
+	dns := m.beforeDNSChange(nets)
 	status := map[string]core.StatusBlock{}
 	direct := false
 	if n, ok := directNetwork(out, nets); ok {
@@ -309,6 +310,9 @@ func (m *Manager) Setup(ctx context.Context, s core.NetworkSetup) (core.NetworkS
 			status = statusByName(answer, nets)
 			m.pinBridges(nets)
 		}
+	}
+	if err == nil {
+		dns.await()
 	}
 	m.setupMu.Unlock()
 	if err != nil {
@@ -491,9 +495,11 @@ func (m *Manager) Attach(ctx context.Context, s core.NetworkSetup, network strin
 	one.Networks = map[string]core.PerNetworkOptions{network: po}
 	answer := map[string]core.StatusBlock{}
 	m.setupMu.Lock()
+	dns := m.beforeDNSChange(nets)
 	err = m.nv.run(ctx, "setup", s.NetNSPath, m.options(one, nets), &answer)
 	if err == nil {
 		m.pinBridges(nets)
+		dns.await()
 	}
 	m.setupMu.Unlock()
 	if err != nil {
