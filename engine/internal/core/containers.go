@@ -205,12 +205,16 @@ type ContainerSpec struct {
 	// user's primary group and the container's Groups too. Docker's API
 	// sets it; Podman's rule adds them only for a container with a user,
 	// and to an exec neither.
-	DockerGroups bool          `json:"docker_groups,omitempty"`
-	PasswdEntry  string        `json:"passwd_entry,omitempty"`
-	GroupEntry   string        `json:"group_entry,omitempty"`
-	HostUsers    []string      `json:"hostusers,omitempty"`
-	Groups       []string      `json:"groups,omitempty"`
-	Mounts       []specs.Mount `json:"mounts,omitempty"`
+	DockerGroups bool `json:"docker_groups,omitempty"`
+	// DockerEnv gives the container dockerd's default environment (PATH,
+	// and TERM=xterm with a terminal) instead of Podman's (PATH,
+	// TERM=xterm and container=podman). Docker's API sets it.
+	DockerEnv   bool          `json:"docker_env,omitempty"`
+	PasswdEntry string        `json:"passwd_entry,omitempty"`
+	GroupEntry  string        `json:"group_entry,omitempty"`
+	HostUsers   []string      `json:"hostusers,omitempty"`
+	Groups      []string      `json:"groups,omitempty"`
+	Mounts      []specs.Mount `json:"mounts,omitempty"`
 	// Volumes are the named volumes to mount; an empty Name creates an
 	// anonymous volume. ImageVolumeMode says what to do with the image's
 	// volumes: "anonymous" (or "bind", or empty) mounts an anonymous volume
@@ -502,9 +506,13 @@ type Container struct {
 	// Spec is the creation request after defaults were applied.
 	Spec ContainerSpec
 	// ImageConfig holds the parts of the image configuration the container was
-	// built from (entrypoint, cmd, env, workdir, user, stop signal).
+	// built from (entrypoint, cmd, env, workdir, stop signal), which a later
+	// init needs if the image is gone.
 	ImageEntrypoint []string
 	ImageCmd        []string
+	ImageEnv        []string `json:",omitempty"`
+	ImageWorkDir    string   `json:",omitempty"`
+	ImageStopSignal string   `json:",omitempty"`
 	// Path and Args are the process the container runs.
 	Path string
 	Args []string

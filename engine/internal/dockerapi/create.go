@@ -142,6 +142,7 @@ func (s *server) toSpec(name string, cfg *containertypes.Config, hc *containerty
 		// dockerd adds no /etc/passwd entry for a user the image lacks.
 		ManagePassword: new(bool),
 		DockerGroups:   true,
+		DockerEnv:      true,
 	}
 	if len(cfg.Env) > 0 {
 		spec.Env = map[string]string{}

@@ -167,11 +167,11 @@ func (s *server) config(c *core.Container, in *core.InspectContainerData) *conta
 		Tty:          ic.Tty,
 		OpenStdin:    ic.OpenStdin,
 		StdinOnce:    ic.StdinOnce,
-		Env:          dockerEnv(ic.Env, c.Spec.Env),
+		Env:          dockerEnv(ic.Env, c.Spec.Env, c.ImageEnv),
 		Cmd:          ic.Cmd,
 		Image:        firstNonEmpty(c.Spec.RawImageName, c.Image),
 		Volumes:      nilIfNoVolumes(ic.Volumes),
-		WorkingDir:   ic.WorkingDir,
+		WorkingDir:   firstNonEmpty(c.Spec.WorkDir, c.ImageWorkDir),
 		Labels:       ic.Labels,
 		Entrypoint:   c.Spec.Entrypoint,
 	}
@@ -181,8 +181,13 @@ func (s *server) config(c *core.Container, in *core.InspectContainerData) *conta
 	if cfg.Labels == nil {
 		cfg.Labels = map[string]string{}
 	}
-	if ic.StopSignal != 0 {
-		cfg.StopSignal = signalName(int(ic.StopSignal))
+	// As dockerd: the stop signal the request or the image set, none when
+	// neither did (the engine stops with SIGTERM then).
+	switch {
+	case c.Spec.StopSignal != nil:
+		cfg.StopSignal = signalName(int(*c.Spec.StopSignal))
+	case c.ImageStopSignal != "":
+		cfg.StopSignal = c.ImageStopSignal
 	}
 	if c.Spec.StopTimeout != nil {
 		t := int(*c.Spec.StopTimeout)
@@ -477,14 +482,21 @@ func predefinedEndpoint(eps map[string]*networkEndpoint, mode string, networkIDs
 
 // dockerEnv is a container's environment as dockerd's inspect shows it:
 // the image's and the request's variables, without those the engine adds
-// as Podman does (container=podman, HOSTNAME) unless the request set them,
-// so that a client that creates a container from another's inspect
-// (Watchtower) does not copy the old container's hostname into the new.
-func dockerEnv(env []string, requested map[string]string) []string {
+// (HOSTNAME, HOME, TERM with a terminal; TERM and container=podman always
+// for a container of the libpod API) unless the request or the image set them, so that a client that
+// creates a container from another's inspect (Watchtower) does not copy
+// the old container's hostname into the new.
+func dockerEnv(env []string, requested map[string]string, image []string) []string {
+	fromImage := map[string]bool{}
+	for _, kv := range image {
+		k, _, _ := strings.Cut(kv, "=")
+		fromImage[k] = true
+	}
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if _, asked := requested[k]; !asked && (k == "container" || k == "HOSTNAME") {
+		_, asked := requested[k]
+		if !asked && !fromImage[k] && (k == "container" || k == "HOSTNAME" || k == "HOME" || k == "TERM") {
 			continue
 		}
 		out = append(out, kv)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -80,19 +81,46 @@ func TestDockerCreateFromInspect(t *testing.T) {
 }
 
 // TestDockerInspectEnvAsDockerd: Config.Env holds the image's and the
-// request's variables, not the engine's container=podman and HOSTNAME
-// (dockerd's neither), unless the request set them; a container created
-// from the inspect gets its own hostname. Config.Volumes is null where
-// none, as dockerd's.
+// request's variables, not the engine's container=podman, TERM, HOSTNAME
+// and HOME (dockerd's neither), unless the request set them; a container
+// created from the inspect gets its own hostname. The process's own
+// environment is dockerd's: PATH, HOSTNAME and HOME, TERM only with a
+// terminal, no container=podman. Config.Volumes is null where none, and
+// Config.WorkingDir, StopSignal and StopTimeout are empty or absent where
+// neither the request nor the image set them, as dockerd's.
 func TestDockerInspectEnvAsDockerd(t *testing.T) {
 	te := startEngine(t)
 	te.run("docker", "create", "--name", "env-plain", "-e", "A=1", "localhost/busybox:latest", "true")
-	te.run("docker", "create", "--name", "env-asked", "-e", "HOSTNAME=mine", "localhost/busybox:latest", "true")
-	plain := te.run("docker", "inspect", "-f", "{{json .Config.Env}} {{json .Config.Volumes}}", "env-plain")
-	if strings.Contains(plain, "HOSTNAME=") || strings.Contains(plain, "container=") || !strings.Contains(plain, `"A=1"`) || !strings.HasSuffix(strings.TrimSpace(plain), " null") {
-		t.Errorf("env-plain's Config.Env and Volumes: %s", plain)
+	te.run("docker", "create", "--name", "env-asked", "-e", "HOSTNAME=mine", "-w", "/tmp", "--stop-signal", "SIGUSR1", "--stop-timeout", "3", "localhost/busybox:latest", "true")
+	plain := te.run("docker", "inspect", "-f", "{{json .Config.Env}} {{json .Config.Volumes}} {{json .Config.WorkingDir}} {{json .Config.StopSignal}} {{json .Config.StopTimeout}}", "env-plain")
+	if want := `["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin","A=1"] null "" "" null`; strings.TrimSpace(plain) != want {
+		t.Errorf("env-plain's Config.Env, Volumes, WorkingDir, StopSignal and StopTimeout: %s, want %s", plain, want)
 	}
-	if asked := te.run("docker", "inspect", "-f", "{{json .Config.Env}}", "env-asked"); !strings.Contains(asked, `"HOSTNAME=mine"`) {
-		t.Errorf("env-asked's Config.Env lost its HOSTNAME: %s", asked)
+	asked := te.run("docker", "inspect", "-f", "{{json .Config.Env}} {{json .Config.WorkingDir}} {{json .Config.StopSignal}} {{json .Config.StopTimeout}}", "env-asked")
+	if !strings.Contains(asked, `"HOSTNAME=mine"`) || !strings.HasSuffix(strings.TrimSpace(asked), `"/tmp" "SIGUSR1" 3`) {
+		t.Errorf("env-asked's Config.Env, WorkingDir, StopSignal and StopTimeout: %s", asked)
+	}
+	te.run("docker", "start", "env-plain")
+	if after := te.run("docker", "inspect", "-f", "{{json .Config.Env}}", "env-plain"); strings.Contains(after, "HOME=") || strings.Contains(after, "HOSTNAME=") || strings.Contains(after, "TERM=") {
+		t.Errorf("env-plain's Config.Env after its start: %s", after)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--rm", "--name", "env-run", "localhost/busybox:latest", "env"}, "HOME=/root HOSTNAME=ID PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		{[]string{"run", "--rm", "-t", "--name", "env-run", "localhost/busybox:latest", "env"}, "HOME=/root HOSTNAME=ID PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin TERM=xterm"},
+		{[]string{"run", "--rm", "-u", "nobody", "--name", "env-run", "localhost/busybox:latest", "env"}, "HOME=/nonexistent HOSTNAME=ID PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+	} {
+		out := strings.Fields(strings.ReplaceAll(te.run("docker", tc.args...), "\r", ""))
+		slices.Sort(out)
+		for i, kv := range out {
+			if strings.HasPrefix(kv, "HOSTNAME=") && len(kv) == len("HOSTNAME=")+12 {
+				out[i] = "HOSTNAME=ID"
+			}
+		}
+		if got := strings.Join(out, " "); got != tc.want {
+			t.Errorf("docker %v: %s, want %s", tc.args, got, tc.want)
+		}
 	}
 }

@@ -199,7 +199,11 @@ func Generate(in Input) (*Result, error) {
 		u := uint32(v)
 		proc.User.Umask = &u
 	}
-	proc.Env = MergeEnv(in.Image.Env, s, hostname, execUser.Home)
+	home := execUser.Home
+	if home == "" {
+		home = "/"
+	}
+	proc.Env = MergeEnv(in.Image.Env, s, hostname, home)
 
 	caps, err := Capabilities(s, in.Host)
 	if err != nil {
@@ -348,10 +352,12 @@ func ProcessArgs(s *core.ContainerSpec, img imgspec.ImageConfig) ([]string, erro
 
 // MergeEnv builds a container's environment: the image's variables, then
 // EnvMerge's (expanded against the defaults: the image's variables with
-// PATH, container=podman and, with a terminal, TERM), then the request's env
-// (it wins), then those defaults where still missing, and HOSTNAME and HOME.
+// the engine's), then the request's env (it wins), then those defaults
+// where still missing, and HOSTNAME and HOME (each unless empty).
 // UnsetEnv's names are left out of the defaults, and with UnsetEnvAll every
-// default is.
+// default is. The engine's defaults are Podman's (containers.conf's PATH
+// and TERM=xterm, and container=podman) or, for a container of the Docker
+// API, dockerd's (PATH, and TERM=xterm with a terminal).
 func MergeEnv(imageEnv []string, s *core.ContainerSpec, hostname, home string) []string {
 	vals := map[string]string{}
 	var order []string
@@ -371,9 +377,12 @@ func MergeEnv(imageEnv []string, s *core.ContainerSpec, hostname, home string) [
 				set(k, v)
 			}
 		}
-		engine := [][2]string{{"PATH", DefaultPath}, {"container", "podman"}}
-		if s.Terminal {
+		engine := [][2]string{{"PATH", DefaultPath}}
+		if !s.DockerEnv || s.Terminal {
 			engine = append(engine, [2]string{"TERM", "xterm"})
+		}
+		if !s.DockerEnv {
+			engine = append(engine, [2]string{"container", "podman"})
 		}
 		for _, kv := range engine {
 			if _, ok := defaults[kv[0]]; !ok {
@@ -399,13 +408,10 @@ func MergeEnv(imageEnv []string, s *core.ContainerSpec, hostname, home string) [
 			}
 		}
 	}
-	if _, ok := vals["HOSTNAME"]; !ok {
+	if _, ok := vals["HOSTNAME"]; !ok && hostname != "" {
 		set("HOSTNAME", hostname)
 	}
-	if home == "" {
-		home = "/"
-	}
-	if _, ok := vals["HOME"]; !ok {
+	if _, ok := vals["HOME"]; !ok && home != "" {
 		set("HOME", home)
 	}
 	out := make([]string, 0, len(order))
@@ -704,6 +710,16 @@ func AddMissingEnv(env, add []string) []string {
 		}
 	}
 	return env
+}
+
+// EnvValue answers the value of name in env ("" when it has none).
+func EnvValue(env []string, name string) string {
+	for _, kv := range env {
+		if n, v, _ := strings.Cut(kv, "="); n == name {
+			return v
+		}
+	}
+	return ""
 }
 
 // kernelPaths are the masked and read-only paths of an unprivileged

@@ -96,35 +96,47 @@ func TestProcessArgs(t *testing.T) {
 }
 
 func TestMergeEnv(t *testing.T) {
-	got := MergeEnv([]string{"PATH=/img", "A=1"}, &core.ContainerSpec{Env: map[string]string{"A": "2", "B": "3"}, Terminal: true}, "h", "/root")
-	want := []string{"PATH=/img", "A=2", "B=3", "container=podman", "TERM=xterm", "HOSTNAME=h", "HOME=/root"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-	// The request may set container itself.
-	got = MergeEnv(nil, &core.ContainerSpec{Env: map[string]string{"container": "other"}}, "h", "")
-	want = []string{"container=other", "PATH=" + DefaultPath, "HOSTNAME=h", "HOME=/"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-	// --env-merge expands the defaults; --unsetenv drops one of them (the
-	// request's own env still sets it); --unsetenv-all drops them all.
-	img := []string{"PATH=/img", "GREETING=hello", "LANG=C"}
-	got = MergeEnv(img, &core.ContainerSpec{EnvMerge: []string{"PATH=/extra:${PATH}", "GREETING=$GREETING world", "NEW=${container}-${NOPE}"},
-		UnsetEnv: []string{"LANG", "container"}}, "h", "/root")
-	want = []string{"PATH=/extra:/img", "GREETING=hello world", "NEW=-", "HOSTNAME=h", "HOME=/root"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("envmerge and unsetenv: got %v, want %v", got, want)
-	}
-	got = MergeEnv(img, &core.ContainerSpec{UnsetEnv: []string{"PATH"}, Env: map[string]string{"PATH": "/mine"}}, "h", "")
-	want = []string{"GREETING=hello", "LANG=C", "PATH=/mine", "container=podman", "HOSTNAME=h", "HOME=/"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("unsetenv with the request's own: got %v, want %v", got, want)
-	}
-	got = MergeEnv(img, &core.ContainerSpec{UnsetEnvAll: true, Terminal: true, Env: map[string]string{"ONLY": "me"}}, "h", "")
-	want = []string{"ONLY=me", "HOSTNAME=h", "HOME=/"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("unsetenv-all: got %v, want %v", got, want)
+	for _, tc := range []struct {
+		name           string
+		image          []string
+		spec           core.ContainerSpec
+		hostname, home string
+		want           []string
+	}{
+		{"Podman's defaults (containers.conf's PATH and TERM, container=podman) after the request's", []string{"PATH=/img", "A=1"},
+			core.ContainerSpec{Env: map[string]string{"A": "2", "B": "3"}}, "h", "/root",
+			[]string{"PATH=/img", "A=2", "B=3", "TERM=xterm", "container=podman", "HOSTNAME=h", "HOME=/root"}},
+		{"the request may set container itself", nil,
+			core.ContainerSpec{Env: map[string]string{"container": "other"}}, "h", "/",
+			[]string{"container=other", "PATH=" + DefaultPath, "TERM=xterm", "HOSTNAME=h", "HOME=/"}},
+		{"dockerd's defaults: PATH only", nil,
+			core.ContainerSpec{DockerEnv: true}, "h", "/root",
+			[]string{"PATH=" + DefaultPath, "HOSTNAME=h", "HOME=/root"}},
+		{"dockerd's defaults with a terminal: TERM too", nil,
+			core.ContainerSpec{DockerEnv: true, Terminal: true}, "h", "/root",
+			[]string{"PATH=" + DefaultPath, "TERM=xterm", "HOSTNAME=h", "HOME=/root"}},
+		{"no hostname or home: neither is added (inspect before the first init)", nil,
+			core.ContainerSpec{}, "", "",
+			[]string{"PATH=" + DefaultPath, "TERM=xterm", "container=podman"}},
+		// --env-merge expands the defaults; --unsetenv drops one of them
+		// (the request's own env still sets it); --unsetenv-all drops them
+		// all.
+		{"env-merge and unsetenv", []string{"PATH=/img", "GREETING=hello", "LANG=C"},
+			core.ContainerSpec{EnvMerge: []string{"PATH=/extra:${PATH}", "GREETING=$GREETING world", "NEW=${container}-${NOPE}"},
+				UnsetEnv: []string{"LANG", "container", "TERM"}}, "h", "/root",
+			[]string{"PATH=/extra:/img", "GREETING=hello world", "NEW=-", "HOSTNAME=h", "HOME=/root"}},
+		{"unsetenv with the request's own", []string{"PATH=/img", "GREETING=hello", "LANG=C"},
+			core.ContainerSpec{UnsetEnv: []string{"PATH"}, Env: map[string]string{"PATH": "/mine"}}, "h", "/",
+			[]string{"GREETING=hello", "LANG=C", "PATH=/mine", "TERM=xterm", "container=podman", "HOSTNAME=h", "HOME=/"}},
+		{"unsetenv-all", []string{"PATH=/img"},
+			core.ContainerSpec{UnsetEnvAll: true, Terminal: true, Env: map[string]string{"ONLY": "me"}}, "h", "/",
+			[]string{"ONLY=me", "HOSTNAME=h", "HOME=/"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := MergeEnv(tc.image, &tc.spec, tc.hostname, tc.home); !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

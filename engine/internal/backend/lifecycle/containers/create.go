@@ -135,10 +135,6 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 	if err := checkPasswdRequest(&spec); err != nil {
 		return "", nil, err
 	}
-	if spec.StopTimeout == nil {
-		t := uint(defaultStopTimeout)
-		spec.StopTimeout = &t
-	}
 	if err := spec.ResolveThrottleDevices(oci.BlockDevice); err != nil {
 		return "", nil, err
 	}
@@ -235,6 +231,9 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 		Spec:            spec,
 		ImageEntrypoint: img.Config.Config.Entrypoint,
 		ImageCmd:        img.Config.Config.Cmd,
+		ImageEnv:        img.Config.Config.Env,
+		ImageWorkDir:    img.Config.Config.WorkingDir,
+		ImageStopSignal: img.Config.Config.StopSignal,
 		Runtime:         m.rt.Name(),
 		Bundle:          bundle,
 		StaticDir:       static,
@@ -243,15 +242,12 @@ func (m *Manager) create(ctx context.Context, spec core.ContainerSpec, adjust fu
 		ExitFile:        m.rt.ExitFile(id),
 		State:           core.StateConfigured,
 	},
-		ImageEnv:        img.Config.Config.Env,
-		ImageWorkDir:    img.Config.Config.WorkingDir,
-		ImageUser:       img.Config.Config.User,
-		ImageStopSignal: img.Config.Config.StopSignal,
-		ImageDigest:     img.Digest,
-		Volumes:         vols,
-		SeccompProfile:  seccompProfile,
-		UIDMap:          fromStorageMaps(sc.UIDMap),
-		GIDMap:          fromStorageMaps(sc.GIDMap),
+		ImageUser:      img.Config.Config.User,
+		ImageDigest:    img.Digest,
+		Volumes:        vols,
+		SeccompProfile: seccompProfile,
+		UIDMap:         fromStorageMaps(sc.UIDMap),
+		GIDMap:         fromStorageMaps(sc.GIDMap),
 	}
 	m.applyPod(&rec, pod)
 	if err := m.placeCgroup(&rec, pod); err != nil {
@@ -434,6 +430,7 @@ func (m *Manager) prepare(ctx context.Context, rec *record, img *core.Image) ([]
 	if err != nil {
 		return nil, err
 	}
+	rec.Home = oci.EnvValue(res.Spec.Process.Env, "HOME")
 	if rec.NoCgroup() {
 		// No cgroup to apply anything to, device rules included (as
 		// Podman leaves the spec's resources empty).

@@ -49,8 +49,11 @@ func TestInspectPodmanFields(t *testing.T) {
 	if d.ImageDigest != img.Digest {
 		t.Errorf("ImageDigest %q, want %q", d.ImageDigest, img.Digest)
 	}
-	if !slices.Contains(d.Config.Env, "container=podman") {
-		t.Errorf("Env %q lacks container=podman", d.Config.Env)
+	// Podman 4.3.1's environment before the first start: containers.conf's
+	// PATH and TERM and container=podman, no HOSTNAME or HOME (they come
+	// at init).
+	if want := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "TERM=xterm", "container=podman"}; !slices.Equal(d.Config.Env, want) {
+		t.Errorf("Env before the start %q, want %q", d.Config.Env, want)
 	}
 	if d.HostConfig.NanoCpus != 500000000 {
 		t.Errorf("NanoCpus %d, want 500000000", d.HostConfig.NanoCpus)
@@ -76,6 +79,13 @@ func TestInspectPodmanFields(t *testing.T) {
 	te.Must(http.StatusNoContent, "POST", "/containers/"+id+"/start", nil)
 	if code := te.wait(id); code != 0 {
 		t.Fatalf("exit %d: %q", code, te.LogLines(id))
+	}
+	// After it, the environment the process had: HOME is the user's home
+	// from the image's /etc/passwd (root's /root), as Podman shows it.
+	var after struct{ Config struct{ Env []string } }
+	json.Unmarshal(te.Must(http.StatusOK, "GET", "/containers/"+id+"/json", nil), &after)
+	if !slices.Contains(after.Config.Env, "HOME=/root") || !slices.Contains(after.Config.Env, "HOSTNAME="+id[:12]) {
+		t.Errorf("Env after the start %q, want HOME=/root and HOSTNAME=%s", after.Config.Env, id[:12])
 	}
 	out := te.LogLines(id)
 	// 65536000 bytes are 64000 KiB.

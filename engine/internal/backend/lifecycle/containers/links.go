@@ -30,7 +30,8 @@ import (
 // starts (linkEnv): ALIAS_NAME, ALIAS_PORT and for each port the linked
 // container exposes ALIAS_PORT_<port>_<PROTO> with its _ADDR, _PORT and
 // _PROTO (and _START/_END around runs of consecutive ports), and
-// ALIAS_ENV_<name> for each of its variables but HOME and PATH. Variables
+// ALIAS_ENV_<name> for each of its variables but HOME, PATH and those the
+// engine adds (HOSTNAME, TERM, container), as dockerd gives them. Variables
 // the container sets itself win.
 
 // linkAlias is what an alias may be: it is written into /etc/hosts.
@@ -259,7 +260,7 @@ func linkVariables(alias, name, ip string, ports []portProto, env []string) []st
 	out = append(out, fmt.Sprintf("%s_NAME=%s", prefix, name))
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "HOME" || k == "PATH" || k == "HOSTNAME" || k == "container" {
+		if !ok || k == "HOME" || k == "PATH" || k == "HOSTNAME" || k == "container" || k == "TERM" {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s_ENV_%s=%s", prefix, k, v))

@@ -203,7 +203,14 @@ func (m *Manager) Inspect(ctx context.Context, nameOrID string, size bool) (*cor
 	}
 	r := m.snapshot(e)
 	s := &r.Spec
-	env := oci.MergeEnv(r.ImageEnv, s, hostnameOf(&r), "")
+	// As Podman: the environment of the last init; a container never
+	// initialised (created: the engine writes its spec then, Podman at
+	// init) shows neither HOSTNAME nor HOME, which come at init.
+	hostname, home := "", ""
+	if r.State != core.StateConfigured {
+		hostname, home = hostnameOf(&r), r.Home
+	}
+	env := oci.MergeEnv(r.ImageEnv, s, hostname, home)
 	cmd := s.Command
 	if len(cmd) == 0 && s.Entrypoint == nil {
 		cmd = r.ImageCmd

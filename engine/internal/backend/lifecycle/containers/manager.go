@@ -123,11 +123,12 @@ type record struct {
 	CDIGeneration uint64 `json:"CDIGeneration,omitempty"`
 	// Volumes are the volumes the container mounts, resolved at create.
 	Volumes []mountedVolume `json:"Volumes,omitempty"`
-	// The image configuration parts a later init needs if the image is gone.
-	ImageEnv        []string `json:"ImageEnv,omitempty"`
-	ImageWorkDir    string   `json:"ImageWorkDir,omitempty"`
-	ImageUser       string   `json:"ImageUser,omitempty"`
-	ImageStopSignal string   `json:"ImageStopSignal,omitempty"`
+	// ImageUser is the image's user, which a later init needs if the
+	// image is gone (the other parts are in core.Container).
+	ImageUser string `json:"ImageUser,omitempty"`
+	// Home is HOME in the environment of the container's last init (its
+	// user's home directory where nothing else set it); "" until the first.
+	Home string `json:"Home,omitempty"`
 	// ImageDigest is the digest of the image's manifest at create.
 	ImageDigest string `json:"ImageDigest,omitempty"`
 	// PodJoin is what a pod member takes from its pod's infra container.
