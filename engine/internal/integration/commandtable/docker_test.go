@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/berth-project/berth/engine/internal/testsupport/enginetest"
 	"github.com/berth-project/berth/engine/internal/testsupport/testdeadline"
@@ -16,7 +15,7 @@ import (
 // BERTH_COMMANDS_REPORT work as for the podman table.
 func TestReadmeDockerCommands(t *testing.T) {
 	t.Parallel()
-	testdeadline.Set(t, 6*time.Minute)
+	testdeadline.Set(t, tableDeadline)
 	rows := selectedRows(t, dockerTable)
 	e := enginetest.Start(t, enginetest.Options{What: "the README's docker commands", Bridged: true, Needs: []string{"docker"}})
 	sh := newDockerShell(t, e.Dir, "tcp://"+e.Addr)
