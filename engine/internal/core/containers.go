@@ -641,6 +641,12 @@ type ContainerEvent struct {
 	// Ran is how long the container ran, on a died event (its start to
 	// its exit).
 	Ran *time.Duration
+	// RawImage is the image as the create request named it (Docker's
+	// events name it so; Podman's the resolved name).
+	RawImage string
+	// DockerOnly marks an event dockerd sends and Podman does not: the
+	// kill of each signal a stop sends. The libpod stream leaves it out.
+	DockerOnly bool
 }
 
 // ExecSessionLister lists a container's exec sessions: kept, every one the

@@ -30,7 +30,7 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, core.InvalidArgument("filters", err))
 		return
 	}
-	opts := events.ReadOptions{Filter: filter, Stream: true}
+	opts := events.ReadOptions{Filter: filter, Stream: true, Docker: true}
 	now := time.Now()
 	if v := q.str("since"); v != "" {
 		if opts.Since, err = parseTime(v, now); err != nil {
@@ -128,6 +128,12 @@ func dockerEvent(e events.Event) (eventtypes.Message, bool) {
 	if !ok {
 		return eventtypes.Message{}, false
 	}
+	if e.Status == events.StatusHealthStatus && !e.HealthChanged {
+		// dockerd words a health change, not every check (Podman words
+		// every check): a client that acts on events (Traefik reloads)
+		// is not woken at each interval.
+		return eventtypes.Message{}, false
+	}
 	if action == "exec_start" && e.Command != "" {
 		action += ": " + e.Command
 	}
@@ -140,7 +146,7 @@ func dockerEvent(e events.Event) (eventtypes.Message, bool) {
 				attrs[k] = v
 			}
 		}
-		attrs["image"], attrs["name"] = e.Image, e.Name
+		attrs["image"], attrs["name"] = firstNonEmpty(e.DockerImage, e.Image), e.Name
 		if action == "die" || action == "exec_die" {
 			attrs["exitCode"] = strconv.Itoa(e.ExitCode)
 		}

@@ -56,3 +56,56 @@ func TestDockerEventNames(t *testing.T) {
 		t.Errorf("event=exec_die: %q", execs)
 	}
 }
+
+// TestDockerHealthEventsOnChange: docker events words a health change
+// once, as dockerd does, where the libpod stream (Podman's) has an event
+// for every check. A container checked each second turns healthy, stays so
+// for several checks, then fails and turns unhealthy.
+func TestDockerHealthEventsOnChange(t *testing.T) {
+	te := startEngine(t)
+	te.run("docker", "run", "-d", "--name", "hc", "--health-cmd", "test ! -f /tmp/bad", "--health-interval", "1s", "--health-retries", "1",
+		"localhost/busybox:latest", "sh", "-c", "sleep 4; touch /tmp/bad; sleep 300")
+	deadline := time.Now().Add(30 * time.Second)
+	for strings.TrimSpace(te.run("docker", "inspect", "-f", "{{.State.Health.Status}}", "hc")) != "unhealthy" {
+		if time.Now().After(deadline) {
+			t.Fatal("hc did not turn unhealthy within 30 s")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	time.Sleep(2100 * time.Millisecond) // two more failed checks, and past the CLI's whole-second --until
+	docker := te.run("docker", "events", "--since", "5m", "--until", "0s", "--filter", "event=health_status", "--format", "{{.Action}}")
+	if got := strings.Fields(strings.ReplaceAll(docker, "health_status: ", "")); strings.Join(got, " ") != "healthy unhealthy" {
+		t.Errorf("docker events: %q, want one healthy then one unhealthy", docker)
+	}
+	libpod := te.run("podman", "events", "--since", "5m", "--until", "0s", "--filter", "event=health_status", "--format", "{{.HealthStatus}}")
+	if n := strings.Count(libpod, "healthy"); n < 5 {
+		t.Errorf("podman events: %q, want an event for every check (5 and more)", libpod)
+	}
+}
+
+// TestDockerStopKillEvents: a stop's signals are kill events on Docker's
+// stream, as dockerd sends them (kill 15, then kill 9 when the timeout
+// passes, then die and stop), and not on the libpod stream (Podman sends
+// none). The image attribute is the name the create gave, as dockerd's.
+func TestDockerStopKillEvents(t *testing.T) {
+	te := startEngine(t)
+	// PID 1 ignores SIGTERM without a handler: the stop's timeout passes.
+	te.run("docker", "run", "-d", "--name", "stubborn", "localhost/busybox", "sleep", "300")
+	te.run("docker", "run", "-d", "--name", "willing", "localhost/busybox:latest", "sh", "-c", "trap 'exit 0' TERM; sleep 300 & wait")
+	te.run("docker", "stop", "-t", "1", "stubborn")
+	te.run("docker", "stop", "willing")
+	time.Sleep(1100 * time.Millisecond) // past the CLI's whole-second --until
+	format := "{{.Action}} {{with .Actor.Attributes.signal}}{{.}}{{end}} {{.Actor.Attributes.image}}"
+	for name, want := range map[string]string{
+		"stubborn": "create  localhost/busybox|start  localhost/busybox|kill 15 localhost/busybox|kill 9 localhost/busybox|die  localhost/busybox|stop  localhost/busybox",
+		"willing":  "create  localhost/busybox:latest|start  localhost/busybox:latest|kill 15 localhost/busybox:latest|die  localhost/busybox:latest|stop  localhost/busybox:latest",
+	} {
+		out := te.run("docker", "events", "--since", "5m", "--until", "0s", "--filter", "container="+name, "--format", format)
+		if got := strings.Join(strings.Split(strings.TrimSpace(out), "\n"), "|"); got != want {
+			t.Errorf("docker events of %s:\n%s\nwant\n%s", name, got, want)
+		}
+	}
+	if libpod := te.run("podman", "events", "--since", "5m", "--until", "0s", "--filter", "event=kill", "--format", "{{.Name}}"); strings.TrimSpace(libpod) != "" {
+		t.Errorf("podman events has the stops' kills: %q", libpod)
+	}
+}

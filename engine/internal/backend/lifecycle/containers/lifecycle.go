@@ -430,6 +430,7 @@ func (m *Manager) stopLocked(ctx context.Context, e *entry, timeout *uint, sig s
 		sig = m.stopSignal(rec)
 	}
 	if t > 0 && rec.State != core.StateCreated {
+		m.emitStopKill(ctx, rec, sig)
 		if err := m.rt.Kill(ctx, rec.ID, sig, false); err != nil && !m.goneOrExited(ctx, e) {
 			return fmt.Errorf("stop container %s: %w", rec.Name, err)
 		}
@@ -440,6 +441,9 @@ func (m *Manager) stopLocked(ctx context.Context, e *entry, timeout *uint, sig s
 			m.finishStop(ctx, e)
 			return nil
 		}
+	}
+	if rec.State != core.StateCreated {
+		m.emitStopKill(ctx, rec, syscall.SIGKILL)
 	}
 	if err := m.rt.Kill(ctx, rec.ID, syscall.SIGKILL, true); err != nil && !m.goneOrExited(ctx, e) {
 		return fmt.Errorf("kill container %s: %w", rec.Name, err)
@@ -452,6 +456,14 @@ func (m *Manager) stopLocked(ctx context.Context, e *entry, timeout *uint, sig s
 	}
 	m.finishStop(ctx, e)
 	return nil
+}
+
+// emitStopKill records the signal a stop sends as dockerd does, a kill
+// event with the signal's number, before the die and the stop (recorded
+// before the signal goes, so the die cannot come first); Podman records
+// none, and the libpod stream leaves it out.
+func (m *Manager) emitStopKill(ctx context.Context, rec record, sig syscall.Signal) {
+	m.emitDockerOnly(ctx, core.EventKill, rec, map[string]string{"signal": strconv.Itoa(int(sig))})
 }
 
 func (m *Manager) finishStop(ctx context.Context, e *entry) {

@@ -548,6 +548,18 @@ func (m *Manager) Subscribe(hook core.ContainerHook) func() {
 
 // emit delivers an event to every hook, in registration order.
 func (m *Manager) emit(ctx context.Context, typ core.ContainerEventType, rec record, attrs map[string]string) {
+	m.publish(ctx, m.containerEvent(typ, rec, attrs))
+}
+
+// emitDockerOnly records an event only Docker's stream sends.
+func (m *Manager) emitDockerOnly(ctx context.Context, typ core.ContainerEventType, rec record, attrs map[string]string) {
+	ev := m.containerEvent(typ, rec, attrs)
+	ev.DockerOnly = true
+	m.publish(ctx, ev)
+}
+
+// containerEvent is an event about rec.
+func (m *Manager) containerEvent(typ core.ContainerEventType, rec record, attrs map[string]string) core.ContainerEvent {
 	if rec.Pod != "" {
 		withPod := map[string]string{"podId": rec.Pod}
 		for k, v := range attrs {
@@ -557,7 +569,7 @@ func (m *Manager) emit(ctx context.Context, typ core.ContainerEventType, rec rec
 	}
 	ev := core.ContainerEvent{
 		Type: typ, Time: time.Now(), ID: rec.ID, Name: rec.Name, Image: rec.Image,
-		Labels: rec.Spec.Labels, Attributes: attrs,
+		Labels: rec.Spec.Labels, Attributes: attrs, RawImage: rec.Spec.RawImageName,
 	}
 	if typ == core.EventDied {
 		code := rec.ExitCode
@@ -567,6 +579,11 @@ func (m *Manager) emit(ctx context.Context, typ core.ContainerEventType, rec rec
 			ev.Ran = &ran
 		}
 	}
+	return ev
+}
+
+// publish hands ev to the hooks, or holds it until ReleaseEvents.
+func (m *Manager) publish(ctx context.Context, ev core.ContainerEvent) {
 	m.hooksMu.Lock()
 	if m.holding {
 		m.held = append(m.held, ev)

@@ -40,8 +40,8 @@ const (
 // ErrNoHealthcheck is returned for a container without a healthcheck.
 var ErrNoHealthcheck = fmt.Errorf("container has no defined healthcheck: %w", core.ErrStateConflict)
 
-// Notifier is told about health results (the event bus): the container's
-// health state after a check.
+// Notifier is told about health results (the event bus): the container as
+// it was before a check and its health state after it.
 type Notifier interface {
 	HealthEvent(ctx context.Context, c *core.Container, health core.HealthCheckResults)
 }

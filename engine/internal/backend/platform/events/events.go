@@ -58,10 +58,18 @@ type Event struct {
 	// message leaves them out): a network event's network ID and driver,
 	// a volume's driver, an exec session's command line, and how many
 	// whole seconds a died container ran.
-	NetworkID  string `json:"networkId,omitempty"`
-	Driver     string `json:"driver,omitempty"`
-	Command    string `json:"command,omitempty"`
-	RunSeconds *int64 `json:"runSeconds,omitempty"`
+	NetworkID string `json:"networkId,omitempty"`
+	// HealthChanged marks a health_status event whose status differs from
+	// the one before the check (dockerd words only those).
+	HealthChanged bool `json:"healthChanged,omitempty"`
+	// DockerImage is a container's image as its create request named it;
+	// DockerOnly marks an event only Docker's stream sends (see
+	// core.ContainerEvent).
+	DockerImage string `json:"dockerImage,omitempty"`
+	DockerOnly  bool   `json:"dockerOnly,omitempty"`
+	Driver      string `json:"driver,omitempty"`
+	Command     string `json:"command,omitempty"`
+	RunSeconds  *int64 `json:"runSeconds,omitempty"`
 }
 
 // Actor is the object an event is about, in the wire shape.
@@ -186,13 +194,15 @@ func (b *Bus) Publish(ctx context.Context, e Event) error {
 // core.Containers.Subscribe.
 func (b *Bus) ContainerHook(ctx context.Context, ev core.ContainerEvent) {
 	e := Event{
-		Type:       TypeContainer,
-		Status:     string(ev.Type),
-		ID:         ev.ID,
-		Name:       ev.Name,
-		Image:      ev.Image,
-		Time:       ev.Time,
-		Attributes: map[string]string{},
+		Type:        TypeContainer,
+		Status:      string(ev.Type),
+		ID:          ev.ID,
+		Name:        ev.Name,
+		Image:       ev.Image,
+		Time:        ev.Time,
+		Attributes:  map[string]string{},
+		DockerImage: ev.RawImage,
+		DockerOnly:  ev.DockerOnly,
 	}
 	maps.Copy(e.Attributes, ev.Labels)
 	maps.Copy(e.Attributes, ev.Attributes)
@@ -216,6 +226,8 @@ type ReadOptions struct {
 	// Stream keeps delivering new events until ctx ends or Until passes.
 	// Without Since or Until a stream starts with new events only.
 	Stream bool
+	// Docker includes the events only Docker's stream sends (DockerOnly).
+	Docker bool
 }
 
 // Read delivers past and (when streaming) live events matching opts.
@@ -229,6 +241,9 @@ func (b *Bus) Read(ctx context.Context, opts ReadOptions, emit func(Event) error
 		defer b.unsubscribe(sub)
 	}
 	match := func(e Event) bool {
+		if e.DockerOnly && !opts.Docker {
+			return false
+		}
 		if !opts.Since.IsZero() && e.Time.Before(opts.Since) {
 			return false
 		}
@@ -315,19 +330,31 @@ func (b *Bus) ExecEvent(ctx context.Context, c *core.Container, sessionID string
 	}
 }
 
+// healthBefore is c's health status before a check: a container whose
+// checks have not yet answered is starting.
+func healthBefore(c *core.Container) string {
+	if c.Health.Status == "" {
+		return "starting"
+	}
+	return c.Health.Status
+}
+
 // HealthEvent records container c's health after a healthcheck (its status
-// "healthy", "unhealthy" or "starting") as a health_status event. As in
-// Podman 5, a container whose healthcheck log destination is events_logger
-// has the newest result (its JSON) and the failing streak in the event.
+// "healthy", "unhealthy" or "starting") as a health_status event; c is the
+// container as it was before the check, so the event tells whether the
+// status changed. As in Podman 5, a container whose healthcheck log
+// destination is events_logger has the newest result (its JSON) and the
+// failing streak in the event.
 func (b *Bus) HealthEvent(ctx context.Context, c *core.Container, health core.HealthCheckResults) {
 	e := Event{
-		Type:         TypeContainer,
-		Status:       StatusHealthStatus,
-		ID:           c.ID,
-		Name:         c.Name,
-		Image:        c.Image,
-		HealthStatus: health.Status,
-		Attributes:   map[string]string{},
+		Type:          TypeContainer,
+		Status:        StatusHealthStatus,
+		ID:            c.ID,
+		Name:          c.Name,
+		Image:         c.Image,
+		HealthStatus:  health.Status,
+		HealthChanged: healthBefore(c) != health.Status,
+		Attributes:    map[string]string{},
 	}
 	if c.Spec.HealthLogDestination == core.HealthLogEventsLogger {
 		e.HealthFailingStreak = health.FailingStreak
