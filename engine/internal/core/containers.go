@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -206,6 +207,11 @@ type ContainerSpec struct {
 	// sets it; Podman's rule adds them only for a container with a user,
 	// and to an exec neither.
 	DockerGroups bool `json:"docker_groups,omitempty"`
+	// DockerBinds and DockerMounts are HostConfig.Binds and .Mounts (its
+	// JSON) as a Docker create sent them: the Docker API shows them back
+	// as dockerd does, where the engine's view merges both.
+	DockerBinds  []string        `json:"docker_binds,omitempty"`
+	DockerMounts json.RawMessage `json:"docker_mounts,omitempty"`
 	// DockerEnv gives the container dockerd's default environment (PATH,
 	// and TERM=xterm with a terminal) instead of Podman's (PATH,
 	// TERM=xterm and container=podman). Docker's API sets it.

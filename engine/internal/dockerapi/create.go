@@ -1,6 +1,7 @@
 package dockerapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -260,6 +261,14 @@ func (s *server) toSpec(name string, cfg *containertypes.Config, hc *containerty
 	}
 	if err := resources(&spec, &hc.Resources); err != nil {
 		return spec, err
+	}
+	spec.DockerBinds = slices.Clone(hc.Binds)
+	if len(hc.Mounts) > 0 {
+		raw, err := json.Marshal(hc.Mounts)
+		if err != nil {
+			return spec, err
+		}
+		spec.DockerMounts = raw
 	}
 	if err := storageMounts(&spec, cfg, hc); err != nil {
 		return spec, err

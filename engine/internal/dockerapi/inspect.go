@@ -2,6 +2,7 @@ package dockerapi
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"net"
 	"slices"
@@ -89,10 +90,65 @@ func (s *server) inspectContainer(ctx context.Context, name string, size bool) (
 		Config:            s.config(c, in),
 		NetworkSettings:   s.networkSettings(in, s.networkIDs(ctx)),
 	}
+	req := dockerRequestOf(c)
 	for _, m := range in.Mounts {
-		out.Mounts = append(out.Mounts, mountPoint(m))
+		out.Mounts = append(out.Mounts, req.mountPoint(mountPoint(m)))
 	}
 	return out, nil
+}
+
+// dockerRequest is what a Docker create asked for of a container's
+// storage: its HostConfig.Binds and .Mounts.
+type dockerRequest struct {
+	docker bool
+	binds  []string
+	mounts []mount.Mount
+}
+
+// dockerRequestOf reads c's; docker is false for a container the libpod
+// API created (or a Docker one from before the engine kept them), shown
+// from the engine's view.
+func dockerRequestOf(c *core.Container) dockerRequest {
+	r := dockerRequest{docker: c.Spec.DockerEnv, binds: c.Spec.DockerBinds}
+	if len(c.Spec.DockerMounts) > 0 {
+		if err := json.Unmarshal(c.Spec.DockerMounts, &r.mounts); err != nil {
+			r.mounts = nil
+		}
+	}
+	return r
+}
+
+// mountPoint shows mp as dockerd does for a container of the Docker API:
+// Mode is a bind's mode as -v gave it ("ro", "rw", "ro,rshared"; none
+// given, ""), "z" for a named volume given without one (dockerd's
+// default label mode) and for a --mount volume; a volume or a tmpfs has no
+// propagation.
+func (r dockerRequest) mountPoint(mp containertypes.MountPoint) containertypes.MountPoint {
+	if !r.docker {
+		return mp
+	}
+	if mp.Type == mount.TypeVolume || mp.Type == mount.TypeTmpfs {
+		mp.Propagation = ""
+	}
+	for _, b := range r.binds {
+		parts := strings.Split(b, ":")
+		if len(parts) < 2 || parts[1] != mp.Destination {
+			continue
+		}
+		switch {
+		case len(parts) == 3:
+			mp.Mode = parts[2]
+		case mp.Type == mount.TypeVolume:
+			mp.Mode = "z"
+		}
+		return mp
+	}
+	for _, m := range r.mounts {
+		if m.Target == mp.Destination && m.Type == mount.TypeVolume {
+			mp.Mode = "z"
+		}
+	}
+	return mp
 }
 
 // mountPoint is one of a container's mounts as Docker lists them.
@@ -246,6 +302,20 @@ func (s *server) hostConfig(c *core.Container, in *core.InspectContainerData) *c
 		Init:            &c.Spec.Init,
 		LogConfig:       dockerInspectLogConfig(&c.Spec),
 		RestartPolicy:   containertypes.RestartPolicy{Name: containertypes.RestartPolicyMode(firstNonEmpty(c.Spec.RestartPolicy, "no"))},
+	}
+	if req := dockerRequestOf(c); req.docker {
+		// As the create sent them: -v's binds and --mount's mounts apart
+		// (the engine's view lists both as binds, and --mount's tmpfs
+		// under Tmpfs).
+		hc.Binds, hc.Mounts = req.binds, req.mounts
+		for _, m := range req.mounts {
+			if m.Type == mount.TypeTmpfs {
+				delete(hc.Tmpfs, m.Target)
+			}
+		}
+		if len(hc.Tmpfs) == 0 {
+			hc.Tmpfs = nil
+		}
 	}
 	if m := c.Spec.PidNS.NSMode; m == core.NSHost || m == core.NSContainer {
 		hc.PidMode = containertypes.PidMode(ih.PidMode)

@@ -51,6 +51,7 @@ func TestDockerTmpfsAsDockerd(t *testing.T) {
 func TestDockerCreateFromInspect(t *testing.T) {
 	te := startEngine(t)
 	te.run("docker", "create", "--name", "orig", "--network", "none", "-v", te.Dir+":/host:ro", "-v", "data:/data", "--tmpfs", "/t:size=1m",
+		"--mount", "type=bind,src="+te.Dir+",dst=/m1,readonly", "--mount", "type=volume,src=mdata,dst=/m2", "--mount", "type=tmpfs,dst=/m3",
 		"-e", "A=1", "--label", "l=v", "--restart", "on-failure:2", "localhost/busybox:latest", "sleep", "60")
 	var d []struct {
 		Config     map[string]any
@@ -72,12 +73,49 @@ func TestDockerCreateFromInspect(t *testing.T) {
 		t.Fatalf("create from inspect: %d %s", resp.StatusCode, answer)
 	}
 	te.run("docker", "start", "clone")
-	got := te.run("docker", "inspect", "-f", "{{json .HostConfig.Binds}} {{json .HostConfig.Tmpfs}} {{.HostConfig.RestartPolicy.Name}} {{.Config.Labels.l}}", "clone")
-	want := te.run("docker", "inspect", "-f", "{{json .HostConfig.Binds}} {{json .HostConfig.Tmpfs}} {{.HostConfig.RestartPolicy.Name}} {{.Config.Labels.l}}", "orig")
+	format := "{{json .HostConfig.Binds}} {{json .HostConfig.Mounts}} {{json .HostConfig.Tmpfs}} {{.HostConfig.RestartPolicy.Name}} {{.Config.Labels.l}}"
+	got := te.run("docker", "inspect", "-f", format, "clone")
+	want := te.run("docker", "inspect", "-f", format, "orig")
 	if got != want {
 		t.Fatalf("the clone: %s, the original: %s", got, want)
 	}
 	te.run("docker", "rm", "-f", "clone")
+}
+
+// TestDockerInspectMountsAsDockerd: HostConfig.Binds and .Mounts are what
+// the create sent, apart, and each mount's Mode and Propagation are
+// dockerd's: a bind's mode as -v gave it, "z" for a named volume without
+// one and for a --mount volume, no propagation for a volume or a tmpfs.
+// (Before, --mount's binds and volumes were listed among the Binds,
+// Mounts was null and every Mode was empty.) The expected values are
+// dockerd 20.10's for the same command, run beside the engine.
+func TestDockerInspectMountsAsDockerd(t *testing.T) {
+	te := startEngine(t)
+	a, b := t.TempDir(), t.TempDir()
+	te.run("docker", "create", "--name", "mnt", "-v", "nv1:/n1", "-v", "nv2:/n2:ro", "-v", a+":/z2:rw", "-v", b+":/z3:ro",
+		"--mount", "type=bind,src="+a+",dst=/m1,readonly", "--mount", "type=volume,src=nv3,dst=/m2", "--mount", "type=tmpfs,dst=/t1",
+		"localhost/busybox:latest", "true")
+	// The CLI sends the -v binds in no set order (it walks a map).
+	var binds []string
+	json.Unmarshal([]byte(te.run("docker", "inspect", "-f", "{{json .HostConfig.Binds}}", "mnt")), &binds)
+	slices.Sort(binds)
+	if want := []string{a + ":/z2:rw", b + ":/z3:ro", "nv1:/n1", "nv2:/n2:ro"}; !slices.Equal(binds, want) {
+		t.Errorf("HostConfig.Binds %q, want %q", binds, want)
+	}
+	got := te.run("docker", "inspect", "-f", "{{json .HostConfig.Mounts}}|{{json .HostConfig.Tmpfs}}", "mnt")
+	want := `[{"Type":"bind","Source":"` + a + `","Target":"/m1","ReadOnly":true},{"Type":"volume","Source":"nv3","Target":"/m2"},{"Type":"tmpfs","Target":"/t1"}]|null`
+	if strings.TrimSpace(got) != want {
+		t.Errorf("HostConfig.Mounts and Tmpfs:\n%s\nwant\n%s", got, want)
+	}
+	mounts := te.run("docker", "inspect", "-f", `{{range .Mounts}}{{.Destination}} {{.Type}} mode={{.Mode}} rw={{.RW}} prop={{.Propagation}};{{end}}`, "mnt")
+	for _, m := range []string{
+		"/n1 volume mode=z rw=true prop=;", "/n2 volume mode=ro rw=false prop=;", "/z2 bind mode=rw rw=true prop=rprivate;",
+		"/z3 bind mode=ro rw=false prop=rprivate;", "/m1 bind mode= rw=false prop=rprivate;", "/m2 volume mode=z rw=true prop=;", "/t1 tmpfs mode= rw=true prop=;",
+	} {
+		if !strings.Contains(mounts, m) {
+			t.Errorf("Mounts lack %q: %s", m, mounts)
+		}
+	}
 }
 
 // TestDockerInspectEnvAsDockerd: Config.Env holds the image's and the
