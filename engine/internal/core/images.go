@@ -131,6 +131,9 @@ type ImageRemoveOptions struct {
 type ImageRemoveReport struct {
 	Deleted  []string `json:"Deleted,omitempty"`
 	Untagged []string `json:"Untagged,omitempty"`
+	// DockerDeleted is what went as dockerd lists it: each deleted image's
+	// ID, then the storage layers that went with it. Not on Podman's wire.
+	DockerDeleted []string `json:"-"`
 	// ExitCode follows podman rmi: 0 ok, 1 no such image, 2 image in use, 125 other error.
 	ExitCode int `json:"ExitCode"`
 }

@@ -263,7 +263,8 @@ func (s *server) imageRemove(w http.ResponseWriter, r *http.Request, name string
 	for _, u := range rep.Untagged {
 		out = append(out, imagetypes.DeleteResponse{Untagged: familiarImageName(u)})
 	}
-	for _, d := range rep.Deleted {
+	// As dockerd: each image deleted, then the layers that went with it.
+	for _, d := range rep.DockerDeleted {
 		out = append(out, imagetypes.DeleteResponse{Deleted: imageID(d)})
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -176,3 +176,26 @@ func TestDockerBuildQuietPrintsTheID(t *testing.T) {
 		t.Fatalf("docker run of the quiet build's ID: %q", out)
 	}
 }
+
+// TestDockerRmiListsDeletedLayers: docker rmi of an image's last name
+// lists the image and then the layers that went with it, as dockerd does
+// (it listed the image alone). The busybox image has one layer, whose
+// storage ID is its diff ID, as its chain ID is dockerd's.
+func TestDockerRmiListsDeletedLayers(t *testing.T) {
+	te := startEngine(t)
+	te.run("docker", "tag", "localhost/busybox:latest", "gone:1")
+	id := strings.TrimSpace(te.run("docker", "image", "inspect", "-f", "{{.Id}}", "gone:1"))
+	layer := strings.TrimSpace(te.run("docker", "image", "inspect", "-f", "{{index .RootFS.Layers 0}}", "gone:1"))
+	layerDir := filepath.Join(te.Dir, "root", "storage", "overlay", strings.TrimPrefix(layer, "sha256:"))
+	if _, err := os.Stat(layerDir); err != nil {
+		t.Fatalf("the layer's directory before rmi: %v", err)
+	}
+	out := te.run("docker", "rmi", "localhost/busybox:latest", "gone:1")
+	want := "Untagged: localhost/busybox:latest\nUntagged: gone:1\nDeleted: " + id + "\nDeleted: " + layer + "\n"
+	if out != want {
+		t.Fatalf("docker rmi:\n%s\nwant\n%s", out, want)
+	}
+	if _, err := os.Stat(layerDir); !os.IsNotExist(err) {
+		t.Fatalf("the layer's directory is still there: %v", err)
+	}
+}

@@ -171,7 +171,8 @@ func (s *Store) untagForContainers(ctx context.Context, img *storage.Image, name
 
 // deleteImage deletes img and the layers only it used, recording what went.
 func (s *Store) deleteImage(ctx context.Context, img *storage.Image, report *core.ImageRemoveReport, reportDeleted bool) error {
-	if _, err := s.store.DeleteImage(img.ID, true); err != nil {
+	layers, err := s.store.DeleteImage(img.ID, true)
+	if err != nil {
 		if errors.Is(err, storage.ErrImageUnknown) {
 			return core.NoSuchImage(shortID(img.ID))
 		}
@@ -183,7 +184,9 @@ func (s *Store) deleteImage(ctx context.Context, img *storage.Image, report *cor
 	report.Untagged = append(report.Untagged, img.Names...)
 	if reportDeleted {
 		report.Deleted = append(report.Deleted, img.ID)
+		report.DockerDeleted = append(report.DockerDeleted, img.ID)
 	}
+	report.DockerDeleted = append(report.DockerDeleted, layers...)
 	name := img.ID
 	for _, n := range img.Names {
 		s.emit(ctx, "untag", img.ID, n)
