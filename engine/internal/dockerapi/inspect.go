@@ -2,6 +2,8 @@ package dockerapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"maps"
 	"net"
@@ -439,7 +441,32 @@ func (s *server) networkSettings(in *core.InspectContainerData, networkIDs map[s
 	if in.HostConfig != nil {
 		predefinedEndpoint(ns.Networks, in.HostConfig.NetworkMode, networkIDs)
 	}
+	if in.State != nil && in.State.Running {
+		// dockerd's endpoints and sandbox exist while the container runs.
+		for _, ep := range ns.Networks {
+			ep.EndpointID = endpointID(in.ID, ep.NetworkID)
+		}
+		if ep := ns.Networks["bridge"]; ep != nil && ns.DefaultNetworkSettings.IPAddress != "" {
+			ns.DefaultNetworkSettings.EndpointID = ep.EndpointID
+		}
+		if ns.SandboxKey != "" {
+			ns.SandboxID = hashID("sandbox", ns.SandboxKey)
+		}
+	}
 	return ns
+}
+
+// endpointID names a running container's attachment to a network, as
+// dockerd's endpoint ID does (64 hex digits): the same in the container's
+// inspect and in the network's.
+func endpointID(containerID, networkID string) string {
+	return hashID("endpoint", containerID, networkID)
+}
+
+// hashID is 64 hex digits of the SHA-256 of kind and parts.
+func hashID(kind string, parts ...string) string {
+	sum := sha256.Sum256([]byte(kind + "\x00" + strings.Join(parts, "\x00")))
+	return hex.EncodeToString(sum[:])
 }
 
 func firstNonEmpty(v ...string) string {

@@ -65,7 +65,7 @@ func (s *server) dockerNetwork(n *core.Network, containers map[string]core.Netwo
 		out.IPAM.Config = append(out.IPAM.Config, c)
 	}
 	for id, c := range containers {
-		ep := networktypes.EndpointResource{Name: c.Name}
+		ep := networktypes.EndpointResource{Name: c.Name, EndpointID: endpointID(id, n.ID)}
 		for _, iface := range c.Interfaces {
 			ep.MacAddress = net.HardwareAddr(iface.MacAddress).String()
 			for _, a := range iface.Subnets {

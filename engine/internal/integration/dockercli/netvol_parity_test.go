@@ -1,6 +1,8 @@
 package dockercli
 
 import (
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -110,5 +112,31 @@ func TestDockerUnnamedVolumeIsAnonymous(t *testing.T) {
 	contains(t, "volume prune", te.run("docker", "volume", "prune", "-f"), unnamed)
 	if got := strings.Fields(te.run("docker", "volume", "ls", "-q")); len(got) != 1 || got[0] != "kept-vol" {
 		t.Errorf("volumes after prune: %v, want [kept-vol]", got)
+	}
+}
+
+// TestDockerEndpointAndSandboxIDs: a running container has dockerd's
+// endpoint and sandbox identities: an EndpointID of 64 hex digits on each
+// network, the same in the network's inspect, and a SandboxID beside its
+// SandboxKey (the namespace file); a stopped one has neither, as dockerd
+// (both were always empty).
+func TestDockerEndpointAndSandboxIDs(t *testing.T) {
+	te := startEngine(t)
+	te.run("docker", "network", "create", "epnet")
+	id := strings.TrimSpace(te.run("docker", "run", "-d", "--name", "ep", "--network", "epnet", "localhost/busybox:latest", "sleep", "300"))
+	hex64 := regexp.MustCompile(`^[0-9a-f]{64}$`)
+	fields := strings.Fields(te.run("docker", "inspect", "-f", `{{.NetworkSettings.Networks.epnet.EndpointID}} {{.NetworkSettings.SandboxID}} {{.NetworkSettings.SandboxKey}}`, "ep"))
+	if len(fields) != 3 || !hex64.MatchString(fields[0]) || !hex64.MatchString(fields[1]) {
+		t.Fatalf("EndpointID, SandboxID, SandboxKey: %q", fields)
+	}
+	if _, err := os.Stat(fields[2]); err != nil {
+		t.Fatalf("SandboxKey: %v", err)
+	}
+	if got := strings.TrimSpace(te.run("docker", "network", "inspect", "-f", `{{(index .Containers "`+id+`").EndpointID}}`, "epnet")); got != fields[0] {
+		t.Fatalf("the network's EndpointID %q, the container's %q", got, fields[0])
+	}
+	te.run("docker", "stop", "-t", "0", "ep")
+	if got := te.run("docker", "inspect", "-f", `{{.NetworkSettings.Networks.epnet.EndpointID}}|{{.NetworkSettings.SandboxID}}`, "ep"); strings.TrimSpace(got) != "|" {
+		t.Fatalf("a stopped container's EndpointID and SandboxID: %q, want none", got)
 	}
 }
