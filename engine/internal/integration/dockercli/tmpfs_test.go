@@ -161,4 +161,12 @@ func TestDockerInspectEnvAsDockerd(t *testing.T) {
 			t.Errorf("docker %v: %s, want %s", tc.args, got, tc.want)
 		}
 	}
+	// An exec in a container with a terminal: TERM only with its own.
+	te.run("docker", "run", "-d", "-t", "--name", "env-tty", "localhost/busybox:latest", "sleep", "300")
+	if out := te.run("docker", "exec", "env-tty", "env"); strings.Contains(out, "TERM=") {
+		t.Errorf("docker exec without -t in a -t container: %s, want no TERM (dockerd's)", out)
+	}
+	if out := te.run("docker", "exec", "-t", "env-tty", "env"); !strings.Contains(out, "TERM=xterm") {
+		t.Errorf("docker exec -t: %s, want TERM=xterm", out)
+	}
 }

@@ -624,8 +624,20 @@ func ProcessFor(c *core.Container, args []string, tty bool) specs.Process {
 	proc.ConsoleSize = nil
 	if tty {
 		proc.Env = mergeEnv(proc.Env, []string{"TERM=xterm"})
+	} else if c.Spec.DockerEnv && c.Spec.Terminal && !setByUser(c, "TERM") {
+		// dockerd gives TERM to a terminal's processes only: an exec
+		// without one in a container with one has none.
+		proc.Env = slices.DeleteFunc(proc.Env, func(kv string) bool { return strings.HasPrefix(kv, "TERM=") })
 	}
 	return proc
+}
+
+// setByUser tells whether c's request or its image set the variable name.
+func setByUser(c *core.Container, name string) bool {
+	if _, ok := c.Spec.Env[name]; ok {
+		return true
+	}
+	return slices.ContainsFunc(c.ImageEnv, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
 }
 
 // mergeEnv overrides base with extra, key by key.
